@@ -1,0 +1,22 @@
+/* commands: the sqlq subcommands. Each returns the process exit code:
+ * 0 success, 1 the operation failed, 2 usage or configuration error. */
+#ifndef SQLQ_COMMANDS_H
+#define SQLQ_COMMANDS_H
+
+#include <signal.h>
+
+enum { SQLQ_EXIT_OK = 0, SQLQ_EXIT_FAILED = 1, SQLQ_EXIT_USAGE = 2 };
+
+/* Set by SIGTERM/SIGINT (main.c); every long-running command polls it. A second signal
+ * exits at once. */
+extern volatile sig_atomic_t sqlq_stop_flag;
+
+int sqlq_cmd_queue(int argc, char **argv);    /* cmd_queue.c */
+int sqlq_cmd_consume(int argc, char **argv);  /* cmd_consume.c */
+int sqlq_cmd_poison(int argc, char **argv);   /* cmd_poison.c */
+int sqlq_cmd_bridge(int argc, char **argv);   /* cmd_bridge.c */
+int sqlq_cmd_setup(int argc, char **argv);    /* cmd_setup.c */
+int sqlq_cmd_status(int argc, char **argv);   /* cmd_status.c */
+int sqlq_cmd_config(int argc, char **argv);   /* cmd_config.c */
+
+#endif

@@ -1,0 +1,72 @@
+/* main: the sqlq command line: signal handling and dispatch to the subcommands. */
+#include "commands.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+volatile sig_atomic_t sqlq_stop_flag;
+
+static void on_signal(int sig)
+{
+    if (sqlq_stop_flag) {
+        /* Second signal: leave now. Unfinished work becomes visible again by itself. */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    sqlq_stop_flag = 1;
+}
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"bridge", sqlq_cmd_bridge, "publish SQL table changes to queues (the main job)"},
+    {"setup", sqlq_cmd_setup, "install (or --drop) change capture and state tables"},
+    {"status", sqlq_cmd_status, "sync version, pending changes and leases per table"},
+    {"consume", sqlq_cmd_consume, "run a handler for each queue message"},
+    {"poison", sqlq_cmd_poison, "list, show, requeue, export, import, purge poison messages"},
+    {"queue", sqlq_cmd_queue, "queue admin: create, delete, list, stats, put, peek, get, ..."},
+    {"config", sqlq_cmd_config, "every setting, and `config check` to validate one"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: sqlq COMMAND [options]   (sqlq COMMAND --help for each)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nexit codes: 0 ok, 1 the operation failed, 2 usage or configuration error\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (argc < 2) {
+        usage(stderr);
+        return SQLQ_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return SQLQ_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("sqlq 0.1.0\n");
+        return SQLQ_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "sqlq: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return SQLQ_EXIT_USAGE;
+}

@@ -1,0 +1,56 @@
+/* log: levelled key=value logging through a replaceable sink, with secrets redacted. */
+#ifndef SQLQ_LOG_H
+#define SQLQ_LOG_H
+
+#include "result.h"
+
+#include <stdbool.h>
+
+typedef enum {
+    SQLQ_LOG_ERROR = 0,
+    SQLQ_LOG_WARN = 1,
+    SQLQ_LOG_INFO = 2,
+    SQLQ_LOG_DEBUG = 3,
+    SQLQ_LOG_TRACE = 4
+} sqlq_log_level;
+
+typedef enum { SQLQ_LOG_TEXT = 0, SQLQ_LOG_JSON = 1 } sqlq_log_format;
+
+/* A sink receives one record: an event name and its fields as `key=value key="quoted value"`.
+ * Secrets registered with sqlq_log_add_secret are already replaced by "***". */
+typedef void (*sqlq_log_sink)(void *ctx, sqlq_log_level level, const char *event, const char *fields);
+
+/* Process-wide logger settings: set once at start-up (or by a test) before threads run.
+ * This is the one piece of shared state besides signal flags: every library logs through it
+ * so a test or an embedding program can capture all output in one place. */
+void sqlq_log_set_level(sqlq_log_level level);
+void sqlq_log_set_sink(sqlq_log_sink sink, void *ctx); /* NULL = stderr in the chosen format */
+void sqlq_log_set_format(sqlq_log_format format);
+bool sqlq_log_enabled(sqlq_log_level level);
+/* Never log this string: every occurrence is replaced by ***. Thread-safe. */
+void sqlq_log_add_secret(const char *secret);
+void sqlq_log_clear_secrets(void);
+bool sqlq_log_parse_level(const char *name, sqlq_log_level *out);
+const char *sqlq_log_level_name(sqlq_log_level level);
+
+/* fields_fmt formats `key=value` pairs; quote free text: err="%s". */
+void sqlq_log_write(sqlq_log_level level, const char *event, const char *fields_fmt, ...)
+    SQLQ_PRINTF(3, 4);
+
+#define SQLQ_LOG(level, event, ...)                                                                \
+    do {                                                                                           \
+        if (sqlq_log_enabled(level))                                                               \
+            sqlq_log_write(level, event, __VA_ARGS__);                                             \
+    } while (0)
+#define SQLQ_ERROR(event, ...) SQLQ_LOG(SQLQ_LOG_ERROR, event, __VA_ARGS__)
+#define SQLQ_WARN(event, ...) SQLQ_LOG(SQLQ_LOG_WARN, event, __VA_ARGS__)
+#define SQLQ_INFO(event, ...) SQLQ_LOG(SQLQ_LOG_INFO, event, __VA_ARGS__)
+#define SQLQ_DEBUG(event, ...) SQLQ_LOG(SQLQ_LOG_DEBUG, event, __VA_ARGS__)
+#define SQLQ_TRACE(event, ...) SQLQ_LOG(SQLQ_LOG_TRACE, event, __VA_ARGS__)
+
+/* Render a record as one line (no newline) in the given format; used by the stderr sink and
+ * by tests. Returns a malloc'd string or NULL. */
+char *sqlq_log_render(sqlq_log_format format, sqlq_log_level level, const char *event,
+                      const char *fields);
+
+#endif

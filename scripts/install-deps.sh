@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Install everything sqlq needs to build, test and run: Debian packages, then the pinned npm
+# packages (Azurite, @azure/storage-queue) from package-lock.json. Used by the README, by
+# .ci/run and by docker/Dockerfile. Idempotent: a second run only checks.
+#   scripts/install-deps.sh            build + test + run (default)
+#   scripts/install-deps.sh --runtime  only what the sqlq binary needs at run time
+#   scripts/install-deps.sh --no-npm   skip the npm packages
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+mode=all
+npm=yes
+for arg in "$@"; do
+    case "$arg" in
+        --runtime) mode=runtime; npm=no ;;
+        --build) mode=build; npm=no ;;
+        --no-npm) npm=no ;;
+        -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+        *) echo "install-deps: unknown option $arg" >&2; exit 2 ;;
+    esac
+done
+
+runtime_pkgs=(libcurl4 libssl3 libjansson4 libexpat1 libmicrohttpd12 unixodbc odbc-postgresql
+    libsqliteodbc tdsodbc ca-certificates)
+build_pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev libjansson-dev
+    libexpat1-dev libmicrohttpd-dev unixodbc-dev)
+test_pkgs=(libcmocka-dev postgresql sqlite3 nodejs npm curl procps)
+
+case "$mode" in
+    runtime) pkgs=("${runtime_pkgs[@]}") ;;
+    build) pkgs=("${runtime_pkgs[@]}" "${build_pkgs[@]}") ;;
+    all) pkgs=("${runtime_pkgs[@]}" "${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+esac
+
+missing=()
+for p in "${pkgs[@]}"; do
+    # nodejs/npm may come from elsewhere (nvm, the image): only ask apt when the command is absent.
+    case "$p" in
+        nodejs) command -v node >/dev/null 2>&1 && continue ;;
+        npm) command -v npm >/dev/null 2>&1 && continue ;;
+    esac
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "install-deps: installing ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$npm" = yes ]; then
+    if [ ! -x "$here/node_modules/.bin/azurite-queue" ] || [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]; then
+        echo "install-deps: npm ci (azurite, @azure/storage-queue, pinned by package-lock.json)"
+        (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+    fi
+fi
+echo "install-deps: ok"

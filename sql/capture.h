@@ -1,0 +1,96 @@
+/* capture: one watched table's changes, leased for delivery (the CHANGETABLE algorithm). */
+#ifndef SQLQ_CAPTURE_H
+#define SQLQ_CAPTURE_H
+
+#include "db.h"
+#include "result.h"
+#include "table.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum {
+    SQLQ_SOURCE_AUTO = 0,       /* change tracking on SQL Server, change log elsewhere */
+    SQLQ_SOURCE_CHANGE_TRACKING, /* SQL Server CHANGETABLE(CHANGES …) */
+    SQLQ_SOURCE_CHANGE_LOG       /* trigger-maintained log installed by sqlq setup */
+} sqlq_source_kind;
+
+typedef enum { SQLQ_START_BEGINNING = 0, SQLQ_START_NOW = 1 } sqlq_start_from;
+
+typedef struct sqlq_capture_config {
+    const char *bridge_name;   /* namespace of state and leases ("default") */
+    const char *table;         /* as the user wrote it */
+    const char *instance_id;   /* owner written into leases: host:pid:random */
+    sqlq_source_kind source;
+    int max_batch_size;        /* 100 */
+    int lease_s;               /* 60 */
+    int max_attempts;          /* 5: after that a change is handed back as poison */
+    sqlq_start_from start_from;
+    bool allow_retention_gap;  /* SQL Server: continue (and say so) when retention overran */
+} sqlq_capture_config;
+
+void sqlq_capture_config_default(sqlq_capture_config *c);
+
+typedef enum { SQLQ_OP_INSERT = 0, SQLQ_OP_UPDATE = 1, SQLQ_OP_DELETE = 2 } sqlq_op;
+const char *sqlq_op_name(sqlq_op op); /* "insert" | "update" | "delete" */
+
+typedef struct sqlq_change {
+    sqlq_op op;
+    int64_t version;  /* change version (CT version, or change-log version) */
+    int attempts;     /* attempts including this one (1 on first delivery) */
+    json_t *key;      /* object: primary-key column → value */
+    json_t *row;      /* object: current row, or NULL for a delete (or a row gone since) */
+} sqlq_change;
+
+typedef struct sqlq_change_batch {
+    sqlq_change *items;
+    size_t count;
+    bool full; /* count == max_batch_size: poll again at once */
+} sqlq_change_batch;
+
+void sqlq_change_batch_free(sqlq_change_batch *b);
+
+typedef struct sqlq_capture sqlq_capture;
+
+/* Describe the table, check the source is set up (change log installed, or change tracking
+ * enabled), create the state and leases tables if missing, and initialise sync state per
+ * start_from. The db must stay open for the capture's life; use one capture per connection. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_open(sqlq_db *db, const sqlq_capture_config *cfg,
+                                             sqlq_capture **out, sqlq_error *err);
+void sqlq_capture_close(sqlq_capture *cap);
+const sqlq_table *sqlq_capture_table(const sqlq_capture *cap);
+
+/* One transaction under a lock for this (bridge, table) only: changes whose leases expired
+ * first, then up to max_batch_size new ones after the sync version; leases them for lease_s to
+ * this instance (attempt + 1). Changes already at max_attempts come back with attempts >
+ * max_attempts so the caller can route them to poison. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out,
+                                             sqlq_error *err);
+/* Extend the leases of changes still in flight (only rows this instance still owns). */
+SQLQ_NODISCARD sqlq_result sqlq_capture_renew(sqlq_capture *cap, const sqlq_change *changes,
+                                              size_t n, sqlq_error *err);
+/* Mark changes delivered (the queue accepted them). Only rows this instance still owns at the
+ * same version are released: *out_lost (optional) counts the others. One round trip. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_release(sqlq_capture *cap, const sqlq_change *changes,
+                                                size_t n, size_t *out_lost, sqlq_error *err);
+/* Give changes back without delivery so they can be retried at once; when count_attempt is
+ * false (a transient failure: queue down) the attempt is not counted. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_abandon(sqlq_capture *cap, const sqlq_change *changes,
+                                                size_t n, bool count_attempt, sqlq_error *err);
+/* Advance the sync version by the safe rule (no change at or below it still unprocessed)
+ * and delete lease rows at or below it. out_version (optional) receives the sync version. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version,
+                                                sqlq_error *err);
+
+typedef struct sqlq_capture_status {
+    int64_t sync_version;
+    long long pending;      /* changes not yet delivered (what an autoscaler would read) */
+    long long leased;       /* leases currently held */
+    json_t *owners;         /* object: instance id → leases held */
+} sqlq_capture_status;
+SQLQ_NODISCARD sqlq_result sqlq_capture_status_get(sqlq_capture *cap, sqlq_capture_status *out,
+                                                   sqlq_error *err);
+void sqlq_capture_status_free(sqlq_capture_status *s);
+
+#endif

@@ -1,0 +1,75 @@
+/* db: one ODBC connection, its dialect, parameterised statements and rows as JSON. */
+#ifndef SQLQ_DB_H
+#define SQLQ_DB_H
+
+#include "result.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    SQLQ_DIALECT_SQLITE = 0,
+    SQLQ_DIALECT_POSTGRES = 1,
+    SQLQ_DIALECT_MSSQL = 2
+} sqlq_dialect_kind;
+
+typedef enum {
+    SQLQ_PARAM_NULL = 0,
+    SQLQ_PARAM_TEXT,  /* UTF-8 text */
+    SQLQ_PARAM_INT64,
+    SQLQ_PARAM_DOUBLE,
+    SQLQ_PARAM_BINARY
+} sqlq_param_type;
+
+typedef struct sqlq_param {
+    sqlq_param_type type;
+    const char *text; /* TEXT (NUL-terminated) or BINARY bytes */
+    size_t len;       /* BINARY length */
+    int64_t i64;
+    double f64;
+} sqlq_param;
+
+sqlq_param sqlq_param_text(const char *s); /* NULL s gives a NULL parameter */
+sqlq_param sqlq_param_int(int64_t v);
+sqlq_param sqlq_param_null(void);
+
+/* Not thread-safe: one connection per thread. */
+typedef struct sqlq_db sqlq_db;
+
+/* conn is an ODBC connection string ("Driver={SQLite3};Database=…") or "DSN=name;…".
+ * The dialect comes from SQL_DBMS_NAME. The connection string is registered as a secret
+ * source: its PWD= value never reaches a log line. Autocommit is on until sqlq_db_begin. */
+SQLQ_NODISCARD sqlq_result sqlq_db_connect(const char *conn, sqlq_db **out, sqlq_error *err);
+void sqlq_db_close(sqlq_db *db);
+sqlq_dialect_kind sqlq_db_dialect(const sqlq_db *db);
+const char *sqlq_db_dbms_name(const sqlq_db *db);
+
+/* Close and re-open the same connection string (after a transient failure), retrying with
+ * back-off until it succeeds, the budget is spent or *stop becomes non-zero. */
+SQLQ_NODISCARD sqlq_result sqlq_db_reconnect(sqlq_db *db, const volatile sig_atomic_t *stop, sqlq_error *err);
+
+/* Errors carry SQLSTATE, native code and driver message in err, with err->transient set by
+ * sqlq_classify_sql_transient. SQLQ_E_SQL for every ODBC failure. */
+SQLQ_NODISCARD sqlq_result sqlq_db_exec(sqlq_db *db, const char *sql, const sqlq_param *params,
+                                        size_t nparams, long long *out_rows_affected,
+                                        sqlq_error *err);
+/* Run a query and return every row as a JSON object keyed by column name, in an array, with
+ * the type mapping of REFERENCE.md §7: NULL → null; BIT/boolean → true/false; integers →
+ * number (outside ±2^53 → string); DECIMAL/NUMERIC → string (exact); float → number; text →
+ * string (invalid UTF-8 → {"$base64": "…"}); binary → {"$base64": "…"}; date/time/timestamp
+ * → ISO 8601 string; GUID → string. */
+SQLQ_NODISCARD sqlq_result sqlq_db_query(sqlq_db *db, const char *sql, const sqlq_param *params,
+                                         size_t nparams, json_t **out_rows, sqlq_error *err);
+/* First column of the first row as int64 (SQLQ_E_NOT_FOUND when there is no row; *out 0 for NULL). */
+SQLQ_NODISCARD sqlq_result sqlq_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *params,
+                                             size_t nparams, int64_t *out, sqlq_error *err);
+
+/* Transactions. begin turns autocommit off (SQLite: BEGIN IMMEDIATE, taking the write lock). */
+SQLQ_NODISCARD sqlq_result sqlq_db_begin(sqlq_db *db, sqlq_error *err);
+SQLQ_NODISCARD sqlq_result sqlq_db_commit(sqlq_db *db, sqlq_error *err);
+void sqlq_db_rollback(sqlq_db *db); /* best effort; safe when no transaction is open */
+
+#endif

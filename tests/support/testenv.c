@@ -1,0 +1,114 @@
+#include "testenv.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *env_dir(void)
+{
+    const char *d = getenv("SQLQ_TEST_ENV_DIR");
+    return d && *d ? d : "testenv";
+}
+
+char *sqlq_test_read_env_file(const char *rel)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", env_dir(), rel);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *buf = calloc(1, 8192);
+    size_t n = buf ? fread(buf, 1, 8191, f) : 0;
+    fclose(f);
+    if (!buf)
+        return NULL;
+    while (n > 0 && isspace((unsigned char)buf[n - 1]))
+        buf[--n] = '\0';
+    return buf;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "test environment: %s (run through ctest so the fixtures start the servers)\n",
+            what);
+    exit(1);
+}
+
+char *sqlq_test_azurite_conn(void)
+{
+    char *c = sqlq_test_read_env_file("azurite/conn");
+    if (!c)
+        die("no Azurite connection string in $SQLQ_TEST_ENV_DIR/azurite/conn");
+    return c;
+}
+
+void sqlq_test_unique_name(const char *prefix, char *out, size_t out_size)
+{
+    static int counter;
+    snprintf(out, out_size, "%s-%d-%d", prefix, (int)getpid(), ++counter);
+    for (char *p = out; *p; p++)
+        *p = (char)(*p == '_' ? '-' : tolower((unsigned char)*p));
+}
+
+char *sqlq_test_pg_create_db(const char *prefix)
+{
+    char *base = sqlq_test_read_env_file("postgres/odbc");
+    char *port = sqlq_test_read_env_file("postgres/port");
+    if (!base || !port)
+        die("no PostgreSQL in $SQLQ_TEST_ENV_DIR/postgres");
+    char name[128];
+    sqlq_test_unique_name(prefix, name, sizeof(name));
+    for (char *p = name; *p; p++)
+        if (*p == '-')
+            *p = '_';
+    if (sqlq_test_sh("psql -q -h 127.0.0.1 -p %s -U sqlq -d postgres -c 'CREATE DATABASE %s' >/dev/null",
+                     port, name) != 0)
+        die("CREATE DATABASE failed");
+    size_t n = strlen(base) + strlen(name) + 32;
+    char *conn = malloc(n);
+    snprintf(conn, n, "%sDatabase=%s;", base, name);
+    free(base);
+    free(port);
+    return conn;
+}
+
+char *sqlq_test_sqlite_db(const char *prefix, char *out_path, size_t out_path_size)
+{
+    char name[128];
+    sqlq_test_unique_name(prefix, name, sizeof(name));
+    snprintf(out_path, out_path_size, "%s/sqlite/%s.db", env_dir(), name);
+    sqlq_test_sh("mkdir -p '%s/sqlite' && rm -f '%s'", env_dir(), out_path);
+    size_t n = strlen(out_path) + 64;
+    char *conn = malloc(n);
+    snprintf(conn, n, "Driver={SQLite3};Database=%s;Timeout=5000;", out_path);
+    return conn;
+}
+
+const char *sqlq_test_bin(void)
+{
+    const char *b = getenv("SQLQ_BIN");
+    return b && *b ? b : "sqlq";
+}
+
+const char *sqlq_test_source_dir(void)
+{
+    const char *s = getenv("SQLQ_SOURCE_DIR");
+    return s && *s ? s : ".";
+}
+
+int sqlq_test_sh(const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    if (st == -1)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}

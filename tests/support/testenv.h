@@ -1,0 +1,26 @@
+/* testenv: where the integration fixtures left their servers, and unique names for tests. */
+#ifndef SQLQ_TESTENV_H
+#define SQLQ_TESTENV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Contents of $SQLQ_TEST_ENV_DIR/<rel> with trailing whitespace cut, or NULL (static buffer
+ * per call site not needed: the result is malloc'd and owned by the caller). */
+char *sqlq_test_read_env_file(const char *rel);
+/* Azurite connection string written by the azurite fixture (malloc'd); fails the test if absent. */
+char *sqlq_test_azurite_conn(void);
+/* A fresh PostgreSQL database named after prefix + pid + counter; returns its ODBC connection
+ * string (malloc'd). Fails the test if the postgres fixture is not running. */
+char *sqlq_test_pg_create_db(const char *prefix);
+/* A fresh SQLite database file under the build tree; returns its ODBC connection string. */
+char *sqlq_test_sqlite_db(const char *prefix, char *out_path, size_t out_path_size);
+/* A name unique to this process and call: prefix-<pid>-<n>, lowercase (valid queue name). */
+void sqlq_test_unique_name(const char *prefix, char *out, size_t out_size);
+/* Path of the sqlq binary ($SQLQ_BIN) and the source tree ($SQLQ_SOURCE_DIR). */
+const char *sqlq_test_bin(void);
+const char *sqlq_test_source_dir(void);
+/* Run a shell command; returns its exit status (or -1). */
+int sqlq_test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
