@@ -1,0 +1,42 @@
+#include "classify.h"
+
+#include <string.h>
+
+bool sqlq_classify_http_transient(int status)
+{
+    switch (status) {
+    case 408: case 429: case 500: case 502: case 503: case 504: return true;
+    default: return false;
+    }
+}
+
+bool sqlq_classify_net_transient(sqlq_net_failure f)
+{
+    switch (f) {
+    case SQLQ_NET_CONNECT: case SQLQ_NET_TIMEOUT: case SQLQ_NET_SEND: case SQLQ_NET_RECV: return true;
+    case SQLQ_NET_OK: case SQLQ_NET_TLS: case SQLQ_NET_OTHER: return false;
+    }
+    return false;
+}
+
+static const char *const transient_states[] = {"08001", "08S01", "08003", "08007", "40001",
+                                                "40P01", "HYT00", "HYT01", "57P01", "57P02",
+                                                "57P03", "55P03"};
+static const long mssql_transient[] = {1204, 1205, 1222, 40613, 40501, 40197, 10928,
+                                       10929, 4060, 233, 10053, 10054, 10060};
+
+bool sqlq_classify_sql_transient(const char *sqlstate, long native_code)
+{
+    if (sqlstate) {
+        for (size_t i = 0; i < sizeof(transient_states) / sizeof(transient_states[0]); i++)
+            if (strcmp(sqlstate, transient_states[i]) == 0)
+                return true;
+        /* sqliteodbc: engine errors are HY000 with the SQLite code as native error. */
+        if (strcmp(sqlstate, "HY000") == 0 && (native_code == 5 || native_code == 6))
+            return true;
+    }
+    for (size_t i = 0; i < sizeof(mssql_transient) / sizeof(mssql_transient[0]); i++)
+        if (native_code == mssql_transient[i])
+            return true;
+    return false;
+}

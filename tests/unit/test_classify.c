@@ -1,0 +1,57 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "classify.h"
+
+static void test_classify_http(void **state)
+{
+    (void)state;
+    const int transient[] = {408, 429, 500, 502, 503, 504};
+    const int permanent[] = {400, 401, 403, 404, 409, 412, 413, 501, 505};
+    for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
+        assert_true(sqlq_classify_http_transient(transient[i]));
+    for (size_t i = 0; i < sizeof(permanent) / sizeof(permanent[0]); i++)
+        assert_false(sqlq_classify_http_transient(permanent[i]));
+}
+
+static void test_classify_net(void **state)
+{
+    (void)state;
+    assert_true(sqlq_classify_net_transient(SQLQ_NET_CONNECT));
+    assert_true(sqlq_classify_net_transient(SQLQ_NET_TIMEOUT));
+    assert_true(sqlq_classify_net_transient(SQLQ_NET_SEND));
+    assert_true(sqlq_classify_net_transient(SQLQ_NET_RECV));
+    assert_false(sqlq_classify_net_transient(SQLQ_NET_TLS));
+    assert_false(sqlq_classify_net_transient(SQLQ_NET_OTHER));
+}
+
+static void test_classify_sql(void **state)
+{
+    (void)state;
+    assert_true(sqlq_classify_sql_transient("08S01", 0));
+    assert_true(sqlq_classify_sql_transient("40001", 0));
+    assert_true(sqlq_classify_sql_transient("40P01", 0));
+    assert_true(sqlq_classify_sql_transient("HYT00", 0));
+    assert_true(sqlq_classify_sql_transient("57P01", 7));
+    assert_true(sqlq_classify_sql_transient("HY000", 5)); /* SQLite BUSY */
+    assert_true(sqlq_classify_sql_transient("HY000", 6)); /* SQLite LOCKED */
+    assert_true(sqlq_classify_sql_transient("42000", 1205)); /* FreeTDS deadlock */
+    assert_true(sqlq_classify_sql_transient("", 40613));
+    assert_false(sqlq_classify_sql_transient("23505", 7)); /* unique violation */
+    assert_false(sqlq_classify_sql_transient("42P01", 7)); /* no such table */
+    assert_false(sqlq_classify_sql_transient("HY000", 19)); /* SQLite constraint */
+    assert_false(sqlq_classify_sql_transient(NULL, 0));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_classify_http),
+        cmocka_unit_test(test_classify_net),
+        cmocka_unit_test(test_classify_sql),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

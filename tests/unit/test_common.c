@@ -1,0 +1,114 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "buf.h"
+#include "log.h"
+#include "result.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_common_buf_grows_and_takes(void **state)
+{
+    (void)state;
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    assert_string_equal(sqlq_buf_str(&b), "");
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(sqlq_buf_printf(&b, "%d,", i), SQLQ_OK);
+    assert_true(b.len > 2000);
+    assert_memory_equal(b.data, "0,1,2,", 6);
+    size_t n;
+    char *s = sqlq_buf_take(&b, &n);
+    assert_int_equal(strlen(s), n);
+    assert_null(b.data);
+    free(s);
+}
+
+static void test_common_buf_cap_frees(void **state)
+{
+    (void)state;
+    sqlq_buf b;
+    sqlq_buf_init(&b, 8);
+    assert_int_equal(sqlq_buf_adds(&b, "12345678"), SQLQ_OK);
+    assert_int_equal(sqlq_buf_addc(&b, '9'), SQLQ_E_TOO_LARGE);
+    assert_null(b.data); /* freed on failure: no cleanup path needed */
+    assert_int_equal(b.len, 0);
+}
+
+static void test_common_error_first_wins(void **state)
+{
+    (void)state;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    assert_int_equal(sqlq_error_set(&e, SQLQ_E_HTTP, true, "first %d", 1), SQLQ_E_HTTP);
+    assert_int_equal(sqlq_error_set(&e, SQLQ_E_IO, false, "second"), SQLQ_E_IO);
+    assert_string_equal(e.message, "first 1");
+    assert_true(e.transient);
+    e.http_status = 503;
+    snprintf(e.azure_code, sizeof(e.azure_code), "ServerBusy");
+    char line[256];
+    sqlq_error_format(&e, line, sizeof(line));
+    assert_string_equal(line, "first 1 (http=503 code=ServerBusy)");
+}
+
+typedef struct captured {
+    char last[512];
+    int count;
+} captured;
+
+static void capture_sink(void *ctx, sqlq_log_level level, const char *event, const char *fields)
+{
+    (void)level;
+    captured *c = ctx;
+    snprintf(c->last, sizeof(c->last), "%s %s", event, fields);
+    c->count++;
+}
+
+static void test_common_log_redacts_and_filters(void **state)
+{
+    (void)state;
+    captured c = {0};
+    sqlq_log_set_sink(capture_sink, &c);
+    sqlq_log_set_level(SQLQ_LOG_INFO);
+    sqlq_log_add_secret("s3cr3t-key-value");
+    SQLQ_INFO("connect", "conn=\"AccountKey=s3cr3t-key-value;x=1\" n=%d", 2);
+    assert_string_equal(c.last, "connect conn=\"AccountKey=***;x=1\" n=2");
+    SQLQ_DEBUG("hidden", "x=1");
+    assert_int_equal(c.count, 1);
+    sqlq_log_set_sink(NULL, NULL);
+    sqlq_log_clear_secrets();
+}
+
+static void test_common_log_json_render(void **state)
+{
+    (void)state;
+    char *line = sqlq_log_render(SQLQ_LOG_JSON, SQLQ_LOG_WARN, "poisoned",
+                                 "queue=orders id=abc err=\"bad \\\"x\\\" value\" n=5");
+    assert_non_null(line);
+    assert_non_null(strstr(line, "\"level\":\"warn\""));
+    assert_non_null(strstr(line, "\"event\":\"poisoned\""));
+    assert_non_null(strstr(line, "\"queue\":\"orders\""));
+    assert_non_null(strstr(line, "\"err\":\"bad \\\"x\\\" value\""));
+    assert_non_null(strstr(line, "\"n\":\"5\"}"));
+    free(line);
+    line = sqlq_log_render(SQLQ_LOG_TEXT, SQLQ_LOG_INFO, "started", "a=1");
+    assert_non_null(strstr(line, " level=info event=started a=1"));
+    free(line);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_common_buf_grows_and_takes),
+        cmocka_unit_test(test_common_buf_cap_frees),
+        cmocka_unit_test(test_common_error_first_wins),
+        cmocka_unit_test(test_common_log_redacts_and_filters),
+        cmocka_unit_test(test_common_log_json_render),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
