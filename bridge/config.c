@@ -1,0 +1,449 @@
+#include "config.h"
+
+#include "buf.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Where a value came from, for error messages that say exactly what to fix. */
+typedef struct origin {
+    char text[160];
+} origin;
+
+static char **str_slot(const sqlq_setting *s, void *out)
+{
+    return (char **)(void *)((char *)out + s->offset);
+}
+
+static long long *int_slot(const sqlq_setting *s, void *out)
+{
+    return (long long *)(void *)((char *)out + s->offset);
+}
+
+static bool *bool_slot(const sqlq_setting *s, void *out)
+{
+    return (bool *)(void *)((char *)out + s->offset);
+}
+
+static void flag_name(const sqlq_setting *s, char *out, size_t size)
+{
+    snprintf(out, size, "--%s", s->key);
+    for (char *p = out + 2; *p; p++)
+        if (*p == '_')
+            *p = '-';
+}
+
+static bool choice_ok(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = choices; p && *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, v, n) == 0)
+            return true;
+        p = bar ? bar + 1 : p + len;
+    }
+    return false;
+}
+
+static bool parse_bool(const char *v, bool *out)
+{
+    static const char *const yes[] = {"true", "1", "yes", "on"};
+    static const char *const no[] = {"false", "0", "no", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0) {
+            *out = true;
+            return true;
+        }
+        if (strcasecmp(v, no[i]) == 0) {
+            *out = false;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Store one textual value into its slot after checking it. */
+static sqlq_result set_value(const sqlq_setting *s, void *out, const char *v, const origin *from,
+                             sqlq_error *err)
+{
+    switch (s->type) {
+    case SQLQ_SET_INT: {
+        errno = 0;
+        char *end = NULL;
+        long long n = strtoll(v, &end, 10);
+        if (errno || end == v || *end != '\0')
+            return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                  "%s: '%s' is not an integer (allowed %lld..%lld)", from->text, v,
+                                  s->min, s->max);
+        if (n < s->min || n > s->max)
+            return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                  "%s: %lld is out of range (allowed %lld..%lld)", from->text, n,
+                                  s->min, s->max);
+        *int_slot(s, out) = n;
+        return SQLQ_OK;
+    }
+    case SQLQ_SET_BOOL:
+        if (!parse_bool(v, bool_slot(s, out)))
+            return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                  "%s: '%s' is not a boolean (allowed true|false|1|0|yes|no)",
+                                  from->text, v);
+        return SQLQ_OK;
+    case SQLQ_SET_ENUM:
+        if (!choice_ok(s->choices, v))
+            return sqlq_error_set(err, SQLQ_E_INVALID, false, "%s: '%s' is not allowed (allowed %s)",
+                                  from->text, v, s->choices);
+        break;
+    case SQLQ_SET_SECRET:
+        sqlq_log_add_secret(v);
+        break;
+    case SQLQ_SET_STRING:
+        break;
+    }
+    char *copy = strdup(v);
+    if (!copy)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    char **slot = str_slot(s, out);
+    free(*slot);
+    *slot = copy;
+    return SQLQ_OK;
+}
+
+static char *read_secret_file(const char *path, sqlq_error *err, const char *var)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        sqlq_error_set(err, SQLQ_E_INVALID, false, "environment %s: cannot read '%s': %s", var, path,
+                       strerror(errno));
+        return NULL;
+    }
+    sqlq_buf b;
+    sqlq_buf_init(&b, 1024 * 1024);
+    char chunk[4096];
+    size_t n;
+    sqlq_result r = SQLQ_OK;
+    while (r == SQLQ_OK && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        r = sqlq_buf_add(&b, chunk, n);
+    fclose(f);
+    if (r != SQLQ_OK) {
+        sqlq_error_set(err, SQLQ_E_INVALID, false, "environment %s: '%s' is too large", var, path);
+        return NULL;
+    }
+    /* Docker secrets and editors leave a trailing newline: it is never part of the secret. */
+    while (b.len > 0 && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
+        b.data[--b.len] = '\0';
+    return sqlq_buf_take(&b, NULL);
+}
+
+static sqlq_result apply_env(const sqlq_setting *s, void *out, sqlq_error *err)
+{
+    const char *vars[2] = {s->env, s->alt_env};
+    for (size_t i = 0; i < 2; i++) {
+        if (!vars[i])
+            continue;
+        origin from;
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            snprintf(from.text, sizeof(from.text), "environment %s", vars[i]);
+            return set_value(s, out, v, &from, err);
+        }
+        if (s->type == SQLQ_SET_SECRET) {
+            char file_var[128];
+            snprintf(file_var, sizeof(file_var), "%s_FILE", vars[i]);
+            const char *path = getenv(file_var);
+            if (path && *path) {
+                char *secret = read_secret_file(path, err, file_var);
+                if (!secret)
+                    return SQLQ_E_INVALID;
+                snprintf(from.text, sizeof(from.text), "file %s (from %s)", path, file_var);
+                sqlq_result r = set_value(s, out, secret, &from, err);
+                free(secret);
+                return r;
+            }
+        }
+    }
+    return SQLQ_OK;
+}
+
+static const sqlq_setting *find_key(const sqlq_config_spec *spec, const char *key)
+{
+    for (size_t i = 0; i < spec->count; i++)
+        if (strcmp(spec->settings[i].key, key) == 0)
+            return &spec->settings[i];
+    return NULL;
+}
+
+static sqlq_result apply_file(const sqlq_config_spec *spec, void *out, json_t *file,
+                              const char *path, sqlq_error *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(file, key, v)
+    {
+        const sqlq_setting *s = find_key(spec, key);
+        if (!s) {
+            if (json_is_array(v) || json_is_object(v))
+                continue; /* structure the command reads itself (routes) */
+            return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                  "config file %s: unknown key '%s' for sqlq %s", path, key,
+                                  spec->command);
+        }
+        origin from;
+        snprintf(from.text, sizeof(from.text), "config file %s key %s", path, key);
+        char num[64];
+        const char *text = NULL;
+        if (json_is_string(v))
+            text = json_string_value(v);
+        else if (json_is_integer(v)) {
+            snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            text = num;
+        } else if (json_is_boolean(v))
+            text = json_is_true(v) ? "true" : "false";
+        if (!text)
+            return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                  "%s: expected a string, integer or boolean", from.text);
+        sqlq_result r = set_value(s, out, text, &from, err);
+        if (r != SQLQ_OK)
+            return r;
+    }
+    return SQLQ_OK;
+}
+
+static const sqlq_setting *find_flag(const sqlq_config_spec *spec, const char *name, size_t len,
+                                     bool *negated)
+{
+    *negated = false;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *n = name;
+        size_t l = len;
+        if (pass == 1) {
+            if (len < 3 || strncmp(name, "no-", 3) != 0)
+                break;
+            n += 3;
+            l -= 3;
+        }
+        for (size_t i = 0; i < spec->count; i++) {
+            char flag[96];
+            flag_name(&spec->settings[i], flag, sizeof(flag));
+            if (strlen(flag + 2) == l && strncmp(flag + 2, n, l) == 0) {
+                if (pass == 1 && spec->settings[i].type != SQLQ_SET_BOOL)
+                    return NULL;
+                *negated = pass == 1;
+                return &spec->settings[i];
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Flags are applied last: parse them into (setting, value) pairs first, collecting --config. */
+static sqlq_result apply_flags(const sqlq_config_spec *spec, void *out, int argc, char **argv,
+                               sqlq_config_result *res, sqlq_error *err)
+{
+    bool options_done = false;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (options_done || a[0] != '-' || a[1] == '\0') {
+            res->positional[res->npositional++] = a;
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            options_done = true;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            res->help = true;
+            continue;
+        }
+        const char *name = a + (a[1] == '-' ? 2 : 1);
+        const char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        if (len == 6 && strncmp(name, "config", 6) == 0) {
+            if (!eq)
+                i++; /* the value was consumed by the file pass */
+            continue;
+        }
+        bool negated;
+        const sqlq_setting *s = find_flag(spec, name, len, &negated);
+        if (!s)
+            return sqlq_error_set(err, SQLQ_E_INVALID, false, "unknown option '%.*s' for sqlq %s",
+                                  (int)(len + (size_t)(name - a)), a, spec->command);
+        origin from;
+        flag_name(s, from.text, sizeof(from.text));
+        const char *v;
+        if (s->type == SQLQ_SET_BOOL && !eq)
+            v = negated ? "false" : "true";
+        else if (eq)
+            v = eq + 1;
+        else if (i + 1 < argc)
+            v = argv[++i];
+        else
+            return sqlq_error_set(err, SQLQ_E_INVALID, false, "%s needs a value", from.text);
+        sqlq_result r = set_value(s, out, v, &from, err);
+        if (r != SQLQ_OK)
+            return r;
+    }
+    return SQLQ_OK;
+}
+
+static const char *config_path(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            return argv[i + 1];
+        if (strncmp(argv[i], "--config=", 9) == 0)
+            return argv[i] + 9;
+    }
+    const char *env = getenv("SQLQ_CONFIG");
+    return env && *env ? env : NULL;
+}
+
+sqlq_result sqlq_config_load(const sqlq_config_spec *spec, void *out, int argc, char **argv,
+                             sqlq_config_result *res, sqlq_error *err)
+{
+    memset(res, 0, sizeof(*res));
+    res->positional = calloc((size_t)(argc > 0 ? argc : 1), sizeof(char *));
+    if (!res->positional)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    sqlq_result r = SQLQ_OK;
+    for (size_t i = 0; i < spec->count && r == SQLQ_OK; i++) {
+        const sqlq_setting *s = &spec->settings[i];
+        if (s->def) {
+            origin from;
+            snprintf(from.text, sizeof(from.text), "default of %s", s->key);
+            r = set_value(s, out, s->def, &from, err);
+        }
+    }
+    const char *path = config_path(argc, argv);
+    if (r == SQLQ_OK && path) {
+        json_error_t jerr;
+        res->file = json_load_file(path, 0, &jerr);
+        if (!res->file)
+            r = sqlq_error_set(err, SQLQ_E_INVALID, false, "config file %s: %s (line %d)", path,
+                               jerr.text, jerr.line);
+        else if (!json_is_object(res->file))
+            r = sqlq_error_set(err, SQLQ_E_INVALID, false, "config file %s: expected a JSON object",
+                               path);
+        else
+            r = apply_file(spec, out, res->file, path, err);
+    }
+    for (size_t i = 0; i < spec->count && r == SQLQ_OK; i++)
+        r = apply_env(&spec->settings[i], out, err);
+    if (r == SQLQ_OK)
+        r = apply_flags(spec, out, argc, argv, res, err);
+    if (r == SQLQ_OK && !res->help &&
+        (res->npositional < spec->min_positional || res->npositional > spec->max_positional)) {
+        if (spec->min_positional == spec->max_positional)
+            r = sqlq_error_set(err, SQLQ_E_INVALID, false, "expected %zu argument%s, got %zu",
+                               spec->min_positional, spec->min_positional == 1 ? "" : "s",
+                               res->npositional);
+        else
+            r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                               "expected %zu to %zu arguments, got %zu", spec->min_positional,
+                               spec->max_positional, res->npositional);
+    }
+    return r;
+}
+
+void sqlq_config_free(const sqlq_config_spec *spec, void *out, sqlq_config_result *res)
+{
+    for (size_t i = 0; out && i < spec->count; i++) {
+        sqlq_setting_type t = spec->settings[i].type;
+        if (t == SQLQ_SET_STRING || t == SQLQ_SET_SECRET || t == SQLQ_SET_ENUM) {
+            char **slot = str_slot(&spec->settings[i], out);
+            free(*slot);
+            *slot = NULL;
+        }
+    }
+    if (res) {
+        free(res->positional);
+        json_decref(res->file);
+        memset(res, 0, sizeof(*res));
+    }
+}
+
+static void describe_value(const sqlq_setting *s, char *out, size_t size)
+{
+    if (s->type == SQLQ_SET_SECRET)
+        snprintf(out, size, "(secret; also %s_FILE)", s->env ? s->env : "");
+    else if (s->type == SQLQ_SET_INT)
+        snprintf(out, size, "%s (%lld..%lld)", s->def ? s->def : "unset", s->min, s->max);
+    else if (s->type == SQLQ_SET_ENUM)
+        snprintf(out, size, "%s (%s)", s->def ? s->def : "unset", s->choices);
+    else
+        snprintf(out, size, "%s", s->def ? s->def : "unset");
+}
+
+void sqlq_config_print_help(const sqlq_config_spec *spec, FILE *f)
+{
+    fprintf(f, "usage: %s\n\n%s\n\noptions (flag / environment variable / default):\n", spec->usage,
+            spec->summary);
+    for (size_t i = 0; i < spec->count; i++) {
+        const sqlq_setting *s = &spec->settings[i];
+        char flag[96], val[160];
+        flag_name(s, flag, sizeof(flag));
+        describe_value(s, val, sizeof(val));
+        fprintf(f, "  %s%s\n      %s\n      env %s%s%s; default %s\n", flag,
+                s->type == SQLQ_SET_BOOL ? " / --no-" : (s->type == SQLQ_SET_INT ? " N" : " VALUE"),
+                s->help, s->env ? s->env : "-", s->alt_env ? ", then " : "",
+                s->alt_env ? s->alt_env : "", val);
+        if (s->type == SQLQ_SET_BOOL)
+            fprintf(f, "      (%s%s)\n", "--no-", flag + 2);
+    }
+    fprintf(f, "  --config FILE\n      JSON file with the same keys (env SQLQ_CONFIG)\n"
+               "  -h, --help\n\nprecedence: defaults < config file < environment < flags\n"
+               "exit codes: 0 ok, 1 the operation failed, 2 usage or configuration error\n");
+}
+
+void sqlq_config_print_markdown(const sqlq_config_spec *spec, FILE *f)
+{
+    fprintf(f, "### sqlq %s\n\n| key (config file) | flag | environment | default | meaning |\n"
+               "|---|---|---|---|---|\n",
+            spec->command);
+    for (size_t i = 0; i < spec->count; i++) {
+        const sqlq_setting *s = &spec->settings[i];
+        char flag[96], val[160];
+        flag_name(s, flag, sizeof(flag));
+        describe_value(s, val, sizeof(val));
+        fprintf(f, "| `%s` | `%s` | %s%s%s%s%s | %s | %s |\n", s->key, flag, s->env ? "`" : "",
+                s->env ? s->env : "-", s->env ? "`" : "", s->alt_env ? ", then `" : "",
+                s->alt_env ? s->alt_env : "", val, s->help);
+    }
+    fprintf(f, "\n");
+}
+
+int sqlq_config_load_or_exit(const sqlq_config_spec *spec, void *out, int argc, char **argv,
+                             sqlq_config_result *res)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_config_load(spec, out, argc, argv, res, &err) != SQLQ_OK) {
+        bool help = res->help;
+        if (help) {
+            sqlq_config_print_help(spec, stdout);
+            return 0;
+        }
+        fprintf(stderr, "sqlq %s: %s\n(see sqlq %s --help)\n", spec->command, err.message,
+                spec->command);
+        return 2;
+    }
+    if (res->help) {
+        sqlq_config_print_help(spec, stdout);
+        return 0;
+    }
+    return -1;
+}
+
+void sqlq_common_settings_apply(const sqlq_common_settings *c)
+{
+    sqlq_log_level level;
+    if (c->log_level && sqlq_log_parse_level(c->log_level, &level))
+        sqlq_log_set_level(level);
+    if (c->log_format)
+        sqlq_log_set_format(strcmp(c->log_format, "json") == 0 ? SQLQ_LOG_JSON : SQLQ_LOG_TEXT);
+}

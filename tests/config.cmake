@@ -1,0 +1,1 @@
+sqlq_unit_test(config sqlq_app)

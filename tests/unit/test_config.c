@@ -1,0 +1,179 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct demo {
+    sqlq_common_settings common;
+    char *table;
+    long long interval;
+    bool once;
+    char *start_from;
+} demo;
+
+static const sqlq_setting demo_settings[] = {
+    SQLQ_COMMON_SETTINGS(demo, common),
+    SQLQ_SETTING_STR(demo, table, "table", "SQLQ_TEST_TABLE", NULL, "table to watch"),
+    SQLQ_SETTING_INT(demo, interval, "polling_interval_ms", "SQLQ_TEST_INTERVAL", "1000", 10, 3600000,
+                     "delay between empty polls"),
+    SQLQ_SETTING_BOOL(demo, once, "once", NULL, "false", "drain and exit"),
+    SQLQ_SETTING_ENUM(demo, start_from, "start_from", NULL, "beginning", "beginning|now",
+                      "where a new bridge starts"),
+};
+
+static const sqlq_config_spec demo_spec = {
+    "demo", "sqlq demo [options] ARG", "A demo.", demo_settings,
+    sizeof(demo_settings) / sizeof(demo_settings[0]), 0, 2};
+
+static void clear_env(void)
+{
+    unsetenv("SQLQ_TEST_TABLE");
+    unsetenv("SQLQ_TEST_INTERVAL");
+    unsetenv("SQLQ_QUEUE_CONNECTION");
+    unsetenv("SQLQ_QUEUE_CONNECTION_FILE");
+    unsetenv("AzureWebJobsStorage");
+    unsetenv("SQLQ_CONFIG");
+}
+
+static sqlq_result load(demo *d, sqlq_config_result *res, sqlq_error *err, int argc, char **argv)
+{
+    memset(d, 0, sizeof(*d));
+    sqlq_error_clear(err);
+    return sqlq_config_load(&demo_spec, d, argc, argv, res, err);
+}
+
+static void test_config_defaults_env_flags_precedence(void **state)
+{
+    (void)state;
+    clear_env();
+    char path[] = "/tmp/sqlq-config-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("{\"table\": \"from_file\", \"polling_interval_ms\": 500, \"routes\": [{\"table\": \"x\"}]}", f);
+    fclose(f);
+    setenv("SQLQ_TEST_INTERVAL", "700", 1);
+    char *argv[] = {"demo", "--config", path, "pos1", "--once", "--start-from=now", NULL};
+    demo d;
+    sqlq_config_result res;
+    sqlq_error err;
+    assert_int_equal(load(&d, &res, &err, 6, argv), SQLQ_OK);
+    assert_string_equal(d.table, "from_file");      /* file over default */
+    assert_int_equal(d.interval, 700);              /* env over file */
+    assert_true(d.once);                            /* flag */
+    assert_string_equal(d.start_from, "now");
+    assert_string_equal(d.common.encoding, "base64"); /* default */
+    assert_int_equal(res.npositional, 1);
+    assert_string_equal(res.positional[0], "pos1");
+    assert_non_null(json_object_get(res.file, "routes"));
+    sqlq_config_free(&demo_spec, &d, &res);
+
+    char *argv2[] = {"demo", "--config", path, "--polling-interval-ms", "20", NULL};
+    assert_int_equal(load(&d, &res, &err, 5, argv2), SQLQ_OK);
+    assert_int_equal(d.interval, 20); /* flag over env */
+    sqlq_config_free(&demo_spec, &d, &res);
+    unlink(path);
+    clear_env();
+}
+
+static void test_config_errors_name_key_value_and_allowed(void **state)
+{
+    (void)state;
+    clear_env();
+    demo d;
+    sqlq_config_result res;
+    sqlq_error err;
+    char *a1[] = {"demo", "--polling-interval-ms", "abc", NULL};
+    assert_int_equal(load(&d, &res, &err, 3, a1), SQLQ_E_INVALID);
+    assert_string_equal(err.message, "--polling-interval-ms: 'abc' is not an integer (allowed 10..3600000)");
+    sqlq_config_free(&demo_spec, &d, &res);
+
+    char *a2[] = {"demo", "--start-from", "yesterday", NULL};
+    assert_int_equal(load(&d, &res, &err, 3, a2), SQLQ_E_INVALID);
+    assert_string_equal(err.message, "--start-from: 'yesterday' is not allowed (allowed beginning|now)");
+    sqlq_config_free(&demo_spec, &d, &res);
+
+    setenv("SQLQ_TEST_INTERVAL", "5", 1);
+    char *a3[] = {"demo", NULL};
+    assert_int_equal(load(&d, &res, &err, 1, a3), SQLQ_E_INVALID);
+    assert_string_equal(err.message, "environment SQLQ_TEST_INTERVAL: 5 is out of range (allowed 10..3600000)");
+    sqlq_config_free(&demo_spec, &d, &res);
+    clear_env();
+
+    char *a4[] = {"demo", "--bogus", NULL};
+    assert_int_equal(load(&d, &res, &err, 2, a4), SQLQ_E_INVALID);
+    assert_string_equal(err.message, "unknown option '--bogus' for sqlq demo");
+    sqlq_config_free(&demo_spec, &d, &res);
+
+    char *a5[] = {"demo", "a", "b", "c", NULL};
+    assert_int_equal(load(&d, &res, &err, 4, a5), SQLQ_E_INVALID);
+    assert_string_equal(err.message, "expected 0 to 2 arguments, got 3");
+    sqlq_config_free(&demo_spec, &d, &res);
+}
+
+static void test_config_secret_from_file_and_fallback_env(void **state)
+{
+    (void)state;
+    clear_env();
+    demo d;
+    sqlq_config_result res;
+    sqlq_error err;
+    char *argv[] = {"demo", NULL};
+    setenv("AzureWebJobsStorage", "UseDevelopmentStorage=true", 1);
+    assert_int_equal(load(&d, &res, &err, 1, argv), SQLQ_OK);
+    assert_string_equal(d.common.queue_connection, "UseDevelopmentStorage=true");
+    sqlq_config_free(&demo_spec, &d, &res);
+
+    char path[] = "/tmp/sqlq-secret-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(write(fd, "AccountName=a;AccountKey=c2VjcmV0;\n", 35) == 35);
+    close(fd);
+    setenv("SQLQ_QUEUE_CONNECTION_FILE", path, 1);
+    assert_int_equal(load(&d, &res, &err, 1, argv), SQLQ_OK);
+    assert_string_equal(d.common.queue_connection, "AccountName=a;AccountKey=c2VjcmV0;"); /* newline cut */
+    sqlq_config_free(&demo_spec, &d, &res);
+
+    setenv("SQLQ_QUEUE_CONNECTION_FILE", "/nonexistent/secret", 1);
+    assert_int_equal(load(&d, &res, &err, 1, argv), SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "SQLQ_QUEUE_CONNECTION_FILE"));
+    sqlq_config_free(&demo_spec, &d, &res);
+    unlink(path);
+    clear_env();
+}
+
+static void test_config_unknown_file_key_rejected(void **state)
+{
+    (void)state;
+    clear_env();
+    char path[] = "/tmp/sqlq-config-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(write(fd, "{\"tabel\": \"x\"}", 14) == 14);
+    close(fd);
+    char *argv[] = {"demo", "--config", path, NULL};
+    demo d;
+    sqlq_config_result res;
+    sqlq_error err;
+    assert_int_equal(load(&d, &res, &err, 3, argv), SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "unknown key 'tabel'"));
+    sqlq_config_free(&demo_spec, &d, &res);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_defaults_env_flags_precedence),
+        cmocka_unit_test(test_config_errors_name_key_value_and_allowed),
+        cmocka_unit_test(test_config_secret_from_file_and_fallback_env),
+        cmocka_unit_test(test_config_unknown_file_key_rejected),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
