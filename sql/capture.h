@@ -13,7 +13,8 @@
 typedef enum {
     SQLQ_SOURCE_AUTO = 0,       /* change tracking on SQL Server, change log elsewhere */
     SQLQ_SOURCE_CHANGE_TRACKING, /* SQL Server CHANGETABLE(CHANGES …) */
-    SQLQ_SOURCE_CHANGE_LOG       /* trigger-maintained log installed by sqlq setup */
+    SQLQ_SOURCE_CHANGE_LOG,      /* trigger-maintained log installed by sqlq setup */
+    SQLQ_SOURCE_CURSOR           /* read-only polling on a monotonic column (sql/cursor_source.h) */
 } sqlq_source_kind;
 
 typedef enum { SQLQ_START_BEGINNING = 0, SQLQ_START_NOW = 1 } sqlq_start_from;
@@ -28,6 +29,10 @@ typedef struct sqlq_capture_config {
     int max_attempts;          /* 5: after that a change is handed back as poison */
     sqlq_start_from start_from;
     bool allow_retention_gap;  /* SQL Server: continue (and say so) when retention overran */
+    /* SQLQ_SOURCE_CURSOR only: */
+    const char *cursor_column;      /* monotonic integer, timestamp or version column, NOT NULL */
+    const char *soft_delete_column; /* rows with it set (non-NULL, non-false) publish as deletes */
+    int safety_lag_ms;              /* read only rows with cursor < now - lag (timestamps) */
 } sqlq_capture_config;
 
 void sqlq_capture_config_default(sqlq_capture_config *c);
