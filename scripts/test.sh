@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The README's test command: install what is needed, build with warnings as errors, and run
+# every test (unit + integration against a private Azurite and PostgreSQL on 127.0.0.1).
+#   scripts/test.sh [ctest args...]     e.g. scripts/test.sh -L unit   or   -R bridge
+# Environment: BUILD_DIR (default build), SQLQ_SANITIZE=ON for ASan/UBSan, JOBS.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+jobs=${JOBS:-$(nproc)}
+
+"$root/scripts/install-deps.sh"
+cmake -S "$root" -B "$build" -DSQLQ_WERROR=ON -DSQLQ_SANITIZE="${SQLQ_SANITIZE:-OFF}" >/dev/null
+cmake --build "$build" -j "$jobs"
+cd "$build"
+# Integration tests mostly wait on servers: run more of them than there are cores.
+ctest --output-on-failure -j "$((jobs * 2))" --timeout 600 "$@"
