@@ -1,0 +1,60 @@
+#include "disposition.h"
+
+/* The service caps a visibility timeout at 7 days. */
+#define MAX_VISIBILITY_S 604800
+
+void sqlq_disposition_policy_default(sqlq_disposition_policy *p)
+{
+    p->max_dequeue_count = 5;
+    p->visibility_timeout_s = 0;
+    p->visibility_backoff = false;
+    p->visibility_max_s = 3600;
+    p->has_poison_queue = true;
+}
+
+sqlq_disposition sqlq_disposition_on_receive(const sqlq_disposition_policy *p, long dequeue_count,
+                                             bool decodable)
+{
+    bool over = dequeue_count > p->max_dequeue_count;
+    if (!over && decodable)
+        return SQLQ_DISPOSE_RUN;
+    return p->has_poison_queue ? SQLQ_DISPOSE_POISON : SQLQ_DISPOSE_RELEASE;
+}
+
+sqlq_disposition sqlq_disposition_on_result(const sqlq_disposition_policy *p, long dequeue_count,
+                                            bool succeeded)
+{
+    if (succeeded)
+        return SQLQ_DISPOSE_DELETE;
+    if (p->has_poison_queue && dequeue_count >= p->max_dequeue_count)
+        return SQLQ_DISPOSE_POISON;
+    return SQLQ_DISPOSE_RELEASE;
+}
+
+int sqlq_disposition_release_visibility(const sqlq_disposition_policy *p, long dequeue_count)
+{
+    long long v = p->visibility_timeout_s > 0 ? p->visibility_timeout_s : 0;
+    if (p->visibility_backoff && v > 0) {
+        long long cap = p->visibility_max_s > 0 ? p->visibility_max_s : MAX_VISIBILITY_S;
+        if (cap < v)
+            cap = v; /* the cap limits growth; it never shortens the base delay */
+        for (long i = 1; i < dequeue_count && v < cap; i++)
+            v *= 2;
+        if (v > cap)
+            v = cap;
+    }
+    if (v > MAX_VISIBILITY_S)
+        v = MAX_VISIBILITY_S;
+    return (int)v;
+}
+
+const char *sqlq_disposition_name(sqlq_disposition d)
+{
+    switch (d) {
+    case SQLQ_DISPOSE_RUN: return "run";
+    case SQLQ_DISPOSE_DELETE: return "delete";
+    case SQLQ_DISPOSE_RELEASE: return "release";
+    case SQLQ_DISPOSE_POISON: return "poison";
+    }
+    return "?";
+}

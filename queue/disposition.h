@@ -1,0 +1,38 @@
+/* disposition: what the consumer does with a message: run it, delete it, release it for a
+ * retry, or move it to the poison queue (the WebJobs rules, as pure functions). */
+#ifndef SQLQ_DISPOSITION_H
+#define SQLQ_DISPOSITION_H
+
+#include <stdbool.h>
+
+typedef enum {
+    SQLQ_DISPOSE_RUN = 0, /* hand the message to the handler */
+    SQLQ_DISPOSE_DELETE,  /* done: delete it */
+    SQLQ_DISPOSE_RELEASE, /* failed: make it visible again after release_visibility_s */
+    SQLQ_DISPOSE_POISON   /* copy its text to {queue}-poison, then delete it */
+} sqlq_disposition;
+
+typedef struct sqlq_disposition_policy {
+    long max_dequeue_count;   /* 5: attempts before a failing message is poisoned */
+    int visibility_timeout_s; /* 0: delay before a failed message is visible again */
+    bool visibility_backoff;  /* grow that delay: visibility_timeout_s * 2^(dequeue_count - 1) */
+    int visibility_max_s;     /* cap on the grown delay (default 3600) */
+    bool has_poison_queue;    /* false when the queue name allows no -poison queue */
+} sqlq_disposition_policy;
+
+void sqlq_disposition_policy_default(sqlq_disposition_policy *p);
+
+/* On receipt: a message already over the limit (dequeue_count > max) or one whose text cannot be
+ * decoded goes straight to poison; otherwise RUN. Without a poison queue such a message is
+ * released (it keeps coming back until its TTL ends: WebJobs does the same). */
+sqlq_disposition sqlq_disposition_on_receive(const sqlq_disposition_policy *p, long dequeue_count,
+                                             bool decodable);
+/* After the handler: success deletes; a failure poisons once dequeue_count >= max, else releases. */
+sqlq_disposition sqlq_disposition_on_result(const sqlq_disposition_policy *p, long dequeue_count,
+                                            bool succeeded);
+/* The visibility timeout (seconds) for releasing a message that failed on this attempt. */
+int sqlq_disposition_release_visibility(const sqlq_disposition_policy *p, long dequeue_count);
+
+const char *sqlq_disposition_name(sqlq_disposition d);
+
+#endif
