@@ -35,6 +35,8 @@ typedef struct sqlq_param {
 sqlq_param sqlq_param_text(const char *s); /* NULL s gives a NULL parameter */
 sqlq_param sqlq_param_int(int64_t v);
 sqlq_param sqlq_param_null(void);
+sqlq_param sqlq_param_double(double v);
+sqlq_param sqlq_param_binary(const void *bytes, size_t len); /* bytes must outlive the call */
 
 /* Not thread-safe: one connection per thread. */
 typedef struct sqlq_db sqlq_db;
@@ -63,6 +65,14 @@ SQLQ_NODISCARD sqlq_result sqlq_db_exec(sqlq_db *db, const char *sql, const sqlq
  * → ISO 8601 string; GUID → string. */
 SQLQ_NODISCARD sqlq_result sqlq_db_query(sqlq_db *db, const char *sql, const sqlq_param *params,
                                          size_t nparams, json_t **out_rows, sqlq_error *err);
+/* Stream a query: fn gets each row (borrowed: json_incref to keep it) as sqlq_db_query would
+ * build it, one at a time; a result other than SQLQ_OK from fn stops the query and is returned.
+ * Rows are fetched one by one with SQLFetch: memory stays flat for any result size as long as
+ * the driver does not buffer (psqlODBC UseDeclareFetch=1). */
+typedef sqlq_result (*sqlq_db_row_fn)(void *ctx, json_t *row, sqlq_error *err);
+SQLQ_NODISCARD sqlq_result sqlq_db_query_each(sqlq_db *db, const char *sql,
+                                              const sqlq_param *params, size_t nparams,
+                                              sqlq_db_row_fn fn, void *ctx, sqlq_error *err);
 /* First column of the first row as int64 (SQLQ_E_NOT_FOUND when there is no row; *out 0 for NULL). */
 SQLQ_NODISCARD sqlq_result sqlq_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *params,
                                              size_t nparams, int64_t *out, sqlq_error *err);

@@ -1,0 +1,443 @@
+#include "row_json.h"
+
+#include "buf.h"
+#include "diag.h"
+#include "wtext.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <sqlext.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* SQL Server driver types (msodbcsql.h) that have no generic ODBC name. */
+#define SS_TIME2 (-154)
+#define SS_TIMESTAMPOFFSET (-155)
+
+#define CHUNK 8192
+#define MAX_SAFE_INT 9007199254740992LL /* 2^53: larger integers do not survive a JSON double */
+
+typedef enum {
+    KIND_TEXT,
+    KIND_BOOL,
+    KIND_INT,
+    KIND_DECIMAL,
+    KIND_FLOAT,
+    KIND_BINARY,
+    KIND_DATE,
+    KIND_TIME,
+    KIND_TIMESTAMP
+} value_kind;
+
+typedef struct row_column {
+    char *name;
+    char type_name[64];
+    SQLSMALLINT sql_type;
+    value_kind kind;
+} row_column;
+
+struct sqlq_row_json {
+    SQLHSTMT stmt;
+    sqlq_dialect_kind dialect;
+    row_column *cols;
+    size_t ncols;
+    sqlq_buf value; /* scratch for one value, reused across columns and rows */
+};
+
+static bool type_is(const char *type_name, const char *prefix)
+{
+    return strncasecmp(type_name, prefix, strlen(prefix)) == 0;
+}
+
+/* The JSON shape of a column. The ODBC type decides, except where the declared type name
+ * knows better: sqliteodbc reports NUMERIC/DECIMAL columns as DOUBLE or VARCHAR, and a
+ * psqlODBC connection without BoolsAsChar=0 reports booleans as text. */
+static value_kind kind_of(short sql_type, const char *type_name, sqlq_dialect_kind d)
+{
+    if (type_is(type_name, "bool"))
+        return KIND_BOOL;
+    if (d == SQLQ_DIALECT_SQLITE && (type_is(type_name, "numeric") || type_is(type_name, "decimal")))
+        return KIND_DECIMAL;
+    switch (sql_type) {
+    case SQL_BIT: return KIND_BOOL;
+    case SQL_TINYINT:
+    case SQL_SMALLINT:
+    case SQL_INTEGER:
+    case SQL_BIGINT: return KIND_INT;
+    case SQL_DECIMAL:
+    case SQL_NUMERIC: return KIND_DECIMAL;
+    case SQL_REAL:
+    case SQL_FLOAT:
+    case SQL_DOUBLE: return KIND_FLOAT;
+    case SQL_BINARY:
+    case SQL_VARBINARY:
+    case SQL_LONGVARBINARY: return KIND_BINARY;
+    case SQL_TYPE_DATE:
+    case SQL_DATE: return KIND_DATE;
+    case SQL_TYPE_TIME:
+    case SQL_TIME:
+    case SS_TIME2: return KIND_TIME;
+    case SQL_TYPE_TIMESTAMP:
+    case SQL_TIMESTAMP:
+    case SS_TIMESTAMPOFFSET: return KIND_TIMESTAMP;
+    default: return KIND_TEXT; /* char, varchar, wide text, GUID, interval, json, xml … */
+    }
+}
+
+static json_t *base64_object(const char *bytes, size_t len)
+{
+    if (len > (size_t)INT32_MAX / 2)
+        return NULL;
+    size_t n = 4 * ((len + 2) / 3) + 1;
+    unsigned char *b64 = malloc(n);
+    if (!b64)
+        return NULL;
+    int written = EVP_EncodeBlock(b64, (const unsigned char *)bytes, (int)len);
+    json_t *s = written >= 0 ? json_stringn((const char *)b64, (size_t)written) : NULL;
+    free(b64);
+    if (!s)
+        return NULL;
+    json_t *o = json_object();
+    if (!o || json_object_set_new(o, "$base64", s) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Text as a JSON string; bytes that are not UTF-8 (possible in SQLite) as {"$base64": …}. */
+static json_t *text_value(const char *text, size_t len)
+{
+    json_t *s = json_stringn(text, len); /* NULL when not valid UTF-8 */
+    return s ? s : base64_object(text, len);
+}
+
+static bool is_digits(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+static json_t *int_value(const char *text, size_t len, sqlq_dialect_kind d);
+
+static json_t *float_value(const char *text, size_t len)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || (size_t)(end - text) != len || !isfinite(v))
+        return text_value(text, len); /* NaN, Infinity, or text stored in a SQLite REAL column */
+    return json_real(v);
+}
+
+static json_t *int_value(const char *text, size_t len, sqlq_dialect_kind d)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || (size_t)(end - text) != len) {
+        /* SQLite keeps whatever was stored: a REAL or text in an INTEGER column. */
+        return d == SQLQ_DIALECT_SQLITE ? float_value(text, len) : text_value(text, len);
+    }
+    if (errno == ERANGE || v > MAX_SAFE_INT || v < -MAX_SAFE_INT)
+        return json_stringn(text, len); /* exact digits, beyond what a double holds */
+    return json_integer((json_int_t)v);
+}
+
+static json_t *bool_value(const char *text, size_t len)
+{
+    static const char *const yes[] = {"1", "t", "true", "y", "yes", "on"};
+    static const char *const no[] = {"0", "f", "false", "n", "no", "off"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strlen(yes[i]) == len && strncasecmp(text, yes[i], len) == 0)
+            return json_true();
+        if (strlen(no[i]) == len && strncasecmp(text, no[i], len) == 0)
+            return json_false();
+    }
+    return text_value(text, len);
+}
+
+/* Append a UTC offset written as +HH, +HHMM or +HH:MM in ISO 8601 form (+HH:MM); false when
+ * tail is not such an offset. */
+static bool add_offset(const char *tail, size_t n, sqlq_buf *out)
+{
+    if (n == 1 && tail[0] == 'Z')
+        return sqlq_buf_addc(out, 'Z') == SQLQ_OK;
+    if (n < 3 || (tail[0] != '+' && tail[0] != '-') || !is_digits(tail + 1, 2))
+        return false;
+    const char *mm = "00";
+    if (n == 5 && is_digits(tail + 3, 2))
+        mm = tail + 3;
+    else if (n == 6 && tail[3] == ':' && is_digits(tail + 4, 2))
+        mm = tail + 4;
+    else if (n != 3)
+        return false;
+    return sqlq_buf_printf(out, "%c%.2s:%.2s", tail[0], tail + 1, mm) == SQLQ_OK;
+}
+
+/* Length of HH:MM[:SS[.fff…]] at s, 0 when s does not start with a time of day. */
+static size_t time_len(const char *s, size_t n)
+{
+    if (n < 5 || !is_digits(s, 2) || s[2] != ':' || !is_digits(s + 3, 2))
+        return 0;
+    size_t i = 5;
+    if (i + 3 <= n && s[i] == ':' && is_digits(s + i + 1, 2)) {
+        i += 3;
+        if (i < n && s[i] == '.') {
+            size_t j = i + 1;
+            while (j < n && isdigit((unsigned char)s[j]))
+                j++;
+            if (j > i + 1)
+                i = j;
+        }
+    }
+    return i;
+}
+
+/* Drivers write "2024-05-01 12:00:00.5+02" (PostgreSQL) or "2024-05-01 12:00:00" (SQLite,
+ * SQL Server); JSON gets ISO 8601: "2024-05-01T12:00:00.5+02:00". Anything else (infinity,
+ * BC dates, free text in SQLite) is passed through as a string. */
+static json_t *temporal_value(value_kind kind, const char *text, size_t len)
+{
+    size_t date = 0;
+    if (kind == KIND_TIMESTAMP) {
+        if (len < 11 || !is_digits(text, 4) || text[4] != '-' || !is_digits(text + 5, 2) ||
+            text[7] != '-' || !is_digits(text + 8, 2) || (text[10] != ' ' && text[10] != 'T'))
+            return text_value(text, len);
+        date = 11;
+    } else if (kind == KIND_DATE) {
+        return text_value(text, len);
+    }
+    size_t t = time_len(text + date, len - date);
+    if (t == 0)
+        return text_value(text, len);
+    sqlq_buf b;
+    sqlq_buf_init(&b, 256);
+    bool ok = true;
+    if (date)
+        ok = sqlq_buf_add(&b, text, 10) == SQLQ_OK && sqlq_buf_addc(&b, 'T') == SQLQ_OK;
+    ok = ok && sqlq_buf_add(&b, text + date, t) == SQLQ_OK;
+    size_t rest = len - date - t;
+    if (ok && rest > 0)
+        ok = add_offset(text + date + t, rest, &b);
+    json_t *v = ok ? json_stringn(b.data, b.len) : text_value(text, len);
+    sqlq_buf_free(&b);
+    return v;
+}
+
+static json_t *value_of_kind(value_kind kind, sqlq_dialect_kind d, const char *text, size_t len)
+{
+    if (!text)
+        return json_null();
+    switch (kind) {
+    case KIND_BOOL: return bool_value(text, len);
+    case KIND_INT: return int_value(text, len, d);
+    case KIND_FLOAT: return float_value(text, len);
+    case KIND_DECIMAL: return text_value(text, len);
+    case KIND_BINARY: return base64_object(text, len);
+    case KIND_DATE:
+    case KIND_TIME:
+    case KIND_TIMESTAMP: return temporal_value(kind, text, len);
+    case KIND_TEXT: break;
+    }
+    return text_value(text, len);
+}
+
+json_t *sqlq_row_json_value(short sql_type, const char *type_name, sqlq_dialect_kind dialect,
+                            const char *text, size_t len)
+{
+    return value_of_kind(kind_of(sql_type, type_name ? type_name : "", dialect), dialect, text,
+                         len);
+}
+
+/* SQL Server's narrow calls follow the client code page; its text is read as UTF-16. */
+static bool wide_text(const sqlq_row_json *r, value_kind kind)
+{
+    return r->dialect == SQLQ_DIALECT_MSSQL && kind != KIND_BINARY;
+}
+
+/* Read column col (1-based) whole into r->value with SQLGetData, piece by piece (01004 =
+ * more data). *is_null is set for SQL NULL. */
+static sqlq_result read_column(sqlq_row_json *r, SQLUSMALLINT col, value_kind kind, bool *is_null,
+                               sqlq_error *err)
+{
+    SQLSMALLINT ctype = kind == KIND_BINARY ? SQL_C_BINARY : SQL_C_CHAR;
+    size_t terminator = kind == KIND_BINARY ? 0 : 1;
+    if (wide_text(r, kind))
+        ctype = SQL_C_WCHAR, terminator = sizeof(SQLWCHAR);
+    char chunk[CHUNK];
+    sqlq_buf_reset(&r->value);
+    *is_null = false;
+    for (;;) {
+        SQLLEN ind = 0;
+        SQLRETURN rc = SQLGetData(r->stmt, col, ctype, chunk, (SQLLEN)sizeof(chunk), &ind);
+        if (rc == SQL_NO_DATA)
+            break; /* every piece has been read */
+        if (!SQL_SUCCEEDED(rc))
+            return sqlq_diag_set(err, SQL_HANDLE_STMT, r->stmt, "read column", NULL);
+        if (ind == SQL_NULL_DATA) {
+            *is_null = true;
+            return SQLQ_OK;
+        }
+        size_t room = sizeof(chunk) - terminator;
+        bool more = rc == SQL_SUCCESS_WITH_INFO && (ind == SQL_NO_TOTAL || (size_t)ind > room);
+        size_t got = more ? room : (size_t)ind;
+        if (got > room)
+            got = room;
+        sqlq_result res = sqlq_buf_add(&r->value, chunk, got);
+        if (res != SQLQ_OK)
+            return sqlq_error_set(err, res, false, "column %u: value over %zu bytes", col,
+                                  (size_t)SQLQ_BUF_DEFAULT_CAP);
+        if (!more)
+            break;
+    }
+    if (ctype == SQL_C_WCHAR) {
+        sqlq_buf utf8;
+        sqlq_buf_init(&utf8, 0);
+        size_t units = r->value.len / sizeof(uint16_t);
+        uint16_t *w = malloc(units ? units * sizeof(uint16_t) : 1);
+        if (!w)
+            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory reading column");
+        if (units)
+            memcpy(w, r->value.data, units * sizeof(uint16_t));
+        sqlq_result res = sqlq_wtext_to_utf8(w, units, &utf8);
+        free(w);
+        if (res != SQLQ_OK)
+            return sqlq_error_set(err, res, false, "column %u: text too large", col);
+        sqlq_buf_free(&r->value);
+        r->value = utf8;
+    }
+    return SQLQ_OK;
+}
+
+sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row, sqlq_error *err)
+{
+    *out_row = NULL;
+    json_t *row = json_object();
+    if (!row)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a row");
+    for (size_t i = 0; i < r->ncols; i++) {
+        const row_column *c = &r->cols[i];
+        bool is_null = false;
+        sqlq_result res = read_column(r, (SQLUSMALLINT)(i + 1), c->kind, &is_null, err);
+        if (res != SQLQ_OK) {
+            json_decref(row);
+            return res;
+        }
+        json_t *v = is_null ? json_null()
+                            : value_of_kind(c->kind, r->dialect, r->value.data ? r->value.data : "",
+                                            r->value.len);
+        if (!v || json_object_set_new(row, c->name, v) != 0) {
+            json_decref(row);
+            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "column %s: cannot build JSON value",
+                                  c->name);
+        }
+    }
+    *out_row = row;
+    return SQLQ_OK;
+}
+
+/* The column's name, read wide for SQL Server (see wide_text) and narrow otherwise. */
+static char *column_name(SQLHSTMT stmt, SQLUSMALLINT col, sqlq_dialect_kind d,
+                         SQLSMALLINT *sql_type, SQLRETURN *rc)
+{
+    SQLULEN size = 0;
+    SQLSMALLINT digits = 0, nullable = 0, len = 0;
+    if (d == SQLQ_DIALECT_MSSQL) {
+        SQLWCHAR w[512];
+        *rc = SQLDescribeColW(stmt, col, w, (SQLSMALLINT)(sizeof(w) / sizeof(w[0])), &len,
+                              sql_type, &size, &digits, &nullable);
+        if (!SQL_SUCCEEDED(*rc))
+            return NULL;
+        size_t units = (size_t)len < sizeof(w) / sizeof(w[0]) ? (size_t)len : 511;
+        uint16_t u[512];
+        for (size_t i = 0; i < units; i++)
+            u[i] = (uint16_t)w[i];
+        sqlq_buf b;
+        sqlq_buf_init(&b, 0);
+        if (sqlq_wtext_to_utf8(u, units, &b) != SQLQ_OK)
+            return NULL;
+        return sqlq_buf_take(&b, NULL);
+    }
+    SQLCHAR name[1024];
+    *rc = SQLDescribeCol(stmt, col, name, (SQLSMALLINT)sizeof(name), &len, sql_type, &size,
+                         &digits, &nullable);
+    if (!SQL_SUCCEEDED(*rc))
+        return NULL;
+    return strdup((const char *)name);
+}
+
+static void lowercase(char *s)
+{
+    for (; *s; s++)
+        *s = (char)tolower((unsigned char)*s);
+}
+
+sqlq_result sqlq_row_json_create(SQLHSTMT stmt, sqlq_dialect_kind dialect, sqlq_row_json **out,
+                                 sqlq_error *err)
+{
+    *out = NULL;
+    SQLSMALLINT n = 0;
+    SQLRETURN rc = SQLNumResultCols(stmt, &n);
+    if (!SQL_SUCCEEDED(rc))
+        return sqlq_diag_set(err, SQL_HANDLE_STMT, stmt, "describe result", NULL);
+    sqlq_row_json *r = calloc(1, sizeof(*r));
+    if (!r || (n > 0 && !(r->cols = calloc((size_t)n, sizeof(row_column))))) {
+        free(r);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory describing a result");
+    }
+    r->stmt = stmt;
+    r->dialect = dialect;
+    sqlq_buf_init(&r->value, 0);
+    for (SQLSMALLINT i = 0; i < n; i++) {
+        row_column *c = &r->cols[i];
+        SQLUSMALLINT col = (SQLUSMALLINT)(i + 1);
+        c->name = column_name(stmt, col, dialect, &c->sql_type, &rc);
+        r->ncols = (size_t)i + 1;
+        if (!c->name) {
+            sqlq_row_json_destroy(r);
+            if (!SQL_SUCCEEDED(rc))
+                return sqlq_diag_set(err, SQL_HANDLE_STMT, stmt, "describe column", NULL);
+            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory describing a result");
+        }
+        SQLSMALLINT tlen = 0;
+        if (!SQL_SUCCEEDED(SQLColAttribute(stmt, col, SQL_DESC_TYPE_NAME, c->type_name,
+                                           (SQLSMALLINT)sizeof(c->type_name), &tlen, NULL)))
+            c->type_name[0] = '\0';
+        lowercase(c->type_name);
+        c->kind = kind_of(c->sql_type, c->type_name, dialect);
+    }
+    *out = r;
+    return SQLQ_OK;
+}
+
+void sqlq_row_json_destroy(sqlq_row_json *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->ncols; i++)
+        free(r->cols[i].name);
+    free(r->cols);
+    sqlq_buf_free(&r->value);
+    free(r);
+}
+
+size_t sqlq_row_json_ncols(const sqlq_row_json *r)
+{
+    return r->ncols;
+}
+
+const char *sqlq_row_json_name(const sqlq_row_json *r, size_t i)
+{
+    return i < r->ncols ? r->cols[i].name : NULL;
+}
+
+short sqlq_row_json_sql_type(const sqlq_row_json *r, size_t i)
+{
+    return i < r->ncols ? r->cols[i].sql_type : 0;
+}
