@@ -1,0 +1,393 @@
+/* envelope: the queue messages the bridge publishes for captured changes (docs/messages.md). */
+#include "envelope.h"
+
+#include "buf.h"
+
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define REASON_MAX 1024
+
+static const char *const format_names[] = {"row", "batch", "functions"};
+static const char *const oversize_names[] = {"truncate", "poison"};
+
+bool sqlq_envelope_format_parse(const char *name, sqlq_envelope_format *out)
+{
+    for (int i = 0; name && i < 3; i++)
+        if (strcmp(name, format_names[i]) == 0) {
+            *out = (sqlq_envelope_format)i;
+            return true;
+        }
+    return false;
+}
+
+const char *sqlq_envelope_format_name(sqlq_envelope_format f)
+{
+    return (unsigned)f < 3 ? format_names[f] : "?";
+}
+
+bool sqlq_oversize_policy_parse(const char *name, sqlq_oversize_policy *out)
+{
+    for (int i = 0; name && i < 2; i++)
+        if (strcmp(name, oversize_names[i]) == 0) {
+            *out = (sqlq_oversize_policy)i;
+            return true;
+        }
+    return false;
+}
+
+const char *sqlq_oversize_policy_name(sqlq_oversize_policy p)
+{
+    return (unsigned)p < 2 ? oversize_names[p] : "?";
+}
+
+void sqlq_envelope_config_default(sqlq_envelope_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->bridge_name = "default";
+    c->format = SQLQ_FORMAT_ROW;
+    c->oversize = SQLQ_OVERSIZE_TRUNCATE;
+    c->encoding = SQLQ_ENCODING_BASE64;
+    c->max_text = SQLQ_MESSAGE_MAX_TEXT;
+}
+
+sqlq_result sqlq_envelope_id(const char *bridge_name, const char *table, const json_t *key,
+                             int64_t version, char out[33], sqlq_error *err)
+{
+    out[0] = '\0';
+    char *canon = json_dumps(key, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!canon)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "cannot serialise the change key");
+    char ver[32];
+    int vlen = snprintf(ver, sizeof(ver), "%lld", (long long)version);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+              EVP_DigestUpdate(ctx, bridge_name, strlen(bridge_name) + 1) == 1 &&
+              EVP_DigestUpdate(ctx, table, strlen(table) + 1) == 1 &&
+              EVP_DigestUpdate(ctx, canon, strlen(canon) + 1) == 1 &&
+              EVP_DigestUpdate(ctx, ver, (size_t)vlen) == 1 &&
+              EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen >= 16;
+    EVP_MD_CTX_free(ctx);
+    free(canon);
+    if (!ok)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "SHA-256 failed");
+    static const char hex[] = "0123456789abcdef";
+    for (unsigned i = 0; i < 16; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[32] = '\0';
+    return SQLQ_OK;
+}
+
+void sqlq_envelope_format_ts(int64_t epoch_ms, char out[25])
+{
+    time_t s = (time_t)(epoch_ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    int year = tm.tm_year + 1900;
+    if (year < 0 || year > 9999)
+        year = year < 0 ? 0 : 9999;
+    char tmp[64];
+    snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", year, (tm.tm_mon + 1) % 100,
+             tm.tm_mday % 100, tm.tm_hour % 100, tm.tm_min % 100, tm.tm_sec % 100,
+             (int)(epoch_ms % 1000 + 1000) % 1000);
+    memcpy(out, tmp, 24);
+    out[24] = '\0';
+}
+
+/* A change whose row is gone although the operation says otherwise is, now, a delete. */
+static sqlq_op effective_op(const sqlq_change *ch)
+{
+    return ch->row ? ch->op : SQLQ_OP_DELETE;
+}
+
+/* The row-mode object of one change; truncated: key only, row omitted. NULL on OOM. */
+static json_t *row_object(const sqlq_envelope_config *cfg, const sqlq_change *ch, int64_t ts_ms,
+                          bool truncated, bool with_key)
+{
+    char id[33], ts[25];
+    if (sqlq_envelope_id(cfg->bridge_name, cfg->table, ch->key, ch->version, id, NULL) != SQLQ_OK)
+        return NULL;
+    sqlq_envelope_format_ts(ts_ms, ts);
+    sqlq_op op = effective_op(ch);
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int rc = json_object_set_new(o, "id", json_string(id));
+    rc |= json_object_set_new(o, "op", json_string(sqlq_op_name(op)));
+    rc |= json_object_set_new(o, "table", json_string(cfg->table));
+    if (with_key)
+        rc |= json_object_set_new(o, "key", json_deep_copy(ch->key));
+    if (!truncated)
+        rc |= json_object_set_new(o, "row", op == SQLQ_OP_DELETE ? json_null() : json_deep_copy(ch->row));
+    rc |= json_object_set_new(o, "version", json_integer((json_int_t)ch->version));
+    rc |= json_object_set_new(o, "bridge", json_string(cfg->bridge_name));
+    rc |= json_object_set_new(o, "ts", json_string(ts));
+    if (truncated)
+        rc |= json_object_set_new(o, "truncated", json_true());
+    if (rc != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The Azure Functions SQL trigger element: {"Operation": 0|1|2, "Item": row or key fields}. */
+static json_t *functions_object(const sqlq_change *ch, bool truncated)
+{
+    sqlq_op op = effective_op(ch);
+    json_t *item = (op == SQLQ_OP_DELETE || truncated) ? json_deep_copy(ch->key) : json_deep_copy(ch->row);
+    json_t *o = json_object();
+    if (!o || !item) {
+        json_decref(o);
+        json_decref(item);
+        return NULL;
+    }
+    int rc = json_object_set_new(o, "Operation", json_integer((json_int_t)op));
+    rc |= json_object_set_new(o, "Item", item);
+    if (truncated)
+        rc |= json_object_set_new(o, "Truncated", json_true());
+    if (rc != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *element(const sqlq_envelope_config *cfg, const sqlq_change *ch, int64_t ts_ms,
+                       bool truncated)
+{
+    return cfg->format == SQLQ_FORMAT_FUNCTIONS ? functions_object(ch, truncated)
+                                                : row_object(cfg, ch, ts_ms, truncated, true);
+}
+
+/* The element as compact JSON text. */
+static char *element_text(const sqlq_envelope_config *cfg, const sqlq_change *ch, int64_t ts_ms,
+                          bool truncated, size_t *out_len)
+{
+    json_t *o = element(cfg, ch, ts_ms, truncated);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (s)
+        *out_len = strlen(s);
+    return s;
+}
+
+static const char *wrap_prefix(sqlq_envelope_format f)
+{
+    return f == SQLQ_FORMAT_BATCH ? "{\"changes\":[" : f == SQLQ_FORMAT_FUNCTIONS ? "[" : "";
+}
+
+static const char *wrap_suffix(sqlq_envelope_format f)
+{
+    return f == SQLQ_FORMAT_BATCH ? "]}" : f == SQLQ_FORMAT_FUNCTIONS ? "]" : "";
+}
+
+static size_t wrap_overhead(sqlq_envelope_format f)
+{
+    return strlen(wrap_prefix(f)) + strlen(wrap_suffix(f));
+}
+
+static bool fits(const sqlq_envelope_config *cfg, size_t json_len)
+{
+    return sqlq_codec_encoded_size(cfg->encoding, json_len) <= cfg->max_text;
+}
+
+static sqlq_result list_push(sqlq_envelope_list *l, sqlq_envelope_dest dest, char *body, size_t len,
+                             const size_t *changes, size_t nchanges, bool truncated,
+                             sqlq_error *err)
+{
+    sqlq_envelope *items = realloc(l->items, (l->count + 1) * sizeof(*items));
+    size_t *idx = malloc((nchanges ? nchanges : 1) * sizeof(*idx));
+    if (items)
+        l->items = items;
+    if (!items || !idx) {
+        free(idx);
+        free(body);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building messages");
+    }
+    memcpy(idx, changes, nchanges * sizeof(*idx));
+    l->items[l->count++] = (sqlq_envelope){dest, body, len, idx, nchanges, truncated};
+    return SQLQ_OK;
+}
+
+void sqlq_envelope_list_free(sqlq_envelope_list *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->items[i].body);
+        free(l->items[i].changes);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->count = 0;
+}
+
+/* The message one change alone is sent as, as JSON: the element wrapped per format. */
+static json_t *single_message(const sqlq_envelope_config *cfg, const sqlq_change *ch,
+                              int64_t ts_ms, bool truncated)
+{
+    json_t *e = element(cfg, ch, ts_ms, truncated);
+    if (!e || cfg->format == SQLQ_FORMAT_ROW)
+        return e;
+    json_t *arr = json_array();
+    if (!arr || json_array_append_new(arr, e) != 0) {
+        json_decref(arr);
+        return NULL;
+    }
+    if (cfg->format == SQLQ_FORMAT_FUNCTIONS)
+        return arr;
+    json_t *o = json_object();
+    if (!o || json_object_set_new(o, "changes", arr) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* {"reason", "message"} as text, or NULL (OOM). stage 0: full, 1: key only, 2: no key. */
+static char *poison_text(const sqlq_envelope_config *cfg, const sqlq_change *ch, const char *reason,
+                         int64_t ts_ms, int stage)
+{
+    json_t *m;
+    if (stage < 2) {
+        m = single_message(cfg, ch, ts_ms, stage == 1);
+    } else {
+        m = row_object(cfg, ch, ts_ms, true, false);
+        if (m && json_object_set_new(m, "key_omitted", json_true()) != 0) {
+            json_decref(m);
+            m = NULL;
+        }
+    }
+    json_t *o = json_object();
+    if (!m || !o) {
+        json_decref(m);
+        json_decref(o);
+        return NULL;
+    }
+    char cut[REASON_MAX];
+    snprintf(cut, sizeof(cut), "%s", reason ? reason : "unknown");
+    int rc = json_object_set_new(o, "reason", json_string(cut));
+    rc |= json_object_set_new(o, "message", m);
+    char *s = rc == 0 ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+sqlq_result sqlq_envelope_add_poison(const sqlq_envelope_config *cfg, const sqlq_change *changes,
+                                     size_t index, const char *reason, int64_t ts_ms,
+                                     sqlq_envelope_list *out, sqlq_error *err)
+{
+    for (int stage = 0; stage < 3; stage++) {
+        char *s = poison_text(cfg, &changes[index], reason, ts_ms, stage);
+        if (!s)
+            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a poison message");
+        size_t len = strlen(s);
+        if (fits(cfg, len) || stage == 2)
+            return list_push(out, SQLQ_DEST_POISON, s, len, &index, 1, stage > 0, err);
+        free(s);
+    }
+    return SQLQ_OK; /* not reached */
+}
+
+/* Packs elements into one message at a time (batch and functions formats). */
+typedef struct packer {
+    const sqlq_envelope_config *cfg;
+    sqlq_buf text;
+    size_t *idx;
+    size_t count;
+    bool truncated;
+} packer;
+
+static sqlq_result packer_flush(packer *p, sqlq_envelope_list *out, sqlq_error *err)
+{
+    if (p->count == 0)
+        return SQLQ_OK;
+    if (sqlq_buf_adds(&p->text, wrap_suffix(p->cfg->format)) != SQLQ_OK)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building messages");
+    size_t len = 0;
+    char *body = sqlq_buf_take(&p->text, &len);
+    sqlq_result r = list_push(out, SQLQ_DEST_MAIN, body, len, p->idx, p->count, p->truncated, err);
+    p->count = 0;
+    p->truncated = false;
+    return r;
+}
+
+static sqlq_result packer_add(packer *p, size_t index, const char *text, size_t len,
+                              bool truncated, sqlq_envelope_list *out, sqlq_error *err)
+{
+    size_t after = p->text.len + 1 + len + strlen(wrap_suffix(p->cfg->format));
+    if (p->count > 0 && !fits(p->cfg, after)) {
+        sqlq_result r = packer_flush(p, out, err);
+        if (r != SQLQ_OK)
+            return r;
+    }
+    sqlq_result r = sqlq_buf_adds(&p->text, p->count == 0 ? wrap_prefix(p->cfg->format) : ",");
+    if (r == SQLQ_OK)
+        r = sqlq_buf_add(&p->text, text, len);
+    if (r != SQLQ_OK)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building messages");
+    p->idx[p->count++] = index;
+    p->truncated = p->truncated || truncated;
+    return SQLQ_OK;
+}
+
+/* Route one change: its text (possibly key-only) into the packer or a message of its own, or
+ * to poison when it cannot fit. */
+static sqlq_result build_one(packer *p, const sqlq_change *changes, size_t i, int64_t ts_ms,
+                             sqlq_envelope_list *out, sqlq_error *err)
+{
+    const sqlq_envelope_config *cfg = p->cfg;
+    size_t over = wrap_overhead(cfg->format), len = 0;
+    bool truncated = false;
+    char *text = element_text(cfg, &changes[i], ts_ms, false, &len);
+    if (text && !fits(cfg, over + len)) {
+        char reason[256];
+        snprintf(reason, sizeof(reason),
+                 "message too large: %zu bytes as sent, limit %zu (oversize policy %s)",
+                 sqlq_codec_encoded_size(cfg->encoding, over + len), cfg->max_text,
+                 sqlq_oversize_policy_name(cfg->oversize));
+        free(text);
+        text = NULL;
+        if (cfg->oversize == SQLQ_OVERSIZE_POISON)
+            return sqlq_envelope_add_poison(cfg, changes, i, reason, ts_ms, out, err);
+        truncated = true;
+        text = element_text(cfg, &changes[i], ts_ms, true, &len);
+        if (text && !fits(cfg, over + len)) {
+            free(text);
+            return sqlq_envelope_add_poison(cfg, changes, i, "message too large even with the key only",
+                                            ts_ms, out, err);
+        }
+    }
+    if (!text)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a message");
+    if (cfg->format == SQLQ_FORMAT_ROW)
+        return list_push(out, SQLQ_DEST_MAIN, text, len, &i, 1, truncated, err);
+    sqlq_result r = packer_add(p, i, text, len, truncated, out, err);
+    free(text);
+    return r;
+}
+
+sqlq_result sqlq_envelope_build(const sqlq_envelope_config *cfg, const sqlq_change *changes,
+                                size_t n, int64_t ts_ms, sqlq_envelope_list *out, sqlq_error *err)
+{
+    packer p = {cfg, {0}, NULL, 0, false};
+    sqlq_buf_init(&p.text, cfg->max_text + 64);
+    p.idx = malloc((n ? n : 1) * sizeof(*p.idx));
+    if (!p.idx)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building messages");
+    sqlq_result r = SQLQ_OK;
+    for (size_t i = 0; i < n && r == SQLQ_OK; i++)
+        r = build_one(&p, changes, i, ts_ms, out, err);
+    if (r == SQLQ_OK)
+        r = packer_flush(&p, out, err);
+    sqlq_buf_free(&p.text);
+    free(p.idx);
+    return r;
+}
