@@ -4,6 +4,7 @@
 # .ci/run and by docker/Dockerfile. Idempotent: a second run only checks.
 #   scripts/install-deps.sh            build + test + run (default)
 #   scripts/install-deps.sh --runtime  only what the sqlq binary needs at run time
+#   scripts/install-deps.sh --build    build + unit tests, no test servers (Docker build stage)
 #   scripts/install-deps.sh --no-npm   skip the npm packages
 set -euo pipefail
 
@@ -15,16 +16,17 @@ for arg in "$@"; do
         --runtime) mode=runtime; npm=no ;;
         --build) mode=build; npm=no ;;
         --no-npm) npm=no ;;
-        -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
         *) echo "install-deps: unknown option $arg" >&2; exit 2 ;;
     esac
 done
 
 runtime_pkgs=(libcurl4 libssl3 libjansson4 libexpat1 libmicrohttpd12 unixodbc odbc-postgresql
     libsqliteodbc tdsodbc ca-certificates)
+# cmocka is here, not in test_pkgs: CMake builds the unit tests by default (SQLQ_BUILD_TESTS).
 build_pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev libjansson-dev
-    libexpat1-dev libmicrohttpd-dev unixodbc-dev)
-test_pkgs=(libcmocka-dev postgresql sqlite3 nodejs npm curl procps)
+    libexpat1-dev libmicrohttpd-dev unixodbc-dev libcmocka-dev)
+test_pkgs=(postgresql sqlite3 nodejs npm curl procps)
 
 case "$mode" in
     runtime) pkgs=("${runtime_pkgs[@]}") ;;

@@ -1,4 +1,22 @@
-# ops: metrics registry, health/metrics HTTP endpoint, container entrypoint and packaging checks.
+# ops: metrics registry, health/metrics HTTP endpoint, container packaging, log secrecy.
 sqlq_unit_test(metrics sqlq_common)
+
 # The HTTP endpoint on a real socket (no fixtures: it needs no Azurite or PostgreSQL).
 sqlq_integration_test(http_server LIBS sqlq_app CURL::libcurl TIMEOUT 60)
+
+# docker/: the entrypoint dispatching to the built sqlq, and static checks of the Dockerfile,
+# compose and Kubernetes files. Unit-labelled: no servers, a second each (they also run in
+# the Docker build stage).
+foreach(name docker_entrypoint docker_files)
+  add_test(NAME unit.${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${name}.sh)
+  set_tests_properties(unit.${name} PROPERTIES LABELS unit TIMEOUT 60
+    ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()
+
+# scripts/install-deps.sh --runtime is idempotent and leaves the ODBC drivers loadable. It may
+# install packages on a machine that lacks them, hence integration, not unit.
+sqlq_integration_test(install_deps TIMEOUT 600)
+
+# No account key, SAS signature or database password in any output, at trace, text and JSON.
+sqlq_integration_test(log_secrecy FIXTURES azurite postgres TIMEOUT 120)
+set_tests_properties(integration.log_secrecy PROPERTIES SKIP_RETURN_CODE 77)
