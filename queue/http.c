@@ -1,0 +1,347 @@
+#include "http.h"
+
+#include "log.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Responses we read are small; a Get of 32 messages of 64 KiB stays far below this. */
+#define MAX_RESPONSE_BODY ((size_t)16 * 1024 * 1024)
+
+struct sqlq_http {
+    CURLM *multi;
+    long timeout_ms;
+    size_t running;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_status = CURLE_FAILED_INIT;
+
+static void global_init(void)
+{
+    global_status = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+sqlq_result sqlq_http_create(long timeout_ms, sqlq_http **out, sqlq_error *err)
+{
+    *out = NULL;
+    pthread_once(&global_once, global_init);
+    if (global_status != CURLE_OK)
+        return sqlq_error_set(err, SQLQ_E_NETWORK, false, "libcurl could not initialise: %s",
+                              curl_easy_strerror(global_status));
+    sqlq_http *h = calloc(1, sizeof(*h));
+    if (!h)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    h->multi = curl_multi_init();
+    if (!h->multi) {
+        free(h);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "cannot create a curl multi handle");
+    }
+    h->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
+    sqlq_http_set_parallel(h, 1);
+    *out = h;
+    return SQLQ_OK;
+}
+
+void sqlq_http_destroy(sqlq_http *h)
+{
+    if (!h)
+        return;
+    curl_multi_cleanup(h->multi);
+    free(h);
+}
+
+void sqlq_http_set_parallel(sqlq_http *h, size_t n)
+{
+    if (n < 1)
+        n = 1;
+    if (n > SQLQ_HTTP_MAX_PARALLEL)
+        n = SQLQ_HTTP_MAX_PARALLEL;
+    /* HTTP/1.1 carries one request per connection at a time: n in flight need n connections,
+     * and keeping n open lets the next batch reuse them. */
+    curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)n);
+    curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)(n < 4 ? 4 : n));
+}
+
+/* Header values we keep, by name (case-insensitive). */
+#define FIELD(name, member) {name, offsetof(sqlq_http_response, member), sizeof(((sqlq_http_response *)0)->member)}
+static const struct {
+    const char *name;
+    size_t offset, size;
+} kept_headers[] = {
+    FIELD("x-ms-request-id", request_id),
+    FIELD("x-ms-error-code", error_code),
+    FIELD("x-ms-popreceipt", pop_receipt),
+    FIELD("x-ms-time-next-visible", time_next_visible),
+    FIELD("x-ms-approximate-messages-count", approximate_count),
+    FIELD("retry-after", retry_after),
+    FIELD("x-ms-retry-after-ms", retry_after_ms),
+};
+
+static void clear_headers(sqlq_http_response *r)
+{
+    for (size_t i = 0; i < sizeof(kept_headers) / sizeof(kept_headers[0]); i++)
+        ((char *)r + kept_headers[i].offset)[0] = '\0';
+}
+
+static size_t on_header(char *line, size_t size, size_t n, void *ctx)
+{
+    sqlq_http_exchange *ex = ctx;
+    size_t len = size * n;
+    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) { /* a new response (after 100 Continue) */
+        clear_headers(&ex->response);
+        return len;
+    }
+    const char *colon = memchr(line, ':', len);
+    if (!colon)
+        return len;
+    size_t name_len = (size_t)(colon - line);
+    for (size_t i = 0; i < sizeof(kept_headers) / sizeof(kept_headers[0]); i++) {
+        if (strlen(kept_headers[i].name) != name_len ||
+            strncasecmp(line, kept_headers[i].name, name_len) != 0)
+            continue;
+        const char *v = colon + 1, *end = line + len;
+        while (v < end && (*v == ' ' || *v == '\t'))
+            v++;
+        while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+            end--;
+        size_t vlen = (size_t)(end - v);
+        char *dst = (char *)&ex->response + kept_headers[i].offset;
+        if (vlen >= kept_headers[i].size)
+            vlen = kept_headers[i].size - 1;
+        memcpy(dst, v, vlen);
+        dst[vlen] = '\0';
+        break;
+    }
+    return len;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *ctx)
+{
+    sqlq_http_exchange *ex = ctx;
+    size_t len = size * n;
+    if (sqlq_buf_add(&ex->response.body, data, len) != SQLQ_OK)
+        return 0; /* over the cap: curl stops with CURLE_WRITE_ERROR */
+    return len;
+}
+
+sqlq_result sqlq_http_exchange_init(sqlq_http *h, sqlq_http_exchange *ex, sqlq_error *err)
+{
+    memset(ex, 0, sizeof(*ex));
+    sqlq_buf_init(&ex->url, 16 * 1024);
+    sqlq_buf_init(&ex->body, 1024 * 1024);
+    sqlq_buf_init(&ex->response.body, MAX_RESPONSE_BODY);
+    ex->easy = curl_easy_init();
+    if (!ex->easy)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "cannot create a curl easy handle");
+    CURL *e = ex->easy;
+    long connect_ms = h->timeout_ms < 10000 ? h->timeout_ms : 10000;
+    curl_easy_setopt(e, CURLOPT_PRIVATE, ex);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, h->timeout_ms);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "sqlq/0.1.0");
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, ex->errbuf);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, ex);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, ex);
+    return SQLQ_OK;
+}
+
+void sqlq_http_exchange_cleanup(sqlq_http *h, sqlq_http_exchange *ex)
+{
+    if (!ex)
+        return;
+    if (ex->running && h)
+        sqlq_http_abort(h, ex);
+    if (ex->easy)
+        curl_easy_cleanup(ex->easy);
+    ex->easy = NULL;
+    sqlq_buf_free(&ex->url);
+    sqlq_buf_free(&ex->body);
+    sqlq_buf_free(&ex->response.body);
+}
+
+void sqlq_http_exchange_reset(sqlq_http_exchange *ex)
+{
+    sqlq_buf_reset(&ex->url);
+    sqlq_buf_reset(&ex->body);
+    ex->nheaders = 0;
+}
+
+bool sqlq_http_exchange_header(sqlq_http_exchange *ex, const char *fmt, ...)
+{
+    if (ex->nheaders >= SQLQ_HTTP_MAX_HEADERS)
+        return false;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(ex->headers[ex->nheaders], SQLQ_HTTP_HEADER_LINE, fmt, ap);
+    va_end(ap);
+    if (n < 0 || n >= SQLQ_HTTP_HEADER_LINE)
+        return false;
+    ex->nheaders++;
+    return true;
+}
+
+/* The header list points into the exchange itself: no allocation per request. */
+static struct curl_slist *header_list(sqlq_http_exchange *ex)
+{
+    size_t n = 0;
+    for (; n < ex->nheaders; n++) {
+        ex->list[n].data = ex->headers[n];
+        ex->list[n].next = &ex->list[n + 1];
+    }
+    ex->list[n].data = (char *)"Expect:"; /* no 100-continue round trip before a body */
+    ex->list[n].next = NULL;
+    return ex->list;
+}
+
+static void set_method(sqlq_http_exchange *ex)
+{
+    CURL *e = ex->easy;
+    bool has_body = ex->body.len > 0 || strcmp(ex->method, "PUT") == 0 ||
+                    strcmp(ex->method, "POST") == 0;
+    if (has_body) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)ex->body.len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, ex->body.data ? ex->body.data : "");
+    } else {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    }
+    bool standard = strcmp(ex->method, has_body ? "POST" : "GET") == 0;
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, standard ? NULL : ex->method);
+}
+
+sqlq_result sqlq_http_start(sqlq_http *h, sqlq_http_exchange *ex, sqlq_error *err)
+{
+    if (ex->running)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "exchange already running");
+    sqlq_buf_reset(&ex->response.body);
+    clear_headers(&ex->response);
+    ex->response.status = 0;
+    ex->response.net = SQLQ_NET_OK;
+    ex->response.net_message[0] = '\0';
+    ex->errbuf[0] = '\0';
+    curl_easy_setopt(ex->easy, CURLOPT_URL, sqlq_buf_str(&ex->url));
+    curl_easy_setopt(ex->easy, CURLOPT_HTTPHEADER, header_list(ex));
+    set_method(ex);
+    CURLMcode mc = curl_multi_add_handle(h->multi, ex->easy);
+    if (mc != CURLM_OK)
+        return sqlq_error_set(err, SQLQ_E_NETWORK, false, "curl_multi_add_handle: %s",
+                              curl_multi_strerror(mc));
+    ex->running = true;
+    h->running++;
+    return SQLQ_OK;
+}
+
+static sqlq_net_failure net_failure(CURLcode c)
+{
+    switch (c) {
+    case CURLE_OK: return SQLQ_NET_OK;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT: return SQLQ_NET_CONNECT;
+    case CURLE_OPERATION_TIMEDOUT: return SQLQ_NET_TIMEOUT;
+    case CURLE_SEND_ERROR: return SQLQ_NET_SEND;
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM: return SQLQ_NET_RECV;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS: return SQLQ_NET_TLS;
+    default: return SQLQ_NET_OTHER;
+    }
+}
+
+static void finish(sqlq_http *h, sqlq_http_exchange *ex, CURLcode result)
+{
+    curl_multi_remove_handle(h->multi, ex->easy);
+    ex->running = false;
+    h->running--;
+    sqlq_http_response *r = &ex->response;
+    r->net = net_failure(result);
+    if (result == CURLE_OK) {
+        long status = 0;
+        curl_easy_getinfo(ex->easy, CURLINFO_RESPONSE_CODE, &status);
+        r->status = (int)status;
+        return;
+    }
+    r->status = 0;
+    snprintf(r->net_message, sizeof(r->net_message), "%s",
+             ex->errbuf[0] ? ex->errbuf : curl_easy_strerror(result));
+}
+
+size_t sqlq_http_wait(sqlq_http *h, long timeout_ms, sqlq_http_exchange **done, size_t done_size)
+{
+    size_t ndone = 0;
+    bool polled = false;
+    for (;;) {
+        int still = 0;
+        curl_multi_perform(h->multi, &still);
+        CURLMsg *msg;
+        int left;
+        while (ndone < done_size && (msg = curl_multi_info_read(h->multi, &left)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            sqlq_http_exchange *ex = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&ex);
+            CURLcode result = msg->data.result; /* read before removal invalidates msg */
+            finish(h, ex, result);
+            done[ndone++] = ex;
+        }
+        if (ndone > 0 || polled || h->running == 0)
+            return ndone;
+        curl_multi_poll(h->multi, NULL, 0, (int)(timeout_ms > 0 ? timeout_ms : 0), NULL);
+        polled = true;
+    }
+}
+
+sqlq_result sqlq_http_perform(sqlq_http *h, sqlq_http_exchange *ex)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_http_start(h, ex, &err) != SQLQ_OK) {
+        ex->response.net = SQLQ_NET_OTHER;
+        snprintf(ex->response.net_message, sizeof(ex->response.net_message), "%.200s", err.message);
+        return SQLQ_E_NETWORK;
+    }
+    while (ex->running) {
+        sqlq_http_exchange *done[4];
+        (void)sqlq_http_wait(h, 1000, done, 4);
+    }
+    return ex->response.net == SQLQ_NET_OK ? SQLQ_OK : SQLQ_E_NETWORK;
+}
+
+void sqlq_http_abort(sqlq_http *h, sqlq_http_exchange *ex)
+{
+    if (!ex->running)
+        return;
+    curl_multi_remove_handle(h->multi, ex->easy);
+    ex->running = false;
+    h->running--;
+    ex->response.status = 0;
+    ex->response.net = SQLQ_NET_OTHER;
+    snprintf(ex->response.net_message, sizeof(ex->response.net_message), "aborted");
+}
+
+size_t sqlq_http_running(const sqlq_http *h)
+{
+    return h->running;
+}
