@@ -169,10 +169,11 @@ static void db_disconnect(sqlq_db *db)
 static sqlq_result detect_dialect(sqlq_db *db, sqlq_error *err)
 {
     SQLSMALLINT len = 0;
-    SQLRETURN rc = SQLGetInfo(db->dbc, SQL_DBMS_NAME, db->dbms_name,
-                              (SQLSMALLINT)sizeof(db->dbms_name), &len);
+    SQLRETURN rc =
+        SQLGetInfo(db->dbc, SQL_DBMS_NAME, db->dbms_name, (SQLSMALLINT)sizeof(db->dbms_name), &len);
     if (!SQL_SUCCEEDED(rc))
-        return sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, "SQLGetInfo(SQL_DBMS_NAME)", db->secrets);
+        return sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, "SQLGetInfo(SQL_DBMS_NAME)",
+                             db->secrets);
     if (strcasecmp(db->dbms_name, "SQLite") == 0)
         db->dialect = SQLQ_DIALECT_SQLITE;
     else if (strcasecmp(db->dbms_name, "PostgreSQL") == 0)
@@ -184,6 +185,22 @@ static sqlq_result detect_dialect(sqlq_db *db, sqlq_error *err)
                               "database %s is not supported (SQLite, PostgreSQL, SQL Server are)",
                               db->dbms_name);
     return SQLQ_OK;
+}
+
+/* psqlODBC drops the offset when it converts a timestamptz to text (convert.c: "time zone
+ * stuff is unreliable") and writes the wall time of the session's TimeZone. With the session
+ * in UTC that wall time is exact, and row_json marks it +00:00. */
+static sqlq_result session_utc(sqlq_db *db, sqlq_error *err)
+{
+    SQLHSTMT h = NULL;
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &h)))
+        return sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, "allocate statement", db->secrets);
+    SQLRETURN rc = SQLExecDirect(h, (SQLCHAR *)"SET TIME ZONE 'UTC'", SQL_NTS);
+    sqlq_result r = SQL_SUCCEEDED(rc)
+                        ? SQLQ_OK
+                        : sqlq_diag_set(err, SQL_HANDLE_STMT, h, "set time zone", db->secrets);
+    SQLFreeHandle(SQL_HANDLE_STMT, h);
+    return r;
 }
 
 static sqlq_result db_open(sqlq_db *db, sqlq_error *err)
@@ -205,6 +222,8 @@ static sqlq_result db_open(sqlq_db *db, sqlq_error *err)
     }
     db->connected = true;
     sqlq_result r = detect_dialect(db, err);
+    if (r == SQLQ_OK && db->dialect == SQLQ_DIALECT_POSTGRES)
+        r = session_utc(db, err);
     if (r != SQLQ_OK) {
         db_disconnect(db);
         return r;
@@ -321,8 +340,8 @@ static SQLRETURN bind_text(sqlq_db *db, db_stmt *s, SQLUSMALLINT num, size_t i, 
     size_t len = strlen(text);
     if (db->dialect != SQLQ_DIALECT_MSSQL) {
         s->ind[i] = (SQLLEN)len;
-        return SQLBindParameter(s->h, num, SQL_PARAM_INPUT, SQL_C_CHAR, SQL_VARCHAR,
-                                len ? len : 1, 0, unconst(text), (SQLLEN)len, &s->ind[i]);
+        return SQLBindParameter(s->h, num, SQL_PARAM_INPUT, SQL_C_CHAR, SQL_VARCHAR, len ? len : 1,
+                                0, unconst(text), (SQLLEN)len, &s->ind[i]);
     }
     uint16_t *w = NULL;
     size_t units = 0;
@@ -334,8 +353,8 @@ static SQLRETURN bind_text(sqlq_db *db, db_stmt *s, SQLUSMALLINT num, size_t i, 
     s->owned[i] = w;
     s->ind[i] = (SQLLEN)(units * sizeof(uint16_t));
     return SQLBindParameter(s->h, num, SQL_PARAM_INPUT, SQL_C_WCHAR,
-                            units > 4000 ? SQL_WLONGVARCHAR : SQL_WVARCHAR, units ? units : 1, 0,
-                            w, s->ind[i], &s->ind[i]);
+                            units > 4000 ? SQL_WLONGVARCHAR : SQL_WVARCHAR, units ? units : 1, 0, w,
+                            s->ind[i], &s->ind[i]);
 }
 
 static sqlq_result bind_params(sqlq_db *db, db_stmt *s, const sqlq_param *params, size_t n,
@@ -343,7 +362,8 @@ static sqlq_result bind_params(sqlq_db *db, db_stmt *s, const sqlq_param *params
 {
     if (n == 0)
         return SQLQ_OK;
-    if (n > 32767 || !(s->ind = calloc(n, sizeof(SQLLEN))) || !(s->owned = calloc(n, sizeof(void *))))
+    if (n > 32767 || !(s->ind = calloc(n, sizeof(SQLLEN))) ||
+        !(s->owned = calloc(n, sizeof(void *))))
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "cannot bind %zu parameters", n);
     s->nparams = n;
     for (size_t i = 0; i < n; i++) {
@@ -547,10 +567,9 @@ sqlq_result sqlq_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *pa
 
 static sqlq_result set_autocommit(sqlq_db *db, bool on, sqlq_error *err)
 {
-    SQLRETURN rc = SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                     (SQLPOINTER)(uintptr_t)(on ? SQL_AUTOCOMMIT_ON
-                                                                : SQL_AUTOCOMMIT_OFF),
-                                     SQL_IS_UINTEGER);
+    SQLRETURN rc = SQLSetConnectAttr(
+        db->dbc, SQL_ATTR_AUTOCOMMIT,
+        (SQLPOINTER)(uintptr_t)(on ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF), SQL_IS_UINTEGER);
     if (!SQL_SUCCEEDED(rc))
         return sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, on ? "autocommit on" : "autocommit off",
                              db->secrets);

@@ -43,7 +43,8 @@ typedef struct sqlq_db sqlq_db;
 
 /* conn is an ODBC connection string ("Driver={SQLite3};Database=…") or "DSN=name;…".
  * The dialect comes from SQL_DBMS_NAME. The connection string is registered as a secret
- * source: its PWD= value never reaches a log line. Autocommit is on until sqlq_db_begin. */
+ * source: its PWD= value never reaches a log line. Autocommit is on until sqlq_db_begin.
+ * PostgreSQL sessions run with TIME ZONE 'UTC' (so timestamptz values come out exact). */
 SQLQ_NODISCARD sqlq_result sqlq_db_connect(const char *conn, sqlq_db **out, sqlq_error *err);
 void sqlq_db_close(sqlq_db *db);
 sqlq_dialect_kind sqlq_db_dialect(const sqlq_db *db);

@@ -56,8 +56,8 @@ sqlq_result sqlq_diag_set(sqlq_error *err, SQLSMALLINT htype, SQLHANDLE h, const
         SQLCHAR msg[1024] = {0};
         SQLINTEGER native = 0;
         SQLSMALLINT msg_len = 0;
-        SQLRETURN rc = SQLGetDiagRec(htype, h, i, state, &native, msg, (SQLSMALLINT)sizeof(msg),
-                                     &msg_len);
+        SQLRETURN rc =
+            SQLGetDiagRec(htype, h, i, state, &native, msg, (SQLSMALLINT)sizeof(msg), &msg_len);
         if (!SQL_SUCCEEDED(rc))
             break;
         if (i == 1) {

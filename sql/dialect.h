@@ -15,11 +15,17 @@ typedef struct sqlq_table_name {
 
 SQLQ_NODISCARD sqlq_result sqlq_table_name_parse(const char *text, sqlq_table_name *out,
                                                  sqlq_error *err);
+/* schema.name (or name) unquoted, for messages and logs. */
+void sqlq_table_name_format(const sqlq_table_name *t, char *out, size_t out_size);
 
 /* Append an identifier, quoted for the dialect: "a""b" (SQLite, PostgreSQL), [a]]b] (SQL Server).
  * Rejects identifiers containing NUL or over 255 bytes. */
 SQLQ_NODISCARD sqlq_result sqlq_dialect_quote_ident(sqlq_dialect_kind d, const char *ident,
                                                     sqlq_buf *out);
+/* The same for an identifier given with its length: rejects an embedded NUL, invalid UTF-8,
+ * the empty string and more than 255 bytes (SQLQ_E_INVALID; out is left unchanged). */
+SQLQ_NODISCARD sqlq_result sqlq_dialect_quote_identn(sqlq_dialect_kind d, const char *ident,
+                                                     size_t len, sqlq_buf *out);
 /* schema.name quoted (schema omitted when empty). */
 SQLQ_NODISCARD sqlq_result sqlq_dialect_quote_table(sqlq_dialect_kind d, const sqlq_table_name *t,
                                                     sqlq_buf *out);

@@ -29,7 +29,9 @@ typedef enum {
     KIND_BINARY,
     KIND_DATE,
     KIND_TIME,
-    KIND_TIMESTAMP
+    KIND_TIMESTAMP,
+    KIND_TIMESTAMP_UTC, /* PostgreSQL timestamptz: psqlODBC drops the offset; the session is UTC */
+    KIND_GUID
 } value_kind;
 
 typedef struct row_column {
@@ -59,8 +61,11 @@ static value_kind kind_of(short sql_type, const char *type_name, sqlq_dialect_ki
 {
     if (type_is(type_name, "bool"))
         return KIND_BOOL;
-    if (d == SQLQ_DIALECT_SQLITE && (type_is(type_name, "numeric") || type_is(type_name, "decimal")))
+    if (d == SQLQ_DIALECT_SQLITE &&
+        (type_is(type_name, "numeric") || type_is(type_name, "decimal")))
         return KIND_DECIMAL;
+    if (d == SQLQ_DIALECT_POSTGRES && strcasecmp(type_name, "timestamptz") == 0)
+        return KIND_TIMESTAMP_UTC;
     switch (sql_type) {
     case SQL_BIT: return KIND_BOOL;
     case SQL_TINYINT:
@@ -83,7 +88,8 @@ static value_kind kind_of(short sql_type, const char *type_name, sqlq_dialect_ki
     case SQL_TYPE_TIMESTAMP:
     case SQL_TIMESTAMP:
     case SS_TIMESTAMPOFFSET: return KIND_TIMESTAMP;
-    default: return KIND_TEXT; /* char, varchar, wide text, GUID, interval, json, xml … */
+    case SQL_GUID: return KIND_GUID;
+    default: return KIND_TEXT; /* char, varchar, wide text, interval, json, xml … */
     }
 }
 
@@ -166,6 +172,8 @@ static json_t *bool_value(const char *text, size_t len)
  * tail is not such an offset. */
 static bool add_offset(const char *tail, size_t n, sqlq_buf *out)
 {
+    if (n > 1 && tail[0] == ' ') /* SQL Server datetimeoffset: "… 12:00:00.0000000 +02:00" */
+        tail++, n--;
     if (n == 1 && tail[0] == 'Z')
         return sqlq_buf_addc(out, 'Z') == SQLQ_OK;
     if (n < 3 || (tail[0] != '+' && tail[0] != '-') || !is_digits(tail + 1, 2))
@@ -205,7 +213,7 @@ static size_t time_len(const char *s, size_t n)
 static json_t *temporal_value(value_kind kind, const char *text, size_t len)
 {
     size_t date = 0;
-    if (kind == KIND_TIMESTAMP) {
+    if (kind == KIND_TIMESTAMP || kind == KIND_TIMESTAMP_UTC) {
         if (len < 11 || !is_digits(text, 4) || text[4] != '-' || !is_digits(text + 5, 2) ||
             text[7] != '-' || !is_digits(text + 8, 2) || (text[10] != ' ' && text[10] != 'T'))
             return text_value(text, len);
@@ -225,9 +233,22 @@ static json_t *temporal_value(value_kind kind, const char *text, size_t len)
     size_t rest = len - date - t;
     if (ok && rest > 0)
         ok = add_offset(text + date + t, rest, &b);
+    else if (ok && kind == KIND_TIMESTAMP_UTC)
+        ok = sqlq_buf_adds(&b, "+00:00") == SQLQ_OK;
     json_t *v = ok ? json_stringn(b.data, b.len) : text_value(text, len);
     sqlq_buf_free(&b);
     return v;
+}
+
+/* GUIDs in lower case, as PostgreSQL writes them (psqlODBC and SQL Server upper-case them). */
+static json_t *guid_value(const char *text, size_t len)
+{
+    char g[64];
+    if (len >= sizeof(g))
+        return text_value(text, len);
+    for (size_t i = 0; i < len; i++)
+        g[i] = (char)tolower((unsigned char)text[i]);
+    return json_stringn(g, len);
 }
 
 static json_t *value_of_kind(value_kind kind, sqlq_dialect_kind d, const char *text, size_t len)
@@ -242,7 +263,9 @@ static json_t *value_of_kind(value_kind kind, sqlq_dialect_kind d, const char *t
     case KIND_BINARY: return base64_object(text, len);
     case KIND_DATE:
     case KIND_TIME:
-    case KIND_TIMESTAMP: return temporal_value(kind, text, len);
+    case KIND_TIMESTAMP:
+    case KIND_TIMESTAMP_UTC: return temporal_value(kind, text, len);
+    case KIND_GUID: return guid_value(text, len);
     case KIND_TEXT: break;
     }
     return text_value(text, len);
@@ -350,8 +373,8 @@ static char *column_name(SQLHSTMT stmt, SQLUSMALLINT col, sqlq_dialect_kind d,
     SQLSMALLINT digits = 0, nullable = 0, len = 0;
     if (d == SQLQ_DIALECT_MSSQL) {
         SQLWCHAR w[512];
-        *rc = SQLDescribeColW(stmt, col, w, (SQLSMALLINT)(sizeof(w) / sizeof(w[0])), &len,
-                              sql_type, &size, &digits, &nullable);
+        *rc = SQLDescribeColW(stmt, col, w, (SQLSMALLINT)(sizeof(w) / sizeof(w[0])), &len, sql_type,
+                              &size, &digits, &nullable);
         if (!SQL_SUCCEEDED(*rc))
             return NULL;
         size_t units = (size_t)len < sizeof(w) / sizeof(w[0]) ? (size_t)len : 511;
@@ -365,8 +388,8 @@ static char *column_name(SQLHSTMT stmt, SQLUSMALLINT col, sqlq_dialect_kind d,
         return sqlq_buf_take(&b, NULL);
     }
     SQLCHAR name[1024];
-    *rc = SQLDescribeCol(stmt, col, name, (SQLSMALLINT)sizeof(name), &len, sql_type, &size,
-                         &digits, &nullable);
+    *rc = SQLDescribeCol(stmt, col, name, (SQLSMALLINT)sizeof(name), &len, sql_type, &size, &digits,
+                         &nullable);
     if (!SQL_SUCCEEDED(*rc))
         return NULL;
     return strdup((const char *)name);

@@ -22,8 +22,7 @@ short sqlq_row_json_sql_type(const sqlq_row_json *r, size_t i);
 
 /* The current row (after SQLFetch succeeded) as a new JSON object keyed by column name,
  * read with SQLGetData column by column, long values in pieces. */
-SQLQ_NODISCARD sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row,
-                                              sqlq_error *err);
+SQLQ_NODISCARD sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row, sqlq_error *err);
 
 /* Exposed for unit tests: the JSON value of one column given its text as the driver returned
  * it (NULL text = SQL NULL) and its ODBC type and declared type name. */

@@ -26,10 +26,22 @@ typedef struct sqlq_table {
 } sqlq_table;
 
 /* Discover columns and primary key. SQLQ_E_NOT_FOUND when the table does not exist;
- * SQLQ_E_INVALID ("table X has no primary key") when it has none. */
+ * SQLQ_E_INVALID ("table X has no primary key") when it has none. The result's name is the
+ * catalog's spelling: PostgreSQL and SQL Server fill in the schema the name resolved to
+ * (search_path / default schema), and PostgreSQL falls back to the lower-cased name when the
+ * name as written does not exist (its rule for unquoted names). SQLite keeps the name as given. */
 SQLQ_NODISCARD sqlq_result sqlq_table_describe(sqlq_db *db, const sqlq_table_name *name,
                                                sqlq_table **out, sqlq_error *err);
 void sqlq_table_free(sqlq_table *t);
+/* The catalog query sqlq_table_describe runs, and its parameters for a table name (the
+ * quoted name is built in quoted, which must outlive params). Exposed for unit tests. */
+const char *sqlq_table_describe_sql(sqlq_dialect_kind d);
+SQLQ_NODISCARD sqlq_result sqlq_table_describe_params(sqlq_dialect_kind d,
+                                                      const sqlq_table_name *name,
+                                                      sqlq_buf *quoted, sqlq_param *params,
+                                                      size_t *nparams);
+/* The ODBC SQL_* type for a declared type name as the catalog gives it. */
+short sqlq_table_sql_type(sqlq_dialect_kind d, const char *type_name);
 const sqlq_column *sqlq_table_column(const sqlq_table *t, const char *name);
 
 #endif

@@ -55,25 +55,32 @@ static void basic_statements(const char *conn, sqlq_dialect_kind want)
     sqlq_db *db = open_db(conn);
     assert_int_equal(sqlq_db_dialect(db), want);
     assert_true(strlen(sqlq_db_dbms_name(db)) > 0);
-    exec_ok(db, "CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR(100), score DOUBLE PRECISION, "
-                "big BIGINT)", NULL, 0);
+    exec_ok(db,
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR(100), score DOUBLE PRECISION, "
+            "big BIGINT)",
+            NULL, 0);
     sqlq_param p[4] = {sqlq_param_int(1), sqlq_param_text("žluťoučký kůň"), sqlq_param_double(2.5),
                        sqlq_param_int(4611686018427387904LL)};
     sqlq_error err;
     sqlq_error_clear(&err);
     long long rows = -1;
-    assert_int_equal(sqlq_db_exec(db, "INSERT INTO t VALUES (?, ?, ?, ?)", p, 4, &rows, &err), SQLQ_OK);
+    assert_int_equal(sqlq_db_exec(db, "INSERT INTO t VALUES (?, ?, ?, ?)", p, 4, &rows, &err),
+                     SQLQ_OK);
     assert_int_equal(rows, 1);
-    sqlq_param p2[4] = {sqlq_param_int(2), sqlq_param_null(), sqlq_param_null(), sqlq_param_int(-5)};
+    sqlq_param p2[4] = {sqlq_param_int(2), sqlq_param_null(), sqlq_param_null(),
+                        sqlq_param_int(-5)};
     exec_ok(db, "INSERT INTO t VALUES (?, ?, ?, ?)", p2, 4);
-    assert_int_equal(sqlq_db_exec(db, "UPDATE t SET score = score + 1", NULL, 0, &rows, &err), SQLQ_OK);
+    assert_int_equal(sqlq_db_exec(db, "UPDATE t SET score = score + 1", NULL, 0, &rows, &err),
+                     SQLQ_OK);
     assert_int_equal(rows, 2);
-    assert_int_equal(sqlq_db_exec(db, "DELETE FROM t WHERE id = 99", NULL, 0, &rows, &err), SQLQ_OK);
+    assert_int_equal(sqlq_db_exec(db, "DELETE FROM t WHERE id = 99", NULL, 0, &rows, &err),
+                     SQLQ_OK);
     assert_int_equal(rows, 0);
 
     json_t *out = NULL;
-    assert_int_equal(sqlq_db_query(db, "SELECT id, name, score, big FROM t ORDER BY id", NULL, 0, &out, &err),
-                     SQLQ_OK);
+    assert_int_equal(
+        sqlq_db_query(db, "SELECT id, name, score, big FROM t ORDER BY id", NULL, 0, &out, &err),
+        SQLQ_OK);
     assert_int_equal(json_array_size(out), 2);
     json_t *r0 = json_array_get(out, 0), *r1 = json_array_get(out, 1);
     assert_int_equal(json_integer_value(json_object_get(r0, "id")), 1);
@@ -173,8 +180,9 @@ static void test_sql_db_sqlite_streaming(void **state)
 {
     (void)state;
     char *conn = sqlite_conn("db-stream");
-    streaming(conn, "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 100000) "
-                    "SELECT n FROM s");
+    streaming(conn,
+              "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 100000) "
+              "SELECT n FROM s");
     free(conn);
 }
 
@@ -193,7 +201,8 @@ static void test_sql_db_sqlite_constraint_error(void **state)
     assert_false(err.transient);
     assert_non_null(strstr(err.message, "UNIQUE"));
     sqlq_error_clear(&err);
-    assert_int_equal(sqlq_db_exec(db, "SELECT * FROM missing_table", NULL, 0, NULL, &err), SQLQ_E_SQL);
+    assert_int_equal(sqlq_db_exec(db, "SELECT * FROM missing_table", NULL, 0, NULL, &err),
+                     SQLQ_E_SQL);
     assert_non_null(strstr(err.message, "missing_table"));
     sqlq_db_close(db);
     free(conn);
@@ -293,9 +302,12 @@ static void test_sql_db_pg_param_types(void **state)
     (void)state;
     char *conn = sqlq_test_pg_create_db("db_params");
     sqlq_db *db = open_db(conn);
-    exec_ok(db, "CREATE TABLE p (i int PRIMARY KEY, b bigint, s text, n numeric(20,2), f float8, "
-                "y bytea)", NULL, 0);
-    exec_ok(db, "INSERT INTO p VALUES (7, 4611686018427387904, '7', 7.5, 0.25, '\\x00ff')", NULL, 0);
+    exec_ok(db,
+            "CREATE TABLE p (i int PRIMARY KEY, b bigint, s text, n numeric(20,2), f float8, "
+            "y bytea)",
+            NULL, 0);
+    exec_ok(db, "INSERT INTO p VALUES (7, 4611686018427387904, '7', 7.5, 0.25, '\\x00ff')", NULL,
+            0);
     static const char *const int_cols[] = {"i", "b", "s"};
     for (size_t c = 0; c < 3; c++) {
         char sql[128];
@@ -315,7 +327,8 @@ static void test_sql_db_pg_param_types(void **state)
     sqlq_param y = sqlq_param_binary("\x00\xff", 2);
     assert_int_equal(query_int(db, "SELECT count(*) FROM p WHERE y = ?", &y, 1), 1);
     sqlq_param null = sqlq_param_null();
-    assert_int_equal(query_int(db, "SELECT count(*) FROM p WHERE s IS NOT DISTINCT FROM ?", &null, 1), 0);
+    assert_int_equal(
+        query_int(db, "SELECT count(*) FROM p WHERE s IS NOT DISTINCT FROM ?", &null, 1), 0);
     sqlq_param big[2] = {sqlq_param_int(INT64_MIN), sqlq_param_int(INT64_MAX)};
     assert_int_equal(query_int(db, "SELECT count(*) FROM p WHERE b > ? AND b < ?", big, 2), 1);
     sqlq_db_close(db);
@@ -351,7 +364,10 @@ static void test_sql_db_pg_reconnect_after_kill(void **state)
     sqlq_db *killer = open_db(conn);
     int64_t pid = query_int(db, "SELECT pg_backend_pid()", NULL, 0);
     sqlq_param p = sqlq_param_int(pid);
-    assert_int_equal(query_int(killer, "SELECT CASE WHEN pg_terminate_backend(CAST(? AS int)) THEN 1 ELSE 0 END", &p, 1), 1);
+    assert_int_equal(
+        query_int(killer, "SELECT CASE WHEN pg_terminate_backend(CAST(? AS int)) THEN 1 ELSE 0 END",
+                  &p, 1),
+        1);
     sqlq_error err;
     sqlq_error_clear(&err);
     int64_t v = 0;
@@ -366,7 +382,8 @@ static void test_sql_db_pg_reconnect_after_kill(void **state)
      * the socket close. */
     assert_true(strcmp(err.sqlstate, "57P01") == 0 || strcmp(err.sqlstate, "08S01") == 0);
     if (!err.transient)
-        fail_msg("not transient: %s (sqlstate=%s native=%ld)", err.message, err.sqlstate, err.native_code);
+        fail_msg("not transient: %s (sqlstate=%s native=%ld)", err.message, err.sqlstate,
+                 err.native_code);
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_reconnect(db, NULL, &err), SQLQ_OK);
     assert_int_equal(query_int(db, "SELECT 1", NULL, 0), 1);

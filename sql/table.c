@@ -1,0 +1,373 @@
+/*
+ * table: columns and primary key of a user table, from the catalog of each database.
+ * The table name travels only as a bound parameter: SQLite's pragma_table_info takes it as an
+ * argument, PostgreSQL resolves the quoted name with to_regclass (search_path, exactly as a
+ * query would), SQL Server with OBJECT_ID (the user's default schema, usually dbo).
+ */
+#include "table.h"
+
+#include "buf.h"
+
+#include <ctype.h>
+#include <sqlext.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Every query returns, per column in table order: schema, table, column, declared type,
+ * nullable (1/0), position in the primary key (1-based, 0 = not in it). */
+static const char sqlite_sql[] =
+    "SELECT ? AS schema_name, ? AS table_name, name AS column_name, type AS type_name, "
+    "CASE WHEN \"notnull\" THEN 0 ELSE 1 END AS nullable, pk AS key_pos "
+    "FROM pragma_table_info(?, ?) ORDER BY cid";
+
+static const char pg_sql[] =
+    "SELECT n.nspname AS schema_name, c.relname AS table_name, a.attname AS column_name, "
+    "format_type(a.atttypid, a.atttypmod) AS type_name, "
+    "CASE WHEN a.attnotnull THEN 0 ELSE 1 END AS nullable, "
+    "CAST(COALESCE((SELECT k.ord FROM pg_catalog.pg_index i, "
+    "unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) "
+    "WHERE i.indrelid = c.oid AND i.indisprimary AND k.attnum = a.attnum), 0) AS int) AS key_pos "
+    "FROM pg_catalog.pg_class c "
+    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+    "JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid "
+    "WHERE c.oid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped "
+    "ORDER BY a.attnum";
+
+static const char mssql_sql[] =
+    "SELECT OBJECT_SCHEMA_NAME(c.object_id) AS schema_name, OBJECT_NAME(c.object_id) AS "
+    "table_name, c.name AS column_name, "
+    "LOWER(t.name) + CASE "
+    "WHEN t.name IN ('varchar', 'char', 'varbinary', 'binary') THEN '(' + CASE WHEN "
+    "c.max_length = -1 THEN 'max' ELSE CAST(c.max_length AS varchar(10)) END + ')' "
+    "WHEN t.name IN ('nvarchar', 'nchar') THEN '(' + CASE WHEN c.max_length = -1 THEN 'max' "
+    "ELSE CAST(c.max_length / 2 AS varchar(10)) END + ')' "
+    "WHEN t.name IN ('decimal', 'numeric') THEN '(' + CAST(c.precision AS varchar(10)) + ',' + "
+    "CAST(c.scale AS varchar(10)) + ')' "
+    "WHEN t.name IN ('datetime2', 'time', 'datetimeoffset') THEN '(' + CAST(c.scale AS "
+    "varchar(10)) + ')' ELSE '' END AS type_name, "
+    "CAST(c.is_nullable AS int) AS nullable, CAST(COALESCE(ic.key_ordinal, 0) AS int) AS key_pos "
+    "FROM sys.columns c "
+    "JOIN sys.types t ON t.user_type_id = c.user_type_id "
+    "LEFT JOIN sys.indexes i ON i.object_id = c.object_id AND i.is_primary_key = 1 "
+    "LEFT JOIN sys.index_columns ic ON ic.object_id = i.object_id AND ic.index_id = i.index_id "
+    "AND ic.column_id = c.column_id "
+    "WHERE c.object_id = OBJECT_ID(?) AND OBJECTPROPERTY(c.object_id, 'IsUserTable') = 1 "
+    "ORDER BY c.column_id";
+
+const char *sqlq_table_describe_sql(sqlq_dialect_kind d)
+{
+    switch (d) {
+    case SQLQ_DIALECT_SQLITE: return sqlite_sql;
+    case SQLQ_DIALECT_POSTGRES: return pg_sql;
+    case SQLQ_DIALECT_MSSQL: return mssql_sql;
+    }
+    return NULL;
+}
+
+sqlq_result sqlq_table_describe_params(sqlq_dialect_kind d, const sqlq_table_name *name,
+                                       sqlq_buf *quoted, sqlq_param *params, size_t *nparams)
+{
+    if (d == SQLQ_DIALECT_SQLITE) {
+        const char *schema = name->schema[0] ? name->schema : "main";
+        params[0] = sqlq_param_text(schema);
+        params[1] = sqlq_param_text(name->name);
+        params[2] = sqlq_param_text(name->name);
+        params[3] = sqlq_param_text(schema);
+        *nparams = 4;
+        return SQLQ_OK;
+    }
+    sqlq_result r = sqlq_dialect_quote_table(d, name, quoted);
+    if (r != SQLQ_OK)
+        return r;
+    params[0] = sqlq_param_text(sqlq_buf_str(quoted));
+    *nparams = 1;
+    return SQLQ_OK;
+}
+
+static bool has(const char *s, const char *word)
+{
+    return strstr(s, word) != NULL;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* SQLite: the declared type decides its affinity by substrings (sqlite.org/datatype3.html);
+ * the common names it does not know (bool, date, time, uuid) are checked first. */
+static short sqlite_sql_type(const char *t)
+{
+    if (has(t, "bool"))
+        return SQL_BIT;
+    if (has(t, "timestamp") || has(t, "datetime"))
+        return SQL_TYPE_TIMESTAMP;
+    if (starts(t, "date"))
+        return SQL_TYPE_DATE;
+    if (starts(t, "time"))
+        return SQL_TYPE_TIME;
+    if (has(t, "uuid") || has(t, "guid"))
+        return SQL_GUID;
+    if (has(t, "int"))
+        return has(t, "big") ? SQL_BIGINT : SQL_INTEGER;
+    if (has(t, "char") || has(t, "clob") || has(t, "text"))
+        return SQL_VARCHAR;
+    if (has(t, "blob") || t[0] == '\0')
+        return SQL_VARBINARY;
+    if (has(t, "real") || has(t, "floa") || has(t, "doub"))
+        return SQL_DOUBLE;
+    return SQL_NUMERIC;
+}
+
+/* PostgreSQL (format_type) and SQL Server type names: the longest known name that the type
+ * starts with, followed by the end, a blank or "(" ("datetime2" is not "date"). */
+static short server_sql_type(const char *t)
+{
+    static const struct {
+        const char *name;
+        short type;
+    } map[] = {
+        /* clang-format off */
+        {"boolean", SQL_BIT},          {"bit", SQL_BIT},
+        {"bit varying", SQL_VARCHAR},  {"tinyint", SQL_TINYINT},
+        {"smallint", SQL_SMALLINT},    {"int2", SQL_SMALLINT},
+        {"integer", SQL_INTEGER},      {"int", SQL_INTEGER},
+        {"int4", SQL_INTEGER},         {"bigint", SQL_BIGINT},
+        {"int8", SQL_BIGINT},          {"numeric", SQL_NUMERIC},
+        {"decimal", SQL_DECIMAL},      {"money", SQL_DECIMAL},
+        {"smallmoney", SQL_DECIMAL},   {"real", SQL_REAL},
+        {"float4", SQL_REAL},          {"double precision", SQL_DOUBLE},
+        {"float", SQL_DOUBLE},         {"float8", SQL_DOUBLE},
+        {"timestamp", SQL_TYPE_TIMESTAMP}, {"timestamptz", SQL_TYPE_TIMESTAMP},
+        {"datetime", SQL_TYPE_TIMESTAMP},  {"datetime2", SQL_TYPE_TIMESTAMP},
+        {"datetimeoffset", SQL_TYPE_TIMESTAMP}, {"smalldatetime", SQL_TYPE_TIMESTAMP},
+        {"date", SQL_TYPE_DATE},       {"time", SQL_TYPE_TIME},
+        {"timetz", SQL_TYPE_TIME},     {"uuid", SQL_GUID},
+        {"uniqueidentifier", SQL_GUID}, {"bytea", SQL_VARBINARY},
+        {"varbinary", SQL_VARBINARY},  {"binary", SQL_BINARY},
+        {"image", SQL_LONGVARBINARY},  {"nvarchar", SQL_WVARCHAR},
+        {"nchar", SQL_WCHAR},          {"ntext", SQL_WLONGVARCHAR},
+        {"text", SQL_LONGVARCHAR},     {"character", SQL_CHAR},
+        {"character varying", SQL_VARCHAR}, {"varchar", SQL_VARCHAR},
+        {"char", SQL_CHAR},
+        /* clang-format on */
+    };
+    size_t best = 0;
+    short type = SQL_VARCHAR; /* json, xml, interval, arrays, user types: text */
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        size_t n = strlen(map[i].name);
+        if (n <= best || !starts(t, map[i].name))
+            continue;
+        if (t[n] == '\0' || t[n] == ' ' || t[n] == '(') { /* t[n] exists: t starts with name */
+            best = n;
+            type = map[i].type;
+        }
+    }
+    return type;
+}
+
+short sqlq_table_sql_type(sqlq_dialect_kind d, const char *type_name)
+{
+    char t[128];
+    size_t n = 0;
+    for (; type_name && type_name[n] && n + 1 < sizeof(t); n++)
+        t[n] = (char)tolower((unsigned char)type_name[n]);
+    t[n] = '\0';
+    return d == SQLQ_DIALECT_SQLITE ? sqlite_sql_type(t) : server_sql_type(t);
+}
+
+/* ---- describe ------------------------------------------------------------------------------ */
+
+static sqlq_result lookup(sqlq_db *db, const sqlq_table_name *name, json_t **rows, sqlq_error *err)
+{
+    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    sqlq_buf quoted;
+    sqlq_buf_init(&quoted, 4096);
+    sqlq_param params[4];
+    size_t n = 0;
+    sqlq_result r = sqlq_table_describe_params(d, name, &quoted, params, &n);
+    if (r != SQLQ_OK) {
+        char shown[600];
+        sqlq_table_name_format(name, shown, sizeof(shown));
+        sqlq_buf_free(&quoted);
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "table name %.520s cannot be quoted",
+                              shown);
+    }
+    if (d == SQLQ_DIALECT_SQLITE && name->schema[0]) {
+        /* pragma_table_info fails on an unknown schema: make that "not found" too. */
+        int64_t known = 0;
+        sqlq_param schema = sqlq_param_text(name->schema);
+        r = sqlq_db_query_int(db, "SELECT count(*) FROM pragma_database_list WHERE name = ?",
+                              &schema, 1, &known, err);
+        if (r == SQLQ_OK && known == 0) {
+            sqlq_buf_free(&quoted);
+            *rows = json_array();
+            return *rows ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+        }
+    }
+    if (r == SQLQ_OK)
+        r = sqlq_db_query(db, sqlq_table_describe_sql(d), params, n, rows, err);
+    sqlq_buf_free(&quoted);
+    return r;
+}
+
+static const char *str_field(json_t *row, const char *key)
+{
+    const char *s = json_string_value(json_object_get(row, key));
+    return s ? s : "";
+}
+
+static long long int_field(json_t *row, const char *key)
+{
+    json_t *v = json_object_get(row, key);
+    if (json_is_integer(v))
+        return (long long)json_integer_value(v);
+    if (json_is_true(v))
+        return 1;
+    if (json_is_string(v))
+        return strtoll(json_string_value(v), NULL, 10);
+    return 0;
+}
+
+static void copy_name(char *dst, const char *src)
+{
+    size_t n = strnlen(src, 255);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static char *lowercase_dup(const char *s)
+{
+    char *d = strdup(s);
+    for (char *p = d; p && *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    return d;
+}
+
+/* Columns and key from the catalog rows; SQLQ_E_INVALID when there is no primary key. */
+static sqlq_result build(sqlq_dialect_kind d, const sqlq_table_name *asked, json_t *rows,
+                         sqlq_table *t, sqlq_error *err)
+{
+    size_t n = json_array_size(rows);
+    t->name = *asked;
+    if (d != SQLQ_DIALECT_SQLITE) { /* the catalog's spelling and the resolved schema */
+        copy_name(t->name.schema, str_field(json_array_get(rows, 0), "schema_name"));
+        copy_name(t->name.name, str_field(json_array_get(rows, 0), "table_name"));
+    }
+    char shown[600];
+    sqlq_table_name_format(&t->name, shown, sizeof(shown));
+    if (!(t->columns = calloc(n, sizeof(sqlq_column))) || !(t->key = calloc(n, sizeof(size_t))))
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *row = json_array_get(rows, i);
+        sqlq_column *c = &t->columns[i];
+        t->ncolumns = i + 1;
+        c->name = strdup(str_field(row, "column_name"));
+        c->type = lowercase_dup(str_field(row, "type_name"));
+        if (!c->name || !c->type)
+            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+        c->sql_type = sqlq_table_sql_type(d, c->type);
+        c->nullable = int_field(row, "nullable") != 0;
+        long long pos = int_field(row, "key_pos");
+        if (pos < 0 || (size_t)pos > n)
+            return sqlq_error_set(err, SQLQ_E_INVALID, false, "table %s: odd key position %lld",
+                                  shown, pos);
+        c->key_pos = (int)pos;
+        c->in_key = pos > 0;
+        if (pos > 0) {
+            if (t->key[pos - 1] != 0)
+                return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                      "table %s: key position %lld twice", shown, pos);
+            t->key[pos - 1] = i + 1; /* 1-based while filling, to spot gaps */
+            t->nkey++;
+        }
+    }
+    for (size_t k = 0; k < t->nkey; k++) {
+        if (t->key[k] == 0)
+            return sqlq_error_set(err, SQLQ_E_INVALID, false, "table %s: gap in the primary key",
+                                  shown);
+        t->key[k]--;
+    }
+    if (t->nkey == 0)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "table %s has no primary key; sqlq needs one to identify rows",
+                              shown);
+    return SQLQ_OK;
+}
+
+sqlq_result sqlq_table_describe(sqlq_db *db, const sqlq_table_name *name, sqlq_table **out,
+                                sqlq_error *err)
+{
+    *out = NULL;
+    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    json_t *rows = NULL;
+    sqlq_result r = lookup(db, name, &rows, err);
+    if (r == SQLQ_OK && json_array_size(rows) == 0 && d == SQLQ_DIALECT_POSTGRES) {
+        /* PostgreSQL folds unquoted names to lower case: Orders written on the command line
+         * means the table orders unless a table "Orders" exists. */
+        sqlq_table_name folded = *name;
+        for (char *p = folded.schema; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        for (char *p = folded.name; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        if (memcmp(&folded, name, sizeof(folded)) != 0) {
+            json_decref(rows);
+            rows = NULL;
+            r = lookup(db, &folded, &rows, err);
+        }
+    }
+    if (r != SQLQ_OK)
+        return r;
+    if (json_array_size(rows) == 0) {
+        json_decref(rows);
+        char shown[600];
+        sqlq_table_name_format(name, shown, sizeof(shown));
+        return sqlq_error_set(err, SQLQ_E_NOT_FOUND, false, "table %s not found", shown);
+    }
+    sqlq_table *t = calloc(1, sizeof(*t));
+    if (!t) {
+        json_decref(rows);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
+    r = build(d, name, rows, t, err);
+    json_decref(rows);
+    if (r != SQLQ_OK) {
+        sqlq_table_free(t);
+        return r;
+    }
+    *out = t;
+    return SQLQ_OK;
+}
+
+void sqlq_table_free(sqlq_table *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        free(t->columns[i].name);
+        free(t->columns[i].type);
+    }
+    free(t->columns);
+    free(t->key);
+    free(t);
+}
+
+const sqlq_column *sqlq_table_column(const sqlq_table *t, const char *name)
+{
+    if (!t || !name)
+        return NULL;
+    for (size_t i = 0; i < t->ncolumns; i++)
+        if (strcmp(t->columns[i].name, name) == 0)
+            return &t->columns[i];
+    /* SQLite and SQL Server compare identifiers without case: accept a unique such match. */
+    const sqlq_column *found = NULL;
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        if (strcasecmp(t->columns[i].name, name) == 0) {
+            if (found)
+                return NULL;
+            found = &t->columns[i];
+        }
+    }
+    return found;
+}

@@ -1,0 +1,223 @@
+/* sql/table and sql/dialect against real SQLite and PostgreSQL: key discovery in key order,
+ * odd identifiers round-tripping through describe and quoted SQL, refusals, now-in-ms. */
+#include "clock.h"
+#include "db.h"
+#include "dialect.h"
+#include "table.h"
+#include "testenv.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static sqlq_db *open_db(const char *conn)
+{
+    sqlq_db *db = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
+        fail_msg("connect failed: %s", err.message);
+    return db;
+}
+
+static void exec_ok(sqlq_db *db, const char *sql)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
+        fail_msg("%s: %s", sql, err.message);
+}
+
+static sqlq_table *describe(sqlq_db *db, const char *name_text)
+{
+    sqlq_table_name name;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_table_name_parse(name_text, &name, &err) != SQLQ_OK)
+        fail_msg("parse %s: %s", name_text, err.message);
+    sqlq_table *t = NULL;
+    if (sqlq_table_describe(db, &name, &t, &err) != SQLQ_OK)
+        fail_msg("describe %s: %s", name_text, err.message);
+    return t;
+}
+
+static void expect_describe_error(sqlq_db *db, const char *name_text, sqlq_result want,
+                                  const char *message)
+{
+    sqlq_table_name name;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_table_name_parse(name_text, &name, &err), SQLQ_OK);
+    sqlq_table *t = NULL;
+    assert_int_equal(sqlq_table_describe(db, &name, &t, &err), want);
+    assert_null(t);
+    if (!strstr(err.message, message))
+        fail_msg("message \"%s\" lacks \"%s\"", err.message, message);
+}
+
+/* Columns (a, b, c) with PRIMARY KEY (c, a): key order differs from column order. */
+static void check_composite_key(sqlq_table *t)
+{
+    assert_int_equal(t->ncolumns, 3);
+    assert_string_equal(t->columns[0].name, "a");
+    assert_string_equal(t->columns[1].name, "b");
+    assert_string_equal(t->columns[2].name, "c");
+    assert_int_equal(t->nkey, 2);
+    assert_int_equal(t->key[0], 2);
+    assert_int_equal(t->key[1], 0);
+    assert_int_equal(t->columns[2].key_pos, 1);
+    assert_int_equal(t->columns[0].key_pos, 2);
+    assert_true(t->columns[0].in_key && t->columns[2].in_key);
+    assert_false(t->columns[1].in_key);
+    assert_int_equal(t->columns[1].key_pos, 0);
+    assert_true(t->columns[1].nullable);
+    assert_false(t->columns[2].nullable);
+    assert_ptr_equal(sqlq_table_column(t, "b"), &t->columns[1]);
+    assert_null(sqlq_table_column(t, "zz"));
+}
+
+/* Build SELECT <quoted columns> FROM <quoted table> from what describe found and read the
+ * one row back: every odd name survives quoting both ways. */
+static void select_round_trip(sqlq_db *db, sqlq_table *t, const char *want_json)
+{
+    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    sqlq_buf sql;
+    sqlq_buf_init(&sql, 0);
+    assert_int_equal(sqlq_buf_adds(&sql, "SELECT "), SQLQ_OK);
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        if (i)
+            assert_int_equal(sqlq_buf_adds(&sql, ", "), SQLQ_OK);
+        assert_int_equal(sqlq_dialect_quote_ident(d, t->columns[i].name, &sql), SQLQ_OK);
+    }
+    assert_int_equal(sqlq_buf_adds(&sql, " FROM "), SQLQ_OK);
+    assert_int_equal(sqlq_dialect_quote_table(d, &t->name, &sql), SQLQ_OK);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    json_t *rows = NULL;
+    if (sqlq_db_query(db, sqlq_buf_str(&sql), NULL, 0, &rows, &err) != SQLQ_OK)
+        fail_msg("%s: %s", sqlq_buf_str(&sql), err.message);
+    json_t *want = json_loads(want_json, 0, NULL);
+    assert_non_null(want);
+    if (!json_equal(rows, want))
+        fail_msg("got %s", json_dumps(rows, JSON_COMPACT));
+    json_decref(want);
+    json_decref(rows);
+    sqlq_buf_free(&sql);
+}
+
+static void check_now_ms(sqlq_db *db)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT %s", sqlq_dialect_now_ms(sqlq_db_dialect(db)));
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    int64_t db_now = 0;
+    int64_t before = sqlq_clock_wall_ms();
+    assert_int_equal(sqlq_db_query_int(db, sql, NULL, 0, &db_now, &err), SQLQ_OK);
+    int64_t after = sqlq_clock_wall_ms();
+    /* Same machine, same clock: the database's milliseconds lie between our two readings. */
+    assert_true(db_now >= before - 1);
+    assert_true(db_now <= after + 1);
+}
+
+static void test_sql_table_sqlite(void **state)
+{
+    (void)state;
+    char path[1024];
+    char *conn = sqlq_test_sqlite_db("table", path, sizeof(path));
+    sqlq_db *db = open_db(conn);
+    exec_ok(db, "CREATE TABLE lines (a TEXT, b INTEGER, c REAL NOT NULL, PRIMARY KEY (c, a))");
+    sqlq_table *t = describe(db, "lines");
+    check_composite_key(t);
+    assert_string_equal(t->columns[0].type, "text");
+    assert_string_equal(t->columns[2].type, "real");
+    assert_string_equal(t->name.name, "lines");
+    sqlq_table_free(t);
+    t = describe(db, "main.LINES"); /* SQLite names ignore case */
+    check_composite_key(t);
+    sqlq_table_free(t);
+
+    exec_ok(db, "CREATE TABLE \"My \"\"Table\"\" [x] žluť\" (\"col \"\"1\"\" [y] ☃\" INTEGER "
+                "PRIMARY KEY, \"second col\" TEXT)");
+    exec_ok(db, "INSERT INTO \"My \"\"Table\"\" [x] žluť\" VALUES (5, 'five')");
+    t = describe(db, "\"My \"\"Table\"\" [x] žluť\"");
+    assert_int_equal(t->nkey, 1);
+    assert_string_equal(t->columns[0].name, "col \"1\" [y] ☃");
+    select_round_trip(db, t, "[{\"col \\\"1\\\" [y] ☃\": 5, \"second col\": \"five\"}]");
+    sqlq_table_free(t);
+    t = describe(db, "[My \"Table\" [x]] žluť]"); /* the same table in SQL Server spelling */
+    assert_int_equal(t->ncolumns, 2);
+    sqlq_table_free(t);
+
+    exec_ok(db, "CREATE TABLE nopk (a INTEGER, b TEXT)");
+    expect_describe_error(db, "nopk", SQLQ_E_INVALID,
+                          "table nopk has no primary key; sqlq needs one to identify rows");
+    expect_describe_error(db, "missing_one", SQLQ_E_NOT_FOUND, "table missing_one not found");
+    expect_describe_error(db, "nope.lines", SQLQ_E_NOT_FOUND, "table nope.lines not found");
+    check_now_ms(db);
+    sqlq_db_close(db);
+    free(conn);
+}
+
+static void test_sql_table_postgres(void **state)
+{
+    (void)state;
+    char *conn = sqlq_test_pg_create_db("table");
+    sqlq_db *db = open_db(conn);
+    exec_ok(db, "CREATE SCHEMA s");
+    exec_ok(db, "CREATE TABLE s.lines (a text, b int, c numeric(10,2) NOT NULL, "
+                "PRIMARY KEY (c, a))");
+    exec_ok(db, "CREATE TABLE lines (a text, b int, c int NOT NULL, PRIMARY KEY (c, a))");
+    sqlq_table *t = describe(db, "s.lines");
+    check_composite_key(t);
+    assert_string_equal(t->name.schema, "s");
+    assert_string_equal(t->columns[2].type, "numeric(10,2)");
+    assert_string_equal(t->columns[1].type, "integer");
+    sqlq_table_free(t);
+    t = describe(db, "lines"); /* search_path: public */
+    check_composite_key(t);
+    assert_string_equal(t->name.schema, "public");
+    assert_string_equal(t->name.name, "lines");
+    assert_string_equal(t->columns[2].type, "integer");
+    sqlq_table_free(t);
+    t = describe(db, "Public.Lines"); /* unquoted on a command line: folded like PostgreSQL */
+    assert_string_equal(t->name.schema, "public");
+    assert_string_equal(t->name.name, "lines");
+    sqlq_table_free(t);
+
+    exec_ok(db, "CREATE SCHEMA \"we\"\"ird [s] ☃\"");
+    exec_ok(db, "CREATE TABLE \"we\"\"ird [s] ☃\".\"My \"\"Table\"\" [x] žluť\" ("
+                "\"col \"\"1\"\" [y]\" int, \"Second Col\" text, PRIMARY KEY (\"Second Col\", "
+                "\"col \"\"1\"\" [y]\"))");
+    exec_ok(db, "INSERT INTO \"we\"\"ird [s] ☃\".\"My \"\"Table\"\" [x] žluť\" VALUES (5, 'five')");
+    t = describe(db, "\"we\"\"ird [s] ☃\".\"My \"\"Table\"\" [x] žluť\"");
+    assert_string_equal(t->name.schema, "we\"ird [s] ☃");
+    assert_string_equal(t->name.name, "My \"Table\" [x] žluť");
+    assert_int_equal(t->nkey, 2);
+    assert_string_equal(t->columns[t->key[0]].name, "Second Col");
+    select_round_trip(db, t, "[{\"col \\\"1\\\" [y]\": 5, \"Second Col\": \"five\"}]");
+    sqlq_table_free(t);
+
+    exec_ok(db, "CREATE TABLE nopk (a int)");
+    expect_describe_error(db, "nopk", SQLQ_E_INVALID,
+                          "table public.nopk has no primary key; sqlq needs one to identify rows");
+    expect_describe_error(db, "missing_one", SQLQ_E_NOT_FOUND, "table missing_one not found");
+    expect_describe_error(db, "nope.lines", SQLQ_E_NOT_FOUND, "table nope.lines not found");
+    check_now_ms(db);
+    sqlq_db_close(db);
+    free(conn);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sql_table_sqlite),
+        cmocka_unit_test(test_sql_table_postgres),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,255 @@
+/* sql/dialect and the SQL text of sql/table: quoting, table-name parsing, catalog queries. */
+#include "dialect.h"
+#include "table.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sqlext.h>
+
+#include <cmocka.h>
+
+static char *quoted(sqlq_dialect_kind d, const char *ident)
+{
+    static char out[1024];
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    sqlq_result r = sqlq_dialect_quote_ident(d, ident, &b);
+    snprintf(out, sizeof(out), "%s", r == SQLQ_OK ? sqlq_buf_str(&b) : "<rejected>");
+    sqlq_buf_free(&b);
+    return out;
+}
+
+static void test_sql_dialect_quote_ident(void **state)
+{
+    (void)state;
+    assert_string_equal(quoted(SQLQ_DIALECT_POSTGRES, "orders"), "\"orders\"");
+    assert_string_equal(quoted(SQLQ_DIALECT_POSTGRES, "My Table"), "\"My Table\"");
+    assert_string_equal(quoted(SQLQ_DIALECT_SQLITE, "a\"b"), "\"a\"\"b\"");
+    assert_string_equal(quoted(SQLQ_DIALECT_POSTGRES, "\"; DROP TABLE x; --"),
+                        "\"\"\"; DROP TABLE x; --\"");
+    assert_string_equal(quoted(SQLQ_DIALECT_POSTGRES, "[x]"), "\"[x]\"");
+    assert_string_equal(quoted(SQLQ_DIALECT_MSSQL, "My Table"), "[My Table]");
+    assert_string_equal(quoted(SQLQ_DIALECT_MSSQL, "a]b[c"), "[a]]b[c]");
+    assert_string_equal(quoted(SQLQ_DIALECT_MSSQL, "a\"b"), "[a\"b]");
+    assert_string_equal(quoted(SQLQ_DIALECT_SQLITE, "zákazník ☃"), "\"zákazník ☃\"");
+    assert_string_equal(quoted(SQLQ_DIALECT_MSSQL, "日本"), "[日本]");
+    assert_string_equal(quoted(SQLQ_DIALECT_SQLITE, ""), "<rejected>");
+    assert_string_equal(quoted(SQLQ_DIALECT_SQLITE, "bad\xff"), "<rejected>");
+    char longest[256], too_long[257];
+    memset(longest, 'a', 255);
+    longest[255] = '\0';
+    memset(too_long, 'a', 256);
+    too_long[256] = '\0';
+    assert_string_not_equal(quoted(SQLQ_DIALECT_POSTGRES, longest), "<rejected>");
+    assert_string_equal(quoted(SQLQ_DIALECT_POSTGRES, too_long), "<rejected>");
+}
+
+static void test_sql_dialect_quote_rejects_nul(void **state)
+{
+    (void)state;
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    assert_int_equal(sqlq_dialect_quote_identn(SQLQ_DIALECT_POSTGRES, "a\0b", 3, &b),
+                     SQLQ_E_INVALID);
+    assert_int_equal(b.len, 0); /* nothing appended */
+    assert_int_equal(sqlq_dialect_quote_identn(SQLQ_DIALECT_POSTGRES, "ab", 2, &b), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&b), "\"ab\"");
+    assert_int_equal(sqlq_dialect_quote_ident(SQLQ_DIALECT_POSTGRES, NULL, &b), SQLQ_E_INVALID);
+    sqlq_buf_free(&b);
+}
+
+static void test_sql_dialect_quote_table_and_literal(void **state)
+{
+    (void)state;
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    sqlq_table_name t = {.schema = "dbo", .name = "My Table"};
+    assert_int_equal(sqlq_dialect_quote_table(SQLQ_DIALECT_MSSQL, &t, &b), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&b), "[dbo].[My Table]");
+    sqlq_buf_reset(&b);
+    sqlq_table_name u = {.schema = "", .name = "t"};
+    assert_int_equal(sqlq_dialect_quote_table(SQLQ_DIALECT_SQLITE, &u, &b), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&b), "\"t\"");
+    sqlq_buf_reset(&b);
+    assert_int_equal(sqlq_dialect_quote_literal(SQLQ_DIALECT_SQLITE, "it's", &b), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&b), "'it''s'");
+    sqlq_buf_reset(&b);
+    assert_int_equal(sqlq_dialect_quote_literal(SQLQ_DIALECT_POSTGRES, "a\\'b", &b), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&b), "E'a\\\\''b'");
+    sqlq_buf_reset(&b);
+    assert_int_equal(sqlq_dialect_quote_literal(SQLQ_DIALECT_POSTGRES, "plain", &b), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&b), "'plain'");
+    sqlq_buf_reset(&b);
+    assert_int_equal(sqlq_dialect_quote_literal(SQLQ_DIALECT_MSSQL, "žluť'", &b), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&b), "N'žluť'''");
+    sqlq_buf_free(&b);
+}
+
+static void parse_ok(const char *text, const char *schema, const char *name)
+{
+    sqlq_table_name t;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_table_name_parse(text, &t, &err) != SQLQ_OK)
+        fail_msg("%s: %s", text, err.message);
+    assert_string_equal(t.schema, schema);
+    assert_string_equal(t.name, name);
+}
+
+static void parse_bad(const char *text)
+{
+    sqlq_table_name t;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_table_name_parse(text, &t, &err), SQLQ_E_INVALID);
+    assert_true(strlen(err.message) > 0);
+}
+
+static void test_sql_dialect_table_name_parse(void **state)
+{
+    (void)state;
+    parse_ok("a", "", "a");
+    parse_ok("s.a", "s", "a");
+    parse_ok(" sales . Orders ", "sales", "Orders");
+    parse_ok("[dbo].[My Table]", "dbo", "My Table");
+    parse_ok("[a]]b].[c.d]", "a]b", "c.d");
+    parse_ok("\"odd \"\"x\"\"\".t", "odd \"x\"", "t");
+    parse_ok("\"a.b\"", "", "a.b");
+    parse_ok("My Table", "", "My Table");
+    parse_ok("zákazníci.objednávky", "zákazníci", "objednávky");
+    parse_ok("\"s\".[t]", "s", "t");
+    parse_bad("");
+    parse_bad("a.b.c");
+    parse_bad("a.");
+    parse_bad(".a");
+    parse_bad("\"unterminated");
+    parse_bad("[x");
+    parse_bad("\"x\"y");
+    parse_bad("a\"b");
+    parse_bad("\"\"");
+    parse_bad("bad\xff");
+    char long_name[300];
+    memset(long_name, 'x', 256);
+    long_name[256] = '\0';
+    parse_bad(long_name);
+    long_name[255] = '\0';
+    parse_ok(long_name, "", long_name);
+}
+
+static void test_sql_dialect_now_ms(void **state)
+{
+    (void)state;
+    assert_non_null(strstr(sqlq_dialect_now_ms(SQLQ_DIALECT_SQLITE), "strftime"));
+    assert_non_null(strstr(sqlq_dialect_now_ms(SQLQ_DIALECT_POSTGRES), "clock_timestamp()"));
+    assert_string_equal(sqlq_dialect_now_ms(SQLQ_DIALECT_MSSQL),
+                        "DATEDIFF_BIG(millisecond, '19700101', SYSUTCDATETIME())");
+}
+
+/* No SQL Server runs here: pin down the catalog query and that the name goes in as a bound,
+ * quoted parameter, never into the SQL text. */
+static void test_sql_dialect_mssql_key_discovery_sql(void **state)
+{
+    (void)state;
+    const char *sql = sqlq_table_describe_sql(SQLQ_DIALECT_MSSQL);
+    assert_non_null(sql);
+    assert_non_null(strstr(sql, "FROM sys.columns c"));
+    assert_non_null(strstr(sql, "i.is_primary_key = 1"));
+    assert_non_null(strstr(sql, "ic.key_ordinal"));
+    assert_non_null(strstr(sql, "c.object_id = OBJECT_ID(?)"));
+    assert_non_null(strstr(sql, "ORDER BY c.column_id"));
+    assert_non_null(strstr(sql, "AS key_pos"));
+    assert_non_null(strstr(sql, "AS schema_name"));
+    size_t marks = 0;
+    for (const char *p = sql; *p; p++)
+        marks += *p == '?';
+    assert_int_equal(marks, 1);
+
+    sqlq_table_name t = {.schema = "", .name = "Order Lines]; DROP TABLE x; --"};
+    sqlq_buf quoted;
+    sqlq_buf_init(&quoted, 0);
+    sqlq_param params[4];
+    size_t n = 0;
+    assert_int_equal(sqlq_table_describe_params(SQLQ_DIALECT_MSSQL, &t, &quoted, params, &n),
+                     SQLQ_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(params[0].type, SQLQ_PARAM_TEXT);
+    assert_string_equal(params[0].text, "[Order Lines]]; DROP TABLE x; --]");
+    assert_null(strstr(sql, "DROP"));
+    sqlq_buf_reset(&quoted);
+    sqlq_table_name s = {.schema = "sales", .name = "Orders"};
+    assert_int_equal(sqlq_table_describe_params(SQLQ_DIALECT_MSSQL, &s, &quoted, params, &n),
+                     SQLQ_OK);
+    assert_string_equal(params[0].text, "[sales].[Orders]");
+    sqlq_buf_free(&quoted);
+}
+
+static void test_sql_dialect_catalog_sql_uses_parameters(void **state)
+{
+    (void)state;
+    sqlq_table_name t = {.schema = "", .name = "t"};
+    sqlq_buf quoted;
+    sqlq_buf_init(&quoted, 0);
+    sqlq_param params[4];
+    size_t n = 0;
+    assert_int_equal(sqlq_table_describe_params(SQLQ_DIALECT_SQLITE, &t, &quoted, params, &n),
+                     SQLQ_OK);
+    assert_int_equal(n, 4);
+    assert_string_equal(params[3].text, "main");
+    assert_non_null(
+        strstr(sqlq_table_describe_sql(SQLQ_DIALECT_SQLITE), "pragma_table_info(?, ?)"));
+    assert_int_equal(sqlq_table_describe_params(SQLQ_DIALECT_POSTGRES, &t, &quoted, params, &n),
+                     SQLQ_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(params[0].text, "\"t\"");
+    assert_non_null(strstr(sqlq_table_describe_sql(SQLQ_DIALECT_POSTGRES), "to_regclass(?)"));
+    sqlq_buf_free(&quoted);
+}
+
+static void test_sql_dialect_sql_types(void **state)
+{
+    (void)state;
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "integer"), SQL_INTEGER);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "bigint"), SQL_BIGINT);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "numeric(38,10)"), SQL_NUMERIC);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "character varying(20)"),
+                     SQL_VARCHAR);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "timestamp with time zone"),
+                     SQL_TYPE_TIMESTAMP);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "time without time zone"),
+                     SQL_TYPE_TIME);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "boolean"), SQL_BIT);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "bit varying(4)"), SQL_VARCHAR);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "double precision"), SQL_DOUBLE);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "uuid"), SQL_GUID);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "interval"), SQL_VARCHAR);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_POSTGRES, "point"), SQL_VARCHAR);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_MSSQL, "datetime2(7)"), SQL_TYPE_TIMESTAMP);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_MSSQL, "date"), SQL_TYPE_DATE);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_MSSQL, "nvarchar(max)"), SQL_WVARCHAR);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_MSSQL, "bit"), SQL_BIT);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_MSSQL, "uniqueidentifier"), SQL_GUID);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_SQLITE, "INTEGER"), SQL_INTEGER);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_SQLITE, "unsigned big int"), SQL_BIGINT);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_SQLITE, "nvarchar(10)"), SQL_VARCHAR);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_SQLITE, "real"), SQL_DOUBLE);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_SQLITE, ""), SQL_VARBINARY);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_SQLITE, "numeric(10,2)"), SQL_NUMERIC);
+    assert_int_equal(sqlq_table_sql_type(SQLQ_DIALECT_SQLITE, "datetime"), SQL_TYPE_TIMESTAMP);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sql_dialect_quote_ident),
+        cmocka_unit_test(test_sql_dialect_quote_rejects_nul),
+        cmocka_unit_test(test_sql_dialect_quote_table_and_literal),
+        cmocka_unit_test(test_sql_dialect_table_name_parse),
+        cmocka_unit_test(test_sql_dialect_now_ms),
+        cmocka_unit_test(test_sql_dialect_mssql_key_discovery_sql),
+        cmocka_unit_test(test_sql_dialect_catalog_sql_uses_parameters),
+        cmocka_unit_test(test_sql_dialect_sql_types),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
