@@ -29,6 +29,7 @@
 #include "backoff.h"
 #include "buf.h"
 #include "clock.h"
+#include "conn_string.h"
 #include "diag.h"
 #include "log.h"
 #include "row_json.h"
@@ -82,71 +83,6 @@ sqlq_param sqlq_param_binary(const void *bytes, size_t len)
 {
     sqlq_param p = {.type = SQLQ_PARAM_BINARY, .text = bytes, .len = len};
     return p;
-}
-
-/* ---- connection string ------------------------------------------------------------------ */
-
-static bool key_is(const char *key, size_t klen, const char *name)
-{
-    return strlen(name) == klen && strncasecmp(key, name, klen) == 0;
-}
-
-/* Every non-empty value of PWD= (or Password=) in an ODBC connection string, unbraced, as a
- * NULL-terminated list (drivers differ on which of repeated keys wins: redact them all).
- * Grammar: key=value pairs separated by ';', a value may be {braced} with }} for '}'. */
-static char **conn_passwords(const char *conn)
-{
-    size_t n = 0;
-    char **list = calloc(1, sizeof(char *));
-    const char *p = conn;
-    while (*p) {
-        while (*p == ';' || *p == ' ')
-            p++;
-        const char *key = p;
-        while (*p && *p != '=' && *p != ';')
-            p++;
-        size_t klen = (size_t)(p - key);
-        while (klen > 0 && key[klen - 1] == ' ')
-            klen--;
-        if (*p != '=')
-            continue;
-        p++;
-        while (*p == ' ')
-            p++;
-        sqlq_buf v;
-        sqlq_buf_init(&v, 4096);
-        sqlq_result r = SQLQ_OK;
-        if (*p == '{') {
-            for (p++; *p && r == SQLQ_OK; p++) {
-                if (*p == '}' && p[1] != '}')
-                    break;
-                if (*p == '}')
-                    p++;
-                r = sqlq_buf_addc(&v, *p);
-            }
-            while (*p && *p != ';')
-                p++;
-        } else {
-            const char *start = p;
-            while (*p && *p != ';')
-                p++;
-            size_t vlen = (size_t)(p - start);
-            while (vlen > 0 && start[vlen - 1] == ' ')
-                vlen--;
-            r = sqlq_buf_add(&v, start, vlen);
-        }
-        if (r == SQLQ_OK && v.len > 0 && list &&
-            (key_is(key, klen, "PWD") || key_is(key, klen, "Password"))) {
-            char **grown = realloc(list, (n + 2) * sizeof(char *));
-            if (grown) {
-                list = grown;
-                list[n++] = sqlq_buf_take(&v, NULL);
-                list[n] = NULL;
-            }
-        }
-        sqlq_buf_free(&v);
-    }
-    return list;
 }
 
 /* ---- connect ------------------------------------------------------------------------------ */
@@ -241,7 +177,12 @@ sqlq_result sqlq_db_connect(const char *conn, sqlq_db **out, sqlq_error *err)
         free(db);
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     }
-    db->secrets = conn_passwords(conn);
+    static const char *const password_keys[] = {"PWD", "Password", NULL};
+    db->secrets = sqlq_conn_string_values(conn, password_keys);
+    if (!db->secrets) {
+        sqlq_db_close(db);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
     for (size_t i = 0; db->secrets && db->secrets[i]; i++)
         sqlq_log_add_secret(db->secrets[i]);
     sqlq_result r = db_open(db, err);
@@ -262,9 +203,7 @@ void sqlq_db_close(sqlq_db *db)
         sqlq_db_rollback(db);
     db_disconnect(db);
     free(db->conn);
-    for (size_t i = 0; db->secrets && db->secrets[i]; i++)
-        free(db->secrets[i]);
-    free(db->secrets);
+    sqlq_conn_string_list_free(db->secrets);
     free(db);
 }
 

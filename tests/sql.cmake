@@ -1,6 +1,7 @@
 # sql/ core (sql-core): ODBC connection, row-to-JSON, dialects, table discovery.
 sqlq_unit_test(sql_dialect sqlq_sql)
 sqlq_unit_test(row_json sqlq_sql)
+sqlq_unit_test(conn_string sqlq_sql)
 sqlq_integration_test(sql_db FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
 sqlq_integration_test(sql_types FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 sqlq_integration_test(sql_table FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)

@@ -245,6 +245,51 @@ static void test_sql_db_sqlite_busy_is_transient(void **state)
     free(conn);
 }
 
+/* "DSN=name" works as well as a driver connection string (a user DSN from $ODBCINI). */
+static void test_sql_db_sqlite_dsn(void **state)
+{
+    (void)state;
+    char path[1024];
+    char *conn = sqlq_test_sqlite_db("db-dsn", path, sizeof(path));
+    char ini[1100], dsn[64];
+    snprintf(ini, sizeof(ini), "%s.odbc.ini", path);
+    sqlq_test_unique_name("sqlqdsn", dsn, sizeof(dsn));
+    FILE *f = fopen(ini, "w");
+    assert_non_null(f);
+    fprintf(f, "[%s]\nDriver=SQLite3\nDatabase=%s\nTimeout=2000\n", dsn, path);
+    fclose(f);
+    setenv("ODBCINI", ini, 1);
+    char dsn_conn[128];
+    snprintf(dsn_conn, sizeof(dsn_conn), "DSN=%s;", dsn);
+    sqlq_db *db = open_db(dsn_conn);
+    assert_int_equal(sqlq_db_dialect(db), SQLQ_DIALECT_SQLITE);
+    exec_ok(db, "CREATE TABLE d (id INTEGER PRIMARY KEY)", NULL, 0);
+    sqlq_db_close(db);
+    db = open_db(conn); /* the same file */
+    assert_int_equal(query_int(db, "SELECT count(*) FROM d", NULL, 0), 0);
+    sqlq_db_close(db);
+    unsetenv("ODBCINI");
+    free(conn);
+}
+
+static void test_sql_db_connect_failures(void **state)
+{
+    (void)state;
+    sqlq_db *db = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_db_connect("", &db, &err), SQLQ_E_INVALID);
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_db_connect("Driver={No Such Driver};PWD=hunter2", &db, &err), SQLQ_E_SQL);
+    assert_null(db);
+    assert_string_equal(err.sqlstate, "01000"); /* unixODBC: cannot load the driver */
+    assert_null(strstr(err.message, "hunter2"));
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_db_connect("DSN=sqlq_no_such_dsn", &db, &err), SQLQ_E_SQL);
+    assert_string_equal(err.sqlstate, "IM002");
+    assert_false(err.transient);
+}
+
 /* ---- PostgreSQL ---- */
 
 static void test_sql_db_pg_statements(void **state)
@@ -388,14 +433,25 @@ static void test_sql_db_pg_reconnect_after_kill(void **state)
     assert_int_equal(sqlq_db_reconnect(db, NULL, &err), SQLQ_OK);
     assert_int_equal(query_int(db, "SELECT 1", NULL, 0), 1);
     assert_true(query_int(db, "SELECT pg_backend_pid()", NULL, 0) != pid);
-    sqlq_db_close(db);
     sqlq_db_close(killer);
+
+    /* A stop request ends a reconnect before it tries. */
+    volatile sig_atomic_t stop = 1;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_db_reconnect(db, &stop, &err), SQLQ_E_CANCELLED);
+    stop = 0;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_db_reconnect(db, &stop, &err), SQLQ_OK);
+    assert_int_equal(query_int(db, "SELECT 1", NULL, 0), 1);
+    sqlq_db_close(db);
     free(conn);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sql_db_sqlite_dsn),
+        cmocka_unit_test(test_sql_db_connect_failures),
         cmocka_unit_test(test_sql_db_sqlite_statements),
         cmocka_unit_test(test_sql_db_sqlite_transactions),
         cmocka_unit_test(test_sql_db_sqlite_streaming),
