@@ -1,0 +1,489 @@
+/* consumer: start-up, the polling loop and graceful shutdown (the per-message work and renewal
+ * are in consumer_worker.c). */
+#include "consumer_internal.h"
+
+#include "log.h"
+#include "polling.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* After the shutdown bound, cancelled handlers get this long to return. */
+#define CANCEL_GRACE_MS 5000u
+
+void sqlq_consumer_options_default(sqlq_consumer_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->batch_size = 16;
+    o->new_batch_threshold = 8;
+    o->min_polling_ms = 100;
+    o->max_polling_ms = 60000;
+    o->lease_s = 600;
+    o->visibility_timeout_s = 0;
+    o->visibility_max_s = 3600;
+    o->max_dequeue_count = 5;
+    o->shutdown_timeout_ms = 30000;
+    o->encoding = SQLQ_ENCODING_BASE64;
+}
+
+bool sqlq_delivery_cancelled(const sqlq_delivery *d)
+{
+    return d->cancel && atomic_load(d->cancel) != 0;
+}
+
+uint64_t sqlq_delivery_remaining_ms(const sqlq_delivery *d)
+{
+    if (!d->deadline_ms)
+        return UINT64_MAX;
+    uint64_t now = sqlq_clock_now_ms(d->clock);
+    return now >= d->deadline_ms ? 0 : d->deadline_ms - now;
+}
+
+void sqlq_delivery_insertion_iso(const sqlq_delivery *d, char *out, size_t out_size)
+{
+    time_t t = (time_t)d->insertion_time;
+    struct tm tm;
+    if (out_size == 0)
+        return;
+    if (!gmtime_r(&t, &tm) || strftime(out, out_size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        out[0] = '\0';
+}
+
+static sqlq_result check_options(const sqlq_consumer_options *o, sqlq_error *err)
+{
+    if (o->batch_size < 1 || o->batch_size > 32)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "batch_size %d: allowed 1..32 (the service returns at most 32)",
+                              o->batch_size);
+    if (o->new_batch_threshold < 1 || o->new_batch_threshold > 1000)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "new_batch_threshold %d: allowed 1..1000",
+                              o->new_batch_threshold);
+    if (o->lease_s < 1 || o->lease_s > 604800)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "lease %d s: allowed 1..604800 (a Get visibility)", o->lease_s);
+    if (o->visibility_timeout_s < 0 || o->visibility_timeout_s > 604800)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "visibility_timeout %d s: allowed 0..604800",
+                              o->visibility_timeout_s);
+    if (o->max_dequeue_count < 1)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "max_dequeue_count %ld: must be >= 1",
+                              o->max_dequeue_count);
+    if (o->min_polling_ms < 1 || o->max_polling_ms < o->min_polling_ms)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "polling interval: min %llu ms must be >= 1 and <= max %llu ms",
+                              (unsigned long long)o->min_polling_ms,
+                              (unsigned long long)o->max_polling_ms);
+    return SQLQ_OK;
+}
+
+static sqlq_result init_sync(sqlq_consumer *c)
+{
+    if (pthread_mutex_init(&c->mu, NULL) != 0 || pthread_mutex_init(&c->renew_mu, NULL) != 0 ||
+        sqlq_consumer_cond_init(&c->work_cv) != 0 || sqlq_consumer_cond_init(&c->idle_cv) != 0 ||
+        sqlq_consumer_cond_init(&c->renew_cv) != 0)
+        return SQLQ_E_NOMEM;
+    for (size_t i = 0; i < c->nworkers; i++) {
+        c->workers[i].c = c;
+        c->workers[i].index = i;
+        if (pthread_mutex_init(&c->workers[i].slot.lock, NULL) != 0)
+            return SQLQ_E_NOMEM;
+    }
+    return SQLQ_OK;
+}
+
+sqlq_result sqlq_consumer_create(const sqlq_account *account,
+                                 const sqlq_queue_options *queue_options, const char *queue,
+                                 const sqlq_consumer_options *options, const sqlq_handler *handler,
+                                 sqlq_consumer **out, sqlq_error *err)
+{
+    *out = NULL;
+    if (!queue || !handler || !handler->handle || !options)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "consumer: queue, options and handler needed");
+    if (!sqlq_queue_name_valid(queue, err))
+        return SQLQ_E_INVALID;
+    sqlq_result r = check_options(options, err);
+    if (r != SQLQ_OK)
+        return r;
+    sqlq_consumer *c = calloc(1, sizeof(*c));
+    if (!c)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "consumer: out of memory");
+    snprintf(c->queue, sizeof(c->queue), "%s", queue);
+    c->opt = *options;
+    c->handler = *handler;
+    c->sysclock = sqlq_clock_system(options->stop);
+    c->clock = options->clock ? options->clock : &c->sysclock;
+    sqlq_disposition_policy_default(&c->policy);
+    c->policy.max_dequeue_count = options->max_dequeue_count;
+    c->policy.visibility_timeout_s = options->visibility_timeout_s;
+    c->policy.visibility_backoff = options->visibility_backoff;
+    c->policy.visibility_max_s = options->visibility_max_s;
+    c->policy.has_poison_queue = sqlq_queue_poison_name(queue, c->poison, sizeof(c->poison));
+    c->nworkers = (size_t)options->batch_size + (size_t)options->new_batch_threshold;
+    c->pending_cap = c->nworkers + 32;
+    c->workers = calloc(c->nworkers, sizeof(*c->workers));
+    c->pending = calloc(c->pending_cap, sizeof(*c->pending));
+    if (!c->workers || !c->pending || init_sync(c) != SQLQ_OK) {
+        sqlq_consumer_destroy(c);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "consumer: out of memory");
+    }
+    if (options->transport) {
+        c->transport = *options->transport;
+    } else {
+        r = sqlq_consumer_transport_azure(account, queue_options, &c->sysclock, options->lease_s,
+                                          &c->transport, err);
+        if (r != SQLQ_OK) {
+            sqlq_consumer_destroy(c);
+            return r;
+        }
+        c->own_transport = true;
+    }
+    *out = c;
+    return SQLQ_OK;
+}
+
+void sqlq_consumer_get_stats(const sqlq_consumer *c, sqlq_consumer_stats *o)
+{
+    consumer_counters *n = (consumer_counters *)(uintptr_t)&c->n;
+    o->received = atomic_load(&n->received);
+    o->succeeded = atomic_load(&n->succeeded);
+    o->failed = atomic_load(&n->failed);
+    o->released = atomic_load(&n->released);
+    o->poisoned = atomic_load(&n->poisoned);
+    o->undecodable = atomic_load(&n->undecodable);
+    o->renewals = atomic_load(&n->renewals);
+    o->renewal_failures = atomic_load(&n->renewal_failures);
+    o->ownership_lost = atomic_load(&n->ownership_lost);
+    o->timeouts = atomic_load(&n->timeouts);
+    o->polls = atomic_load(&n->polls);
+    o->empty_polls = atomic_load(&n->empty_polls);
+    o->poll_errors = atomic_load(&n->poll_errors);
+    o->in_flight = atomic_load(&n->in_flight);
+    o->backoff_ms = atomic_load(&n->backoff_ms);
+}
+
+/* ---- polling ---- */
+
+static bool stop_requested(const sqlq_consumer *c)
+{
+    return c->opt.stop && *c->opt.stop;
+}
+
+/* Wait until fewer than new_batch_threshold messages are in flight; false on stop. */
+static bool wait_for_capacity(sqlq_consumer *c)
+{
+    pthread_mutex_lock(&c->mu);
+    while (c->in_flight >= (size_t)c->opt.new_batch_threshold && !stop_requested(c))
+        sqlq_consumer_cond_wait_ms(&c->idle_cv, &c->mu, 100);
+    pthread_mutex_unlock(&c->mu);
+    return !stop_requested(c);
+}
+
+static void enqueue(sqlq_consumer *c, sqlq_message_list *list)
+{
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < list->count && c->pending_count < c->pending_cap; i++) {
+        size_t at = (c->pending_head + c->pending_count) % c->pending_cap;
+        c->pending[at] = list->items[i];
+        memset(&list->items[i], 0, sizeof(list->items[i]));
+        c->pending_count++;
+        c->in_flight++;
+    }
+    atomic_store(&c->n.in_flight, c->in_flight);
+    pthread_cond_broadcast(&c->work_cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+typedef struct poll_state {
+    sqlq_polling polling;
+    void *conn;
+    sqlq_result last_error; /* of the current streak of failed polls, SQLQ_OK when none */
+    bool logged_missing;
+} poll_state;
+
+static void note_poll_error(sqlq_consumer *c, poll_state *ps, sqlq_result r, const sqlq_error *err)
+{
+    char e[700];
+    sqlq_error_format(err, e, sizeof(e));
+    atomic_fetch_add(&c->n.poll_errors, 1);
+    if (r == SQLQ_E_NOT_FOUND) {
+        if (!ps->logged_missing)
+            SQLQ_WARN("consumer.queue_missing",
+                      "queue=%s note=\"queue does not exist (yet); polling continues with back-off "
+                      "until it is created\"",
+                      c->queue);
+        ps->logged_missing = true;
+    } else if (ps->last_error != r) {
+        SQLQ_WARN("consumer.poll_failed", "queue=%s err=\"%s\" note=\"retrying with back-off\"",
+                  c->queue, e);
+    } else {
+        SQLQ_DEBUG("consumer.poll_failed", "queue=%s err=\"%s\"", c->queue, e);
+    }
+    ps->last_error = r;
+}
+
+/* One Get Messages. Returns the delay before the next poll, or UINT64_MAX to stop. */
+static uint64_t poll_once(sqlq_consumer *c, poll_state *ps)
+{
+    int want = c->opt.batch_size;
+    unsigned long long got_so_far = atomic_load(&c->n.received);
+    if (c->opt.max_messages) {
+        if (got_so_far >= c->opt.max_messages)
+            return UINT64_MAX;
+        if ((unsigned long long)want > c->opt.max_messages - got_so_far)
+            want = (int)(c->opt.max_messages - got_so_far);
+    }
+    sqlq_message_list list = {0};
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_poll_event ev = {.at_ms = sqlq_clock_now_ms(c->clock)};
+    sqlq_result r = c->transport.get(ps->conn, c->queue, want, c->opt.lease_s, &list, &err);
+    atomic_fetch_add(&c->n.polls, 1);
+    ev.result = r;
+    ev.received = r == SQLQ_OK ? (int)list.count : 0;
+    if (r == SQLQ_OK && list.count > 0) {
+        if (ps->last_error != SQLQ_OK || ps->logged_missing)
+            SQLQ_INFO("consumer.poll_recovered", "queue=%s", c->queue);
+        ps->last_error = SQLQ_OK;
+        ps->logged_missing = false;
+        atomic_fetch_add(&c->n.received, list.count);
+        sqlq_polling_reset(&ps->polling);
+        enqueue(c, &list);
+        ev.next_delay_ms = 0;
+    } else if (r == SQLQ_E_CANCELLED) {
+        ev.next_delay_ms = UINT64_MAX;
+    } else {
+        if (r == SQLQ_OK) {
+            if (ps->last_error != SQLQ_OK || ps->logged_missing)
+                SQLQ_INFO("consumer.poll_recovered", "queue=%s", c->queue);
+            ps->last_error = SQLQ_OK;
+            ps->logged_missing = false;
+            atomic_fetch_add(&c->n.empty_polls, 1);
+        } else {
+            note_poll_error(c, ps, r, &err);
+        }
+        ev.next_delay_ms = sqlq_polling_empty(&ps->polling);
+    }
+    sqlq_message_list_free(&list);
+    atomic_store(&c->n.backoff_ms, ev.next_delay_ms == UINT64_MAX ? 0 : ev.next_delay_ms);
+    SQLQ_DEBUG("consumer.poll", "queue=%s received=%d result=%s next_delay_ms=%llu", c->queue,
+               ev.received, sqlq_strerror(r), (unsigned long long)ev.next_delay_ms);
+    if (c->opt.on_poll)
+        c->opt.on_poll(c->opt.on_poll_ctx, &ev);
+    return ev.next_delay_ms;
+}
+
+static bool nothing_in_flight(sqlq_consumer *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool idle = c->in_flight == 0;
+    pthread_mutex_unlock(&c->mu);
+    return idle;
+}
+
+static void poll_loop(sqlq_consumer *c, void *conn)
+{
+    poll_state ps = {.conn = conn, .last_error = SQLQ_OK};
+    sqlq_polling_init(&ps.polling, c->opt.min_polling_ms, c->opt.max_polling_ms, c->clock);
+    while (wait_for_capacity(c)) {
+        /* Sampled before the request: a message released after a failure is visible before its
+         * worker stops counting it, so idle-then-empty really means nothing is left. */
+        bool idle_before = nothing_in_flight(c);
+        uint64_t delay = poll_once(c, &ps);
+        if (delay == UINT64_MAX)
+            break;
+        if (delay == 0)
+            continue;
+        if (c->opt.exit_when_empty && idle_before) {
+            SQLQ_INFO("consumer.empty", "queue=%s note=\"queue empty: stopping\"", c->queue);
+            break;
+        }
+        if (!sqlq_clock_sleep_ms(c->clock, delay))
+            break;
+    }
+}
+
+/* ---- start and shutdown ---- */
+
+static sqlq_result start_threads(sqlq_consumer *c, sqlq_error *err)
+{
+    size_t created = 0;
+    for (; created < c->nworkers; created++) {
+        consumer_worker *w = &c->workers[created];
+        if (pthread_create(&w->thread, NULL, sqlq_consumer_worker_main, w) != 0)
+            break;
+        w->started = true;
+    }
+    pthread_mutex_lock(&c->mu);
+    while (c->ready < created)
+        pthread_cond_wait(&c->idle_cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+    if (created < c->nworkers)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "consumer: cannot start worker thread");
+    for (size_t i = 0; i < c->nworkers; i++)
+        if (c->workers[i].open_result != SQLQ_OK) {
+            if (err && err->code == SQLQ_OK)
+                *err = c->workers[i].open_err;
+            return c->workers[i].open_result;
+        }
+    if (pthread_create(&c->renew_thread, NULL, sqlq_consumer_renew_main, c) != 0)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "consumer: cannot start renewal thread");
+    c->renew_started = true;
+    return SQLQ_OK;
+}
+
+/* Messages taken but not started go back at once (visibility 0) instead of after the lease. */
+static void release_pending(sqlq_consumer *c, void *conn)
+{
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        if (c->pending_count == 0) {
+            pthread_mutex_unlock(&c->mu);
+            return;
+        }
+        sqlq_message m = c->pending[c->pending_head];
+        c->pending_head = (c->pending_head + 1) % c->pending_cap;
+        c->pending_count--;
+        c->in_flight--;
+        atomic_store(&c->n.in_flight, c->in_flight);
+        pthread_mutex_unlock(&c->mu);
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        char *receipt = NULL;
+        if (c->transport.update(conn, c->queue, m.id, m.pop_receipt, 0, &receipt, &err) != SQLQ_OK)
+            SQLQ_DEBUG("consumer.unstarted_release_failed", "queue=%s msg_id=%s err=\"%s\"",
+                       c->queue, m.id, err.message);
+        free(receipt);
+        sqlq_message_free(&m);
+    }
+}
+
+static void cancel_running(sqlq_consumer *c)
+{
+    for (size_t i = 0; i < c->nworkers; i++)
+        atomic_store(&c->workers[i].slot.cancel, 1);
+}
+
+/* Wait (real time) until every worker has exited, or ms pass. Returns true when all exited. */
+static bool wait_workers(sqlq_consumer *c, uint64_t ms)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        size_t alive = 0;
+        for (size_t i = 0; i < c->nworkers; i++)
+            alive += c->workers[i].started && !c->workers[i].exited;
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        uint64_t spent = (uint64_t)(t.tv_sec - t0.tv_sec) * 1000u +
+                         (uint64_t)((t.tv_nsec - t0.tv_nsec) / 1000000L);
+        if (alive == 0 || spent >= ms) {
+            pthread_mutex_unlock(&c->mu);
+            return alive == 0;
+        }
+        sqlq_consumer_cond_wait_ms(&c->idle_cv, &c->mu, ms - spent < 100 ? ms - spent : 100);
+    }
+}
+
+static void stop_renewal(sqlq_consumer *c)
+{
+    if (!c->renew_started)
+        return;
+    pthread_mutex_lock(&c->renew_mu);
+    c->renew_stop = true;
+    pthread_cond_signal(&c->renew_cv);
+    pthread_mutex_unlock(&c->renew_mu);
+    pthread_join(c->renew_thread, NULL);
+    c->renew_started = false;
+}
+
+static sqlq_result shutdown_threads(sqlq_consumer *c, void *conn)
+{
+    /* On a stop request, messages not started go back; at max_messages or an empty queue the
+     * workers finish what was taken. */
+    if (conn && stop_requested(c))
+        release_pending(c, conn);
+    pthread_mutex_lock(&c->mu);
+    c->closing = true;
+    size_t running = c->in_flight;
+    pthread_cond_broadcast(&c->work_cv);
+    pthread_mutex_unlock(&c->mu);
+    if (running)
+        SQLQ_INFO("consumer.stopping", "queue=%s running=%zu shutdown_timeout_ms=%llu", c->queue,
+                  running, (unsigned long long)c->opt.shutdown_timeout_ms);
+    sqlq_result r = SQLQ_OK;
+    if (!wait_workers(c, c->opt.shutdown_timeout_ms)) {
+        SQLQ_WARN("consumer.shutdown_timeout",
+                  "queue=%s note=\"handlers still running: cancelling; their messages become "
+                  "visible again when their lease ends\"",
+                  c->queue);
+        cancel_running(c);
+        if (!wait_workers(c, CANCEL_GRACE_MS)) {
+            SQLQ_ERROR("consumer.handler_stuck", "queue=%s note=\"a handler ignored cancellation\"",
+                       c->queue);
+            r = SQLQ_E_TIMEOUT;
+        }
+    }
+    stop_renewal(c);
+    for (size_t i = 0; i < c->nworkers; i++) {
+        consumer_worker *w = &c->workers[i];
+        if (w->started && (r == SQLQ_OK || w->exited)) {
+            pthread_join(w->thread, NULL);
+            w->started = false;
+        } else if (w->started) {
+            pthread_detach(w->thread);
+            w->started = false;
+        }
+    }
+    return r;
+}
+
+sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err)
+{
+    void *conn = NULL;
+    sqlq_result r = c->transport.open(c->transport.ctx, SQLQ_CONN_POLL, &conn, err);
+    if (r == SQLQ_OK)
+        r = c->transport.open(c->transport.ctx, SQLQ_CONN_RENEW, &c->renew_conn, err);
+    if (r == SQLQ_OK)
+        r = start_threads(c, err);
+    if (r == SQLQ_OK) {
+        SQLQ_INFO("consumer.started",
+                  "queue=%s poison_queue=%s workers=%zu batch_size=%d new_batch_threshold=%d "
+                  "lease_s=%d max_dequeue_count=%ld encoding=%s",
+                  c->queue, c->policy.has_poison_queue ? c->poison : "(none)", c->nworkers,
+                  c->opt.batch_size, c->opt.new_batch_threshold, c->opt.lease_s,
+                  c->opt.max_dequeue_count, sqlq_encoding_name(c->opt.encoding));
+        poll_loop(c, conn);
+    }
+    sqlq_result sr = shutdown_threads(c, r == SQLQ_OK ? conn : NULL);
+    if (r == SQLQ_OK && sr != SQLQ_OK)
+        r = sqlq_error_set(err, sr, false, "a handler did not return within the shutdown timeout");
+    if (conn)
+        c->transport.close(conn);
+    if (c->renew_conn && sr == SQLQ_OK)
+        c->transport.close(c->renew_conn);
+    c->renew_conn = NULL;
+    if (r == SQLQ_OK) {
+        sqlq_consumer_stats s;
+        sqlq_consumer_get_stats(c, &s);
+        SQLQ_INFO("consumer.stopped", "queue=%s received=%llu succeeded=%llu failed=%llu poisoned=%llu",
+                  c->queue, s.received, s.succeeded, s.failed, s.poisoned);
+    }
+    return r;
+}
+
+void sqlq_consumer_destroy(sqlq_consumer *c)
+{
+    if (!c)
+        return;
+    if (c->pending) {
+        for (size_t i = 0; i < c->pending_count; i++)
+            sqlq_message_free(&c->pending[(c->pending_head + i) % c->pending_cap]);
+        free(c->pending);
+    }
+    free(c->workers);
+    if (c->own_transport)
+        sqlq_consumer_transport_free(&c->transport);
+    free(c);
+}

@@ -1,0 +1,155 @@
+/* consumer: the queue-trigger runtime (Azure Functions / WebJobs compatible): poll in batches,
+ * run a handler per message on a worker pool, renew visibility while it runs, then delete,
+ * release for a retry, or move the message to {queue}-poison. */
+#ifndef SQLQ_CONSUMER_H
+#define SQLQ_CONSUMER_H
+
+#include "account.h"
+#include "clock.h"
+#include "codec.h"
+#include "message.h"
+#include "queue_client.h"
+#include "result.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One message handed to a handler. Everything it points to lives until the handler returns. */
+typedef struct sqlq_delivery {
+    const char *queue;
+    const char *message_id;
+    const char *body; /* decoded bytes, NUL-terminated (use body_len: binary bodies may hold NUL) */
+    size_t body_len;
+    const char *text; /* MessageText as stored (base64 when the encoding is base64) */
+    size_t text_len;
+    long dequeue_count;      /* 1 on the first attempt */
+    int64_t insertion_time;  /* seconds since the epoch, UTC */
+    int64_t expiration_time; /* seconds since the epoch, UTC */
+    uint64_t deadline_ms;    /* per-message timeout on `clock`; 0 = none */
+    const sqlq_clock *clock;
+    const atomic_int *cancel; /* non-zero once the deadline passed or shutdown ran out of time */
+} sqlq_delivery;
+
+/* The handler should give up soon (and report a failure) when this turns true. */
+bool sqlq_delivery_cancelled(const sqlq_delivery *d);
+/* Milliseconds until the deadline: UINT64_MAX without one, 0 once it passed. */
+uint64_t sqlq_delivery_remaining_ms(const sqlq_delivery *d);
+/* insertion_time as ISO 8601 UTC ("2024-05-01T12:00:00Z"). */
+void sqlq_delivery_insertion_iso(const sqlq_delivery *d, char *out, size_t out_size);
+
+/* Process one message: SQLQ_OK = success (the message is deleted); anything else is a failure
+ * whose reason (err->message) is logged and, on the last attempt, logged with the poisoning. */
+typedef sqlq_result (*sqlq_handler_fn)(void *worker_ctx, const sqlq_delivery *d, sqlq_error *err);
+
+typedef struct sqlq_handler {
+    sqlq_handler_fn handle;
+    /* Optional per-worker state (a database connection, an HTTP handle): open runs once in each
+     * worker thread before its first message and its result is what handle and close get.
+     * Without open, handle gets ctx (and must then be thread-safe). */
+    sqlq_result (*open)(void *ctx, void **out_worker_ctx, sqlq_error *err);
+    void (*close)(void *worker_ctx);
+    void *ctx;
+} sqlq_handler;
+
+/* What the runtime did on one poll (for metrics, debug logs and tests). */
+typedef struct sqlq_poll_event {
+    uint64_t at_ms;         /* clock time the Get Messages request was sent */
+    int received;           /* messages returned */
+    sqlq_result result;     /* of the request */
+    uint64_t next_delay_ms; /* sleep before the next poll: 0 after messages */
+} sqlq_poll_event;
+
+/* Test seam: the queue operations the runtime performs, one connection per thread. NULL in the
+ * options means the real REST client (sqlq_queue_client) on the given account. */
+typedef enum { SQLQ_CONN_POLL = 0, SQLQ_CONN_WORKER, SQLQ_CONN_RENEW } sqlq_conn_role;
+typedef struct sqlq_consumer_transport {
+    sqlq_result (*open)(void *ctx, sqlq_conn_role role, void **out_conn, sqlq_error *err);
+    void (*close)(void *conn);
+    sqlq_result (*get)(void *conn, const char *queue, int count, int visibility_s,
+                       sqlq_message_list *out, sqlq_error *err);
+    sqlq_result (*update)(void *conn, const char *queue, const char *id, const char *pop_receipt,
+                          int visibility_s, char **out_pop_receipt, sqlq_error *err);
+    sqlq_result (*remove)(void *conn, const char *queue, const char *id, const char *pop_receipt,
+                          sqlq_error *err);
+    /* Put text verbatim (no encoding); SQLQ_E_NOT_FOUND when the queue does not exist. */
+    sqlq_result (*put)(void *conn, const char *queue, const char *text, size_t len, sqlq_error *err);
+    sqlq_result (*create)(void *conn, const char *queue, sqlq_error *err);
+    void *ctx;
+} sqlq_consumer_transport;
+
+typedef struct sqlq_consumer_options {
+    int batch_size;               /* messages per Get (16; 1..32) */
+    int new_batch_threshold;      /* get the next batch when fewer are in flight (8) */
+    uint64_t min_polling_ms;      /* 100 */
+    uint64_t max_polling_ms;      /* maxPollingInterval: 60000 */
+    int lease_s;                  /* visibility on Get, renewed at half while running (600) */
+    int visibility_timeout_s;     /* visibility after a failure (0 = visible again at once) */
+    bool visibility_backoff;      /* visibility_timeout_s * 2^(dequeue_count - 1) */
+    int visibility_max_s;         /* cap on that growth (3600) */
+    long max_dequeue_count;       /* attempts before poison (5) */
+    uint64_t message_timeout_ms;  /* per-message timeout, 0 = none */
+    uint64_t shutdown_timeout_ms; /* how long running handlers may finish after stop (30000) */
+    sqlq_encoding encoding;       /* how MessageText is decoded for the handler (base64) */
+    unsigned long long max_messages; /* stop after this many finished messages; 0 = never */
+    bool exit_when_empty;         /* stop at the first empty poll with nothing in flight */
+    const volatile sig_atomic_t *stop; /* graceful stop when it becomes non-zero */
+    const sqlq_clock *clock;      /* NULL = system clock (its sleeps wake on *stop) */
+    void (*on_poll)(void *ctx, const sqlq_poll_event *ev); /* optional, on the polling thread */
+    void *on_poll_ctx;
+    const sqlq_consumer_transport *transport; /* NULL = Azure (the usual case) */
+} sqlq_consumer_options;
+
+void sqlq_consumer_options_default(sqlq_consumer_options *o);
+
+/* Counters, readable from any thread while the consumer runs (metrics endpoint). */
+typedef struct sqlq_consumer_stats {
+    unsigned long long received;  /* messages taken from the queue */
+    unsigned long long succeeded; /* handler succeeded and the message was deleted */
+    unsigned long long failed;    /* handler failures (each attempt) */
+    unsigned long long released;  /* failures made visible again for a retry */
+    unsigned long long poisoned;  /* moved to {queue}-poison */
+    unsigned long long undecodable; /* text that the encoding could not decode (also poisoned) */
+    unsigned long long renewals;  /* successful visibility renewals */
+    unsigned long long renewal_failures;
+    unsigned long long ownership_lost; /* pop receipt no longer valid: not deleted by us */
+    unsigned long long timeouts;  /* messages that ran past message_timeout */
+    unsigned long long polls, empty_polls, poll_errors;
+    unsigned long long in_flight; /* taken and not finished */
+    unsigned long long backoff_ms; /* current polling delay (0 right after messages) */
+} sqlq_consumer_stats;
+
+typedef struct sqlq_consumer sqlq_consumer;
+
+/* queue must be a valid queue name. account and queue_options may be NULL with a transport.
+ * queue_options supplies timeouts and retry policy of the REST clients the runtime creates. */
+SQLQ_NODISCARD sqlq_result sqlq_consumer_create(const sqlq_account *account,
+                                                const sqlq_queue_options *queue_options,
+                                                const char *queue,
+                                                const sqlq_consumer_options *options,
+                                                const sqlq_handler *handler,
+                                                sqlq_consumer **out, sqlq_error *err);
+/* Run until *options.stop is set (or max_messages / exit_when_empty), then stop taking messages,
+ * release the ones not started, and wait up to shutdown_timeout for running handlers (then
+ * cancel them and wait a few seconds more). Transient faults never end the run; SQLQ_OK after a
+ * clean stop, SQLQ_E_TIMEOUT when a handler ignored cancellation (its thread is left running:
+ * exit the process, do not destroy the consumer), or the error that made start-up impossible
+ * (a handler's open failed, no connection could be created). */
+SQLQ_NODISCARD sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err);
+void sqlq_consumer_get_stats(const sqlq_consumer *c, sqlq_consumer_stats *out);
+void sqlq_consumer_destroy(sqlq_consumer *c);
+
+/* The transport over real REST clients (what the consumer uses when options.transport is NULL):
+ * polling connections retry on `interruptible` (so a stop ends their waits), workers and renewals
+ * on a clock nothing interrupts, with short retry budgets (renewal has its own schedule).
+ * Free with sqlq_consumer_transport_free. */
+SQLQ_NODISCARD sqlq_result sqlq_consumer_transport_azure(const sqlq_account *account,
+                                                        const sqlq_queue_options *queue_options,
+                                                        const sqlq_clock *interruptible,
+                                                        int lease_s, sqlq_consumer_transport *out,
+                                                        sqlq_error *err);
+void sqlq_consumer_transport_free(sqlq_consumer_transport *t);
+
+#endif

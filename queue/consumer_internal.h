@@ -1,0 +1,87 @@
+/* consumer_internal: the runtime's shared state, split between consumer.c (polling, start and
+ * shutdown) and consumer_worker.c (handlers, renewal, delete / release / poison). */
+#ifndef SQLQ_CONSUMER_INTERNAL_H
+#define SQLQ_CONSUMER_INTERNAL_H
+
+#include "consumer.h"
+#include "disposition.h"
+#include "renewal.h"
+
+#include <pthread.h>
+
+/* A message a worker is running. The renewal thread and the worker share it under `lock`; the
+ * renewal thread holds the lock through an Update request so the worker, when it finishes,
+ * always reads the latest pop receipt. */
+typedef struct consumer_slot {
+    pthread_mutex_t lock;
+    bool active; /* handler running: renewal applies */
+    const sqlq_message *msg;
+    char *pop_receipt; /* latest; owned */
+    sqlq_renewal renewal;
+    uint64_t deadline_ms; /* 0 = none */
+    bool timed_out;       /* deadline passed: renewals stopped, cancel set */
+    atomic_int cancel;
+} consumer_slot;
+
+typedef struct consumer_worker {
+    struct sqlq_consumer *c;
+    size_t index;
+    pthread_t thread;
+    bool started;
+    void *conn;
+    void *hctx;
+    bool busy; /* under c->mu: running a message */
+    bool exited;
+    sqlq_result open_result;
+    sqlq_error open_err;
+    consumer_slot slot;
+} consumer_worker;
+
+typedef struct consumer_counters {
+    atomic_ullong received, succeeded, failed, released, poisoned, undecodable, renewals,
+        renewal_failures, ownership_lost, timeouts, polls, empty_polls, poll_errors, in_flight,
+        backoff_ms;
+} consumer_counters;
+
+struct sqlq_consumer {
+    char queue[64];
+    char poison[64];
+    sqlq_consumer_options opt;
+    sqlq_handler handler;
+    sqlq_clock sysclock;
+    const sqlq_clock *clock;
+    sqlq_consumer_transport transport;
+    bool own_transport;
+    sqlq_disposition_policy policy;
+
+    size_t nworkers;
+    consumer_worker *workers;
+
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv; /* workers: pending work or closing */
+    pthread_cond_t idle_cv; /* poller: a message finished, a worker became ready */
+    sqlq_message *pending;  /* ring of received messages not yet started */
+    size_t pending_head, pending_count, pending_cap;
+    size_t in_flight; /* pending + running */
+    size_t ready;     /* workers that finished opening */
+    bool closing;     /* workers exit once the ring is empty */
+
+    pthread_t renew_thread;
+    bool renew_started;
+    void *renew_conn;
+    pthread_mutex_t renew_mu;
+    pthread_cond_t renew_cv;
+    bool renew_stop, renew_kick;
+
+    consumer_counters n;
+};
+
+/* consumer_worker.c */
+void *sqlq_consumer_worker_main(void *arg);
+void *sqlq_consumer_renew_main(void *arg);
+void sqlq_consumer_kick_renewal(struct sqlq_consumer *c);
+/* Wait on cv until ms of real time pass (or a signal). */
+void sqlq_consumer_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms);
+int sqlq_consumer_cond_init(pthread_cond_t *cv);
+
+#endif

@@ -1,0 +1,436 @@
+/* consumer_worker: one message's life on a worker (decode, run, delete / release / poison) and
+ * the renewal thread that keeps running messages hidden. */
+#include "consumer_internal.h"
+
+#include "buf.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int sqlq_consumer_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+    return rc;
+}
+
+void sqlq_consumer_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000u);
+    ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    int rc;
+    do
+        rc = pthread_cond_timedwait(cv, mu, &ts);
+    while (rc == EINTR);
+}
+
+void sqlq_consumer_kick_renewal(struct sqlq_consumer *c)
+{
+    pthread_mutex_lock(&c->renew_mu);
+    c->renew_kick = true;
+    pthread_cond_signal(&c->renew_cv);
+    pthread_mutex_unlock(&c->renew_mu);
+}
+
+/* ---- the end of a message: delete, release, poison ---- */
+
+static void log_lost(const struct sqlq_consumer *c, const sqlq_message *m, const char *when,
+                     const sqlq_error *err)
+{
+    char e[700];
+    sqlq_error_format(err, e, sizeof(e));
+    SQLQ_WARN("consumer.ownership_lost",
+              "queue=%s msg_id=%s dequeue_count=%ld when=%s err=\"%s\" note=\"another consumer may "
+              "hold it; not deleted or poisoned with a stale pop receipt\"",
+              c->queue, m->id, m->dequeue_count, when, e);
+}
+
+static void finish_delete(consumer_worker *w, const sqlq_message *m, const char *receipt)
+{
+    struct sqlq_consumer *c = w->c;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result r = c->transport.remove(w->conn, c->queue, m->id, receipt, &err);
+    if (r == SQLQ_OK) {
+        atomic_fetch_add(&c->n.succeeded, 1);
+        SQLQ_DEBUG("consumer.done", "queue=%s msg_id=%s dequeue_count=%ld", c->queue, m->id,
+                   m->dequeue_count);
+    } else if (sqlq_renewal_ownership_lost(r)) {
+        atomic_fetch_add(&c->n.ownership_lost, 1);
+        log_lost(c, m, "delete", &err);
+    } else {
+        char e[700];
+        sqlq_error_format(&err, e, sizeof(e));
+        SQLQ_ERROR("consumer.delete_failed",
+                   "queue=%s msg_id=%s err=\"%s\" note=\"handled, but it will be delivered again\"",
+                   c->queue, m->id, e);
+    }
+}
+
+static void finish_release(consumer_worker *w, const sqlq_message *m, const char *receipt,
+                           int visibility_s)
+{
+    struct sqlq_consumer *c = w->c;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    char *next = NULL;
+    sqlq_result r =
+        c->transport.update(w->conn, c->queue, m->id, receipt, visibility_s, &next, &err);
+    free(next);
+    if (r == SQLQ_OK) {
+        atomic_fetch_add(&c->n.released, 1);
+    } else if (sqlq_renewal_ownership_lost(r)) {
+        atomic_fetch_add(&c->n.ownership_lost, 1);
+        log_lost(c, m, "release", &err);
+    } else {
+        char e[700];
+        sqlq_error_format(&err, e, sizeof(e));
+        SQLQ_WARN("consumer.release_failed",
+                  "queue=%s msg_id=%s err=\"%s\" note=\"visible again when its lease ends\"",
+                  c->queue, m->id, e);
+    }
+}
+
+static sqlq_result put_poison(consumer_worker *w, const sqlq_message *m, sqlq_error *err)
+{
+    struct sqlq_consumer *c = w->c;
+    const char *text = m->text ? m->text : "";
+    sqlq_result r = c->transport.put(w->conn, c->poison, text, m->text_len, err);
+    if (r != SQLQ_E_NOT_FOUND)
+        return r;
+    sqlq_error_clear(err);
+    r = c->transport.create(w->conn, c->poison, err);
+    if (r != SQLQ_OK && r != SQLQ_E_CONFLICT)
+        return r;
+    sqlq_error_clear(err);
+    return c->transport.put(w->conn, c->poison, text, m->text_len, err);
+}
+
+/* Poison = put the same MessageText into {queue}-poison, then delete the original. */
+static void finish_poison(consumer_worker *w, const sqlq_message *m, const char *receipt,
+                          const char *reason)
+{
+    struct sqlq_consumer *c = w->c;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result r = put_poison(w, m, &err);
+    if (r != SQLQ_OK) {
+        char e[700];
+        sqlq_error_format(&err, e, sizeof(e));
+        SQLQ_ERROR("consumer.poison_failed",
+                   "queue=%s poison_queue=%s msg_id=%s dequeue_count=%ld err=\"%s\" "
+                   "note=\"kept in the queue; poisoned on its next delivery\"",
+                   c->queue, c->poison, m->id, m->dequeue_count, e);
+        finish_release(w, m, receipt, sqlq_disposition_release_visibility(&c->policy, m->dequeue_count));
+        return;
+    }
+    atomic_fetch_add(&c->n.poisoned, 1);
+    SQLQ_WARN("consumer.poisoned",
+              "queue=%s poison_queue=%s msg_id=%s dequeue_count=%ld last_error=\"%s\"", c->queue,
+              c->poison, m->id, m->dequeue_count, reason);
+    sqlq_error_clear(&err);
+    r = c->transport.remove(w->conn, c->queue, m->id, receipt, &err);
+    if (r != SQLQ_OK) {
+        char e[700];
+        sqlq_error_format(&err, e, sizeof(e));
+        SQLQ_WARN("consumer.poison_delete_failed",
+                  "queue=%s msg_id=%s err=\"%s\" note=\"copied to %s; the original may be "
+                  "delivered once more\"",
+                  c->queue, m->id, e, c->poison);
+    }
+}
+
+static void dispose(consumer_worker *w, const sqlq_message *m, const char *receipt,
+                    sqlq_disposition d, const char *reason)
+{
+    struct sqlq_consumer *c = w->c;
+    switch (d) {
+    case SQLQ_DISPOSE_DELETE:
+        finish_delete(w, m, receipt);
+        break;
+    case SQLQ_DISPOSE_POISON:
+        finish_poison(w, m, receipt, reason);
+        break;
+    case SQLQ_DISPOSE_RELEASE:
+        if (m->dequeue_count >= c->policy.max_dequeue_count)
+            SQLQ_WARN("consumer.no_poison_queue",
+                      "queue=%s msg_id=%s dequeue_count=%ld note=\"no -poison queue for this name: "
+                      "the message keeps coming back until it expires\"",
+                      c->queue, m->id, m->dequeue_count);
+        finish_release(w, m, receipt,
+                       sqlq_disposition_release_visibility(&c->policy, m->dequeue_count));
+        break;
+    case SQLQ_DISPOSE_RUN:
+        break;
+    }
+}
+
+/* ---- running one message ---- */
+
+static void slot_begin(consumer_worker *w, const sqlq_message *m)
+{
+    struct sqlq_consumer *c = w->c;
+    consumer_slot *s = &w->slot;
+    uint64_t now = sqlq_clock_now_ms(c->clock);
+    pthread_mutex_lock(&s->lock);
+    s->msg = m;
+    s->pop_receipt = m->pop_receipt ? strdup(m->pop_receipt) : NULL;
+    sqlq_renewal_start(&s->renewal, (uint64_t)c->opt.lease_s * 1000u, now);
+    s->deadline_ms = c->opt.message_timeout_ms ? now + c->opt.message_timeout_ms : 0;
+    s->timed_out = false;
+    atomic_store(&s->cancel, 0);
+    s->active = true;
+    pthread_mutex_unlock(&s->lock);
+    sqlq_consumer_kick_renewal(c);
+}
+
+/* Ends renewal; hands back the latest pop receipt (owned) and whether ownership was lost. */
+static char *slot_end(consumer_worker *w, bool *out_lost, bool *out_timed_out)
+{
+    consumer_slot *s = &w->slot;
+    pthread_mutex_lock(&s->lock);
+    s->active = false;
+    char *receipt = s->pop_receipt;
+    s->pop_receipt = NULL;
+    *out_lost = s->renewal.lost;
+    *out_timed_out = s->timed_out;
+    s->msg = NULL;
+    pthread_mutex_unlock(&s->lock);
+    return receipt;
+}
+
+static sqlq_result run_handler(consumer_worker *w, const sqlq_message *m, const sqlq_buf *body,
+                               sqlq_error *err)
+{
+    struct sqlq_consumer *c = w->c;
+    sqlq_delivery d = {
+        .queue = c->queue,
+        .message_id = m->id,
+        .body = sqlq_buf_str(body),
+        .body_len = body->len,
+        .text = m->text ? m->text : "",
+        .text_len = m->text_len,
+        .dequeue_count = m->dequeue_count,
+        .insertion_time = m->insertion_time,
+        .expiration_time = m->expiration_time,
+        .deadline_ms = w->slot.deadline_ms,
+        .clock = c->clock,
+        .cancel = &w->slot.cancel,
+    };
+    sqlq_result r = c->handler.handle(w->hctx, &d, err);
+    if (r != SQLQ_OK && err->code == SQLQ_OK)
+        sqlq_error_set(err, r, false, "handler failed: %s", sqlq_strerror(r));
+    return r;
+}
+
+static void process_message(consumer_worker *w, const sqlq_message *m)
+{
+    struct sqlq_consumer *c = w->c;
+    sqlq_buf body;
+    sqlq_buf_init(&body, 0);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    const char *text = m->text ? m->text : "";
+    bool decodable = sqlq_codec_decode(c->opt.encoding, text, m->text_len, &body, &err) == SQLQ_OK;
+    sqlq_disposition d = sqlq_disposition_on_receive(&c->policy, m->dequeue_count, decodable);
+    if (d != SQLQ_DISPOSE_RUN) {
+        char reason[800];
+        if (!decodable) {
+            atomic_fetch_add(&c->n.undecodable, 1);
+            snprintf(reason, sizeof(reason),
+                     "message text is not valid %s (%s); if the producer sends plain text, "
+                     "consume with --encoding plain",
+                     sqlq_encoding_name(c->opt.encoding), err.message);
+        } else {
+            snprintf(reason, sizeof(reason), "dequeue count %ld is over the maximum %ld on receipt",
+                     m->dequeue_count, c->policy.max_dequeue_count);
+        }
+        dispose(w, m, m->pop_receipt, d, reason);
+        sqlq_buf_free(&body);
+        return;
+    }
+    slot_begin(w, m);
+    sqlq_error_clear(&err);
+    sqlq_result r = run_handler(w, m, &body, &err);
+    bool lost, timed_out;
+    char *receipt = slot_end(w, &lost, &timed_out);
+    if (r != SQLQ_OK) {
+        atomic_fetch_add(&c->n.failed, 1);
+        SQLQ_WARN("consumer.handler_failed", "queue=%s msg_id=%s dequeue_count=%ld err=\"%s\"",
+                  c->queue, m->id, m->dequeue_count, err.message);
+    }
+    if (lost) {
+        atomic_fetch_add(&c->n.ownership_lost, 1);
+        SQLQ_WARN("consumer.ownership_lost",
+                  "queue=%s msg_id=%s dequeue_count=%ld when=renewal timed_out=%s note=\"result "
+                  "dropped: another consumer may hold it\"",
+                  c->queue, m->id, m->dequeue_count, timed_out ? "true" : "false");
+    } else {
+        dispose(w, m, receipt, sqlq_disposition_on_result(&c->policy, m->dequeue_count, r == SQLQ_OK),
+                err.message);
+    }
+    free(receipt);
+    sqlq_buf_free(&body);
+}
+
+/* ---- the worker thread ---- */
+
+static bool next_message(consumer_worker *w, sqlq_message *out)
+{
+    struct sqlq_consumer *c = w->c;
+    pthread_mutex_lock(&c->mu);
+    while (c->pending_count == 0 && !c->closing)
+        pthread_cond_wait(&c->work_cv, &c->mu);
+    bool got = c->pending_count > 0;
+    if (got) {
+        *out = c->pending[c->pending_head];
+        c->pending_head = (c->pending_head + 1) % c->pending_cap;
+        c->pending_count--;
+        w->busy = true;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return got;
+}
+
+static void message_finished(consumer_worker *w)
+{
+    struct sqlq_consumer *c = w->c;
+    pthread_mutex_lock(&c->mu);
+    w->busy = false;
+    c->in_flight--;
+    atomic_store(&c->n.in_flight, c->in_flight);
+    pthread_cond_broadcast(&c->idle_cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void worker_open(consumer_worker *w)
+{
+    struct sqlq_consumer *c = w->c;
+    sqlq_error_clear(&w->open_err);
+    w->open_result = c->transport.open(c->transport.ctx, SQLQ_CONN_WORKER, &w->conn, &w->open_err);
+    if (w->open_result == SQLQ_OK) {
+        if (c->handler.open)
+            w->open_result = c->handler.open(c->handler.ctx, &w->hctx, &w->open_err);
+        else
+            w->hctx = c->handler.ctx;
+    }
+    pthread_mutex_lock(&c->mu);
+    c->ready++;
+    pthread_cond_broadcast(&c->idle_cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void *sqlq_consumer_worker_main(void *arg)
+{
+    consumer_worker *w = arg;
+    struct sqlq_consumer *c = w->c;
+    worker_open(w);
+    sqlq_message m;
+    while (w->open_result == SQLQ_OK && next_message(w, &m)) {
+        process_message(w, &m);
+        sqlq_message_free(&m);
+        message_finished(w);
+    }
+    if (c->handler.open && c->handler.close && w->hctx)
+        c->handler.close(w->hctx);
+    w->hctx = NULL;
+    if (w->conn)
+        c->transport.close(w->conn);
+    w->conn = NULL;
+    pthread_mutex_lock(&c->mu);
+    w->exited = true;
+    pthread_cond_broadcast(&c->idle_cv);
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* ---- renewal ---- */
+
+static void renew_slot(struct sqlq_consumer *c, consumer_slot *s, uint64_t *next_due)
+{
+    pthread_mutex_lock(&s->lock);
+    if (!s->active || s->renewal.lost || s->timed_out) {
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    uint64_t now = sqlq_clock_now_ms(c->clock);
+    if (s->deadline_ms && now >= s->deadline_ms) {
+        s->timed_out = true;
+        atomic_store(&s->cancel, 1);
+        atomic_fetch_add(&c->n.timeouts, 1);
+        SQLQ_WARN("consumer.message_timeout",
+                  "queue=%s msg_id=%s dequeue_count=%ld timeout_ms=%llu note=\"handler cancelled; "
+                  "renewal stopped\"",
+                  c->queue, s->msg->id, s->msg->dequeue_count,
+                  (unsigned long long)c->opt.message_timeout_ms);
+        pthread_mutex_unlock(&s->lock);
+        return;
+    }
+    if (sqlq_renewal_due(&s->renewal, now)) {
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        char *receipt = NULL;
+        sqlq_result r = c->transport.update(c->renew_conn, c->queue, s->msg->id, s->pop_receipt,
+                                            c->opt.lease_s, &receipt, &err);
+        sqlq_renewal_outcome o = sqlq_renewal_record(&s->renewal, sqlq_clock_now_ms(c->clock), r);
+        char e[700];
+        if (o != SQLQ_RENEWAL_RENEWED)
+            sqlq_error_format(&err, e, sizeof(e));
+        if (o == SQLQ_RENEWAL_RENEWED && receipt) {
+            free(s->pop_receipt);
+            s->pop_receipt = receipt;
+            receipt = NULL;
+            atomic_fetch_add(&c->n.renewals, 1);
+            SQLQ_DEBUG("consumer.renewed", "queue=%s msg_id=%s lease_s=%d", c->queue, s->msg->id,
+                       c->opt.lease_s);
+        } else if (o == SQLQ_RENEWAL_LOST) {
+            SQLQ_WARN("consumer.renewal_lost",
+                      "queue=%s msg_id=%s err=\"%s\" note=\"ownership lost: renewal stopped\"",
+                      c->queue, s->msg->id, e);
+        } else {
+            atomic_fetch_add(&c->n.renewal_failures, 1);
+            SQLQ_WARN("consumer.renewal_failed", "queue=%s msg_id=%s retry_in_ms=%llu err=\"%s\"",
+                      c->queue, s->msg->id,
+                      (unsigned long long)(s->renewal.next_ms - sqlq_clock_now_ms(c->clock)), e);
+        }
+        free(receipt);
+    }
+    if (!s->renewal.lost && s->renewal.next_ms < *next_due)
+        *next_due = s->renewal.next_ms;
+    if (s->deadline_ms && s->deadline_ms < *next_due)
+        *next_due = s->deadline_ms;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void *sqlq_consumer_renew_main(void *arg)
+{
+    struct sqlq_consumer *c = arg;
+    pthread_mutex_lock(&c->renew_mu);
+    while (!c->renew_stop) {
+        c->renew_kick = false;
+        pthread_mutex_unlock(&c->renew_mu);
+        uint64_t now = sqlq_clock_now_ms(c->clock);
+        uint64_t next_due = now + 1000;
+        for (size_t i = 0; i < c->nworkers; i++)
+            renew_slot(c, &c->workers[i].slot, &next_due);
+        now = sqlq_clock_now_ms(c->clock);
+        pthread_mutex_lock(&c->renew_mu);
+        if (!c->renew_stop && !c->renew_kick && next_due > now)
+            sqlq_consumer_cond_wait_ms(&c->renew_cv, &c->renew_mu, next_due - now);
+    }
+    pthread_mutex_unlock(&c->renew_mu);
+    return NULL;
+}

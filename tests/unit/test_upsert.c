@@ -1,0 +1,132 @@
+/* The text of the sink's upsert and delete statements in each dialect. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "upsert.h"
+
+#include <string.h>
+
+static const char *const cols[] = {"region", "id", "total", "note"};
+static const char *const key[] = {"region", "id"};
+
+static void check(sqlq_result r, sqlq_buf *b, const char *want)
+{
+    assert_int_equal(r, SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(b), want);
+    sqlq_buf_free(b);
+}
+
+static void test_upsert_postgres_on_conflict(void **state)
+{
+    (void)state;
+    sqlq_table_name t = {"sales", "orders"};
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    check(sqlq_upsert_sql(SQLQ_DIALECT_POSTGRES, &t, cols, 4, key, 2, &b, NULL), &b,
+          "INSERT INTO \"sales\".\"orders\" (\"region\", \"id\", \"total\", \"note\") VALUES "
+          "(?, ?, ?, ?) ON CONFLICT (\"region\", \"id\") DO UPDATE SET \"total\" = "
+          "EXCLUDED.\"total\", \"note\" = EXCLUDED.\"note\"");
+}
+
+static void test_upsert_sqlite_on_conflict(void **state)
+{
+    (void)state;
+    sqlq_table_name t = {"", "orders"};
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    check(sqlq_upsert_sql(SQLQ_DIALECT_SQLITE, &t, cols, 3, key, 2, &b, NULL), &b,
+          "INSERT INTO \"orders\" (\"region\", \"id\", \"total\") VALUES (?, ?, ?) ON CONFLICT "
+          "(\"region\", \"id\") DO UPDATE SET \"total\" = excluded.\"total\"");
+}
+
+static void test_upsert_mssql_merge(void **state)
+{
+    (void)state;
+    sqlq_table_name t = {"dbo", "orders"};
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    check(sqlq_upsert_sql(SQLQ_DIALECT_MSSQL, &t, cols, 3, key, 2, &b, NULL), &b,
+          "MERGE INTO [dbo].[orders] WITH (HOLDLOCK) AS [target] USING (SELECT ? AS [region], "
+          "? AS [id], ? AS [total]) AS [source] ON ([target].[region] = [source].[region] AND "
+          "[target].[id] = [source].[id]) WHEN MATCHED THEN UPDATE SET [target].[total] = "
+          "[source].[total] WHEN NOT MATCHED THEN INSERT ([region], [id], [total]) VALUES "
+          "([source].[region], [source].[id], [source].[total]);");
+}
+
+static void test_upsert_only_key_columns(void **state)
+{
+    (void)state;
+    sqlq_table_name t = {"", "tags"};
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    check(sqlq_upsert_sql(SQLQ_DIALECT_POSTGRES, &t, key, 2, key, 2, &b, NULL), &b,
+          "INSERT INTO \"tags\" (\"region\", \"id\") VALUES (?, ?) ON CONFLICT (\"region\", "
+          "\"id\") DO NOTHING");
+    sqlq_buf_init(&b, 0);
+    check(sqlq_upsert_sql(SQLQ_DIALECT_MSSQL, &t, key, 2, key, 2, &b, NULL), &b,
+          "MERGE INTO [tags] WITH (HOLDLOCK) AS [target] USING (SELECT ? AS [region], ? AS [id]) "
+          "AS [source] ON ([target].[region] = [source].[region] AND [target].[id] = "
+          "[source].[id]) WHEN NOT MATCHED THEN INSERT ([region], [id]) VALUES "
+          "([source].[region], [source].[id]);");
+}
+
+static void test_upsert_quotes_odd_names(void **state)
+{
+    (void)state;
+    sqlq_table_name t = {"", "my \"table\""};
+    const char *const c[] = {"id", "we\"ird]"};
+    const char *const k[] = {"id"};
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    check(sqlq_upsert_sql(SQLQ_DIALECT_POSTGRES, &t, c, 2, k, 1, &b, NULL), &b,
+          "INSERT INTO \"my \"\"table\"\"\" (\"id\", \"we\"\"ird]\") VALUES (?, ?) ON CONFLICT "
+          "(\"id\") DO UPDATE SET \"we\"\"ird]\" = EXCLUDED.\"we\"\"ird]\"");
+    sqlq_buf_init(&b, 0);
+    check(sqlq_upsert_delete_sql(SQLQ_DIALECT_MSSQL, &t, c + 1, 1, &b, NULL), &b,
+          "DELETE FROM [my \"table\"] WHERE [we\"ird]]] = ?");
+}
+
+static void test_upsert_delete_by_composite_key(void **state)
+{
+    (void)state;
+    sqlq_table_name t = {"", "orders"};
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    check(sqlq_upsert_delete_sql(SQLQ_DIALECT_SQLITE, &t, key, 2, &b, NULL), &b,
+          "DELETE FROM \"orders\" WHERE \"region\" = ? AND \"id\" = ?");
+}
+
+static void test_upsert_rejects_missing_key_value(void **state)
+{
+    (void)state;
+    sqlq_table_name t = {"", "orders"};
+    const char *const c[] = {"id", "total"};
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_upsert_sql(SQLQ_DIALECT_POSTGRES, &t, c, 2, key, 2, &b, &err),
+                     SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "region"));
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_upsert_delete_sql(SQLQ_DIALECT_POSTGRES, &t, key, 0, &b, &err),
+                     SQLQ_E_INVALID);
+    sqlq_buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_upsert_postgres_on_conflict),
+        cmocka_unit_test(test_upsert_sqlite_on_conflict),
+        cmocka_unit_test(test_upsert_mssql_merge),
+        cmocka_unit_test(test_upsert_only_key_columns),
+        cmocka_unit_test(test_upsert_quotes_odd_names),
+        cmocka_unit_test(test_upsert_delete_by_composite_key),
+        cmocka_unit_test(test_upsert_rejects_missing_key_value),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
