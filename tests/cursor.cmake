@@ -1,0 +1,6 @@
+# Cursor polling source and backfill (issue 7).
+sqlq_unit_test(keyset sqlq_sql)
+sqlq_unit_test(cursor_query sqlq_sql)
+sqlq_unit_test(cursor_column sqlq_sql)
+sqlq_unit_test(cursor_pending sqlq_sql)
+sqlq_unit_test(watermark sqlq_sql)
