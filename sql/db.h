@@ -78,7 +78,12 @@ SQLQ_NODISCARD sqlq_result sqlq_db_query_each(sqlq_db *db, const char *sql,
 SQLQ_NODISCARD sqlq_result sqlq_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *params,
                                              size_t nparams, int64_t *out, sqlq_error *err);
 
-/* Transactions. begin turns autocommit off (SQLite: BEGIN IMMEDIATE, taking the write lock). */
+/* Transactions. begin turns autocommit off (SQLite: BEGIN IMMEDIATE, taking the write lock,
+ * waiting up to the connection's Timeout= for another writer, then a transient BUSY error).
+ * After any failed statement or commit inside a transaction, call sqlq_db_rollback: what the
+ * driver did with the transaction differs (psqlODBC by default rolls back only the failed
+ * statement and goes on; with Protocol=7.4-1 it aborts the whole transaction and the next
+ * statement silently runs in a new one; SQLite keeps the transaction open after a BUSY). */
 SQLQ_NODISCARD sqlq_result sqlq_db_begin(sqlq_db *db, sqlq_error *err);
 SQLQ_NODISCARD sqlq_result sqlq_db_commit(sqlq_db *db, sqlq_error *err);
 void sqlq_db_rollback(sqlq_db *db); /* best effort; safe when no transaction is open */
