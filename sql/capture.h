@@ -46,6 +46,9 @@ typedef struct sqlq_change {
     int attempts;     /* attempts including this one (1 on first delivery) */
     json_t *key;      /* object: primary-key column → value */
     json_t *row;      /* object: current row, or NULL for a delete (or a row gone since) */
+    int64_t lease_token; /* fencing token of this delivery's lease (change log and change
+                          * tracking): release, renew and abandon match on it together with
+                          * instance_id, so copy it along with the change */
 } sqlq_change;
 
 typedef struct sqlq_change_batch {
@@ -66,27 +69,41 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_open(sqlq_db *db, const sqlq_capture_con
 void sqlq_capture_close(sqlq_capture *cap);
 const sqlq_table *sqlq_capture_table(const sqlq_capture *cap);
 
-/* One transaction under a lock for this (bridge, table) only: changes whose leases expired
- * first, then up to max_batch_size new ones after the sync version; leases them for lease_s to
- * this instance (attempt + 1). Changes already at max_attempts come back with attempts >
- * max_attempts so the caller can route them to poison. */
+/* One transaction under a lock for this (bridge, table) only: up to max_batch_size changes
+ * after the sync version whose lease is free (never leased, released at an older version, or
+ * expired), in (version, key) order; leases them for lease_s to this instance with a new
+ * lease_token. attempts = 1 for a new version, previous + 1 for a redelivery, capped at
+ * max_attempts + 1: attempts > max_attempts means "route to poison" (never dropped). */
 SQLQ_NODISCARD sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out,
                                              sqlq_error *err);
 /* Extend the leases of changes still in flight (only rows this instance still owns). */
 SQLQ_NODISCARD sqlq_result sqlq_capture_renew(sqlq_capture *cap, const sqlq_change *changes,
                                               size_t n, sqlq_error *err);
-/* Mark changes delivered (the queue accepted them). Only rows this instance still owns at the
- * same version are released: *out_lost (optional) counts the others. One round trip. */
+/* renew, and *out_lost (optional) counts changes whose lease this instance no longer holds
+ * (another instance re-leased them after ours expired): stop working on those. ADDED. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_renew_owned(sqlq_capture *cap, const sqlq_change *changes,
+                                                    size_t n, size_t *out_lost, sqlq_error *err);
+/* Mark changes delivered (the queue accepted them, or they went to poison). Only leases this
+ * instance still holds (owner and lease_token match) are released: *out_lost (optional)
+ * counts the others (re-leased by another instance after ours expired). One round trip. */
 SQLQ_NODISCARD sqlq_result sqlq_capture_release(sqlq_capture *cap, const sqlq_change *changes,
                                                 size_t n, size_t *out_lost, sqlq_error *err);
-/* Give changes back without delivery so they can be retried at once; when count_attempt is
- * false (a transient failure: queue down) the attempt is not counted. */
+/* Give changes back without delivery so they can be retried at once (lease expired now);
+ * when count_attempt is false (a transient failure: queue down) the attempt is not counted:
+ * the next delivery carries the same attempts. */
 SQLQ_NODISCARD sqlq_result sqlq_capture_abandon(sqlq_capture *cap, const sqlq_change *changes,
                                                 size_t n, bool count_attempt, sqlq_error *err);
 /* Advance the sync version by the safe rule (no change at or below it still unprocessed)
  * and delete lease rows at or below it. out_version (optional) receives the sync version. */
 SQLQ_NODISCARD sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version,
                                                 sqlq_error *err);
+
+/* Forget the capture state of one table: drop the leases tables and delete the state rows of
+ * one bridge (bridge_name) or of every bridge (NULL). The change log itself stays (see
+ * sqlq_change_log_drop). *out_bridges (optional) counts the bridges forgotten. ADDED. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table,
+                                               const char *bridge_name, size_t *out_bridges,
+                                               sqlq_error *err);
 
 typedef struct sqlq_capture_status {
     int64_t sync_version;

@@ -1,0 +1,462 @@
+/* capture: the CHANGETABLE algorithm over a change source (SQLite/PostgreSQL change log, SQL
+ * Server change tracking), or the cursor source (cursor_source.h) behind the same API.
+ *
+ * Semantics (statements in capture_sql.c):
+ *  poll     one transaction under the lock of this (bridge, table) only. Changes with version
+ *           > sync version (PostgreSQL: and < the oldest running xid) whose lease is free:
+ *           never leased, released at an older version, or expired (crash, abandon). Ordered
+ *           by (version, key), at most max_batch_size. Each is leased in the same transaction
+ *           (one statement; SQLite: two under its write lock): version, attempts (+1 for the
+ *           same version, 1 for a newer one, capped at max_attempts + 1), expiry now +
+ *           lease_s, owner instance_id and a fresh lease token. attempts > max_attempts means
+ *           "route to poison": nothing is ever dropped silently. row is NULL for a delete and
+ *           when the row is gone since the change was logged.
+ *  release  one statement: attempts 0, expiry NULL, owner NULL where owner = instance_id and
+ *           token = the change's token. A lease re-taken by another instance after ours
+ *           expired has a new token: untouched, counted in out_lost.
+ *  renew    extends the expiry of leases this instance still holds (owner and token match).
+ *  abandon  expiry 0 (free at once), owner NULL; without count_attempt, attempts - 1 so the
+ *           next delivery carries the same count.
+ *  advance  one transaction under the same lock: V = (smallest unprocessed version after the
+ *           sync version) - 1, or the largest version when all are processed (unprocessed =
+ *           no lease, a lease not released, or released at an older version). Moves the sync
+ *           version only forward and deletes released lease rows <= V. When caught up, and
+ *           every 16th move, it trims log rows every bridge of the table has passed. */
+#include "capture.h"
+
+#include "capture_internal.h"
+#include "change_log.h"
+#include "clock.h"
+#include "ct_query.h"
+#include "log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRIM_LOG_EVERY 16
+
+void sqlq_capture_config_default(sqlq_capture_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->bridge_name = "default";
+    c->source = SQLQ_SOURCE_AUTO;
+    c->max_batch_size = 100;
+    c->lease_s = 60;
+    c->max_attempts = 5;
+    c->start_from = SQLQ_START_BEGINNING;
+}
+
+const char *sqlq_op_name(sqlq_op op)
+{
+    return op == SQLQ_OP_INSERT ? "insert" : op == SQLQ_OP_UPDATE ? "update" : "delete";
+}
+
+void sqlq_change_batch_free(sqlq_change_batch *b)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->count; i++) {
+        json_decref(b->items[i].key);
+        json_decref(b->items[i].row);
+    }
+    free(b->items);
+    memset(b, 0, sizeof(*b));
+}
+
+void sqlq_capture_status_free(sqlq_capture_status *s)
+{
+    if (!s)
+        return;
+    json_decref(s->owners);
+    memset(s, 0, sizeof(*s));
+}
+
+const sqlq_table *sqlq_capture_table(const sqlq_capture *cap)
+{
+    return cap->cursor ? sqlq_cursor_source_table(cap->cursor) : cap->table;
+}
+
+/* ---- running statements ------------------------------------------------------------------ */
+
+static void bind(const sqlq_capture *cap, const sqlq_capture_stmt *st, const sqlq_capture_values *v,
+                 sqlq_param *out)
+{
+    for (size_t i = 0; i < st->nparams; i++) {
+        switch (st->params[i]) {
+        case SQLQ_P_BRIDGE: out[i] = sqlq_param_text(cap->bridge); break;
+        case SQLQ_P_TABLE: out[i] = sqlq_param_text(cap->names.table_key); break;
+        case SQLQ_P_OWNER: out[i] = sqlq_param_text(cap->instance); break;
+        case SQLQ_P_VERSION: out[i] = sqlq_param_int(v ? v->version : 0); break;
+        case SQLQ_P_TOKEN_BASE: out[i] = sqlq_param_int(v ? v->token_base : 0); break;
+        case SQLQ_P_TOKENS: out[i] = sqlq_param_text(v ? v->tokens : "[]"); break;
+        case SQLQ_P_NOW: out[i] = sqlq_param_int(v ? v->now : 0); break;
+        case SQLQ_P_LOCK:
+            out[i] = sqlq_param_text(cap->spec.dialect == SQLQ_DIALECT_MSSQL
+                                         ? cap->names.lock_hash
+                                         : cap->names.lock_key);
+            break;
+        }
+    }
+}
+
+sqlq_result sqlq_capture_run(sqlq_capture *cap, const sqlq_capture_stmt *st, const sqlq_capture_values *v,
+                       long long *out_rows, sqlq_error *err)
+{
+    if (out_rows)
+        *out_rows = 0;
+    if (!st->sql)
+        return SQLQ_OK;
+    sqlq_param p[SQLQ_CAPTURE_MAX_PARAMS];
+    bind(cap, st, v, p);
+    return sqlq_db_exec(cap->db, st->sql, p, st->nparams, out_rows, err);
+}
+
+sqlq_result sqlq_capture_query(sqlq_capture *cap, const sqlq_capture_stmt *st, const sqlq_capture_values *v,
+                         json_t **out, sqlq_error *err)
+{
+    sqlq_param p[SQLQ_CAPTURE_MAX_PARAMS];
+    bind(cap, st, v, p);
+    return sqlq_db_query(cap->db, st->sql, p, st->nparams, out, err);
+}
+
+sqlq_result sqlq_capture_query_int(sqlq_capture *cap, const sqlq_capture_stmt *st,
+                             const sqlq_capture_values *v, int64_t *out, sqlq_error *err)
+{
+    sqlq_param p[SQLQ_CAPTURE_MAX_PARAMS];
+    bind(cap, st, v, p);
+    return sqlq_db_query_int(cap->db, st->sql, p, st->nparams, out, err);
+}
+
+bool sqlq_capture_json_int64(const json_t *v, int64_t *out)
+{
+    if (json_is_integer(v)) {
+        *out = (int64_t)json_integer_value(v);
+        return true;
+    }
+    const char *s = json_string_value(v);
+    if (!s || !*s)
+        return false;
+    char *end = NULL;
+    long long n = strtoll(s, &end, 10);
+    if (*end != '\0')
+        return false;
+    *out = (int64_t)n;
+    return true;
+}
+
+/* ---- poll ------------------------------------------------------------------------------- */
+
+static sqlq_result change_from_row(const sqlq_capture *cap, json_t *row, sqlq_change *c,
+                                   sqlq_error *err)
+{
+    const sqlq_table *t = cap->table;
+    int64_t v = 0, att = 0, tok = 0, present = 0;
+    const char *op = json_string_value(json_object_get(row, "m_op"));
+    if (!sqlq_capture_json_int64(json_object_get(row, "m_v"), &v) ||
+        !sqlq_capture_json_int64(json_object_get(row, "m_att"), &att) ||
+        !sqlq_capture_json_int64(json_object_get(row, "m_tok"), &tok) || !op)
+        return sqlq_error_set(err, SQLQ_E_PARSE, false, "unexpected change row from %s",
+                              cap->names.table_key);
+    json_t *m_row = json_object_get(row, "m_row");
+    present = json_is_true(m_row) ? 1 : 0;
+    if (!json_is_boolean(m_row) && !sqlq_capture_json_int64(m_row, &present))
+        present = 0;
+    c->version = v;
+    c->attempts = (int)att;
+    c->lease_token = tok;
+    c->op = op[0] == 'I' ? SQLQ_OP_INSERT : op[0] == 'U' ? SQLQ_OP_UPDATE : SQLQ_OP_DELETE;
+    c->key = json_object();
+    if (!c->key)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    char alias[32];
+    for (size_t i = 0; i < t->nkey; i++) {
+        snprintf(alias, sizeof(alias), "k%zu", i);
+        json_t *val = json_object_get(row, alias);
+        if (json_object_set(c->key, t->columns[t->key[i]].name, val ? val : json_null()) != 0)
+            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
+    if (c->op == SQLQ_OP_DELETE || !present)
+        return SQLQ_OK;
+    c->row = json_object();
+    if (!c->row)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        snprintf(alias, sizeof(alias), "c%zu", i);
+        json_t *val = json_object_get(row, alias);
+        if (json_object_set(c->row, t->columns[i].name, val ? val : json_null()) != 0)
+            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
+    return SQLQ_OK;
+}
+
+static sqlq_result rows_to_batch(const sqlq_capture *cap, json_t *rows, sqlq_change_batch *out,
+                                 sqlq_error *err)
+{
+    size_t n = json_array_size(rows);
+    out->items = calloc(n ? n : 1, sizeof(sqlq_change));
+    if (!out->items)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    sqlq_result r = SQLQ_OK;
+    for (size_t i = 0; r == SQLQ_OK && i < n; i++) {
+        r = change_from_row(cap, json_array_get(rows, i), &out->items[i], err);
+        out->count = i + 1;
+    }
+    out->full = n >= (size_t)cap->spec.max_batch_size;
+    if (r != SQLQ_OK)
+        sqlq_change_batch_free(out);
+    return r;
+}
+
+/* SQL Server: the stored sync version must not have fallen behind change-tracking retention. */
+static sqlq_result ct_retention(sqlq_capture *cap, sqlq_error *err)
+{
+    int64_t sync = 0;
+    sqlq_result r = sqlq_capture_query_int(cap, &cap->read_sync, NULL, &sync, err);
+    sqlq_param p = sqlq_param_text(cap->quoted_table);
+    json_t *rows = NULL;
+    if (r == SQLQ_OK)
+        r = sqlq_db_query(cap->db, sqlq_ct_info_sql(), &p, 1, &rows, err);
+    int64_t min_valid = 0, new_sync = sync;
+    bool gap = false;
+    if (r == SQLQ_OK && !sqlq_capture_json_int64(json_object_get(json_array_get(rows, 0), "min_valid"),
+                                    &min_valid))
+        r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                           "change tracking is not enabled on %s", cap->names.table_key);
+    json_decref(rows);
+    if (r == SQLQ_OK)
+        r = sqlq_ct_retention_check(cap->bridge, cap->names.table_key, sync, min_valid,
+                                    cap->allow_gap, &new_sync, &gap, err);
+    if (r == SQLQ_OK && gap) {
+        SQLQ_WARN("retention_gap", "bridge=%s table=%s sync_version=%" PRId64
+                  " min_valid=%" PRId64 " note=\"changes in between were lost\"",
+                  cap->bridge, cap->names.table_key, sync, min_valid);
+        sqlq_capture_values v = {.version = new_sync};
+        r = sqlq_capture_run(cap, &cap->set_sync, &v, NULL, err);
+    }
+    return r;
+}
+
+sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (cap->cursor)
+        return sqlq_cursor_source_poll(cap->cursor, out, err);
+    sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
+    json_t *rows = NULL;
+    sqlq_result r = sqlq_db_begin(cap->db, err);
+    if (r != SQLQ_OK)
+        return r;
+    r = sqlq_capture_run(cap, &cap->lock, &v, NULL, err);
+    if (r == SQLQ_OK && cap->spec.change_tracking)
+        r = ct_retention(cap, err);
+    if (r == SQLQ_OK && cap->bump.sql) {
+        r = sqlq_capture_run(cap, &cap->bump, &v, NULL, err);
+        if (r == SQLQ_OK)
+            r = sqlq_capture_query_int(cap, &cap->base, &v, &v.token_base, err);
+    }
+    if (r == SQLQ_OK)
+        r = sqlq_capture_query(cap, &cap->poll, &v, &rows, err);
+    if (r == SQLQ_OK && json_array_size(rows) > 0)
+        r = sqlq_capture_run(cap, &cap->lease, &v, NULL, err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_commit(cap->db, err);
+    if (r != SQLQ_OK) {
+        sqlq_db_rollback(cap->db);
+        json_decref(rows);
+        return r;
+    }
+    r = rows_to_batch(cap, rows, out, err);
+    json_decref(rows);
+    if (r == SQLQ_OK && out->count > 0)
+        SQLQ_DEBUG("capture_polled", "bridge=%s table=%s n=%zu first_version=%" PRId64,
+                   cap->bridge, cap->names.table_key, out->count, out->items[0].version);
+    return r;
+}
+
+/* ---- release, renew, abandon ------------------------------------------------------------- */
+
+static sqlq_result tokens_json(const sqlq_change *changes, size_t n, char **out, sqlq_error *err)
+{
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    sqlq_result r = sqlq_buf_addc(&b, '[');
+    for (size_t i = 0; r == SQLQ_OK && i < n; i++)
+        r = sqlq_buf_printf(&b, "%s%" PRId64, i ? "," : "", changes[i].lease_token);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_addc(&b, ']');
+    if (r != SQLQ_OK)
+        return sqlq_error_set(err, r, false, "out of memory listing lease tokens");
+    *out = sqlq_buf_take(&b, NULL);
+    return *out ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+}
+
+static sqlq_result settle(sqlq_capture *cap, const sqlq_capture_stmt *st,
+                          const sqlq_change *changes, size_t n, size_t *out_lost,
+                          sqlq_error *err)
+{
+    if (out_lost)
+        *out_lost = 0;
+    if (n == 0)
+        return SQLQ_OK;
+    char *tokens = NULL;
+    sqlq_result r = tokens_json(changes, n, &tokens, err);
+    if (r != SQLQ_OK)
+        return r;
+    sqlq_capture_values v = {.tokens = tokens, .now = sqlq_clock_wall_ms()};
+    long long affected = 0;
+    r = sqlq_capture_run(cap, st, &v, &affected, err);
+    free(tokens);
+    if (r == SQLQ_OK && out_lost)
+        *out_lost = affected >= 0 && (size_t)affected < n ? n - (size_t)affected : 0;
+    return r;
+}
+
+sqlq_result sqlq_capture_release(sqlq_capture *cap, const sqlq_change *changes, size_t n,
+                                 size_t *out_lost, sqlq_error *err)
+{
+    if (cap->cursor)
+        return sqlq_cursor_source_release(cap->cursor, changes, n, out_lost, err);
+    size_t lost = 0;
+    sqlq_result r = settle(cap, &cap->release, changes, n, &lost, err);
+    if (r == SQLQ_OK && lost > 0)
+        SQLQ_WARN("lease_lost", "bridge=%s table=%s lost=%zu of=%zu note=\"another instance "
+                  "re-leased them after our lease expired\"",
+                  cap->bridge, cap->names.table_key, lost, n);
+    if (out_lost)
+        *out_lost = lost;
+    return r;
+}
+
+sqlq_result sqlq_capture_renew_owned(sqlq_capture *cap, const sqlq_change *changes, size_t n,
+                                     size_t *out_lost, sqlq_error *err)
+{
+    if (cap->cursor) {
+        if (out_lost)
+            *out_lost = 0;
+        return sqlq_cursor_source_renew(cap->cursor, changes, n, err);
+    }
+    return settle(cap, &cap->renew, changes, n, out_lost, err);
+}
+
+sqlq_result sqlq_capture_renew(sqlq_capture *cap, const sqlq_change *changes, size_t n,
+                               sqlq_error *err)
+{
+    return sqlq_capture_renew_owned(cap, changes, n, NULL, err);
+}
+
+sqlq_result sqlq_capture_abandon(sqlq_capture *cap, const sqlq_change *changes, size_t n,
+                                 bool count_attempt, sqlq_error *err)
+{
+    if (cap->cursor)
+        return sqlq_cursor_source_abandon(cap->cursor, changes, n, count_attempt, err);
+    return settle(cap, count_attempt ? &cap->abandon_count : &cap->abandon_free, changes, n,
+                  NULL, err);
+}
+
+/* ---- advance ----------------------------------------------------------------------------- */
+
+static sqlq_result trim_log(sqlq_capture *cap)
+{
+    if (!cap->trim_log.sql)
+        return SQLQ_OK;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    long long n = 0;
+    sqlq_result r = sqlq_capture_run(cap, &cap->trim_log, NULL, &n, &err);
+    if (r != SQLQ_OK)
+        SQLQ_WARN("change_log_trim_failed", "table=%s err=\"%s\"", cap->names.table_key,
+                  err.message);
+    else if (n > 0)
+        SQLQ_DEBUG("change_log_trimmed", "table=%s rows=%lld", cap->names.table_key, n);
+    return SQLQ_OK; /* trimming is housekeeping: the next move retries */
+}
+
+sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version, sqlq_error *err)
+{
+    if (cap->cursor)
+        return sqlq_cursor_source_advance(cap->cursor, out_version, err);
+    sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
+    json_t *rows = NULL;
+    sqlq_result r = sqlq_db_begin(cap->db, err);
+    if (r != SQLQ_OK)
+        return r;
+    r = sqlq_capture_run(cap, &cap->lock, &v, NULL, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_query(cap, &cap->scan, &v, &rows, err);
+    json_t *row = json_array_get(rows, 0);
+    int64_t sync = 0, unproc = 0, max = 0;
+    if (r == SQLQ_OK && !sqlq_capture_json_int64(json_object_get(row, "m_sync"), &sync))
+        r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false, "no state row for bridge %s table %s",
+                           cap->bridge, cap->names.table_key);
+    int64_t target = sync;
+    bool caught_up = false;
+    if (r == SQLQ_OK && sqlq_capture_json_int64(json_object_get(row, "m_unproc"), &unproc))
+        target = unproc - 1; /* everything below the oldest unprocessed change is done */
+    else if (r == SQLQ_OK && sqlq_capture_json_int64(json_object_get(row, "m_max"), &max))
+        target = max, caught_up = true; /* everything read is done */
+    json_decref(rows);
+    bool moved = r == SQLQ_OK && target > sync;
+    v.version = target;
+    if (moved)
+        r = sqlq_capture_run(cap, &cap->set_sync, &v, NULL, err);
+    if (moved && r == SQLQ_OK)
+        r = sqlq_capture_run(cap, &cap->trim_leases, &v, NULL, err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_commit(cap->db, err);
+    if (r != SQLQ_OK) {
+        sqlq_db_rollback(cap->db);
+        return r;
+    }
+    if (moved) {
+        SQLQ_DEBUG("capture_advanced", "bridge=%s table=%s from=%" PRId64 " to=%" PRId64,
+                   cap->bridge, cap->names.table_key, sync, target);
+        /* Trim the log when caught up (one cheap range delete) and every TRIM_LOG_EVERY moves
+         * under sustained load. */
+        if (caught_up || cap->moves % TRIM_LOG_EVERY == 0)
+            trim_log(cap);
+        cap->moves++;
+    }
+    if (out_version)
+        *out_version = moved ? target : sync;
+    return SQLQ_OK;
+}
+
+/* ---- status ------------------------------------------------------------------------------ */
+
+sqlq_result sqlq_capture_status_get(sqlq_capture *cap, sqlq_capture_status *out, sqlq_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (cap->cursor)
+        return sqlq_cursor_source_status_get(cap->cursor, out, err);
+    sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
+    int64_t sync = 0, pending = 0;
+    json_t *rows = NULL;
+    sqlq_result r = sqlq_capture_query_int(cap, &cap->read_sync, &v, &sync, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_query_int(cap, &cap->pending, &v, &pending, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_query(cap, &cap->owners, &v, &rows, err);
+    out->owners = json_object();
+    if (r == SQLQ_OK && !out->owners)
+        r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        int64_t n = 0;
+        const char *owner = json_string_value(json_object_get(row, "owner"));
+        if (r != SQLQ_OK || !sqlq_capture_json_int64(json_object_get(row, "n"), &n))
+            continue;
+        out->leased += n;
+        if (json_object_set_new(out->owners, owner ? owner : "", json_integer(n)) != 0)
+            r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
+    json_decref(rows);
+    out->sync_version = sync;
+    out->pending = pending;
+    if (r != SQLQ_OK)
+        sqlq_capture_status_free(out);
+    return r;
+}
+

@@ -1,0 +1,42 @@
+/* capture_internal: what capture.c (the running algorithm) and capture_setup.c (open, close,
+ * forget) share. Not part of the public API. */
+#ifndef SQLQ_CAPTURE_INTERNAL_H
+#define SQLQ_CAPTURE_INTERNAL_H
+
+#include "capture.h"
+#include "capture_sql.h"
+#include "catalog.h"
+#include "cursor_source.h"
+
+struct sqlq_capture {
+    sqlq_db *db;
+    sqlq_cursor_source *cursor; /* set: every call goes to the cursor source */
+    char *bridge;
+    char *instance;
+    bool allow_gap;
+    sqlq_table *table;
+    char *quoted_table; /* as SQL text: [dbo].[t] */
+    sqlq_catalog_names names;
+    sqlq_capture_sql spec;
+    sqlq_capture_stmt lock, poll, lease, bump, base, pending, scan, set_sync, trim_leases,
+        trim_log, release, renew, abandon_count, abandon_free, read_sync, owners;
+    unsigned moves;
+};
+
+typedef struct sqlq_capture_values {
+    int64_t version;
+    int64_t token_base;
+    const char *tokens;
+    int64_t now;
+} sqlq_capture_values;
+
+sqlq_result sqlq_capture_run(sqlq_capture *cap, const sqlq_capture_stmt *st,
+                             const sqlq_capture_values *v, long long *out_rows, sqlq_error *err);
+sqlq_result sqlq_capture_query(sqlq_capture *cap, const sqlq_capture_stmt *st,
+                               const sqlq_capture_values *v, json_t **out, sqlq_error *err);
+sqlq_result sqlq_capture_query_int(sqlq_capture *cap, const sqlq_capture_stmt *st,
+                                   const sqlq_capture_values *v, int64_t *out, sqlq_error *err);
+/* A JSON integer, or an integer in a string (values beyond 2^53 come as strings). */
+bool sqlq_capture_json_int64(const json_t *v, int64_t *out);
+
+#endif

@@ -1,0 +1,343 @@
+/* capture_setup: opening a capture (checks, leases table, state row, statements), closing it,
+ * and forgetting a table's capture state (sqlq setup --drop). */
+#include "capture.h"
+
+#include "capture_internal.h"
+#include "change_log.h"
+#include "clock.h"
+#include "ct_query.h"
+#include "log.h"
+#include "sql_text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- open, close ------------------------------------------------------------------------- */
+
+static sqlq_result check_config(const sqlq_capture_config *cfg, sqlq_error *err)
+{
+    if (!cfg->bridge_name || !cfg->bridge_name[0] ||
+        strlen(cfg->bridge_name) > SQLQ_BRIDGE_NAME_MAX)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "bridge name must be 1..%d bytes",
+                              SQLQ_BRIDGE_NAME_MAX);
+    if (!cfg->table || !cfg->table[0])
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "no table given");
+    if (cfg->max_batch_size < 1 || cfg->max_batch_size > 100000)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "max_batch_size %d out of range (allowed 1..100000)",
+                              cfg->max_batch_size);
+    if (cfg->lease_s < 1 || cfg->lease_s > 7 * 86400)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "lease_s %d out of range (allowed 1..604800)",
+                              cfg->lease_s);
+    if (cfg->max_attempts < 1 || cfg->max_attempts > 1000)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "max_attempts %d out of range (allowed 1..1000)", cfg->max_attempts);
+    return SQLQ_OK;
+}
+
+/* host:pid:random when the caller gave no instance id. */
+static char *default_instance(void)
+{
+    char host[128] = "host";
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    char id[200];
+    unsigned rnd = (unsigned)(sqlq_clock_wall_ms() ^ ((int64_t)getpid() << 16));
+    snprintf(id, sizeof(id), "%s:%d:%08x", host, (int)getpid(), rnd * 2654435761u);
+    return strdup(id);
+}
+
+static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
+{
+    const sqlq_capture_sql *s = &cap->spec;
+    sqlq_result r = sqlq_capture_sql_lock(s, &cap->lock, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_poll(s, &cap->poll, &cap->lease, err);
+    if (r == SQLQ_OK && s->dialect == SQLQ_DIALECT_SQLITE)
+        r = sqlq_capture_sql_reserve(s, &cap->bump, &cap->base, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_pending(s, &cap->pending, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_advance_scan(s, &cap->scan, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_set_sync(s, &cap->set_sync, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_trim_leases(s, &cap->trim_leases, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_trim_log(s, &cap->trim_log, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_release(s, &cap->release, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_renew(s, &cap->renew, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_abandon(s, true, &cap->abandon_count, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_abandon(s, false, &cap->abandon_free, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_read_sync(s, &cap->read_sync, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_owners(s, &cap->owners, err);
+    return r;
+}
+
+static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_error *err)
+{
+    if (!cap->spec.change_tracking) {
+        bool ok = false;
+        sqlq_result r = sqlq_change_log_installed(cap->db, cap->table, &ok, err);
+        if (r == SQLQ_OK && !ok)
+            r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
+                               "the change log of table %s is not installed: run "
+                               "`sqlq setup --table %s` first",
+                               cap->names.table_key, user_table);
+        return r;
+    }
+    json_t *rows = NULL;
+    sqlq_param p = sqlq_param_text(cap->quoted_table);
+    sqlq_result r = sqlq_db_query(cap->db, sqlq_ct_info_sql(), &p, 1, &rows, err);
+    int64_t enabled = 0;
+    if (r == SQLQ_OK &&
+        (!sqlq_capture_json_int64(json_object_get(json_array_get(rows, 0), "enabled"), &enabled) || !enabled))
+        r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
+                           "change tracking is not enabled on table %s: run `sqlq setup --table "
+                           "%s` (or ALTER TABLE … ENABLE CHANGE_TRACKING)",
+                           cap->names.table_key, user_table);
+    json_decref(rows);
+    return r;
+}
+
+/* Leases table, registry row and (when missing) the state row at the start version. */
+static sqlq_result init_state(sqlq_capture *cap, sqlq_start_from from, sqlq_error *err)
+{
+    char **types = NULL;
+    sqlq_capture_stmt ddl = {0}, ix = {0}, start = {0}, init = {0};
+    sqlq_result r = sqlq_catalog_key_types(cap->db, cap->table, &types, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_leases_ddl(&cap->spec, types, &ddl, &ix, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_start_version(&cap->spec, from, &start, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_state_init(&cap->spec, &init, err);
+    if (r == SQLQ_OK)
+        r = sqlq_catalog_ensure(cap->db, err);
+    sqlq_catalog_key_types_free(types, cap->table->nkey);
+    bool begun = r == SQLQ_OK && (r = sqlq_db_begin(cap->db, err)) == SQLQ_OK;
+    char display[128];
+    snprintf(display, sizeof(display), "%s%s",
+             cap->spec.dialect == SQLQ_DIALECT_SQLITE ? "sqlq_" : "sqlq.",
+             cap->names.leases_table);
+    sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
+    if (r == SQLQ_OK)
+        r = sqlq_catalog_ddl_lock(cap->db, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_run(cap, &ddl, &v, NULL, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_run(cap, &ix, &v, NULL, err);
+    if (r == SQLQ_OK)
+        r = sqlq_catalog_register(cap->db, "leases", cap->bridge, cap->names.table_key, display,
+                                  err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_query_int(cap, &start, &v, &v.version, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_run(cap, &init, &v, NULL, err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_commit(cap->db, err);
+    if (r != SQLQ_OK && begun)
+        sqlq_db_rollback(cap->db);
+    sqlq_capture_stmt_free(&ddl);
+    sqlq_capture_stmt_free(&ix);
+    sqlq_capture_stmt_free(&start);
+    sqlq_capture_stmt_free(&init);
+    return r;
+}
+
+static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg,
+                               sqlq_error *err)
+{
+    sqlq_dialect_kind d = sqlq_db_dialect(cap->db);
+    sqlq_source_kind src = cfg->source;
+    if (src == SQLQ_SOURCE_AUTO)
+        src = d == SQLQ_DIALECT_MSSQL ? SQLQ_SOURCE_CHANGE_TRACKING : SQLQ_SOURCE_CHANGE_LOG;
+    if (src == SQLQ_SOURCE_CHANGE_TRACKING && d != SQLQ_DIALECT_MSSQL)
+        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+                              "change tracking is a SQL Server feature; use the change log");
+    if (src == SQLQ_SOURCE_CHANGE_LOG && d == SQLQ_DIALECT_MSSQL)
+        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+                              "SQL Server tables are captured with change tracking");
+    sqlq_result r = sqlq_catalog_lookup(cap->db, cfg->table, cap->bridge, &cap->table,
+                                        &cap->names, err);
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, d);
+    if (r == SQLQ_OK) {
+        sqlq_sql_text_table(&q, &cap->table->name);
+        r = sqlq_sql_text_take(&q, &cap->quoted_table, err);
+    } else {
+        sqlq_sql_text_free(&q);
+    }
+    cap->spec = (sqlq_capture_sql){.dialect = d,
+                                   .change_tracking = src == SQLQ_SOURCE_CHANGE_TRACKING,
+                                   .table = cap->table,
+                                   .names = &cap->names,
+                                   .max_batch_size = cfg->max_batch_size,
+                                   .lease_s = cfg->lease_s,
+                                   .max_attempts = cfg->max_attempts};
+    if (r == SQLQ_OK)
+        r = build_statements(cap, err);
+    if (r == SQLQ_OK)
+        r = check_source(cap, cfg->table, err);
+    if (r == SQLQ_OK)
+        r = init_state(cap, cfg->start_from, err);
+    return r;
+}
+
+sqlq_result sqlq_capture_open(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_capture **out,
+                              sqlq_error *err)
+{
+    *out = NULL;
+    sqlq_result r = check_config(cfg, err);
+    if (r != SQLQ_OK)
+        return r;
+    sqlq_capture *cap = calloc(1, sizeof(*cap));
+    if (!cap)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    cap->db = db;
+    cap->allow_gap = cfg->allow_retention_gap;
+    cap->bridge = strdup(cfg->bridge_name);
+    cap->instance = cfg->instance_id && cfg->instance_id[0] ? strdup(cfg->instance_id)
+                                                            : default_instance();
+    if (!cap->bridge || !cap->instance)
+        r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    else if (cfg->source == SQLQ_SOURCE_CURSOR)
+        r = sqlq_cursor_source_open(db, NULL, cfg, &cap->cursor, err);
+    else
+        r = open_source(cap, cfg, err);
+    if (r != SQLQ_OK) {
+        sqlq_capture_close(cap);
+        return r;
+    }
+    if (!cap->cursor)
+        SQLQ_INFO("capture_opened", "bridge=%s table=%s source=%s leases=%s instance=%s",
+                  cap->bridge, cap->names.table_key,
+                  cap->spec.change_tracking ? "change_tracking" : "change_log",
+                  cap->names.leases_table, cap->instance);
+    *out = cap;
+    return SQLQ_OK;
+}
+
+void sqlq_capture_close(sqlq_capture *cap)
+{
+    if (!cap)
+        return;
+    sqlq_cursor_source_close(cap->cursor);
+    sqlq_capture_stmt *all[] = {&cap->lock,          &cap->poll,         &cap->lease,
+                                &cap->bump,          &cap->base,         &cap->pending,
+                                &cap->scan,          &cap->set_sync,     &cap->trim_leases,
+                                &cap->trim_log,      &cap->release,      &cap->renew,
+                                &cap->abandon_count, &cap->abandon_free, &cap->read_sync,
+                                &cap->owners};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        sqlq_capture_stmt_free(all[i]);
+    sqlq_table_free(cap->table);
+    free(cap->quoted_table);
+    free(cap->bridge);
+    free(cap->instance);
+    free(cap);
+}
+
+/* ---- forget ------------------------------------------------------------------------------ */
+
+static sqlq_result forget_bridge(sqlq_db *db, const sqlq_table *t, const char *bridge,
+                                 sqlq_error *err)
+{
+    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    sqlq_catalog_names n;
+    sqlq_result r = sqlq_catalog_names_make(d, &t->name, bridge, &n, err);
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, d);
+    sqlq_sql_text_add(&q, "DROP TABLE IF EXISTS ");
+    sqlq_catalog_object(&q, n.leases_table);
+    char *drop = NULL, *del = NULL;
+    if (r == SQLQ_OK)
+        r = sqlq_sql_text_take(&q, &drop, err);
+    else
+        sqlq_sql_text_free(&q);
+    if (d == SQLQ_DIALECT_MSSQL && drop) {
+        /* SQL Server 2016+ knows DROP TABLE IF EXISTS; older ones do not: test first. */
+        char buf[256];
+        snprintf(buf, sizeof(buf), "IF OBJECT_ID(N'sqlq.%s', N'U') IS NOT NULL DROP TABLE "
+                 "[sqlq].[%s]", n.leases_table, n.leases_table);
+        free(drop);
+        drop = strdup(buf);
+    }
+    sqlq_sql_text_init(&q, d);
+    sqlq_sql_text_add(&q, "DELETE FROM ");
+    sqlq_catalog_object(&q, "state");
+    sqlq_sql_text_add(&q, " WHERE bridge_name = ? AND table_name = ?");
+    if (r == SQLQ_OK)
+        r = sqlq_sql_text_take(&q, &del, err);
+    else
+        sqlq_sql_text_free(&q);
+    sqlq_param p[2] = {sqlq_param_text(bridge), sqlq_param_text(n.table_key)};
+    if (r == SQLQ_OK)
+        r = drop ? sqlq_db_exec(db, drop, NULL, 0, NULL, err) : SQLQ_E_NOMEM;
+    if (r == SQLQ_OK)
+        r = sqlq_db_exec(db, del, p, 2, NULL, err);
+    if (r == SQLQ_OK)
+        r = sqlq_catalog_unregister(db, "leases", bridge, n.table_key, err);
+    free(drop);
+    free(del);
+    return r;
+}
+
+sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table, const char *bridge_name,
+                                size_t *out_bridges, sqlq_error *err)
+{
+    if (out_bridges)
+        *out_bridges = 0;
+    bool exists = false;
+    sqlq_result r = sqlq_catalog_exists(db, &exists, err);
+    if (r != SQLQ_OK || !exists)
+        return r;
+    sqlq_table *t = NULL;
+    sqlq_catalog_names names;
+    r = sqlq_catalog_lookup(db, table, NULL, &t, &names, err);
+    json_t *rows = NULL;
+    if (r == SQLQ_OK)
+        r = sqlq_catalog_list(db, names.table_key, &rows, err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_begin(db, err);
+    if (r != SQLQ_OK) {
+        json_decref(rows);
+        sqlq_table_free(t);
+        return r;
+    }
+    r = sqlq_catalog_ddl_lock(db, err);
+    size_t i, n = 0;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        const char *kind = json_string_value(json_object_get(row, "kind"));
+        const char *bridge = json_string_value(json_object_get(row, "bridge_name"));
+        if (r != SQLQ_OK || !kind || !bridge || strcmp(kind, "leases") != 0 ||
+            (bridge_name && strcmp(bridge, bridge_name) != 0))
+            continue;
+        /* names from the canonical table in `names` (t->name may be spelled differently) */
+        sqlq_table canon = *t;
+        canon.name = names.table;
+        r = forget_bridge(db, &canon, bridge, err);
+        n++;
+    }
+    if (r == SQLQ_OK)
+        r = sqlq_db_commit(db, err);
+    if (r != SQLQ_OK)
+        sqlq_db_rollback(db);
+    json_decref(rows);
+    sqlq_table_free(t);
+    if (r == SQLQ_OK) {
+        SQLQ_INFO("capture_forgotten", "table=%s bridges=%zu", names.table_key, n);
+        if (out_bridges)
+            *out_bridges = n;
+    }
+    return r;
+}

@@ -1,0 +1,107 @@
+/* capture_sql: the statements of change capture (poll, release, renew, abandon, advance,
+ * status, state and leases tables) for each dialect and source, as pure text builders.
+ *
+ * Sources: the change log (SQLite, PostgreSQL: sqlq log table, latest version and op per key)
+ * or SQL Server change tracking (CHANGETABLE(CHANGES t, @sync)). Both expose per key the
+ * latest version and operation, so one algorithm serves both. Parameters are `?` markers;
+ * each statement lists the role of every marker in order, so the caller binds by role. */
+#ifndef SQLQ_CAPTURE_SQL_H
+#define SQLQ_CAPTURE_SQL_H
+
+#include "capture.h"
+#include "catalog.h"
+#include "result.h"
+#include "table.h"
+
+#include <stdbool.h>
+
+typedef enum {
+    SQLQ_P_BRIDGE = 0, /* bridge name (text) */
+    SQLQ_P_TABLE,      /* canonical table key (text) */
+    SQLQ_P_OWNER,      /* instance id (text) */
+    SQLQ_P_VERSION,    /* a version (int64) */
+    SQLQ_P_TOKEN_BASE, /* SQLite: first lease token of this poll minus one (int64) */
+    SQLQ_P_TOKENS,     /* JSON array of lease tokens (text) */
+    SQLQ_P_LOCK,       /* lock key: PostgreSQL advisory-lock text, SQL Server app-lock resource */
+    SQLQ_P_NOW         /* SQLite only: the current time in ms (int64), one value per poll */
+} sqlq_capture_param;
+
+#define SQLQ_CAPTURE_MAX_PARAMS 16
+
+typedef struct sqlq_capture_stmt {
+    char *sql; /* NULL: nothing to run for this dialect */
+    sqlq_capture_param params[SQLQ_CAPTURE_MAX_PARAMS];
+    size_t nparams;
+} sqlq_capture_stmt;
+
+void sqlq_capture_stmt_free(sqlq_capture_stmt *s);
+
+typedef struct sqlq_capture_sql {
+    sqlq_dialect_kind dialect;
+    bool change_tracking; /* CHANGETABLE (SQL Server) instead of a change-log table */
+    const sqlq_table *table; /* canonical name, columns, key */
+    const sqlq_catalog_names *names;
+    int max_batch_size;
+    int lease_s;
+    int max_attempts;
+} sqlq_capture_sql;
+
+/* Result columns of poll: k0..k<nkey-1> (key, in key order), m_v (version), m_op ('I','U',
+ * 'D'), m_att (attempts counting this delivery, capped at max_attempts + 1), m_tok (lease
+ * token), m_row (1 when the current row exists), c0..c<ncolumns-1> (current row, table order). */
+
+/* CREATE the leases table (+ token index) if missing. `types`: key column declarations. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_leases_ddl(const sqlq_capture_sql *c,
+                                                       char *const *types,
+                                                       sqlq_capture_stmt *out_table,
+                                                       sqlq_capture_stmt *out_index,
+                                                       sqlq_error *err);
+/* The lock of this (bridge, table): PostgreSQL advisory xact lock, SQL Server app lock;
+ * SQLite none (sql NULL: BEGIN IMMEDIATE already serialises writers). */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_lock(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
+                                                 sqlq_error *err);
+/* Poll. PostgreSQL and SQL Server: one statement that selects, leases and returns the batch
+ * (lease NULL). SQLite: `select` returns the batch, `lease` upserts the same rows (same WHERE,
+ * same order, same write lock); tokens come from `reserve` (run first, returns the base). */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq_capture_stmt *select,
+                                                 sqlq_capture_stmt *lease, sqlq_error *err);
+/* SQLite: reserve max_batch_size lease tokens: an UPDATE, then a SELECT of the base. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_reserve(const sqlq_capture_sql *c,
+                                                    sqlq_capture_stmt *bump,
+                                                    sqlq_capture_stmt *base, sqlq_error *err);
+/* COUNT of changes poll would return without a batch limit. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_pending(const sqlq_capture_sql *c,
+                                                    sqlq_capture_stmt *out, sqlq_error *err);
+/* One row: m_sync (stored sync version), m_unproc (smallest version after it still
+ * unprocessed, NULL if none), m_max (largest version after it, NULL if none). */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_advance_scan(const sqlq_capture_sql *c,
+                                                         sqlq_capture_stmt *out, sqlq_error *err);
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_set_sync(const sqlq_capture_sql *c,
+                                                     sqlq_capture_stmt *out, sqlq_error *err);
+/* Delete released lease rows at or below a version. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_trim_leases(const sqlq_capture_sql *c,
+                                                        sqlq_capture_stmt *out, sqlq_error *err);
+/* Change log only: delete log rows every bridge of the table has synced past. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_trim_log(const sqlq_capture_sql *c,
+                                                     sqlq_capture_stmt *out, sqlq_error *err);
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_release(const sqlq_capture_sql *c,
+                                                    sqlq_capture_stmt *out, sqlq_error *err);
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_renew(const sqlq_capture_sql *c,
+                                                  sqlq_capture_stmt *out, sqlq_error *err);
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_abandon(const sqlq_capture_sql *c, bool count_attempt,
+                                                    sqlq_capture_stmt *out, sqlq_error *err);
+/* Insert the state row when missing (sync version = the VERSION parameter). */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_state_init(const sqlq_capture_sql *c,
+                                                       sqlq_capture_stmt *out, sqlq_error *err);
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_read_sync(const sqlq_capture_sql *c,
+                                                      sqlq_capture_stmt *out, sqlq_error *err);
+/* The version a new state row starts from. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_start_version(const sqlq_capture_sql *c,
+                                                          sqlq_start_from from,
+                                                          sqlq_capture_stmt *out,
+                                                          sqlq_error *err);
+/* Rows (owner, n) of unexpired leases. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_owners(const sqlq_capture_sql *c,
+                                                   sqlq_capture_stmt *out, sqlq_error *err);
+
+#endif

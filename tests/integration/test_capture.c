@@ -1,0 +1,580 @@
+/* Change capture on real SQLite and PostgreSQL through ODBC: change log install/drop, captured
+ * operations, leases, fencing, advance, attempts, pending counts. */
+#include "capture.h"
+#include "catalog.h"
+#include "change_log.h"
+#include "db.h"
+#include "testenv.h"
+
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+// clang-format on
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { SQLITE = 0, PG = 1 };
+
+typedef struct env {
+    int kind;
+    char *conn;
+    sqlq_db *db;
+} env;
+
+static void fail_err(const char *what, const sqlq_error *err)
+{
+    fail_msg("%s: %s (sqlstate %s native %ld)", what, err->message, err->sqlstate,
+             err->native_code);
+}
+
+#define OK(call)                                                                                   \
+    do {                                                                                           \
+        sqlq_error err_;                                                                           \
+        sqlq_error_clear(&err_);                                                                   \
+        sqlq_error *err = &err_;                                                                   \
+        if ((call) != SQLQ_OK)                                                                     \
+            fail_err(#call, err);                                                                  \
+    } while (0)
+
+static sqlq_db *connect_db(const char *conn)
+{
+    sqlq_db *db = NULL;
+    OK(sqlq_db_connect(conn, &db, err));
+    return db;
+}
+
+static void env_open(env *e, int kind)
+{
+    memset(e, 0, sizeof(*e));
+    e->kind = kind;
+    if (kind == SQLITE) {
+        char path[1024];
+        e->conn = sqlq_test_sqlite_db("capture", path, sizeof(path));
+    } else {
+        e->conn = sqlq_test_pg_create_db("capture");
+    }
+    e->db = connect_db(e->conn);
+}
+
+static void env_close(env *e)
+{
+    sqlq_db_close(e->db);
+    free(e->conn);
+}
+
+static void exec(sqlq_db *db, const char *sql)
+{
+    OK(sqlq_db_exec(db, sql, NULL, 0, NULL, err));
+}
+
+static int64_t scalar(sqlq_db *db, const char *sql)
+{
+    int64_t v = -1;
+    OK(sqlq_db_query_int(db, sql, NULL, 0, &v, err));
+    return v;
+}
+
+static void install(sqlq_db *db, const char *table)
+{
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    OK(sqlq_catalog_lookup(db, table, NULL, &t, &n, err));
+    OK(sqlq_change_log_install(db, t, err));
+    sqlq_table_free(t);
+}
+
+static sqlq_capture *open_cap(sqlq_db *db, const char *table, const char *instance, int lease_s,
+                              int batch)
+{
+    sqlq_capture_config cfg;
+    sqlq_capture_config_default(&cfg);
+    cfg.table = table;
+    cfg.instance_id = instance;
+    cfg.lease_s = lease_s;
+    cfg.max_batch_size = batch;
+    cfg.max_attempts = 5;
+    sqlq_capture *cap = NULL;
+    OK(sqlq_capture_open(db, &cfg, &cap, err));
+    return cap;
+}
+
+static void poll(sqlq_capture *cap, sqlq_change_batch *b)
+{
+    OK(sqlq_capture_poll(cap, b, err));
+}
+
+static size_t release(sqlq_capture *cap, const sqlq_change_batch *b)
+{
+    size_t lost = 99;
+    OK(sqlq_capture_release(cap, b->items, b->count, &lost, err));
+    return lost;
+}
+
+static int64_t advance(sqlq_capture *cap)
+{
+    int64_t v = -1;
+    OK(sqlq_capture_advance(cap, &v, err));
+    return v;
+}
+
+static long long pending(sqlq_capture *cap)
+{
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(cap, &st, err));
+    long long p = st.pending;
+    sqlq_capture_status_free(&st);
+    return p;
+}
+
+static long long key_int(const sqlq_change *c, const char *col)
+{
+    json_t *v = json_object_get(c->key, col);
+    assert_true(json_is_integer(v));
+    return (long long)json_integer_value(v);
+}
+
+static const char *row_str(const sqlq_change *c, const char *col)
+{
+    assert_non_null(c->row);
+    return json_string_value(json_object_get(c->row, col));
+}
+
+/* ---- install, drop ----------------------------------------------------------------------- */
+
+static long long sqlq_objects(env *e)
+{
+    if (e->kind == SQLITE)
+        return scalar(e->db, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'sqlq%'");
+    return scalar(e->db, "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'sqlq') + "
+                         "(SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'sqlq%')");
+}
+
+static void run_install_drop(int kind)
+{
+    env e;
+    env_open(&e, kind);
+    exec(e.db, "CREATE TABLE orders (id integer PRIMARY KEY, item text)");
+    install(e.db, "orders");
+    install(e.db, "orders"); /* idempotent */
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    OK(sqlq_catalog_lookup(e.db, "orders", NULL, &t, &n, err));
+    bool on = false;
+    OK(sqlq_change_log_installed(e.db, t, &on, err));
+    assert_true(on);
+    exec(e.db, "INSERT INTO orders VALUES (1, 'a')");
+    const char *log = kind == SQLITE ? "SELECT count(*) FROM sqlq_log_orders"
+                                     : "SELECT count(*) FROM sqlq.log_orders";
+    assert_int_equal(scalar(e.db, log), 1);
+    sqlq_capture *cap = open_cap(e.db, "orders", "a", 60, 10);
+    sqlq_capture_close(cap);
+    size_t forgotten = 0;
+    OK(sqlq_capture_forget(e.db, "orders", NULL, &forgotten, err));
+    assert_int_equal(forgotten, 1);
+    OK(sqlq_change_log_drop(e.db, t, err));
+    OK(sqlq_change_log_installed(e.db, t, &on, err));
+    assert_false(on);
+    assert_int_equal(sqlq_objects(&e), 0);
+    exec(e.db, "INSERT INTO orders VALUES (2, 'b')"); /* the table works without the triggers */
+    OK(sqlq_change_log_drop(e.db, t, err));          /* and dropping twice is fine */
+    sqlq_table_free(t);
+    env_close(&e);
+}
+
+static void test_capture_sqlite_install_drop(void **s) { (void)s; run_install_drop(SQLITE); }
+static void test_capture_pg_install_drop(void **s) { (void)s; run_install_drop(PG); }
+
+/* ---- operations ---------------------------------------------------------------------------- */
+
+static void run_operations(int kind)
+{
+    env e;
+    env_open(&e, kind);
+    exec(e.db, "CREATE TABLE items (id integer PRIMARY KEY, name text, qty integer)");
+    install(e.db, "items");
+    sqlq_capture *cap = open_cap(e.db, "items", "a", 60, 100);
+    exec(e.db, "INSERT INTO items VALUES (1, 'one', 1)");
+    exec(e.db, "INSERT INTO items VALUES (2, 'two', 2)");
+    exec(e.db, "INSERT INTO items VALUES (3, 'three', 3)");
+    exec(e.db, "UPDATE items SET qty = 20 WHERE id = 2");
+    exec(e.db, "UPDATE items SET qty = 21 WHERE id = 2"); /* several changes → one, latest */
+    exec(e.db, "DELETE FROM items WHERE id = 3");
+    assert_int_equal(pending(cap), 3);
+    sqlq_change_batch b;
+    poll(cap, &b);
+    assert_int_equal(b.count, 3);
+    assert_false(b.full);
+    /* order: versions; 1 (insert), then 2 (last update), then 3 (delete) */
+    assert_int_equal(key_int(&b.items[0], "id"), 1);
+    assert_int_equal(b.items[0].op, SQLQ_OP_INSERT);
+    assert_string_equal(row_str(&b.items[0], "name"), "one");
+    assert_int_equal(key_int(&b.items[1], "id"), 2);
+    assert_int_equal(b.items[1].op, SQLQ_OP_UPDATE);
+    assert_int_equal(json_integer_value(json_object_get(b.items[1].row, "qty")), 21);
+    assert_int_equal(key_int(&b.items[2], "id"), 3);
+    assert_int_equal(b.items[2].op, SQLQ_OP_DELETE);
+    assert_null(b.items[2].row);
+    for (size_t i = 0; i < b.count; i++) {
+        assert_int_equal(b.items[i].attempts, 1);
+        assert_true(b.items[i].lease_token > 0);
+    }
+    assert_true(b.items[0].version < b.items[1].version || kind == PG);
+    assert_int_equal(pending(cap), 0); /* leased */
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    assert_true(advance(cap) > 0);
+    poll(cap, &b);
+    assert_int_equal(b.count, 0);
+    sqlq_change_batch_free(&b);
+
+    /* a key update: delete of the old key, insert of the new */
+    exec(e.db, "UPDATE items SET id = 10 WHERE id = 1");
+    /* a row changed, then deleted before the poll: the log says delete */
+    exec(e.db, "INSERT INTO items VALUES (4, 'four', 4)");
+    exec(e.db, "DELETE FROM items WHERE id = 4");
+    poll(cap, &b);
+    assert_int_equal(b.count, 3);
+    int seen = 0;
+    for (size_t i = 0; i < b.count; i++) {
+        long long id = key_int(&b.items[i], "id");
+        if (id == 1 && b.items[i].op == SQLQ_OP_DELETE)
+            seen |= 1;
+        if (id == 10 && b.items[i].op == SQLQ_OP_INSERT &&
+            strcmp(row_str(&b.items[i], "name"), "one") == 0)
+            seen |= 2;
+        if (id == 4 && b.items[i].op == SQLQ_OP_DELETE && !b.items[i].row)
+            seen |= 4;
+    }
+    assert_int_equal(seen, 7);
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    advance(cap);
+    exec(e.db, "INSERT INTO items VALUES (5, 'five', 5)");
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(cap, &st, err));
+    assert_int_equal(st.pending, 1);
+    sqlq_capture_status_free(&st);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+static void test_capture_sqlite_operations(void **s) { (void)s; run_operations(SQLITE); }
+static void test_capture_pg_operations(void **s) { (void)s; run_operations(PG); }
+
+/* ---- composite keys and odd identifiers ----------------------------------------------------- */
+
+static void run_odd_names(int kind)
+{
+    env e;
+    env_open(&e, kind);
+    exec(e.db, "CREATE TABLE \"Odd \"\"tbl\"\" ü\" (\"key one\" text NOT NULL, \"k\"\"2\" integer "
+               "NOT NULL, \"välue\" text, PRIMARY KEY (\"key one\", \"k\"\"2\"))");
+    const char *name = "\"Odd \"\"tbl\"\" ü\"";
+    install(e.db, name);
+    sqlq_capture *cap = open_cap(e.db, name, "a", 60, 10);
+    exec(e.db, "INSERT INTO \"Odd \"\"tbl\"\" ü\" VALUES ('x y', 1, 'é'), ('x y', 2, 'ß')");
+    exec(e.db, "UPDATE \"Odd \"\"tbl\"\" ü\" SET \"välue\" = 'ok' WHERE \"k\"\"2\" = 2");
+    sqlq_change_batch b;
+    poll(cap, &b);
+    assert_int_equal(b.count, 2);
+    for (size_t i = 0; i < b.count; i++) {
+        assert_string_equal(json_string_value(json_object_get(b.items[i].key, "key one")), "x y");
+        assert_int_equal(json_object_size(b.items[i].key), 2);
+    }
+    const sqlq_change *two = key_int(&b.items[0], "k\"2") == 2 ? &b.items[0] : &b.items[1];
+    assert_string_equal(row_str(two, "välue"), "ok");
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    advance(cap);
+    assert_int_equal(pending(cap), 0);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+static void test_capture_sqlite_odd_names(void **s) { (void)s; run_odd_names(SQLITE); }
+static void test_capture_pg_odd_names(void **s) { (void)s; run_odd_names(PG); }
+
+/* ---- 1000 changes, batches of 100, exactly once --------------------------------------------- */
+
+static void run_thousand(int kind)
+{
+    env e;
+    env_open(&e, kind);
+    exec(e.db, "CREATE TABLE bulk (id integer PRIMARY KEY, v integer)");
+    install(e.db, "bulk");
+    sqlq_capture *cap = open_cap(e.db, "bulk", "a", 60, 100);
+    exec(e.db, kind == SQLITE ? "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                                "WHERE i < 1000) INSERT INTO bulk SELECT i, i FROM n"
+                              : "INSERT INTO bulk SELECT i, i FROM generate_series(1, 1000) i");
+    assert_int_equal(pending(cap), 1000);
+    char *seen = calloc(1001, 1);
+    size_t total = 0;
+    for (int round = 0; round < 20; round++) {
+        sqlq_change_batch b;
+        poll(cap, &b);
+        if (b.count == 0) {
+            sqlq_change_batch_free(&b);
+            break;
+        }
+        assert_true(b.count <= 100);
+        for (size_t i = 0; i < b.count; i++) {
+            long long id = key_int(&b.items[i], "id");
+            assert_true(id >= 1 && id <= 1000);
+            assert_int_equal(seen[id], 0);
+            seen[id] = 1;
+        }
+        total += b.count;
+        assert_int_equal(release(cap, &b), 0);
+        sqlq_change_batch_free(&b);
+        advance(cap);
+    }
+    assert_int_equal(total, 1000);
+    free(seen);
+    assert_int_equal(pending(cap), 0);
+    const char *q = kind == SQLITE ? "SELECT count(*) FROM sqlq_leases_%s"
+                                   : "SELECT count(*) FROM sqlq.leases_%s";
+    (void)q;
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    OK(sqlq_catalog_lookup(e.db, "bulk", "default", &t, &n, err));
+    sqlq_table_free(t);
+    char sql[256];
+    snprintf(sql, sizeof(sql), kind == SQLITE ? "SELECT count(*) FROM sqlq_%s"
+                                              : "SELECT count(*) FROM sqlq.%s",
+             n.leases_table);
+    assert_int_equal(scalar(e.db, sql), 0); /* released rows at or below the sync version go */
+    /* the log was trimmed up to the sync version of the only bridge */
+    assert_true(scalar(e.db, kind == SQLITE ? "SELECT count(*) FROM sqlq_log_bulk"
+                                            : "SELECT count(*) FROM sqlq.log_bulk") < 1000);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+static void test_capture_sqlite_thousand(void **s) { (void)s; run_thousand(SQLITE); }
+static void test_capture_pg_thousand(void **s) { (void)s; run_thousand(PG); }
+
+/* ---- fencing ------------------------------------------------------------------------------ */
+
+static void run_fencing(int kind)
+{
+    env e;
+    env_open(&e, kind);
+    sqlq_db *db_b = connect_db(e.conn);
+    exec(e.db, "CREATE TABLE f (id integer PRIMARY KEY, v text)");
+    install(e.db, "f");
+    exec(e.db, "INSERT INTO f VALUES (1, 'a'), (2, 'b'), (3, 'c')");
+    sqlq_capture *a = open_cap(e.db, "f", "instance-a", 1, 2);
+    sqlq_capture *b = open_cap(db_b, "f", "instance-b", 60, 10);
+    sqlq_change_batch ba, bb;
+    poll(a, &ba); /* A leases two changes for 1 s */
+    assert_int_equal(ba.count, 2);
+    poll(b, &bb); /* B sees only the third while A's leases hold */
+    assert_int_equal(bb.count, 1);
+    assert_int_equal(key_int(&bb.items[0], "id"), 3);
+    assert_int_equal(release(b, &bb), 0);
+    sqlq_change_batch_free(&bb);
+    usleep(1300 * 1000); /* A's leases expire */
+    poll(b, &bb);        /* B takes them over: attempt 2 */
+    assert_int_equal(bb.count, 2);
+    for (size_t i = 0; i < bb.count; i++)
+        assert_int_equal(bb.items[i].attempts, 2);
+    /* A wakes up: its release touches nothing, every change is counted lost */
+    assert_int_equal(release(a, &ba), 2);
+    OK(sqlq_capture_renew(a, ba.items, ba.count, err));
+    size_t lost = 0;
+    OK(sqlq_capture_renew_owned(a, ba.items, ba.count, &lost, err));
+    assert_int_equal(lost, 2);
+    OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
+    /* and A cannot move the sync version past B's unprocessed work */
+    int64_t before = advance(a);
+    assert_int_equal(pending(a), 0);
+    poll(a, &ba);
+    assert_int_equal(ba.count, 0); /* B's leases hold (A's abandon did not free them) */
+    sqlq_change_batch_free(&ba);
+    int64_t unprocessed_min = bb.items[0].version;
+    assert_true(before < unprocessed_min);
+    /* B releases: now the sync version moves past everything */
+    assert_int_equal(release(b, &bb), 0);
+    int64_t after = advance(a);
+    assert_true(after >= bb.items[1].version);
+    assert_true(advance(b) == after); /* never backwards */
+    sqlq_change_batch_free(&bb);
+    sqlq_capture_close(a);
+    sqlq_capture_close(b);
+    sqlq_db_close(db_b);
+    env_close(&e);
+}
+
+static void test_capture_sqlite_fencing(void **s) { (void)s; run_fencing(SQLITE); }
+static void test_capture_pg_fencing(void **s) { (void)s; run_fencing(PG); }
+
+/* ---- attempts -------------------------------------------------------------------------------- */
+
+static void run_attempts(int kind)
+{
+    env e;
+    env_open(&e, kind);
+    exec(e.db, "CREATE TABLE p (id integer PRIMARY KEY, v text)");
+    install(e.db, "p");
+    sqlq_capture *cap = open_cap(e.db, "p", "a", 60, 10);
+    exec(e.db, "INSERT INTO p VALUES (1, 'poison')");
+    sqlq_change_batch b;
+    for (int i = 1; i <= 5; i++) {
+        poll(cap, &b);
+        assert_int_equal(b.count, 1);
+        assert_int_equal(b.items[0].attempts, i);
+        OK(sqlq_capture_abandon(cap, b.items, 1, true, err));
+        /* not counting (a transient failure) leaves the count where it was */
+        sqlq_change_batch_free(&b);
+        poll(cap, &b);
+        assert_int_equal(b.items[0].attempts, i + 1 > 5 ? 6 : i + 1);
+        OK(sqlq_capture_abandon(cap, b.items, 1, false, err));
+        sqlq_change_batch_free(&b);
+        assert_int_equal(pending(cap), 1);
+    }
+    poll(cap, &b); /* over max_attempts: handed back flagged for poison, not dropped */
+    assert_int_equal(b.count, 1);
+    assert_int_equal(b.items[0].attempts, 6);
+    assert_int_equal(release(cap, &b), 0); /* the bridge poisoned it */
+    sqlq_change_batch_free(&b);
+    advance(cap);
+    assert_int_equal(pending(cap), 0);
+    /* a new change of the same key starts counting again */
+    exec(e.db, "UPDATE p SET v = 'fixed' WHERE id = 1");
+    poll(cap, &b);
+    assert_int_equal(b.count, 1);
+    assert_int_equal(b.items[0].attempts, 1);
+    sqlq_change_batch_free(&b);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+static void test_capture_sqlite_attempts(void **s) { (void)s; run_attempts(SQLITE); }
+static void test_capture_pg_attempts(void **s) { (void)s; run_attempts(PG); }
+
+/* ---- start_from now, two bridges ------------------------------------------------------------ */
+
+static void run_start_now(int kind)
+{
+    env e;
+    env_open(&e, kind);
+    exec(e.db, "CREATE TABLE s (id integer PRIMARY KEY)");
+    install(e.db, "s");
+    exec(e.db, "INSERT INTO s VALUES (1), (2)");
+    sqlq_capture_config cfg;
+    sqlq_capture_config_default(&cfg);
+    cfg.table = "s";
+    cfg.bridge_name = "late";
+    cfg.instance_id = "x";
+    cfg.start_from = SQLQ_START_NOW;
+    sqlq_capture *late = NULL;
+    OK(sqlq_capture_open(e.db, &cfg, &late, err));
+    sqlq_capture *early = open_cap(e.db, "s", "y", 60, 10);
+    exec(e.db, "INSERT INTO s VALUES (3)");
+    sqlq_change_batch b;
+    poll(late, &b);
+    assert_int_equal(b.count, 1);
+    assert_int_equal(key_int(&b.items[0], "id"), 3);
+    sqlq_change_batch_free(&b);
+    poll(early, &b);
+    assert_int_equal(b.count, 3); /* bridges are independent */
+    sqlq_change_batch_free(&b);
+    sqlq_capture_close(late);
+    /* reopening does not move the start again */
+    OK(sqlq_capture_open(e.db, &cfg, &late, err));
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(late, &st, err));
+    assert_int_equal(st.leased, 1);
+    assert_int_equal(json_integer_value(json_object_get(st.owners, "x")), 1);
+    sqlq_capture_status_free(&st);
+    sqlq_capture_close(late);
+    sqlq_capture_close(early);
+    env_close(&e);
+}
+
+static void test_capture_sqlite_start_now(void **s) { (void)s; run_start_now(SQLITE); }
+static void test_capture_pg_start_now(void **s) { (void)s; run_start_now(PG); }
+
+/* ---- PostgreSQL: a transaction that commits late is not skipped ------------------------------ */
+
+static void test_capture_pg_late_commit(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e, PG);
+    exec(e.db, "CREATE TABLE lc (id integer PRIMARY KEY, v text)");
+    install(e.db, "lc");
+    sqlq_capture *cap = open_cap(e.db, "lc", "a", 60, 100);
+    sqlq_db *ta = connect_db(e.conn);
+    sqlq_db *tb = connect_db(e.conn);
+    OK(sqlq_db_begin(ta, err));
+    exec(ta, "INSERT INTO lc VALUES (1, 'from A')"); /* A has its xid and stays open */
+    OK(sqlq_db_begin(tb, err));
+    exec(tb, "INSERT INTO lc VALUES (2, 'from B')"); /* B's xid is larger */
+    OK(sqlq_db_commit(tb, err));
+    sqlq_change_batch b;
+    poll(cap, &b); /* B committed, but A (older) still runs: nothing past A is read yet */
+    assert_int_equal(b.count, 0);
+    sqlq_change_batch_free(&b);
+    assert_int_equal(advance(cap), 0);
+    OK(sqlq_db_commit(ta, err));
+    poll(cap, &b);
+    assert_int_equal(b.count, 2);
+    assert_int_equal(key_int(&b.items[0], "id"), 1); /* A's xid is older */
+    assert_int_equal(key_int(&b.items[1], "id"), 2);
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    advance(cap);
+
+    /* and the other order: B commits first and is read, released, advanced past; then A commits */
+    OK(sqlq_db_begin(ta, err));
+    exec(ta, "INSERT INTO lc VALUES (3, 'from A')");
+    OK(sqlq_db_begin(tb, err));
+    exec(tb, "INSERT INTO lc VALUES (4, 'from B')");
+    OK(sqlq_db_commit(tb, err));
+    sqlq_db *other = connect_db(e.conn);
+    exec(other, "INSERT INTO lc VALUES (5, 'autocommit')");
+    poll(cap, &b);
+    assert_int_equal(b.count, 0); /* A holds the horizon */
+    sqlq_change_batch_free(&b);
+    advance(cap);
+    OK(sqlq_db_commit(ta, err));
+    poll(cap, &b);
+    assert_int_equal(b.count, 3);
+    assert_int_equal(key_int(&b.items[0], "id"), 3);
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    advance(cap);
+    assert_int_equal(pending(cap), 0);
+    sqlq_db_close(other);
+    sqlq_db_close(ta);
+    sqlq_db_close(tb);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_capture_sqlite_install_drop),
+        cmocka_unit_test(test_capture_pg_install_drop),
+        cmocka_unit_test(test_capture_sqlite_operations),
+        cmocka_unit_test(test_capture_pg_operations),
+        cmocka_unit_test(test_capture_sqlite_odd_names),
+        cmocka_unit_test(test_capture_pg_odd_names),
+        cmocka_unit_test(test_capture_sqlite_thousand),
+        cmocka_unit_test(test_capture_pg_thousand),
+        cmocka_unit_test(test_capture_sqlite_fencing),
+        cmocka_unit_test(test_capture_pg_fencing),
+        cmocka_unit_test(test_capture_sqlite_attempts),
+        cmocka_unit_test(test_capture_pg_attempts),
+        cmocka_unit_test(test_capture_sqlite_start_now),
+        cmocka_unit_test(test_capture_pg_start_now),
+        cmocka_unit_test(test_capture_pg_late_commit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
