@@ -3,6 +3,11 @@ sqlq_unit_test(shared_key sqlq_queue)
 sqlq_unit_test(account sqlq_queue)
 sqlq_unit_test(xml sqlq_queue)
 sqlq_unit_test(codec sqlq_queue)
+sqlq_unit_test(endpoint sqlq_queue)
+# A scripted fake service on libmicrohttpd (127.0.0.1, any port) and a fake clock.
+sqlq_unit_test(queue_faults sqlq_queue PkgConfig::MHD)
 sqlq_integration_test(queue_client FIXTURES azurite LIBS sqlq_queue TIMEOUT 120)
 # Starts, stops and restarts its own on-disk Azurite (no shared fixture needed).
 sqlq_integration_test(queue_retry LIBS sqlq_queue TIMEOUT 120)
+sqlq_integration_test(queue_interop FIXTURES azurite TIMEOUT 120)
+sqlq_integration_test(queue_cli FIXTURES azurite TIMEOUT 120)

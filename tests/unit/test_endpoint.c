@@ -1,0 +1,183 @@
+/* endpoint: request building (URL, encoding, SharedKey vs SAS) and response mapping, without a
+ * server: exchanges are filled by hand the way http.c fills them. */
+#include "endpoint.h"
+#include "queue_client.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+typedef struct fixture {
+    sqlq_http *http;
+    sqlq_http_exchange ex;
+} fixture;
+
+static int setup(void **state)
+{
+    static fixture f;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_http_create(1000, &f.http, &err) != SQLQ_OK ||
+        sqlq_http_exchange_init(f.http, &f.ex, &err) != SQLQ_OK)
+        return -1;
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    sqlq_http_exchange_cleanup(f->http, &f->ex);
+    sqlq_http_destroy(f->http);
+    return 0;
+}
+
+static sqlq_endpoint *endpoint_for(const char *conn, sqlq_account **a)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_account_parse(conn, a, &err), SQLQ_OK);
+    sqlq_endpoint *ep = NULL;
+    assert_int_equal(sqlq_endpoint_create(*a, &ep, &err), SQLQ_OK);
+    return ep;
+}
+
+static const char *header(const sqlq_http_exchange *ex, const char *prefix)
+{
+    for (size_t i = 0; i < ex->nheaders; i++)
+        if (strncmp(ex->headers[i], prefix, strlen(prefix)) == 0)
+            return ex->headers[i];
+    return NULL;
+}
+
+static void test_endpoint_shared_key_request(void **state)
+{
+    fixture *f = *state;
+    sqlq_account *a;
+    sqlq_endpoint *ep = endpoint_for("UseDevelopmentStorage=true", &a);
+    sqlq_call call = {"delete message", "DELETE", "orders", false, "id/1+2", {{0}}, 0, NULL, 0};
+    sqlq_call_query(&call, "popreceipt", "AQ+/=b==");
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_endpoint_build(ep, &call, &f->ex, &err), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&f->ex.url), "http://127.0.0.1:10001/devstoreaccount1/orders/"
+                                                  "messages/id%2F1%2B2?popreceipt=AQ%2B%2F%3Db%3D%3D");
+    assert_string_equal(f->ex.method, "DELETE");
+    assert_non_null(header(&f->ex, "Authorization: SharedKey devstoreaccount1:"));
+    assert_string_equal(header(&f->ex, "x-ms-version:"), "x-ms-version: " SQLQ_QUEUE_API_VERSION);
+    assert_non_null(header(&f->ex, "x-ms-date: "));
+    assert_string_equal(header(&f->ex, "Content-Type"), "Content-Type:"); /* none sent */
+    assert_int_equal(f->ex.body.len, 0);
+
+    /* A put carries the escaped XML body and its type; list queues has the account's path. */
+    sqlq_call put = {"put message", "POST", "orders", true, NULL, {{0}}, 0, "a<b", 3};
+    assert_int_equal(sqlq_endpoint_build(ep, &put, &f->ex, &err), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&f->ex.url), "http://127.0.0.1:10001/devstoreaccount1/orders/messages");
+    assert_string_equal(sqlq_buf_str(&f->ex.body),
+                        "<QueueMessage><MessageText>a&lt;b</MessageText></QueueMessage>");
+    assert_string_equal(header(&f->ex, "Content-Type"), "Content-Type: application/xml");
+    sqlq_call list = {"list queues", "GET", NULL, false, NULL, {{0}}, 0, NULL, 0};
+    sqlq_call_query(&list, "comp", "list");
+    assert_int_equal(sqlq_endpoint_build(ep, &list, &f->ex, &err), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&f->ex.url), "http://127.0.0.1:10001/devstoreaccount1?comp=list");
+    sqlq_endpoint_destroy(ep);
+    sqlq_account_destroy(a);
+}
+
+static void test_endpoint_sas_request(void **state)
+{
+    fixture *f = *state;
+    sqlq_account *a;
+    sqlq_endpoint *ep = endpoint_for("https://acct.queue.core.windows.net/?sv=2019-12-12&sig=abc%2Bdef", &a);
+    sqlq_call call = {"get messages", "GET", "q1", true, NULL, {{0}}, 0, NULL, 0};
+    sqlq_call_query(&call, "numofmessages", "32");
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_endpoint_build(ep, &call, &f->ex, &err), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&f->ex.url),
+                        "https://acct.queue.core.windows.net/q1/messages?numofmessages=32&sv=2019-12-12&sig=abc%2Bdef");
+    assert_null(header(&f->ex, "Authorization"));
+    sqlq_call list = {"list queues", "GET", NULL, false, NULL, {{0}}, 0, NULL, 0};
+    assert_int_equal(sqlq_endpoint_build(ep, &list, &f->ex, &err), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&f->ex.url), "https://acct.queue.core.windows.net/?sv=2019-12-12&sig=abc%2Bdef");
+    assert_string_equal(sqlq_endpoint_host(ep), "https://acct.queue.core.windows.net");
+    sqlq_endpoint_destroy(ep);
+    sqlq_account_destroy(a);
+}
+
+/* Fill a response as http.c would and map it. */
+static sqlq_result outcome(fixture *f, int status, const char *code_header, const char *body,
+                           sqlq_net_failure net, sqlq_error *err)
+{
+    sqlq_account *a;
+    sqlq_endpoint *ep = endpoint_for("UseDevelopmentStorage=true", &a);
+    sqlq_http_response *r = &f->ex.response;
+    r->status = status;
+    r->net = net;
+    snprintf(r->error_code, sizeof(r->error_code), "%s", code_header);
+    snprintf(r->request_id, sizeof(r->request_id), "req-1");
+    snprintf(r->net_message, sizeof(r->net_message), "Connection refused");
+    sqlq_buf_reset(&r->body);
+    assert_int_equal(sqlq_buf_adds(&r->body, body), SQLQ_OK);
+    sqlq_call call = {"put message", "POST", "orders", true, NULL, {{0}}, 0, NULL, 0};
+    sqlq_error_clear(err);
+    sqlq_result res = sqlq_endpoint_outcome(ep, &call, &f->ex, err);
+    sqlq_endpoint_destroy(ep);
+    sqlq_account_destroy(a);
+    return res;
+}
+
+#define ERR_BODY(code, msg) "<?xml version=\"1.0\"?><Error><Code>" code "</Code><Message>" msg \
+                            "\nRequestId:x\nTime:y</Message></Error>"
+
+static void test_endpoint_maps_statuses(void **state)
+{
+    fixture *f = *state;
+    sqlq_error e;
+    assert_int_equal(outcome(f, 201, "", "", SQLQ_NET_OK, &e), SQLQ_OK);
+    assert_int_equal(e.code, SQLQ_OK);
+    assert_int_equal(outcome(f, 404, "QueueNotFound", ERR_BODY("QueueNotFound", "The specified queue does not exist."),
+                             SQLQ_NET_OK, &e),
+                     SQLQ_E_NOT_FOUND);
+    assert_string_equal(e.message, "put message 'orders': The specified queue does not exist.");
+    assert_int_equal(e.http_status, 404);
+    assert_string_equal(e.azure_code, "QueueNotFound");
+    assert_string_equal(e.request_id, "req-1");
+    assert_false(e.transient);
+    /* The code comes from the body when the header is missing. */
+    assert_int_equal(outcome(f, 409, "", ERR_BODY("QueueBeingDeleted", "being deleted"), SQLQ_NET_OK, &e),
+                     SQLQ_E_CONFLICT);
+    assert_string_equal(e.azure_code, "QueueBeingDeleted");
+    assert_int_equal(outcome(f, 400, "PopReceiptMismatch", "", SQLQ_NET_OK, &e), SQLQ_E_POP_RECEIPT);
+    assert_string_equal(e.message, "put message 'orders': HTTP 400 PopReceiptMismatch");
+    assert_int_equal(outcome(f, 400, "MessageTooLarge", "", SQLQ_NET_OK, &e), SQLQ_E_TOO_LARGE);
+    assert_int_equal(outcome(f, 413, "", "", SQLQ_NET_OK, &e), SQLQ_E_TOO_LARGE);
+    assert_int_equal(outcome(f, 503, "ServerBusy", "", SQLQ_NET_OK, &e), SQLQ_E_HTTP);
+    assert_true(e.transient);
+    assert_int_equal(outcome(f, 500, "OperationTimedOut", "", SQLQ_NET_OK, &e), SQLQ_E_HTTP);
+    assert_true(e.transient);
+    assert_int_equal(outcome(f, 501, "", "not xml", SQLQ_NET_OK, &e), SQLQ_E_HTTP);
+    assert_false(e.transient);
+    assert_int_equal(outcome(f, 403, "AuthenticationFailed", "", SQLQ_NET_OK, &e), SQLQ_E_HTTP);
+    assert_false(e.transient);
+    assert_int_equal(outcome(f, 0, "", "", SQLQ_NET_CONNECT, &e), SQLQ_E_NETWORK);
+    assert_true(e.transient);
+    assert_int_equal(e.http_status, 0);
+    assert_string_equal(e.message, "put message 'orders': no response from http://127.0.0.1:10001: "
+                                   "Connection refused");
+    assert_int_equal(outcome(f, 0, "", "", SQLQ_NET_TLS, &e), SQLQ_E_NETWORK);
+    assert_false(e.transient);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_endpoint_shared_key_request),
+        cmocka_unit_test(test_endpoint_sas_request),
+        cmocka_unit_test(test_endpoint_maps_statuses),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,301 @@
+/* queue_client's retry rules against a scripted fake queue service (libmicrohttpd on
+ * 127.0.0.1) and a fake clock, so back-off never waits: server hints, retry budgets, clear's
+ * repetition on OperationTimedOut, finals that must not be retried, put_many retries per item,
+ * and shutdown during back-off. */
+#include "queue_client.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PUT_OK_BODY                                                                                \
+    "<?xml version=\"1.0\" encoding=\"utf-8\"?><QueueMessagesList><QueueMessage>"                  \
+    "<MessageId>m-1</MessageId><InsertionTime>Mon, 01 Jan 2024 00:00:00 GMT</InsertionTime>"        \
+    "<ExpirationTime>Mon, 08 Jan 2024 00:00:00 GMT</ExpirationTime><PopReceipt>pr</PopReceipt>"     \
+    "<TimeNextVisible>Mon, 01 Jan 2024 00:00:00 GMT</TimeNextVisible></QueueMessage>"               \
+    "</QueueMessagesList>"
+
+typedef struct reply {
+    int status;
+    const char *code;        /* x-ms-error-code, or NULL */
+    const char *hint_header; /* "Retry-After" or "x-ms-retry-after-ms", or NULL */
+    const char *hint;
+    const char *body;
+} reply;
+
+/* The server answers requests with script[0], script[1], …; the last entry repeats. Or, when
+ * every_nth > 0, with busy for every n-th request and ok otherwise. */
+static struct {
+    pthread_mutex_t lock;
+    const reply *script;
+    size_t nscript;
+    int every_nth;
+    reply busy, ok;
+    int requests;
+    char last_method[16];
+} server = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, {0}, {0}, 0, ""};
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)cls;
+    (void)url;
+    (void)version;
+    (void)upload;
+    static int marker;
+    if (*con_cls == NULL) {
+        *con_cls = &marker;
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    pthread_mutex_lock(&server.lock);
+    int n = server.requests++;
+    snprintf(server.last_method, sizeof(server.last_method), "%s", method);
+    reply r;
+    if (server.every_nth > 0)
+        r = (n + 1) % server.every_nth == 0 ? server.busy : server.ok;
+    else
+        r = server.script[(size_t)n < server.nscript ? (size_t)n : server.nscript - 1];
+    pthread_mutex_unlock(&server.lock);
+    const char *body = r.body ? r.body : "";
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(body), (void *)(uintptr_t)body, MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(resp, "x-ms-request-id", "fake-request");
+    if (r.code)
+        MHD_add_response_header(resp, "x-ms-error-code", r.code);
+    if (r.hint_header)
+        MHD_add_response_header(resp, r.hint_header, r.hint);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)r.status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* A clock that only pretends to sleep: it records each delay and advances its time. */
+static struct {
+    uint64_t now;
+    uint64_t sleeps[64];
+    size_t nsleeps;
+    bool refuse; /* sleep reports shutdown */
+} fake;
+
+static uint64_t fake_now(void *ctx)
+{
+    (void)ctx;
+    return fake.now;
+}
+
+static bool fake_sleep(void *ctx, uint64_t ms)
+{
+    (void)ctx;
+    if (ms > 0 && fake.nsleeps < 64)
+        fake.sleeps[fake.nsleeps++] = ms;
+    fake.now += ms;
+    return !fake.refuse;
+}
+
+static double fake_random(void *ctx)
+{
+    (void)ctx;
+    return 0.5;
+}
+
+static const sqlq_clock fake_clock = {fake_now, fake_sleep, fake_random, NULL};
+
+typedef struct fixture {
+    struct MHD_Daemon *daemon;
+    sqlq_account *account;
+    sqlq_queue_client *client;
+} fixture;
+
+static void script(const reply *r, size_t n)
+{
+    pthread_mutex_lock(&server.lock);
+    server.script = r;
+    server.nscript = n;
+    server.every_nth = 0;
+    server.requests = 0;
+    pthread_mutex_unlock(&server.lock);
+    memset(&fake, 0, sizeof(fake));
+}
+
+static int setup(void **state)
+{
+    static fixture f;
+    memset(&f, 0, sizeof(f));
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* port 0: any free one */
+    f.daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, NULL,
+                                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_END);
+    if (!f.daemon)
+        return -1;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(f.daemon, MHD_DAEMON_INFO_BIND_PORT);
+    char conn[512];
+    snprintf(conn, sizeof(conn),
+             "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey="
+             "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"
+             "QueueEndpoint=http://127.0.0.1:%u/devstoreaccount1",
+             (unsigned)info->port);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_account_parse(conn, &f.account, &err) != SQLQ_OK)
+        return -1;
+    sqlq_queue_options o;
+    sqlq_queue_options_default(&o);
+    o.clock = &fake_clock;
+    o.retry.max_retries = 5;
+    if (sqlq_queue_client_create(f.account, &o, &f.client, &err) != SQLQ_OK)
+        return -1;
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    sqlq_queue_client_destroy(f->client);
+    sqlq_account_destroy(f->account);
+    MHD_stop_daemon(f->daemon);
+    return 0;
+}
+
+static void test_faults_server_busy_then_ok_honours_retry_after(void **state)
+{
+    fixture *f = *state;
+    static const reply r[] = {{503, "ServerBusy", "Retry-After", "2", NULL},
+                              {500, "InternalError", "x-ms-retry-after-ms", "1500", NULL},
+                              {201, NULL, NULL, NULL, PUT_OK_BODY}};
+    script(r, 3);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_message m;
+    assert_int_equal(sqlq_queue_put(f->client, "orders", "x", 1, NULL, &m, &err), SQLQ_OK);
+    assert_string_equal(m.id, "m-1");
+    sqlq_message_free(&m);
+    assert_int_equal(server.requests, 3);
+    assert_int_equal(fake.nsleeps, 2);
+    assert_true(fake.sleeps[0] >= 2000); /* Retry-After: 2 (seconds) */
+    assert_true(fake.sleeps[1] >= 1500); /* x-ms-retry-after-ms */
+}
+
+static void test_faults_budget_spent_reports_transient(void **state)
+{
+    fixture *f = *state;
+    static const reply r[] = {{503, "ServerBusy", NULL, NULL, NULL}};
+    script(r, 1);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_queue_put(f->client, "orders", "x", 1, NULL, NULL, &err), SQLQ_E_HTTP);
+    assert_int_equal(server.requests, 6); /* 1 + max_retries 5 */
+    assert_int_equal(fake.nsleeps, 5);
+    assert_true(err.transient);
+    assert_int_equal(err.http_status, 503);
+    assert_string_equal(err.azure_code, "ServerBusy");
+    assert_string_equal(err.request_id, "fake-request");
+    assert_non_null(strstr(err.message, "gave up after 5 retries"));
+}
+
+static void test_faults_final_statuses_are_not_retried(void **state)
+{
+    fixture *f = *state;
+    static const reply r404[] = {{404, "QueueNotFound", NULL, NULL, NULL}};
+    static const reply r501[] = {{501, "NotImplemented", NULL, NULL, NULL}};
+    sqlq_error err;
+    script(r404, 1);
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_queue_put(f->client, "orders", "x", 1, NULL, NULL, &err), SQLQ_E_NOT_FOUND);
+    assert_int_equal(server.requests, 1);
+    assert_int_equal(fake.nsleeps, 0);
+    script(r501, 1);
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_queue_put(f->client, "orders", "x", 1, NULL, NULL, &err), SQLQ_E_HTTP);
+    assert_int_equal(server.requests, 1);
+    assert_false(err.transient);
+}
+
+static void test_faults_clear_repeats_on_operation_timed_out(void **state)
+{
+    fixture *f = *state;
+    static const reply r[] = {{500, "OperationTimedOut", NULL, NULL, NULL},
+                              {500, "OperationTimedOut", NULL, NULL, NULL},
+                              {500, "OperationTimedOut", NULL, NULL, NULL},
+                              {500, "OperationTimedOut", NULL, NULL, NULL},
+                              {500, "OperationTimedOut", NULL, NULL, NULL},
+                              {500, "OperationTimedOut", NULL, NULL, NULL},
+                              {500, "OperationTimedOut", NULL, NULL, NULL},
+                              {204, NULL, NULL, NULL, NULL}};
+    script(r, 8);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    /* More repetitions than max_retries allows retries, and none of them waits. */
+    assert_int_equal(sqlq_queue_clear(f->client, "orders", &err), SQLQ_OK);
+    assert_int_equal(server.requests, 8);
+    assert_int_equal(fake.nsleeps, 0);
+    assert_string_equal(server.last_method, "DELETE");
+}
+
+static void test_faults_put_many_retries_each_item(void **state)
+{
+    fixture *f = *state;
+    script(NULL, 0);
+    pthread_mutex_lock(&server.lock);
+    server.every_nth = 3;
+    server.busy = (reply){503, "ServerBusy", "x-ms-retry-after-ms", "20", NULL};
+    server.ok = (reply){201, NULL, NULL, NULL, PUT_OK_BODY};
+    pthread_mutex_unlock(&server.lock);
+    sqlq_put_item items[30];
+    for (int i = 0; i < 30; i++) {
+        items[i].body = "body";
+        items[i].len = 4;
+        items[i].result = SQLQ_E_INVALID;
+    }
+    assert_int_equal(sqlq_queue_put_many(f->client, "orders", items, 30, 4, NULL), SQLQ_OK);
+    for (int i = 0; i < 30; i++)
+        assert_int_equal(items[i].result, SQLQ_OK);
+    /* Every third request was refused and retried: 30 successes need 45 requests or so. */
+    assert_true(server.requests >= 44 && server.requests <= 46);
+    assert_true(fake.nsleeps > 0);
+}
+
+static void test_faults_shutdown_during_backoff_cancels(void **state)
+{
+    fixture *f = *state;
+    static const reply r[] = {{503, "ServerBusy", NULL, NULL, NULL}};
+    script(r, 1);
+    fake.refuse = true;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_queue_put(f->client, "orders", "x", 1, NULL, NULL, &err), SQLQ_E_CANCELLED);
+    assert_int_equal(server.requests, 1);
+    sqlq_put_item items[3] = {{"a", 1, SQLQ_OK, {0}}, {"b", 1, SQLQ_OK, {0}}, {"c", 1, SQLQ_OK, {0}}};
+    assert_int_equal(sqlq_queue_put_many(f->client, "orders", items, 3, 2, NULL), SQLQ_E_CANCELLED);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(items[i].result, SQLQ_E_CANCELLED);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_faults_server_busy_then_ok_honours_retry_after),
+        cmocka_unit_test(test_faults_budget_spent_reports_transient),
+        cmocka_unit_test(test_faults_final_statuses_are_not_retried),
+        cmocka_unit_test(test_faults_clear_repeats_on_operation_timed_out),
+        cmocka_unit_test(test_faults_put_many_retries_each_item),
+        cmocka_unit_test(test_faults_shutdown_during_backoff_cancels),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
