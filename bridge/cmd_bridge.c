@@ -1,12 +1,290 @@
-/* cmd_bridge: placeholder until `sqlq bridge` is built (replaced by its real implementation). */
+/* cmd_bridge: `sqlq bridge`: settings and routes from defaults, config file, environment and
+ * flags, checked, then handed to the bridge daemon. */
+#include "bridge.h"
 #include "commands.h"
+#include "config.h"
+#include "dialect.h"
+#include "log.h"
+#include "queue_client.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct bridge_settings {
+    char *db;
+    char *table;
+    char *queue;
+    char *bridge_name;
+    long long max_batch_size;
+    long long polling_interval_ms;
+    long long max_in_flight;
+    long long lease_s;
+    long long max_attempts;
+    char *start_from;
+    char *format;
+    char *oversize;
+    long long max_message_bytes;
+    long long shutdown_timeout_s;
+    bool once;
+    sqlq_common_settings common;
+} bridge_settings;
+
+#define S bridge_settings
+static const sqlq_setting bridge_table[] = {
+    SQLQ_SETTING_SECRET(S, db, "db", "SQLQ_DB_CONNECTION", NULL,
+                        "ODBC connection string of the database (Driver={SQLite3};Database=… or PostgreSQL)"),
+    SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
+                     "table to watch (schema.name); with --queue, one route (replaces the file's routes)"),
+    SQLQ_SETTING_STR(S, queue, "queue", "SQLQ_QUEUE", NULL, "queue the table's changes go to"),
+    SQLQ_SETTING_STR(S, bridge_name, "bridge_name", "SQLQ_BRIDGE_NAME", "default",
+                     "name of the sync state and leases: instances with the same name share the work"),
+    SQLQ_SETTING_INT(S, max_batch_size, "max_batch_size", "SQLQ_MAX_BATCH_SIZE", "100", 1, 10000,
+                     "changes leased per poll"),
+    SQLQ_SETTING_INT(S, polling_interval_ms, "polling_interval_ms", "SQLQ_POLLING_INTERVAL_MS", "1000", 10,
+                     3600000, "pause after a poll that did not fill a batch"),
+    SQLQ_SETTING_INT(S, max_in_flight, "max_in_flight", "SQLQ_MAX_IN_FLIGHT", "16", 1, 256,
+                     "put requests on the wire at once"),
+    SQLQ_SETTING_INT(S, lease_s, "lease_s", "SQLQ_LEASE_S", "60", 1, 86400,
+                     "lease on changes being published; renewed every min(15 s, lease/3)"),
+    SQLQ_SETTING_INT(S, max_attempts, "max_attempts", "SQLQ_MAX_ATTEMPTS", "5", 1, 1000,
+                     "deliveries refused for good before a change goes to {queue}-poison"),
+    SQLQ_SETTING_ENUM(S, start_from, "start_from", "SQLQ_START_FROM", "beginning", "beginning|now",
+                      "first start: replay the captured history, or only changes from now on"),
+    SQLQ_SETTING_ENUM(S, format, "format", "SQLQ_FORMAT", "row", "row|batch|functions",
+                      "message shape: one change per message, packed {\"changes\":[…]}, or the Azure "
+                      "Functions SQL trigger payload"),
+    SQLQ_SETTING_ENUM(S, oversize, "oversize", "SQLQ_OVERSIZE", "truncate", "truncate|poison",
+                      "a change too large for one message: send the key only, or send it to poison"),
+    SQLQ_SETTING_INT(S, max_message_bytes, "max_message_bytes", "SQLQ_MAX_MESSAGE_BYTES", "65536", 1024,
+                     1048576, "limit on a message as sent (after base64); the service allows 65536"),
+    SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
+                     "after SIGTERM: time to finish publishes in flight before leaving anyway"),
+    SQLQ_SETTING_BOOL(S, once, "once", "SQLQ_ONCE", "false", "publish what is pending, then exit"),
+    SQLQ_COMMON_SETTINGS(S, common),
+};
+#undef S
+
+static const sqlq_config_spec bridge_spec = {
+    "bridge",
+    "sqlq bridge --db CONN --table T --queue Q [options]   or   sqlq bridge --config FILE",
+    "Publish every insert, update and delete of SQL tables to Azure Storage queues, at least once.\n"
+    "Run `sqlq setup` first. Several instances with the same --bridge-name share the work.\n"
+    "A config file may hold \"routes\": [{\"table\": …, \"queue\": …, other keys to override}];\n"
+    "route keys override the top-level settings for that route.",
+    bridge_table,
+    sizeof(bridge_table) / sizeof(bridge_table[0]),
+    0,
+    0,
+};
+
+/* Keys a route in the config file may set. */
+static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_batch_size",
+                                         "polling_interval_ms", "max_in_flight", "lease_s",
+                                         "max_attempts", "start_from", "format", "oversize",
+                                         "max_message_bytes"};
+
+static const sqlq_setting *setting_of(const char *key)
+{
+    for (size_t i = 0; i < sizeof(route_keys) / sizeof(route_keys[0]); i++)
+        if (strcmp(route_keys[i], key) == 0)
+            for (size_t j = 0; j < bridge_spec.count; j++)
+                if (strcmp(bridge_table[j].key, key) == 0)
+                    return &bridge_table[j];
+    return NULL;
+}
+
+static bool choice_ok(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, v, n) == 0)
+            return true;
+        p = bar ? bar + 1 : p + len;
+    }
+    return false;
+}
+
+/* One key of routes[i] into rs (strings point into the JSON, which outlives the run). */
+static bool route_key(bridge_settings *rs, size_t i, const char *key, json_t *v)
+{
+    const sqlq_setting *s = setting_of(key);
+    char *slot = (char *)rs + (s ? s->offset : 0);
+    if (!s) {
+        fprintf(stderr, "sqlq bridge: config file routes[%zu]: unknown key '%s'\n", i, key);
+        return false;
+    }
+    if (s->type == SQLQ_SET_INT) {
+        long long n = json_is_integer(v) ? (long long)json_integer_value(v) : 0;
+        if (!json_is_integer(v) || n < s->min || n > s->max) {
+            char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            fprintf(stderr, "sqlq bridge: config file routes[%zu] key %s: %s is not allowed (an integer %lld..%lld)\n",
+                    i, key, text ? text : "?", s->min, s->max);
+            free(text);
+            return false;
+        }
+        memcpy(slot, &n, sizeof(n));
+        return true;
+    }
+    const char *str = json_string_value(v);
+    if (!str || (s->type == SQLQ_SET_ENUM && !choice_ok(s->choices, str))) {
+        char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        fprintf(stderr, "sqlq bridge: config file routes[%zu] key %s: %s is not allowed (%s)\n", i, key,
+                text ? text : "?", s->type == SQLQ_SET_ENUM ? s->choices : "a string");
+        free(text);
+        return false;
+    }
+    memcpy(slot, &str, sizeof(str));
+    return true;
+}
+
+/* Settings → route; false (message printed) when a value is unusable. */
+static bool make_route(const bridge_settings *s, const char *where, sqlq_route_config *r)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_route_config_default(r);
+    sqlq_table_name tn;
+    if (!s->table || !*s->table || !s->queue || !*s->queue) {
+        fprintf(stderr, "sqlq bridge: %s: %s is not set\n", where, !s->table || !*s->table ? "table" : "queue");
+        return false;
+    }
+    if (sqlq_table_name_parse(s->table, &tn, &err) != SQLQ_OK) {
+        fprintf(stderr, "sqlq bridge: %s key table: '%s': %s\n", where, s->table, err.message);
+        return false;
+    }
+    char poison[64];
+    if (!sqlq_queue_name_valid(s->queue, &err) || !sqlq_queue_poison_name(s->queue, poison, sizeof(poison))) {
+        fprintf(stderr, "sqlq bridge: %s key queue: '%s' is not allowed (%s)\n", where, s->queue,
+                err.message[0] ? err.message
+                               : "the name must leave room for {queue}-poison: at most 56 characters, not ending in -poison");
+        return false;
+    }
+    if (!s->bridge_name || !*s->bridge_name || strlen(s->bridge_name) > 128) {
+        fprintf(stderr, "sqlq bridge: %s key bridge_name: '%s' is not allowed (1..128 characters)\n", where,
+                s->bridge_name ? s->bridge_name : "");
+        return false;
+    }
+    r->table = s->table;
+    r->queue = s->queue;
+    r->bridge_name = s->bridge_name;
+    r->max_batch_size = (int)s->max_batch_size;
+    r->polling_interval_ms = (int)s->polling_interval_ms;
+    r->max_in_flight = (int)s->max_in_flight;
+    r->lease_s = (int)s->lease_s;
+    r->max_attempts = (int)s->max_attempts;
+    r->start_from = strcmp(s->start_from, "now") == 0 ? SQLQ_START_NOW : SQLQ_START_BEGINNING;
+    (void)sqlq_envelope_format_parse(s->format, &r->format);
+    (void)sqlq_oversize_policy_parse(s->oversize, &r->oversize);
+    r->max_message_bytes = (size_t)s->max_message_bytes;
+    return true;
+}
+
+/* The routes: the one of --table/--queue when given, else the file's "routes". */
+static bool build_routes(const bridge_settings *s, json_t *file, sqlq_route_config **out, size_t *n)
+{
+    json_t *routes = file ? json_object_get(file, "routes") : NULL;
+    bool single = (s->table && *s->table) || (s->queue && *s->queue) || !routes;
+    if (single && routes)
+        SQLQ_WARN("config_routes_ignored", "note=\"--table/--queue given: the config file's routes are not used\"");
+    if (!single && (!json_is_array(routes) || json_array_size(routes) == 0)) {
+        fprintf(stderr, "sqlq bridge: config file key routes: expected a non-empty array of {\"table\", \"queue\"}\n");
+        return false;
+    }
+    size_t count = single ? 1 : json_array_size(routes);
+    sqlq_route_config *r = calloc(count, sizeof(*r));
+    if (!r)
+        return false;
+    for (size_t i = 0; i < count; i++) {
+        bridge_settings rs = *s;
+        char where[64];
+        snprintf(where, sizeof(where), single ? "settings" : "config file routes[%zu]", i);
+        json_t *obj = single ? NULL : json_array_get(routes, i);
+        if (!single && !json_is_object(obj)) {
+            fprintf(stderr, "sqlq bridge: %s: expected an object\n", where);
+            free(r);
+            return false;
+        }
+        const char *key;
+        json_t *v;
+        bool ok = true;
+        if (obj)
+            json_object_foreach(obj, key, v) ok = ok && route_key(&rs, i, key, v);
+        if (!ok || !make_route(&rs, where, &r[i])) {
+            free(r);
+            return false;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(r[j].table, r[i].table) == 0 && strcmp(r[j].bridge_name, r[i].bridge_name) == 0) {
+                fprintf(stderr, "sqlq bridge: %s: table '%s' appears twice with bridge_name '%s' (give each "
+                                "route of one table its own bridge_name)\n", where, r[i].table, r[i].bridge_name);
+                free(r);
+                return false;
+            }
+    }
+    *out = r;
+    *n = count;
+    return true;
+}
+
+static int run(const bridge_settings *s, const sqlq_account *account, const sqlq_route_config *routes,
+               size_t n)
+{
+    sqlq_bridge_config bc;
+    memset(&bc, 0, sizeof(bc));
+    bc.db_connection = s->db;
+    bc.account = account;
+    (void)sqlq_encoding_parse(s->common.encoding, &bc.encoding);
+    bc.shutdown_timeout_s = (int)s->shutdown_timeout_s;
+    bc.once = s->once;
+    bc.stop = &sqlq_stop_flag;
+    bc.routes = routes;
+    bc.nroutes = n;
+    sqlq_bridge_stats st;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result rc = sqlq_bridge_run(&bc, &st, &err);
+    SQLQ_INFO("bridge_done", "changes=%llu messages=%llu released=%llu poisoned=%llu lost=%llu",
+              st.changes, st.messages, st.released, st.poisoned, st.lost);
+    if (rc != SQLQ_OK) {
+        char msg[700];
+        sqlq_error_format(&err, msg, sizeof(msg));
+        fprintf(stderr, "sqlq bridge: %s\n", err.message[0] ? msg : sqlq_strerror(rc));
+        return SQLQ_EXIT_FAILED;
+    }
+    return SQLQ_EXIT_OK;
+}
 
 int sqlq_cmd_bridge(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "sqlq: 'bridge' is not built yet\n");
-    return SQLQ_EXIT_FAILED;
+    bridge_settings s;
+    memset(&s, 0, sizeof(s));
+    sqlq_config_result res;
+    int code = sqlq_config_load_or_exit(&bridge_spec, &s, argc, argv, &res);
+    if (code >= 0) {
+        sqlq_config_free(&bridge_spec, &s, &res);
+        return code;
+    }
+    sqlq_common_settings_apply(&s.common);
+    sqlq_route_config *routes = NULL;
+    size_t n = 0;
+    sqlq_account *account = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    code = SQLQ_EXIT_USAGE;
+    if (!s.db || !*s.db)
+        fprintf(stderr, "sqlq bridge: db is not set (--db, SQLQ_DB_CONNECTION or SQLQ_DB_CONNECTION_FILE)\n");
+    else if (!s.common.queue_connection || !*s.common.queue_connection)
+        fprintf(stderr, "sqlq bridge: queue_connection is not set (--queue-connection, SQLQ_QUEUE_CONNECTION, "
+                        "AzureWebJobsStorage or their _FILE variants)\n");
+    else if (sqlq_account_parse(s.common.queue_connection, &account, &err) != SQLQ_OK)
+        fprintf(stderr, "sqlq bridge: queue_connection: %s\n", err.message);
+    else if (build_routes(&s, res.file, &routes, &n))
+        code = run(&s, account, routes, n);
+    free(routes);
+    sqlq_account_destroy(account);
+    sqlq_config_free(&bridge_spec, &s, &res);
+    return code;
 }

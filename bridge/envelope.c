@@ -284,12 +284,16 @@ sqlq_result sqlq_envelope_add_poison(const sqlq_envelope_config *cfg, const sqlq
                                      size_t index, const char *reason, int64_t ts_ms,
                                      sqlq_envelope_list *out, sqlq_error *err)
 {
+    /* Never above the service limit: a poison message must not be refused for its size. */
+    sqlq_envelope_config capped = *cfg;
+    if (capped.max_text > SQLQ_MESSAGE_MAX_TEXT)
+        capped.max_text = SQLQ_MESSAGE_MAX_TEXT;
     for (int stage = 0; stage < 3; stage++) {
         char *s = poison_text(cfg, &changes[index], reason, ts_ms, stage);
         if (!s)
             return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a poison message");
         size_t len = strlen(s);
-        if (fits(cfg, len) || stage == 2)
+        if (fits(&capped, len) || stage == 2)
             return list_push(out, SQLQ_DEST_POISON, s, len, &index, 1, stage > 0, err);
         free(s);
     }

@@ -79,7 +79,8 @@ SQLQ_NODISCARD sqlq_result sqlq_envelope_build(const sqlq_envelope_config *cfg,
                                                sqlq_error *err);
 
 /* Append one poison message for changes[index]: {"reason": reason, "message": M} where M is the
- * message that change alone would have been sent as (key-only when that would not fit). */
+ * message that change alone would have been sent as (key-only when that would not fit under
+ * max_text, and never above the service limit SQLQ_MESSAGE_MAX_TEXT). */
 SQLQ_NODISCARD sqlq_result sqlq_envelope_add_poison(const sqlq_envelope_config *cfg,
                                                     const sqlq_change *changes, size_t index,
                                                     const char *reason, int64_t ts_ms,

@@ -1,0 +1,170 @@
+/* bridge: the daemon that publishes every change of watched tables to queues, at least once:
+ * one thread per route (table → queue) looping poll → publish → release → advance. */
+#include "bridge.h"
+
+#include "clock.h"
+#include "log.h"
+#include "route.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct worker {
+    sqlq_route *route;
+    pthread_t thread;
+    bool started;
+    sqlq_result result;
+    sqlq_error error;
+    struct shared *shared;
+} worker;
+
+/* What the threads share; left allocated when a shutdown times out with threads still running. */
+typedef struct shared {
+    pthread_mutex_t mu;
+    volatile sig_atomic_t stop;
+    size_t finished;
+    size_t nworkers;
+    worker *workers;
+    char instance_id[160];
+} shared;
+
+void sqlq_bridge_instance_id(char *out, size_t out_size)
+{
+    char host[128] = "localhost";
+    if (gethostname(host, sizeof(host) - 1) != 0)
+        snprintf(host, sizeof(host), "localhost");
+    host[sizeof(host) - 1] = '\0';
+    unsigned int rnd = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, &rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd))
+        rnd = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16) ^ (unsigned)sqlq_clock_wall_ms();
+    if (fd >= 0)
+        close(fd);
+    snprintf(out, out_size, "%s:%d:%08x", host, (int)getpid(), rnd);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    sqlq_error_clear(&w->error);
+    w->result = sqlq_route_run(w->route, &w->error);
+    pthread_mutex_lock(&w->shared->mu);
+    w->shared->finished++;
+    if (w->result != SQLQ_OK)
+        w->shared->stop = 1; /* one route failing for good stops the process: exit 1 */
+    pthread_mutex_unlock(&w->shared->mu);
+    return NULL;
+}
+
+static void shared_free(shared *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nworkers; i++)
+        sqlq_route_destroy(s->workers[i].route);
+    free(s->workers);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+static sqlq_result create_routes(const sqlq_bridge_config *cfg, shared *s, sqlq_error *err)
+{
+    sqlq_route_env env = {cfg->db_connection, cfg->account, cfg->encoding, s->instance_id,
+                          cfg->renew_interval_ms, cfg->once, &s->stop};
+    for (size_t i = 0; i < cfg->nroutes; i++) {
+        s->workers[i].shared = s;
+        sqlq_result rc = sqlq_route_create(&env, &cfg->routes[i], &s->workers[i].route, err);
+        if (rc != SQLQ_OK)
+            return rc;
+    }
+    return SQLQ_OK;
+}
+
+/* Wait for the workers, passing a stop request on; false when they overran the shutdown timeout. */
+static bool supervise(const sqlq_bridge_config *cfg, shared *s)
+{
+    uint64_t deadline = 0;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        bool all_done = s->finished == s->nworkers;
+        if (cfg->stop && *cfg->stop)
+            s->stop = 1;
+        bool stop = s->stop != 0;
+        pthread_mutex_unlock(&s->mu);
+        if (all_done)
+            return true;
+        uint64_t now = sqlq_clock_wall_ms() < 0 ? 0 : (uint64_t)sqlq_clock_wall_ms();
+        if (stop && deadline == 0) {
+            deadline = now + (uint64_t)(cfg->shutdown_timeout_s > 0 ? cfg->shutdown_timeout_s : 30) * 1000u;
+            SQLQ_INFO("bridge_stopping", "timeout_s=%d", cfg->shutdown_timeout_s);
+        }
+        if (deadline && now > deadline)
+            return false;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+sqlq_result sqlq_bridge_run(const sqlq_bridge_config *cfg, sqlq_bridge_stats *out_stats, sqlq_error *err)
+{
+    if (out_stats)
+        memset(out_stats, 0, sizeof(*out_stats));
+    if (cfg->nroutes == 0)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "no routes: give --table and --queue or a config file with routes");
+    shared *s = calloc(1, sizeof(*s));
+    worker *workers = calloc(cfg->nroutes, sizeof(*workers));
+    if (!s || !workers) {
+        free(s);
+        free(workers);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    s->workers = workers;
+    s->nworkers = cfg->nroutes;
+    if (cfg->instance_id)
+        snprintf(s->instance_id, sizeof(s->instance_id), "%s", cfg->instance_id);
+    else
+        sqlq_bridge_instance_id(s->instance_id, sizeof(s->instance_id));
+    SQLQ_INFO("bridge_starting", "instance=%s routes=%zu once=%d", s->instance_id, cfg->nroutes, (int)cfg->once);
+    sqlq_result rc = create_routes(cfg, s, err);
+    if (rc != SQLQ_OK) {
+        shared_free(s);
+        return rc;
+    }
+    for (size_t i = 0; i < s->nworkers; i++) {
+        if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]) != 0) {
+            rc = sqlq_error_set(err, SQLQ_E_NOMEM, false, "cannot start a route thread");
+            pthread_mutex_lock(&s->mu);
+            s->stop = 1;
+            s->finished += s->nworkers - i; /* the ones never started count as finished */
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        workers[i].started = true;
+    }
+    if (!supervise(cfg, s)) {
+        SQLQ_ERROR("shutdown_timeout", "timeout_s=%d note=\"leaving with work in flight; its leases expire "
+                   "and another instance delivers it\"", cfg->shutdown_timeout_s);
+        return sqlq_error_set(err, SQLQ_E_TIMEOUT, false, "routes did not stop within %d s",
+                              cfg->shutdown_timeout_s); /* s stays allocated: threads still use it */
+    }
+    for (size_t i = 0; i < s->nworkers; i++) {
+        if (!workers[i].started)
+            continue;
+        pthread_join(workers[i].thread, NULL);
+        if (rc == SQLQ_OK && workers[i].result != SQLQ_OK) {
+            rc = workers[i].result;
+            if (err && err->code == SQLQ_OK)
+                *err = workers[i].error;
+        }
+        if (out_stats)
+            sqlq_route_stats_add(workers[i].route, out_stats);
+    }
+    shared_free(s);
+    return rc;
+}

@@ -1,0 +1,66 @@
+/* bridge: the daemon that publishes every change of watched tables to queues, at least once:
+ * one thread per route (table → queue) looping poll → publish → release → advance. */
+#ifndef SQLQ_BRIDGE_H
+#define SQLQ_BRIDGE_H
+
+#include "account.h"
+#include "capture.h"
+#include "codec.h"
+#include "envelope.h"
+#include "result.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct sqlq_route_config {
+    const char *table;       /* as the user wrote it */
+    const char *queue;       /* target queue; poison goes to {queue}-poison */
+    const char *bridge_name; /* namespace of sync state and leases ("default") */
+    int max_batch_size;      /* 100 */
+    int polling_interval_ms; /* 1000: pause after a batch that was not full */
+    int max_in_flight;       /* 16 put requests on the wire at once */
+    int lease_s;             /* 60 */
+    int max_attempts;        /* 5: then the change goes to poison */
+    sqlq_start_from start_from;
+    sqlq_envelope_format format;
+    sqlq_oversize_policy oversize;
+    size_t max_message_bytes; /* limit on a message as sent: SQLQ_MESSAGE_MAX_TEXT */
+} sqlq_route_config;
+
+void sqlq_route_config_default(sqlq_route_config *r);
+
+typedef struct sqlq_bridge_config {
+    const char *db_connection;    /* ODBC connection string */
+    const sqlq_account *account;  /* queue service; must outlive the run */
+    sqlq_encoding encoding;       /* base64 (what Azure Functions expects) */
+    const char *instance_id;      /* NULL: hostname:pid:random */
+    int shutdown_timeout_s;       /* 30: after a stop request, give up waiting after this */
+    int renew_interval_ms;        /* 0: min(15 s, lease / 3) */
+    bool once;                    /* drain what is pending, then return */
+    const volatile sig_atomic_t *stop; /* set by the signal handler: stop polling, finish, exit */
+    const sqlq_route_config *routes;
+    size_t nroutes;
+} sqlq_bridge_config;
+
+/* Counters of one run, summed over routes. */
+typedef struct sqlq_bridge_stats {
+    unsigned long long changes;   /* changes polled */
+    unsigned long long messages;  /* messages accepted by the main queues */
+    unsigned long long released;  /* changes released after acceptance */
+    unsigned long long poisoned;  /* changes sent to poison queues */
+    unsigned long long lost;      /* releases refused: the lease had passed to another instance */
+    unsigned long long transient; /* publish rounds that failed transiently and were retried */
+} sqlq_bridge_stats;
+
+/* "host:pid:8-hex-random" into out. */
+void sqlq_bridge_instance_id(char *out, size_t out_size);
+
+/* Run every route until *stop is set (or, with once, until each has drained), then finish the
+ * publishes in flight, release what was accepted and return. SQLQ_OK on a clean stop;
+ * otherwise the first route's failure (a permanent error such as a table not set up) or
+ * SQLQ_E_TIMEOUT when the routes did not finish within shutdown_timeout_s. */
+SQLQ_NODISCARD sqlq_result sqlq_bridge_run(const sqlq_bridge_config *cfg, sqlq_bridge_stats *out_stats,
+                                           sqlq_error *err);
+
+#endif

@@ -1,0 +1,266 @@
+/* delivery: one route's publishing side: turns polled changes into messages (envelope), puts
+ * them with many requests in flight, sends exhausted or unsendable changes to {queue}-poison,
+ * and says per change what happened so the route releases only what a queue accepted. */
+#include "delivery.h"
+
+#include "clock.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAILURE_MEMORY 256
+
+/* The last permanent failure seen for a change, so its poison message can say why. */
+typedef struct failure {
+    char id[33];
+    char reason[400];
+} failure;
+
+struct sqlq_delivery {
+    sqlq_queue_client *client;
+    sqlq_delivery_config cfg;
+    char poison[64];
+    bool main_ready, poison_ready;
+    failure memory[FAILURE_MEMORY];
+    size_t next_memory;
+    sqlq_delivery_counts counts;
+};
+
+sqlq_outcome sqlq_delivery_classify(sqlq_result r, const sqlq_error *err)
+{
+    switch (r) {
+    case SQLQ_OK:
+        return SQLQ_OUTCOME_ACCEPTED;
+    case SQLQ_E_CANCELLED:
+    case SQLQ_E_NETWORK:
+    case SQLQ_E_TIMEOUT:
+    case SQLQ_E_NOT_FOUND:
+    case SQLQ_E_NOMEM:
+        return SQLQ_OUTCOME_TRANSIENT;
+    default:
+        return err && err->transient ? SQLQ_OUTCOME_TRANSIENT : SQLQ_OUTCOME_FAILED;
+    }
+}
+
+sqlq_result sqlq_delivery_create(sqlq_queue_client *client, const sqlq_delivery_config *cfg,
+                                 sqlq_delivery **out, sqlq_error *err)
+{
+    *out = NULL;
+    sqlq_delivery *d = calloc(1, sizeof(*d));
+    if (!d)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    d->client = client;
+    d->cfg = *cfg;
+    if (!sqlq_queue_poison_name(cfg->queue, d->poison, sizeof(d->poison))) {
+        free(d);
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "queue '%s' leaves no room for a poison queue ({queue}-poison, at most 63 characters)",
+                              cfg->queue);
+    }
+    *out = d;
+    return SQLQ_OK;
+}
+
+void sqlq_delivery_destroy(sqlq_delivery *d)
+{
+    free(d);
+}
+
+void sqlq_delivery_counts_get(const sqlq_delivery *d, sqlq_delivery_counts *out)
+{
+    *out = d->counts;
+}
+
+static sqlq_result create_queue(sqlq_delivery *d, const char *queue, sqlq_error *err)
+{
+    bool created = false;
+    sqlq_result r = sqlq_queue_create(d->client, queue, &created, err);
+    if (r == SQLQ_E_CONFLICT && err && !err->transient && strcmp(err->azure_code, "QueueAlreadyExists") == 0) {
+        sqlq_error_clear(err); /* exists with other metadata: fine for us */
+        r = SQLQ_OK;
+    }
+    if (r == SQLQ_OK && created)
+        SQLQ_INFO("queue_created", "queue=%s", queue);
+    return r;
+}
+
+sqlq_result sqlq_delivery_prepare(sqlq_delivery *d, sqlq_error *err)
+{
+    sqlq_result r = create_queue(d, d->cfg.queue, err);
+    d->main_ready = r == SQLQ_OK;
+    return r;
+}
+
+static void remember_failure(sqlq_delivery *d, const sqlq_change *ch, const sqlq_error *e)
+{
+    failure *f = &d->memory[d->next_memory++ % FAILURE_MEMORY];
+    if (sqlq_envelope_id(d->cfg.envelope.bridge_name, d->cfg.envelope.table, ch->key, ch->version,
+                         f->id, NULL) != SQLQ_OK)
+        f->id[0] = '\0';
+    sqlq_error_format(e, f->reason, sizeof(f->reason));
+}
+
+static void poison_reason(const sqlq_delivery *d, const sqlq_change *ch, char *out, size_t size)
+{
+    char id[33];
+    if (sqlq_envelope_id(d->cfg.envelope.bridge_name, d->cfg.envelope.table, ch->key, ch->version,
+                         id, NULL) == SQLQ_OK)
+        for (size_t i = 0; i < FAILURE_MEMORY; i++)
+            if (d->memory[i].id[0] && strcmp(d->memory[i].id, id) == 0) {
+                snprintf(out, size, "publish failed %d times (max_attempts %d); last error: %s",
+                         ch->attempts - 1, d->cfg.max_attempts, d->memory[i].reason);
+                return;
+            }
+    snprintf(out, size,
+             "not delivered after %d attempts (max_attempts %d): earlier deliveries failed or the "
+             "instance holding it stopped before the queue accepted it",
+             ch->attempts - 1, d->cfg.max_attempts);
+}
+
+/* Messages for the changes still to publish: main-queue messages (changes within max_attempts)
+ * and poison messages (exhausted); indexes refer to changes[]. */
+static sqlq_result build(sqlq_delivery *d, const sqlq_change *changes, size_t n,
+                         const sqlq_outcome *outcomes, sqlq_envelope_list *out, sqlq_error *err)
+{
+    int64_t ts = sqlq_clock_wall_ms();
+    sqlq_change *sub = malloc((n ? n : 1) * sizeof(*sub));
+    size_t *map = malloc((n ? n : 1) * sizeof(*map));
+    size_t m = 0;
+    sqlq_result r = sub && map ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    for (size_t i = 0; i < n && r == SQLQ_OK; i++) {
+        if (outcomes[i] != SQLQ_OUTCOME_PENDING && outcomes[i] != SQLQ_OUTCOME_TRANSIENT)
+            continue;
+        if (changes[i].attempts > d->cfg.max_attempts) {
+            char reason[700];
+            poison_reason(d, &changes[i], reason, sizeof(reason));
+            r = sqlq_envelope_add_poison(&d->cfg.envelope, changes, i, reason, ts, out, err);
+        } else {
+            map[m] = i;
+            sub[m++] = changes[i];
+        }
+    }
+    size_t first = out->count;
+    if (r == SQLQ_OK)
+        r = sqlq_envelope_build(&d->cfg.envelope, sub, m, ts, out, err);
+    for (size_t k = first; r == SQLQ_OK && k < out->count; k++)
+        for (size_t j = 0; j < out->items[k].nchanges; j++)
+            out->items[k].changes[j] = map[out->items[k].changes[j]];
+    free(sub);
+    free(map);
+    return r;
+}
+
+/* Put every message of one destination; results land in items[]. */
+static void put_dest(sqlq_delivery *d, const sqlq_envelope_list *l, sqlq_envelope_dest dest,
+                     sqlq_put_item *items)
+{
+    size_t count = 0;
+    sqlq_put_item *batch = calloc(l->count ? l->count : 1, sizeof(*batch));
+    size_t *where = calloc(l->count ? l->count : 1, sizeof(*where));
+    if (!batch || !where) {
+        free(batch);
+        free(where);
+        return; /* items keep SQLQ_E_NOMEM: transient */
+    }
+    for (size_t i = 0; i < l->count; i++)
+        if (l->items[i].dest == dest) {
+            batch[count] = (sqlq_put_item){l->items[i].body, l->items[i].len, SQLQ_E_CANCELLED, {0}};
+            where[count++] = i;
+        }
+    const char *queue = dest == SQLQ_DEST_MAIN ? d->cfg.queue : d->poison;
+    bool *ready = dest == SQLQ_DEST_MAIN ? &d->main_ready : &d->poison_ready;
+    sqlq_error qerr;
+    sqlq_error_clear(&qerr);
+    if (count > 0 && !*ready && create_queue(d, queue, &qerr) == SQLQ_OK)
+        *ready = true;
+    if (count > 0 && *ready) {
+        sqlq_put_options opt = {0, 0, false};
+        sqlq_result pr = sqlq_queue_put_many(d->client, queue, batch, count,
+                                             (size_t)d->cfg.max_in_flight, &opt);
+        (void)pr; /* SQLQ_E_CANCELLED: unfinished items keep SQLQ_E_CANCELLED (transient) */
+    } else if (count > 0) {
+        for (size_t k = 0; k < count; k++) {
+            batch[k].result = qerr.code ? qerr.code : SQLQ_E_NETWORK;
+            batch[k].error = qerr;
+        }
+    }
+    for (size_t k = 0; k < count; k++) {
+        items[where[k]] = batch[k];
+        if (batch[k].result == SQLQ_E_NOT_FOUND)
+            *ready = false; /* deleted under us: create it again before the retry */
+    }
+    free(batch);
+    free(where);
+}
+
+static void log_failure(const sqlq_delivery *d, const sqlq_envelope *e, const sqlq_put_item *it,
+                        sqlq_outcome o)
+{
+    char msg[600];
+    sqlq_error_format(&it->error, msg, sizeof(msg));
+    if (o == SQLQ_OUTCOME_TRANSIENT)
+        SQLQ_DEBUG("publish_retry", "queue=%s table=%s changes=%zu err=\"%s\"", d->cfg.queue,
+                   d->cfg.envelope.table, e->nchanges, msg);
+    else
+        SQLQ_WARN("publish_failed", "queue=%s table=%s changes=%zu dest=%s err=\"%s\"", d->cfg.queue,
+                  d->cfg.envelope.table, e->nchanges, e->dest == SQLQ_DEST_MAIN ? "main" : "poison", msg);
+}
+
+static void record(sqlq_delivery *d, const sqlq_change *changes, const sqlq_envelope_list *l,
+                   const sqlq_put_item *items, sqlq_outcome *outcomes)
+{
+    bool transient_seen = false;
+    for (size_t i = 0; i < l->count; i++) {
+        const sqlq_envelope *e = &l->items[i];
+        sqlq_outcome o = sqlq_delivery_classify(items[i].result, &items[i].error);
+        if (o == SQLQ_OUTCOME_ACCEPTED && e->dest == SQLQ_DEST_POISON)
+            o = SQLQ_OUTCOME_POISONED;
+        if (o == SQLQ_OUTCOME_ACCEPTED)
+            d->counts.messages++;
+        if (o == SQLQ_OUTCOME_POISONED)
+            d->counts.poisoned += e->nchanges;
+        if (o == SQLQ_OUTCOME_FAILED)
+            d->counts.failed += e->nchanges;
+        if (o == SQLQ_OUTCOME_TRANSIENT)
+            transient_seen = true;
+        if (o == SQLQ_OUTCOME_FAILED || o == SQLQ_OUTCOME_TRANSIENT)
+            log_failure(d, e, &items[i], o);
+        for (size_t j = 0; j < e->nchanges; j++) {
+            outcomes[e->changes[j]] = o;
+            if (o == SQLQ_OUTCOME_FAILED)
+                remember_failure(d, &changes[e->changes[j]], &items[i].error);
+            if (o == SQLQ_OUTCOME_POISONED)
+                SQLQ_WARN("change_poisoned", "queue=%s table=%s version=%lld attempts=%d",
+                          d->poison, d->cfg.envelope.table, (long long)changes[e->changes[j]].version,
+                          changes[e->changes[j]].attempts);
+        }
+    }
+    if (transient_seen)
+        d->counts.transient++;
+}
+
+sqlq_result sqlq_delivery_publish(sqlq_delivery *d, const sqlq_change *changes, size_t n,
+                                  sqlq_outcome *outcomes, sqlq_error *err)
+{
+    sqlq_envelope_list l = {0};
+    sqlq_result r = build(d, changes, n, outcomes, &l, err);
+    if (r != SQLQ_OK) {
+        sqlq_envelope_list_free(&l);
+        return r;
+    }
+    sqlq_put_item *items = calloc(l.count ? l.count : 1, sizeof(*items));
+    if (!items) {
+        sqlq_envelope_list_free(&l);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, true, "out of memory");
+    }
+    for (size_t i = 0; i < l.count; i++)
+        items[i].result = SQLQ_E_NOMEM;
+    put_dest(d, &l, SQLQ_DEST_POISON, items);
+    put_dest(d, &l, SQLQ_DEST_MAIN, items);
+    record(d, changes, &l, items, outcomes);
+    free(items);
+    sqlq_envelope_list_free(&l);
+    return SQLQ_OK;
+}

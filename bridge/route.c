@@ -1,0 +1,434 @@
+/* route: one watched table published to one queue: poll → publish → release → advance. */
+#include "route.h"
+
+#include "backoff.h"
+#include "delivery.h"
+#include "lease_renewer.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PROGRESS_LOG_MS 30000u
+
+struct sqlq_route {
+    sqlq_route_env env;
+    sqlq_route_config cfg;
+    sqlq_capture_config ccfg;
+    sqlq_clock clock;       /* every sleep ends at once on a stop request */
+    sqlq_clock queue_clock; /* the queue client's: a stop request ends retry waits only */
+    sqlq_backoff db_backoff;
+    sqlq_db *db;
+    sqlq_capture *cap;
+    sqlq_queue_client *client;
+    sqlq_delivery *delivery;
+    sqlq_lease_renewer *renewer;
+    unsigned long long changes, released, lost;
+    uint64_t last_progress_ms;
+};
+
+static bool stopping(const sqlq_route *r)
+{
+    return *r->env.stop != 0;
+}
+
+void sqlq_route_config_default(sqlq_route_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->bridge_name = "default";
+    c->max_batch_size = 100;
+    c->polling_interval_ms = 1000;
+    c->max_in_flight = 16;
+    c->lease_s = 60;
+    c->max_attempts = 5;
+    c->start_from = SQLQ_START_BEGINNING;
+    c->format = SQLQ_FORMAT_ROW;
+    c->oversize = SQLQ_OVERSIZE_TRUNCATE;
+    c->max_message_bytes = SQLQ_MESSAGE_MAX_TEXT;
+}
+
+static uint64_t queue_clock_now(void *ctx)
+{
+    return sqlq_clock_now_ms(&((sqlq_route *)ctx)->clock);
+}
+
+/* Requests already on the wire finish after a stop request (their changes are then released);
+ * only waits before a retry are cut short. */
+static bool queue_clock_sleep(void *ctx, uint64_t ms)
+{
+    return ms == 0 || sqlq_clock_sleep_ms(&((sqlq_route *)ctx)->clock, ms);
+}
+
+static double queue_clock_random(void *ctx)
+{
+    return sqlq_clock_random(&((sqlq_route *)ctx)->clock);
+}
+
+static sqlq_backoff_policy wait_policy(void)
+{
+    sqlq_backoff_policy p = {500, 30000, 0, 0, 0.2};
+    return p;
+}
+
+sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config *cfg,
+                              sqlq_route **out, sqlq_error *err)
+{
+    *out = NULL;
+    sqlq_route *r = calloc(1, sizeof(*r));
+    if (!r)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    r->env = *env;
+    r->cfg = *cfg;
+    r->clock = sqlq_clock_system(env->stop);
+    r->queue_clock = (sqlq_clock){queue_clock_now, queue_clock_sleep, queue_clock_random, r};
+    sqlq_capture_config_default(&r->ccfg);
+    r->ccfg.bridge_name = cfg->bridge_name;
+    r->ccfg.table = cfg->table;
+    r->ccfg.instance_id = env->instance_id;
+    r->ccfg.max_batch_size = cfg->max_batch_size;
+    r->ccfg.lease_s = cfg->lease_s;
+    r->ccfg.max_attempts = cfg->max_attempts;
+    r->ccfg.start_from = cfg->start_from;
+    sqlq_backoff_policy p = wait_policy();
+    sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
+
+    sqlq_queue_options qo;
+    sqlq_queue_options_default(&qo);
+    qo.encoding = env->encoding;
+    qo.clock = &r->queue_clock;
+    qo.timeout_ms = 10000;
+    sqlq_delivery_config dc = {cfg->queue, {0}, cfg->max_in_flight, cfg->max_attempts};
+    sqlq_envelope_config_default(&dc.envelope);
+    dc.envelope.bridge_name = cfg->bridge_name;
+    dc.envelope.table = cfg->table;
+    dc.envelope.format = cfg->format;
+    dc.envelope.oversize = cfg->oversize;
+    dc.envelope.encoding = env->encoding;
+    dc.envelope.max_text = cfg->max_message_bytes;
+    sqlq_result rc = sqlq_queue_client_create(env->account, &qo, &r->client, err);
+    if (rc == SQLQ_OK)
+        rc = sqlq_delivery_create(r->client, &dc, &r->delivery, err);
+    if (rc != SQLQ_OK) {
+        sqlq_route_destroy(r);
+        return rc;
+    }
+    *out = r;
+    return SQLQ_OK;
+}
+
+void sqlq_route_destroy(sqlq_route *r)
+{
+    if (!r)
+        return;
+    sqlq_lease_renewer_stop(r->renewer);
+    sqlq_capture_close(r->cap);
+    sqlq_db_close(r->db);
+    sqlq_delivery_destroy(r->delivery);
+    sqlq_queue_client_destroy(r->client);
+    free(r);
+}
+
+void sqlq_route_stats_add(const sqlq_route *r, sqlq_bridge_stats *sum)
+{
+    sqlq_delivery_counts c;
+    sqlq_delivery_counts_get(r->delivery, &c);
+    sum->changes += r->changes;
+    sum->messages += c.messages;
+    sum->released += r->released;
+    sum->poisoned += c.poisoned;
+    sum->lost += r->lost;
+    sum->transient += c.transient;
+}
+
+static void log_error(const char *event, const sqlq_route *r, const sqlq_error *e)
+{
+    char msg[600];
+    sqlq_error_format(e, msg, sizeof(msg));
+    if (e->transient)
+        SQLQ_WARN(event, "table=%s queue=%s transient=true err=\"%s\"", r->cfg.table, r->cfg.queue, msg);
+    else
+        SQLQ_ERROR(event, "table=%s queue=%s err=\"%s\"", r->cfg.table, r->cfg.queue, msg);
+}
+
+/* Sleep the next back-off step; false when a stop request cut it short. */
+static bool backoff_sleep(sqlq_route *r, sqlq_backoff *b)
+{
+    uint64_t delay = 30000;
+    if (!sqlq_backoff_next(b, 0, &delay))
+        sqlq_backoff_reset(b);
+    return sqlq_clock_sleep_ms(&r->clock, delay) && !stopping(r);
+}
+
+/* (Re)open the capture on the current connection. */
+static sqlq_result open_capture(sqlq_route *r, sqlq_error *err)
+{
+    sqlq_capture_close(r->cap);
+    r->cap = NULL;
+    return sqlq_capture_open(r->db, &r->ccfg, &r->cap, err);
+}
+
+/* After a failed database call: wait, reconnect when the failure was transient, reopen the
+ * capture. false: give up (stop requested, or a permanent failure in --once mode). */
+static bool recover_db(sqlq_route *r, const char *what, const sqlq_error *failed)
+{
+    log_error(what, r, failed);
+    if (stopping(r) || (!failed->transient && r->env.once))
+        return false;
+    if (!backoff_sleep(r, &r->db_backoff))
+        return false;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (failed->transient && sqlq_db_reconnect(r->db, r->env.stop, &err) != SQLQ_OK) {
+        log_error("db_reconnect_failed", r, &err);
+        return !stopping(r);
+    }
+    sqlq_error_clear(&err);
+    if (open_capture(r, &err) != SQLQ_OK)
+        log_error("capture_open_failed", r, &err);
+    else
+        SQLQ_INFO("db_reconnected", "table=%s", r->cfg.table);
+    return !stopping(r);
+}
+
+static int renew_interval_ms(const sqlq_route *r)
+{
+    if (r->env.renew_interval_ms > 0)
+        return r->env.renew_interval_ms;
+    int third = r->cfg.lease_s * 1000 / 3;
+    return third < 15000 ? (third > 100 ? third : 100) : 15000;
+}
+
+/* Connect, open the capture, start lease renewal and create the queue; transient failures are
+ * retried until they pass or a stop request comes. */
+static sqlq_result start(sqlq_route *r, sqlq_error *err)
+{
+    for (;;) {
+        sqlq_error e;
+        sqlq_error_clear(&e);
+        sqlq_result rc = r->db ? SQLQ_OK : sqlq_db_connect(r->env.db_connection, &r->db, &e);
+        if (rc == SQLQ_OK && !r->cap)
+            rc = open_capture(r, &e);
+        if (rc == SQLQ_OK && !r->renewer)
+            rc = sqlq_lease_renewer_start(r->env.db_connection, &r->ccfg, renew_interval_ms(r),
+                                          &r->renewer, &e);
+        if (rc == SQLQ_OK)
+            rc = sqlq_delivery_prepare(r->delivery, &e);
+        if (rc == SQLQ_OK) {
+            SQLQ_INFO("route_started", "table=%s queue=%s bridge=%s instance=%s format=%s",
+                      r->cfg.table, r->cfg.queue, r->cfg.bridge_name, r->env.instance_id,
+                      sqlq_envelope_format_name(r->cfg.format));
+            return SQLQ_OK;
+        }
+        log_error("route_start_failed", r, &e);
+        if (!e.transient) {
+            if (err && err->code == SQLQ_OK)
+                *err = e;
+            return rc;
+        }
+        if (r->db && !r->cap) { /* a connection that failed mid-way: start it afresh */
+            sqlq_db_close(r->db);
+            r->db = NULL;
+        }
+        if (!backoff_sleep(r, &r->db_backoff))
+            return sqlq_error_set(err, SQLQ_E_CANCELLED, false, "stopped before the route started");
+    }
+}
+
+/* Release (or abandon) until the database takes it. Giving up is safe: the leases expire and
+ * the changes are delivered again. */
+static void settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bool abandon, bool count_attempt)
+{
+    for (int permanent_failures = 0; k > 0;) {
+        sqlq_error e;
+        sqlq_error_clear(&e);
+        size_t lost = 0;
+        sqlq_result rc = !r->cap ? sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open")
+                         : abandon ? sqlq_capture_abandon(r->cap, list, k, count_attempt, &e)
+                                   : sqlq_capture_release(r->cap, list, k, &lost, &e);
+        if (rc == SQLQ_OK) {
+            sqlq_backoff_reset(&r->db_backoff);
+            if (!abandon)
+                r->released += k - lost;
+            if (lost > 0) {
+                r->lost += lost;
+                SQLQ_WARN("lease_lost", "table=%s n=%zu note=\"another instance owns these changes now "
+                          "and delivers them again\"", r->cfg.table, lost);
+            }
+            return;
+        }
+        if ((!e.transient && ++permanent_failures >= 3) ||
+            !recover_db(r, abandon ? "abandon_failed" : "release_failed", &e)) {
+            SQLQ_WARN("changes_left_leased", "table=%s n=%zu note=\"delivered again once the leases expire\"",
+                      r->cfg.table, k);
+            return;
+        }
+    }
+}
+
+/* Release what a queue accepted, abandon (attempt counted) what was refused for good; mark them done. */
+static void settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_outcome *outcomes, bool *done)
+{
+    sqlq_change *rel = malloc(b->count * sizeof(*rel));
+    sqlq_change *fail = malloc(b->count * sizeof(*fail));
+    size_t nr = 0, nf = 0;
+    for (size_t i = 0; rel && fail && i < b->count; i++) {
+        if (done[i])
+            continue;
+        if (outcomes[i] == SQLQ_OUTCOME_ACCEPTED || outcomes[i] == SQLQ_OUTCOME_POISONED) {
+            rel[nr++] = b->items[i];
+            done[i] = true;
+        } else if (outcomes[i] == SQLQ_OUTCOME_FAILED) {
+            fail[nf++] = b->items[i];
+            done[i] = true;
+        }
+    }
+    settle_list(r, rel, nr, false, false);
+    settle_list(r, fail, nf, true, true);
+    free(rel);
+    free(fail);
+}
+
+/* Give back what is still undelivered without counting the attempt (stop request). */
+static void abandon_rest(sqlq_route *r, const sqlq_change_batch *b, bool *done)
+{
+    sqlq_change *rest = malloc(b->count * sizeof(*rest));
+    size_t k = 0;
+    for (size_t i = 0; rest && i < b->count; i++)
+        if (!done[i]) {
+            rest[k++] = b->items[i];
+            done[i] = true;
+        }
+    settle_list(r, rest, k, true, false);
+    free(rest);
+}
+
+static void set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool *done)
+{
+    bool *keep = malloc((b->count ? b->count : 1) * sizeof(*keep));
+    for (size_t i = 0; keep && i < b->count; i++)
+        keep[i] = !done || !done[i];
+    if (!keep || sqlq_lease_renewer_set_subset(r->renewer, b->items, keep, b->count) != SQLQ_OK)
+        SQLQ_WARN("lease_renew_set_failed", "table=%s err=\"out of memory\"", r->cfg.table);
+    free(keep);
+}
+
+/* Publish one polled batch until every change is accepted, poisoned or refused for good;
+ * while the queue is unreachable keep retrying with back-off (leases renewed meanwhile). */
+static void deliver(sqlq_route *r, const sqlq_change_batch *b)
+{
+    sqlq_outcome *outcomes = calloc(b->count, sizeof(*outcomes));
+    bool *done = calloc(b->count, sizeof(*done));
+    sqlq_backoff qb;
+    sqlq_backoff_policy p = wait_policy();
+    sqlq_backoff_init(&qb, &p, &r->clock);
+    set_in_flight(r, b, NULL);
+    for (unsigned round = 0; outcomes && done; round++) {
+        sqlq_error e;
+        sqlq_error_clear(&e);
+        if (sqlq_delivery_publish(r->delivery, b->items, b->count, outcomes, &e) != SQLQ_OK)
+            log_error("publish_failed", r, &e);
+        settle(r, b, outcomes, done);
+        size_t left = 0;
+        for (size_t i = 0; i < b->count; i++)
+            left += !done[i];
+        if (left == 0)
+            break;
+        set_in_flight(r, b, done);
+        if (round == 0 || round % 10 == 0)
+            SQLQ_WARN("queue_unavailable", "table=%s queue=%s waiting=%zu round=%u note=\"retrying with back-off\"",
+                      r->cfg.table, r->cfg.queue, left, round + 1);
+        if (stopping(r) || !backoff_sleep(r, &qb)) {
+            abandon_rest(r, b, done);
+            break;
+        }
+    }
+    if (sqlq_lease_renewer_set(r->renewer, NULL, 0) != SQLQ_OK)
+        SQLQ_WARN("lease_renew_set_failed", "table=%s", r->cfg.table);
+    free(outcomes);
+    free(done);
+}
+
+static void advance(sqlq_route *r)
+{
+    if (!r->cap)
+        return;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    int64_t v = 0;
+    if (sqlq_capture_advance(r->cap, &v, &e) != SQLQ_OK)
+        log_error("advance_failed", r, &e); /* the next poll notices a broken connection */
+    else
+        SQLQ_DEBUG("advanced", "table=%s sync_version=%lld", r->cfg.table, (long long)v);
+}
+
+static void progress(sqlq_route *r, bool force)
+{
+    uint64_t now = sqlq_clock_now_ms(&r->clock);
+    if (!force && now - r->last_progress_ms < PROGRESS_LOG_MS)
+        return;
+    r->last_progress_ms = now;
+    sqlq_bridge_stats s;
+    memset(&s, 0, sizeof(s));
+    sqlq_route_stats_add(r, &s);
+    SQLQ_INFO("progress", "table=%s queue=%s changes=%llu messages=%llu released=%llu poisoned=%llu lost=%llu",
+              r->cfg.table, r->cfg.queue, s.changes, s.messages, s.released, s.poisoned, s.lost);
+}
+
+/* One poll; false when polling failed (after waiting and reconnecting) and the loop should
+ * look at the stop flag; *fatal when it must end (permanent failure in --once mode). */
+static bool poll_once(sqlq_route *r, sqlq_change_batch *b, bool *fatal, sqlq_error *err)
+{
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    sqlq_result rc = r->cap ? sqlq_capture_poll(r->cap, b, &e)
+                            : sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open");
+    if (rc == SQLQ_OK) {
+        sqlq_backoff_reset(&r->db_backoff);
+        return true;
+    }
+    if (!recover_db(r, "poll_failed", &e) && !stopping(r)) {
+        *fatal = true;
+        if (err && err->code == SQLQ_OK)
+            *err = e;
+    }
+    return false;
+}
+
+sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
+{
+    sqlq_result rc = start(r, err);
+    if (rc != SQLQ_OK)
+        return stopping(r) ? SQLQ_OK : rc;
+    r->last_progress_ms = sqlq_clock_now_ms(&r->clock);
+    bool idle_advanced = false, fatal = false;
+    while (!stopping(r) && !fatal) {
+        sqlq_change_batch b = {0};
+        if (!poll_once(r, &b, &fatal, err))
+            continue;
+        if (b.count == 0) {
+            sqlq_change_batch_free(&b);
+            if (!idle_advanced)
+                advance(r);
+            idle_advanced = true;
+            if (r->env.once)
+                break;
+            (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
+            continue;
+        }
+        idle_advanced = false;
+        r->changes += b.count;
+        uint64_t t0 = sqlq_clock_now_ms(&r->clock);
+        deliver(r, &b);
+        advance(r);
+        SQLQ_DEBUG("batch", "table=%s changes=%zu full=%d ms=%llu", r->cfg.table, b.count, (int)b.full,
+                   (unsigned long long)(sqlq_clock_now_ms(&r->clock) - t0));
+        bool full = b.full;
+        sqlq_change_batch_free(&b);
+        progress(r, false);
+        if (!full && !r->env.once)
+            (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
+    }
+    progress(r, true);
+    SQLQ_INFO("route_stopped", "table=%s queue=%s", r->cfg.table, r->cfg.queue);
+    return fatal ? (err && err->code ? err->code : SQLQ_E_SQL) : SQLQ_OK;
+}

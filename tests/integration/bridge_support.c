@@ -1,0 +1,447 @@
+/* bridge_support: what the bridge integration tests share: run the real sqlq binary, set up
+ * tables through the change log, and read every message back from Azurite. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "bridge_support.h"
+
+#include "change_log.h"
+#include "clock.h"
+#include "codec.h"
+#include "table.h"
+#include "testenv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void bt_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+void bt_queue_open(bt_queue *q, const char *conn)
+{
+    memset(q, 0, sizeof(*q));
+    q->conn = conn ? strdup(conn) : sqlq_test_azurite_conn();
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_account_parse(q->conn, &q->account, &err) != SQLQ_OK)
+        fail_msg("account: %s", err.message);
+    sqlq_queue_options o;
+    sqlq_queue_options_default(&o);
+    o.timeout_ms = 10000;
+    if (sqlq_queue_client_create(q->account, &o, &q->client, &err) != SQLQ_OK)
+        fail_msg("queue client: %s", err.message);
+}
+
+void bt_queue_close(bt_queue *q)
+{
+    sqlq_queue_client_destroy(q->client);
+    sqlq_account_destroy(q->account);
+    free(q->conn);
+    memset(q, 0, sizeof(*q));
+}
+
+void bt_queue_drop(bt_queue *q, const char *queue)
+{
+    char poison[80];
+    snprintf(poison, sizeof(poison), "%s-poison", queue);
+    const char *names[] = {queue, poison};
+    for (int i = 0; i < 2; i++) {
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        sqlq_result r = sqlq_queue_delete(q->client, names[i], &err);
+        (void)r; /* NOT_FOUND is fine: the poison queue is created only when needed */
+    }
+}
+
+void bt_log_path(const char *name, char *out, size_t size)
+{
+    const char *dir = getenv("SQLQ_TEST_ENV_DIR");
+    char unique[128];
+    sqlq_test_unique_name(name, unique, sizeof(unique));
+    sqlq_test_sh("mkdir -p '%s/bridge-logs'", dir && *dir ? dir : "testenv");
+    snprintf(out, size, "%s/bridge-logs/%s.log", dir && *dir ? dir : "testenv", unique);
+}
+
+pid_t bt_bridge_start(const char *queue_conn, const char *log_path, const char *const *args)
+{
+    const char *argv[64];
+    size_t n = 0;
+    argv[n++] = sqlq_test_bin();
+    argv[n++] = "bridge";
+    for (size_t i = 0; args[i] && n < 62; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        setenv("SQLQ_QUEUE_CONNECTION", queue_conn, 1);
+        execv(argv[0], (char *const *)(uintptr_t)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+int bt_wait(pid_t pid, int timeout_ms)
+{
+    for (int waited = 0;; waited += 20) {
+        int st = 0;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (r < 0)
+            return -2;
+        if (waited >= timeout_ms) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        bt_sleep_ms(20);
+    }
+}
+
+void bt_print_log(const char *log_path)
+{
+    fprintf(stderr, "---- %s (last 60 lines) ----\n", log_path);
+    fflush(stderr);
+    sqlq_test_sh("tail -n 60 '%s' >&2", log_path);
+}
+
+int bt_bridge_run(const char *queue_conn, const char *log_path, const char *const *args, int timeout_ms,
+                  int expect)
+{
+    int code = bt_wait(bt_bridge_start(queue_conn, log_path, args), timeout_ms);
+    if (code != expect)
+        bt_print_log(log_path);
+    return code;
+}
+
+sqlq_db *bt_db(const char *conn)
+{
+    sqlq_db *db = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
+        fail_msg("connect: %s", err.message);
+    return db;
+}
+
+void bt_exec(sqlq_db *db, const char *sql)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
+        fail_msg("SQL failed: %s\n  %s", err.message, sql);
+}
+
+void bt_setup(const char *conn, const char *table)
+{
+    sqlq_db *db = bt_db(conn);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_table_name tn;
+    sqlq_table *t = NULL;
+    if (sqlq_table_name_parse(table, &tn, &err) != SQLQ_OK || sqlq_table_describe(db, &tn, &t, &err) != SQLQ_OK ||
+        sqlq_change_log_install(db, t, &err) != SQLQ_OK)
+        fail_msg("setup of %s: %s", table, err.message);
+    sqlq_table_free(t);
+    sqlq_db_close(db);
+}
+
+static json_t *decode(const sqlq_message *m)
+{
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_codec_decode(SQLQ_ENCODING_BASE64, m->text, m->text_len, &b, &err) != SQLQ_OK)
+        fail_msg("message %s is not base64: %s", m->id, err.message);
+    json_error_t jerr;
+    json_t *j = json_loadb(b.data ? b.data : "", b.len, JSON_DECODE_ANY, &jerr);
+    if (!j)
+        fail_msg("message %s is not JSON: %s: %.200s", m->id, jerr.text, b.data ? b.data : "");
+    sqlq_buf_free(&b);
+    return j;
+}
+
+json_t *bt_drain(bt_queue *q, const char *queue, int quiet_ms, int max_ms)
+{
+    json_t *all = json_array();
+    uint64_t start = (uint64_t)sqlq_clock_wall_ms(), last = start;
+    for (;;) {
+        uint64_t now = (uint64_t)sqlq_clock_wall_ms();
+        if (now - last > (uint64_t)quiet_ms || now - start > (uint64_t)max_ms)
+            break;
+        sqlq_message_list l = {0};
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        sqlq_result r = sqlq_queue_get(q->client, queue, 32, 3600, &l, &err);
+        if (r == SQLQ_E_NOT_FOUND) {
+            bt_sleep_ms(100);
+            continue;
+        }
+        if (r != SQLQ_OK)
+            fail_msg("get %s: %s", queue, err.message);
+        for (size_t i = 0; i < l.count; i++)
+            json_array_append_new(all, decode(&l.items[i]));
+        if (l.count > 0)
+            last = (uint64_t)sqlq_clock_wall_ms();
+        else
+            bt_sleep_ms(100);
+        sqlq_message_list_free(&l);
+    }
+    return all;
+}
+
+json_t *bt_flatten(json_t *messages)
+{
+    json_t *out = json_array();
+    size_t i, j;
+    json_t *m, *c;
+    json_array_foreach(messages, i, m)
+    {
+        json_t *changes = json_object_get(m, "changes");
+        if (json_is_array(changes))
+            json_array_foreach(changes, j, c) json_array_append(out, c);
+        else
+            json_array_append(out, m);
+    }
+    return out;
+}
+
+json_t *bt_by_key(json_t *changes)
+{
+    json_t *idx = json_object();
+    size_t i;
+    json_t *c;
+    json_array_foreach(changes, i, c)
+    {
+        char *k = json_dumps(json_object_get(c, "key"), JSON_SORT_KEYS | JSON_COMPACT);
+        assert_non_null(k);
+        json_t *list = json_object_get(idx, k);
+        if (!list) {
+            list = json_array();
+            json_object_set_new(idx, k, list);
+        }
+        json_array_append(list, c);
+        free(k);
+    }
+    return idx;
+}
+
+json_t *bt_latest(json_t *changes)
+{
+    json_t *best = NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach(changes, i, c)
+    {
+        if (!best || json_integer_value(json_object_get(c, "version")) >
+                         json_integer_value(json_object_get(best, "version")))
+            best = c;
+    }
+    return best;
+}
+
+size_t bt_distinct_ids(json_t *changes)
+{
+    json_t *seen = json_object();
+    size_t i;
+    json_t *c;
+    json_array_foreach(changes, i, c)
+    {
+        const char *id = json_string_value(json_object_get(c, "id"));
+        if (id)
+            json_object_set_new(seen, id, json_true());
+    }
+    size_t n = json_object_size(seen);
+    json_decref(seen);
+    return n;
+}
+
+struct bt_writers {
+    char *conn, *table;
+    int threads, nkeys, ops, pause_ms;
+    pthread_t *tids;
+    pthread_mutex_t mu;
+    bool *touched;
+    long committed;
+    int finished;
+    unsigned seq;
+};
+
+typedef struct writer_arg {
+    bt_writers *w;
+    unsigned seed;
+} writer_arg;
+
+static void *writer_main(void *p)
+{
+    writer_arg *a = p;
+    bt_writers *w = a->w;
+    sqlq_db *db = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_connect(w->conn, &db, &err) != SQLQ_OK) {
+        fprintf(stderr, "writer: connect: %s\n", err.message);
+        free(a);
+        return NULL;
+    }
+    for (int i = 0; i < w->ops; i++) {
+        int id = (int)(rand_r(&a->seed) % (unsigned)w->nkeys), dice = (int)(rand_r(&a->seed) % 100);
+        pthread_mutex_lock(&w->mu);
+        unsigned v = ++w->seq;
+        pthread_mutex_unlock(&w->mu);
+        char sql[256];
+        if (dice < 60)
+            snprintf(sql, sizeof(sql), "INSERT INTO %s (id, v) VALUES (%d, %u) ON CONFLICT (id) DO UPDATE SET v = excluded.v",
+                     w->table, id, v);
+        else if (dice < 80)
+            snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE id = %d", w->table, id);
+        else
+            snprintf(sql, sizeof(sql), "UPDATE %s SET v = %u WHERE id = %d", w->table, v, id);
+        sqlq_error_clear(&err);
+        long long rows = 0;
+        if (sqlq_db_exec(db, sql, NULL, 0, &rows, &err) == SQLQ_OK) {
+            pthread_mutex_lock(&w->mu);
+            w->committed++;
+            if (rows > 0)
+                w->touched[id] = true;
+            pthread_mutex_unlock(&w->mu);
+        }
+        if (w->pause_ms > 0)
+            bt_sleep_ms(w->pause_ms);
+    }
+    sqlq_db_close(db);
+    pthread_mutex_lock(&w->mu);
+    w->finished++;
+    pthread_mutex_unlock(&w->mu);
+    free(a);
+    return NULL;
+}
+
+bt_writers *bt_writers_start(const char *conn, const char *table, int threads, int nkeys, int ops_per_thread,
+                             int pause_ms)
+{
+    bt_writers *w = calloc(1, sizeof(*w));
+    w->conn = strdup(conn);
+    w->table = strdup(table);
+    w->threads = threads;
+    w->nkeys = nkeys;
+    w->ops = ops_per_thread;
+    w->pause_ms = pause_ms;
+    w->tids = calloc((size_t)threads, sizeof(*w->tids));
+    w->touched = calloc((size_t)nkeys, sizeof(bool));
+    pthread_mutex_init(&w->mu, NULL);
+    for (int i = 0; i < threads; i++) {
+        writer_arg *a = malloc(sizeof(*a));
+        a->w = w;
+        a->seed = (unsigned)getpid() * 7919u + (unsigned)i * 104729u;
+        assert_int_equal(pthread_create(&w->tids[i], NULL, writer_main, a), 0);
+    }
+    return w;
+}
+
+bool bt_writers_done(bt_writers *w)
+{
+    pthread_mutex_lock(&w->mu);
+    bool done = w->finished == w->threads;
+    pthread_mutex_unlock(&w->mu);
+    return done;
+}
+
+long bt_writers_join(bt_writers *w)
+{
+    for (int i = 0; i < w->threads; i++)
+        pthread_join(w->tids[i], NULL);
+    w->threads = 0;
+    return w->committed;
+}
+
+bool bt_writers_touched(const bt_writers *w, int id)
+{
+    return id >= 0 && id < w->nkeys && w->touched[id];
+}
+
+void bt_writers_free(bt_writers *w)
+{
+    if (!w)
+        return;
+    free(w->conn);
+    free(w->table);
+    free(w->tids);
+    free(w->touched);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+void bt_verify_final_state(const char *conn, const char *table, const bt_writers *w, json_t *changes)
+{
+    sqlq_db *db = bt_db(conn);
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT id, v FROM %s", table);
+    json_t *rows = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_query(db, sql, NULL, 0, &rows, &err) != SQLQ_OK)
+        fail_msg("query: %s", err.message);
+    json_t *now = json_object(); /* id → v */
+    size_t i;
+    json_t *r;
+    json_array_foreach(rows, i, r)
+    {
+        char k[32];
+        snprintf(k, sizeof(k), "%lld", (long long)json_integer_value(json_object_get(r, "id")));
+        json_object_set(now, k, json_object_get(r, "v"));
+    }
+    json_t *by = bt_by_key(changes);
+    int checked = 0;
+    for (int id = 0; id < w->nkeys; id++) {
+        if (!bt_writers_touched(w, id))
+            continue;
+        char canon[48], k[32];
+        snprintf(canon, sizeof(canon), "{\"id\":%d}", id);
+        snprintf(k, sizeof(k), "%d", id);
+        json_t *latest = bt_latest(json_object_get(by, canon));
+        if (!latest)
+            fail_msg("id %d was written but no message arrived", id);
+        json_t *v = json_object_get(now, k);
+        const char *op = json_string_value(json_object_get(latest, "op"));
+        if (!v) {
+            if (strcmp(op, "delete") != 0)
+                fail_msg("id %d is deleted but the newest message says %s", id, op);
+        } else {
+            json_t *mv = json_object_get(json_object_get(latest, "row"), "v");
+            if (strcmp(op, "delete") == 0 || !json_equal(mv, v))
+                fail_msg("id %d: table has v=%lld, newest message op=%s v=%lld", id,
+                         (long long)json_integer_value(v), op, (long long)json_integer_value(mv));
+        }
+        checked++;
+    }
+    fprintf(stderr, "verified the final state of %d ids\n", checked);
+    json_decref(by);
+    json_decref(now);
+    json_decref(rows);
+    sqlq_db_close(db);
+}

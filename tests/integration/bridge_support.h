@@ -1,0 +1,75 @@
+/* bridge_support: what the bridge integration tests share: run the real sqlq binary, set up
+ * tables through the change log, and read every message back from Azurite. */
+#ifndef SQLQ_BRIDGE_SUPPORT_H
+#define SQLQ_BRIDGE_SUPPORT_H
+
+#include "db.h"
+#include "queue_client.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* The shared Azurite of the fixture: its connection string, a client. */
+typedef struct bt_queue {
+    char *conn;
+    sqlq_account *account;
+    sqlq_queue_client *client;
+} bt_queue;
+
+void bt_queue_open(bt_queue *q, const char *conn); /* conn NULL: the fixture's Azurite */
+void bt_queue_close(bt_queue *q);
+/* Delete a queue and its -poison queue (best effort: a test's own clean-up). */
+void bt_queue_drop(bt_queue *q, const char *queue);
+
+/* Start `sqlq bridge ARGS...` (NULL-terminated) with SQLQ_QUEUE_CONNECTION=queue_conn, output
+ * appended to log_path. */
+pid_t bt_bridge_start(const char *queue_conn, const char *log_path, const char *const *args);
+/* Wait up to timeout_ms: the exit code, 128 + signal when killed, or -1 on timeout (then the
+ * process is killed with SIGKILL). */
+int bt_wait(pid_t pid, int timeout_ms);
+/* Start and wait; prints the log when the exit code is not `expect`. */
+int bt_bridge_run(const char *queue_conn, const char *log_path, const char *const *args, int timeout_ms,
+                  int expect);
+void bt_print_log(const char *log_path);
+/* A log path under the test environment for this test and name. */
+void bt_log_path(const char *name, char *out, size_t size);
+
+/* Connect or fail the test. */
+sqlq_db *bt_db(const char *conn);
+/* Execute SQL or fail the test. */
+void bt_exec(sqlq_db *db, const char *sql);
+/* Install the change log for a table (what `sqlq setup` does for one table). */
+void bt_setup(const char *conn, const char *table);
+
+/* Receive and delete every message of a queue until none has come for quiet_ms (at most
+ * max_ms in all). Returns an array of the decoded JSON bodies. */
+json_t *bt_drain(bt_queue *q, const char *queue, int quiet_ms, int max_ms);
+/* Row-format changes of messages in any format: batch elements and row objects as they are. */
+json_t *bt_flatten(json_t *messages);
+/* Index changes by canonical key: object key → array of change objects. */
+json_t *bt_by_key(json_t *changes);
+/* The change with the highest version in an array. */
+json_t *bt_latest(json_t *changes);
+/* Number of distinct "id" values. */
+size_t bt_distinct_ids(json_t *changes);
+
+void bt_sleep_ms(int ms);
+
+/* Writer threads: each with its own connection, random upserts, updates and deletes on
+ * table (id integer primary key, v integer) over ids 0..nkeys-1, each write a new v. */
+typedef struct bt_writers bt_writers;
+bt_writers *bt_writers_start(const char *conn, const char *table, int threads, int nkeys, int ops_per_thread,
+                             int pause_ms);
+/* Wait until every writer finished; returns the number of writes committed. */
+long bt_writers_join(bt_writers *w);
+bool bt_writers_done(bt_writers *w);
+/* Whether a write to id committed (then a message for it must arrive). */
+bool bt_writers_touched(const bt_writers *w, int id);
+void bt_writers_free(bt_writers *w);
+
+/* Check, for every id the writers touched, that the newest message (highest version) matches
+ * the row now in the table (or says delete when it is gone). changes: row-format objects. */
+void bt_verify_final_state(const char *conn, const char *table, const bt_writers *w, json_t *changes);
+
+#endif

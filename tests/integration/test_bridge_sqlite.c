@@ -1,0 +1,362 @@
+/* `sqlq bridge` on SQLite through sqliteodbc, publishing to Azurite: content of every column
+ * type, updates and deletes, collapsing, composite keys and odd identifiers, formats, oversized
+ * rows, a permanent failure going to poison while the table keeps flowing, SIGTERM. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "bridge_support.h"
+#include "testenv.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ctx {
+    bt_queue q;
+    char path[512];
+    char *conn;
+    char queue[64];
+    char log[512];
+} ctx;
+
+static int setup(void **state)
+{
+    ctx *c = calloc(1, sizeof(*c));
+    bt_queue_open(&c->q, NULL);
+    c->conn = sqlq_test_sqlite_db("bridge", c->path, sizeof(c->path));
+    sqlq_test_unique_name("br-sqlite", c->queue, sizeof(c->queue));
+    bt_log_path("bridge-sqlite", c->log, sizeof(c->log));
+    *state = c;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    ctx *c = *state;
+    bt_queue_drop(&c->q, c->queue);
+    bt_queue_close(&c->q);
+    free(c->conn);
+    free(c);
+    return 0;
+}
+
+/* Run the bridge once over table → c->queue with extra flags; expect exit 0. */
+static void run_once(ctx *c, const char *table, const char *const *extra)
+{
+    const char *args[40] = {"--db", c->conn, "--table", table, "--queue", c->queue, "--once",
+                            "--polling-interval-ms", "20", "--lease-s", "10"};
+    size_t n = 11;
+    for (size_t i = 0; extra && extra[i] && n < 38; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    assert_int_equal(bt_bridge_run(c->q.conn, c->log, args, 60000, 0), 0);
+}
+
+static json_t *find_key(json_t *by_key, const char *canon)
+{
+    json_t *l = json_object_get(by_key, canon);
+    if (!l)
+        fail_msg("no message for key %s", canon);
+    return l;
+}
+
+static void test_bridge_sqlite_types_inserts_updates_deletes(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE orders (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER, weight REAL, "
+                "paid BOOLEAN, data BLOB, big INTEGER, note VARCHAR(20))");
+    bt_setup(c->conn, "orders");
+    bt_exec(db, "INSERT INTO orders VALUES (1, 'caf\xc3\xa9 \"q\" ''s''', 3, 2.5, 1, x'00ff10', 1152921504606846976, NULL)");
+    bt_exec(db, "INSERT INTO orders VALUES (2, 'two', -7, -0.25, 0, NULL, 5, 'n')");
+    bt_exec(db, "INSERT INTO orders VALUES (3, '', 0, 0, 0, x'', 0, '')");
+    run_once(c, "orders", NULL);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 3);
+    json_t *by = bt_by_key(msgs);
+    json_t *m1 = json_array_get(find_key(by, "{\"id\":1}"), 0);
+    assert_string_equal(json_string_value(json_object_get(m1, "op")), "insert");
+    assert_string_equal(json_string_value(json_object_get(m1, "table")), "orders");
+    assert_string_equal(json_string_value(json_object_get(m1, "bridge")), "default");
+    assert_int_equal(strlen(json_string_value(json_object_get(m1, "id"))), 32);
+    json_t *row = json_object_get(m1, "row");
+    assert_int_equal(json_integer_value(json_object_get(row, "id")), 1);
+    assert_string_equal(json_string_value(json_object_get(row, "name")), "caf\xc3\xa9 \"q\" 's'");
+    assert_int_equal(json_integer_value(json_object_get(row, "qty")), 3);
+    assert_true(json_real_value(json_object_get(row, "weight")) == 2.5);
+    assert_true(json_is_true(json_object_get(row, "paid")) ||
+                json_integer_value(json_object_get(row, "paid")) == 1);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(row, "data"), "$base64")), "AP8Q");
+    assert_string_equal(json_string_value(json_object_get(row, "big")), "1152921504606846976");
+    assert_true(json_is_null(json_object_get(row, "note")));
+    json_t *row2 = json_object_get(json_array_get(find_key(by, "{\"id\":2}"), 0), "row");
+    assert_int_equal(json_integer_value(json_object_get(row2, "qty")), -7);
+    assert_true(json_is_null(json_object_get(row2, "data")));
+    assert_string_equal(json_string_value(json_object_get(row2, "note")), "n");
+    json_decref(by);
+    json_decref(msgs);
+
+    bt_exec(db, "UPDATE orders SET name = 'one', qty = 4 WHERE id = 1");
+    bt_exec(db, "DELETE FROM orders WHERE id = 2");
+    run_once(c, "orders", NULL);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 2);
+    by = bt_by_key(msgs);
+    json_t *u = json_array_get(find_key(by, "{\"id\":1}"), 0);
+    assert_string_equal(json_string_value(json_object_get(u, "op")), "update");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(u, "row"), "name")), "one");
+    assert_true(json_integer_value(json_object_get(u, "version")) > json_integer_value(json_object_get(m1, "version")));
+    json_t *d = json_array_get(find_key(by, "{\"id\":2}"), 0);
+    assert_string_equal(json_string_value(json_object_get(d, "op")), "delete");
+    assert_true(json_is_null(json_object_get(d, "row")));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "key"), "id")), 2);
+    json_decref(by);
+    json_decref(msgs);
+
+    /* Nothing new: nothing published. */
+    run_once(c, "orders", NULL);
+    msgs = bt_drain(&c->q, c->queue, 300, 5000);
+    assert_int_equal(json_array_size(msgs), 0);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+static void test_bridge_sqlite_changes_between_polls_collapse(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)");
+    bt_setup(c->conn, "t");
+    bt_exec(db, "INSERT INTO t VALUES (1, 'a')");
+    bt_exec(db, "UPDATE t SET v = 'b' WHERE id = 1");
+    bt_exec(db, "UPDATE t SET v = 'c' WHERE id = 1");
+    bt_exec(db, "INSERT INTO t VALUES (2, 'x')");
+    bt_exec(db, "DELETE FROM t WHERE id = 2");
+    run_once(c, "t", NULL);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    json_t *by = bt_by_key(msgs);
+    json_t *l1 = find_key(by, "{\"id\":1}");
+    assert_int_equal(json_array_size(l1), 1);
+    json_t *m = json_array_get(l1, 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(m, "row"), "v")), "c");
+    assert_string_not_equal(json_string_value(json_object_get(m, "op")), "delete");
+    json_t *l2 = find_key(by, "{\"id\":2}");
+    assert_int_equal(json_array_size(l2), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(l2, 0), "op")), "delete");
+    assert_int_equal(json_array_size(msgs), 2);
+    json_decref(by);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+static void test_bridge_sqlite_composite_key_odd_identifiers(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE \"Odd \"\"Tbl\"\" name\" (\"a b\" TEXT NOT NULL, \"K\xc3\xa9y\" INTEGER NOT NULL, "
+                "\"x\"\"y\" TEXT, \"select\" INTEGER, PRIMARY KEY (\"a b\", \"K\xc3\xa9y\"))");
+    const char *table = "\"Odd \"\"Tbl\"\" name\"";
+    bt_setup(c->conn, table);
+    bt_exec(db, "INSERT INTO \"Odd \"\"Tbl\"\" name\" VALUES ('p', 1, 'one', 1), ('p', 2, 'two', 2), ('q', 1, 'three', 3)");
+    bt_exec(db, "UPDATE \"Odd \"\"Tbl\"\" name\" SET \"x\"\"y\" = 'TWO' WHERE \"a b\" = 'p' AND \"K\xc3\xa9y\" = 2");
+    bt_exec(db, "DELETE FROM \"Odd \"\"Tbl\"\" name\" WHERE \"a b\" = 'q'");
+    run_once(c, table, NULL);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 3);
+    json_t *by = bt_by_key(msgs);
+    json_t *m = json_array_get(find_key(by, "{\"K\xc3\xa9y\":2,\"a b\":\"p\"}"), 0);
+    assert_string_equal(json_string_value(json_object_get(m, "table")), table);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(m, "row"), "x\"y")), "TWO");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "row"), "select")), 2);
+    json_t *d = json_array_get(find_key(by, "{\"K\xc3\xa9y\":1,\"a b\":\"q\"}"), 0);
+    assert_string_equal(json_string_value(json_object_get(d, "op")), "delete");
+    assert_int_equal(json_object_size(json_object_get(d, "key")), 2);
+    json_decref(by);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+static void insert_many(sqlq_db *db, const char *table, int from, int to, int pad)
+{
+    char sql[256];
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_db_begin(db, &err), SQLQ_OK);
+    for (int i = from; i < to; i++) {
+        snprintf(sql, sizeof(sql), "INSERT INTO %s VALUES (%d, printf('%%0%dd', %d))", table, i, pad, i);
+        bt_exec(db, sql);
+    }
+    assert_int_equal(sqlq_db_commit(db, &err), SQLQ_OK);
+}
+
+static void test_bridge_sqlite_batch_and_functions_formats(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE f (id INTEGER PRIMARY KEY, v TEXT)");
+    bt_setup(c->conn, "f");
+    insert_many(db, "f", 0, 250, 600);
+    bt_exec(db, "DELETE FROM f WHERE id = 7");
+    const char *batch[] = {"--format", "batch", "--max-batch-size", "100", NULL};
+    run_once(c, "f", batch);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_true(json_array_size(msgs) >= 3 && json_array_size(msgs) < 20); /* packed, ~100 per poll */
+    json_t *flat = bt_flatten(msgs);
+    assert_int_equal(json_array_size(flat), 250);
+    assert_int_equal(bt_distinct_ids(flat), 250);
+    json_decref(flat);
+    json_decref(msgs);
+
+    /* The same changes on another table, in the functions shape. (A bridge name that joins
+     * later replays only what the change log still holds: the first one trimmed it.) */
+    bt_exec(db, "CREATE TABLE f2 (id INTEGER PRIMARY KEY, v TEXT)");
+    bt_setup(c->conn, "f2");
+    insert_many(db, "f2", 0, 250, 600);
+    bt_exec(db, "DELETE FROM f2 WHERE id = 7");
+    const char *fn[] = {"--format", "functions", NULL};
+    run_once(c, "f2", fn);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    size_t total = 0, deletes = 0;
+    size_t i, j;
+    json_t *m, *e;
+    json_array_foreach(msgs, i, m)
+    {
+        assert_true(json_is_array(m));
+        json_array_foreach(m, j, e)
+        {
+            json_int_t op = json_integer_value(json_object_get(e, "Operation"));
+            json_t *item = json_object_get(e, "Item");
+            assert_true(json_is_object(item));
+            if (op == 2) {
+                deletes++;
+                assert_int_equal(json_object_size(item), 1); /* key fields only */
+                assert_int_equal(json_integer_value(json_object_get(item, "id")), 7);
+            } else {
+                assert_int_equal(op, 0);
+                assert_int_equal(strlen(json_string_value(json_object_get(item, "v"))), 600);
+            }
+            total++;
+        }
+    }
+    assert_int_equal(total, 250);
+    assert_int_equal(deletes, 1);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+static void test_bridge_sqlite_oversize_truncate_and_poison(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE big (id INTEGER PRIMARY KEY, v TEXT)");
+    bt_setup(c->conn, "big");
+    bt_exec(db, "INSERT INTO big VALUES (1, 'small'), (2, hex(zeroblob(50000))), (3, 'small too')");
+    run_once(c, "big", NULL);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 3);
+    json_t *by = bt_by_key(msgs);
+    json_t *t = json_array_get(find_key(by, "{\"id\":2}"), 0);
+    assert_true(json_is_true(json_object_get(t, "truncated")));
+    assert_null(json_object_get(t, "row"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(find_key(by, "{\"id\":3}"), 0),
+                                                                          "row"), "v")), "small too");
+    json_decref(by);
+    json_decref(msgs);
+
+    bt_exec(db, "CREATE TABLE big2 (id INTEGER PRIMARY KEY, v TEXT)");
+    bt_setup(c->conn, "big2");
+    bt_exec(db, "INSERT INTO big2 SELECT * FROM big");
+    const char *poison[] = {"--oversize", "poison", NULL};
+    run_once(c, "big2", poison);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 2); /* 1 and 3 */
+    json_decref(msgs);
+    char pq[80];
+    snprintf(pq, sizeof(pq), "%s-poison", c->queue);
+    msgs = bt_drain(&c->q, pq, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 1);
+    json_t *p = json_array_get(msgs, 0);
+    assert_non_null(strstr(json_string_value(json_object_get(p, "reason")), "too large"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(p, "message"), "key"), "id")), 2);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+/* A permanent publish failure for one row only: --max-message-bytes above the service limit lets
+ * a 60 KB row through the envelope, and the queue (client or Azurite) refuses it for good with
+ * MessageTooLarge. That row must go to poison after max_attempts while the others flow. */
+static void test_bridge_sqlite_permanent_failure_goes_to_poison(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE pf (id INTEGER PRIMARY KEY, v TEXT)");
+    bt_setup(c->conn, "pf");
+    insert_many(db, "pf", 0, 30, 10);
+    bt_exec(db, "INSERT INTO pf VALUES (1000, hex(zeroblob(30000)))");
+    insert_many(db, "pf", 30, 60, 10);
+    const char *extra[] = {"--max-message-bytes", "200000", "--max-batch-size", "25", NULL};
+    run_once(c, "pf", extra);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 60);
+    json_decref(msgs);
+    char pq[80];
+    snprintf(pq, sizeof(pq), "%s-poison", c->queue);
+    msgs = bt_drain(&c->q, pq, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 1);
+    json_t *p = json_array_get(msgs, 0);
+    const char *reason = json_string_value(json_object_get(p, "reason"));
+    assert_non_null(strstr(reason, "publish failed 5 times"));
+    json_t *orig = json_object_get(p, "message");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(orig, "key"), "id")), 1000);
+    json_decref(msgs);
+    /* Released after poisoning: a second run publishes nothing. */
+    run_once(c, "pf", extra);
+    msgs = bt_drain(&c->q, c->queue, 300, 5000);
+    assert_int_equal(json_array_size(msgs), 0);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+static void test_bridge_sqlite_sigterm_finishes_and_exits_0(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE s (id INTEGER PRIMARY KEY, v TEXT)");
+    bt_setup(c->conn, "s");
+    const char *args[] = {"--db", c->conn, "--table", "s", "--queue", c->queue, "--polling-interval-ms", "50",
+                          "--lease-s", "10", NULL};
+    pid_t pid = bt_bridge_start(c->q.conn, c->log, args);
+    insert_many(db, "s", 0, 200, 10);
+    json_t *msgs = json_array();
+    for (int i = 0; i < 100 && json_array_size(msgs) < 200; i++) {
+        json_t *more = bt_drain(&c->q, c->queue, 200, 2000);
+        json_array_extend(msgs, more);
+        json_decref(more);
+    }
+    assert_int_equal(json_array_size(msgs), 200);
+    json_decref(msgs);
+    kill(pid, SIGTERM);
+    int code = bt_wait(pid, 30000);
+    if (code != 0)
+        bt_print_log(c->log);
+    assert_int_equal(code, 0);
+    sqlq_db_close(db);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_bridge_sqlite_types_inserts_updates_deletes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_sqlite_changes_between_polls_collapse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_sqlite_composite_key_odd_identifiers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_sqlite_batch_and_functions_formats, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_sqlite_oversize_truncate_and_poison, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_sqlite_permanent_failure_goes_to_poison, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_sqlite_sigterm_finishes_and_exits_0, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
