@@ -4,3 +4,5 @@ sqlq_unit_test(cursor_query sqlq_sql)
 sqlq_unit_test(cursor_column sqlq_sql)
 sqlq_unit_test(cursor_pending sqlq_sql)
 sqlq_unit_test(watermark sqlq_sql)
+
+sqlq_integration_test(cursor_source FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)

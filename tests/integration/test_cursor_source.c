@@ -1,0 +1,390 @@
+/* cursor_source against real SQLite and PostgreSQL: inserts, updates, timestamp ties across
+ * batch boundaries, composite keys, soft deletes, the safety lag, unsafe cursors refused, and
+ * a stale poller's commit rejected by the database after another instance took the lease. */
+#include "capture.h"
+#include "cursor_source.h"
+#include "db.h"
+#include "log.h"
+#include "testenv.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+typedef struct env {
+    const char *conn;
+    sqlq_dialect_kind dialect;
+    const char *ts_type;    /* a NOT NULL timestamp type */
+    const char *state_table;
+} env;
+
+static sqlq_db *open_db(const char *conn)
+{
+    sqlq_db *db = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
+        fail_msg("connect: %s", err.message);
+    return db;
+}
+
+static void exec_ok(sqlq_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void exec_ok(sqlq_db *db, const char *fmt, ...)
+{
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof(sql), fmt, ap);
+    va_end(ap);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
+        fail_msg("%s: %s", sql, err.message);
+}
+
+static int64_t query_int(sqlq_db *db, const char *sql)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    int64_t v = -1;
+    if (sqlq_db_query_int(db, sql, NULL, 0, &v, &err) != SQLQ_OK)
+        fail_msg("%s: %s", sql, err.message);
+    return v;
+}
+
+static sqlq_cursor_source *open_source(sqlq_db *db, const char *table, const char *cursor,
+                                       const char *soft_delete, const char *instance, int batch,
+                                       int lease_s, int lag_ms)
+{
+    sqlq_capture_config cfg;
+    sqlq_capture_config_default(&cfg);
+    cfg.source = SQLQ_SOURCE_CURSOR;
+    cfg.table = table;
+    cfg.instance_id = instance;
+    cfg.cursor_column = cursor;
+    cfg.soft_delete_column = soft_delete;
+    cfg.max_batch_size = batch;
+    cfg.lease_s = lease_s;
+    cfg.safety_lag_ms = lag_ms;
+    sqlq_cursor_source *cs = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_cursor_source_open(db, NULL, &cfg, &cs, &err) != SQLQ_OK)
+        fail_msg("cursor source open: %s", err.message);
+    return cs;
+}
+
+/* What a poll delivered: ids (key "id") and ops, appended. */
+typedef struct seen {
+    int64_t ids[512];
+    sqlq_op ops[512];
+    size_t n;
+    size_t batches;
+} seen;
+
+static size_t poll_release(sqlq_cursor_source *cs, seen *s, bool release)
+{
+    sqlq_change_batch b;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_cursor_source_poll(cs, &b, &err) != SQLQ_OK)
+        fail_msg("poll: %s", err.message);
+    for (size_t i = 0; i < b.count && s->n < 512; i++) {
+        s->ids[s->n] = (int64_t)json_integer_value(json_object_get(b.items[i].key, "id"));
+        s->ops[s->n++] = b.items[i].op;
+        if (b.items[i].op == SQLQ_OP_DELETE)
+            assert_null(b.items[i].row);
+        else
+            assert_non_null(json_object_get(b.items[i].row, "name"));
+    }
+    if (b.count > 0)
+        s->batches++;
+    if (release && b.count > 0) {
+        size_t lost = 99;
+        if (sqlq_cursor_source_release(cs, b.items, b.count, &lost, &err) != SQLQ_OK)
+            fail_msg("release: %s", err.message);
+        assert_int_equal(lost, 0);
+    }
+    size_t n = b.count;
+    sqlq_change_batch_free(&b);
+    return n;
+}
+
+static void drain(sqlq_cursor_source *cs, seen *s)
+{
+    for (int guard = 0; guard < 200 && poll_release(cs, s, true) > 0; guard++)
+        ;
+}
+
+/* 25 rows share one timestamp (microseconds on PostgreSQL); batches of 10 split the tie group
+ * twice; a restart in the middle resumes after the last committed key. */
+static void ties_updates_soft_delete(const env *e)
+{
+    sqlq_db *db = open_db(e->conn);
+    exec_ok(db,
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, name VARCHAR(50) NOT NULL, "
+            "updated_at %s NOT NULL, deleted_at %s NULL)",
+            e->ts_type, e->ts_type);
+    for (int i = 25; i >= 1; i--) /* inserted in reverse: order must come from the key */
+        exec_ok(db, "INSERT INTO orders VALUES (%d, 'n%d', '2024-01-01 10:00:00.123456', NULL)", i,
+                i);
+    sqlq_cursor_source *cs = open_source(db, "orders", "updated_at", "deleted_at", "a", 10, 30, 0);
+    seen s = {0};
+    assert_int_equal(poll_release(cs, &s, true), 10);
+    sqlq_cursor_source_close(cs); /* restart between two batches of one tie group */
+    cs = open_source(db, "orders", "updated_at", "deleted_at", "b", 10, 30, 0);
+    drain(cs, &s);
+    assert_int_equal(s.n, 25);
+    for (size_t i = 0; i < 25; i++) {
+        assert_int_equal(s.ids[i], (int64_t)i + 1); /* each once, in key order */
+        assert_int_equal(s.ops[i], SQLQ_OP_UPDATE);
+    }
+    /* Updates move the cursor: exactly the updated rows come again. */
+    exec_ok(db, "UPDATE orders SET name = 'x', updated_at = '2024-01-01 11:00:00' WHERE id IN (7, 3)");
+    exec_ok(db, "UPDATE orders SET deleted_at = '2024-01-01 12:00:00', "
+                "updated_at = '2024-01-01 12:00:00' WHERE id = 5");
+    seen u = {0};
+    drain(cs, &u);
+    assert_int_equal(u.n, 3);
+    assert_int_equal(u.ids[0], 3);
+    assert_int_equal(u.ids[1], 7);
+    assert_int_equal(u.ids[2], 5);
+    assert_int_equal(u.ops[2], SQLQ_OP_DELETE);
+    /* The checkpoint holds the last row exactly. */
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE table_name LIKE '%%orders' AND "
+             "key_json = '[5]' AND rows_done = 28", e->state_table);
+    assert_int_equal(query_int(db, sql), 1);
+    sqlq_cursor_source_close(cs);
+    sqlq_db_close(db);
+}
+
+/* Composite key (text, integer) as tiebreaker under an integer version cursor. */
+static void composite_key_integer_cursor(const env *e)
+{
+    sqlq_db *db = open_db(e->conn);
+    exec_ok(db, "CREATE TABLE items (tenant VARCHAR(20) NOT NULL, id INTEGER NOT NULL, "
+                "name VARCHAR(50) NOT NULL, version BIGINT NOT NULL, PRIMARY KEY (tenant, id))");
+    const char *tenants[] = {"b", "a", "c"};
+    for (int t = 0; t < 3; t++)
+        for (int i = 1; i <= 4; i++)
+            exec_ok(db, "INSERT INTO items VALUES ('%s', %d, 'n', %d)", tenants[t], i,
+                    i <= 2 ? 1 : 2);
+    sqlq_cursor_source *cs = open_source(db, "items", "version", NULL, "a", 5, 30, 0);
+    char order[64] = "";
+    size_t used = 0;
+    for (int guard = 0; guard < 20; guard++) {
+        sqlq_change_batch b;
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        assert_int_equal(sqlq_cursor_source_poll(cs, &b, &err), SQLQ_OK);
+        if (b.count == 0)
+            break;
+        for (size_t i = 0; i < b.count; i++) {
+            int n = snprintf(order + used, sizeof(order) - used, "%s%d ",
+                             json_string_value(json_object_get(b.items[i].key, "tenant")),
+                             (int)json_integer_value(json_object_get(b.items[i].key, "id")));
+            assert_true(n > 0 && (size_t)n < sizeof(order) - used);
+            used += (size_t)n;
+        }
+        assert_int_equal(sqlq_cursor_source_release(cs, b.items, b.count, NULL, &err), SQLQ_OK);
+        sqlq_change_batch_free(&b);
+    }
+    assert_string_equal(order, "a1 a2 b1 b2 c1 c2 a3 a4 b3 b4 c3 c4 ");
+    sqlq_cursor_source_close(cs);
+    sqlq_db_close(db);
+}
+
+/* An SQL expression for the database's time ms ago, in the column's own format. */
+static void now_minus(const env *e, int ms, char *out, size_t size)
+{
+    if (e->dialect == SQLQ_DIALECT_SQLITE)
+        snprintf(out, size, "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-%d.%03d seconds')",
+                 ms / 1000, ms % 1000);
+    else
+        snprintf(out, size, "clock_timestamp() - interval '%d milliseconds'", ms);
+}
+
+/* The lag: a row stamped within the lag before a poll is read once the lag passed; a row
+ * stamped before the checkpoint (committed later than the lag) is not read: documented. */
+static void safety_lag(const env *e)
+{
+    sqlq_db *db = open_db(e->conn);
+    exec_ok(db, "CREATE TABLE ev (id INTEGER PRIMARY KEY, name VARCHAR(50) NOT NULL, "
+                "updated_at %s NOT NULL)", e->ts_type);
+    char expr[160];
+    now_minus(e, 5000, expr, sizeof(expr));
+    exec_ok(db, "INSERT INTO ev VALUES (1, 'old', %s)", expr);
+    now_minus(e, 300, expr, sizeof(expr));
+    exec_ok(db, "INSERT INTO ev VALUES (2, 'recent', %s)", expr);
+    sqlq_cursor_source *cs = open_source(db, "ev", "updated_at", NULL, "a", 10, 30, 2000);
+    seen s = {0};
+    drain(cs, &s);
+    assert_int_equal(s.n, 1); /* 2 is younger than the lag */
+    assert_int_equal(s.ids[0], 1);
+    /* A transaction that took its timestamp 1 s ago commits only now: within the lag. */
+    now_minus(e, 1000, expr, sizeof(expr));
+    exec_ok(db, "INSERT INTO ev VALUES (3, 'late', %s)", expr);
+    usleep(2100 * 1000);
+    drain(cs, &s);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.ids[1], 3); /* stamped before 2 */
+    assert_int_equal(s.ids[2], 2);
+    /* Committed later than the lag allows: below the checkpoint, never read. */
+    now_minus(e, 60000, expr, sizeof(expr));
+    exec_ok(db, "INSERT INTO ev VALUES (4, 'too late', %s)", expr);
+    drain(cs, &s);
+    assert_int_equal(s.n, 3);
+    sqlq_cursor_source_close(cs);
+    sqlq_db_close(db);
+}
+
+static void expect_refused(sqlq_db *db, const char *table, const char *cursor, const char *fragment)
+{
+    sqlq_capture_config cfg;
+    sqlq_capture_config_default(&cfg);
+    cfg.source = SQLQ_SOURCE_CURSOR;
+    cfg.table = table;
+    cfg.cursor_column = cursor;
+    sqlq_cursor_source *cs = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_cursor_source_open(db, NULL, &cfg, &cs, &err), SQLQ_E_INVALID);
+    assert_null(cs);
+    if (!strstr(err.message, fragment))
+        fail_msg("'%s' does not say '%s'", err.message, fragment);
+}
+
+static void unsafe_cursors(const env *e)
+{
+    sqlq_db *db = open_db(e->conn);
+    exec_ok(db, "CREATE TABLE bad (id INTEGER PRIMARY KEY, ts_null %s NULL, score REAL NOT NULL, "
+                "label VARCHAR(20) NOT NULL, day DATE NOT NULL)", e->ts_type);
+    expect_refused(db, "bad", "ts_null", "nullable");
+    expect_refused(db, "bad", "score", "floating-point");
+    expect_refused(db, "bad", "label", "collation");
+    expect_refused(db, "bad", "nope", "is not a column");
+    if (e->dialect == SQLQ_DIALECT_SQLITE) {
+        /* SQLite takes any value in any column: a timestamp column holding numbers is refused. */
+        exec_ok(db, "CREATE TABLE odd (id INTEGER PRIMARY KEY, ts TIMESTAMP NOT NULL)");
+        exec_ok(db, "INSERT INTO odd VALUES (1, 1714564800)");
+        expect_refused(db, "odd", "ts", "ISO 8601");
+    } else {
+        expect_refused(db, "bad", "day", "time of day");
+    }
+    sqlq_db_close(db);
+}
+
+/* A poller whose lease was taken over cannot move the checkpoint: its commit is rejected by the
+ * database, and the checkpoint the new owner committed stays. */
+static void stale_commit_rejected(const env *e)
+{
+    sqlq_db *db_a = open_db(e->conn), *db_b = open_db(e->conn);
+    exec_ok(db_a, "CREATE TABLE st (id INTEGER PRIMARY KEY, name VARCHAR(50) NOT NULL, "
+                  "updated_at %s NOT NULL)", e->ts_type);
+    for (int i = 1; i <= 6; i++)
+        exec_ok(db_a, "INSERT INTO st VALUES (%d, 'n', '2024-01-01 00:00:0%d')", i, i);
+    sqlq_cursor_source *a = open_source(db_a, "st", "updated_at", NULL, "inst-a", 3, 1, 0);
+    sqlq_cursor_source *b = open_source(db_b, "st", "updated_at", NULL, "inst-b", 3, 1, 0);
+    sqlq_change_batch ba;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_cursor_source_poll(a, &ba, &err), SQLQ_OK);
+    assert_int_equal(ba.count, 3);
+    assert_true(sqlq_cursor_source_leader(a));
+    seen sb = {0};
+    assert_int_equal(poll_release(b, &sb, true), 0); /* standby while a's lease lives */
+    assert_false(sqlq_cursor_source_leader(b));
+    usleep(1300 * 1000); /* a stalls past its 1 s lease */
+    drain(b, &sb);       /* b takes over (token + 1) and re-reads a's uncommitted batch */
+    assert_true(sqlq_cursor_source_leader(b));
+    assert_int_equal(sb.n, 6);
+    assert_int_equal(sb.ids[0], 1);
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT batch_id FROM %s WHERE table_name LIKE '%%st'", e->state_table);
+    int64_t committed = query_int(db_a, sql);
+    assert_int_equal(committed, 2);
+    size_t lost = 0;
+    assert_int_equal(sqlq_cursor_source_release(a, ba.items, ba.count, &lost, &err),
+                     SQLQ_E_LEASE_LOST);
+    assert_int_equal(lost, 3);
+    assert_non_null(strstr(err.message, "rejected"));
+    assert_int_equal(query_int(db_a, sql), committed); /* not moved back */
+    assert_false(sqlq_cursor_source_leader(a));
+    sqlq_change_batch_free(&ba);
+    sqlq_cursor_source_close(a);
+    sqlq_cursor_source_close(b);
+    sqlq_db_close(db_a);
+    sqlq_db_close(db_b);
+}
+
+static env sqlite_env(const char *prefix)
+{
+    char path[1024];
+    env e = {sqlq_test_sqlite_db(prefix, path, sizeof(path)), SQLQ_DIALECT_SQLITE, "TIMESTAMP",
+             "sqlq_cursor_state"};
+    return e;
+}
+
+static env pg_env(const char *prefix, const char *ts_type)
+{
+    env e = {sqlq_test_pg_create_db(prefix), SQLQ_DIALECT_POSTGRES, ts_type, "sqlq.cursor_state"};
+    return e;
+}
+
+#define BOTH(fn)                                                                                   \
+    static void test_cursor_##fn##_sqlite(void **state)                                            \
+    {                                                                                              \
+        (void)state;                                                                               \
+        env e = sqlite_env("cur_" #fn);                                                            \
+        fn(&e);                                                                                    \
+        free((char *)(uintptr_t)e.conn);                                                           \
+    }                                                                                              \
+    static void test_cursor_##fn##_postgres(void **state)                                          \
+    {                                                                                              \
+        (void)state;                                                                               \
+        env e = pg_env("cur_" #fn, "timestamptz");                                                 \
+        fn(&e);                                                                                    \
+        free((char *)(uintptr_t)e.conn);                                                           \
+    }
+
+BOTH(ties_updates_soft_delete)
+BOTH(composite_key_integer_cursor)
+BOTH(safety_lag)
+BOTH(unsafe_cursors)
+BOTH(stale_commit_rejected)
+
+/* Naive timestamps with microseconds round-trip exactly through the checkpoint. */
+static void test_cursor_ties_naive_timestamp_postgres(void **state)
+{
+    (void)state;
+    env e = pg_env("cur_naive", "timestamp");
+    ties_updates_soft_delete(&e);
+    free((char *)(uintptr_t)e.conn);
+}
+
+int main(void)
+{
+    sqlq_log_set_level(SQLQ_LOG_WARN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cursor_ties_updates_soft_delete_sqlite),
+        cmocka_unit_test(test_cursor_ties_updates_soft_delete_postgres),
+        cmocka_unit_test(test_cursor_ties_naive_timestamp_postgres),
+        cmocka_unit_test(test_cursor_composite_key_integer_cursor_sqlite),
+        cmocka_unit_test(test_cursor_composite_key_integer_cursor_postgres),
+        cmocka_unit_test(test_cursor_safety_lag_sqlite),
+        cmocka_unit_test(test_cursor_safety_lag_postgres),
+        cmocka_unit_test(test_cursor_unsafe_cursors_sqlite),
+        cmocka_unit_test(test_cursor_unsafe_cursors_postgres),
+        cmocka_unit_test(test_cursor_stale_commit_rejected_sqlite),
+        cmocka_unit_test(test_cursor_stale_commit_rejected_postgres),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
