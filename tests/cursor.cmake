@@ -6,3 +6,12 @@ sqlq_unit_test(cursor_pending sqlq_sql)
 sqlq_unit_test(watermark sqlq_sql)
 
 sqlq_integration_test(cursor_source FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
+
+# Two poller processes (tests/integration/cursor_poller.c) on one table: kill -9, SIGSTOP.
+add_executable(cursor_poller integration/cursor_poller.c)
+target_link_libraries(cursor_poller PRIVATE sqlq_app)
+sqlq_integration_test(cursor_failover FIXTURES azurite postgres LIBS sqlq_bridge_testsupport
+  TIMEOUT 240)
+add_dependencies(itest_cursor_failover cursor_poller)
+set_property(TEST integration.cursor_failover APPEND PROPERTY ENVIRONMENT
+  "SQLQ_CURSOR_POLLER=$<TARGET_FILE:cursor_poller>")
