@@ -4,6 +4,7 @@ sqlq_unit_test(account sqlq_queue)
 sqlq_unit_test(xml sqlq_queue)
 sqlq_unit_test(codec sqlq_queue)
 sqlq_unit_test(endpoint sqlq_queue)
+sqlq_unit_test(queue_names sqlq_queue)
 # A scripted fake service on libmicrohttpd (127.0.0.1, any port) and a fake clock.
 sqlq_unit_test(queue_faults sqlq_queue PkgConfig::MHD)
 sqlq_integration_test(queue_client FIXTURES azurite LIBS sqlq_queue TIMEOUT 120)

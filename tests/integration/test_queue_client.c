@@ -382,12 +382,13 @@ static void test_queue_put_many_16_in_flight_exactly_once(void **state)
 static void test_queue_wrong_key_is_final_not_retried(void **state)
 {
     fixture *f = *state;
-    char *conn = NULL;
+    char *conn = NULL, *good = sqlq_test_azurite_conn();
     sqlq_account *wrong = NULL;
     assert_true(asprintf(&conn, "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
                                 "AccountKey=%s;QueueEndpoint=%s",
                          "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmcta2V5LXdyb25nLWtleQ==",
-                         strstr(sqlq_test_azurite_conn(), "http://")) > 0);
+                         strstr(good, "http://")) > 0);
+    free(good);
     *strchr(strstr(conn, "QueueEndpoint="), ';') = '\0';
     OK(sqlq_account_parse(conn, &wrong, &err));
     free(conn);
