@@ -1,12 +1,282 @@
-/* cmd_consume: placeholder until `sqlq consume` is built (replaced by its real implementation). */
+/* cmd_consume: `sqlq consume QUEUE (--exec CMD | --http URL | --sql CONN --table T)`: the
+ * queue-trigger runtime on the command line. */
 #include "commands.h"
+#include "config.h"
+#include "consumer.h"
+#include "handler_exec.h"
+#include "handler_http.h"
+#include "http_server.h"
+#include "log.h"
+#include "metrics.h"
+#include "queue_client.h"
+#include "sql_sink.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct consume_settings {
+    char *exec;
+    char *http;
+    char *sql;
+    char *table;
+    long long batch_size;
+    long long new_batch_threshold;
+    long long max_polling_interval_ms;
+    long long lease_s;
+    long long visibility_timeout_s;
+    bool visibility_backoff;
+    long long visibility_backoff_max_s;
+    long long max_dequeue_count;
+    long long message_timeout_s;
+    long long shutdown_timeout_s;
+    long long http_timeout_ms;
+    long long max_messages;
+    bool exit_when_empty;
+    char *metrics_listen;
+    sqlq_common_settings common;
+} consume_settings;
+
+#define S consume_settings
+static const sqlq_setting settings[] = {
+    SQLQ_SETTING_STR(S, exec, "exec", "SQLQ_EXEC", NULL,
+                     "handler: run this shell command per message (body on stdin, metadata in "
+                     "SQLQ_MESSAGE_ID, SQLQ_DEQUEUE_COUNT, SQLQ_INSERTION_TIME, SQLQ_QUEUE); "
+                     "exit 0 = success"),
+    SQLQ_SETTING_STR(S, http, "http", "SQLQ_HTTP", NULL,
+                     "handler: POST each body to this URL (X-Sqlq-* headers); 2xx = success"),
+    {"sql", 0, "SQLQ_SQL", NULL, SQLQ_SET_SECRET, NULL, 0, 0, NULL,
+     "handler: ODBC connection string of a database to apply bridge change messages to "
+     "(with --table)",
+     offsetof(S, sql)},
+    SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
+                     "target table for --sql (must exist; its primary key must match the "
+                     "messages' keys)"),
+    SQLQ_SETTING_INT(S, batch_size, "batch_size", "SQLQ_BATCH_SIZE", "16", 1, 32,
+                     "messages per Get Messages request (WebJobs batchSize)"),
+    SQLQ_SETTING_INT(S, new_batch_threshold, "new_batch_threshold", "SQLQ_NEW_BATCH_THRESHOLD", "8",
+                     1, 1000,
+                     "get the next batch when fewer than this many messages are still running"),
+    SQLQ_SETTING_INT(S, max_polling_interval_ms, "max_polling_interval_ms",
+                     "SQLQ_MAX_POLLING_INTERVAL_MS", "60000", 100, 3600000,
+                     "longest wait between polls of an empty queue (maxPollingInterval)"),
+    SQLQ_SETTING_INT(S, lease_s, "lease_s", "SQLQ_LEASE_S", "600", 1, 604800,
+                     "visibility of a received message, renewed at half while its handler runs"),
+    SQLQ_SETTING_INT(S, visibility_timeout_s, "visibility_timeout_s", "SQLQ_VISIBILITY_TIMEOUT_S",
+                     "0", 0, 604800,
+                     "delay before a failed message is visible again (WebJobs visibilityTimeout)"),
+    SQLQ_SETTING_BOOL(S, visibility_backoff, "visibility_backoff", "SQLQ_VISIBILITY_BACKOFF",
+                      "false", "double that delay with each attempt: timeout * 2^(dequeue-1)"),
+    SQLQ_SETTING_INT(S, visibility_backoff_max_s, "visibility_backoff_max_s", NULL, "3600", 1,
+                     604800, "cap on the grown delay"),
+    SQLQ_SETTING_INT(S, max_dequeue_count, "max_dequeue_count", "SQLQ_MAX_DEQUEUE_COUNT", "5", 1,
+                     1000, "attempts before a failing message moves to {queue}-poison"),
+    SQLQ_SETTING_INT(S, message_timeout_s, "message_timeout_s", "SQLQ_MESSAGE_TIMEOUT_S", "0", 0,
+                     604800,
+                     "per-message timeout: the handler is cancelled (--exec: killed) and the "
+                     "attempt fails; 0 = none"),
+    SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30",
+                     0, 3600, "on SIGTERM/SIGINT, how long running handlers may finish"),
+    SQLQ_SETTING_INT(S, http_timeout_ms, "http_timeout_ms", NULL, "30000", 1, 3600000,
+                     "--http: request timeout"),
+    SQLQ_SETTING_INT(S, max_messages, "max_messages", NULL, "0", 0, 1000000000000LL,
+                     "stop after taking this many messages (and finishing them); 0 = never"),
+    SQLQ_SETTING_BOOL(S, exit_when_empty, "exit_when_empty", NULL, "false",
+                      "stop at the first empty poll with nothing running (drain and exit)"),
+    SQLQ_SETTING_STR(S, metrics_listen, "metrics_listen", "SQLQ_METRICS_LISTEN", NULL,
+                     "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
+    SQLQ_COMMON_SETTINGS(S, common)};
+#undef S
+
+static const sqlq_config_spec spec = {
+    "consume",
+    "sqlq consume QUEUE (--exec CMD | --http URL | --sql CONN --table T) [options]",
+    "Run a handler for each message of QUEUE, the way an Azure Functions queue trigger does:\n"
+    "batches of 16, visibility renewed while a handler runs, delete on success, retry on\n"
+    "failure, and after max-dequeue-count attempts the message text moves to QUEUE-poison.\n"
+    "Messages are base64 by default (what Functions producers send); use --encoding plain\n"
+    "for producers that send plain text. The connection comes from --queue-connection,\n"
+    "$SQLQ_QUEUE_CONNECTION or $AzureWebJobsStorage (each also as _FILE). SIGTERM/SIGINT stop\n"
+    "taking messages and let running handlers finish (a second signal exits at once).",
+    settings,
+    sizeof(settings) / sizeof(settings[0]),
+    1,
+    1};
+
+typedef struct handlers {
+    sqlq_handler_exec *exec;
+    sqlq_handler_http *http;
+    sqlq_sql_sink *sink;
+    sqlq_handler handler;
+} handlers;
+
+static int usage_error(const char *msg)
+{
+    fprintf(stderr, "sqlq consume: %s\n(see sqlq consume --help)\n", msg);
+    return SQLQ_EXIT_USAGE;
+}
+
+static int report(const char *what, const sqlq_error *err, int code)
+{
+    char line[800];
+    sqlq_error_format(err, line, sizeof(line));
+    fprintf(stderr, "sqlq consume: %s: %s\n", what, line);
+    return code;
+}
+
+/* Refuse at start when the first waiting message does not fit the target table. */
+static int check_first_message(const consume_settings *s, const sqlq_account *account,
+                               const char *queue, sqlq_encoding enc, sqlq_sql_sink *sink)
+{
+    sqlq_queue_client *client = NULL;
+    sqlq_message_list list = {0};
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_queue_options o;
+    sqlq_queue_options_default(&o);
+    o.retry.max_total_ms = 5000;
+    int code = -1;
+    if (sqlq_queue_client_create(account, &o, &client, &err) == SQLQ_OK &&
+        sqlq_queue_peek(client, queue, 1, &list, &err) == SQLQ_OK && list.count == 1) {
+        sqlq_buf body;
+        sqlq_buf_init(&body, 0);
+        const sqlq_message *m = &list.items[0];
+        if (sqlq_codec_decode(enc, m->text ? m->text : "", m->text_len, &body, NULL) == SQLQ_OK &&
+            sqlq_sql_sink_check(sink, sqlq_buf_str(&body), body.len, &err) == SQLQ_E_INVALID) {
+            fprintf(stderr,
+                    "sqlq consume: --table %s does not fit the messages in %s: %s\n"
+                    "(refusing to start; the first waiting message is %s)\n",
+                    s->table, queue, err.message, m->id);
+            code = SQLQ_EXIT_USAGE;
+        }
+        sqlq_buf_free(&body);
+    }
+    sqlq_message_list_free(&list);
+    sqlq_queue_client_destroy(client);
+    return code;
+}
+
+static int make_handler(const consume_settings *s, handlers *h)
+{
+    int chosen = (s->exec != NULL) + (s->http != NULL) + (s->sql != NULL);
+    if (chosen != 1)
+        return usage_error("give exactly one handler: --exec CMD, --http URL or --sql CONN");
+    if (s->sql && !s->table)
+        return usage_error("--sql needs --table (the target table)");
+    if (s->table && !s->sql)
+        return usage_error("--table is only for --sql");
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (s->exec) {
+        if (sqlq_handler_exec_create(s->exec, 2000, &h->exec, &err) != SQLQ_OK)
+            return report("--exec", &err, SQLQ_EXIT_USAGE);
+        h->handler = sqlq_handler_exec_bind(h->exec);
+    } else if (s->http) {
+        if (sqlq_handler_http_create(s->http, (long)s->http_timeout_ms, &h->http, &err) != SQLQ_OK)
+            return report("--http", &err, SQLQ_EXIT_USAGE);
+        h->handler = sqlq_handler_http_bind(h->http);
+    } else {
+        sqlq_result r = sqlq_sql_sink_create(s->sql, s->table, &h->sink, &err);
+        if (r != SQLQ_OK)
+            return report("--sql", &err,
+                          r == SQLQ_E_NOT_FOUND || r == SQLQ_E_INVALID ? SQLQ_EXIT_USAGE
+                                                                       : SQLQ_EXIT_FAILED);
+        h->handler = sqlq_sql_sink_bind(h->sink);
+    }
+    return -1;
+}
+
+static void free_handlers(handlers *h)
+{
+    sqlq_handler_exec_destroy(h->exec);
+    sqlq_handler_http_destroy(h->http);
+    sqlq_sql_sink_destroy(h->sink);
+}
+
+static void fill_options(const consume_settings *s, sqlq_encoding enc, sqlq_consumer_options *o)
+{
+    sqlq_consumer_options_default(o);
+    o->batch_size = (int)s->batch_size;
+    o->new_batch_threshold = (int)s->new_batch_threshold;
+    o->max_polling_ms = (uint64_t)s->max_polling_interval_ms;
+    o->lease_s = (int)s->lease_s;
+    o->visibility_timeout_s = (int)s->visibility_timeout_s;
+    o->visibility_backoff = s->visibility_backoff;
+    o->visibility_max_s = (int)s->visibility_backoff_max_s;
+    o->max_dequeue_count = (long)s->max_dequeue_count;
+    o->message_timeout_ms = (uint64_t)s->message_timeout_s * 1000u;
+    o->shutdown_timeout_ms = (uint64_t)s->shutdown_timeout_s * 1000u;
+    o->encoding = enc;
+    o->max_messages = (unsigned long long)s->max_messages;
+    o->exit_when_empty = s->exit_when_empty;
+    o->stop = &sqlq_stop_flag;
+}
+
+static int run(consume_settings *s, const char *queue)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_encoding enc;
+    if (!sqlq_encoding_parse(s->common.encoding, &enc))
+        return usage_error("--encoding: allowed base64 or plain");
+    if (!s->common.queue_connection)
+        return usage_error("no storage connection: set --queue-connection, "
+                           "SQLQ_QUEUE_CONNECTION or AzureWebJobsStorage");
+    if (!sqlq_queue_name_valid(queue, &err))
+        return report("queue name", &err, SQLQ_EXIT_USAGE);
+    sqlq_account *account = NULL;
+    if (sqlq_account_parse(s->common.queue_connection, &account, &err) != SQLQ_OK)
+        return report("--queue-connection", &err, SQLQ_EXIT_USAGE);
+    handlers h = {0};
+    int code = make_handler(s, &h);
+    if (code < 0 && h.sink)
+        code = check_first_message(s, account, queue, enc, h.sink);
+    sqlq_metrics *metrics = NULL;
+    sqlq_http_server *server = NULL;
+    if (code < 0 && s->metrics_listen) {
+        if (sqlq_metrics_create(&metrics) != SQLQ_OK ||
+            sqlq_http_server_start(s->metrics_listen, metrics, NULL, NULL, &server, &err) !=
+                SQLQ_OK)
+            code = report("--metrics-listen", &err, SQLQ_EXIT_USAGE);
+    }
+    sqlq_consumer *c = NULL;
+    if (code < 0) {
+        sqlq_consumer_options o;
+        fill_options(s, enc, &o);
+        o.metrics = metrics;
+        if (sqlq_consumer_create(account, NULL, queue, &o, &h.handler, &c, &err) != SQLQ_OK)
+            code = report("start", &err, SQLQ_EXIT_USAGE);
+    }
+    if (code < 0) {
+        sqlq_result r = sqlq_consumer_run(c, &err);
+        if (r == SQLQ_E_TIMEOUT) {
+            /* A handler ignored cancellation: leave without freeing what it may still use. */
+            report("shutdown", &err, SQLQ_EXIT_FAILED);
+            fflush(NULL);
+            _Exit(SQLQ_EXIT_FAILED);
+        }
+        code = r == SQLQ_OK ? SQLQ_EXIT_OK : report("consumer", &err, SQLQ_EXIT_FAILED);
+    }
+    sqlq_consumer_destroy(c);
+    sqlq_http_server_stop(server);
+    sqlq_metrics_destroy(metrics);
+    free_handlers(&h);
+    sqlq_account_destroy(account);
+    return code;
+}
 
 int sqlq_cmd_consume(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "sqlq: 'consume' is not built yet\n");
-    return SQLQ_EXIT_FAILED;
+    consume_settings s;
+    memset(&s, 0, sizeof(s));
+    sqlq_config_result res;
+    int code = sqlq_config_load_or_exit(&spec, &s, argc, argv, &res);
+    if (code >= 0) {
+        sqlq_config_free(&spec, &s, &res);
+        return code;
+    }
+    sqlq_common_settings_apply(&s.common);
+    code = run(&s, res.positional[0]);
+    sqlq_config_free(&spec, &s, &res);
+    return code;
 }

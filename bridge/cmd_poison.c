@@ -1,12 +1,566 @@
-/* cmd_poison: placeholder until `sqlq poison` is built (replaced by its real implementation). */
+/* cmd_poison: `sqlq poison list|show|requeue|export|import|purge`: look at and drain
+ * {queue}-poison. Every move puts first and deletes after: a crash duplicates, never loses. */
 #include "commands.h"
+#include "config.h"
+#include "log.h"
+#include "poison.h"
+#include "queue_client.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct poison_settings {
+    long long limit;
+    bool json;
+    bool all;
+    char *id;
+    char *where;
+    bool dry_run;
+    long long visibility_s;
+    bool delete_after;
+    bool yes;
+    sqlq_common_settings common;
+} poison_settings;
+
+#define S poison_settings
+static const sqlq_setting list_table[] = {
+    SQLQ_SETTING_INT(S, limit, "limit", NULL, "32", 1, 32,
+                     "messages to show (peek: the service shows at most 32)"),
+    SQLQ_SETTING_BOOL(S, json, "json", NULL, "false", "JSON lines with the whole body"),
+    SQLQ_COMMON_SETTINGS(S, common)};
+static const sqlq_setting requeue_table[] = {
+    SQLQ_SETTING_BOOL(S, all, "all", NULL, "false", "move every message"),
+    SQLQ_SETTING_STR(S, id, "id", NULL, NULL,
+                     "move the message with this id (more ids: comma-separated, or as further "
+                     "arguments)"),
+    SQLQ_SETTING_STR(S, where, "where", NULL, NULL,
+                     "FIELD=VALUE: move messages whose decoded JSON body has this top-level field "
+                     "value"),
+    SQLQ_SETTING_BOOL(S, dry_run, "dry_run", NULL, "false",
+                      "count what would move; change nothing"),
+    SQLQ_SETTING_INT(S, limit, "limit", NULL, "0", 0, 1000000000000LL,
+                     "move at most this many (0 = no limit)"),
+    SQLQ_SETTING_INT(S, visibility_s, "visibility_s", NULL, "30", 1, 3600,
+                     "how long messages looked at stay hidden if this run dies (others are made "
+                     "visible again at the end)"),
+    SQLQ_COMMON_SETTINGS(S, common)};
+static const sqlq_setting export_table[] = {
+    SQLQ_SETTING_BOOL(S, delete_after, "delete", NULL, "false",
+                      "delete each message once its line is flushed and fsync'ed"),
+    SQLQ_SETTING_INT(S, limit, "limit", NULL, "0", 0, 1000000000000LL,
+                     "export at most this many (0 = all)"),
+    SQLQ_SETTING_INT(S, visibility_s, "visibility_s", NULL, "30", 1, 3600,
+                     "how long messages stay hidden if this run dies"),
+    SQLQ_COMMON_SETTINGS(S, common)};
+static const sqlq_setting import_table[] = {SQLQ_COMMON_SETTINGS(S, common)};
+static const sqlq_setting purge_table[] = {
+    SQLQ_SETTING_BOOL(S, yes, "yes", NULL, "false",
+                      "do not ask (required when stdin is not a terminal)"),
+    SQLQ_COMMON_SETTINGS(S, common)};
+#undef S
+
+typedef struct ctx {
+    poison_settings s;
+    sqlq_config_result res;
+    sqlq_account *account;
+    sqlq_queue_client *client;
+    sqlq_clock clock;
+    sqlq_encoding encoding;
+    char queue[64];  /* the main queue */
+    char poison[64]; /* its poison queue */
+    const char *name;
+} ctx;
+
+typedef struct subcommand {
+    sqlq_config_spec spec;
+    int (*run)(ctx *c);
+    int queue_arg; /* which positional names the queue */
+} subcommand;
+
+#define SPEC(cmd, usage, summary, table, lo, hi)                                                   \
+    {                                                                                              \
+        cmd, usage, summary, table, sizeof(table) / sizeof(table[0]), lo, hi                       \
+    }
+
+static int fail(const ctx *c, const sqlq_error *err)
+{
+    char line[800];
+    sqlq_error_format(err, line, sizeof(line));
+    fprintf(stderr, "sqlq poison %s: %s\n", c->name, line);
+    return SQLQ_EXIT_FAILED;
+}
+
+static int usage_error(const ctx *c, const char *msg)
+{
+    fprintf(stderr, "sqlq poison %s: %s\n(see sqlq poison %s --help)\n", c->name, msg, c->name);
+    return SQLQ_EXIT_USAGE;
+}
+
+/* ---- progress on a terminal only ---- */
+
+typedef struct progress {
+    const char *what;
+    struct timespec last;
+    bool shown;
+} progress;
+
+static void on_progress(void *ctx_, unsigned long long done)
+{
+    progress *p = ctx_;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long ms =
+        (long)(now.tv_sec - p->last.tv_sec) * 1000 + (now.tv_nsec - p->last.tv_nsec) / 1000000;
+    if (p->shown && ms < 200)
+        return;
+    p->last = now;
+    p->shown = true;
+    fprintf(stderr, "\r%s %llu...", p->what, done);
+    fflush(stderr);
+}
+
+static sqlq_poison_progress_fn progress_fn(void)
+{
+    return isatty(STDERR_FILENO) ? on_progress : NULL;
+}
+
+static void progress_end(progress *p)
+{
+    if (p->shown)
+        fprintf(stderr, "\r\033[K");
+}
+
+/* ---- list and show ---- */
+
+static void iso(int64_t t, char *out, size_t size)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (t <= 0 || !gmtime_r(&tt, &tm) || strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(out, size, "-");
+}
+
+static json_t *message_json(const ctx *c, const sqlq_message *m)
+{
+    char ins[32], exp[32];
+    iso(m->insertion_time, ins, sizeof(ins));
+    iso(m->expiration_time, exp, sizeof(exp));
+    return json_pack("{s:s, s:s, s:s, s:I, s:o}", "id", m->id, "insertion_time", ins,
+                     "expiration_time", exp, "dequeue_count", (json_int_t)m->dequeue_count, "body",
+                     sqlq_poison_body_json(c->encoding, m->text, m->text_len));
+}
+
+static void print_json_line(json_t *o)
+{
+    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    if (line)
+        puts(line);
+    free(line);
+    json_decref(o);
+}
+
+/* The body on one line, cut to width characters. */
+static void body_preview(json_t *body, char *out, size_t width)
+{
+    char *full = json_is_string(body) ? strdup(json_string_value(body))
+                                      : json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t n = 0;
+    for (const char *p = full ? full : ""; *p && n + 1 < width; p++)
+        out[n++] = (unsigned char)*p < 0x20 ? ' ' : *p;
+    while (n > 0 && out[n - 1] == ' ')
+        n--;
+    out[n] = '\0';
+    if (full && strlen(full) >= width && width > 4)
+        memcpy(out + width - 4, "...", 4);
+    free(full);
+}
+
+static void print_show(const json_t *o)
+{
+    json_t *body = json_object_get(o, "body");
+    printf("id:              %s\ninserted:        %s\nexpires:         %s\ndequeue_count:   %lld\n",
+           json_string_value(json_object_get(o, "id")),
+           json_string_value(json_object_get(o, "insertion_time")),
+           json_string_value(json_object_get(o, "expiration_time")),
+           (long long)json_integer_value(json_object_get(o, "dequeue_count")));
+    json_t *parsed = json_is_string(body) ? json_loads(json_string_value(body), 0, NULL) : NULL;
+    char *text = parsed                 ? json_dumps(parsed, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+                 : json_is_string(body) ? strdup(json_string_value(body))
+                                        : json_dumps(body, JSON_ENCODE_ANY);
+    printf("body:\n%s\n\n", text ? text : "");
+    free(text);
+    json_decref(parsed);
+}
+
+static int run_list(ctx *c, bool show)
+{
+    sqlq_message_list list = {0};
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result r = sqlq_queue_peek(c->client, c->poison, (int)c->s.limit, &list, &err);
+    if (r == SQLQ_E_NOT_FOUND) {
+        fprintf(stderr, "%s does not exist: nothing was ever poisoned\n", c->poison);
+        return SQLQ_EXIT_OK;
+    }
+    if (r != SQLQ_OK)
+        return fail(c, &err);
+    if (!c->s.json && !show && list.count)
+        printf("%-36s  %-20s  %3s  %s\n", "ID", "INSERTED", "DEQ", "BODY");
+    for (size_t i = 0; i < list.count; i++) {
+        const sqlq_message *m = &list.items[i];
+        bool wanted = c->res.npositional <= 1;
+        for (size_t k = 1; k < c->res.npositional; k++)
+            wanted = wanted || strcmp(c->res.positional[k], m->id) == 0;
+        if (!wanted)
+            continue;
+        json_t *o = message_json(c, m);
+        if (c->s.json) {
+            print_json_line(o);
+            continue;
+        }
+        if (show) {
+            print_show(o);
+        } else {
+            char preview[64];
+            body_preview(json_object_get(o, "body"), preview, sizeof(preview));
+            printf("%-36s  %-20s  %3ld  %s\n", m->id,
+                   json_string_value(json_object_get(o, "insertion_time")), m->dequeue_count,
+                   preview);
+        }
+        json_decref(o);
+    }
+    sqlq_queue_props props = {0};
+    if (!c->s.json && sqlq_queue_properties(c->client, c->poison, &props, &err) == SQLQ_OK)
+        fprintf(stderr, "%zu shown of about %lld in %s%s\n", list.count, props.approximate_count,
+                c->poison, props.approximate_count > 32 ? " (peek shows at most 32)" : "");
+    sqlq_message_list_free(&list);
+    return SQLQ_EXIT_OK;
+}
+
+static int cmd_list(ctx *c)
+{
+    return run_list(c, false);
+}
+static int cmd_show(ctx *c)
+{
+    return run_list(c, true);
+}
+
+/* ---- requeue ---- */
+
+/* --id a,b plus further positional arguments: the list of ids (pointers into one copy). */
+static char **collect_ids(ctx *c, char **copy, size_t *n)
+{
+    *n = 0;
+    *copy = strdup(c->s.id ? c->s.id : "");
+    char **ids = calloc(c->res.npositional + strlen(*copy) + 2, sizeof(char *));
+    if (!*copy || !ids) {
+        free(ids);
+        return NULL;
+    }
+    char *save = NULL;
+    for (char *t = strtok_r(*copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
+        ids[(*n)++] = t;
+    for (size_t i = 1; i < c->res.npositional; i++)
+        ids[(*n)++] = c->res.positional[i];
+    return ids;
+}
+
+static int cmd_requeue(ctx *c)
+{
+    int modes = c->s.all + (c->s.id != NULL) + (c->s.where != NULL);
+    if (modes != 1)
+        return usage_error(c, "choose exactly one of --all, --id ID or --where FIELD=VALUE");
+    if (c->res.npositional > 1 && !c->s.id)
+        return usage_error(c, "extra arguments are message ids: use them with --id");
+    sqlq_requeue_options o;
+    sqlq_requeue_options_default(&o);
+    o.all = c->s.all;
+    o.dry_run = c->s.dry_run;
+    o.limit = (unsigned long long)c->s.limit;
+    o.visibility_s = (int)c->s.visibility_s;
+    o.encoding = c->encoding;
+    o.stop = &sqlq_stop_flag;
+    char *where = NULL, *copy = NULL;
+    char **ids = NULL;
+    if (c->s.where) {
+        where = strdup(c->s.where);
+        char *eq = where ? strchr(where, '=') : NULL;
+        if (!eq || eq == where) {
+            free(where);
+            return usage_error(c, "--where: expected FIELD=VALUE");
+        }
+        *eq = '\0';
+        o.where_field = where;
+        o.where_value = eq + 1;
+    }
+    if (c->s.id) {
+        ids = collect_ids(c, &copy, &o.nids);
+        o.ids = (const char *const *)ids;
+        if (!ids || o.nids == 0) {
+            free(ids);
+            free(copy);
+            return usage_error(c, "--id: no message id given");
+        }
+    }
+    progress p = {.what = o.dry_run ? "matching" : "moved"};
+    o.progress = progress_fn();
+    o.progress_ctx = &p;
+    sqlq_poison_counts n;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result r = sqlq_poison_requeue(c->client, c->poison, c->queue, &o, &n, &err);
+    progress_end(&p);
+    free(where);
+    free(ids);
+    free(copy);
+    printf("%s %llu message(s) from %s to %s (looked at %llu, matched %llu, failed %llu)%s\n",
+           o.dry_run ? "would move" : "moved", n.moved, c->poison, c->queue, n.seen, n.matched,
+           n.failed, sqlq_stop_flag ? " (interrupted)" : "");
+    if (r != SQLQ_OK)
+        return fail(c, &err);
+    return n.failed ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
+}
+
+/* ---- export and import ---- */
+
+static int cmd_export(ctx *c)
+{
+    const char *path = c->res.positional[1];
+    bool to_stdout = strcmp(path, "-") == 0;
+    if (to_stdout && c->s.delete_after)
+        return usage_error(c, "--delete needs a real file (stdout cannot be fsync'ed)");
+    FILE *f = stdout;
+    if (!to_stdout) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST)
+            return usage_error(c, "the export file exists: choose a new name (export never "
+                                  "overwrites)");
+        if (fd < 0 || !(f = fdopen(fd, "w"))) {
+            fprintf(stderr, "sqlq poison export: %s: %s\n", path, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return SQLQ_EXIT_FAILED;
+        }
+    }
+    sqlq_export_options o = {.delete_after = c->s.delete_after,
+                             .limit = (unsigned long long)c->s.limit,
+                             .visibility_s = (int)c->s.visibility_s,
+                             .encoding = c->encoding,
+                             .stop = &sqlq_stop_flag};
+    progress p = {.what = "exported"};
+    o.progress = progress_fn();
+    o.progress_ctx = &p;
+    sqlq_poison_counts n;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result r = sqlq_poison_export(c->client, c->poison, f, &o, &n, &err);
+    progress_end(&p);
+    if (!to_stdout && fclose(f) != 0 && r == SQLQ_OK)
+        r = sqlq_error_set(&err, SQLQ_E_IO, false, "close %s: %s", path, strerror(errno));
+    fprintf(to_stdout ? stderr : stdout, "exported %llu message(s) from %s to %s%s\n", n.moved,
+            c->poison, path, c->s.delete_after ? " and deleted them" : "");
+    if (r != SQLQ_OK)
+        return fail(c, &err);
+    return n.failed ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
+}
+
+static int cmd_import(ctx *c)
+{
+    const char *path = c->res.positional[0];
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "sqlq poison import: %s: %s\n", path, strerror(errno));
+        return SQLQ_EXIT_FAILED;
+    }
+    progress p = {.what = "imported"};
+    sqlq_poison_counts n;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    /* import names the target queue exactly (main or poison): no -poison is added. */
+    sqlq_result r = sqlq_poison_import(c->client, f, c->res.positional[1], &sqlq_stop_flag,
+                                       progress_fn(), &p, &n, &err);
+    progress_end(&p);
+    if (f != stdin)
+        fclose(f);
+    printf("imported %llu message(s) into %s\n", n.moved, c->res.positional[1]);
+    if (r != SQLQ_OK)
+        return fail(c, &err);
+    return SQLQ_EXIT_OK;
+}
+
+/* ---- purge ---- */
+
+static bool confirm(const ctx *c)
+{
+    sqlq_queue_props props = {0};
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_queue_properties(c->client, c->poison, &props, &err) != SQLQ_OK)
+        props.approximate_count = -1;
+    fprintf(stderr, "Delete all (about %lld) messages in %s? This cannot be undone. [y/N] ",
+            props.approximate_count, c->poison);
+    fflush(stderr);
+    char answer[16] = "";
+    if (!fgets(answer, sizeof(answer), stdin))
+        return false;
+    return answer[0] == 'y' || answer[0] == 'Y';
+}
+
+static int cmd_purge(ctx *c)
+{
+    if (!c->s.yes) {
+        if (!isatty(STDIN_FILENO))
+            return usage_error(c, "refusing to purge without --yes when stdin is not a terminal");
+        if (!confirm(c)) {
+            fprintf(stderr, "not purged\n");
+            return SQLQ_EXIT_FAILED;
+        }
+    }
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result r = sqlq_queue_clear(c->client, c->poison, &err);
+    if (r == SQLQ_E_NOT_FOUND) {
+        printf("%s does not exist: nothing to purge\n", c->poison);
+        return SQLQ_EXIT_OK;
+    }
+    if (r != SQLQ_OK)
+        return fail(c, &err);
+    printf("purged %s\n", c->poison);
+    return SQLQ_EXIT_OK;
+}
+
+/* ---- dispatch ---- */
+
+static const subcommand subcommands[] = {
+    {SPEC("poison list", "sqlq poison list QUEUE [--limit N] [--json]",
+          "Peek at QUEUE-poison without disturbing it: id, insertion time, dequeue count and the "
+          "decoded body (cut short; whole with --json).",
+          list_table, 1, 1),
+     cmd_list, 0},
+    {SPEC("poison show", "sqlq poison show QUEUE [ID...] [--limit N] [--json]",
+          "Peek at QUEUE-poison and print each message in full (JSON bodies indented), or only "
+          "the given ids among the first 32.",
+          list_table, 1, 64),
+     cmd_show, 0},
+    {SPEC("poison requeue",
+          "sqlq poison requeue QUEUE (--all | --id ID[,ID...] [ID...] | --where FIELD=VALUE) "
+          "[--dry-run] [--limit N]",
+          "Move messages from QUEUE-poison back to QUEUE: put the same text first, then delete "
+          "it from the poison queue, so a crash can duplicate a message but never lose one. "
+          "Safe to run again. --where matches a top-level field of the decoded JSON body "
+          "(strings as they are, numbers/true/false/null as written).",
+          requeue_table, 1, 100000),
+     cmd_requeue, 0},
+    {SPEC("poison export", "sqlq poison export QUEUE FILE.jsonl [--delete] [--limit N]",
+          "Write the messages of QUEUE-poison to a new file (or - for stdout), one JSON line each: "
+          "id, insertion_time, expiration_time, dequeue_count, text (as stored), body (decoded). "
+          "With --delete each message is deleted only after its line is flushed and fsync'ed.",
+          export_table, 2, 2),
+     cmd_export, 0},
+    {SPEC("poison import", "sqlq poison import FILE.jsonl QUEUE",
+          "Put each line's text, verbatim, into QUEUE exactly as named (write QUEUE-poison to "
+          "refill a poison queue). FILE may be - for stdin.",
+          import_table, 2, 2),
+     cmd_import, 1},
+    {SPEC("poison purge", "sqlq poison purge QUEUE [--yes]",
+          "Delete every message in QUEUE-poison. Asks first on a terminal; refuses without --yes "
+          "when stdin is not a terminal.",
+          purge_table, 1, 1),
+     cmd_purge, 0},
+};
+#define NSUB (sizeof(subcommands) / sizeof(subcommands[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: sqlq poison SUBCOMMAND [options]   (sqlq poison SUBCOMMAND --help for "
+               "each)\n\nsubcommands:\n");
+    for (size_t i = 0; i < NSUB; i++)
+        fprintf(f, "  %s\n", subcommands[i].spec.usage);
+    fprintf(f, "\nQUEUE is the main queue (orders); its poison queue is QUEUE-poison (naming\n"
+               "orders-poison itself works too). The connection comes from --queue-connection,\n"
+               "$SQLQ_QUEUE_CONNECTION or $AzureWebJobsStorage (each also as _FILE).\n"
+               "exit codes: 0 ok, 1 the operation failed, 2 usage or configuration error\n");
+}
+
+/* QUEUE or QUEUE-poison -> (main, poison). */
+static bool resolve_names(ctx *c, const char *q, sqlq_error *err)
+{
+    if (!sqlq_queue_name_valid(q, err))
+        return false;
+    size_t len = strlen(q);
+    if (len > 7 && strcmp(q + len - 7, "-poison") == 0) {
+        snprintf(c->poison, sizeof(c->poison), "%s", q);
+        snprintf(c->queue, sizeof(c->queue), "%.*s", (int)(len - 7), q);
+        return true;
+    }
+    snprintf(c->queue, sizeof(c->queue), "%s", q);
+    if (!sqlq_queue_poison_name(q, c->poison, sizeof(c->poison))) {
+        sqlq_error_set(err, SQLQ_E_INVALID, false, "%s leaves no room for a -poison queue", q);
+        return false;
+    }
+    return true;
+}
+
+static int connect_and_run(const subcommand *sub, ctx *c)
+{
+    sqlq_common_settings_apply(&c->s.common);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (!c->s.common.queue_connection || !*c->s.common.queue_connection)
+        return usage_error(c, "no queue connection: use --queue-connection, SQLQ_QUEUE_CONNECTION, "
+                              "AzureWebJobsStorage or SQLQ_QUEUE_CONNECTION_FILE");
+    if (!sqlq_encoding_parse(c->s.common.encoding, &c->encoding))
+        return usage_error(c, "--encoding: allowed base64 or plain");
+    if (!resolve_names(c, c->res.positional[sub->queue_arg], &err) ||
+        (sub->run == cmd_import && !sqlq_queue_name_valid(c->res.positional[1], &err)))
+        return usage_error(c, err.message);
+    if (sqlq_account_parse(c->s.common.queue_connection, &c->account, &err) != SQLQ_OK)
+        return usage_error(c, err.message);
+    sqlq_queue_options o;
+    sqlq_queue_options_default(&o);
+    o.encoding = c->encoding;
+    c->clock = sqlq_clock_system(&sqlq_stop_flag);
+    o.clock = &c->clock;
+    if (sqlq_queue_client_create(c->account, &o, &c->client, &err) != SQLQ_OK)
+        return fail(c, &err);
+    return sub->run(c);
+}
 
 int sqlq_cmd_poison(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "sqlq: 'poison' is not built yet\n");
-    return SQLQ_EXIT_FAILED;
+    if (argc < 2) {
+        usage(stderr);
+        return SQLQ_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return SQLQ_EXIT_OK;
+    }
+    const subcommand *sub = NULL;
+    for (size_t i = 0; i < NSUB && !sub; i++)
+        if (strcmp(argv[1], subcommands[i].spec.command + 7) == 0)
+            sub = &subcommands[i];
+    if (!sub) {
+        fprintf(stderr, "sqlq poison: unknown subcommand '%s'\n\n", argv[1]);
+        usage(stderr);
+        return SQLQ_EXIT_USAGE;
+    }
+    ctx c;
+    memset(&c, 0, sizeof(c));
+    c.name = argv[1];
+    int code = sqlq_config_load_or_exit(&sub->spec, &c.s, argc - 1, argv + 1, &c.res);
+    if (code < 0)
+        code = connect_and_run(sub, &c);
+    sqlq_queue_client_destroy(c.client);
+    sqlq_account_destroy(c.account);
+    sqlq_config_free(&sub->spec, &c.s, &c.res);
+    return code;
 }

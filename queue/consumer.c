@@ -64,7 +64,8 @@ static sqlq_result check_options(const sqlq_consumer_options *o, sqlq_error *err
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "lease %d s: allowed 1..604800 (a Get visibility)", o->lease_s);
     if (o->visibility_timeout_s < 0 || o->visibility_timeout_s > 604800)
-        return sqlq_error_set(err, SQLQ_E_INVALID, false, "visibility_timeout %d s: allowed 0..604800",
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "visibility_timeout %d s: allowed 0..604800",
                               o->visibility_timeout_s);
     if (o->max_dequeue_count < 1)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "max_dequeue_count %ld: must be >= 1",
@@ -99,7 +100,8 @@ sqlq_result sqlq_consumer_create(const sqlq_account *account,
 {
     *out = NULL;
     if (!queue || !handler || !handler->handle || !options)
-        return sqlq_error_set(err, SQLQ_E_INVALID, false, "consumer: queue, options and handler needed");
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "consumer: queue, options and handler needed");
     if (!sqlq_queue_name_valid(queue, err))
         return SQLQ_E_INVALID;
     sqlq_result r = check_options(options, err);
@@ -127,6 +129,19 @@ sqlq_result sqlq_consumer_create(const sqlq_account *account,
         sqlq_consumer_destroy(c);
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "consumer: out of memory");
     }
+    sqlq_label label = {"queue", c->queue};
+    c->n.m_consumed =
+        sqlq_metrics_counter(options->metrics, SQLQ_METRIC_MESSAGES_CONSUMED, NULL, &label, 1);
+    c->n.m_failed =
+        sqlq_metrics_counter(options->metrics, SQLQ_METRIC_MESSAGES_FAILED, NULL, &label, 1);
+    c->n.m_poisoned =
+        sqlq_metrics_counter(options->metrics, SQLQ_METRIC_MESSAGES_POISONED, NULL, &label, 1);
+    c->n.m_renewals =
+        sqlq_metrics_counter(options->metrics, SQLQ_METRIC_VISIBILITY_RENEWALS, NULL, &label, 1);
+    c->n.m_backoff =
+        sqlq_metrics_gauge(options->metrics, SQLQ_METRIC_POLL_BACKOFF_MS, NULL, &label, 1);
+    c->n.m_handler_seconds = sqlq_metrics_histogram(options->metrics, SQLQ_METRIC_HANDLER_SECONDS,
+                                                    NULL, NULL, 0, &label, 1);
     if (options->transport) {
         c->transport = *options->transport;
     } else {
@@ -266,6 +281,7 @@ static uint64_t poll_once(sqlq_consumer *c, poll_state *ps)
     }
     sqlq_message_list_free(&list);
     atomic_store(&c->n.backoff_ms, ev.next_delay_ms == UINT64_MAX ? 0 : ev.next_delay_ms);
+    sqlq_gauge_set(c->n.m_backoff, ev.next_delay_ms == UINT64_MAX ? 0.0 : (double)ev.next_delay_ms);
     SQLQ_DEBUG("consumer.poll", "queue=%s received=%d result=%s next_delay_ms=%llu", c->queue,
                ev.received, sqlq_strerror(r), (unsigned long long)ev.next_delay_ms);
     if (c->opt.on_poll)
@@ -467,8 +483,9 @@ sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err)
     if (r == SQLQ_OK) {
         sqlq_consumer_stats s;
         sqlq_consumer_get_stats(c, &s);
-        SQLQ_INFO("consumer.stopped", "queue=%s received=%llu succeeded=%llu failed=%llu poisoned=%llu",
-                  c->queue, s.received, s.succeeded, s.failed, s.poisoned);
+        SQLQ_INFO("consumer.stopped",
+                  "queue=%s received=%llu succeeded=%llu failed=%llu poisoned=%llu", c->queue,
+                  s.received, s.succeeded, s.failed, s.poisoned);
     }
     return r;
 }

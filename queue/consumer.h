@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "codec.h"
 #include "message.h"
+#include "metrics.h"
 #include "queue_client.h"
 #include "result.h"
 
@@ -75,49 +76,52 @@ typedef struct sqlq_consumer_transport {
     sqlq_result (*remove)(void *conn, const char *queue, const char *id, const char *pop_receipt,
                           sqlq_error *err);
     /* Put text verbatim (no encoding); SQLQ_E_NOT_FOUND when the queue does not exist. */
-    sqlq_result (*put)(void *conn, const char *queue, const char *text, size_t len, sqlq_error *err);
+    sqlq_result (*put)(void *conn, const char *queue, const char *text, size_t len,
+                       sqlq_error *err);
     sqlq_result (*create)(void *conn, const char *queue, sqlq_error *err);
     void *ctx;
 } sqlq_consumer_transport;
 
 typedef struct sqlq_consumer_options {
-    int batch_size;               /* messages per Get (16; 1..32) */
-    int new_batch_threshold;      /* get the next batch when fewer are in flight (8) */
-    uint64_t min_polling_ms;      /* 100 */
-    uint64_t max_polling_ms;      /* maxPollingInterval: 60000 */
-    int lease_s;                  /* visibility on Get, renewed at half while running (600) */
-    int visibility_timeout_s;     /* visibility after a failure (0 = visible again at once) */
-    bool visibility_backoff;      /* visibility_timeout_s * 2^(dequeue_count - 1) */
-    int visibility_max_s;         /* cap on that growth (3600) */
-    long max_dequeue_count;       /* attempts before poison (5) */
-    uint64_t message_timeout_ms;  /* per-message timeout, 0 = none */
-    uint64_t shutdown_timeout_ms; /* how long running handlers may finish after stop (30000) */
-    sqlq_encoding encoding;       /* how MessageText is decoded for the handler (base64) */
-    unsigned long long max_messages; /* stop after this many finished messages; 0 = never */
-    bool exit_when_empty;         /* stop at the first empty poll with nothing in flight */
+    int batch_size;                    /* messages per Get (16; 1..32) */
+    int new_batch_threshold;           /* get the next batch when fewer are in flight (8) */
+    uint64_t min_polling_ms;           /* 100 */
+    uint64_t max_polling_ms;           /* maxPollingInterval: 60000 */
+    int lease_s;                       /* visibility on Get, renewed at half while running (600) */
+    int visibility_timeout_s;          /* visibility after a failure (0 = visible again at once) */
+    bool visibility_backoff;           /* visibility_timeout_s * 2^(dequeue_count - 1) */
+    int visibility_max_s;              /* cap on that growth (3600) */
+    long max_dequeue_count;            /* attempts before poison (5) */
+    uint64_t message_timeout_ms;       /* per-message timeout, 0 = none */
+    uint64_t shutdown_timeout_ms;      /* how long running handlers may finish after stop (30000) */
+    sqlq_encoding encoding;            /* how MessageText is decoded for the handler (base64) */
+    unsigned long long max_messages;   /* stop after this many finished messages; 0 = never */
+    bool exit_when_empty;              /* stop at the first empty poll with nothing in flight */
     const volatile sig_atomic_t *stop; /* graceful stop when it becomes non-zero */
-    const sqlq_clock *clock;      /* NULL = system clock (its sleeps wake on *stop) */
+    const sqlq_clock *clock;           /* NULL = system clock (its sleeps wake on *stop) */
     void (*on_poll)(void *ctx, const sqlq_poll_event *ev); /* optional, on the polling thread */
     void *on_poll_ctx;
     const sqlq_consumer_transport *transport; /* NULL = Azure (the usual case) */
+    sqlq_metrics *metrics; /* optional: sqlq_messages_*_total, sqlq_visibility_renewals_total,
+                            * sqlq_poll_backoff_ms, sqlq_handler_duration_seconds {queue} */
 } sqlq_consumer_options;
 
 void sqlq_consumer_options_default(sqlq_consumer_options *o);
 
 /* Counters, readable from any thread while the consumer runs (metrics endpoint). */
 typedef struct sqlq_consumer_stats {
-    unsigned long long received;  /* messages taken from the queue */
-    unsigned long long succeeded; /* handler succeeded and the message was deleted */
-    unsigned long long failed;    /* handler failures (each attempt) */
-    unsigned long long released;  /* failures made visible again for a retry */
-    unsigned long long poisoned;  /* moved to {queue}-poison */
+    unsigned long long received;    /* messages taken from the queue */
+    unsigned long long succeeded;   /* handler succeeded and the message was deleted */
+    unsigned long long failed;      /* handler failures (each attempt) */
+    unsigned long long released;    /* failures made visible again for a retry */
+    unsigned long long poisoned;    /* moved to {queue}-poison */
     unsigned long long undecodable; /* text that the encoding could not decode (also poisoned) */
-    unsigned long long renewals;  /* successful visibility renewals */
+    unsigned long long renewals;    /* successful visibility renewals */
     unsigned long long renewal_failures;
     unsigned long long ownership_lost; /* pop receipt no longer valid: not deleted by us */
-    unsigned long long timeouts;  /* messages that ran past message_timeout */
+    unsigned long long timeouts;       /* messages that ran past message_timeout */
     unsigned long long polls, empty_polls, poll_errors;
-    unsigned long long in_flight; /* taken and not finished */
+    unsigned long long in_flight;  /* taken and not finished */
     unsigned long long backoff_ms; /* current polling delay (0 right after messages) */
 } sqlq_consumer_stats;
 
@@ -129,8 +133,8 @@ SQLQ_NODISCARD sqlq_result sqlq_consumer_create(const sqlq_account *account,
                                                 const sqlq_queue_options *queue_options,
                                                 const char *queue,
                                                 const sqlq_consumer_options *options,
-                                                const sqlq_handler *handler,
-                                                sqlq_consumer **out, sqlq_error *err);
+                                                const sqlq_handler *handler, sqlq_consumer **out,
+                                                sqlq_error *err);
 /* Run until *options.stop is set (or max_messages / exit_when_empty), then stop taking messages,
  * release the ones not started, and wait up to shutdown_timeout for running handlers (then
  * cancel them and wait a few seconds more). Transient faults never end the run; SQLQ_OK after a
@@ -146,10 +150,10 @@ void sqlq_consumer_destroy(sqlq_consumer *c);
  * on a clock nothing interrupts, with short retry budgets (renewal has its own schedule).
  * Free with sqlq_consumer_transport_free. */
 SQLQ_NODISCARD sqlq_result sqlq_consumer_transport_azure(const sqlq_account *account,
-                                                        const sqlq_queue_options *queue_options,
-                                                        const sqlq_clock *interruptible,
-                                                        int lease_s, sqlq_consumer_transport *out,
-                                                        sqlq_error *err);
+                                                         const sqlq_queue_options *queue_options,
+                                                         const sqlq_clock *interruptible,
+                                                         int lease_s, sqlq_consumer_transport *out,
+                                                         sqlq_error *err);
 void sqlq_consumer_transport_free(sqlq_consumer_transport *t);
 
 #endif

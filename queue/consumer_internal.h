@@ -41,6 +41,10 @@ typedef struct consumer_counters {
     atomic_ullong received, succeeded, failed, released, poisoned, undecodable, renewals,
         renewal_failures, ownership_lost, timeouts, polls, empty_polls, poll_errors, in_flight,
         backoff_ms;
+    /* the same, in the metrics registry when one was given (NULL handles do nothing) */
+    sqlq_counter *m_consumed, *m_failed, *m_poisoned, *m_renewals;
+    sqlq_gauge *m_backoff;
+    sqlq_histogram *m_handler_seconds;
 } consumer_counters;
 
 struct sqlq_consumer {

@@ -43,7 +43,10 @@ static sqlq_result az_open(void *ctx, sqlq_conn_role role, void **out_conn, sqlq
     return r;
 }
 
-static void az_close(void *conn) { sqlq_queue_client_destroy(conn); }
+static void az_close(void *conn)
+{
+    sqlq_queue_client_destroy(conn);
+}
 
 static sqlq_result az_get(void *conn, const char *queue, int count, int visibility_s,
                           sqlq_message_list *out, sqlq_error *err)

@@ -66,6 +66,7 @@ static void finish_delete(consumer_worker *w, const sqlq_message *m, const char 
     sqlq_result r = c->transport.remove(w->conn, c->queue, m->id, receipt, &err);
     if (r == SQLQ_OK) {
         atomic_fetch_add(&c->n.succeeded, 1);
+        sqlq_counter_inc(c->n.m_consumed);
         SQLQ_DEBUG("consumer.done", "queue=%s msg_id=%s dequeue_count=%ld", c->queue, m->id,
                    m->dequeue_count);
     } else if (sqlq_renewal_ownership_lost(r)) {
@@ -134,10 +135,12 @@ static void finish_poison(consumer_worker *w, const sqlq_message *m, const char 
                    "queue=%s poison_queue=%s msg_id=%s dequeue_count=%ld err=\"%s\" "
                    "note=\"kept in the queue; poisoned on its next delivery\"",
                    c->queue, c->poison, m->id, m->dequeue_count, e);
-        finish_release(w, m, receipt, sqlq_disposition_release_visibility(&c->policy, m->dequeue_count));
+        finish_release(w, m, receipt,
+                       sqlq_disposition_release_visibility(&c->policy, m->dequeue_count));
         return;
     }
     atomic_fetch_add(&c->n.poisoned, 1);
+    sqlq_counter_inc(c->n.m_poisoned);
     SQLQ_WARN("consumer.poisoned",
               "queue=%s poison_queue=%s msg_id=%s dequeue_count=%ld last_error=\"%s\"", c->queue,
               c->poison, m->id, m->dequeue_count, reason);
@@ -158,12 +161,8 @@ static void dispose(consumer_worker *w, const sqlq_message *m, const char *recei
 {
     struct sqlq_consumer *c = w->c;
     switch (d) {
-    case SQLQ_DISPOSE_DELETE:
-        finish_delete(w, m, receipt);
-        break;
-    case SQLQ_DISPOSE_POISON:
-        finish_poison(w, m, receipt, reason);
-        break;
+    case SQLQ_DISPOSE_DELETE: finish_delete(w, m, receipt); break;
+    case SQLQ_DISPOSE_POISON: finish_poison(w, m, receipt, reason); break;
     case SQLQ_DISPOSE_RELEASE:
         if (m->dequeue_count >= c->policy.max_dequeue_count)
             SQLQ_WARN("consumer.no_poison_queue",
@@ -173,8 +172,7 @@ static void dispose(consumer_worker *w, const sqlq_message *m, const char *recei
         finish_release(w, m, receipt,
                        sqlq_disposition_release_visibility(&c->policy, m->dequeue_count));
         break;
-    case SQLQ_DISPOSE_RUN:
-        break;
+    case SQLQ_DISPOSE_RUN: break;
     }
 }
 
@@ -264,11 +262,17 @@ static void process_message(consumer_worker *w, const sqlq_message *m)
     }
     slot_begin(w, m);
     sqlq_error_clear(&err);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     sqlq_result r = run_handler(w, m, &body, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    sqlq_histogram_observe(c->n.m_handler_seconds, (double)(t1.tv_sec - t0.tv_sec) +
+                                                       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     bool lost, timed_out;
     char *receipt = slot_end(w, &lost, &timed_out);
     if (r != SQLQ_OK) {
         atomic_fetch_add(&c->n.failed, 1);
+        sqlq_counter_inc(c->n.m_failed);
         SQLQ_WARN("consumer.handler_failed", "queue=%s msg_id=%s dequeue_count=%ld err=\"%s\"",
                   c->queue, m->id, m->dequeue_count, err.message);
     }
@@ -279,7 +283,8 @@ static void process_message(consumer_worker *w, const sqlq_message *m)
                   "dropped: another consumer may hold it\"",
                   c->queue, m->id, m->dequeue_count, timed_out ? "true" : "false");
     } else {
-        dispose(w, m, receipt, sqlq_disposition_on_result(&c->policy, m->dequeue_count, r == SQLQ_OK),
+        dispose(w, m, receipt,
+                sqlq_disposition_on_result(&c->policy, m->dequeue_count, r == SQLQ_OK),
                 err.message);
     }
     free(receipt);
@@ -394,6 +399,7 @@ static void renew_slot(struct sqlq_consumer *c, consumer_slot *s, uint64_t *next
             s->pop_receipt = receipt;
             receipt = NULL;
             atomic_fetch_add(&c->n.renewals, 1);
+            sqlq_counter_inc(c->n.m_renewals);
             SQLQ_DEBUG("consumer.renewed", "queue=%s msg_id=%s lease_s=%d", c->queue, s->msg->id,
                        c->opt.lease_s);
         } else if (o == SQLQ_RENEWAL_LOST) {

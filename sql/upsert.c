@@ -66,14 +66,14 @@ static sqlq_result check_args(const char *const *cols, size_t ncols, const char 
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "upsert: the table has no key columns");
     for (size_t i = 0; cols && i < nkey; i++)
         if (!is_key(key[i], cols, ncols))
-            return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                  "upsert: key column %s has no value", key[i]);
+            return sqlq_error_set(err, SQLQ_E_INVALID, false, "upsert: key column %s has no value",
+                                  key[i]);
     return SQLQ_OK;
 }
 
 static sqlq_result insert_on_conflict(sqlq_dialect_kind d, const sqlq_table_name *t,
-                                      const char *const *cols, size_t ncols,
-                                      const char *const *key, size_t nkey, sqlq_buf *out)
+                                      const char *const *cols, size_t ncols, const char *const *key,
+                                      size_t nkey, sqlq_buf *out)
 {
     const char *excluded = d == SQLQ_DIALECT_SQLITE ? "excluded." : "EXCLUDED.";
     sqlq_result r = sqlq_buf_adds(out, "INSERT INTO ");

@@ -1,0 +1,40 @@
+/* sql_sink: `sqlq consume --sql CONN --table T`: applies the bridge's change messages to a
+ * target table (insert/update -> upsert on the primary key, delete -> delete), idempotently. */
+#ifndef SQLQ_SQL_SINK_H
+#define SQLQ_SQL_SINK_H
+
+#include "consumer.h"
+#include "result.h"
+
+#include <stddef.h>
+
+/* Accepted bodies (docs/messages.md): a row-format object {"op", "key", "row", ...}, a batch
+ * {"changes": [row-format, ...]}, or the Functions shape [{"Operation": 0|1|2, "Item": {...}}].
+ * All changes of one message are applied in one transaction. Values follow docs/types.md:
+ * numbers, strings, true/false, null, {"$base64": "..."} for binary, ISO dates as strings; they
+ * are always bound as parameters. A change whose key columns are not exactly the table's
+ * primary key, a column the table lacks, or a truncated insert/update (row left out) fails
+ * with a message saying so (and is poisoned after the usual attempts). */
+typedef struct sqlq_sql_sink sqlq_sql_sink;
+
+/* Connects once to check the table: SQLQ_E_NOT_FOUND when it does not exist, SQLQ_E_INVALID
+ * when it has no primary key. */
+SQLQ_NODISCARD sqlq_result sqlq_sql_sink_create(const char *conn, const char *table,
+                                                sqlq_sql_sink **out, sqlq_error *err);
+void sqlq_sql_sink_destroy(sqlq_sql_sink *s);
+
+/* Checks a message body against the table without touching the database (used at start on a
+ * peeked message so a key mismatch is refused before anything runs). SQLQ_E_PARSE when it is
+ * not a change message, SQLQ_E_INVALID when its keys or columns do not fit the table. */
+SQLQ_NODISCARD sqlq_result sqlq_sql_sink_check(const sqlq_sql_sink *s, const char *body, size_t len,
+                                               sqlq_error *err);
+
+/* The consumer handler: one database connection per worker. On SQLite, changes are applied one
+ * at a time (one writer). */
+sqlq_handler sqlq_sql_sink_bind(sqlq_sql_sink *s);
+
+/* Apply one body on a fresh connection of its own (tests, one-off use). */
+SQLQ_NODISCARD sqlq_result sqlq_sql_sink_apply_once(sqlq_sql_sink *s, const char *body, size_t len,
+                                                    sqlq_error *err);
+
+#endif
