@@ -4,6 +4,7 @@ sqlq_unit_test(cursor_query sqlq_sql)
 sqlq_unit_test(cursor_column sqlq_sql)
 sqlq_unit_test(cursor_pending sqlq_sql)
 sqlq_unit_test(watermark sqlq_sql)
+sqlq_unit_test(backfill sqlq_sql)
 
 sqlq_integration_test(cursor_source FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
 
@@ -15,3 +16,5 @@ sqlq_integration_test(cursor_failover FIXTURES azurite postgres LIBS sqlq_bridge
 add_dependencies(itest_cursor_failover cursor_poller)
 set_property(TEST integration.cursor_failover APPEND PROPERTY ENVIRONMENT
   "SQLQ_CURSOR_POLLER=$<TARGET_FILE:cursor_poller>")
+
+sqlq_integration_test(backfill FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
