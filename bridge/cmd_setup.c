@@ -1,12 +1,278 @@
-/* cmd_setup: placeholder until `sqlq setup` is built (replaced by its real implementation). */
+/* cmd_setup: `sqlq setup`: install (or with --drop remove) what change capture needs in the
+ * database: sqlq's schema and state tables, and per table the change log and its triggers
+ * (SQLite, PostgreSQL) or change tracking (SQL Server). Idempotent; says what it did. */
+#include "capture.h"
+#include "catalog.h"
+#include "change_log.h"
 #include "commands.h"
+#include "config.h"
+#include "ct_query.h"
+#include "db.h"
+#include "log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct setup_settings {
+    char *db;
+    char *table;
+    char *bridge_name;
+    bool drop;
+    long long retention_days;
+    char *log_level;
+    char *log_format;
+} setup_settings;
+
+#define S setup_settings
+static const sqlq_setting setup_table[] = {
+    SQLQ_SETTING_SECRET(S, db, "db", "SQLQ_DB_CONNECTION", NULL,
+                        "ODBC connection string of the database (Driver={SQLite3};Database=…, "
+                        "PostgreSQL or SQL Server)"),
+    SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
+                     "table to set up (schema.name); repeat --table or list tables as arguments; "
+                     "without any, the tables of the config file's routes"),
+    SQLQ_SETTING_STR(S, bridge_name, "bridge_name", "SQLQ_BRIDGE_NAME", NULL,
+                     "with --drop: forget only this bridge's sync state and leases and keep the "
+                     "change log (--bridge NAME is accepted too)"),
+    SQLQ_SETTING_BOOL(S, drop, "drop", NULL, "false",
+                      "remove instead: every bridge's sync state and leases of the table, its "
+                      "change log and triggers, and sqlq's schema once nothing is left in it "
+                      "(SQL Server: change tracking stays on)"),
+    SQLQ_SETTING_INT(S, retention_days, "change_retention_days", "SQLQ_CHANGE_RETENTION_DAYS", "2",
+                     1, 3650,
+                     "SQL Server: CHANGE_RETENTION when setup turns change tracking on for the "
+                     "database (left alone when it is on already)"),
+    SQLQ_SETTING_ENUM(S, log_level, "log_level", "SQLQ_LOG_LEVEL", "warn",
+                      "error|warn|info|debug|trace", "log level"),
+    SQLQ_SETTING_ENUM(S, log_format, "log_format", "SQLQ_LOG_FORMAT", "text", "text|json",
+                      "log line format"),
+};
+#undef S
+
+static const sqlq_config_spec setup_spec = {
+    "setup",
+    "sqlq setup --db CONN --table T [--table T2 …] [--drop [--bridge-name NAME]]",
+    "Prepare tables for `sqlq bridge`: create sqlq's state tables, and per table install the\n"
+    "change log (a log table and row triggers, SQLite and PostgreSQL) or turn change tracking\n"
+    "on (SQL Server). Safe to run again: existing objects are kept, triggers are refreshed.\n"
+    "Each bridge creates its own sync state and leases table when it first starts.\n"
+    "Needs rights to create schemas, tables and triggers; TRUNCATE is not captured.",
+    setup_table,
+    sizeof(setup_table) / sizeof(setup_table[0]),
+    0,
+    64,
+};
+
+/* argv with "--bridge X" / "--bridge=X" spelled as --bridge-name (the brief's spelling). */
+static char **translate_aliases(int argc, char **argv, char **owned)
+{
+    char **out = calloc((size_t)argc + 1, sizeof(char *));
+    if (!out)
+        return NULL;
+    *owned = NULL;
+    for (int i = 0; i < argc; i++) {
+        out[i] = argv[i];
+        if (strcmp(argv[i], "--bridge") == 0) {
+            out[i] = "--bridge-name";
+        } else if (strncmp(argv[i], "--bridge=", 9) == 0 && !*owned) {
+            size_t n = strlen(argv[i]) + 6;
+            *owned = malloc(n);
+            if (*owned) {
+                snprintf(*owned, n, "--bridge-name=%s", argv[i] + 9);
+                out[i] = *owned;
+            }
+        }
+    }
+    return out;
+}
+
+/* Every --table value (the config loader keeps only the last), then arguments, then the
+ * setting (environment or file), then the config file's routes. */
+static size_t collect_tables(int argc, char **argv, const setup_settings *s,
+                             const sqlq_config_result *res, const char **out, size_t max)
+{
+    size_t n = 0;
+    for (int i = 1; i < argc && n < max; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "--table") == 0 && i + 1 < argc)
+            out[n++] = argv[++i];
+        else if (strncmp(argv[i], "--table=", 8) == 0)
+            out[n++] = argv[i] + 8;
+    }
+    for (size_t i = 0; i < res->npositional && n < max; i++)
+        out[n++] = res->positional[i];
+    if (n > 0)
+        return n;
+    if (s->table)
+        out[n++] = s->table;
+    json_t *routes = res->file ? json_object_get(res->file, "routes") : NULL;
+    size_t i;
+    json_t *route;
+    json_array_foreach(routes, i, route) {
+        const char *t = json_string_value(json_object_get(route, "table"));
+        bool seen = false;
+        for (size_t k = 0; t && k < n; k++)
+            seen = seen || strcmp(out[k], t) == 0;
+        if (t && !seen && n < max)
+            out[n++] = t;
+    }
+    return n;
+}
+
+static void print_error(const char *table, const sqlq_error *err)
+{
+    char line[700];
+    sqlq_error_format(err, line, sizeof(line));
+    fprintf(stderr, "sqlq setup: %s: %s\n", table, line);
+}
+
+static const char *object_prefix(sqlq_dialect_kind d)
+{
+    return d == SQLQ_DIALECT_SQLITE ? "sqlq_" : "sqlq.";
+}
+
+static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *key, int days)
+{
+    char *on_db = NULL, *on_table = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result r = sqlq_ct_enable_sql(&t->name, days, &on_db, &on_table, &err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_exec(db, on_db, NULL, 0, NULL, &err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_exec(db, on_table, NULL, 0, NULL, &err);
+    if (r == SQLQ_OK)
+        r = sqlq_catalog_ensure(db, &err);
+    free(on_db);
+    free(on_table);
+    if (r != SQLQ_OK) {
+        print_error(key, &err);
+        return SQLQ_EXIT_FAILED;
+    }
+    printf("%s: change tracking on (database and table); state tables in schema sqlq\n", key);
+    return SQLQ_EXIT_OK;
+}
+
+static int install_one(sqlq_db *db, const char *table, int retention_days)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    if (sqlq_catalog_lookup(db, table, NULL, &t, &n, &err) != SQLQ_OK) {
+        print_error(table, &err);
+        return SQLQ_EXIT_FAILED;
+    }
+    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    int rc = SQLQ_EXIT_OK;
+    bool before = false;
+    if (d == SQLQ_DIALECT_MSSQL)
+        rc = enable_change_tracking(db, t, n.table_key, retention_days);
+    else if (sqlq_change_log_installed(db, t, &before, &err) != SQLQ_OK ||
+             sqlq_change_log_install(db, t, &err) != SQLQ_OK)
+        rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
+    else if (d == SQLQ_DIALECT_SQLITE)
+        printf("%s: change log %s: table %s%s, triggers %s_ai/_au/_ak/_ad\n", n.table_key,
+               before ? "already installed (triggers refreshed)" : "installed",
+               object_prefix(d), n.log_table, n.trigger);
+    else
+        printf("%s: change log %s: table %s%s, function %s%s, trigger %s\n", n.table_key,
+               before ? "already installed (triggers refreshed)" : "installed",
+               object_prefix(d), n.log_table, object_prefix(d), n.log_function, n.trigger);
+    sqlq_table_free(t);
+    return rc;
+}
+
+static int drop_one(sqlq_db *db, const char *table, const char *bridge)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    size_t forgotten = 0;
+    if (sqlq_catalog_lookup(db, table, NULL, &t, &n, &err) != SQLQ_OK ||
+        sqlq_capture_forget(db, table, bridge, &forgotten, &err) != SQLQ_OK) {
+        print_error(table, &err);
+        sqlq_table_free(t);
+        return SQLQ_EXIT_FAILED;
+    }
+    if (bridge)
+        printf("%s: sync state and leases of bridge %s %s\n", n.table_key, bridge,
+               forgotten ? "removed" : "not found (nothing to remove)");
+    else
+        printf("%s: sync state and leases of %zu bridge%s removed\n", n.table_key, forgotten,
+               forgotten == 1 ? "" : "s");
+    int rc = SQLQ_EXIT_OK;
+    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    if (!bridge && d != SQLQ_DIALECT_MSSQL) {
+        if (sqlq_change_log_drop(db, t, &err) != SQLQ_OK)
+            rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
+        else
+            printf("%s: change log and triggers removed\n", n.table_key);
+    } else if (!bridge) {
+        if (sqlq_catalog_drop_if_unused(db, NULL, &err) != SQLQ_OK)
+            rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
+        printf("%s: change tracking left on (ALTER TABLE … DISABLE CHANGE_TRACKING turns it off)\n",
+               n.table_key);
+    }
+    sqlq_table_free(t);
+    return rc;
+}
 
 int sqlq_cmd_setup(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "sqlq: 'setup' is not built yet\n");
-    return SQLQ_EXIT_FAILED;
+    char *owned = NULL;
+    char **args = translate_aliases(argc, argv, &owned);
+    if (!args) {
+        fprintf(stderr, "sqlq setup: out of memory\n");
+        return SQLQ_EXIT_FAILED;
+    }
+    setup_settings s;
+    memset(&s, 0, sizeof(s));
+    sqlq_config_result res;
+    int rc = sqlq_config_load_or_exit(&setup_spec, &s, argc, args, &res);
+    const char *tables[64];
+    size_t ntables = 0;
+    if (rc < 0) {
+        sqlq_common_settings common = {.log_level = s.log_level, .log_format = s.log_format};
+        sqlq_common_settings_apply(&common);
+        ntables = collect_tables(argc, args, &s, &res, tables, 64);
+        if (!s.db || !*s.db)
+            rc = SQLQ_EXIT_USAGE,
+            fprintf(stderr, "sqlq setup: no database: give --db CONN or set SQLQ_DB_CONNECTION\n");
+        else if (ntables == 0)
+            rc = SQLQ_EXIT_USAGE, fprintf(stderr, "sqlq setup: no table: give --table T\n");
+    }
+    sqlq_db *db = NULL;
+    if (rc < 0) {
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        if (sqlq_db_connect(s.db, &db, &err) != SQLQ_OK) {
+            char line[700];
+            sqlq_error_format(&err, line, sizeof(line));
+            fprintf(stderr, "sqlq setup: cannot connect: %s\n", line);
+            rc = SQLQ_EXIT_FAILED;
+        }
+    }
+    if (rc < 0) {
+        rc = SQLQ_EXIT_OK;
+        for (size_t i = 0; i < ntables; i++) {
+            int one = s.drop ? drop_one(db, tables[i], s.bridge_name)
+                             : install_one(db, tables[i], (int)s.retention_days);
+            if (one != SQLQ_EXIT_OK)
+                rc = one;
+        }
+        bool left = true;
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        if (s.drop && rc == SQLQ_EXIT_OK && sqlq_catalog_exists(db, &left, &err) == SQLQ_OK && !left)
+            printf("nothing of sqlq is left in this database\n");
+    }
+    sqlq_db_close(db);
+    sqlq_config_free(&setup_spec, &s, &res);
+    free(args);
+    free(owned);
+    return rc;
 }

@@ -1,12 +1,246 @@
-/* cmd_status: placeholder until `sqlq status` is built (replaced by its real implementation). */
+/* cmd_status: `sqlq status`: per watched table and bridge, the sync version, changes pending
+ * and leases held (by whom), read from sqlq's registry and state tables. */
+#include "capture.h"
+#include "catalog.h"
 #include "commands.h"
+#include "config.h"
+#include "db.h"
+#include "log.h"
+#include "sql_text.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct status_settings {
+    char *db;
+    char *table;
+    char *bridge_name;
+    bool json;
+    char *log_level;
+    char *log_format;
+} status_settings;
+
+#define S status_settings
+static const sqlq_setting status_table[] = {
+    SQLQ_SETTING_SECRET(S, db, "db", "SQLQ_DB_CONNECTION", NULL,
+                        "ODBC connection string of the database"),
+    SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
+                     "only this table (default: every table sqlq setup prepared)"),
+    SQLQ_SETTING_STR(S, bridge_name, "bridge_name", "SQLQ_BRIDGE_NAME", NULL,
+                     "only this bridge (default: every bridge; --bridge NAME is accepted too)"),
+    SQLQ_SETTING_BOOL(S, json, "json", NULL, "false", "print one JSON document instead of text"),
+    SQLQ_SETTING_ENUM(S, log_level, "log_level", "SQLQ_LOG_LEVEL", "warn",
+                      "error|warn|info|debug|trace", "log level"),
+    SQLQ_SETTING_ENUM(S, log_format, "log_format", "SQLQ_LOG_FORMAT", "text", "text|json",
+                      "log line format"),
+};
+#undef S
+
+static const sqlq_config_spec status_spec = {
+    "status",
+    "sqlq status --db CONN [--table T] [--bridge-name NAME] [--json]",
+    "Show, per table and bridge: the sync version (every change at or below it is delivered),\n"
+    "pending changes (what the next polls would deliver, as an autoscaler would count them),\n"
+    "and the leases held now, by owner (host:pid:random of the bridge instance).\n"
+    "Exit code 1 when a table asked for is not set up or cannot be read.",
+    status_table,
+    sizeof(status_table) / sizeof(status_table[0]),
+    0,
+    0,
+};
+
+static void print_err(const char *what, const sqlq_error *err)
+{
+    char line[700];
+    sqlq_error_format(err, line, sizeof(line));
+    fprintf(stderr, "sqlq status: %s: %s\n", what, line);
+}
+
+/* One bridge of one table; appends to `bridges` (JSON) and prints in text mode. */
+static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge, bool json,
+                         json_t *bridges)
+{
+    sqlq_capture_config cfg;
+    sqlq_capture_config_default(&cfg);
+    cfg.table = table_key;
+    cfg.bridge_name = bridge;
+    cfg.instance_id = "sqlq-status";
+    sqlq_capture *cap = NULL;
+    sqlq_capture_status st;
+    memset(&st, 0, sizeof(st));
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result r = sqlq_capture_open(db, &cfg, &cap, &err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_status_get(cap, &st, &err);
+    sqlq_capture_close(cap);
+    if (r != SQLQ_OK) {
+        char what[600];
+        snprintf(what, sizeof(what), "%s, bridge %s", table_key, bridge);
+        print_err(what, &err);
+        json_array_append_new(bridges, json_pack("{s:s, s:s}", "bridge", bridge, "error",
+                                                 err.message));
+        return SQLQ_EXIT_FAILED;
+    }
+    if (json) {
+        json_array_append_new(bridges, json_pack("{s:s, s:I, s:I, s:I, s:O}", "bridge", bridge,
+                                                 "sync_version", (json_int_t)st.sync_version,
+                                                 "pending", (json_int_t)st.pending, "leased",
+                                                 (json_int_t)st.leased, "owners", st.owners));
+    } else {
+        printf("  bridge %s: sync version %lld, pending %lld, leased %lld", bridge,
+               (long long)st.sync_version, st.pending, st.leased);
+        const char *owner;
+        json_t *n;
+        const char *sep = " (";
+        json_object_foreach(st.owners, owner, n) {
+            printf("%s%s: %lld", sep, owner, (long long)json_integer_value(n));
+            sep = ", ";
+        }
+        printf("%s\n", *sep == ',' ? ")" : "");
+    }
+    sqlq_capture_status_free(&st);
+    return SQLQ_EXIT_OK;
+}
+
+static const char *source_name(sqlq_db *db, bool key)
+{
+    bool ct = sqlq_db_dialect(db) == SQLQ_DIALECT_MSSQL;
+    return ct ? (key ? "change_tracking" : "change tracking") : (key ? "change_log" : "change log");
+}
+
+static void no_bridge(const status_settings *s)
+{
+    if (s->bridge_name)
+        printf("  bridge %s has not started on this table yet\n", s->bridge_name);
+    else
+        printf("  no bridge has started on this table yet\n");
+}
+
+/* The tables and bridges to show: registry rows, ordered by table. */
+static int show(sqlq_db *db, const status_settings *s, json_t *doc)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    char key[SQLQ_TABLE_KEY_MAX] = "";
+    if (s->table) {
+        sqlq_table *t = NULL;
+        sqlq_catalog_names n;
+        if (sqlq_catalog_lookup(db, s->table, NULL, &t, &n, &err) != SQLQ_OK) {
+            print_err(s->table, &err);
+            return SQLQ_EXIT_FAILED;
+        }
+        sqlq_table_free(t);
+        snprintf(key, sizeof(key), "%s", n.table_key);
+    }
+    json_t *rows = NULL;
+    bool exists = false;
+    if (sqlq_catalog_exists(db, &exists, &err) != SQLQ_OK ||
+        (exists && sqlq_catalog_list(db, s->table ? key : NULL, &rows, &err) != SQLQ_OK)) {
+        print_err("registry", &err);
+        return SQLQ_EXIT_FAILED;
+    }
+    int rc = SQLQ_EXIT_OK;
+    if (json_array_size(rows) == 0) {
+        if (!s->json)
+            printf("%s\n", s->table ? "this table is not set up: run sqlq setup --table T"
+                                    : "no table is set up: run sqlq setup --table T");
+        json_decref(rows);
+        return s->table ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
+    }
+    json_t *tables = json_object_get(doc, "tables");
+    const char *current = NULL;
+    json_t *entry = NULL;
+    size_t shown = 0; /* bridges shown for the current table */
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        const char *kind = json_string_value(json_object_get(row, "kind"));
+        const char *bridge = json_string_value(json_object_get(row, "bridge_name"));
+        const char *table = json_string_value(json_object_get(row, "table_name"));
+        const char *object = json_string_value(json_object_get(row, "object_name"));
+        if (!kind || !bridge || !table)
+            continue;
+        if (!current || strcmp(current, table) != 0) {
+            if (current && shown == 0 && !s->json)
+                no_bridge(s);
+            current = table;
+            shown = 0;
+            entry = json_pack("{s:s, s:s, s:[]}", "table", table, "source", source_name(db, true),
+                              "bridges");
+            json_array_append_new(tables, entry);
+            if (!s->json)
+                printf("%s (%s)\n", table, source_name(db, false));
+        }
+        if (strcmp(kind, "log") == 0) {
+            json_object_set_new(entry, "log", json_string(object ? object : ""));
+            continue;
+        }
+        if (s->bridge_name && strcmp(s->bridge_name, bridge) != 0)
+            continue;
+        shown++;
+        if (bridge_status(db, table, bridge, s->json, json_object_get(entry, "bridges")) !=
+            SQLQ_EXIT_OK)
+            rc = SQLQ_EXIT_FAILED;
+    }
+    if (current && shown == 0 && !s->json)
+        no_bridge(s);
+    json_decref(rows);
+    return rc;
+}
 
 int sqlq_cmd_status(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "sqlq: 'status' is not built yet\n");
-    return SQLQ_EXIT_FAILED;
+    char **args = calloc((size_t)argc + 1, sizeof(char *));
+    if (!args)
+        return SQLQ_EXIT_FAILED;
+    char *owned = NULL;
+    for (int i = 0; i < argc; i++) {
+        args[i] = strcmp(argv[i], "--bridge") == 0 ? "--bridge-name" : argv[i];
+        if (strncmp(argv[i], "--bridge=", 9) == 0 && !owned) {
+            size_t n = strlen(argv[i]) + 6;
+            owned = malloc(n);
+            if (owned) {
+                snprintf(owned, n, "--bridge-name=%s", argv[i] + 9);
+                args[i] = owned;
+            }
+        }
+    }
+    status_settings s;
+    memset(&s, 0, sizeof(s));
+    sqlq_config_result res;
+    int rc = sqlq_config_load_or_exit(&status_spec, &s, argc, args, &res);
+    if (rc < 0) {
+        sqlq_common_settings common = {.log_level = s.log_level, .log_format = s.log_format};
+        sqlq_common_settings_apply(&common);
+        if (!s.db || !*s.db)
+            rc = SQLQ_EXIT_USAGE,
+            fprintf(stderr, "sqlq status: no database: give --db CONN or set SQLQ_DB_CONNECTION\n");
+    }
+    sqlq_db *db = NULL;
+    if (rc < 0) {
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        if (sqlq_db_connect(s.db, &db, &err) != SQLQ_OK) {
+            print_err("cannot connect", &err);
+            rc = SQLQ_EXIT_FAILED;
+        }
+    }
+    if (rc < 0) {
+        json_t *doc = json_pack("{s:[]}", "tables");
+        rc = doc ? show(db, &s, doc) : SQLQ_EXIT_FAILED;
+        if (doc && s.json) {
+            char *text = json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+            if (text)
+                printf("%s\n", text);
+            free(text);
+        }
+        json_decref(doc);
+    }
+    sqlq_db_close(db);
+    sqlq_config_free(&status_spec, &s, &res);
+    free(args);
+    free(owned);
+    return rc;
 }

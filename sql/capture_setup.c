@@ -291,6 +291,22 @@ static sqlq_result forget_bridge(sqlq_db *db, const sqlq_table *t, const char *b
     return r;
 }
 
+static sqlq_result delete_states(sqlq_db *db, const char *table_key, sqlq_error *err)
+{
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(db));
+    sqlq_sql_text_add(&q, "DELETE FROM ");
+    sqlq_catalog_object(&q, "state");
+    sqlq_sql_text_add(&q, " WHERE table_name = ?");
+    char *sql = NULL;
+    sqlq_result r = sqlq_sql_text_take(&q, &sql, err);
+    sqlq_param p = sqlq_param_text(table_key);
+    if (r == SQLQ_OK)
+        r = sqlq_db_exec(db, sql, &p, 1, NULL, err);
+    free(sql);
+    return r;
+}
+
 sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table, const char *bridge_name,
                                 size_t *out_bridges, sqlq_error *err)
 {
@@ -328,6 +344,8 @@ sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table, const char *brid
         r = forget_bridge(db, &canon, bridge, err);
         n++;
     }
+    if (r == SQLQ_OK && !bridge_name)
+        r = delete_states(db, names.table_key, err); /* rows no registry entry points at */
     if (r == SQLQ_OK)
         r = sqlq_db_commit(db, err);
     if (r != SQLQ_OK)

@@ -1,18 +1,11 @@
 #include "capture_sql.h"
 
+#include "capture_sql_builder.h"
 #include "ct_query.h"
-#include "sql_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A statement under construction: text plus the role of each `?`. */
-typedef struct builder {
-    sqlq_sql_text t;
-    sqlq_capture_stmt *st;
-    const sqlq_capture_sql *c;
-} builder;
 
 void sqlq_capture_stmt_free(sqlq_capture_stmt *s)
 {
@@ -20,58 +13,6 @@ void sqlq_capture_stmt_free(sqlq_capture_stmt *s)
         return;
     free(s->sql);
     memset(s, 0, sizeof(*s));
-}
-
-static void b_init(builder *b, const sqlq_capture_sql *c, sqlq_capture_stmt *st)
-{
-    memset(st, 0, sizeof(*st));
-    sqlq_sql_text_init(&b->t, c->dialect);
-    b->st = st;
-    b->c = c;
-}
-
-static sqlq_result b_done(builder *b, sqlq_error *err)
-{
-    return sqlq_sql_text_take(&b->t, &b->st->sql, err);
-}
-
-static void param(builder *b, sqlq_capture_param p)
-{
-    if (b->st->nparams >= SQLQ_CAPTURE_MAX_PARAMS) {
-        b->t.rc = b->t.rc ? b->t.rc : SQLQ_E_INVALID;
-        return;
-    }
-    b->st->params[b->st->nparams++] = p;
-    sqlq_sql_text_add(&b->t, "?");
-}
-
-static bool is_pg(const builder *b) { return b->c->dialect == SQLQ_DIALECT_POSTGRES; }
-static bool is_ms(const builder *b) { return b->c->dialect == SQLQ_DIALECT_MSSQL; }
-/* The current time in ms. SQLite: a parameter the caller fills from its own clock (the
- * database file is local: same clock), so the two statements of a SQLite poll agree on it. */
-static void now(builder *b)
-{
-    if (b->c->dialect == SQLQ_DIALECT_SQLITE)
-        param(b, SQLQ_P_NOW);
-    else
-        sqlq_sql_text_add(&b->t, "%s", sqlq_dialect_now_ms(b->c->dialect));
-}
-static const char *key_name(const builder *b, size_t i)
-{
-    return b->c->table->columns[b->c->table->key[i]].name;
-}
-
-static void obj(builder *b, const char *bare) { sqlq_catalog_object(&b->t, bare); }
-static void leases(builder *b) { obj(b, b->c->names->leases_table); }
-
-/* Version and operation columns of the changes relation `c`. */
-static const char *ver(const builder *b)
-{
-    return b->c->change_tracking ? "c.SYS_CHANGE_VERSION" : "c." SQLQ_COL_VERSION;
-}
-static const char *opcol(const builder *b)
-{
-    return b->c->change_tracking ? "c.SYS_CHANGE_OPERATION" : "c." SQLQ_COL_OP;
 }
 
 /* SQL Server: DECLARE @sync from the state row (CHANGETABLE takes a variable, not a query). */
@@ -84,22 +25,6 @@ static void ms_declare_sync(builder *b)
     sqlq_sql_text_add(&b->t, " AND table_name = ");
     param(b, SQLQ_P_TABLE);
     sqlq_sql_text_add(&b->t, "); ");
-}
-
-/* The quoted table name as a string literal (for OBJECT_ID). */
-static void table_literal(builder *b)
-{
-    sqlq_sql_text q;
-    sqlq_sql_text_init(&q, b->c->dialect);
-    sqlq_sql_text_table(&q, &b->c->table->name);
-    char *name = NULL;
-    sqlq_result r = sqlq_sql_text_take(&q, &name, NULL);
-    if (r != SQLQ_OK) {
-        b->t.rc = b->t.rc ? b->t.rc : r;
-        return;
-    }
-    sqlq_sql_text_literal(&b->t, name);
-    free(name);
 }
 
 static void changes_from(builder *b)
@@ -396,55 +321,6 @@ sqlq_result sqlq_capture_sql_reserve(const sqlq_capture_sql *c, sqlq_capture_stm
     return r;
 }
 
-sqlq_result sqlq_capture_sql_leases_ddl(const sqlq_capture_sql *c, char *const *types,
-                                        sqlq_capture_stmt *out_table, sqlq_capture_stmt *out_index,
-                                        sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out_table);
-    memset(out_index, 0, sizeof(*out_index));
-    char ix[80];
-    snprintf(ix, sizeof(ix), "ix_%s", c->names->leases_table);
-    if (is_ms(&b)) {
-        sqlq_sql_text_add(&b.t, "IF OBJECT_ID(N'sqlq.%s', N'U') IS NULL BEGIN ",
-                          c->names->leases_table);
-    }
-    sqlq_sql_text_add(&b.t, "CREATE TABLE %s", is_ms(&b) ? "" : "IF NOT EXISTS ");
-    leases(&b);
-    sqlq_sql_text_add(&b.t, " (");
-    sqlq_catalog_key_defs(&b.t, c->table, types);
-    sqlq_sql_text_add(&b.t, ", " SQLQ_COL_VERSION " bigint NOT NULL, " SQLQ_COL_ATTEMPTS
-                            " integer NOT NULL, " SQLQ_COL_EXPIRES " bigint NULL, " SQLQ_COL_OWNER
-                            " %s NULL, " SQLQ_COL_TOKEN " bigint NULL, PRIMARY KEY (",
-                      is_ms(&b) ? "nvarchar(256)" : "text");
-    sqlq_catalog_key_list(&b.t, c->table, "");
-    sqlq_sql_text_add(&b.t, "))");
-    if (is_ms(&b)) {
-        sqlq_sql_text_add(&b.t, "; CREATE INDEX ");
-        sqlq_sql_text_ident(&b.t, ix);
-        sqlq_sql_text_add(&b.t, " ON ");
-        leases(&b);
-        sqlq_sql_text_add(&b.t, " (" SQLQ_COL_TOKEN "); END");
-        return b_done(&b, err);
-    }
-    sqlq_result r = b_done(&b, err);
-    if (r != SQLQ_OK)
-        return r;
-    b_init(&b, c, out_index);
-    sqlq_sql_text_add(&b.t, "CREATE INDEX IF NOT EXISTS ");
-    if (c->dialect == SQLQ_DIALECT_SQLITE)
-        obj(&b, ix);
-    else
-        sqlq_sql_text_ident(&b.t, ix);
-    sqlq_sql_text_add(&b.t, " ON ");
-    leases(&b);
-    sqlq_sql_text_add(&b.t, " (" SQLQ_COL_TOKEN ")");
-    r = b_done(&b, err);
-    if (r != SQLQ_OK)
-        sqlq_capture_stmt_free(out_table);
-    return r;
-}
-
 sqlq_result sqlq_capture_sql_lock(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
                                   sqlq_error *err)
 {
@@ -520,39 +396,6 @@ sqlq_result sqlq_capture_sql_advance_scan(const sqlq_capture_sql *c, sqlq_captur
     return b_done(&b, err);
 }
 
-sqlq_result sqlq_capture_sql_set_sync(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
-                                      sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out);
-    sqlq_sql_text_add(&b.t, "UPDATE ");
-    obj(&b, "state");
-    sqlq_sql_text_add(&b.t, " SET sync_version = ");
-    param(&b, SQLQ_P_VERSION);
-    sqlq_sql_text_add(&b.t, ", updated_ms = ");
-    now(&b);
-    sqlq_sql_text_add(&b.t, " WHERE bridge_name = ");
-    param(&b, SQLQ_P_BRIDGE);
-    sqlq_sql_text_add(&b.t, " AND table_name = ");
-    param(&b, SQLQ_P_TABLE);
-    sqlq_sql_text_add(&b.t, " AND sync_version < ");
-    param(&b, SQLQ_P_VERSION);
-    return b_done(&b, err);
-}
-
-sqlq_result sqlq_capture_sql_trim_leases(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
-                                         sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out);
-    sqlq_sql_text_add(&b.t, "DELETE FROM ");
-    leases(&b);
-    sqlq_sql_text_add(&b.t, " WHERE " SQLQ_COL_VERSION " <= ");
-    param(&b, SQLQ_P_VERSION);
-    sqlq_sql_text_add(&b.t, " AND " SQLQ_COL_EXPIRES " IS NULL");
-    return b_done(&b, err);
-}
-
 sqlq_result sqlq_capture_sql_trim_log(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
                                       sqlq_error *err)
 {
@@ -564,166 +407,17 @@ sqlq_result sqlq_capture_sql_trim_log(const sqlq_capture_sql *c, sqlq_capture_st
     }
     sqlq_sql_text_add(&b.t, "DELETE FROM ");
     obj(&b, c->names->log_table);
+    if (is_pg(&b)) {
+        /* Skip rows a user transaction holds (its trigger is moving them to a newer version):
+         * waiting for them could deadlock that transaction against this housekeeping. */
+        sqlq_sql_text_add(&b.t, " WHERE ctid = ANY(ARRAY(SELECT ctid FROM ");
+        obj(&b, c->names->log_table);
+    }
     sqlq_sql_text_add(&b.t, " WHERE " SQLQ_COL_VERSION " <= (SELECT min(sync_version) FROM ");
     obj(&b, "state");
     sqlq_sql_text_add(&b.t, " WHERE table_name = ");
     param(&b, SQLQ_P_TABLE);
-    sqlq_sql_text_add(&b.t, ")");
+    sqlq_sql_text_add(&b.t, ")%s", is_pg(&b) ? " FOR UPDATE SKIP LOCKED))" : "");
     return b_done(&b, err);
 }
 
-static void tokens_match(builder *b)
-{
-    sqlq_sql_text_add(&b->t, " WHERE " SQLQ_COL_OWNER " = ");
-    param(b, SQLQ_P_OWNER);
-    sqlq_sql_text_add(&b->t, " AND " SQLQ_COL_TOKEN " IN (");
-    if (b->c->dialect == SQLQ_DIALECT_SQLITE) {
-        sqlq_sql_text_add(&b->t, "SELECT value FROM json_each(");
-        param(b, SQLQ_P_TOKENS);
-        sqlq_sql_text_add(&b->t, ")");
-    } else if (is_pg(b)) {
-        sqlq_sql_text_add(&b->t, "SELECT CAST(jsonb_array_elements_text(CAST(");
-        param(b, SQLQ_P_TOKENS);
-        sqlq_sql_text_add(&b->t, " AS jsonb)) AS bigint)");
-    } else {
-        sqlq_sql_text_add(&b->t, "SELECT CAST([value] AS bigint) FROM OPENJSON(");
-        param(b, SQLQ_P_TOKENS);
-        sqlq_sql_text_add(&b->t, ")");
-    }
-    sqlq_sql_text_add(&b->t, ")");
-}
-
-sqlq_result sqlq_capture_sql_release(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
-                                     sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out);
-    sqlq_sql_text_add(&b.t, "UPDATE ");
-    leases(&b);
-    sqlq_sql_text_add(&b.t, " SET " SQLQ_COL_ATTEMPTS " = 0, " SQLQ_COL_EXPIRES " = NULL, "
-                            SQLQ_COL_OWNER " = NULL");
-    tokens_match(&b);
-    return b_done(&b, err);
-}
-
-sqlq_result sqlq_capture_sql_renew(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
-                                   sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out);
-    sqlq_sql_text_add(&b.t, "UPDATE ");
-    leases(&b);
-    sqlq_sql_text_add(&b.t, " SET " SQLQ_COL_EXPIRES " = ");
-    now(&b);
-    sqlq_sql_text_add(&b.t, " + %lld", (long long)c->lease_s * 1000);
-    tokens_match(&b);
-    sqlq_sql_text_add(&b.t, " AND " SQLQ_COL_EXPIRES " IS NOT NULL");
-    return b_done(&b, err);
-}
-
-sqlq_result sqlq_capture_sql_abandon(const sqlq_capture_sql *c, bool count_attempt,
-                                     sqlq_capture_stmt *out, sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out);
-    sqlq_sql_text_add(&b.t, "UPDATE ");
-    leases(&b);
-    /* Expired at once (0, not NULL: NULL with the same version reads as "released"). */
-    sqlq_sql_text_add(&b.t, " SET " SQLQ_COL_EXPIRES " = 0, " SQLQ_COL_OWNER " = NULL");
-    if (!count_attempt)
-        sqlq_sql_text_add(&b.t, ", " SQLQ_COL_ATTEMPTS " = CASE WHEN " SQLQ_COL_ATTEMPTS
-                                " > 0 THEN " SQLQ_COL_ATTEMPTS " - 1 ELSE 0 END");
-    tokens_match(&b);
-    return b_done(&b, err);
-}
-
-sqlq_result sqlq_capture_sql_state_init(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
-                                        sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out);
-    if (is_ms(&b)) {
-        sqlq_sql_text_add(&b.t, "SET NOCOUNT ON; DECLARE @b nvarchar(128) = ");
-        param(&b, SQLQ_P_BRIDGE);
-        sqlq_sql_text_add(&b.t, ", @t nvarchar(300) = ");
-        param(&b, SQLQ_P_TABLE);
-        sqlq_sql_text_add(&b.t, ", @v bigint = ");
-        param(&b, SQLQ_P_VERSION);
-        sqlq_sql_text_add(&b.t, "; IF NOT EXISTS (SELECT 1 FROM ");
-        obj(&b, "state");
-        sqlq_sql_text_add(&b.t, " WITH (UPDLOCK, HOLDLOCK) WHERE bridge_name = @b AND "
-                                "table_name = @t) INSERT INTO ");
-        obj(&b, "state");
-        sqlq_sql_text_add(&b.t, " (bridge_name, table_name, sync_version, updated_ms) "
-                                "VALUES (@b, @t, @v, ");
-        now(&b);
-        sqlq_sql_text_add(&b.t, ");");
-        return b_done(&b, err);
-    }
-    sqlq_sql_text_add(&b.t, "INSERT INTO ");
-    obj(&b, "state");
-    sqlq_sql_text_add(&b.t, " (bridge_name, table_name, sync_version, updated_ms) VALUES (");
-    param(&b, SQLQ_P_BRIDGE);
-    sqlq_sql_text_add(&b.t, ", ");
-    param(&b, SQLQ_P_TABLE);
-    sqlq_sql_text_add(&b.t, ", ");
-    param(&b, SQLQ_P_VERSION);
-    sqlq_sql_text_add(&b.t, ", ");
-    now(&b);
-    sqlq_sql_text_add(&b.t, ") ON CONFLICT (bridge_name, table_name) DO NOTHING");
-    return b_done(&b, err);
-}
-
-sqlq_result sqlq_capture_sql_read_sync(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
-                                       sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out);
-    sqlq_sql_text_add(&b.t, "SELECT sync_version FROM ");
-    obj(&b, "state");
-    sqlq_sql_text_add(&b.t, " WHERE bridge_name = ");
-    param(&b, SQLQ_P_BRIDGE);
-    sqlq_sql_text_add(&b.t, " AND table_name = ");
-    param(&b, SQLQ_P_TABLE);
-    return b_done(&b, err);
-}
-
-sqlq_result sqlq_capture_sql_start_version(const sqlq_capture_sql *c, sqlq_start_from from,
-                                           sqlq_capture_stmt *out, sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out);
-    if (c->change_tracking) {
-        if (from == SQLQ_START_NOW) {
-            sqlq_sql_text_add(&b.t, "SELECT CHANGE_TRACKING_CURRENT_VERSION()");
-        } else {
-            sqlq_sql_text_add(&b.t, "SELECT CHANGE_TRACKING_MIN_VALID_VERSION(OBJECT_ID(");
-            table_literal(&b);
-            sqlq_sql_text_add(&b.t, "))");
-        }
-    } else if (from == SQLQ_START_BEGINNING) {
-        sqlq_sql_text_add(&b.t, "SELECT 0");
-    } else if (is_pg(&b)) {
-        /* Everything of transactions older than every running one is "before now". */
-        sqlq_sql_text_add(&b.t, "SELECT CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS "
-                                "text) AS bigint) - 1");
-    } else {
-        sqlq_sql_text_add(&b.t, "SELECT value FROM ");
-        obj(&b, "counter");
-        sqlq_sql_text_add(&b.t, " WHERE name = 'version'");
-    }
-    return b_done(&b, err);
-}
-
-sqlq_result sqlq_capture_sql_owners(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
-                                    sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out);
-    sqlq_sql_text_add(&b.t, "SELECT " SQLQ_COL_OWNER " AS owner, count(*) AS n FROM ");
-    leases(&b);
-    sqlq_sql_text_add(&b.t, " WHERE " SQLQ_COL_EXPIRES " > ");
-    now(&b);
-    sqlq_sql_text_add(&b.t, " GROUP BY " SQLQ_COL_OWNER);
-    return b_done(&b, err);
-}

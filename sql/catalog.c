@@ -45,10 +45,11 @@ static bool plain_ident(const char *s, bool lower)
     return true;
 }
 
-/* Append one part of a table key: as is when plain, else "double-quoted" with "" doubling. */
-static bool key_part(char *out, size_t size, size_t *pos, const char *part)
+/* Append one part of a table key: as is when plain, else "double-quoted" with "" doubling, so
+ * the key reads as SQL would (PostgreSQL folds unquoted names: there "Mixed" stays quoted). */
+static bool key_part(char *out, size_t size, size_t *pos, const char *part, bool fold)
 {
-    bool quote = !plain_ident(part, false);
+    bool quote = !plain_ident(part, fold);
     size_t need = strlen(part) * 2 + 3;
     if (*pos + need >= size)
         return false;
@@ -106,14 +107,15 @@ sqlq_result sqlq_catalog_names_make(sqlq_dialect_kind d, const sqlq_table_name *
                               "bridge name must be 1..%d bytes", SQLQ_BRIDGE_NAME_MAX);
     size_t pos = 0;
     bool ok = true;
+    bool fold = d == SQLQ_DIALECT_POSTGRES;
     if (d != SQLQ_DIALECT_SQLITE && t->schema[0]) {
-        ok = key_part(out->table_key, sizeof(out->table_key), &pos, t->schema);
+        ok = key_part(out->table_key, sizeof(out->table_key), &pos, t->schema, fold);
         if (ok && pos + 1 < sizeof(out->table_key)) {
             out->table_key[pos++] = '.';
             out->table_key[pos] = '\0';
         }
     }
-    ok = ok && key_part(out->table_key, sizeof(out->table_key), &pos, t->name);
+    ok = ok && key_part(out->table_key, sizeof(out->table_key), &pos, t->name, fold);
     if (!ok)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "table name too long");
     char base[48];
@@ -565,11 +567,13 @@ sqlq_result sqlq_catalog_list(sqlq_db *db, const char *table_key, json_t **out, 
 {
     *out = NULL;
     char *sql = NULL;
-    sqlq_result r = registry_sql(db, "SELECT kind, bridge_name, object_name FROM ",
-                                 " WHERE table_name = ? ORDER BY kind, bridge_name", &sql, err);
+    sqlq_result r = registry_sql(db, "SELECT kind, bridge_name, table_name, object_name FROM ",
+                                 table_key ? " WHERE table_name = ? ORDER BY kind, bridge_name"
+                                           : " ORDER BY table_name, kind, bridge_name",
+                                 &sql, err);
     sqlq_param p = sqlq_param_text(table_key);
     if (r == SQLQ_OK)
-        r = sqlq_db_query(db, sql, &p, 1, out, err);
+        r = sqlq_db_query(db, sql, &p, table_key ? 1 : 0, out, err);
     free(sql);
     return r;
 }

@@ -94,7 +94,8 @@ SQLQ_NODISCARD sqlq_result sqlq_catalog_register(sqlq_db *db, const char *kind, 
 SQLQ_NODISCARD sqlq_result sqlq_catalog_unregister(sqlq_db *db, const char *kind,
                                                    const char *bridge, const char *table_key,
                                                    sqlq_error *err);
-/* Registry rows for one table (kind, bridge_name, object_name), as JSON objects. */
+/* Registry rows (kind, bridge_name, table_name, object_name) of one table, or of every table
+ * when table_key is NULL, as JSON objects. */
 SQLQ_NODISCARD sqlq_result sqlq_catalog_list(sqlq_db *db, const char *table_key, json_t **out,
                                              sqlq_error *err);
 /* Drop the shared objects (and the sqlq schema) when no registry or state row is left.

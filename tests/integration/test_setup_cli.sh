@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# `sqlq setup` and `sqlq status` against real SQLite and PostgreSQL: install is idempotent and
+# says what it did, --drop leaves nothing behind, status reports tables, bridges and pending
+# changes, usage errors exit 2 and operational failures exit 1.
+set -euo pipefail
+sqlq=${SQLQ_BIN:?run through ctest}
+env_dir=${SQLQ_TEST_ENV_DIR:?run through ctest}
+tmp=$(mktemp -d)
+pg_db=""
+pg_port=$(cat "$env_dir/postgres/port")
+psql_() { psql -q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" -U sqlq "$@"; }
+cleanup() {
+    rm -rf "$tmp"
+    if [ -n "$pg_db" ]; then psql_ -d postgres -c "DROP DATABASE IF EXISTS $pg_db" >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_rc() { # expect_rc CODE cmd...
+    local want=$1 got=0
+    shift
+    "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
+    [ "$got" -eq "$want" ] || { cat "$tmp/out" "$tmp/err" >&2; fail "exit $got, wanted $want: $*"; }
+}
+
+# ---- usage -----------------------------------------------------------------------------------
+expect_rc 0 "$sqlq" setup --help
+grep -q -- "--table" "$tmp/out" && grep -q -- "--drop" "$tmp/out" || fail "setup --help lacks options"
+grep -q "SQLQ_DB_CONNECTION" "$tmp/out" || fail "setup --help does not name SQLQ_DB_CONNECTION"
+expect_rc 0 "$sqlq" status --help
+grep -q -- "--json" "$tmp/out" || fail "status --help lacks --json"
+expect_rc 2 env -u SQLQ_DB_CONNECTION "$sqlq" setup --table t
+grep -q "no database" "$tmp/err" || fail "missing --db not explained"
+expect_rc 2 "$sqlq" setup --db "Driver={SQLite3};Database=$tmp/x.db;"
+grep -q "no table" "$tmp/err" || fail "missing --table not explained"
+expect_rc 2 "$sqlq" setup --db x --table t --no-such-option
+expect_rc 2 "$sqlq" status --db x --json=maybe
+
+# ---- SQLite ----------------------------------------------------------------------------------
+db="$tmp/shop.db"
+conn="Driver={SQLite3};Database=$db;Timeout=5000;"
+sqlite3 "$db" "CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT);
+               CREATE TABLE \"Order Lines\" (\"order\" INTEGER, line INTEGER, qty INTEGER,
+                                             PRIMARY KEY (\"order\", line));"
+expect_rc 1 "$sqlq" setup --db "$conn" --table missing
+grep -q "missing" "$tmp/err" || fail "an unknown table is not named"
+expect_rc 0 "$sqlq" setup --db "$conn" --table orders --table '"Order Lines"'
+grep -q "^orders: change log installed" "$tmp/out" || fail "setup did not report the install: $(cat "$tmp/out")"
+grep -q '^"Order Lines": change log installed' "$tmp/out" || fail "second --table ignored"
+# idempotent, and the connection may come from SQLQ_DB_CONNECTION_FILE
+printf '%s' "$conn" >"$tmp/conn"
+expect_rc 0 env -u SQLQ_DB_CONNECTION SQLQ_DB_CONNECTION_FILE="$tmp/conn" "$sqlq" setup orders
+grep -q "already installed" "$tmp/out" || fail "second setup not reported as already installed"
+sqlite3 "$db" "INSERT INTO orders VALUES (1, 'a'), (2, 'b'); UPDATE orders SET note = 'c' WHERE id = 1;
+               INSERT INTO \"Order Lines\" VALUES (1, 1, 5);"
+[ "$(sqlite3 "$db" 'SELECT count(*) FROM sqlq_log_orders')" = 2 ] || fail "log rows: latest change per key"
+expect_rc 0 "$sqlq" status --db "$conn"
+grep -q "^orders (change log)" "$tmp/out" || fail "status lacks orders: $(cat "$tmp/out")"
+grep -q "no bridge has started" "$tmp/out" || fail "status does not say no bridge ran"
+expect_rc 0 "$sqlq" status --db "$conn" --table orders --json
+python3 - "$tmp/out" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+t = doc["tables"]
+assert len(t) == 1 and t[0]["table"] == "orders" and t[0]["source"] == "change_log", t
+assert t[0]["log"] == "sqlq_log_orders" and t[0]["bridges"] == [], t
+EOF
+expect_rc 1 "$sqlq" status --db "$conn" --table missing
+# --drop of one table keeps the other's log and sqlq's tables
+expect_rc 0 "$sqlq" setup --db "$conn" --table orders --drop
+grep -q "change log and triggers removed" "$tmp/out" || fail "drop not reported"
+[ "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_master WHERE name LIKE 'sqlq_log_orders%'")" = 0 ] ||
+    fail "orders' change log still there"
+[ "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_master WHERE name = 'sqlq_tables'")" = 1 ] ||
+    fail "registry dropped while another table is still set up"
+sqlite3 "$db" "INSERT INTO orders VALUES (3, 'after drop')" # no trigger left to fail
+expect_rc 0 "$sqlq" setup --db "$conn" --drop '"Order Lines"'
+grep -q "nothing of sqlq is left" "$tmp/out" || fail "last drop did not say everything is gone"
+left=$(sqlite3 "$db" "SELECT group_concat(name) FROM sqlite_master WHERE name LIKE 'sqlq%'")
+[ -z "$left" ] || fail "objects left after --drop: $left"
+
+# ---- PostgreSQL ------------------------------------------------------------------------------
+pg_db="setup_cli_$$"
+psql_ -d postgres -c "CREATE DATABASE $pg_db" >/dev/null
+pconn="$(cat "$env_dir/postgres/odbc")Database=$pg_db;"
+psql_ -d "$pg_db" -c "CREATE SCHEMA sales; CREATE TABLE sales.orders (id bigint PRIMARY KEY, v text);
+                      CREATE TABLE \"Mixed\" (k uuid PRIMARY KEY, v int);"
+expect_rc 0 "$sqlq" setup --db "$pconn" --table sales.orders --table '"Mixed"'
+grep -q "^sales.orders: change log installed: table sqlq.log_orders_" "$tmp/out" ||
+    fail "PostgreSQL setup output: $(cat "$tmp/out")"
+expect_rc 0 "$sqlq" setup --db "$pconn" --table SALES.ORDERS # unquoted names fold as in SQL
+grep -q "already installed" "$tmp/out" || fail "SALES.ORDERS did not resolve to sales.orders"
+psql_ -d "$pg_db" -c "INSERT INTO sales.orders VALUES (1, 'x'), (2, 'y'); DELETE FROM sales.orders WHERE id = 2;
+                      INSERT INTO \"Mixed\" VALUES (gen_random_uuid(), 1);"
+ops=$(psql_ -d "$pg_db" -At -c "SELECT string_agg(sqlq_op, '' ORDER BY id) FROM sqlq.\"$(psql_ -d "$pg_db" -At -c "SELECT object_name FROM sqlq.tables WHERE table_name = 'sales.orders'" | sed 's/^sqlq\.//')\"")
+[ "$ops" = "ID" ] || fail "PostgreSQL log ops: '$ops', wanted ID"
+expect_rc 0 "$sqlq" status --db "$pconn" --json
+python3 - "$tmp/out" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+names = sorted(t["table"] for t in doc["tables"])
+assert names == ['public."Mixed"', "sales.orders"], names
+EOF
+expect_rc 0 "$sqlq" setup --db "$pconn" --drop --table sales.orders --table '"Mixed"'
+left=$(psql_ -d "$pg_db" -At -c "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'sqlq')
+                                     + (SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'sqlq%')
+                                     + (SELECT count(*) FROM pg_proc WHERE proname LIKE 'capture_%')")
+[ "$left" = 0 ] || fail "PostgreSQL objects left after --drop: $left"
+psql_ -d "$pg_db" -c "INSERT INTO sales.orders VALUES (5, 'after drop')" >/dev/null
+echo "setup/status CLI: all checks passed"
