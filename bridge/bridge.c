@@ -33,6 +33,21 @@ typedef struct shared {
     char instance_id[160];
 } shared;
 
+bool sqlq_bridge_ready(void *health, char *reason, size_t reason_size)
+{
+    sqlq_bridge_health *h = health;
+    int routes = atomic_load(&h->routes), started = atomic_load(&h->started);
+    if (atomic_load(&h->stopping)) {
+        snprintf(reason, reason_size, "stopping");
+        return false;
+    }
+    if (started < routes) {
+        snprintf(reason, reason_size, "%d of %d routes started (database, capture, queue)", started, routes);
+        return false;
+    }
+    return true;
+}
+
 void sqlq_bridge_instance_id(char *out, size_t out_size)
 {
     char host[128] = "localhost";
@@ -75,7 +90,7 @@ static void shared_free(shared *s)
 static sqlq_result create_routes(const sqlq_bridge_config *cfg, shared *s, sqlq_error *err)
 {
     sqlq_route_env env = {cfg->db_connection, cfg->account, cfg->encoding, s->instance_id,
-                          cfg->renew_interval_ms, cfg->once, &s->stop};
+                          cfg->renew_interval_ms, cfg->once, &s->stop, cfg->metrics, cfg->health};
     for (size_t i = 0; i < cfg->nroutes; i++) {
         s->workers[i].shared = s;
         sqlq_result rc = sqlq_route_create(&env, &cfg->routes[i], &s->workers[i].route, err);
@@ -99,6 +114,8 @@ static bool supervise(const sqlq_bridge_config *cfg, shared *s)
         if (all_done)
             return true;
         uint64_t now = sqlq_clock_wall_ms() < 0 ? 0 : (uint64_t)sqlq_clock_wall_ms();
+        if (stop && cfg->health)
+            atomic_store(&cfg->health->stopping, 1);
         if (stop && deadline == 0) {
             deadline = now + (uint64_t)(cfg->shutdown_timeout_s > 0 ? cfg->shutdown_timeout_s : 30) * 1000u;
             SQLQ_INFO("bridge_stopping", "timeout_s=%d", cfg->shutdown_timeout_s);
@@ -130,6 +147,10 @@ sqlq_result sqlq_bridge_run(const sqlq_bridge_config *cfg, sqlq_bridge_stats *ou
         snprintf(s->instance_id, sizeof(s->instance_id), "%s", cfg->instance_id);
     else
         sqlq_bridge_instance_id(s->instance_id, sizeof(s->instance_id));
+    if (cfg->health) {
+        atomic_store(&cfg->health->routes, (int)cfg->nroutes);
+        atomic_store(&cfg->health->started, 0);
+    }
     SQLQ_INFO("bridge_starting", "instance=%s routes=%zu once=%d", s->instance_id, cfg->nroutes, (int)cfg->once);
     sqlq_result rc = create_routes(cfg, s, err);
     if (rc != SQLQ_OK) {

@@ -7,9 +7,11 @@
 #include "capture.h"
 #include "codec.h"
 #include "envelope.h"
+#include "metrics.h"
 #include "result.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -39,9 +41,23 @@ typedef struct sqlq_bridge_config {
     int renew_interval_ms;        /* 0: min(15 s, lease / 3) */
     bool once;                    /* drain what is pending, then return */
     const volatile sig_atomic_t *stop; /* set by the signal handler: stop polling, finish, exit */
+    sqlq_metrics *metrics;        /* optional: sqlq_changes_published_total and friends */
+    struct sqlq_bridge_health *health; /* optional: kept up to date for /readyz */
     const sqlq_route_config *routes;
     size_t nroutes;
 } sqlq_bridge_config;
+
+/* What /readyz reports: ready once every route has started (connected to the database,
+ * capture open, queue created) and until a stop request. Owned by the caller, updated by the
+ * bridge from its threads, read by the HTTP server's thread. */
+typedef struct sqlq_bridge_health {
+    atomic_int routes;   /* routes configured */
+    atomic_int started;  /* routes past their start */
+    atomic_int stopping; /* a stop was requested */
+} sqlq_bridge_health;
+
+/* A sqlq_readiness_fn (http_server.h) over a sqlq_bridge_health. */
+bool sqlq_bridge_ready(void *health, char *reason, size_t reason_size);
 
 /* Counters of one run, summed over routes. */
 typedef struct sqlq_bridge_stats {

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "config.h"
 #include "dialect.h"
+#include "http_server.h"
 #include "log.h"
 #include "queue_client.h"
 
@@ -26,6 +27,7 @@ typedef struct bridge_settings {
     char *oversize;
     long long max_message_bytes;
     long long shutdown_timeout_s;
+    char *metrics_listen;
     bool once;
     sqlq_common_settings common;
 } bridge_settings;
@@ -60,6 +62,8 @@ static const sqlq_setting bridge_table[] = {
                      1048576, "limit on a message as sent (after base64); the service allows 65536"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
                      "after SIGTERM: time to finish publishes in flight before leaving anyway"),
+    SQLQ_SETTING_STR(S, metrics_listen, "metrics_listen", "SQLQ_METRICS_LISTEN", NULL,
+                     "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
     SQLQ_SETTING_BOOL(S, once, "once", "SQLQ_ONCE", "false", "publish what is pending, then exit"),
     SQLQ_COMMON_SETTINGS(S, common),
 };
@@ -234,6 +238,24 @@ static int run(const bridge_settings *s, const sqlq_account *account, const sqlq
 {
     sqlq_bridge_config bc;
     memset(&bc, 0, sizeof(bc));
+    sqlq_bridge_health health;
+    atomic_init(&health.routes, (int)n);
+    atomic_init(&health.started, 0);
+    atomic_init(&health.stopping, 0);
+    sqlq_metrics *metrics = NULL;
+    sqlq_http_server *server = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (s->metrics_listen && *s->metrics_listen &&
+        (sqlq_metrics_create(&metrics) != SQLQ_OK ||
+         sqlq_http_server_start(s->metrics_listen, metrics, sqlq_bridge_ready, &health, &server, &err) != SQLQ_OK)) {
+        fprintf(stderr, "sqlq bridge: --metrics-listen: '%s': %s\n", s->metrics_listen,
+                err.message[0] ? err.message : "out of memory");
+        sqlq_metrics_destroy(metrics);
+        return SQLQ_EXIT_USAGE;
+    }
+    bc.metrics = metrics;
+    bc.health = &health;
     bc.db_connection = s->db;
     bc.account = account;
     (void)sqlq_encoding_parse(s->common.encoding, &bc.encoding);
@@ -243,9 +265,14 @@ static int run(const bridge_settings *s, const sqlq_account *account, const sqlq
     bc.routes = routes;
     bc.nroutes = n;
     sqlq_bridge_stats st;
-    sqlq_error err;
-    sqlq_error_clear(&err);
     sqlq_result rc = sqlq_bridge_run(&bc, &st, &err);
+    if (rc == SQLQ_E_TIMEOUT) { /* threads still use what run() allocated: leave without freeing */
+        fprintf(stderr, "sqlq bridge: %s\n", err.message);
+        fflush(NULL);
+        _Exit(SQLQ_EXIT_FAILED);
+    }
+    sqlq_http_server_stop(server);
+    sqlq_metrics_destroy(metrics);
     SQLQ_INFO("bridge_done", "changes=%llu messages=%llu released=%llu poisoned=%llu lost=%llu",
               st.changes, st.messages, st.released, st.poisoned, st.lost);
     if (rc != SQLQ_OK) {

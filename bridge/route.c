@@ -23,8 +23,11 @@ struct sqlq_route {
     sqlq_queue_client *client;
     sqlq_delivery *delivery;
     sqlq_lease_renewer *renewer;
-    unsigned long long changes, released, lost;
-    uint64_t last_progress_ms;
+    unsigned long long changes, released, lost, renewals_seen;
+    uint64_t last_progress_ms, last_status_ms;
+    sqlq_counter *m_published, *m_poisoned, *m_renewals;
+    sqlq_histogram *m_publish_s;
+    sqlq_gauge *m_pending;
 };
 
 static bool stopping(const sqlq_route *r)
@@ -70,6 +73,19 @@ static sqlq_backoff_policy wait_policy(void)
     return p;
 }
 
+static void init_metrics(sqlq_route *r)
+{
+    sqlq_metrics *m = r->env.metrics;
+    sqlq_label tq[] = {{"table", r->cfg.table}, {"queue", r->cfg.queue}};
+    sqlq_label q[] = {{"queue", r->cfg.queue}};
+    sqlq_label t[] = {{"table", r->cfg.table}};
+    r->m_published = sqlq_metrics_counter(m, SQLQ_METRIC_CHANGES_PUBLISHED, NULL, tq, 2);
+    r->m_poisoned = sqlq_metrics_counter(m, SQLQ_METRIC_MESSAGES_POISONED, NULL, q, 1);
+    r->m_renewals = sqlq_metrics_counter(m, SQLQ_METRIC_LEASE_RENEWALS, NULL, t, 1);
+    r->m_publish_s = sqlq_metrics_histogram(m, SQLQ_METRIC_PUBLISH_SECONDS, NULL, NULL, 0, q, 1);
+    r->m_pending = sqlq_metrics_gauge(m, SQLQ_METRIC_PENDING_CHANGES, NULL, t, 1);
+}
+
 sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config *cfg,
                               sqlq_route **out, sqlq_error *err)
 {
@@ -91,12 +107,16 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.start_from = cfg->start_from;
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
+    init_metrics(r);
 
     sqlq_queue_options qo;
     sqlq_queue_options_default(&qo);
     qo.encoding = env->encoding;
     qo.clock = &r->queue_clock;
     qo.timeout_ms = 10000;
+    /* The client retries a put for a few seconds; past that the route takes over (logs the
+     * outage, keeps the leases renewed and retries with its own back-off). */
+    qo.retry.max_total_ms = 5000;
     sqlq_delivery_config dc = {cfg->queue, {0}, cfg->max_in_flight, cfg->max_attempts};
     sqlq_envelope_config_default(&dc.envelope);
     dc.envelope.bridge_name = cfg->bridge_name;
@@ -217,6 +237,8 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
             SQLQ_INFO("route_started", "table=%s queue=%s bridge=%s instance=%s format=%s",
                       r->cfg.table, r->cfg.queue, r->cfg.bridge_name, r->env.instance_id,
                       sqlq_envelope_format_name(r->cfg.format));
+            if (r->env.health)
+                atomic_fetch_add(&r->env.health->started, 1);
             return SQLQ_OK;
         }
         log_error("route_start_failed", r, &e);
@@ -274,6 +296,10 @@ static void settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_outcome
     for (size_t i = 0; rel && fail && i < b->count; i++) {
         if (done[i])
             continue;
+        if (outcomes[i] == SQLQ_OUTCOME_ACCEPTED)
+            sqlq_counter_inc(r->m_published);
+        if (outcomes[i] == SQLQ_OUTCOME_POISONED)
+            sqlq_counter_inc(r->m_poisoned);
         if (outcomes[i] == SQLQ_OUTCOME_ACCEPTED || outcomes[i] == SQLQ_OUTCOME_POISONED) {
             rel[nr++] = b->items[i];
             done[i] = true;
@@ -319,14 +345,16 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b)
     sqlq_outcome *outcomes = calloc(b->count, sizeof(*outcomes));
     bool *done = calloc(b->count, sizeof(*done));
     sqlq_backoff qb;
-    sqlq_backoff_policy p = wait_policy();
+    sqlq_backoff_policy p = {1000, 10000, 0, 0, 0.2}; /* catch up within 10 s of a recovery */
     sqlq_backoff_init(&qb, &p, &r->clock);
     set_in_flight(r, b, NULL);
     for (unsigned round = 0; outcomes && done; round++) {
         sqlq_error e;
         sqlq_error_clear(&e);
+        uint64_t t0 = sqlq_clock_now_ms(&r->clock);
         if (sqlq_delivery_publish(r->delivery, b->items, b->count, outcomes, &e) != SQLQ_OK)
             log_error("publish_failed", r, &e);
+        sqlq_histogram_observe(r->m_publish_s, (double)(sqlq_clock_now_ms(&r->clock) - t0) / 1000.0);
         settle(r, b, outcomes, done);
         size_t left = 0;
         for (size_t i = 0; i < b->count; i++)
@@ -361,9 +389,28 @@ static void advance(sqlq_route *r)
         SQLQ_DEBUG("advanced", "table=%s sync_version=%lld", r->cfg.table, (long long)v);
 }
 
+/* Metrics read from elsewhere: pending changes (a query) and lease renewals, every 5 s. */
+static void refresh_metrics(sqlq_route *r, uint64_t now)
+{
+    if (!r->env.metrics || now - r->last_status_ms < 5000)
+        return;
+    r->last_status_ms = now;
+    unsigned long long renewals = r->renewer ? sqlq_lease_renewer_count(r->renewer) : 0;
+    sqlq_counter_add(r->m_renewals, renewals - r->renewals_seen);
+    r->renewals_seen = renewals;
+    sqlq_capture_status st;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (r->cap && sqlq_capture_status_get(r->cap, &st, &e) == SQLQ_OK) {
+        sqlq_gauge_set(r->m_pending, (double)st.pending);
+        sqlq_capture_status_free(&st);
+    }
+}
+
 static void progress(sqlq_route *r, bool force)
 {
     uint64_t now = sqlq_clock_now_ms(&r->clock);
+    refresh_metrics(r, now);
     if (!force && now - r->last_progress_ms < PROGRESS_LOG_MS)
         return;
     r->last_progress_ms = now;
@@ -410,6 +457,7 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
             if (!idle_advanced)
                 advance(r);
             idle_advanced = true;
+            refresh_metrics(r, sqlq_clock_now_ms(&r->clock));
             if (r->env.once)
                 break;
             (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);

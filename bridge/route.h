@@ -15,6 +15,8 @@ typedef struct sqlq_route_env {
     int renew_interval_ms; /* 0: min(15 s, lease / 3) */
     bool once;
     const volatile sig_atomic_t *stop; /* stop polling, finish what is in flight, return */
+    sqlq_metrics *metrics;             /* optional */
+    sqlq_bridge_health *health;        /* optional: started is counted up when the route starts */
 } sqlq_route_env;
 
 SQLQ_NODISCARD sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config *cfg,

@@ -10,3 +10,4 @@ sqlq_integration_test(bridge_postgres FIXTURES azurite postgres LIBS sqlq_bridge
 sqlq_integration_test(bridge_crash FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 400)
 sqlq_integration_test(bridge_instances FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 300)
 sqlq_integration_test(bridge_outage LIBS sqlq_bridge_testsupport TIMEOUT 300)
+sqlq_integration_test(bridge_cli FIXTURES azurite TIMEOUT 120)

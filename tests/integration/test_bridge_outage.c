@@ -98,7 +98,7 @@ static void test_bridge_outage_waits_and_catches_up(void **state)
 
     stop_azurite(NULL); /* the queue service is gone */
     insert_range(db, 50, 250);
-    bt_sleep_ms(4000); /* the bridge retries with back-off meanwhile */
+    bt_sleep_ms(8000); /* longer than the client's own retries: the bridge waits and retries */
     int st = 0;
     assert_int_equal(waitpid(pid, &st, WNOHANG), 0); /* still running */
     free(start_azurite(port));                        /* back, same port, same data */
@@ -112,6 +112,7 @@ static void test_bridge_outage_waits_and_catches_up(void **state)
     if (keys != 250)
         bt_print_log(log);
     assert_int_equal(keys, 250);
+    assert_int_equal(sqlq_test_sh("grep -q 'event=queue_unavailable' '%s'", log), 0); /* it did wait */
     char poison[80];
     snprintf(poison, sizeof(poison), "%s-poison", queue);
     bool exists = true;
