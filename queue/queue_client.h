@@ -74,7 +74,8 @@ SQLQ_NODISCARD sqlq_result sqlq_queue_put(sqlq_queue_client *c, const char *queu
 
 /* Put many messages with up to max_in_flight requests on the wire at once (curl multi,
  * connections reused). Each item gets its own result; the call returns SQLQ_OK once every item
- * has one, or SQLQ_E_CANCELLED. Transient failures are retried per item. */
+ * has one, or SQLQ_E_CANCELLED. Transient failures are retried per item. A bad queue name or
+ * options give SQLQ_E_INVALID, copied into every item too. max_in_flight is capped at 64. */
 typedef struct sqlq_put_item {
     const void *body;
     size_t len;
