@@ -18,5 +18,6 @@ int sqlq_cmd_bridge(int argc, char **argv);   /* cmd_bridge.c */
 int sqlq_cmd_setup(int argc, char **argv);    /* cmd_setup.c */
 int sqlq_cmd_status(int argc, char **argv);   /* cmd_status.c */
 int sqlq_cmd_config(int argc, char **argv);   /* cmd_config.c */
+int sqlq_cmd_backfill(int argc, char **argv); /* cmd_backfill.c */
 
 #endif

@@ -27,6 +27,7 @@ static const struct {
     {"bridge", sqlq_cmd_bridge, "publish SQL table changes to queues (the main job)"},
     {"setup", sqlq_cmd_setup, "install (or --drop) change capture and state tables"},
     {"status", sqlq_cmd_status, "sync version, pending changes and leases per table"},
+    {"backfill", sqlq_cmd_backfill, "publish a table's current rows (op read) in key order, resumable"},
     {"consume", sqlq_cmd_consume, "run a handler for each queue message"},
     {"poison", sqlq_cmd_poison, "list, show, requeue, export, import, purge poison messages"},
     {"queue", sqlq_cmd_queue, "queue admin: create, delete, list, stats, put, peek, get, ..."},

@@ -18,3 +18,5 @@ set_property(TEST integration.cursor_failover APPEND PROPERTY ENVIRONMENT
   "SQLQ_CURSOR_POLLER=$<TARGET_FILE:cursor_poller>")
 
 sqlq_integration_test(backfill FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
+sqlq_integration_test(backfill_cli FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 180)
+add_dependencies(itest_backfill_cli sqlq)

@@ -1,0 +1,406 @@
+/* cmd_backfill: `sqlq backfill`: publish the current rows of a table with op "read" (like a
+ * Debezium snapshot), in key order, page by page; resumable after a crash from its own
+ * checkpoint, which is committed only after the queue accepted every message of a page.
+ *
+ * Messages are the row-mode shape of docs/messages.md, built here in one small function
+ * (read_object) because sqlq_op has no "read": {"id","op":"read","table","key","row",
+ * "version","bridge","ts"}, version = the run id (ms when this run started), so a page sent
+ * again after a crash carries the same message ids. --format batch packs them as
+ * {"changes":[…]} under the size limit, in key order. */
+#include "backfill.h"
+#include "codec.h"
+#include "commands.h"
+#include "config.h"
+#include "envelope.h"
+#include "log.h"
+#include "queue_client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct backfill_settings {
+    char *db;
+    char *table;
+    char *queue;
+    char *where;
+    char *bridge_name;
+    long long batch_size;
+    long long max_in_flight;
+    long long lease_s;
+    char *format;
+    bool restart;
+    bool wait;
+    sqlq_common_settings common;
+} backfill_settings;
+
+#define S backfill_settings
+static const sqlq_setting backfill_table[] = {
+    SQLQ_SETTING_SECRET(S, db, "db", "SQLQ_DB_CONNECTION", NULL,
+                        "ODBC connection string of the database"),
+    SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL, "table to backfill (needs a primary key)"),
+    SQLQ_SETTING_STR(S, queue, "queue", "SQLQ_QUEUE", NULL, "queue the rows go to"),
+    SQLQ_SETTING_STR(S, where, "where", NULL, NULL,
+                     "SQL filter pasted into the query as written (your SQL, by design)"),
+    SQLQ_SETTING_STR(S, bridge_name, "bridge_name", "SQLQ_BRIDGE_NAME", "default",
+                     "names the backfill: its checkpoint is \"backfill:<name>\""),
+    SQLQ_SETTING_INT(S, batch_size, "batch_size", "SQLQ_BACKFILL_BATCH_SIZE", "500", 1, 100000,
+                     "rows per page (one checkpoint per page)"),
+    SQLQ_SETTING_INT(S, max_in_flight, "max_in_flight", "SQLQ_MAX_IN_FLIGHT", "16", 1, 256,
+                     "put requests on the wire at once"),
+    SQLQ_SETTING_INT(S, lease_s, "lease_s", "SQLQ_LEASE_S", "60", 1, 86400,
+                     "lease that keeps a second run of the same backfill out"),
+    SQLQ_SETTING_ENUM(S, format, "format", "SQLQ_FORMAT", "row", "row|batch",
+                      "one message per row, or {\"changes\":[…]} packed under 64 KiB"),
+    SQLQ_SETTING_BOOL(S, restart, "restart", NULL, "false",
+                      "forget an earlier run of this backfill and start from the first row"),
+    SQLQ_SETTING_BOOL(S, wait, "wait", NULL, "true",
+                      "while another run of this backfill holds the lease (or a killed one's lease "
+                      "has not expired yet), wait for it instead of failing"),
+    SQLQ_COMMON_SETTINGS(S, common),
+};
+#undef S
+
+static const sqlq_config_spec backfill_spec = {
+    "backfill",
+    "sqlq backfill --db CONN --table T --queue Q [--where SQL] [--bridge-name NAME] [options]",
+    "Publish the rows a table holds now (op \"read\") in key order, page by page. Interrupted or\n"
+    "killed, the same command resumes after the last page the queue accepted (rows of the page in\n"
+    "flight may arrive twice). Its checkpoint is its own: a running bridge is not disturbed.\n"
+    "--where is pasted into the SQL as written: it is your SQL, the only such option of sqlq.",
+    backfill_table,
+    sizeof(backfill_table) / sizeof(backfill_table[0]),
+    0,
+    0,
+};
+
+typedef struct run_ctx {
+    const backfill_settings *s;
+    sqlq_queue_client *qc;
+    sqlq_encoding encoding;
+    bool batch;
+    int64_t run_id;
+    int64_t total; /* -1 unknown */
+    bool tty;
+    int64_t started_ms, rows_this_run;
+} run_ctx;
+
+/* The message object of one row; key only and "truncated" when the row does not fit. */
+static json_t *read_object(const run_ctx *ctx, json_t *key, json_t *row, bool truncated)
+{
+    char id[33], ts[25];
+    if (sqlq_envelope_id(ctx->s->bridge_name, ctx->s->table, key, ctx->run_id, id, NULL) != SQLQ_OK)
+        return NULL;
+    sqlq_envelope_format_ts(sqlq_clock_wall_ms(), ts);
+    return json_pack("{ss ss ss sO so sI ss ss sb}", "id", id, "op", "read", "table",
+                     ctx->s->table, "key", key, "row", truncated ? json_null() : json_incref(row),
+                     "version", (json_int_t)ctx->run_id, "bridge", ctx->s->bridge_name, "ts", ts,
+                     "truncated", truncated);
+}
+
+static bool fits(const run_ctx *ctx, size_t len)
+{
+    return sqlq_codec_encoded_size(ctx->encoding, len) <= SQLQ_MESSAGE_MAX_TEXT;
+}
+
+/* The JSON text of one row, truncated to its key when needed; NULL when even that is too big. */
+static char *row_text(const run_ctx *ctx, json_t *key, json_t *row, size_t *len, sqlq_error *err)
+{
+    for (int truncated = 0; truncated < 2; truncated++) {
+        json_t *o = read_object(ctx, key, row, truncated);
+        if (o && !truncated)
+            json_object_del(o, "truncated");
+        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        if (!text) {
+            sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a message");
+            return NULL;
+        }
+        *len = strlen(text);
+        if (fits(ctx, *len + (ctx->batch ? 14 : 0)))
+            return text;
+        free(text);
+    }
+    sqlq_error_set(err, SQLQ_E_TOO_LARGE, false, "a row's key alone exceeds the message size limit");
+    return NULL;
+}
+
+typedef struct bodies {
+    char **items;
+    size_t *lens;
+    size_t count, cap;
+} bodies;
+
+static void bodies_free(bodies *b)
+{
+    for (size_t i = 0; i < b->count; i++)
+        free(b->items[i]);
+    free(b->items);
+    free(b->lens);
+    memset(b, 0, sizeof(*b));
+}
+
+static bool bodies_push(bodies *b, char *text, size_t len)
+{
+    if (b->count == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 64;
+        char **items = realloc(b->items, cap * sizeof(*items));
+        if (items)
+            b->items = items;
+        size_t *lens = items ? realloc(b->lens, cap * sizeof(*lens)) : NULL;
+        if (!items || !lens) {
+            free(text);
+            return false;
+        }
+        b->lens = lens;
+        b->cap = cap;
+    }
+    b->items[b->count] = text;
+    b->lens[b->count++] = len;
+    return true;
+}
+
+/* Row texts -> message bodies: one each, or packed {"changes":[…]} in order. */
+static sqlq_result build_bodies(const run_ctx *ctx, const sqlq_backfill_page *page, bodies *out,
+                                sqlq_error *err)
+{
+    sqlq_buf pack;
+    sqlq_buf_init(&pack, 0);
+    sqlq_result r = SQLQ_OK;
+    for (size_t i = 0; r == SQLQ_OK && i < page->count; i++) {
+        size_t len = 0;
+        char *text = row_text(ctx, json_array_get(page->keys, i), json_array_get(page->rows, i), &len, err);
+        if (!text)
+            r = err ? err->code : SQLQ_E_NOMEM;
+        else if (!ctx->batch)
+            r = bodies_push(out, text, len) ? SQLQ_OK : SQLQ_E_NOMEM;
+        else {
+            if (pack.len > 0 && !fits(ctx, pack.len + 1 + len + 2)) {
+                r = sqlq_buf_adds(&pack, "]}");
+                size_t n = 0;
+                char *body = r == SQLQ_OK ? sqlq_buf_take(&pack, &n) : NULL;
+                r = body && bodies_push(out, body, n) ? SQLQ_OK : SQLQ_E_NOMEM;
+            }
+            if (r == SQLQ_OK)
+                r = sqlq_buf_adds(&pack, pack.len ? "," : "{\"changes\":[");
+            if (r == SQLQ_OK)
+                r = sqlq_buf_add(&pack, text, len);
+            free(text);
+        }
+    }
+    if (r == SQLQ_OK && pack.len > 0) {
+        size_t n = 0;
+        r = sqlq_buf_adds(&pack, "]}");
+        char *body = r == SQLQ_OK ? sqlq_buf_take(&pack, &n) : NULL;
+        r = body && bodies_push(out, body, n) ? SQLQ_OK : SQLQ_E_NOMEM;
+    }
+    sqlq_buf_free(&pack);
+    return r == SQLQ_OK ? r : sqlq_error_set(err, r, false, "cannot build the page's messages");
+}
+
+/* Put every message of the page; SQLQ_OK only when the queue accepted all of them. */
+static sqlq_result publish(const run_ctx *ctx, const sqlq_backfill_page *page, sqlq_error *err)
+{
+    bodies b = {0};
+    sqlq_result r = build_bodies(ctx, page, &b, err);
+    sqlq_put_item *items = r == SQLQ_OK ? calloc(b.count ? b.count : 1, sizeof(*items)) : NULL;
+    if (r == SQLQ_OK && !items)
+        r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    for (size_t i = 0; r == SQLQ_OK && i < b.count; i++) {
+        items[i].body = b.items[i];
+        items[i].len = b.lens[i];
+    }
+    sqlq_put_options po = {0};
+    if (r == SQLQ_OK) {
+        r = sqlq_queue_put_many(ctx->qc, ctx->s->queue, items, b.count,
+                                (size_t)ctx->s->max_in_flight, &po);
+        if (r != SQLQ_OK)
+            r = sqlq_error_set(err, r, false, "publishing was interrupted");
+    }
+    for (size_t i = 0; r == SQLQ_OK && i < b.count; i++)
+        if (items[i].result != SQLQ_OK)
+            r = sqlq_error_set(err, items[i].result, items[i].error.transient, "put failed: %s",
+                               items[i].error.message);
+    free(items);
+    bodies_free(&b);
+    return r;
+}
+
+static void progress(run_ctx *ctx, const sqlq_checkpoint *cp, bool final)
+{
+    if (!ctx->tty)
+        return;
+    int64_t ms = sqlq_clock_wall_ms() - ctx->started_ms;
+    double rate = ms > 0 ? (double)ctx->rows_this_run * 1000.0 / (double)ms : 0.0;
+    if (ctx->total > 0)
+        fprintf(stderr, "\rbackfill %s: %lld / %lld rows (%lld%%), %.0f rows/s   ", ctx->s->table,
+                (long long)cp->rows_done, (long long)ctx->total,
+                (long long)(cp->rows_done * 100 / (ctx->total > cp->rows_done ? ctx->total : cp->rows_done)),
+                rate);
+    else
+        fprintf(stderr, "\rbackfill %s: %lld rows, %.0f rows/s   ", ctx->s->table,
+                (long long)cp->rows_done, rate);
+    if (final)
+        fputc('\n', stderr);
+}
+
+static int pages(run_ctx *ctx, sqlq_backfill *bf)
+{
+    for (;;) {
+        if (sqlq_stop_flag) {
+            progress(ctx, sqlq_backfill_checkpoint(bf), true);
+            fprintf(stderr, "sqlq backfill: interrupted after %lld rows; run the same command to "
+                            "resume\n", (long long)sqlq_backfill_checkpoint(bf)->rows_done);
+            return SQLQ_EXIT_FAILED;
+        }
+        sqlq_backfill_page page;
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        sqlq_result r = sqlq_backfill_next(bf, &page, &err);
+        if (r == SQLQ_OK && page.count == 0) {
+            sqlq_backfill_page_free(&page);
+            r = sqlq_backfill_finish(bf, &err);
+            progress(ctx, sqlq_backfill_checkpoint(bf), true);
+            if (r == SQLQ_OK)
+                return SQLQ_EXIT_OK;
+        }
+        if (r == SQLQ_OK)
+            r = publish(ctx, &page, &err);
+        if (r == SQLQ_OK)
+            r = sqlq_backfill_commit(bf, &page, &err);
+        if (r == SQLQ_OK)
+            ctx->rows_this_run += (int64_t)page.count;
+        sqlq_backfill_page_free(&page);
+        if (r != SQLQ_OK) {
+            char line[768];
+            sqlq_error_format(&err, line, sizeof(line));
+            progress(ctx, sqlq_backfill_checkpoint(bf), true);
+            fprintf(stderr, "sqlq backfill: %s\nrun the same command to resume after row %lld\n",
+                    line, (long long)sqlq_backfill_checkpoint(bf)->rows_done);
+            return SQLQ_EXIT_FAILED;
+        }
+        progress(ctx, sqlq_backfill_checkpoint(bf), false);
+    }
+}
+
+/* Missing or malformed settings: message printed, false. */
+static bool check(const backfill_settings *s)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    const char *missing = !s->db ? "db (--db or SQLQ_DB_CONNECTION)"
+                          : !s->table ? "table (--table)"
+                          : !s->queue ? "queue (--queue)"
+                          : !s->common.queue_connection
+                              ? "queue_connection (--queue-connection, SQLQ_QUEUE_CONNECTION or "
+                                "AzureWebJobsStorage)"
+                              : NULL;
+    if (missing) {
+        fprintf(stderr, "sqlq backfill: %s is not set\n", missing);
+        return false;
+    }
+    if (!sqlq_queue_name_valid(s->queue, &err)) {
+        fprintf(stderr, "sqlq backfill: --queue '%s' is not allowed (%s)\n", s->queue, err.message);
+        return false;
+    }
+    size_t n = s->bridge_name ? strlen(s->bridge_name) : 0;
+    if (n < 1 || n > 119) {
+        fprintf(stderr, "sqlq backfill: --bridge-name must be 1..119 characters\n");
+        return false;
+    }
+    return true;
+}
+
+static int run(const backfill_settings *s, sqlq_queue_client *qc, sqlq_db *db)
+{
+    sqlq_backfill_config cfg;
+    sqlq_backfill_config_default(&cfg);
+    cfg.name = s->bridge_name;
+    cfg.table = s->table;
+    cfg.where = s->where;
+    cfg.page_size = (int)s->batch_size;
+    cfg.lease_s = (int)s->lease_s;
+    cfg.restart = s->restart;
+    sqlq_backfill *bf = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_clock clock = sqlq_clock_system(&sqlq_stop_flag);
+    bool told = false;
+    while (sqlq_backfill_open(db, NULL, &cfg, &bf, &err) == SQLQ_E_CONFLICT && s->wait) {
+        if (!told)
+            fprintf(stderr, "sqlq backfill: %s\nwaiting for that lease to end (Ctrl-C to stop)\n",
+                    err.message);
+        told = true;
+        sqlq_error_clear(&err);
+        if (!sqlq_clock_sleep_ms(&clock, 1000)) {
+            sqlq_error_set(&err, SQLQ_E_CANCELLED, false, "interrupted while waiting");
+            break;
+        }
+    }
+    if (!bf) {
+        fprintf(stderr, "sqlq backfill: %s\n", err.message);
+        return err.code == SQLQ_E_INVALID ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED;
+    }
+    const sqlq_checkpoint *cp = sqlq_backfill_checkpoint(bf);
+    if (cp->finished) {
+        fprintf(stderr, "sqlq backfill: backfill '%s' of %s already finished (%lld rows); pass "
+                        "--restart to publish every row again\n",
+                s->bridge_name, sqlq_backfill_table_key(bf), (long long)cp->rows_done);
+        sqlq_backfill_close(bf);
+        return SQLQ_EXIT_OK;
+    }
+    run_ctx ctx = {.s = s, .qc = qc, .encoding = sqlq_queue_client_encoding(qc),
+                   .batch = strcmp(s->format, "batch") == 0, .run_id = cp->run_id, .total = -1,
+                   .tty = isatty(STDERR_FILENO) == 1, .started_ms = sqlq_clock_wall_ms()};
+    if (ctx.tty && sqlq_backfill_count(bf, &ctx.total, &err) != SQLQ_OK)
+        ctx.total = -1;
+    int rc = pages(&ctx, bf);
+    int64_t ms = sqlq_clock_wall_ms() - ctx.started_ms;
+    SQLQ_INFO("backfill_done", "table=%s name=%s rows=%lld rows_total=%lld ms=%lld rows_per_s=%.0f "
+              "finished=%s", sqlq_backfill_table_key(bf), s->bridge_name,
+              (long long)ctx.rows_this_run, (long long)sqlq_backfill_checkpoint(bf)->rows_done,
+              (long long)ms, ms > 0 ? (double)ctx.rows_this_run * 1000.0 / (double)ms : 0.0,
+              rc == SQLQ_EXIT_OK ? "yes" : "no");
+    sqlq_backfill_close(bf);
+    return rc;
+}
+
+int sqlq_cmd_backfill(int argc, char **argv)
+{
+    backfill_settings s;
+    memset(&s, 0, sizeof(s));
+    sqlq_config_result res;
+    int rc = sqlq_config_load_or_exit(&backfill_spec, &s, argc, argv, &res);
+    if (rc >= 0)
+        return rc;
+    sqlq_common_settings_apply(&s.common);
+    rc = check(&s) ? SQLQ_EXIT_OK : SQLQ_EXIT_USAGE;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_account *account = NULL;
+    sqlq_queue_client *qc = NULL;
+    sqlq_db *db = NULL;
+    sqlq_clock clock = sqlq_clock_system(&sqlq_stop_flag);
+    sqlq_queue_options qo;
+    sqlq_queue_options_default(&qo);
+    qo.clock = &clock;
+    bool created = false;
+    if (rc == SQLQ_EXIT_OK && (!sqlq_encoding_parse(s.common.encoding, &qo.encoding) ||
+                               sqlq_account_parse(s.common.queue_connection, &account, &err) != SQLQ_OK ||
+                               sqlq_queue_client_create(account, &qo, &qc, &err) != SQLQ_OK ||
+                               sqlq_queue_create(qc, s.queue, &created, &err) != SQLQ_OK ||
+                               sqlq_db_connect(s.db, &db, &err) != SQLQ_OK)) {
+        char line[768];
+        sqlq_error_format(&err, line, sizeof(line));
+        fprintf(stderr, "sqlq backfill: %s\n", line);
+        rc = err.code == SQLQ_E_INVALID ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED;
+    }
+    if (rc == SQLQ_EXIT_OK)
+        rc = run(&s, qc, db);
+    sqlq_db_close(db);
+    sqlq_queue_client_destroy(qc);
+    sqlq_account_destroy(account);
+    sqlq_config_free(&backfill_spec, &s, &res);
+    return rc;
+}
