@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -198,9 +199,29 @@ static void tail_add(child *ch, const char *p, size_t n)
     ch->tail_len += n;
 }
 
+/* write() to a pipe whose reader is gone raises SIGPIPE: block it in this thread around the
+ * write and take the pending one back, so embedding programs need not ignore SIGPIPE. */
+static ssize_t write_nosigpipe(int fd, const void *p, size_t n)
+{
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    ssize_t w = write(fd, p, n);
+    int saved = errno;
+    if (w < 0 && errno == EPIPE) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
+    return w;
+}
+
 static void pump_stdin(child *ch)
 {
-    ssize_t n = write(ch->in_fd, ch->body + ch->written, ch->body_len - ch->written);
+    ssize_t n = write_nosigpipe(ch->in_fd, ch->body + ch->written, ch->body_len - ch->written);
     if (n > 0)
         ch->written += (size_t)n;
     /* EPIPE: the command does not read its input; that is its business. */

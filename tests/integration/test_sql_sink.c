@@ -1,0 +1,222 @@
+/* The --sql sink against real PostgreSQL and SQLite through ODBC: bridge-shaped messages (row,
+ * batch and Functions shapes; insert, update, delete; a composite key; binary, boolean, decimal,
+ * timestamp and hostile text values) give the expected final rows, and applying every message
+ * again changes nothing. A missing table and a key that does not match the primary key are
+ * refused with clear errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "db.h"
+#include "log.h"
+#include "sql_sink.h"
+#include "testenv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const messages[] = {
+    /* row format: two inserts, then an update of the first */
+    "{\"id\":\"a1\",\"op\":\"insert\",\"table\":\"orders\",\"key\":{\"region\":\"eu\",\"id\":1},"
+    "\"row\":{\"region\":\"eu\",\"id\":1,\"total\":\"19.90\",\"paid\":true,"
+    "\"note\":\"it's \\\"quoted\\\"; DROP TABLE orders; --\",\"data\":{\"$base64\":\"AAEC/w==\"},"
+    "\"placed\":\"2024-05-01T12:00:00.123Z\"},\"version\":1,\"bridge\":\"default\","
+    "\"ts\":\"2024-05-01T12:00:01Z\"}",
+    "{\"id\":\"a2\",\"op\":\"insert\",\"table\":\"orders\",\"key\":{\"region\":\"us\",\"id\":1},"
+    "\"row\":{\"region\":\"us\",\"id\":1,\"total\":\"1.00\",\"paid\":false,\"note\":null,"
+    "\"data\":null,\"placed\":null},\"version\":2,\"bridge\":\"default\",\"ts\":\"x\"}",
+    "{\"id\":\"a3\",\"op\":\"update\",\"table\":\"orders\",\"key\":{\"region\":\"eu\",\"id\":1},"
+    "\"row\":{\"region\":\"eu\",\"id\":1,\"total\":\"25.00\",\"paid\":false,"
+    "\"note\":\"Žluťoučký kůň\",\"data\":{\"$base64\":\"AAEC/w==\"},"
+    "\"placed\":\"2024-05-01T12:00:00.123Z\"},\"version\":3,\"bridge\":\"default\",\"ts\":\"x\"}",
+    /* batch format: an insert and a delete */
+    "{\"changes\":[{\"id\":\"b1\",\"op\":\"insert\",\"table\":\"orders\",\"key\":{\"region\":"
+    "\"eu\","
+    "\"id\":2},\"row\":{\"region\":\"eu\",\"id\":2,\"total\":\"3.50\",\"paid\":true,\"note\":"
+    "\"two\","
+    "\"data\":null,\"placed\":null},\"version\":4,\"bridge\":\"default\",\"ts\":\"x\"},"
+    "{\"id\":\"b2\",\"op\":\"delete\",\"table\":\"orders\",\"key\":{\"region\":\"us\",\"id\":1},"
+    "\"row\":null,\"version\":5,\"bridge\":\"default\",\"ts\":\"x\"}]}",
+    /* the Functions shape: insert, update (a row without the key order), delete */
+    "[{\"Operation\":0,\"Item\":{\"region\":\"eu\",\"id\":3,\"total\":\"9.99\",\"paid\":true,"
+    "\"note\":\"three\",\"data\":null,\"placed\":null}},"
+    "{\"Operation\":1,\"Item\":{\"total\":\"5.50\",\"id\":2,\"region\":\"eu\",\"paid\":false,"
+    "\"note\":\"two again\",\"data\":null,\"placed\":null}},"
+    "{\"Operation\":2,\"Item\":{\"region\":\"eu\",\"id\":3}}]",
+};
+#define NMESSAGES (sizeof(messages) / sizeof(messages[0]))
+
+typedef struct target {
+    const char *label;
+    char *conn;
+    const char *create;
+    const char *select; /* region, id, total, paid, note, data (hex), placed: ordered by key */
+} target;
+
+static void exec_sql(const char *conn, const char *sql)
+{
+    sqlq_db *db = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_db_connect(conn, &db, &err), SQLQ_OK);
+    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
+        fail_msg("%s: %s", sql, err.message);
+    sqlq_db_close(db);
+}
+
+static char *rows_text(const target *t)
+{
+    sqlq_db *db = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    json_t *rows = NULL;
+    assert_int_equal(sqlq_db_connect(t->conn, &db, &err), SQLQ_OK);
+    if (sqlq_db_query(db, t->select, NULL, 0, &rows, &err) != SQLQ_OK)
+        fail_msg("%s: %s", t->select, err.message);
+    sqlq_db_close(db);
+    char *s = json_dumps(rows, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(rows);
+    return s;
+}
+
+static void apply_all(sqlq_sql_sink *s)
+{
+    for (size_t i = 0; i < NMESSAGES; i++) {
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        if (sqlq_sql_sink_apply_once(s, messages[i], strlen(messages[i]), &err) != SQLQ_OK)
+            fail_msg("message %zu: %s (sqlstate %s)", i, err.message, err.sqlstate);
+    }
+}
+
+static void run_target(const target *t, const char *want)
+{
+    exec_sql(t->conn, t->create);
+    sqlq_sql_sink *s = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_sql_sink_create(t->conn, "orders", &s, &err) != SQLQ_OK)
+        fail_msg("%s: create: %s", t->label, err.message);
+    apply_all(s);
+    char *first = rows_text(t);
+    if (strcmp(first, want) != 0)
+        fail_msg("%s: rows\n  got  %s\n  want %s", t->label, first, want);
+    apply_all(s); /* idempotent: the same messages again, same rows */
+    char *second = rows_text(t);
+    assert_string_equal(second, first);
+    /* and one message alone again (a redelivery) */
+    assert_int_equal(sqlq_sql_sink_apply_once(s, messages[0], strlen(messages[0]), &err), SQLQ_OK);
+    assert_int_equal(sqlq_sql_sink_apply_once(s, messages[2], strlen(messages[2]), &err), SQLQ_OK);
+    char *third = rows_text(t);
+    assert_string_equal(third, first);
+    free(first);
+    free(second);
+    free(third);
+    sqlq_sql_sink_destroy(s);
+}
+
+static void test_sql_sink_postgres(void **state)
+{
+    (void)state;
+    target t = {
+        "postgres", sqlq_test_pg_create_db("sink"),
+        "CREATE TABLE orders (region text, id integer, total numeric(10,2), paid boolean, "
+        "note text, data bytea, placed timestamptz, PRIMARY KEY (region, id))",
+        "SELECT region, id, total, paid, note, encode(data, 'hex') AS data, "
+        "to_char(placed AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS') AS placed FROM orders "
+        "ORDER BY region, id"};
+    run_target(&t, "[{\"region\":\"eu\",\"id\":1,\"total\":\"25.00\",\"paid\":false,"
+                   "\"note\":\"Žluťoučký kůň\",\"data\":\"000102ff\","
+                   "\"placed\":\"2024-05-01 12:00:00.123\"},"
+                   "{\"region\":\"eu\",\"id\":2,\"total\":\"5.50\",\"paid\":false,"
+                   "\"note\":\"two again\",\"data\":null,\"placed\":null}]");
+    free(t.conn);
+}
+
+static void test_sql_sink_sqlite(void **state)
+{
+    (void)state;
+    char path[512];
+    target t = {
+        "sqlite", sqlq_test_sqlite_db("sink", path, sizeof(path)),
+        "CREATE TABLE orders (region TEXT, id INTEGER, total TEXT, paid INTEGER, "
+        "note TEXT, data BLOB, placed TEXT, PRIMARY KEY (region, id))",
+        "SELECT region, id, total, paid, note, CASE WHEN data IS NULL THEN NULL ELSE hex(data) END "
+        "AS data, placed FROM orders "
+        "ORDER BY region, id"};
+    run_target(&t, "[{\"region\":\"eu\",\"id\":1,\"total\":\"25.00\",\"paid\":0,"
+                   "\"note\":\"Žluťoučký kůň\",\"data\":\"000102FF\","
+                   "\"placed\":\"2024-05-01T12:00:00.123Z\"},"
+                   "{\"region\":\"eu\",\"id\":2,\"total\":\"5.50\",\"paid\":0,"
+                   "\"note\":\"two again\",\"data\":null,\"placed\":null}]");
+    free(t.conn);
+}
+
+static void test_sql_sink_refuses_what_does_not_fit(void **state)
+{
+    (void)state;
+    char path[512];
+    char *conn = sqlq_test_sqlite_db("sinkref", path, sizeof(path));
+    exec_sql(conn, "CREATE TABLE items (sku TEXT, shop INTEGER, qty INTEGER NOT NULL, "
+                   "PRIMARY KEY (shop, sku))");
+    sqlq_sql_sink *s = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_sql_sink_create(conn, "no_such_table", &s, &err), SQLQ_E_NOT_FOUND);
+    assert_non_null(strstr(err.message, "does not exist"));
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_sql_sink_create(conn, "items", &s, &err), SQLQ_OK);
+
+    const char *wrong_key = "{\"op\":\"insert\",\"key\":{\"sku\":\"a\"},\"row\":{\"sku\":\"a\"}}";
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_sql_sink_check(s, wrong_key, strlen(wrong_key), &err), SQLQ_E_INVALID);
+    if (!strstr(err.message, "primary key of items is (shop, sku)"))
+        fail_msg("%s", err.message);
+    const char *extra_key = "{\"op\":\"delete\",\"key\":{\"sku\":\"a\",\"qty\":1,\"shop\":1}}";
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_sql_sink_check(s, extra_key, strlen(extra_key), &err), SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "qty is not in the primary key"));
+    const char *unknown = "{\"op\":\"insert\",\"key\":{\"sku\":\"a\",\"shop\":1},"
+                          "\"row\":{\"sku\":\"a\",\"shop\":1,\"color\":\"red\"}}";
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_sql_sink_apply_once(s, unknown, strlen(unknown), &err), SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "column color"));
+    const char *truncated = "{\"op\":\"update\",\"key\":{\"sku\":\"a\",\"shop\":1},"
+                            "\"truncated\":true}";
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_sql_sink_apply_once(s, truncated, strlen(truncated), &err),
+                     SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "truncated"));
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_sql_sink_apply_once(s, "not json", 8, &err), SQLQ_E_PARSE);
+    /* A batch is one transaction: a bad second change leaves nothing of the first. */
+    const char *half = "{\"changes\":[{\"op\":\"insert\",\"key\":{\"sku\":\"ok\",\"shop\":1},"
+                       "\"row\":{\"sku\":\"ok\",\"shop\":1,\"qty\":\"x\"}},"
+                       "{\"op\":\"insert\",\"key\":{\"sku\":\"b\",\"shop\":1},"
+                       "\"row\":{\"sku\":\"b\",\"shop\":1,\"qty\":null}}]}";
+    sqlq_error_clear(&err);
+    sqlq_result r = sqlq_sql_sink_apply_once(s, half, strlen(half), &err);
+    sqlq_db *db = NULL;
+    int64_t n = -1;
+    assert_int_equal(sqlq_db_connect(conn, &db, &err), SQLQ_OK);
+    assert_int_equal(sqlq_db_query_int(db, "SELECT count(*) FROM items", NULL, 0, &n, &err),
+                     SQLQ_OK);
+    sqlq_db_close(db);
+    assert_int_equal(r, SQLQ_E_SQL); /* NOT NULL violated by the second change */
+    assert_int_equal(n, 0);
+    sqlq_sql_sink_destroy(s);
+    free(conn);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sql_sink_postgres),
+        cmocka_unit_test(test_sql_sink_sqlite),
+        cmocka_unit_test(test_sql_sink_refuses_what_does_not_fit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
