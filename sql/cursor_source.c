@@ -514,6 +514,8 @@ sqlq_result sqlq_cursor_source_renew(sqlq_cursor_source *cs, const sqlq_change *
 {
     (void)changes;
     (void)n;
+    if (!sqlq_cursor_state_leader(cs->state)) /* another handle of this instance polls */
+        return sqlq_cursor_state_renew_owner(cs->state, err);
     sqlq_result r = sqlq_cursor_state_renew(cs->state, err);
     if (r == SQLQ_OK)
         cs->renewed_ms = sqlq_clock_now_ms(&cs->clock);

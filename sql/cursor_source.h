@@ -41,7 +41,9 @@ bool sqlq_cursor_source_leader(const sqlq_cursor_source *cs);
  * since the epoch), so a redelivered change keeps its message id. */
 SQLQ_NODISCARD sqlq_result sqlq_cursor_source_poll(sqlq_cursor_source *cs, sqlq_change_batch *out,
                                                    sqlq_error *err);
-/* Extend the lease (the changes are not needed: one lease covers the table). */
+/* Extend the lease (the changes are not needed: one lease covers the table). A handle that
+ * does not poll (the bridge's renewal thread opens its own) extends the lease its instance
+ * id holds, by owner alone. */
 SQLQ_NODISCARD sqlq_result sqlq_cursor_source_renew(sqlq_cursor_source *cs,
                                                     const sqlq_change *changes, size_t n,
                                                     sqlq_error *err);

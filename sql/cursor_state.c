@@ -26,7 +26,7 @@ struct sqlq_cursor_state {
     int lease_ms;
     bool leader;
     int64_t token;
-    char *sql_acquire, *sql_read, *sql_renew, *sql_commit, *sql_reset, *sql_resign;
+    char *sql_acquire, *sql_read, *sql_renew, *sql_renew_owner, *sql_commit, *sql_reset, *sql_resign;
 };
 
 static const char *const CREATE_SQL[] = {
@@ -140,6 +140,9 @@ static sqlq_result build_all(sqlq_cursor_state *st, sqlq_dialect_kind d, sqlq_er
     if (r == SQLQ_OK)
         r = build(d, "UPDATE ", "lease_expires_ms = @ + ?", owned, &st->sql_renew, err);
     if (r == SQLQ_OK)
+        r = build(d, "UPDATE ", "lease_expires_ms = @ + ?", " AND lease_owner = ?",
+                  &st->sql_renew_owner, err);
+    if (r == SQLQ_OK)
         r = build(d, "UPDATE ",
                   "cursor_value = ?, key_json = ?, batch_id = ?, rows_done = ?, run_id = ?, "
                   "finished = ?, updated_ms = @, lease_expires_ms = @ + ?",
@@ -249,6 +252,7 @@ void sqlq_cursor_state_close(sqlq_cursor_state *st)
     free(st->sql_acquire);
     free(st->sql_read);
     free(st->sql_renew);
+    free(st->sql_renew_owner);
     free(st->sql_commit);
     free(st->sql_reset);
     free(st->sql_resign);
@@ -359,6 +363,18 @@ sqlq_result sqlq_cursor_state_renew(sqlq_cursor_state *st, sqlq_error *err)
                            "lease of %s / %s was taken over (token %lld is stale)", st->bridge,
                            st->table, (long long)st->token);
     }
+    return r;
+}
+
+sqlq_result sqlq_cursor_state_renew_owner(sqlq_cursor_state *st, sqlq_error *err)
+{
+    sqlq_param p[4] = {sqlq_param_int(st->lease_ms), sqlq_param_text(st->bridge),
+                       sqlq_param_text(st->table), sqlq_param_text(st->owner)};
+    long long n = 0;
+    sqlq_result r = sqlq_db_exec(st->db, st->sql_renew_owner, p, 4, &n, err);
+    if (r == SQLQ_OK && n != 1)
+        r = sqlq_error_set(err, SQLQ_E_LEASE_LOST, false,
+                           "%s holds no lease of %s / %s", st->owner, st->bridge, st->table);
     return r;
 }
 

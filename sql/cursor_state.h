@@ -52,6 +52,11 @@ SQLQ_NODISCARD sqlq_result sqlq_cursor_state_acquire(sqlq_cursor_state *st, bool
                                                      sqlq_checkpoint *out_cp, sqlq_error *err);
 /* Extend the lease; SQLQ_E_LEASE_LOST (and no longer leader) when owner or token changed. */
 SQLQ_NODISCARD sqlq_result sqlq_cursor_state_renew(sqlq_cursor_state *st, sqlq_error *err);
+/* Extend the lease held by this owner id, without knowing the token: for a second handle of
+ * the same instance (the bridge renews leases from its own thread and connection). Safe because
+ * it never moves the checkpoint and an owner id is unique to one process; SQLQ_E_LEASE_LOST
+ * when the owner no longer holds it. */
+SQLQ_NODISCARD sqlq_result sqlq_cursor_state_renew_owner(sqlq_cursor_state *st, sqlq_error *err);
 /* Store cp and extend the lease, as one compare-and-set the database executes:
  *   UPDATE … WHERE lease_owner = me AND lease_token = my token AND batch_id <= cp->batch_id
  * 0 rows: SQLQ_E_LEASE_LOST, nothing written, no longer leader. */

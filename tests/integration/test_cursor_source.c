@@ -302,6 +302,15 @@ static void stale_commit_rejected(const env *e)
     seen sb = {0};
     assert_int_equal(poll_release(b, &sb, true), 0); /* standby while a's lease lives */
     assert_false(sqlq_cursor_source_leader(b));
+    /* A second handle of instance a (the bridge's renewal thread) extends a's lease; b's
+     * handle cannot. */
+    sqlq_db *db_a2 = open_db(e->conn);
+    sqlq_cursor_source *a2 = open_source(db_a2, "st", "updated_at", NULL, "inst-a", 3, 1, 0);
+    assert_int_equal(sqlq_cursor_source_renew(a2, NULL, 0, &err), SQLQ_OK);
+    assert_int_equal(sqlq_cursor_source_renew(b, NULL, 0, &err), SQLQ_E_LEASE_LOST);
+    sqlq_error_clear(&err);
+    sqlq_cursor_source_close(a2);
+    sqlq_db_close(db_a2);
     usleep(1300 * 1000); /* a stalls past its 1 s lease */
     drain(b, &sb);       /* b takes over (token + 1) and re-reads a's uncommitted batch */
     assert_true(sqlq_cursor_source_leader(b));
