@@ -28,6 +28,10 @@ typedef struct sqlq_route_config {
     sqlq_envelope_format format;
     sqlq_oversize_policy oversize;
     size_t max_message_bytes; /* limit on a message as sent: SQLQ_MESSAGE_MAX_TEXT */
+    sqlq_source_kind source;  /* auto: change tracking on SQL Server, change log elsewhere */
+    const char *cursor_column;      /* source cursor: the monotonic column */
+    const char *soft_delete_column; /* source cursor: rows with it set publish as deletes */
+    int safety_lag_ms;              /* source cursor: read only rows older than this (timestamps) */
 } sqlq_route_config;
 
 void sqlq_route_config_default(sqlq_route_config *r);

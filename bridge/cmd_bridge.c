@@ -26,6 +26,10 @@ typedef struct bridge_settings {
     char *format;
     char *oversize;
     long long max_message_bytes;
+    char *source;
+    char *cursor_column;
+    char *soft_delete_column;
+    long long safety_lag_ms;
     long long shutdown_timeout_s;
     char *metrics_listen;
     bool once;
@@ -60,6 +64,15 @@ static const sqlq_setting bridge_table[] = {
                       "a change too large for one message: send the key only, or send it to poison"),
     SQLQ_SETTING_INT(S, max_message_bytes, "max_message_bytes", "SQLQ_MAX_MESSAGE_BYTES", "65536", 1024,
                      1048576, "limit on a message as sent (after base64); the service allows 65536"),
+    SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto", "auto|change_log|change_tracking|cursor",
+                      "where changes come from: auto = change tracking on SQL Server, the change log "
+                      "of sqlq setup elsewhere; cursor = read-only polling on --cursor-column"),
+    SQLQ_SETTING_STR(S, cursor_column, "cursor_column", "SQLQ_CURSOR_COLUMN", NULL,
+                     "source cursor: a monotonic NOT NULL column (integer, version or timestamp)"),
+    SQLQ_SETTING_STR(S, soft_delete_column, "soft_delete_column", "SQLQ_SOFT_DELETE_COLUMN", NULL,
+                     "source cursor: rows with this column set are published as deletes"),
+    SQLQ_SETTING_INT(S, safety_lag_ms, "safety_lag_ms", "SQLQ_SAFETY_LAG_MS", "0", 0, 3600000,
+                     "source cursor: read only rows whose timestamp cursor is older than this"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
                      "after SIGTERM: time to finish publishes in flight before leaving anyway"),
     SQLQ_SETTING_STR(S, metrics_listen, "metrics_listen", "SQLQ_METRICS_LISTEN", NULL,
@@ -86,7 +99,8 @@ static const sqlq_config_spec bridge_spec = {
 static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_batch_size",
                                          "polling_interval_ms", "max_in_flight", "lease_s",
                                          "max_attempts", "start_from", "format", "oversize",
-                                         "max_message_bytes"};
+                                         "max_message_bytes", "source", "cursor_column",
+                                         "soft_delete_column", "safety_lag_ms"};
 
 static const sqlq_setting *setting_of(const char *key)
 {
@@ -183,6 +197,17 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
     (void)sqlq_envelope_format_parse(s->format, &r->format);
     (void)sqlq_oversize_policy_parse(s->oversize, &r->oversize);
     r->max_message_bytes = (size_t)s->max_message_bytes;
+    static const char *const sources[] = {"auto", "change_tracking", "change_log", "cursor"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s->source, sources[i]) == 0)
+            r->source = (sqlq_source_kind)i;
+    if (r->source == SQLQ_SOURCE_CURSOR && (!s->cursor_column || !*s->cursor_column)) {
+        fprintf(stderr, "sqlq bridge: %s: source cursor needs cursor_column (--cursor-column)\n", where);
+        return false;
+    }
+    r->cursor_column = s->cursor_column;
+    r->soft_delete_column = s->soft_delete_column;
+    r->safety_lag_ms = (int)s->safety_lag_ms;
     return true;
 }
 

@@ -105,6 +105,10 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.lease_s = cfg->lease_s;
     r->ccfg.max_attempts = cfg->max_attempts;
     r->ccfg.start_from = cfg->start_from;
+    r->ccfg.source = cfg->source;
+    r->ccfg.cursor_column = cfg->cursor_column;
+    r->ccfg.soft_delete_column = cfg->soft_delete_column;
+    r->ccfg.safety_lag_ms = cfg->safety_lag_ms;
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
     init_metrics(r);
@@ -267,6 +271,12 @@ static void settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bool a
         sqlq_result rc = !r->cap ? sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open")
                          : abandon ? sqlq_capture_abandon(r->cap, list, k, count_attempt, &e)
                                    : sqlq_capture_release(r->cap, list, k, &lost, &e);
+        if (rc == SQLQ_E_LEASE_LOST) { /* fenced off: the new owner reads these changes again */
+            r->lost += k;
+            SQLQ_WARN("lease_lost", "table=%s n=%zu note=\"another instance took over and delivers them again\"",
+                      r->cfg.table, k);
+            return;
+        }
         if (rc == SQLQ_OK) {
             sqlq_backoff_reset(&r->db_backoff);
             if (!abandon)

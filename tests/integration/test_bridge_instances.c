@@ -49,7 +49,7 @@ static void instances_scenario(const char *conn, const char *kind)
                           "--lease-s", "60", "--max-batch-size", "20", NULL};
     pid_t a = bt_bridge_start(q.conn, log_a, args);
     pid_t b = bt_bridge_start(q.conn, log_b, args);
-    bt_writers *w = bt_writers_start(conn, "kv", 2, 500, 1000, 1);
+    bt_writers *w = bt_writers_start(conn, "kv", 2, 500, 700, 1);
     long writes = bt_writers_join(w);
     json_t *msgs = bt_drain(&q, queue, 3000, 90000);
     kill(a, SIGTERM);

@@ -347,6 +347,38 @@ static void test_bridge_sqlite_sigterm_finishes_and_exits_0(void **state)
     sqlq_db_close(db);
 }
 
+/* The read-only cursor source: no setup, no triggers; a monotonic column and a soft-delete
+ * column. Every row arrives as an update (a cursor cannot tell inserts), soft deletes as deletes. */
+static void test_bridge_sqlite_cursor_source(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE cur (id INTEGER PRIMARY KEY, v TEXT, ver INTEGER NOT NULL, deleted INTEGER)");
+    bt_exec(db, "INSERT INTO cur VALUES (1, 'a', 1, NULL), (2, 'b', 2, NULL), (3, 'c', 3, NULL)");
+    const char *extra[] = {"--source", "cursor", "--cursor-column", "ver", "--soft-delete-column", "deleted", NULL};
+    run_once(c, "cur", extra);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 3);
+    json_decref(msgs);
+    bt_exec(db, "UPDATE cur SET v = 'A', ver = 4 WHERE id = 1");
+    bt_exec(db, "UPDATE cur SET deleted = 1, ver = 5 WHERE id = 2");
+    run_once(c, "cur", extra);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 2);
+    json_t *by = bt_by_key(msgs);
+    json_t *u = json_array_get(find_key(by, "{\"id\":1}"), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(u, "row"), "v")), "A");
+    assert_int_equal(json_integer_value(json_object_get(u, "version")), 4);
+    json_t *d = json_array_get(find_key(by, "{\"id\":2}"), 0);
+    assert_string_equal(json_string_value(json_object_get(d, "op")), "delete");
+    json_decref(by);
+    json_decref(msgs);
+    /* Without --cursor-column the settings are refused (exit 2). */
+    const char *bad[] = {"--db", c->conn, "--table", "cur", "--queue", c->queue, "--once", "--source", "cursor", NULL};
+    assert_int_equal(bt_bridge_run(c->q.conn, c->log, bad, 30000, 2), 2);
+    sqlq_db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +389,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bridge_sqlite_oversize_truncate_and_poison, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_sqlite_permanent_failure_goes_to_poison, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_sqlite_sigterm_finishes_and_exits_0, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_sqlite_cursor_source, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
