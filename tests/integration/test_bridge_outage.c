@@ -1,6 +1,8 @@
 /* The queue service goes away for a while (a private Azurite with on-disk persistence, stopped
  * and started again on the same port): the bridge keeps running, waits, catches up, loses
- * nothing, counts no attempts (nothing goes to poison), and still stops cleanly. */
+ * nothing, counts no attempts (nothing goes to poison), and still stops cleanly. Two instances
+ * run with a lease (2 s) much shorter than the outage (8 s): the renewal thread keeps the
+ * waiting changes leased, so the other instance never publishes them too (no duplicate id). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -83,8 +85,11 @@ static void test_bridge_outage_waits_and_catches_up(void **state)
     bt_exec(db, "CREATE TABLE o (id INTEGER PRIMARY KEY, v TEXT)");
     bt_setup(conn, "o");
     const char *args[] = {"--db", conn, "--table", "o", "--queue", queue, "--polling-interval-ms", "50",
-                          "--lease-s", "5", NULL};
+                          "--lease-s", "2", NULL};
+    char log_b[512];
+    bt_log_path("outage-b", log_b, sizeof(log_b));
     pid_t pid = bt_bridge_start(conn_q, log, args);
+    pid_t pid_b = bt_bridge_start(conn_q, log_b, args);
     bt_queue q;
     bt_queue_open(&q, conn_q);
     insert_range(db, 0, 50);
@@ -101,6 +106,7 @@ static void test_bridge_outage_waits_and_catches_up(void **state)
     bt_sleep_ms(8000); /* longer than the client's own retries: the bridge waits and retries */
     int st = 0;
     assert_int_equal(waitpid(pid, &st, WNOHANG), 0); /* still running */
+    assert_int_equal(waitpid(pid_b, &st, WNOHANG), 0);
     free(start_azurite(port));                        /* back, same port, same data */
 
     for (int i = 0; i < 100 && count_keys(msgs) < 250; i++) {
@@ -112,7 +118,10 @@ static void test_bridge_outage_waits_and_catches_up(void **state)
     if (keys != 250)
         bt_print_log(log);
     assert_int_equal(keys, 250);
-    assert_int_equal(sqlq_test_sh("grep -q 'event=queue_unavailable' '%s'", log), 0); /* it did wait */
+    assert_int_equal(sqlq_test_sh("grep -q 'event=queue_unavailable' '%s' '%s'", log, log_b), 0); /* it did wait */
+    size_t total = json_array_size(msgs), distinct = bt_distinct_ids(msgs);
+    fprintf(stderr, "outage: %zu messages, %zu distinct ids\n", total, distinct);
+    assert_int_equal(total, distinct); /* leases held through the outage: nothing published twice */
     char poison[80];
     snprintf(poison, sizeof(poison), "%s-poison", queue);
     bool exists = true;
@@ -122,10 +131,14 @@ static void test_bridge_outage_waits_and_catches_up(void **state)
     assert_false(exists); /* an outage is not a failed attempt */
 
     kill(pid, SIGTERM);
-    int code = bt_wait(pid, 30000);
+    kill(pid_b, SIGTERM);
+    int code = bt_wait(pid, 30000), code_b = bt_wait(pid_b, 30000);
     if (code != 0)
         bt_print_log(log);
+    if (code_b != 0)
+        bt_print_log(log_b);
     assert_int_equal(code, 0);
+    assert_int_equal(code_b, 0);
     json_decref(msgs);
     bt_queue_close(&q);
     sqlq_db_close(db);
