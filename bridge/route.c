@@ -24,6 +24,7 @@ struct sqlq_route {
     sqlq_delivery *delivery;
     sqlq_lease_renewer *renewer;
     unsigned long long changes, released, lost, renewals_seen;
+    unsigned db_failures; /* consecutive failed database calls */
     uint64_t last_progress_ms, last_status_ms;
     sqlq_counter *m_published, *m_poisoned, *m_renewals;
     sqlq_histogram *m_publish_s;
@@ -191,18 +192,21 @@ static sqlq_result open_capture(sqlq_route *r, sqlq_error *err)
     return sqlq_capture_open(r->db, &r->ccfg, &r->cap, err);
 }
 
-/* After a failed database call: wait, reconnect when the failure was transient, reopen the
- * capture. false: give up (stop requested, or a permanent failure in --once mode). */
+/* After a failed database call: wait, reconnect when the failure was transient (or a failure
+ * repeats: a driver may report a dead connection as something else), reopen the capture.
+ * false: give up (stop requested, or a permanent failure in --once mode). */
 static bool recover_db(sqlq_route *r, const char *what, const sqlq_error *failed)
 {
     log_error(what, r, failed);
+    r->db_failures++;
     if (stopping(r) || (!failed->transient && r->env.once))
         return false;
     if (!backoff_sleep(r, &r->db_backoff))
         return false;
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (failed->transient && sqlq_db_reconnect(r->db, r->env.stop, &err) != SQLQ_OK) {
+    bool reconnect = failed->transient || r->db_failures >= 2;
+    if (reconnect && sqlq_db_reconnect(r->db, r->env.stop, &err) != SQLQ_OK) {
         log_error("db_reconnect_failed", r, &err);
         return !stopping(r);
     }
@@ -279,6 +283,7 @@ static void settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bool a
         }
         if (rc == SQLQ_OK) {
             sqlq_backoff_reset(&r->db_backoff);
+            r->db_failures = 0;
             if (!abandon)
                 r->released += k - lost;
             if (lost > 0) {
@@ -441,6 +446,7 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, bool *fatal, sqlq_err
                             : sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open");
     if (rc == SQLQ_OK) {
         sqlq_backoff_reset(&r->db_backoff);
+        r->db_failures = 0;
         return true;
     }
     if (!recover_db(r, "poll_failed", &e) && !stopping(r)) {

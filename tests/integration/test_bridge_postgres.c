@@ -202,12 +202,51 @@ static void test_bridge_pg_out_of_order_commits_not_lost(void **state)
     sqlq_db_close(db);
 }
 
+/* The database drops the bridge's connections (pg_terminate_backend, as a failover or a restart
+ * would): the bridge reconnects with back-off and resumes; nothing is lost. */
+static void test_bridge_pg_connection_killed_reconnects(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE rc (id int PRIMARY KEY, v text)");
+    bt_setup(c->conn, "rc");
+    const char *args[] = {"--db", c->conn, "--table", "rc", "--queue", c->queue, "--polling-interval-ms", "50",
+                          "--lease-s", "10", NULL};
+    pid_t pid = bt_bridge_start(c->q.conn, c->log, args);
+    char sql[256];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 20; i++) {
+            snprintf(sql, sizeof(sql), "INSERT INTO rc VALUES (%d, 'round %d')", round * 100 + i, round);
+            bt_exec(db, sql);
+        }
+        bt_sleep_ms(400);
+        bt_exec(db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    }
+    json_t *msgs = collect_keys(c, 60, 30000, json_array());
+    json_t *by = bt_by_key(msgs);
+    size_t keys = json_object_size(by);
+    if (keys != 60)
+        bt_print_log(c->log);
+    assert_int_equal(keys, 60);
+    json_decref(by);
+    json_decref(msgs);
+    assert_int_equal(sqlq_test_sh("grep -q 'event=db_reconnected' '%s'", c->log), 0);
+    kill(pid, SIGTERM);
+    int code = bt_wait(pid, 30000);
+    if (code != 0)
+        bt_print_log(c->log);
+    assert_int_equal(code, 0);
+    sqlq_db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bridge_pg_column_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_pg_schema_composite_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_pg_out_of_order_commits_not_lost, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_pg_connection_killed_reconnects, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
