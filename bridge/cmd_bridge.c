@@ -1,5 +1,7 @@
 /* cmd_bridge: `sqlq bridge`: settings and routes from defaults, config file, environment and
  * flags, checked, then handed to the bridge daemon. */
+#include "cmd_bridge.h"
+
 #include "bridge.h"
 #include "commands.h"
 #include "config.h"
@@ -94,6 +96,11 @@ static const sqlq_config_spec bridge_spec = {
     0,
     0,
 };
+
+const sqlq_config_spec *sqlq_cmd_bridge_spec(void)
+{
+    return &bridge_spec;
+}
 
 /* Keys a route in the config file may set. */
 static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_batch_size",
