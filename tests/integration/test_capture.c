@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 // clang-format on
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -557,6 +558,186 @@ static void test_capture_pg_late_commit(void **s)
     env_close(&e);
 }
 
+/* ---- concurrent writers and two instances: nothing lost, nothing delivered twice ----------- */
+
+#define CC_KEYS 100
+#define CC_TXNS 150
+
+typedef struct cc_shared {
+    const char *conn;
+    int kind;
+    pthread_mutex_t mu;
+    int writers_running;
+    bool touched[CC_KEYS];
+    json_t *delivered; /* array of {"id", "version", "op", "v"} */
+    int errors;
+} cc_shared;
+
+static void *cc_writer(void *arg)
+{
+    cc_shared *sh = arg;
+    sqlq_db *db = connect_db(sh->conn);
+    unsigned seed = (unsigned)(uintptr_t)&seed ^ (unsigned)getpid();
+    for (int t = 0; t < CC_TXNS; t++) {
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        int touched[3], n = 1 + (int)(rand_r(&seed) % 3);
+        sqlq_result r = sqlq_db_begin(db, &err);
+        for (int i = 0; r == SQLQ_OK && i < n; i++) {
+            int id = (int)(rand_r(&seed) % CC_KEYS), dice = (int)(rand_r(&seed) % 10);
+            char sql[200];
+            if (dice < 7)
+                snprintf(sql, sizeof(sql), "INSERT INTO cc VALUES (%d, %d) ON CONFLICT (id) DO "
+                         "UPDATE SET v = excluded.v", id, t * 10 + i);
+            else
+                snprintf(sql, sizeof(sql), "DELETE FROM cc WHERE id = %d", id);
+            long long affected = 0;
+            r = sqlq_db_exec(db, sql, NULL, 0, &affected, &err);
+            touched[i] = affected > 0 ? id : -1; /* deleting a missing row changes nothing */
+            usleep((useconds_t)(rand_r(&seed) % 3000)); /* overlap with the other writer */
+        }
+        if (r == SQLQ_OK)
+            r = sqlq_db_commit(db, &err);
+        if (r != SQLQ_OK) {
+            sqlq_db_rollback(db); /* deadlock or busy between the writers: not committed */
+            continue;
+        }
+        pthread_mutex_lock(&sh->mu);
+        for (int i = 0; i < n; i++)
+            if (touched[i] >= 0)
+                sh->touched[touched[i]] = true;
+        pthread_mutex_unlock(&sh->mu);
+        usleep((useconds_t)(rand_r(&seed) % 4000)); /* let the consumers in between */
+    }
+    sqlq_db_close(db);
+    pthread_mutex_lock(&sh->mu);
+    sh->writers_running--;
+    pthread_mutex_unlock(&sh->mu);
+    return NULL;
+}
+
+static void *cc_consumer(void *arg)
+{
+    cc_shared *sh = arg;
+    sqlq_db *db = connect_db(sh->conn);
+    char instance[32];
+    snprintf(instance, sizeof(instance), "cc-%p", (void *)&instance);
+    sqlq_capture *cap = open_cap(db, "cc", instance, 60, 10);
+    int empty_after_writers = 0;
+    while (empty_after_writers < 3) {
+        pthread_mutex_lock(&sh->mu);
+        bool writing = sh->writers_running > 0;
+        pthread_mutex_unlock(&sh->mu);
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        sqlq_change_batch b;
+        size_t lost = 0;
+        int64_t v = 0;
+        if (sqlq_capture_poll(cap, &b, &err) != SQLQ_OK ||
+            sqlq_capture_release(cap, b.items, b.count, &lost, &err) != SQLQ_OK ||
+            sqlq_capture_advance(cap, &v, &err) != SQLQ_OK) {
+            pthread_mutex_lock(&sh->mu);
+            if (!err.transient) {
+                fprintf(stderr, "consumer: %s\n", err.message);
+                sh->errors++;
+            }
+            pthread_mutex_unlock(&sh->mu);
+            sqlq_change_batch_free(&b);
+            usleep(20000);
+            continue;
+        }
+        pthread_mutex_lock(&sh->mu);
+        sh->errors += lost > 0;
+        for (size_t i = 0; i < b.count; i++) {
+            json_t *row = b.items[i].row;
+            json_array_append_new(sh->delivered,
+                                  json_pack("{s:O, s:I, s:i, s:O}", "id",
+                                            json_object_get(b.items[i].key, "id"), "version",
+                                            (json_int_t)b.items[i].version, "op", b.items[i].op,
+                                            "v", row ? json_object_get(row, "v") : json_null()));
+        }
+        pthread_mutex_unlock(&sh->mu);
+        empty_after_writers = b.count == 0 && !writing ? empty_after_writers + 1 : 0;
+        sqlq_change_batch_free(&b);
+        if (empty_after_writers)
+            usleep(50000);
+    }
+    sqlq_capture_close(cap);
+    sqlq_db_close(db);
+    return NULL;
+}
+
+static void run_concurrent(int kind)
+{
+    env e;
+    env_open(&e, kind);
+    exec(e.db, "CREATE TABLE cc (id integer PRIMARY KEY, v integer)");
+    install(e.db, "cc");
+    cc_shared sh = {.conn = e.conn, .kind = kind, .writers_running = 2, .delivered = json_array()};
+    pthread_mutex_init(&sh.mu, NULL);
+    pthread_t w[2], c[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&c[i], NULL, cc_consumer, &sh), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&w[i], NULL, cc_writer, &sh), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(w[i], NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_join(c[i], NULL);
+    assert_int_equal(sh.errors, 0);
+    /* latest delivered change per key, and no (key, version) twice */
+    json_t *latest = json_object(), *seen = json_object();
+    size_t i;
+    json_t *d;
+    json_array_foreach(sh.delivered, i, d) {
+        char k[64], kv[96];
+        snprintf(k, sizeof(k), "%lld", (long long)json_integer_value(json_object_get(d, "id")));
+        snprintf(kv, sizeof(kv), "%s@%lld", k, (long long)json_integer_value(json_object_get(d, "version")));
+        if (json_object_get(seen, kv))
+            fail_msg("change %s delivered twice", kv);
+        json_object_set_new(seen, kv, json_true());
+        json_t *prev = json_object_get(latest, k);
+        if (!prev || json_integer_value(json_object_get(prev, "version")) <=
+                         json_integer_value(json_object_get(d, "version")))
+            json_object_set(latest, k, d);
+    }
+    json_t *rows = NULL;
+    OK(sqlq_db_query(e.db, "SELECT id, v FROM cc", NULL, 0, &rows, err));
+    int checked = 0;
+    for (int id = 0; id < CC_KEYS; id++) {
+        if (!sh.touched[id])
+            continue;
+        char k[64];
+        snprintf(k, sizeof(k), "%d", id);
+        json_t *last = json_object_get(latest, k), *row = NULL, *r;
+        json_array_foreach(rows, i, r)
+            if (json_integer_value(json_object_get(r, "id")) == id)
+                row = r;
+        if (!last)
+            fail_msg("key %d changed but nothing was delivered", id);
+        int op = (int)json_integer_value(json_object_get(last, "op"));
+        if (!row && op != SQLQ_OP_DELETE)
+            fail_msg("key %d is deleted, the latest delivery says op %d", id, op);
+        if (row && !json_equal(json_object_get(row, "v"), json_object_get(last, "v")))
+            fail_msg("key %d: table v=%lld, latest delivery v=%lld", id,
+                     (long long)json_integer_value(json_object_get(row, "v")),
+                     (long long)json_integer_value(json_object_get(last, "v")));
+        checked++;
+    }
+    fprintf(stderr, "concurrent %s: %zu deliveries, %d keys verified\n",
+            kind == SQLITE ? "sqlite" : "postgres", json_array_size(sh.delivered), checked);
+    assert_true(checked > CC_KEYS / 2);
+    json_decref(rows);
+    json_decref(latest);
+    json_decref(seen);
+    json_decref(sh.delivered);
+    pthread_mutex_destroy(&sh.mu);
+    env_close(&e);
+}
+
+static void test_capture_sqlite_concurrent(void **s) { (void)s; run_concurrent(SQLITE); }
+static void test_capture_pg_concurrent(void **s) { (void)s; run_concurrent(PG); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -575,6 +756,8 @@ int main(void)
         cmocka_unit_test(test_capture_sqlite_start_now),
         cmocka_unit_test(test_capture_pg_start_now),
         cmocka_unit_test(test_capture_pg_late_commit),
+        cmocka_unit_test(test_capture_sqlite_concurrent),
+        cmocka_unit_test(test_capture_pg_concurrent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
