@@ -118,22 +118,30 @@ static void no_bridge(const status_settings *s)
         printf("  no bridge has started on this table yet\n");
 }
 
+/* The canonical key of a table the user named (as state and registry rows spell it). */
+static bool table_key(sqlq_db *db, const char *table, char *out, size_t size)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    if (sqlq_catalog_lookup(db, table, NULL, &t, &n, &err) != SQLQ_OK) {
+        print_err(table, &err);
+        return false;
+    }
+    sqlq_table_free(t);
+    snprintf(out, size, "%s", n.table_key);
+    return true;
+}
+
 /* The tables and bridges to show: registry rows, ordered by table. */
 static int show(sqlq_db *db, const status_settings *s, json_t *doc)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
     char key[SQLQ_TABLE_KEY_MAX] = "";
-    if (s->table) {
-        sqlq_table *t = NULL;
-        sqlq_catalog_names n;
-        if (sqlq_catalog_lookup(db, s->table, NULL, &t, &n, &err) != SQLQ_OK) {
-            print_err(s->table, &err);
-            return SQLQ_EXIT_FAILED;
-        }
-        sqlq_table_free(t);
-        snprintf(key, sizeof(key), "%s", n.table_key);
-    }
+    if (s->table && !table_key(db, s->table, key, sizeof(key)))
+        return SQLQ_EXIT_FAILED;
     json_t *rows = NULL;
     bool exists = false;
     if (sqlq_catalog_exists(db, &exists, &err) != SQLQ_OK ||

@@ -123,19 +123,26 @@ static sqlq_result init_state(sqlq_capture *cap, sqlq_start_from from, sqlq_erro
     if (r == SQLQ_OK)
         r = sqlq_catalog_ensure(cap->db, err);
     sqlq_catalog_key_types_free(types, cap->table->nkey);
+    bool have = false; /* existing leases table: no DDL (nor the right to create) needed */
+    if (r == SQLQ_OK)
+        r = sqlq_catalog_object_exists(cap->db, cap->names.leases_table, &have, err);
+    if (have) {
+        sqlq_capture_stmt_free(&ddl);
+        sqlq_capture_stmt_free(&ix);
+    }
     bool begun = r == SQLQ_OK && (r = sqlq_db_begin(cap->db, err)) == SQLQ_OK;
     char display[128];
     snprintf(display, sizeof(display), "%s%s",
              cap->spec.dialect == SQLQ_DIALECT_SQLITE ? "sqlq_" : "sqlq.",
              cap->names.leases_table);
     sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
-    if (r == SQLQ_OK)
+    if (r == SQLQ_OK && !have)
         r = sqlq_catalog_ddl_lock(cap->db, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_run(cap, &ddl, &v, NULL, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_run(cap, &ix, &v, NULL, err);
-    if (r == SQLQ_OK)
+    if (r == SQLQ_OK && !have)
         r = sqlq_catalog_register(cap->db, "leases", cap->bridge, cap->names.table_key, display,
                                   err);
     if (r == SQLQ_OK)
