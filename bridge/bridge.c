@@ -45,6 +45,12 @@ bool sqlq_bridge_ready(void *health, char *reason, size_t reason_size)
         snprintf(reason, reason_size, "%d of %d routes started (database, capture, queue)", started, routes);
         return false;
     }
+    int db_down = atomic_load(&h->db_down), queue_down = atomic_load(&h->queue_down);
+    if (db_down || queue_down) {
+        snprintf(reason, reason_size, "%d route(s) cannot reach the database, %d the queue service",
+                 db_down, queue_down);
+        return false;
+    }
     return true;
 }
 
@@ -150,6 +156,8 @@ sqlq_result sqlq_bridge_run(const sqlq_bridge_config *cfg, sqlq_bridge_stats *ou
     if (cfg->health) {
         atomic_store(&cfg->health->routes, (int)cfg->nroutes);
         atomic_store(&cfg->health->started, 0);
+        atomic_store(&cfg->health->db_down, 0);
+        atomic_store(&cfg->health->queue_down, 0);
     }
     SQLQ_INFO("bridge_starting", "instance=%s routes=%zu once=%d", s->instance_id, cfg->nroutes, (int)cfg->once);
     sqlq_result rc = create_routes(cfg, s, err);

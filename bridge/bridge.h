@@ -52,12 +52,15 @@ typedef struct sqlq_bridge_config {
 } sqlq_bridge_config;
 
 /* What /readyz reports: ready once every route has started (connected to the database,
- * capture open, queue created) and until a stop request. Owned by the caller, updated by the
+ * capture open, queue created), while every route's database and queue service answer (an idle
+ * route probes the queue every few seconds), and until a stop request. Owned by the caller, updated by the
  * bridge from its threads, read by the HTTP server's thread. */
 typedef struct sqlq_bridge_health {
     atomic_int routes;   /* routes configured */
     atomic_int started;  /* routes past their start */
     atomic_int stopping; /* a stop was requested */
+    atomic_int db_down;    /* routes whose last database call failed */
+    atomic_int queue_down; /* routes whose last contact with the queue service failed */
 } sqlq_bridge_health;
 
 /* A sqlq_readiness_fn (http_server.h) over a sqlq_bridge_health. */

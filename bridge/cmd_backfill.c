@@ -75,6 +75,11 @@ static const sqlq_config_spec backfill_spec = {
     0,
 };
 
+const sqlq_config_spec *sqlq_cmd_backfill_spec(void)
+{
+    return &backfill_spec;
+}
+
 typedef struct run_ctx {
     const backfill_settings *s;
     sqlq_queue_client *qc;

@@ -8,6 +8,7 @@
 #include "dialect.h"
 #include "http_server.h"
 #include "log.h"
+#include "preflight.h"
 #include "queue_client.h"
 
 #include <stdio.h>
@@ -274,6 +275,8 @@ static int run(const bridge_settings *s, const sqlq_account *account, const sqlq
     atomic_init(&health.routes, (int)n);
     atomic_init(&health.started, 0);
     atomic_init(&health.stopping, 0);
+    atomic_init(&health.db_down, 0);
+    atomic_init(&health.queue_down, 0);
     sqlq_metrics *metrics = NULL;
     sqlq_http_server *server = NULL;
     sqlq_error err;
@@ -316,7 +319,9 @@ static int run(const bridge_settings *s, const sqlq_account *account, const sqlq
     return SQLQ_EXIT_OK;
 }
 
-int sqlq_cmd_bridge(int argc, char **argv)
+/* `sqlq bridge …` runs the daemon; `sqlq config check …` (check_only) takes the same settings
+ * and only connects to both ends of every route. */
+static int bridge_main(int argc, char **argv, bool check_only)
 {
     bridge_settings s;
     memset(&s, 0, sizeof(s));
@@ -340,10 +345,27 @@ int sqlq_cmd_bridge(int argc, char **argv)
                         "AzureWebJobsStorage or their _FILE variants)\n");
     else if (sqlq_account_parse(s.common.queue_connection, &account, &err) != SQLQ_OK)
         fprintf(stderr, "sqlq bridge: queue_connection: %s\n", err.message);
-    else if (build_routes(&s, res.file, &routes, &n))
+    else if (build_routes(&s, res.file, &routes, &n) && !check_only)
         code = run(&s, account, routes, n);
+    else if (routes) {
+        sqlq_encoding enc = SQLQ_ENCODING_BASE64;
+        (void)sqlq_encoding_parse(s.common.encoding, &enc);
+        int problems = sqlq_preflight_run(s.db, account, enc, routes, n, stdout);
+        printf("%d problem%s found\n", problems, problems == 1 ? "" : "s");
+        code = problems ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
+    }
     free(routes);
     sqlq_account_destroy(account);
     sqlq_config_free(&bridge_spec, &s, &res);
     return code;
+}
+
+int sqlq_cmd_bridge(int argc, char **argv)
+{
+    return bridge_main(argc, argv, false);
+}
+
+int sqlq_cmd_bridge_check(int argc, char **argv)
+{
+    return bridge_main(argc, argv, true);
 }

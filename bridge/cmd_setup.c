@@ -64,6 +64,11 @@ static const sqlq_config_spec setup_spec = {
     64,
 };
 
+const sqlq_config_spec *sqlq_cmd_setup_spec(void)
+{
+    return &setup_spec;
+}
+
 /* argv with "--bridge X" / "--bridge=X" spelled as --bridge-name (the brief's spelling). */
 static char **translate_aliases(int argc, char **argv, char **owned)
 {

@@ -50,6 +50,11 @@ static const sqlq_config_spec status_spec = {
     0,
 };
 
+const sqlq_config_spec *sqlq_cmd_status_spec(void)
+{
+    return &status_spec;
+}
+
 static void print_err(const char *what, const sqlq_error *err)
 {
     char line[700];

@@ -18,6 +18,14 @@ int sqlq_cmd_bridge(int argc, char **argv);   /* cmd_bridge.c */
 int sqlq_cmd_setup(int argc, char **argv);    /* cmd_setup.c */
 int sqlq_cmd_status(int argc, char **argv);   /* cmd_status.c */
 int sqlq_cmd_config(int argc, char **argv);   /* cmd_config.c */
+
+/* The settings tables, for `sqlq config` (help, Markdown reference, check). */
+struct sqlq_config_spec;
+const struct sqlq_config_spec *sqlq_cmd_bridge_spec(void);
+const struct sqlq_config_spec *sqlq_cmd_setup_spec(void);
+const struct sqlq_config_spec *sqlq_cmd_status_spec(void);
+const struct sqlq_config_spec *sqlq_cmd_backfill_spec(void);
+const struct sqlq_config_spec *sqlq_cmd_consume_spec(void);
 int sqlq_cmd_backfill(int argc, char **argv); /* cmd_backfill.c */
 
 #endif

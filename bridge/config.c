@@ -400,19 +400,40 @@ void sqlq_config_print_help(const sqlq_config_spec *spec, FILE *f)
                "exit codes: 0 ok, 1 the operation failed, 2 usage or configuration error\n");
 }
 
+/* A Markdown table cell: '|' would end the cell. */
+static void md_cell(FILE *f, const char *text)
+{
+    fputs("| ", f);
+    for (const char *p = text; *p; p++) {
+        if (*p == '|')
+            fputc('\\', f);
+        fputc(*p, f);
+    }
+    fputc(' ', f);
+}
+
 void sqlq_config_print_markdown(const sqlq_config_spec *spec, FILE *f)
 {
-    fprintf(f, "### sqlq %s\n\n| key (config file) | flag | environment | default | meaning |\n"
+    fprintf(f, "### sqlq %s\n\n`%s`\n\n| key (config file) | flag | environment | default | meaning |\n"
                "|---|---|---|---|---|\n",
-            spec->command);
+            spec->command, spec->usage);
     for (size_t i = 0; i < spec->count; i++) {
         const sqlq_setting *s = &spec->settings[i];
-        char flag[96], val[160];
-        flag_name(s, flag, sizeof(flag));
+        char key[100], flag[100], env[200], val[160];
+        snprintf(key, sizeof(key), "`%s`", s->key);
+        flag_name(s, flag + 1, sizeof(flag) - 2);
+        flag[0] = '`';
+        snprintf(flag + strlen(flag), sizeof(flag) - strlen(flag), "`");
+        snprintf(env, sizeof(env), "%s%s%s%s%s%s", s->env ? "`" : "", s->env ? s->env : "-",
+                 s->env ? "`" : "", s->alt_env ? ", then `" : "", s->alt_env ? s->alt_env : "",
+                 s->alt_env ? "`" : "");
         describe_value(s, val, sizeof(val));
-        fprintf(f, "| `%s` | `%s` | %s%s%s%s%s | %s | %s |\n", s->key, flag, s->env ? "`" : "",
-                s->env ? s->env : "-", s->env ? "`" : "", s->alt_env ? ", then `" : "",
-                s->alt_env ? s->alt_env : "", val, s->help);
+        md_cell(f, key);
+        md_cell(f, flag);
+        md_cell(f, env);
+        md_cell(f, val);
+        md_cell(f, s->help);
+        fputs("|\n", f);
     }
     fprintf(f, "\n");
 }

@@ -26,14 +26,50 @@ struct sqlq_route {
     unsigned long long changes, released, lost, renewals_seen;
     unsigned db_failures; /* consecutive failed database calls */
     uint64_t last_progress_ms, last_status_ms;
+    uint64_t last_queue_ok_ms;   /* last time the queue service answered */
+    bool db_down, queue_down;    /* reported to /readyz through env.health */
     sqlq_counter *m_published, *m_poisoned, *m_renewals;
     sqlq_histogram *m_publish_s;
     sqlq_gauge *m_pending;
 };
 
+static void log_error(const char *event, const sqlq_route *r, const sqlq_error *e);
+
 static bool stopping(const sqlq_route *r)
 {
     return *r->env.stop != 0;
+}
+
+/* Keep the health counters /readyz reads in step with this route's state. */
+static void mark_down(sqlq_route *r, bool *flag, bool down, bool is_db)
+{
+    if (*flag == down)
+        return;
+    *flag = down;
+    if (!down && !is_db)
+        r->last_queue_ok_ms = sqlq_clock_now_ms(&r->clock);
+    if (r->env.health)
+        atomic_fetch_add(is_db ? &r->env.health->db_down : &r->env.health->queue_down, down ? 1 : -1);
+}
+
+/* An idle route has no reason to talk to the queue service: ask it every few seconds so that
+ * /readyz tells the truth (one cheap metadata request). */
+#define QUEUE_PROBE_MS 5000u
+
+static void probe_queue(sqlq_route *r)
+{
+    uint64_t now = sqlq_clock_now_ms(&r->clock);
+    if (!r->queue_down && now - r->last_queue_ok_ms < QUEUE_PROBE_MS)
+        return;
+    bool exists = false;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    bool ok = sqlq_queue_exists(r->client, r->cfg.queue, &exists, &e) == SQLQ_OK;
+    if (ok)
+        r->last_queue_ok_ms = now;
+    else if (!r->queue_down)
+        log_error("queue_probe_failed", r, &e);
+    mark_down(r, &r->queue_down, !ok, false);
 }
 
 void sqlq_route_config_default(sqlq_route_config *c)
@@ -245,6 +281,7 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
             SQLQ_INFO("route_started", "table=%s queue=%s bridge=%s instance=%s format=%s",
                       r->cfg.table, r->cfg.queue, r->cfg.bridge_name, r->env.instance_id,
                       sqlq_envelope_format_name(r->cfg.format));
+            r->last_queue_ok_ms = sqlq_clock_now_ms(&r->clock);
             if (r->env.health)
                 atomic_fetch_add(&r->env.health->started, 1);
             return SQLQ_OK;
@@ -371,9 +408,12 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b)
             log_error("publish_failed", r, &e);
         sqlq_histogram_observe(r->m_publish_s, (double)(sqlq_clock_now_ms(&r->clock) - t0) / 1000.0);
         settle(r, b, outcomes, done);
-        size_t left = 0;
-        for (size_t i = 0; i < b->count; i++)
+        size_t left = 0, transient = 0;
+        for (size_t i = 0; i < b->count; i++) {
             left += !done[i];
+            transient += outcomes[i] == SQLQ_OUTCOME_TRANSIENT;
+        }
+        mark_down(r, &r->queue_down, transient > 0, false);
         if (left == 0)
             break;
         set_in_flight(r, b, done);
@@ -447,8 +487,10 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, bool *fatal, sqlq_err
     if (rc == SQLQ_OK) {
         sqlq_backoff_reset(&r->db_backoff);
         r->db_failures = 0;
+        mark_down(r, &r->db_down, false, true);
         return true;
     }
+    mark_down(r, &r->db_down, true, true);
     if (!recover_db(r, "poll_failed", &e) && !stopping(r)) {
         *fatal = true;
         if (err && err->code == SQLQ_OK)
@@ -474,6 +516,7 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
                 advance(r);
             idle_advanced = true;
             refresh_metrics(r, sqlq_clock_now_ms(&r->clock));
+            probe_queue(r);
             if (r->env.once)
                 break;
             (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);

@@ -67,6 +67,10 @@ typedef struct sqlq_capture sqlq_capture;
 SQLQ_NODISCARD sqlq_result sqlq_capture_open(sqlq_db *db, const sqlq_capture_config *cfg,
                                              sqlq_capture **out, sqlq_error *err);
 void sqlq_capture_close(sqlq_capture *cap);
+/* Everything sqlq_capture_open verifies (the table and its key, the change log or change
+ * tracking, the cursor column) without creating or changing anything: for `sqlq config check`. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_check(sqlq_db *db, const sqlq_capture_config *cfg,
+                                              sqlq_error *err);
 const sqlq_table *sqlq_capture_table(const sqlq_capture *cap);
 
 /* One transaction under a lock for this (bridge, table) only: up to max_batch_size changes

@@ -6,6 +6,7 @@
 #include "change_log.h"
 #include "clock.h"
 #include "ct_query.h"
+#include "cursor_column.h"
 #include "log.h"
 #include "sql_text.h"
 
@@ -160,7 +161,7 @@ static sqlq_result init_state(sqlq_capture *cap, sqlq_start_from from, sqlq_erro
     return r;
 }
 
-static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg,
+static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg, bool check_only,
                                sqlq_error *err)
 {
     sqlq_dialect_kind d = sqlq_db_dialect(cap->db);
@@ -194,7 +195,7 @@ static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg
         r = build_statements(cap, err);
     if (r == SQLQ_OK)
         r = check_source(cap, cfg->table, err);
-    if (r == SQLQ_OK)
+    if (r == SQLQ_OK && !check_only)
         r = init_state(cap, cfg->start_from, err);
     return r;
 }
@@ -219,7 +220,7 @@ sqlq_result sqlq_capture_open(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_
     else if (cfg->source == SQLQ_SOURCE_CURSOR)
         r = sqlq_cursor_source_open(db, NULL, cfg, &cap->cursor, err);
     else
-        r = open_source(cap, cfg, err);
+        r = open_source(cap, cfg, false, err);
     if (r != SQLQ_OK) {
         sqlq_capture_close(cap);
         return r;
@@ -231,6 +232,44 @@ sqlq_result sqlq_capture_open(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_
                   cap->names.leases_table, cap->instance);
     *out = cap;
     return SQLQ_OK;
+}
+
+static sqlq_result check_cursor(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_error *err)
+{
+    sqlq_table_name tn;
+    sqlq_table *t = NULL;
+    sqlq_keyset_col *order = NULL;
+    size_t norder = 0;
+    int soft = -1;
+    sqlq_result r = sqlq_table_name_parse(cfg->table, &tn, err);
+    if (r == SQLQ_OK)
+        r = sqlq_table_describe(db, &tn, &t, err);
+    if (r == SQLQ_OK)
+        r = sqlq_cursor_column_check(db, t, cfg->cursor_column, cfg->soft_delete_column, &order,
+                                     &norder, &soft, err);
+    sqlq_cursor_column_free(order, norder);
+    sqlq_table_free(t);
+    return r;
+}
+
+sqlq_result sqlq_capture_check(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_error *err)
+{
+    sqlq_result r = check_config(cfg, err);
+    if (r != SQLQ_OK)
+        return r;
+    if (cfg->source == SQLQ_SOURCE_CURSOR)
+        return check_cursor(db, cfg, err);
+    sqlq_capture *cap = calloc(1, sizeof(*cap));
+    if (!cap)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    cap->db = db;
+    cap->bridge = strdup(cfg->bridge_name);
+    if (!cap->bridge)
+        r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    else
+        r = open_source(cap, cfg, true, err);
+    sqlq_capture_close(cap);
+    return r;
 }
 
 void sqlq_capture_close(sqlq_capture *cap)

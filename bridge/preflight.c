@@ -1,0 +1,99 @@
+#include "preflight.h"
+
+#include "capture.h"
+#include "db.h"
+#include "queue_client.h"
+
+#include <string.h>
+
+static void report(FILE *out, bool ok, const char *what, const sqlq_error *err)
+{
+    char detail[700] = "";
+    if (err && err->code != SQLQ_OK)
+        sqlq_error_format(err, detail, sizeof(detail));
+    fprintf(out, "%-4s %s%s%s\n", ok ? "ok" : "FAIL", what, detail[0] ? ": " : "", detail);
+}
+
+static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out)
+{
+    sqlq_capture_config cc;
+    sqlq_capture_config_default(&cc);
+    cc.bridge_name = r->bridge_name;
+    cc.table = r->table;
+    cc.source = r->source;
+    cc.max_batch_size = r->max_batch_size;
+    cc.lease_s = r->lease_s;
+    cc.max_attempts = r->max_attempts;
+    cc.cursor_column = r->cursor_column;
+    cc.soft_delete_column = r->soft_delete_column;
+    cc.safety_lag_ms = r->safety_lag_ms;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    char what[600];
+    snprintf(what, sizeof(what), "table %s: exists, has a primary key, %s", r->table,
+             r->source == SQLQ_SOURCE_CURSOR ? "cursor column is safe" : "change capture installed");
+    bool ok = sqlq_capture_check(db, &cc, &err) == SQLQ_OK;
+    report(out, ok, what, &err);
+    return ok ? 0 : 1;
+}
+
+static int check_queue(sqlq_queue_client *qc, const char *queue, FILE *out)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    bool exists = false;
+    char what[300];
+    snprintf(what, sizeof(what), "queue %s: reachable with these credentials", queue);
+    if (sqlq_queue_exists(qc, queue, &exists, &err) != SQLQ_OK) {
+        report(out, false, what, &err);
+        return 1;
+    }
+    report(out, true, what, NULL);
+    if (!exists)
+        fprintf(out, "note queue %s does not exist yet: the bridge creates it when it starts\n",
+                queue);
+    return 0;
+}
+
+int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
+                       sqlq_encoding encoding, const sqlq_route_config *routes, size_t nroutes,
+                       FILE *out)
+{
+    int problems = 0;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_db *db = NULL;
+    if (sqlq_db_connect(db_connection, &db, &err) != SQLQ_OK) {
+        report(out, false, "database: connect", &err);
+        problems++;
+    } else {
+        char what[160];
+        snprintf(what, sizeof(what), "database: connected (%s)", sqlq_db_dbms_name(db));
+        report(out, true, what, NULL);
+        for (size_t i = 0; i < nroutes; i++)
+            problems += check_database(db, &routes[i], out);
+        sqlq_db_close(db);
+    }
+
+    sqlq_queue_options qo;
+    sqlq_queue_options_default(&qo);
+    qo.encoding = encoding;
+    /* A check answers quickly: one short retry budget instead of the daemon's patience. */
+    qo.retry.max_total_ms = 5000;
+    qo.timeout_ms = 10000;
+    sqlq_queue_client *qc = NULL;
+    sqlq_error_clear(&err);
+    if (sqlq_queue_client_create(account, &qo, &qc, &err) != SQLQ_OK) {
+        report(out, false, "queue service: client", &err);
+        return problems + 1;
+    }
+    for (size_t i = 0; i < nroutes; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i; j++)
+            seen = seen || strcmp(routes[j].queue, routes[i].queue) == 0;
+        if (!seen)
+            problems += check_queue(qc, routes[i].queue, out);
+    }
+    sqlq_queue_client_destroy(qc);
+    return problems;
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `sqlq config check`: validates a bridge configuration and connects to both ends without
+# changing anything; each problem is reported on its own line; exit 0 / 1 / 2.
+set -euo pipefail
+sqlq=${SQLQ_BIN:?run through ctest}
+env_dir=${SQLQ_TEST_ENV_DIR:?run through ctest}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_rc() { # expect_rc CODE cmd...
+    local want=$1 got=0
+    shift
+    "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
+    [ "$got" -eq "$want" ] || { cat "$tmp/out" "$tmp/err" >&2; fail "exit $got, wanted $want: $*"; }
+}
+conn_q=$(cat "$env_dir/azurite/conn")
+export SQLQ_QUEUE_CONNECTION="$conn_q"
+db="$tmp/shop.db"
+conn="Driver={SQLite3};Database=$db;Timeout=5000;"
+sqlite3 "$db" "CREATE TABLE orders(id INTEGER PRIMARY KEY, item TEXT); CREATE TABLE nokey(a TEXT);"
+q="check-$$"
+
+# Not set up yet: the check says what to run, and creates nothing.
+expect_rc 1 "$sqlq" config check --db "$conn" --table orders --queue "$q"
+grep -q "^ok   database: connected" "$tmp/out" || fail "no database line"
+grep -q "^FAIL table orders.*sqlq setup" "$tmp/out" || fail "missing setup hint"
+grep -q "does not exist yet" "$tmp/out" || fail "missing queue note"
+[ "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_master WHERE name LIKE 'sqlq%'")" = 0 ] \
+    || fail "check created objects"
+"$sqlq" queue list --queue-connection "$conn_q" | grep -qx "$q" && fail "check created the queue"
+
+"$sqlq" setup --db "$conn" --table orders >/dev/null
+before=$(sqlite3 "$db" "SELECT group_concat(name) FROM sqlite_master ORDER BY name")
+expect_rc 0 "$sqlq" config check --db "$conn" --table orders --queue "$q"
+grep -q "^0 problems found" "$tmp/out" || fail "not clean after setup"
+[ "$(sqlite3 "$db" "SELECT group_concat(name) FROM sqlite_master ORDER BY name")" = "$before" ] \
+    || fail "check changed the schema"
+
+# Routes from a file: every route is checked, each problem on its own line.
+cat >"$tmp/routes.json" <<JSON
+{"db": "$conn", "routes": [{"table": "orders", "queue": "$q"},
+                           {"table": "nokey", "queue": "$q-b"},
+                           {"table": "missing", "queue": "$q-c"}]}
+JSON
+expect_rc 1 "$sqlq" config check --config "$tmp/routes.json"
+grep -q "^FAIL table nokey.*primary key" "$tmp/out" || fail "no-key table not reported"
+grep -q "^FAIL table missing" "$tmp/out" || fail "missing table not reported"
+grep -q "^2 problems found" "$tmp/out" || fail "wrong problem count"
+
+# Wrong credentials: the queue side fails with the service's error code, and the key never prints.
+bad=$(printf '%s' "$conn_q" | sed 's|AccountKey=[^;]*|AccountKey=d3JvbmdrZXl3cm9uZ2tleXdyb25na2V5|')
+expect_rc 1 env SQLQ_QUEUE_CONNECTION="$bad" "$sqlq" config check --db "$conn" --table orders --queue "$q"
+grep -q "^FAIL queue $q.*403" "$tmp/out" || fail "auth failure not reported"
+grep -q "d3JvbmdrZXl3cm9uZ2tleXdyb25na2V5" "$tmp/out" "$tmp/err" && fail "key printed"
+
+# Invalid configuration: exit 2 naming key and value.
+expect_rc 2 "$sqlq" config check --db "$conn" --table orders --queue "$q" --max-batch-size 0
+grep -q "max-batch-size: 0 is out of range" "$tmp/err" || fail "bad value not named"
+expect_rc 2 "$sqlq" config bogus
+echo "config check: ok"
