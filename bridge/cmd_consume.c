@@ -20,6 +20,7 @@ typedef struct consume_settings {
     char *http;
     char *sql;
     char *table;
+    bool noop;
     long long batch_size;
     long long new_batch_threshold;
     long long max_polling_interval_ms;
@@ -52,6 +53,8 @@ static const sqlq_setting settings[] = {
     SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
                      "target table for --sql (must exist; its primary key must match the "
                      "messages' keys)"),
+    SQLQ_SETTING_BOOL(S, noop, "noop", NULL, "false",
+                      "handler that succeeds at once: drains the queue (benchmarks, clean-up)"),
     SQLQ_SETTING_INT(S, batch_size, "batch_size", "SQLQ_BATCH_SIZE", "16", 1, 32,
                      "messages per Get Messages request (WebJobs batchSize)"),
     SQLQ_SETTING_INT(S, new_batch_threshold, "new_batch_threshold", "SQLQ_NEW_BATCH_THRESHOLD", "8",
@@ -90,7 +93,7 @@ static const sqlq_setting settings[] = {
 
 static const sqlq_config_spec spec = {
     "consume",
-    "sqlq consume QUEUE (--exec CMD | --http URL | --sql CONN --table T) [options]",
+    "sqlq consume QUEUE (--exec CMD | --http URL | --sql CONN --table T | --noop) [options]",
     "Run a handler for each message of QUEUE, the way an Azure Functions queue trigger does:\n"
     "batches of 16, visibility renewed while a handler runs, delete on success, retry on\n"
     "failure, and after max-dequeue-count attempts the message text moves to QUEUE-poison.\n"
@@ -102,6 +105,11 @@ static const sqlq_config_spec spec = {
     sizeof(settings) / sizeof(settings[0]),
     1,
     1};
+
+const sqlq_config_spec *sqlq_cmd_consume_spec(void)
+{
+    return &spec;
+}
 
 typedef struct handlers {
     sqlq_handler_exec *exec;
@@ -156,18 +164,29 @@ static int check_first_message(const consume_settings *s, const sqlq_account *ac
     return code;
 }
 
+static sqlq_result noop_handle(void *ctx, const sqlq_delivery *d, sqlq_error *err)
+{
+    (void)ctx;
+    (void)d;
+    (void)err;
+    return SQLQ_OK;
+}
+
 static int make_handler(const consume_settings *s, handlers *h)
 {
-    int chosen = (s->exec != NULL) + (s->http != NULL) + (s->sql != NULL);
+    int chosen = (s->exec != NULL) + (s->http != NULL) + (s->sql != NULL) + s->noop;
     if (chosen != 1)
-        return usage_error("give exactly one handler: --exec CMD, --http URL or --sql CONN");
+        return usage_error(
+            "give exactly one handler: --exec CMD, --http URL, --sql CONN or --noop");
     if (s->sql && !s->table)
         return usage_error("--sql needs --table (the target table)");
     if (s->table && !s->sql)
         return usage_error("--table is only for --sql");
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (s->exec) {
+    if (s->noop) {
+        h->handler = (sqlq_handler){.handle = noop_handle};
+    } else if (s->exec) {
         if (sqlq_handler_exec_create(s->exec, 2000, &h->exec, &err) != SQLQ_OK)
             return report("--exec", &err, SQLQ_EXIT_USAGE);
         h->handler = sqlq_handler_exec_bind(h->exec);
