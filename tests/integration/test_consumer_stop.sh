@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Stopping `sqlq consume` and reading its metrics: counters on /metrics match what happened;
+# SIGTERM while a handler runs lets it finish (the message is deleted) and exits 0; with a
+# handler slower than --shutdown-timeout-s the command is cancelled (its process group
+# killed), the message stays in the queue, and the consumer still exits 0 promptly.
+set -euo pipefail
+: "${SQLQ_BIN:?}" "${SQLQ_SOURCE_DIR:?}" "${SQLQ_TEST_ENV_DIR:?}"
+export SQLQ_QUEUE_CONNECTION="$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")"
+work=$(mktemp -d)
+q="cstop-$$"
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
+    "$SQLQ_BIN" queue delete "$q" >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "consumer_stop: $*" >&2; tail -5 "$work/log" >&2 || true; exit 1; }
+count() { "$SQLQ_BIN" queue stats "$1" | sed -n 's/.*"approximate_count":\([0-9]*\).*/\1/p'; }
+wait_for() { for _ in $(seq 150); do [ -s "$1" ] && return 0; sleep 0.1; done; fail "timed out waiting for $1"; }
+stop_and_time() { # SIGTERM, wait; sets code (exit status) and ms (time taken)
+    local t0
+    t0=$(date +%s%N)
+    kill -TERM "$pid"
+    code=0
+    wait "$pid" || code=$?
+    pid=
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+}
+
+"$SQLQ_BIN" queue create "$q" >/dev/null
+port=$("$SQLQ_SOURCE_DIR/tests/support/free_port.sh")
+for i in 1 2 3; do "$SQLQ_BIN" queue put "$q" "{\"n\":$i}" >/dev/null; done
+"$SQLQ_BIN" consume "$q" --max-polling-interval-ms 300 --metrics-listen "127.0.0.1:$port" \
+    --exec 'cat >/dev/null' 2> "$work/log" &
+pid=$!
+for _ in $(seq 100); do [ "$(count "$q")" = 0 ] && break; sleep 0.1; done
+metrics=$(curl -sf "http://127.0.0.1:$port/metrics") || fail "no /metrics"
+echo "$metrics" | grep -q "^sqlq_messages_consumed_total{queue=\"$q\"} 3$" \
+    || fail "consumed counter: $(echo "$metrics" | grep consumed)"
+echo "$metrics" | grep -q "^sqlq_poll_backoff_ms{queue=\"$q\"} [1-9]" || fail "no back-off gauge"
+echo "$metrics" | grep -q "^sqlq_handler_duration_seconds_count{queue=\"$q\"} 3$" || fail "no handler histogram"
+stop_and_time
+[ "$code" = 0 ] || fail "exit $code after SIGTERM while idle"
+echo "consumer_stop: metrics: ok"
+
+"$SQLQ_BIN" queue put "$q" '{"slow":1}' >/dev/null
+"$SQLQ_BIN" consume "$q" --max-polling-interval-ms 300 \
+    --exec "echo started > '$work/started'; sleep 2; echo finished > '$work/finished'" 2> "$work/log" &
+pid=$!
+wait_for "$work/started"
+stop_and_time
+[ "$code" = 0 ] || fail "exit $code after SIGTERM during a handler"
+[ -s "$work/finished" ] || fail "the running handler did not finish"
+[ "$ms" -ge 1000 ] || fail "exited after $ms ms, before the handler could finish"
+[ "$(count "$q")" = 0 ] || fail "the finished message was not deleted"
+echo "consumer_stop: SIGTERM let the handler finish ($ms ms): ok"
+
+rm -f "$work/started"
+"$SQLQ_BIN" queue put "$q" '{"stuck":1}' >/dev/null
+"$SQLQ_BIN" consume "$q" --max-polling-interval-ms 300 --shutdown-timeout-s 1 \
+    --exec "echo \$\$ > '$work/started'; exec sleep 60" 2> "$work/log" &
+pid=$!
+wait_for "$work/started"
+stop_and_time
+[ "$code" = 0 ] || fail "exit $code after the shutdown timeout"
+[ "$ms" -lt 6000 ] || fail "took $ms ms to stop with a 1 s shutdown timeout"
+! kill -0 "$(cat "$work/started")" 2>/dev/null || fail "the handler process survived"
+grep -q 'event=consumer.shutdown_timeout' "$work/log" || fail "no shutdown_timeout log line"
+[ "$(count "$q")" = 1 ] || fail "the unfinished message is gone"
+echo "consumer_stop: shutdown timeout cancelled the handler ($ms ms), message kept: ok"
