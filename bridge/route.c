@@ -29,6 +29,7 @@ struct sqlq_route {
     uint64_t last_queue_ok_ms;   /* last time the queue service answered */
     bool db_down, queue_down;    /* reported to /readyz through env.health */
     sqlq_counter *m_published, *m_poisoned, *m_renewals;
+    sqlq_counter *m_retry_queue, *m_retry_db, *m_lease_lost; /* sqlq_retries_total{reason} */
     sqlq_histogram *m_publish_s;
     sqlq_gauge *m_pending;
 };
@@ -67,7 +68,9 @@ static void probe_queue(sqlq_route *r)
     bool ok = sqlq_queue_exists(r->client, r->cfg.queue, &exists, &e) == SQLQ_OK;
     if (ok)
         r->last_queue_ok_ms = now;
-    else if (!r->queue_down)
+    else
+        sqlq_counter_inc(r->m_retry_queue);
+    if (!ok && !r->queue_down)
         log_error("queue_probe_failed", r, &e);
     mark_down(r, &r->queue_down, !ok, false);
 }
@@ -121,6 +124,12 @@ static void init_metrics(sqlq_route *r)
     r->m_renewals = sqlq_metrics_counter(m, SQLQ_METRIC_LEASE_RENEWALS, NULL, t, 1);
     r->m_publish_s = sqlq_metrics_histogram(m, SQLQ_METRIC_PUBLISH_SECONDS, NULL, NULL, 0, q, 1);
     r->m_pending = sqlq_metrics_gauge(m, SQLQ_METRIC_PENDING_CHANGES, NULL, t, 1);
+    sqlq_label rq[] = {{"reason", "queue_unavailable"}};
+    sqlq_label rd[] = {{"reason", "database_unavailable"}};
+    sqlq_label rl[] = {{"reason", "lease_lost"}};
+    r->m_retry_queue = sqlq_metrics_counter(m, SQLQ_METRIC_RETRIES, NULL, rq, 1);
+    r->m_retry_db = sqlq_metrics_counter(m, SQLQ_METRIC_RETRIES, NULL, rd, 1);
+    r->m_lease_lost = sqlq_metrics_counter(m, SQLQ_METRIC_RETRIES, NULL, rl, 1);
 }
 
 sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config *cfg,
@@ -314,6 +323,7 @@ static void settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bool a
                                    : sqlq_capture_release(r->cap, list, k, &lost, &e);
         if (rc == SQLQ_E_LEASE_LOST) { /* fenced off: the new owner reads these changes again */
             r->lost += k;
+            sqlq_counter_add(r->m_lease_lost, k);
             SQLQ_WARN("lease_lost", "table=%s n=%zu note=\"another instance took over and delivers them again\"",
                       r->cfg.table, k);
             return;
@@ -325,6 +335,7 @@ static void settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bool a
                 r->released += k - lost;
             if (lost > 0) {
                 r->lost += lost;
+                sqlq_counter_add(r->m_lease_lost, lost);
                 SQLQ_WARN("lease_lost", "table=%s n=%zu note=\"another instance owns these changes now "
                           "and delivers them again\"", r->cfg.table, lost);
             }
@@ -414,6 +425,8 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b)
             transient += outcomes[i] == SQLQ_OUTCOME_TRANSIENT;
         }
         mark_down(r, &r->queue_down, transient > 0, false);
+        if (transient > 0)
+            sqlq_counter_inc(r->m_retry_queue);
         if (left == 0)
             break;
         set_in_flight(r, b, done);
@@ -491,6 +504,7 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, bool *fatal, sqlq_err
         return true;
     }
     mark_down(r, &r->db_down, true, true);
+    sqlq_counter_inc(r->m_retry_db);
     if (!recover_db(r, "poll_failed", &e) && !stopping(r)) {
         *fatal = true;
         if (err && err->code == SQLQ_OK)

@@ -5,3 +5,4 @@ add_test(NAME unit.config_doc
   COMMAND sh -c "\"$1\" config markdown | diff -u \"$2\" - >&2 || { echo 'docs/configuration.md is stale: run scripts/gen-docs.sh' >&2; exit 1; }"
           sh $<TARGET_FILE:sqlq> ${CMAKE_SOURCE_DIR}/docs/configuration.md)
 set_tests_properties(unit.config_doc PROPERTIES LABELS unit)
+sqlq_integration_test(bridge_health TIMEOUT 180)
