@@ -396,7 +396,9 @@ void bt_writers_free(bt_writers *w)
     free(w);
 }
 
-void bt_verify_final_state(const char *conn, const char *table, const bt_writers *w, json_t *changes)
+/* Whether the newest message of every written key matches the table; why says which does not. */
+bool bt_final_state_reached(const char *conn, const char *table, const bt_writers *w, json_t *changes,
+                            char *why, size_t why_size)
 {
     sqlq_db *db = bt_db(conn);
     char sql[256];
@@ -417,6 +419,7 @@ void bt_verify_final_state(const char *conn, const char *table, const bt_writers
     }
     json_t *by = bt_by_key(changes);
     int checked = 0;
+    why[0] = '\0';
     for (int id = 0; id < w->nkeys; id++) {
         if (!bt_writers_touched(w, id))
             continue;
@@ -424,24 +427,56 @@ void bt_verify_final_state(const char *conn, const char *table, const bt_writers
         snprintf(canon, sizeof(canon), "{\"id\":%d}", id);
         snprintf(k, sizeof(k), "%d", id);
         json_t *latest = bt_latest(json_object_get(by, canon));
-        if (!latest)
-            fail_msg("id %d was written but no message arrived", id);
+        if (!latest) {
+            snprintf(why, why_size, "id %d was written but no message arrived", id);
+            break;
+        }
         json_t *v = json_object_get(now, k);
         const char *op = json_string_value(json_object_get(latest, "op"));
         if (!v) {
-            if (strcmp(op, "delete") != 0)
-                fail_msg("id %d is deleted but the newest message says %s", id, op);
+            if (strcmp(op, "delete") != 0) {
+                snprintf(why, why_size, "id %d is deleted but the newest message says %s", id, op);
+                break;
+            }
         } else {
             json_t *mv = json_object_get(json_object_get(latest, "row"), "v");
-            if (strcmp(op, "delete") == 0 || !json_equal(mv, v))
-                fail_msg("id %d: table has v=%lld, newest message op=%s v=%lld", id,
+            if (strcmp(op, "delete") == 0 || !json_equal(mv, v)) {
+                snprintf(why, why_size, "id %d: table has v=%lld, newest message op=%s v=%lld", id,
                          (long long)json_integer_value(v), op, (long long)json_integer_value(mv));
+                break;
+            }
         }
         checked++;
     }
-    fprintf(stderr, "verified the final state of %d ids\n", checked);
+        if (!why[0])
+        fprintf(stderr, "verified the final state of %d ids\n", checked);
     json_decref(by);
     json_decref(now);
     json_decref(rows);
     sqlq_db_close(db);
+    return why[0] == '\0';
+}
+
+void bt_verify_final_state(const char *conn, const char *table, const bt_writers *w, json_t *changes)
+{
+    char why[256];
+    if (!bt_final_state_reached(conn, table, w, changes, why, sizeof(why)))
+        fail_msg("%s", why);
+}
+
+json_t *bt_drain_until_final(bt_queue *q, const char *queue, const char *conn, const char *table,
+                             const bt_writers *w, int max_ms)
+{
+    json_t *all = json_array();
+    uint64_t start = (uint64_t)sqlq_clock_wall_ms();
+    char why[256];
+    for (;;) {
+        json_t *more = bt_drain(q, queue, 1500, max_ms);
+        json_array_extend(all, more);
+        json_decref(more);
+        if (bt_final_state_reached(conn, table, w, all, why, sizeof(why)) ||
+            (uint64_t)sqlq_clock_wall_ms() - start > (uint64_t)max_ms)
+            return all;
+        fprintf(stderr, "still waiting: %s\n", why);
+    }
 }

@@ -71,5 +71,11 @@ void bt_writers_free(bt_writers *w);
 /* Check, for every id the writers touched, that the newest message (highest version) matches
  * the row now in the table (or says delete when it is gone). changes: row-format objects. */
 void bt_verify_final_state(const char *conn, const char *table, const bt_writers *w, json_t *changes);
+bool bt_final_state_reached(const char *conn, const char *table, const bt_writers *w, json_t *changes,
+                            char *why, size_t why_size);
+/* Drain until every written key's newest message matches the table (or max_ms): a bridge that
+ * is backing off after a slow moment of the queue service is waited for, not cut off. */
+json_t *bt_drain_until_final(bt_queue *q, const char *queue, const char *conn, const char *table,
+                             const bt_writers *w, int max_ms);
 
 #endif

@@ -51,7 +51,7 @@ static void instances_scenario(const char *conn, const char *kind)
     pid_t b = bt_bridge_start(q.conn, log_b, args);
     bt_writers *w = bt_writers_start(conn, "kv", 2, 500, 700, 1);
     long writes = bt_writers_join(w);
-    json_t *msgs = bt_drain(&q, queue, 3000, 90000);
+    json_t *msgs = bt_drain_until_final(&q, queue, conn, "kv", w, 90000);
     kill(a, SIGTERM);
     kill(b, SIGTERM);
     int ca = bt_wait(a, 30000), cb = bt_wait(b, 30000);
