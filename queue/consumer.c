@@ -123,6 +123,7 @@ sqlq_result sqlq_consumer_create(const sqlq_account *account,
     c->policy.has_poison_queue = sqlq_queue_poison_name(queue, c->poison, sizeof(c->poison));
     c->nworkers = (size_t)options->batch_size + (size_t)options->new_batch_threshold;
     c->pending_cap = c->nworkers + 32;
+    c->renew_wake_ms = UINT64_MAX;
     c->workers = calloc(c->nworkers, sizeof(*c->workers));
     c->pending = calloc(c->pending_cap, sizeof(*c->pending));
     if (!c->workers || !c->pending || init_sync(c) != SQLQ_OK) {
@@ -203,9 +204,9 @@ static void enqueue(sqlq_consumer *c, sqlq_message_list *list)
         memset(&list->items[i], 0, sizeof(list->items[i]));
         c->pending_count++;
         c->in_flight++;
+        pthread_cond_signal(&c->work_cv); /* one idle worker per message, not all of them */
     }
     atomic_store(&c->n.in_flight, c->in_flight);
-    pthread_cond_broadcast(&c->work_cv);
     pthread_mutex_unlock(&c->mu);
 }
 

@@ -76,6 +76,7 @@ struct sqlq_consumer {
     pthread_mutex_t renew_mu;
     pthread_cond_t renew_cv;
     bool renew_stop, renew_kick;
+    uint64_t renew_wake_ms; /* when the renewal thread wakes next (clock time), under renew_mu */
 
     consumer_counters n;
 };
@@ -83,7 +84,8 @@ struct sqlq_consumer {
 /* consumer_worker.c */
 void *sqlq_consumer_worker_main(void *arg);
 void *sqlq_consumer_renew_main(void *arg);
-void sqlq_consumer_kick_renewal(struct sqlq_consumer *c);
+/* Wake the renewal thread if due_ms is before its next planned wake-up. */
+void sqlq_consumer_kick_renewal(struct sqlq_consumer *c, uint64_t due_ms);
 /* Wait on cv until ms of real time pass (or a signal). */
 void sqlq_consumer_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms);
 int sqlq_consumer_cond_init(pthread_cond_t *cv);

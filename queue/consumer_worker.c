@@ -37,11 +37,15 @@ void sqlq_consumer_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_
     while (rc == EINTR);
 }
 
-void sqlq_consumer_kick_renewal(struct sqlq_consumer *c)
+void sqlq_consumer_kick_renewal(struct sqlq_consumer *c, uint64_t due_ms)
 {
+    /* Usually the thread wakes (at least once a second) long before half a lease: then a
+     * new message needs no wake-up and no context switch. */
     pthread_mutex_lock(&c->renew_mu);
-    c->renew_kick = true;
-    pthread_cond_signal(&c->renew_cv);
+    if (due_ms < c->renew_wake_ms) {
+        c->renew_kick = true;
+        pthread_cond_signal(&c->renew_cv);
+    }
     pthread_mutex_unlock(&c->renew_mu);
 }
 
@@ -191,8 +195,11 @@ static void slot_begin(consumer_worker *w, const sqlq_message *m)
     s->timed_out = false;
     atomic_store(&s->cancel, 0);
     s->active = true;
+    uint64_t due = s->renewal.next_ms;
+    if (s->deadline_ms && s->deadline_ms < due)
+        due = s->deadline_ms;
     pthread_mutex_unlock(&s->lock);
-    sqlq_consumer_kick_renewal(c);
+    sqlq_consumer_kick_renewal(c, due);
 }
 
 /* Ends renewal; hands back the latest pop receipt (owned) and whether ownership was lost. */
@@ -317,7 +324,10 @@ static void message_finished(consumer_worker *w)
     w->busy = false;
     c->in_flight--;
     atomic_store(&c->n.in_flight, c->in_flight);
-    pthread_cond_broadcast(&c->idle_cv);
+    /* The poller waits for in_flight to drop below the threshold, shutdown for 0: wake it only
+     * then, not on every message (each wake-up is a context switch). */
+    if (c->in_flight + 1 == (size_t)c->opt.new_batch_threshold || c->in_flight == 0)
+        pthread_cond_broadcast(&c->idle_cv);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -427,6 +437,7 @@ void *sqlq_consumer_renew_main(void *arg)
     pthread_mutex_lock(&c->renew_mu);
     while (!c->renew_stop) {
         c->renew_kick = false;
+        c->renew_wake_ms = UINT64_MAX; /* scanning: a message started now may be missed */
         pthread_mutex_unlock(&c->renew_mu);
         uint64_t now = sqlq_clock_now_ms(c->clock);
         uint64_t next_due = now + 1000;
@@ -434,8 +445,10 @@ void *sqlq_consumer_renew_main(void *arg)
             renew_slot(c, &c->workers[i].slot, &next_due);
         now = sqlq_clock_now_ms(c->clock);
         pthread_mutex_lock(&c->renew_mu);
-        if (!c->renew_stop && !c->renew_kick && next_due > now)
+        if (!c->renew_stop && !c->renew_kick && next_due > now) {
+            c->renew_wake_ms = next_due;
             sqlq_consumer_cond_wait_ms(&c->renew_cv, &c->renew_mu, next_due - now);
+        }
     }
     pthread_mutex_unlock(&c->renew_mu);
     return NULL;
