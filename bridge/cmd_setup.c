@@ -20,6 +20,9 @@ typedef struct setup_settings {
     char *bridge_name;
     bool drop;
     long long retention_days;
+    char *source;
+    char *cursor_column;
+    char *soft_delete_column;
     char *log_level;
     char *log_format;
 } setup_settings;
@@ -43,6 +46,14 @@ static const sqlq_setting setup_table[] = {
                      1, 3650,
                      "SQL Server: CHANGE_RETENTION when setup turns change tracking on for the "
                      "database (left alone when it is on already)"),
+    SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto",
+                      "auto|change_log|change_tracking|cursor",
+                      "cursor: install nothing, check that --cursor-column is safe to poll and say "
+                      "what a cursor cannot see (hard deletes)"),
+    SQLQ_SETTING_STR(S, cursor_column, "cursor_column", "SQLQ_CURSOR_COLUMN", NULL,
+                     "source cursor: the monotonic NOT NULL column (integer, version or timestamp)"),
+    SQLQ_SETTING_STR(S, soft_delete_column, "soft_delete_column", "SQLQ_SOFT_DELETE_COLUMN", NULL,
+                     "source cursor: rows with this column set are published as deletes"),
     SQLQ_SETTING_ENUM(S, log_level, "log_level", "SQLQ_LOG_LEVEL", "warn",
                       "error|warn|info|debug|trace", "log level"),
     SQLQ_SETTING_ENUM(S, log_format, "log_format", "SQLQ_LOG_FORMAT", "text", "text|json",
@@ -190,6 +201,69 @@ static int install_one(sqlq_db *db, const char *table, int retention_days)
     return rc;
 }
 
+/* The cursor source installs nothing: check the column and say plainly what it cannot see. */
+static int cursor_one(sqlq_db *db, const char *table, const setup_settings *s)
+{
+    sqlq_capture_config cc;
+    sqlq_capture_config_default(&cc);
+    cc.table = table;
+    cc.source = SQLQ_SOURCE_CURSOR;
+    cc.cursor_column = s->cursor_column;
+    cc.soft_delete_column = s->soft_delete_column;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_capture_check(db, &cc, &err) != SQLQ_OK) {
+        print_error(table, &err);
+        return SQLQ_EXIT_FAILED;
+    }
+    printf("%s: cursor source on column %s: nothing installed in the table (read access is enough; "
+           "the bridge keeps its checkpoint in sqlq's state tables)\n",
+           table, s->cursor_column);
+    if (s->soft_delete_column)
+        printf("%s: note: hard deletes (DELETE) are NOT visible to a cursor; rows with %s set are "
+               "published as deletes\n",
+               table, s->soft_delete_column);
+    else
+        printf("%s: note: deletes are NOT visible to a cursor: use a soft-delete column "
+               "(--soft-delete-column) or the change log (sqlq setup without --source cursor)\n",
+               table);
+    printf("%s: note: rows committed later than --safety-lag-ms after their cursor value are "
+           "never read (see docs/cursor-source.md)\n",
+           table);
+    return SQLQ_EXIT_OK;
+}
+
+/* --drop --source cursor: forget the cursor checkpoints of the table (of one bridge). */
+static int cursor_drop(sqlq_db *db, const char *table, const char *bridge)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    bool have = false;
+    long long removed = 0;
+    sqlq_result r = sqlq_catalog_lookup(db, table, NULL, &t, &n, &err);
+    if (r == SQLQ_OK)
+        r = sqlq_catalog_object_exists(db, "cursor_state", &have, &err);
+    if (r == SQLQ_OK && have) {
+        char sql[160];
+        snprintf(sql, sizeof(sql), "DELETE FROM %scursor_state WHERE table_name = ?%s",
+                 object_prefix(sqlq_db_dialect(db)), bridge ? " AND bridge_name = ?" : "");
+        sqlq_param p[2] = {sqlq_param_text(n.table_key), sqlq_param_text(bridge)};
+        r = sqlq_db_exec(db, sql, p, bridge ? 2 : 1, &removed, &err);
+    }
+    if (r == SQLQ_OK)
+        r = sqlq_catalog_drop_if_unused(db, NULL, &err);
+    sqlq_table_free(t);
+    if (r != SQLQ_OK) {
+        print_error(table, &err);
+        return SQLQ_EXIT_FAILED;
+    }
+    printf("%s: %lld cursor checkpoint%s removed (nothing was installed in the table)\n", table,
+           removed, removed == 1 ? "" : "s");
+    return SQLQ_EXIT_OK;
+}
+
 static int drop_one(sqlq_db *db, const char *table, const char *bridge)
 {
     sqlq_error err;
@@ -249,6 +323,9 @@ int sqlq_cmd_setup(int argc, char **argv)
             fprintf(stderr, "sqlq setup: no database: give --db CONN or set SQLQ_DB_CONNECTION\n");
         else if (ntables == 0)
             rc = SQLQ_EXIT_USAGE, fprintf(stderr, "sqlq setup: no table: give --table T\n");
+        else if (!s.drop && strcmp(s.source, "cursor") == 0 && (!s.cursor_column || !*s.cursor_column))
+            rc = SQLQ_EXIT_USAGE,
+            fprintf(stderr, "sqlq setup: --source cursor needs --cursor-column COLUMN\n");
     }
     sqlq_db *db = NULL;
     if (rc < 0) {
@@ -264,8 +341,12 @@ int sqlq_cmd_setup(int argc, char **argv)
     if (rc < 0) {
         rc = SQLQ_EXIT_OK;
         for (size_t i = 0; i < ntables; i++) {
-            int one = s.drop ? drop_one(db, tables[i], s.bridge_name)
-                             : install_one(db, tables[i], (int)s.retention_days);
+            bool cursor = strcmp(s.source, "cursor") == 0;
+            int one = s.drop && cursor ? cursor_drop(db, tables[i], s.bridge_name)
+                      : s.drop         ? drop_one(db, tables[i], s.bridge_name)
+                      : cursor
+                          ? cursor_one(db, tables[i], &s)
+                          : install_one(db, tables[i], (int)s.retention_days);
             if (one != SQLQ_EXIT_OK)
                 rc = one;
         }

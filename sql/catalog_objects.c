@@ -213,13 +213,16 @@ sqlq_result sqlq_catalog_list(sqlq_db *db, const char *table_key, json_t **out, 
     return r;
 }
 
-static const char *const DROP_SQLITE[] = {"DROP TABLE IF EXISTS sqlq_tables",
+static const char *const DROP_SQLITE[] = {"DROP TABLE IF EXISTS sqlq_cursor_state",
+                                          "DROP TABLE IF EXISTS sqlq_tables",
                                           "DROP TABLE IF EXISTS sqlq_state",
                                           "DROP TABLE IF EXISTS sqlq_counter", NULL};
 static const char *const DROP_POSTGRES[] = {
-    "DROP TABLE IF EXISTS sqlq.tables", "DROP TABLE IF EXISTS sqlq.state",
+    "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.tables",
+    "DROP TABLE IF EXISTS sqlq.state",
     "DROP SEQUENCE IF EXISTS sqlq.lease_token", "DROP SCHEMA IF EXISTS sqlq RESTRICT", NULL};
 static const char *const DROP_MSSQL[] = {
+    "IF OBJECT_ID(N'sqlq.cursor_state', N'U') IS NOT NULL DROP TABLE sqlq.cursor_state",
     "IF OBJECT_ID(N'sqlq.tables', N'U') IS NOT NULL DROP TABLE sqlq.tables",
     "IF OBJECT_ID(N'sqlq.state', N'U') IS NOT NULL DROP TABLE sqlq.state",
     "IF OBJECT_ID(N'sqlq.lease_token', N'SO') IS NOT NULL DROP SEQUENCE sqlq.lease_token",
@@ -253,13 +256,18 @@ sqlq_result sqlq_catalog_drop_if_unused(sqlq_db *db, bool *out_dropped, sqlq_err
     r = sqlq_db_begin(db, err);
     if (r != SQLQ_OK)
         return r;
-    int64_t registered = 0, states = 0;
+    int64_t registered = 0, states = 0, cursors = 0;
+    bool have_cursors = false; /* created by the first cursor source or backfill only */
     r = sqlq_catalog_ddl_lock(db, err);
     if (r == SQLQ_OK)
         r = count_rows(db, "tables", &registered, err);
     if (r == SQLQ_OK)
         r = count_rows(db, "state", &states, err);
-    bool unused = r == SQLQ_OK && registered == 0 && states == 0;
+    if (r == SQLQ_OK)
+        r = sqlq_catalog_object_exists(db, "cursor_state", &have_cursors, err);
+    if (r == SQLQ_OK && have_cursors)
+        r = count_rows(db, "cursor_state", &cursors, err);
+    bool unused = r == SQLQ_OK && registered == 0 && states == 0 && cursors == 0;
     if (unused)
         r = run_all(db,
                     d == SQLQ_DIALECT_SQLITE     ? DROP_SQLITE

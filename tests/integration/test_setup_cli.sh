@@ -106,4 +106,17 @@ left=$(psql_ -d "$pg_db" -At -c "SELECT (SELECT count(*) FROM pg_namespace WHERE
                                      + (SELECT count(*) FROM pg_proc WHERE proname LIKE 'capture_%')")
 [ "$left" = 0 ] || fail "PostgreSQL objects left after --drop: $left"
 psql_ -d "$pg_db" -c "INSERT INTO sales.orders VALUES (5, 'after drop')" >/dev/null
+# ---- cursor source: nothing installed, the column checked, what a cursor cannot see said -----
+cdb="$tmp/cursor.db"
+cconn="Driver={SQLite3};Database=$cdb;Timeout=5000;"
+sqlite3 "$cdb" "CREATE TABLE ev(id INTEGER PRIMARY KEY, ts INTEGER NOT NULL, gone INTEGER, f REAL)"
+expect_rc 0 "$sqlq" setup --db "$cconn" --table ev --source cursor --cursor-column ts --soft-delete-column gone
+grep -q "hard deletes (DELETE) are NOT visible" "$tmp/out" || fail "cursor setup does not say deletes are invisible"
+[ "$(sqlite3 "$cdb" "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'")" = 0 ] || fail "cursor setup installed triggers"
+expect_rc 0 "$sqlq" setup --db "$cconn" --table ev --source cursor --cursor-column ts
+grep -q "deletes are NOT visible to a cursor: use a soft-delete column" "$tmp/out" || fail "no soft-delete advice"
+expect_rc 1 "$sqlq" setup --db "$cconn" --table ev --source cursor --cursor-column f
+grep -q "cannot be used" "$tmp/err" || fail "unsafe cursor column not refused"
+expect_rc 2 "$sqlq" setup --db "$cconn" --table ev --source cursor
+expect_rc 0 "$sqlq" setup --db "$cconn" --table ev --source cursor --drop
 echo "setup/status CLI: all checks passed"
