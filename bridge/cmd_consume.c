@@ -20,6 +20,8 @@ typedef struct consume_settings {
     char *http;
     char *sql;
     char *table;
+    bool version_check;
+    char *version_table;
     bool noop;
     long long batch_size;
     long long new_batch_threshold;
@@ -53,6 +55,11 @@ static const sqlq_setting settings[] = {
     SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
                      "target table for --sql (must exist; its primary key must match the "
                      "messages' keys)"),
+    SQLQ_SETTING_BOOL(S, version_check, "version_check", NULL, "true",
+                      "--sql: apply a change only when its version is newer than the last one "
+                      "applied for its key (kept in --version-table, created if missing)"),
+    SQLQ_SETTING_STR(S, version_table, "version_table", NULL, "sqlq_sink_versions",
+                     "--sql: the table that remembers the last applied version per key"),
     SQLQ_SETTING_BOOL(S, noop, "noop", NULL, "false",
                       "handler that succeeds at once: drains the queue (benchmarks, clean-up)"),
     SQLQ_SETTING_INT(S, batch_size, "batch_size", "SQLQ_BATCH_SIZE", "16", 1, 32,
@@ -195,7 +202,8 @@ static int make_handler(const consume_settings *s, handlers *h)
             return report("--http", &err, SQLQ_EXIT_USAGE);
         h->handler = sqlq_handler_http_bind(h->http);
     } else {
-        sqlq_result r = sqlq_sql_sink_create(s->sql, s->table, &h->sink, &err);
+        sqlq_result r = sqlq_sql_sink_create(
+            s->sql, s->table, s->version_check ? s->version_table : NULL, &h->sink, &err);
         if (r != SQLQ_OK)
             return report("--sql", &err,
                           r == SQLQ_E_NOT_FOUND || r == SQLQ_E_INVALID ? SQLQ_EXIT_USAGE

@@ -5,8 +5,10 @@
 #include "db.h"
 #include "dialect.h"
 #include "log.h"
+#include "sink_param.h"
 #include "table.h"
 #include "upsert.h"
+#include "version_guard.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -24,6 +26,9 @@ struct sqlq_sql_sink {
     char shown[600]; /* the table as the user wrote it, for messages */
     sqlq_table *table;
     sqlq_dialect_kind dialect;
+    bool guard;                 /* skip changes not newer than the last applied (version) */
+    sqlq_table_name versions;   /* the guard's state table */
+    char target[600];           /* the target as stored in the state table */
     pthread_mutex_t write_lock; /* SQLite: one writer at a time */
 };
 
@@ -40,6 +45,8 @@ typedef struct change {
     json_t *key; /* borrowed or owned (functions shape), see owned_key */
     json_t *row; /* borrowed; NULL for a delete */
     bool owned_key;
+    bool has_version; /* row and batch formats carry one; the Functions shape does not */
+    int64_t version;
 } change;
 
 typedef struct change_list {
@@ -49,8 +56,8 @@ typedef struct change_list {
 
 /* ---- create / destroy ---- */
 
-sqlq_result sqlq_sql_sink_create(const char *conn, const char *table, sqlq_sql_sink **out,
-                                 sqlq_error *err)
+sqlq_result sqlq_sql_sink_create(const char *conn, const char *table, const char *version_table,
+                                 sqlq_sql_sink **out, sqlq_error *err)
 {
     *out = NULL;
     sqlq_sql_sink *s = calloc(1, sizeof(*s));
@@ -74,6 +81,13 @@ sqlq_result sqlq_sql_sink_create(const char *conn, const char *table, sqlq_sql_s
                                "(create it first: the sink never creates tables)",
                                s->shown);
         }
+    }
+    if (r == SQLQ_OK && version_table && *version_table) {
+        s->guard = true;
+        sqlq_table_name_format(&s->name, s->target, sizeof(s->target));
+        r = sqlq_table_name_parse(version_table, &s->versions, err);
+        if (r == SQLQ_OK)
+            r = sqlq_version_guard_install(db, &s->versions, err);
     }
     sqlq_db_close(db);
     if (r != SQLQ_OK) {
@@ -199,6 +213,11 @@ static sqlq_result row_change(const sqlq_sql_sink *s, json_t *o, change_list *l,
     if (r != SQLQ_OK)
         return r;
     change c = {.key = key};
+    json_t *version = json_object_get(o, "version");
+    if (json_is_integer(version)) {
+        c.has_version = true;
+        c.version = (int64_t)json_integer_value(version);
+    }
     if (strcmp(op, "delete") == 0) {
         c.kind = CHANGE_DELETE;
     } else if (strcmp(op, "insert") == 0 || strcmp(op, "update") == 0) {
@@ -328,92 +347,6 @@ sqlq_result sqlq_sql_sink_check(const sqlq_sql_sink *s, const char *body, size_t
     return r;
 }
 
-/* ---- values as parameters ---- */
-
-typedef struct param_set {
-    sqlq_param *p;
-    char (*num)[40]; /* numbers formatted as text */
-    sqlq_buf *bin;   /* decoded {"$base64": …} */
-    char **json;     /* nested objects and arrays as JSON text */
-    size_t n, cap;
-} param_set;
-
-static sqlq_result params_init(param_set *ps, size_t cap)
-{
-    memset(ps, 0, sizeof(*ps));
-    ps->p = calloc(cap ? cap : 1, sizeof(*ps->p));
-    ps->num = calloc(cap ? cap : 1, sizeof(*ps->num));
-    ps->bin = calloc(cap ? cap : 1, sizeof(*ps->bin));
-    ps->json = calloc(cap ? cap : 1, sizeof(*ps->json));
-    ps->cap = cap;
-    return ps->p && ps->num && ps->bin && ps->json ? SQLQ_OK : SQLQ_E_NOMEM;
-}
-
-static void params_free(param_set *ps)
-{
-    for (size_t i = 0; ps->bin && i < ps->cap; i++)
-        sqlq_buf_free(&ps->bin[i]);
-    for (size_t i = 0; ps->json && i < ps->cap; i++)
-        free(ps->json[i]);
-    free(ps->p);
-    free(ps->num);
-    free(ps->bin);
-    free(ps->json);
-}
-
-static bool integer_column(short t)
-{
-    return t == SQL_INTEGER || t == SQL_SMALLINT || t == SQL_BIGINT || t == SQL_TINYINT;
-}
-
-static bool float_column(short t)
-{
-    return t == SQL_REAL || t == SQL_FLOAT || t == SQL_DOUBLE;
-}
-
-/* Binds JSON value v for column col as the next parameter. */
-static sqlq_result param_add(param_set *ps, sqlq_dialect_kind d, const sqlq_column *col, json_t *v,
-                             sqlq_error *err)
-{
-    size_t i = ps->n++;
-    sqlq_param *p = &ps->p[i];
-    json_t *b64 =
-        json_is_object(v) && json_object_size(v) == 1 ? json_object_get(v, "$base64") : NULL;
-    if (json_is_null(v) || !v) {
-        *p = sqlq_param_null();
-    } else if (json_is_boolean(v)) {
-        /* PostgreSQL takes 'true'/'false' for boolean; SQLite and SQL Server bit take 1/0. */
-        *p = d == SQLQ_DIALECT_POSTGRES ? sqlq_param_text(json_is_true(v) ? "true" : "false")
-                                        : sqlq_param_int(json_is_true(v) ? 1 : 0);
-    } else if (json_is_integer(v) && integer_column(col->sql_type)) {
-        *p = sqlq_param_int((int64_t)json_integer_value(v));
-    } else if (json_is_integer(v)) {
-        snprintf(ps->num[i], sizeof(ps->num[i]), "%" PRId64, (int64_t)json_integer_value(v));
-        *p = sqlq_param_text(ps->num[i]);
-    } else if (json_is_real(v) && float_column(col->sql_type)) {
-        *p = (sqlq_param){.type = SQLQ_PARAM_DOUBLE, .f64 = json_real_value(v)};
-    } else if (json_is_real(v)) {
-        snprintf(ps->num[i], sizeof(ps->num[i]), "%.17g", json_real_value(v));
-        *p = sqlq_param_text(ps->num[i]);
-    } else if (json_is_string(v)) {
-        *p = sqlq_param_text(json_string_value(v));
-    } else if (json_is_string(b64)) {
-        sqlq_buf_init(&ps->bin[i], 0);
-        const char *t = json_string_value(b64);
-        if (sqlq_codec_decode(SQLQ_ENCODING_BASE64, t, strlen(t), &ps->bin[i], NULL) != SQLQ_OK)
-            return sqlq_error_set(err, SQLQ_E_PARSE, false, "column %s: invalid $base64 value",
-                                  col->name);
-        *p = (sqlq_param){
-            .type = SQLQ_PARAM_BINARY, .text = sqlq_buf_str(&ps->bin[i]), .len = ps->bin[i].len};
-    } else {
-        ps->json[i] = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (!ps->json[i])
-            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-        *p = sqlq_param_text(ps->json[i]);
-    }
-    return SQLQ_OK;
-}
-
 /* ---- applying ---- */
 
 static json_t *key_value(const sqlq_sql_sink *s, json_t *key, const sqlq_column *col)
@@ -431,14 +364,14 @@ static json_t *key_value(const sqlq_sql_sink *s, json_t *key, const sqlq_column 
 static sqlq_result apply_delete(sqlq_sql_sink *s, sqlq_db *db, const change *c, sqlq_error *err)
 {
     const char **names = calloc(s->table->nkey, sizeof(char *));
-    param_set ps;
-    sqlq_result r = params_init(&ps, s->table->nkey);
+    sqlq_sink_params ps;
+    sqlq_result r = sqlq_sink_params_init(&ps, s->table->nkey);
     if (!names || r != SQLQ_OK)
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     for (size_t i = 0; r == SQLQ_OK && i < s->table->nkey; i++) {
         const sqlq_column *col = &s->table->columns[s->table->key[i]];
         names[i] = col->name;
-        r = param_add(&ps, s->dialect, col, key_value(s, c->key, col), err);
+        r = sqlq_sink_params_add(&ps, s->dialect, col, key_value(s, c->key, col), err);
     }
     sqlq_buf sql;
     sqlq_buf_init(&sql, 0);
@@ -447,7 +380,7 @@ static sqlq_result apply_delete(sqlq_sql_sink *s, sqlq_db *db, const change *c, 
     if (r == SQLQ_OK)
         r = sqlq_db_exec(db, sqlq_buf_str(&sql), ps.p, ps.n, NULL, err);
     sqlq_buf_free(&sql);
-    params_free(&ps);
+    sqlq_sink_params_free(&ps);
     free(names);
     return r;
 }
@@ -457,8 +390,8 @@ static sqlq_result apply_upsert(sqlq_sql_sink *s, sqlq_db *db, const change *c, 
     size_t cap = json_object_size(c->row) + s->table->nkey;
     const char **names = calloc(cap, sizeof(char *));
     const char **key = calloc(s->table->nkey, sizeof(char *));
-    param_set ps;
-    sqlq_result r = params_init(&ps, cap);
+    sqlq_sink_params ps;
+    sqlq_result r = sqlq_sink_params_init(&ps, cap);
     if (!names || !key || r != SQLQ_OK)
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     size_t n = 0;
@@ -469,7 +402,7 @@ static sqlq_result apply_upsert(sqlq_sql_sink *s, sqlq_db *db, const change *c, 
         const sqlq_column *col = find_column(s->table, name);
         if (r == SQLQ_OK && col) {
             names[n++] = col->name;
-            r = param_add(&ps, s->dialect, col, v, err);
+            r = sqlq_sink_params_add(&ps, s->dialect, col, v, err);
         }
     }
     /* Key columns missing from the row come from the key. */
@@ -481,7 +414,7 @@ static sqlq_result apply_upsert(sqlq_sql_sink *s, sqlq_db *db, const change *c, 
             present = present || names[j] == col->name;
         if (!present) {
             names[n++] = col->name;
-            r = param_add(&ps, s->dialect, col, key_value(s, c->key, col), err);
+            r = sqlq_sink_params_add(&ps, s->dialect, col, key_value(s, c->key, col), err);
         }
     }
     sqlq_buf sql;
@@ -491,8 +424,32 @@ static sqlq_result apply_upsert(sqlq_sql_sink *s, sqlq_db *db, const change *c, 
     if (r == SQLQ_OK)
         r = sqlq_db_exec(db, sqlq_buf_str(&sql), ps.p, ps.n, NULL, err);
     sqlq_buf_free(&sql);
-    params_free(&ps);
+    sqlq_sink_params_free(&ps);
     free(names);
+    free(key);
+    return r;
+}
+
+/* With the guard, a versioned change applies only when newer than the last one applied for
+ * its key (*out_apply false: skip it, it is a redelivery or arrived out of order). */
+static sqlq_result claim(sqlq_sql_sink *s, sqlq_db *db, const change *c, bool *out_apply,
+                         sqlq_error *err)
+{
+    *out_apply = true;
+    if (!s->guard || !c->has_version)
+        return SQLQ_OK;
+    char *key = json_dumps(c->key, JSON_SORT_KEYS | JSON_COMPACT);
+    if (!key)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    char hash[65];
+    sqlq_version_guard_key_hash(key, hash);
+    sqlq_result r =
+        sqlq_version_guard_claim(db, &s->versions, s->target, hash, c->version, out_apply, err);
+    if (r == SQLQ_OK && !*out_apply)
+        SQLQ_DEBUG("sink.skipped",
+                   "table=%s key=%s version=%lld note=\"not newer than the last "
+                   "applied\"",
+                   s->shown, key, (long long)c->version);
     free(key);
     return r;
 }
@@ -506,15 +463,22 @@ static sqlq_result apply(sqlq_sql_sink *s, sqlq_db *db, const char *body, size_t
     if (r != SQLQ_OK)
         return r;
     r = sqlq_db_begin(db, err);
-    for (size_t i = 0; r == SQLQ_OK && i < l.n; i++)
+    size_t applied = 0;
+    for (size_t i = 0; r == SQLQ_OK && i < l.n; i++) {
+        bool go;
+        r = claim(s, db, &l.items[i], &go, err);
+        if (r != SQLQ_OK || !go)
+            continue;
         r = l.items[i].kind == CHANGE_DELETE ? apply_delete(s, db, &l.items[i], err)
                                              : apply_upsert(s, db, &l.items[i], err);
+        applied++;
+    }
     if (r == SQLQ_OK)
         r = sqlq_db_commit(db, err);
     if (r != SQLQ_OK)
         sqlq_db_rollback(db);
     else
-        SQLQ_DEBUG("sink.applied", "table=%s changes=%zu", s->shown, l.n);
+        SQLQ_DEBUG("sink.applied", "table=%s changes=%zu applied=%zu", s->shown, l.n, applied);
     changes_free(&l);
     json_decref(root);
     return r;

@@ -51,6 +51,7 @@ static const char *const messages[] = {
 
 typedef struct target {
     const char *label;
+    const char *versions; /* version table, NULL = no version check */
     char *conn;
     const char *create;
     const char *select; /* region, id, total, paid, note, data (hex), placed: ordered by key */
@@ -98,7 +99,7 @@ static void run_target(const target *t, const char *want)
     sqlq_sql_sink *s = NULL;
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (sqlq_sql_sink_create(t->conn, "orders", &s, &err) != SQLQ_OK)
+    if (sqlq_sql_sink_create(t->conn, "orders", t->versions, &s, &err) != SQLQ_OK)
         fail_msg("%s: create: %s", t->label, err.message);
     apply_all(s);
     char *first = rows_text(t);
@@ -122,7 +123,7 @@ static void test_sql_sink_postgres(void **state)
 {
     (void)state;
     target t = {
-        "postgres", sqlq_test_pg_create_db("sink"),
+        "postgres", "sqlq_sink_versions", sqlq_test_pg_create_db("sink"),
         "CREATE TABLE orders (region text, id integer, total numeric(10,2), paid boolean, "
         "note text, data bytea, placed timestamptz, PRIMARY KEY (region, id))",
         "SELECT region, id, total, paid, note, encode(data, 'hex') AS data, "
@@ -141,7 +142,7 @@ static void test_sql_sink_sqlite(void **state)
     (void)state;
     char path[512];
     target t = {
-        "sqlite", sqlq_test_sqlite_db("sink", path, sizeof(path)),
+        "sqlite", NULL, sqlq_test_sqlite_db("sink", path, sizeof(path)),
         "CREATE TABLE orders (region TEXT, id INTEGER, total TEXT, paid INTEGER, "
         "note TEXT, data BLOB, placed TEXT, PRIMARY KEY (region, id))",
         "SELECT region, id, total, paid, note, CASE WHEN data IS NULL THEN NULL ELSE hex(data) END "
@@ -165,10 +166,10 @@ static void test_sql_sink_refuses_what_does_not_fit(void **state)
     sqlq_sql_sink *s = NULL;
     sqlq_error err;
     sqlq_error_clear(&err);
-    assert_int_equal(sqlq_sql_sink_create(conn, "no_such_table", &s, &err), SQLQ_E_NOT_FOUND);
+    assert_int_equal(sqlq_sql_sink_create(conn, "no_such_table", NULL, &s, &err), SQLQ_E_NOT_FOUND);
     assert_non_null(strstr(err.message, "does not exist"));
     sqlq_error_clear(&err);
-    assert_int_equal(sqlq_sql_sink_create(conn, "items", &s, &err), SQLQ_OK);
+    assert_int_equal(sqlq_sql_sink_create(conn, "items", NULL, &s, &err), SQLQ_OK);
 
     const char *wrong_key = "{\"op\":\"insert\",\"key\":{\"sku\":\"a\"},\"row\":{\"sku\":\"a\"}}";
     sqlq_error_clear(&err);
@@ -211,12 +212,66 @@ static void test_sql_sink_refuses_what_does_not_fit(void **state)
     free(conn);
 }
 
+/* Deliveries out of order: with the version check an older change arriving late is skipped and a
+ * delete is not undone by a late insert; without it the last delivery wins. */
+static void check_order(const char *conn, const char *versions, const char *want_after_late_update,
+                        bool want_after_late_insert)
+{
+    exec_sql(conn, "CREATE TABLE IF NOT EXISTS t (id integer PRIMARY KEY, v text)");
+    exec_sql(conn, "DELETE FROM t");
+    sqlq_sql_sink *s = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_sql_sink_create(conn, "t", versions, &s, &err) != SQLQ_OK)
+        fail_msg("create: %s", err.message);
+    const char *steps[] = {
+        "{\"op\":\"insert\",\"key\":{\"id\":1},\"row\":{\"id\":1,\"v\":\"new\"},\"version\":10}",
+        "{\"op\":\"update\",\"key\":{\"id\":1},\"row\":{\"id\":1,\"v\":\"old\"},\"version\":5}",
+        "{\"op\":\"delete\",\"key\":{\"id\":1},\"row\":null,\"version\":11}",
+        "{\"op\":\"insert\",\"key\":{\"id\":1},\"row\":{\"id\":1,\"v\":\"late\"},\"version\":9}",
+    };
+    sqlq_db *db = NULL;
+    assert_int_equal(sqlq_db_connect(conn, &db, &err), SQLQ_OK);
+    json_t *rows = NULL;
+    for (size_t i = 0; i < 4; i++) {
+        sqlq_error_clear(&err);
+        if (sqlq_sql_sink_apply_once(s, steps[i], strlen(steps[i]), &err) != SQLQ_OK)
+            fail_msg("step %zu: %s", i, err.message);
+        if (i == 1) {
+            assert_int_equal(
+                sqlq_db_query(db, "SELECT v FROM t WHERE id = 1", NULL, 0, &rows, &err), SQLQ_OK);
+            assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "v")),
+                                want_after_late_update);
+            json_decref(rows);
+        }
+    }
+    int64_t n = -1;
+    assert_int_equal(sqlq_db_query_int(db, "SELECT count(*) FROM t", NULL, 0, &n, &err), SQLQ_OK);
+    assert_int_equal(n, want_after_late_insert ? 1 : 0);
+    sqlq_db_close(db);
+    sqlq_sql_sink_destroy(s);
+}
+
+static void test_sql_sink_version_check(void **state)
+{
+    (void)state;
+    char path[512];
+    char *lite = sqlq_test_sqlite_db("sinkver", path, sizeof(path));
+    char *pg = sqlq_test_pg_create_db("sinkver");
+    check_order(lite, "sqlq_sink_versions", "new", false);
+    check_order(pg, "sqlq_sink_versions", "new", false);
+    check_order(lite, NULL, "old", true); /* no check: the last delivery wins */
+    free(lite);
+    free(pg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sql_sink_postgres),
         cmocka_unit_test(test_sql_sink_sqlite),
         cmocka_unit_test(test_sql_sink_refuses_what_does_not_fit),
+        cmocka_unit_test(test_sql_sink_version_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "upsert.h"
+#include "version_guard.h"
 
 #include <string.h>
 
@@ -117,6 +118,32 @@ static void test_upsert_rejects_missing_key_value(void **state)
     sqlq_buf_free(&b);
 }
 
+static void test_upsert_version_guard_claim(void **state)
+{
+    (void)state;
+    sqlq_table_name t = {"", "sqlq_sink_versions"};
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    check(sqlq_version_guard_claim_sql(SQLQ_DIALECT_POSTGRES, &t, &b, NULL), &b,
+          "INSERT INTO \"sqlq_sink_versions\" AS cur (target_table, key_hash, version) VALUES "
+          "(?, ?, ?) ON CONFLICT (target_table, key_hash) DO UPDATE SET version = "
+          "excluded.version WHERE cur.version < excluded.version");
+    sqlq_table_name m = {"dbo", "sqlq_sink_versions"};
+    sqlq_buf_init(&b, 0);
+    check(sqlq_version_guard_claim_sql(SQLQ_DIALECT_MSSQL, &m, &b, NULL), &b,
+          "MERGE INTO [dbo].[sqlq_sink_versions] WITH (HOLDLOCK) AS cur USING (SELECT ? AS "
+          "target_table, ? AS key_hash, ? AS version) AS src ON (cur.target_table = "
+          "src.target_table AND cur.key_hash = src.key_hash) WHEN MATCHED AND cur.version < "
+          "src.version THEN UPDATE SET version = src.version WHEN NOT MATCHED THEN INSERT "
+          "(target_table, key_hash, version) VALUES (src.target_table, src.key_hash, "
+          "src.version);");
+    char hash[65];
+    sqlq_version_guard_key_hash("{\"id\":1}", hash);
+    assert_int_equal(strlen(hash), 64);
+    /* printf '{"id":1}' | sha256sum */
+    assert_string_equal(hash, "037c9214eef74cc3887f3a4f085b4e17d76280dafd273b0ee160c09c4ba1cfd4");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -127,6 +154,7 @@ int main(void)
         cmocka_unit_test(test_upsert_quotes_odd_names),
         cmocka_unit_test(test_upsert_delete_by_composite_key),
         cmocka_unit_test(test_upsert_rejects_missing_key_value),
+        cmocka_unit_test(test_upsert_version_guard_claim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,99 @@
+#include "version_guard.h"
+
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <string.h>
+
+sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_table_name *state, sqlq_error *err)
+{
+    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    sqlq_buf sql;
+    sqlq_buf_init(&sql, 0);
+    sqlq_result r;
+    if (d == SQLQ_DIALECT_MSSQL) {
+        sqlq_buf lit;
+        sqlq_buf_init(&lit, 0);
+        r = sqlq_dialect_quote_table(d, state, &lit);
+        if (r == SQLQ_OK)
+            r = sqlq_buf_adds(&sql, "IF OBJECT_ID(N");
+        if (r == SQLQ_OK)
+            r = sqlq_dialect_quote_literal(d, sqlq_buf_str(&lit), &sql);
+        if (r == SQLQ_OK)
+            r = sqlq_buf_printf(&sql,
+                                ", N'U') IS NULL CREATE TABLE %s (target_table NVARCHAR(256) "
+                                "NOT NULL, key_hash CHAR(64) NOT NULL, version BIGINT NOT NULL, "
+                                "PRIMARY KEY (target_table, key_hash))",
+                                sqlq_buf_str(&lit));
+        sqlq_buf_free(&lit);
+    } else {
+        r = sqlq_buf_adds(&sql, "CREATE TABLE IF NOT EXISTS ");
+        if (r == SQLQ_OK)
+            r = sqlq_dialect_quote_table(d, state, &sql);
+        if (r == SQLQ_OK)
+            r = sqlq_buf_adds(&sql, " (target_table VARCHAR(256) NOT NULL, key_hash CHAR(64) NOT "
+                                    "NULL, version BIGINT NOT NULL, PRIMARY KEY (target_table, "
+                                    "key_hash))");
+    }
+    if (r != SQLQ_OK) {
+        sqlq_buf_free(&sql);
+        return sqlq_error_set(err, r, false, "version table name is not usable");
+    }
+    r = sqlq_db_exec(db, sqlq_buf_str(&sql), NULL, 0, NULL, err);
+    sqlq_buf_free(&sql);
+    return r;
+}
+
+sqlq_result sqlq_version_guard_claim_sql(sqlq_dialect_kind d, const sqlq_table_name *state,
+                                         sqlq_buf *out, sqlq_error *err)
+{
+    sqlq_result r;
+    if (d == SQLQ_DIALECT_MSSQL) {
+        r = sqlq_buf_adds(out, "MERGE INTO ");
+        if (r == SQLQ_OK)
+            r = sqlq_dialect_quote_table(d, state, out);
+        if (r == SQLQ_OK)
+            r = sqlq_buf_adds(
+                out, " WITH (HOLDLOCK) AS cur USING (SELECT ? AS target_table, ? AS key_hash, "
+                     "? AS version) AS src ON (cur.target_table = src.target_table AND "
+                     "cur.key_hash = src.key_hash) WHEN MATCHED AND cur.version < src.version "
+                     "THEN UPDATE SET version = src.version WHEN NOT MATCHED THEN INSERT "
+                     "(target_table, key_hash, version) VALUES (src.target_table, "
+                     "src.key_hash, src.version);");
+    } else {
+        r = sqlq_buf_adds(out, "INSERT INTO ");
+        if (r == SQLQ_OK)
+            r = sqlq_dialect_quote_table(d, state, out);
+        if (r == SQLQ_OK)
+            r = sqlq_buf_adds(out, " AS cur (target_table, key_hash, version) VALUES (?, ?, ?) "
+                                   "ON CONFLICT (target_table, key_hash) DO UPDATE SET version = "
+                                   "excluded.version WHERE cur.version < excluded.version");
+    }
+    if (r != SQLQ_OK)
+        return sqlq_error_set(err, r, false, "version table name is not usable");
+    return SQLQ_OK;
+}
+
+void sqlq_version_guard_key_hash(const char *key_json, char out[65])
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)key_json, strlen(key_json), md);
+    for (size_t i = 0; i < SHA256_DIGEST_LENGTH; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+sqlq_result sqlq_version_guard_claim(sqlq_db *db, const sqlq_table_name *state, const char *target,
+                                     const char *key_hash, int64_t version, bool *out_newer,
+                                     sqlq_error *err)
+{
+    *out_newer = false;
+    sqlq_buf sql;
+    sqlq_buf_init(&sql, 0);
+    sqlq_result r = sqlq_version_guard_claim_sql(sqlq_db_dialect(db), state, &sql, err);
+    sqlq_param p[3] = {sqlq_param_text(target), sqlq_param_text(key_hash), sqlq_param_int(version)};
+    long long rows = 0;
+    if (r == SQLQ_OK)
+        r = sqlq_db_exec(db, sqlq_buf_str(&sql), p, 3, &rows, err);
+    sqlq_buf_free(&sql);
+    *out_newer = r == SQLQ_OK && rows > 0;
+    return r;
+}
