@@ -34,7 +34,7 @@ typedef struct bridge_settings {
     char *soft_delete_column;
     long long safety_lag_ms;
     long long shutdown_timeout_s;
-    char *metrics_listen;
+    char *listen;
     bool once;
     sqlq_common_settings common;
 } bridge_settings;
@@ -78,7 +78,7 @@ static const sqlq_setting bridge_table[] = {
                      "source cursor: read only rows whose timestamp cursor is older than this"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
                      "after SIGTERM: time to finish publishes in flight before leaving anyway"),
-    SQLQ_SETTING_STR(S, metrics_listen, "metrics_listen", "SQLQ_METRICS_LISTEN", NULL,
+    SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
                      "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
     SQLQ_SETTING_BOOL(S, once, "once", "SQLQ_ONCE", "false", "publish what is pending, then exit"),
     SQLQ_COMMON_SETTINGS(S, common),
@@ -281,10 +281,10 @@ static int run(const bridge_settings *s, const sqlq_account *account, const sqlq
     sqlq_http_server *server = NULL;
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (s->metrics_listen && *s->metrics_listen &&
+    if (s->listen && *s->listen &&
         (sqlq_metrics_create(&metrics) != SQLQ_OK ||
-         sqlq_http_server_start(s->metrics_listen, metrics, sqlq_bridge_ready, &health, &server, &err) != SQLQ_OK)) {
-        fprintf(stderr, "sqlq bridge: --metrics-listen: '%s': %s\n", s->metrics_listen,
+         sqlq_http_server_start(s->listen, metrics, sqlq_bridge_ready, &health, &server, &err) != SQLQ_OK)) {
+        fprintf(stderr, "sqlq bridge: --listen: '%s': %s\n", s->listen,
                 err.message[0] ? err.message : "out of memory");
         sqlq_metrics_destroy(metrics);
         return SQLQ_EXIT_USAGE;

@@ -11,6 +11,7 @@
 #include "queue_client.h"
 #include "sql_sink.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ typedef struct consume_settings {
     long long http_timeout_ms;
     long long max_messages;
     bool exit_when_empty;
-    char *metrics_listen;
+    char *listen;
     sqlq_common_settings common;
 } consume_settings;
 
@@ -93,7 +94,7 @@ static const sqlq_setting settings[] = {
                      "stop after taking this many messages (and finishing them); 0 = never"),
     SQLQ_SETTING_BOOL(S, exit_when_empty, "exit_when_empty", NULL, "false",
                       "stop at the first empty poll with nothing running (drain and exit)"),
-    SQLQ_SETTING_STR(S, metrics_listen, "metrics_listen", "SQLQ_METRICS_LISTEN", NULL,
+    SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
                      "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
     SQLQ_COMMON_SETTINGS(S, common)};
 #undef S
@@ -239,6 +240,35 @@ static void fill_options(const consume_settings *s, sqlq_encoding enc, sqlq_cons
     o->stop = &sqlq_stop_flag;
 }
 
+/* /readyz: ready while the queue answers this consumer's polls. */
+typedef struct consume_health {
+    _Atomic(sqlq_consumer *) consumer;
+} consume_health;
+
+static bool consume_ready(void *ctx, char *reason, size_t reason_size)
+{
+    consume_health *h = ctx;
+    sqlq_consumer *c = atomic_load(&h->consumer);
+    sqlq_consumer_stats st;
+    if (c)
+        sqlq_consumer_get_stats(c, &st);
+    if (!c || st.polls == 0) {
+        snprintf(reason, reason_size, "starting: no poll answered yet");
+        return false;
+    }
+    if (sqlq_stop_flag) {
+        snprintf(reason, reason_size, "stopping");
+        return false;
+    }
+    if (st.poll_failing > 0) {
+        snprintf(reason, reason_size,
+                 "the last %llu polls failed: queue service unreachable or queue missing",
+                 st.poll_failing);
+        return false;
+    }
+    return true;
+}
+
 static int run(consume_settings *s, const char *queue)
 {
     sqlq_error err;
@@ -260,11 +290,13 @@ static int run(consume_settings *s, const char *queue)
         code = check_first_message(s, account, queue, enc, h.sink);
     sqlq_metrics *metrics = NULL;
     sqlq_http_server *server = NULL;
-    if (code < 0 && s->metrics_listen) {
+    consume_health health;
+    atomic_init(&health.consumer, NULL);
+    if (code < 0 && s->listen) {
         if (sqlq_metrics_create(&metrics) != SQLQ_OK ||
-            sqlq_http_server_start(s->metrics_listen, metrics, NULL, NULL, &server, &err) !=
+            sqlq_http_server_start(s->listen, metrics, consume_ready, &health, &server, &err) !=
                 SQLQ_OK)
-            code = report("--metrics-listen", &err, SQLQ_EXIT_USAGE);
+            code = report("--listen", &err, SQLQ_EXIT_USAGE);
     }
     sqlq_consumer *c = NULL;
     if (code < 0) {
@@ -273,6 +305,7 @@ static int run(consume_settings *s, const char *queue)
         o.metrics = metrics;
         if (sqlq_consumer_create(account, NULL, queue, &o, &h.handler, &c, &err) != SQLQ_OK)
             code = report("start", &err, SQLQ_EXIT_USAGE);
+        atomic_store(&health.consumer, c);
     }
     if (code < 0) {
         sqlq_result r = sqlq_consumer_run(c, &err);
@@ -284,8 +317,8 @@ static int run(consume_settings *s, const char *queue)
         }
         code = r == SQLQ_OK ? SQLQ_EXIT_OK : report("consumer", &err, SQLQ_EXIT_FAILED);
     }
+    sqlq_http_server_stop(server); /* first: its thread reads the consumer's stats */
     sqlq_consumer_destroy(c);
-    sqlq_http_server_stop(server);
     sqlq_metrics_destroy(metrics);
     free_handlers(&h);
     sqlq_account_destroy(account);

@@ -388,12 +388,14 @@ void sqlq_config_print_help(const sqlq_config_spec *spec, FILE *f)
         char flag[96], val[160];
         flag_name(s, flag, sizeof(flag));
         describe_value(s, val, sizeof(val));
-        fprintf(f, "  %s%s\n      %s\n      env %s%s%s; default %s\n", flag,
-                s->type == SQLQ_SET_BOOL ? " / --no-" : (s->type == SQLQ_SET_INT ? " N" : " VALUE"),
-                s->help, s->env ? s->env : "-", s->alt_env ? ", then " : "",
-                s->alt_env ? s->alt_env : "", val);
+        char shown[200];
         if (s->type == SQLQ_SET_BOOL)
-            fprintf(f, "      (%s%s)\n", "--no-", flag + 2);
+            snprintf(shown, sizeof(shown), "%s, --no-%s", flag, flag + 2);
+        else
+            snprintf(shown, sizeof(shown), "%s %s", flag, s->type == SQLQ_SET_INT ? "N" : "VALUE");
+        fprintf(f, "  %s\n      %s\n      env %s%s%s; default %s\n", shown, s->help,
+                s->env ? s->env : "-", s->alt_env ? ", then " : "", s->alt_env ? s->alt_env : "",
+                val);
     }
     fprintf(f, "  --config FILE\n      JSON file with the same keys (env SQLQ_CONFIG)\n"
                "  -h, --help\n\nprecedence: defaults < config file < environment < flags\n"

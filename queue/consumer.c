@@ -174,6 +174,7 @@ void sqlq_consumer_get_stats(const sqlq_consumer *c, sqlq_consumer_stats *o)
     o->polls = atomic_load(&n->polls);
     o->empty_polls = atomic_load(&n->empty_polls);
     o->poll_errors = atomic_load(&n->poll_errors);
+    o->poll_failing = atomic_load(&n->poll_failing);
     o->in_flight = atomic_load(&n->in_flight);
     o->backoff_ms = atomic_load(&n->backoff_ms);
 }
@@ -222,6 +223,7 @@ static void note_poll_error(sqlq_consumer *c, poll_state *ps, sqlq_result r, con
     char e[700];
     sqlq_error_format(err, e, sizeof(e));
     atomic_fetch_add(&c->n.poll_errors, 1);
+    atomic_fetch_add(&c->n.poll_failing, 1);
     if (r == SQLQ_E_NOT_FOUND) {
         if (!ps->logged_missing)
             SQLQ_WARN("consumer.queue_missing",
@@ -255,6 +257,8 @@ static uint64_t poll_once(sqlq_consumer *c, poll_state *ps)
     sqlq_poll_event ev = {.at_ms = sqlq_clock_now_ms(c->clock)};
     sqlq_result r = c->transport.get(ps->conn, c->queue, want, c->opt.lease_s, &list, &err);
     atomic_fetch_add(&c->n.polls, 1);
+    if (r == SQLQ_OK)
+        atomic_store(&c->n.poll_failing, 0);
     ev.result = r;
     ev.received = r == SQLQ_OK ? (int)list.count : 0;
     if (r == SQLQ_OK && list.count > 0) {

@@ -121,6 +121,7 @@ typedef struct sqlq_consumer_stats {
     unsigned long long ownership_lost; /* pop receipt no longer valid: not deleted by us */
     unsigned long long timeouts;       /* messages that ran past message_timeout */
     unsigned long long polls, empty_polls, poll_errors;
+    unsigned long long poll_failing; /* consecutive failed polls (0 once the queue answers) */
     unsigned long long in_flight;  /* taken and not finished */
     unsigned long long backoff_ms; /* current polling delay (0 right after messages) */
 } sqlq_consumer_stats;

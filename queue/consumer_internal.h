@@ -38,6 +38,7 @@ typedef struct consumer_worker {
 } consumer_worker;
 
 typedef struct consumer_counters {
+    atomic_ullong poll_failing; /* consecutive failed polls, 0 after any answer */
     atomic_ullong received, succeeded, failed, released, poisoned, undecodable, renewals,
         renewal_failures, ownership_lost, timeouts, polls, empty_polls, poll_errors, in_flight,
         backoff_ms;

@@ -21,5 +21,5 @@ sqlq_integration_test(install_deps TIMEOUT 600)
 sqlq_integration_test(log_secrecy FIXTURES azurite postgres TIMEOUT 120)
 set_tests_properties(integration.log_secrecy PROPERTIES SKIP_RETURN_CODE 77)
 
-# The endpoint as a daemon serves it: `sqlq consume --metrics-listen` against Azurite, curl CLI.
+# The endpoint as a daemon serves it: `sqlq consume --listen` against Azurite, curl CLI.
 sqlq_integration_test(metrics_endpoint FIXTURES azurite TIMEOUT 120)

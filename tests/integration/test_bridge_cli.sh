@@ -88,7 +88,7 @@ grep -q "PWD\|Timeout=5000" "$tmp/routes.log" && fail "the connection string rea
 
 # --- metrics and readiness while running; SIGTERM exits 0
 "$bin" bridge --db "$conn" --table a --queue "$qa" --bridge-name metrics --polling-interval-ms 50 \
-    --metrics-listen 127.0.0.1:0 >"$tmp/daemon.log" 2>&1 &
+    --listen 127.0.0.1:0 >"$tmp/daemon.log" 2>&1 &
 pid=$!
 port=""
 for _ in $(seq 100); do

@@ -31,7 +31,7 @@ stop_and_time() { # SIGTERM, wait; sets code (exit status) and ms (time taken)
 "$SQLQ_BIN" queue create "$q" >/dev/null
 port=$("$SQLQ_SOURCE_DIR/tests/support/free_port.sh")
 for i in 1 2 3; do "$SQLQ_BIN" queue put "$q" "{\"n\":$i}" >/dev/null; done
-"$SQLQ_BIN" consume "$q" --max-polling-interval-ms 300 --metrics-listen "127.0.0.1:$port" \
+"$SQLQ_BIN" consume "$q" --max-polling-interval-ms 300 --listen "127.0.0.1:$port" \
     --exec 'cat >/dev/null' 2> "$work/log" &
 pid=$!
 for _ in $(seq 100); do [ "$(count "$q")" = 0 ] && break; sleep 0.1; done

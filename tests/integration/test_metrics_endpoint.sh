@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The daemon's health/metrics endpoint end to end, with the curl CLI: `sqlq consume` with
-# --metrics-listen 127.0.0.1:0 (a free port, read back from its log) against Azurite serves
+# --listen 127.0.0.1:0 (a free port, read back from its log) against Azurite serves
 # /healthz, /readyz and /metrics; the consumer's counters count the messages it handled and
 # poisoned; SIGTERM stops the process cleanly (exit 0) and closes the port.
 set -euo pipefail
@@ -32,7 +32,7 @@ for i in 1 2 3 4 5; do "$bin" queue put "$q" "ok $i" >/dev/null; done
 touch "$tmp/consume.log"
 # shellcheck disable=SC2016 # the handler's $(cat) is for the handler's shell
 "$bin" consume "$q" --exec 'test "$(cat)" != fail' --max-dequeue-count 1 \
-    --max-polling-interval-ms 200 --metrics-listen 127.0.0.1:0 --log-format text \
+    --max-polling-interval-ms 200 --listen 127.0.0.1:0 --log-format text \
     >"$tmp/consume.out" 2>"$tmp/consume.log" &
 pid=$!
 
