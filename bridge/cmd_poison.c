@@ -455,7 +455,8 @@ static const subcommand subcommands[] = {
           "Move messages from QUEUE-poison back to QUEUE: put the same text first, then delete "
           "it from the poison queue, so a crash can duplicate a message but never lose one. "
           "Safe to run again. --where matches a top-level field of the decoded JSON body "
-          "(strings as they are, numbers/true/false/null as written).",
+          "(strings as they are, numbers/true/false/null as written). A change the bridge "
+          "poisoned ({\"reason\", \"message\"}) goes back as its message.",
           requeue_table, 1, 100000),
      cmd_requeue, 0},
     {SPEC("poison export", "sqlq poison export QUEUE FILE.jsonl [--delete] [--limit N]",

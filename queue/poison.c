@@ -174,21 +174,56 @@ void sqlq_requeue_options_default(sqlq_requeue_options *o)
     o->encoding = SQLQ_ENCODING_BASE64;
 }
 
+/* The bridge poisons a change as {"reason": "...", "message": M} (M the message it could not
+ * deliver). Moving it back must put M, not the wrapper, or consumers would get a shape they do
+ * not know. On success *out holds M's MessageText, encoded like the original. */
+static bool bridge_original(const sqlq_message *m, sqlq_encoding enc, sqlq_buf *out)
+{
+    sqlq_buf body;
+    sqlq_buf_init(&body, 0);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    bool ok = false;
+    if (m->text && sqlq_codec_decode(enc, m->text, m->text_len, &body, &err) == SQLQ_OK) {
+        json_t *doc = json_loadb(sqlq_buf_str(&body), body.len, 0, NULL);
+        json_t *inner = json_object_get(doc, "message");
+        if (json_is_object(doc) && json_object_size(doc) == 2 &&
+            json_is_string(json_object_get(doc, "reason")) &&
+            (json_is_object(inner) || json_is_array(inner))) {
+            char *text = json_dumps(inner, JSON_COMPACT);
+            ok = text && sqlq_codec_encode(enc, text, strlen(text), out, &err) == SQLQ_OK;
+            free(text);
+        }
+        json_decref(doc);
+    }
+    sqlq_buf_free(&body);
+    return ok;
+}
+
 static sqlq_result put_verbatim(sqlq_queue_client *c, const char *queue, const sqlq_message *m,
-                                sqlq_error *err)
+                                sqlq_encoding enc, sqlq_error *err)
 {
     sqlq_put_options po = {.verbatim = true};
+    sqlq_buf original;
+    sqlq_buf_init(&original, 0);
     const char *text = m->text ? m->text : "";
-    sqlq_result r = sqlq_queue_put(c, queue, text, m->text_len, &po, NULL, err);
-    if (r != SQLQ_E_NOT_FOUND)
-        return r;
-    sqlq_error_clear(err);
-    bool created;
-    r = sqlq_queue_create(c, queue, &created, err);
-    if (r != SQLQ_OK && r != SQLQ_E_CONFLICT)
-        return r;
-    sqlq_error_clear(err);
-    return sqlq_queue_put(c, queue, text, m->text_len, &po, NULL, err);
+    size_t len = m->text_len;
+    if (bridge_original(m, enc, &original)) {
+        text = sqlq_buf_str(&original);
+        len = original.len;
+    }
+    sqlq_result r = sqlq_queue_put(c, queue, text, len, &po, NULL, err);
+    if (r == SQLQ_E_NOT_FOUND) {
+        sqlq_error_clear(err);
+        bool created;
+        r = sqlq_queue_create(c, queue, &created, err);
+        if (r == SQLQ_OK || r == SQLQ_E_CONFLICT) {
+            sqlq_error_clear(err);
+            r = sqlq_queue_put(c, queue, text, len, &po, NULL, err);
+        }
+    }
+    sqlq_buf_free(&original);
+    return r;
 }
 
 static bool stopping(const volatile sig_atomic_t *stop)
@@ -197,11 +232,12 @@ static bool stopping(const volatile sig_atomic_t *stop)
 }
 
 /* Move one message; false when it stays where it was. */
-static bool move_one(sqlq_queue_client *c, const char *from, const char *to, const sqlq_message *m)
+static bool move_one(sqlq_queue_client *c, const char *from, const char *to, const sqlq_message *m,
+                     sqlq_encoding enc)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (put_verbatim(c, to, m, &err) != SQLQ_OK) {
+    if (put_verbatim(c, to, m, enc, &err) != SQLQ_OK) {
         SQLQ_WARN("poison.put_failed", "queue=%s msg_id=%s err=\"%s\" note=\"left in %s\"", to,
                   m->id, err.message, from);
         return false;
@@ -251,7 +287,7 @@ sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from, const ch
             bool take = added && !requeue_done(o, out) && matches(o, m);
             out->seen += added;
             out->matched += take;
-            if (take && !o->dry_run && move_one(c, from, to, m)) {
+            if (take && !o->dry_run && move_one(c, from, to, m, o->encoding)) {
                 out->moved++;
                 held_set_receipt(e, NULL, false);
             } else {

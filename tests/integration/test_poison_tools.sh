@@ -96,3 +96,11 @@ total=$(count "$q")
 drain_main | sort -u > "$work/crash.got"
 cmp -s "$work/crash.got" "$work/crash.sorted" || fail "messages lost in the crash"
 echo "poison_tools: killed after $moved_before, re-run: $total messages for 300 (nothing lost): ok"
+
+# A change the bridge poisoned is {"reason", "message"}: requeue puts back the message itself.
+"$SQLQ_BIN" queue clear "$q" >/dev/null
+inner='{"id":"0123abcd","op":"update","table":"orders","key":{"id":7},"row":{"id":7,"v":"x"},"version":42}'
+printf '{"reason":"refused: MessageTooLarge","message":%s}' "$inner" | "$SQLQ_BIN" queue put "$p" >/dev/null
+"$SQLQ_BIN" poison requeue "$q" --all >/dev/null
+[ "$(drain_main)" = "$inner" ] || fail "bridge poison envelope not unwrapped on requeue: $(cat "$work/drained")"
+echo "poison_tools: bridge envelope unwrapped on requeue: ok"
