@@ -1,5 +1,6 @@
 /* cmd_poison: `sqlq poison list|show|requeue|export|import|purge`: look at and drain
  * {queue}-poison. Every move puts first and deletes after: a crash duplicates, never loses. */
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "log.h"
@@ -514,50 +515,32 @@ static int connect_and_run(const subcommand *sub, ctx *c)
     sqlq_common_settings_apply(&c->s.common);
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (!c->s.common.queue_connection || !*c->s.common.queue_connection)
-        return usage_error(c, "no queue connection: use --queue-connection, SQLQ_QUEUE_CONNECTION, "
-                              "AzureWebJobsStorage or SQLQ_QUEUE_CONNECTION_FILE");
-    if (!sqlq_encoding_parse(c->s.common.encoding, &c->encoding))
+    if (c->s.common.encoding && !sqlq_encoding_parse(c->s.common.encoding, &c->encoding))
         return usage_error(c, "--encoding: allowed base64 or plain");
     if (!resolve_names(c, c->res.positional[sub->queue_arg], &err) ||
         (sub->run == cmd_import && !sqlq_queue_name_valid(c->res.positional[1], &err)))
         return usage_error(c, err.message);
-    if (sqlq_account_parse(c->s.common.queue_connection, &c->account, &err) != SQLQ_OK)
-        return usage_error(c, err.message);
-    sqlq_queue_options o;
-    sqlq_queue_options_default(&o);
-    o.encoding = c->encoding;
-    c->clock = sqlq_clock_system(&sqlq_stop_flag);
-    o.clock = &c->clock;
-    if (sqlq_queue_client_create(c->account, &o, &c->client, &err) != SQLQ_OK)
-        return fail(c, &err);
-    return sub->run(c);
+    int code = sqlq_cli_queue_client(sub->spec.command, &c->s.common, &c->clock, &c->account,
+                                     &c->client);
+    return code >= 0 ? code : sub->run(c);
+}
+
+static const char *subcommand_name(size_t i)
+{
+    return subcommands[i].spec.command + strlen("poison ");
 }
 
 int sqlq_cmd_poison(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return SQLQ_EXIT_USAGE;
-    }
-    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
-        strcmp(argv[1], "help") == 0) {
-        usage(stdout);
-        return SQLQ_EXIT_OK;
-    }
-    const subcommand *sub = NULL;
-    for (size_t i = 0; i < NSUB && !sub; i++)
-        if (strcmp(argv[1], subcommands[i].spec.command + 7) == 0)
-            sub = &subcommands[i];
-    if (!sub) {
-        fprintf(stderr, "sqlq poison: unknown subcommand '%s'\n\n", argv[1]);
-        usage(stderr);
-        return SQLQ_EXIT_USAGE;
-    }
+    int code;
+    int pick = sqlq_cli_pick("poison", argc, argv, subcommand_name, NSUB, usage, &code);
+    if (pick < 0)
+        return code;
+    const subcommand *sub = &subcommands[pick];
     ctx c;
     memset(&c, 0, sizeof(c));
     c.name = argv[1];
-    int code = sqlq_config_load_or_exit(&sub->spec, &c.s, argc - 1, argv + 1, &c.res);
+    code = sqlq_config_load_or_exit(&sub->spec, &c.s, argc - 1, argv + 1, &c.res);
     if (code < 0)
         code = connect_and_run(sub, &c);
     sqlq_queue_client_destroy(c.client);

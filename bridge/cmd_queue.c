@@ -1,4 +1,5 @@
 /* cmd_queue: `sqlq queue …`, queue administration and message tools on the command line. */
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "log.h"
@@ -443,26 +444,12 @@ static void usage(FILE *f)
 static int connect_and_run(const subcommand *sub, ctx *c)
 {
     sqlq_common_settings_apply(&c->s.common);
+    int code = sqlq_cli_queue_client(sub->spec.command, &c->s.common, &c->clock, &c->account,
+                                     &c->client);
+    if (code >= 0)
+        return code;
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (!c->s.common.queue_connection || !*c->s.common.queue_connection) {
-        fprintf(stderr, "sqlq %s: no queue connection: use --queue-connection, "
-                        "SQLQ_QUEUE_CONNECTION, AzureWebJobsStorage or SQLQ_QUEUE_CONNECTION_FILE\n",
-                sub->spec.command);
-        return SQLQ_EXIT_USAGE;
-    }
-    if (sqlq_account_parse(c->s.common.queue_connection, &c->account, &err) != SQLQ_OK) {
-        fprintf(stderr, "sqlq %s: queue connection: %s\n", sub->spec.command, err.message);
-        return SQLQ_EXIT_USAGE;
-    }
-    sqlq_queue_options o;
-    sqlq_queue_options_default(&o);
-    if (!sqlq_encoding_parse(c->s.common.encoding, &o.encoding))
-        o.encoding = SQLQ_ENCODING_BASE64;
-    c->clock = sqlq_clock_system(&sqlq_stop_flag);
-    o.clock = &c->clock; /* Ctrl-C interrupts retries */
-    if (sqlq_queue_client_create(c->account, &o, &c->client, &err) != SQLQ_OK)
-        return fail(c, &err);
     const char *q = arg(c, 0);
     if (sub->spec.min_positional > 0 && !sqlq_queue_name_valid(q, &err)) {
         fprintf(stderr, "sqlq %s: %s\n", sub->spec.command, err.message);
@@ -471,29 +458,22 @@ static int connect_and_run(const subcommand *sub, ctx *c)
     return sub->run(c);
 }
 
+static const char *subcommand_name(size_t i)
+{
+    return subcommands[i].spec.command + strlen("queue ");
+}
+
 int sqlq_cmd_queue(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return SQLQ_EXIT_USAGE;
-    }
-    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
-        usage(stdout);
-        return SQLQ_EXIT_OK;
-    }
-    const subcommand *sub = NULL;
-    for (size_t i = 0; i < NSUB && !sub; i++)
-        if (strcmp(argv[1], subcommands[i].spec.command + 6) == 0)
-            sub = &subcommands[i];
-    if (!sub) {
-        fprintf(stderr, "sqlq queue: unknown subcommand '%s'\n\n", argv[1]);
-        usage(stderr);
-        return SQLQ_EXIT_USAGE;
-    }
+    int code;
+    int pick = sqlq_cli_pick("queue", argc, argv, subcommand_name, NSUB, usage, &code);
+    if (pick < 0)
+        return code;
+    const subcommand *sub = &subcommands[pick];
     ctx c;
     memset(&c, 0, sizeof(c));
     c.name = argv[1];
-    int code = sqlq_config_load_or_exit(&sub->spec, &c.s, argc - 1, argv + 1, &c.res);
+    code = sqlq_config_load_or_exit(&sub->spec, &c.s, argc - 1, argv + 1, &c.res);
     if (code < 0)
         code = connect_and_run(sub, &c);
     sqlq_queue_client_destroy(c.client);
