@@ -120,19 +120,6 @@ static const sqlq_setting *setting_of(const char *key)
     return NULL;
 }
 
-static bool choice_ok(const char *choices, const char *v)
-{
-    size_t n = strlen(v);
-    for (const char *p = choices; *p;) {
-        const char *bar = strchr(p, '|');
-        size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        if (len == n && strncmp(p, v, n) == 0)
-            return true;
-        p = bar ? bar + 1 : p + len;
-    }
-    return false;
-}
-
 /* One key of routes[i] into rs (strings point into the JSON, which outlives the run). */
 static bool route_key(bridge_settings *rs, size_t i, const char *key, json_t *v)
 {
@@ -155,7 +142,7 @@ static bool route_key(bridge_settings *rs, size_t i, const char *key, json_t *v)
         return true;
     }
     const char *str = json_string_value(v);
-    if (!str || (s->type == SQLQ_SET_ENUM && !choice_ok(s->choices, str))) {
+    if (!str || (s->type == SQLQ_SET_ENUM && !sqlq_config_choice_ok(s->choices, str))) {
         char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
         fprintf(stderr, "sqlq bridge: config file routes[%zu] key %s: %s is not allowed (%s)\n", i, key,
                 text ? text : "?", s->type == SQLQ_SET_ENUM ? s->choices : "a string");

@@ -36,7 +36,7 @@ static void flag_name(const sqlq_setting *s, char *out, size_t size)
             *p = '-';
 }
 
-static bool choice_ok(const char *choices, const char *v)
+bool sqlq_config_choice_ok(const char *choices, const char *v)
 {
     size_t n = strlen(v);
     for (const char *p = choices; p && *p;) {
@@ -93,7 +93,7 @@ static sqlq_result set_value(const sqlq_setting *s, void *out, const char *v, co
                                   from->text, v);
         return SQLQ_OK;
     case SQLQ_SET_ENUM:
-        if (!choice_ok(s->choices, v))
+        if (!sqlq_config_choice_ok(s->choices, v))
             return sqlq_error_set(err, SQLQ_E_INVALID, false, "%s: '%s' is not allowed (allowed %s)",
                                   from->text, v, s->choices);
         break;

@@ -55,6 +55,9 @@ SQLQ_NODISCARD sqlq_result sqlq_config_load(const sqlq_config_spec *spec, void *
                                             char **argv, sqlq_config_result *res, sqlq_error *err);
 void sqlq_config_free(const sqlq_config_spec *spec, void *out, sqlq_config_result *res);
 
+/* Whether v is one of choices ("a|b|c"). */
+bool sqlq_config_choice_ok(const char *choices, const char *v);
+
 void sqlq_config_print_help(const sqlq_config_spec *spec, FILE *f);
 /* One Markdown table of every setting: key, flag, environment variable, default, meaning. */
 void sqlq_config_print_markdown(const sqlq_config_spec *spec, FILE *f);
