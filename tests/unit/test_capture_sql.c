@@ -62,8 +62,9 @@ static void check_params(const sqlq_capture_stmt *st)
 
 static void contains(const char *sql, const char *part)
 {
-    if (!strstr(sql, part))
-        fail_msg("expected\n  %s\nin\n  %s", part, sql);
+    assert_non_null(sql);
+    if (!sql || !strstr(sql, part))
+        fail_msg("expected\n  %s\nin\n  %s", part, sql ? sql : "(null)");
 }
 
 static void test_capture_sql_mssql_poll(void **state)
