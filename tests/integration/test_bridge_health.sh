@@ -52,9 +52,11 @@ wait_for() {
 }
 ready_is() { [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/readyz")" = "$1" ]; }
 consumer_ready_is() { [ "$(curl -s -o /dev/null -w '%{http_code}' "$cbase/readyz")" = "$1" ]; }
-consumed_is() {
+consumed_at_least() {
     curl -s "$cbase/metrics" >"$tmp/cmetrics" || return 1
-    grep -qx "sqlq_messages_consumed_total{queue=\"$q\"} $1" "$tmp/cmetrics"
+    local n
+    n=$(sed -n "s/^sqlq_messages_consumed_total{queue=\"$q\"} \([0-9]*\)$/\1/p" "$tmp/cmetrics")
+    [ "${n:-0}" -ge "$1" ]
 }
 published_is() {
     curl -s "$base/metrics" >"$tmp/metrics" || return 1
@@ -62,7 +64,7 @@ published_is() {
 }
 
 wait_for "/readyz 200 after start" 20 ready_is 200
-"$sqlq" consume "$q" --noop --max-polling-interval-ms 500 --listen "127.0.0.1:$cport" \
+"$sqlq" consume "$q" --noop --max-polling-interval-ms 500 --lease-s 5 --listen "127.0.0.1:$cport" \
     >"$tmp/consume.out" 2>"$tmp/consume.log" &
 cpid=$!
 wait_for "consumer /readyz 200" 20 consumer_ready_is 200
@@ -85,7 +87,9 @@ wait_for "consumer /readyz 200 after Azurite restarts" 70 consumer_ready_is 200
 wait_for "the 5 changes made during the outage published" 40 published_is 25
 grep -q "^sqlq_retries_total{reason=\"queue_unavailable\"} [1-9]" "$tmp/metrics" || { grep retries "$tmp/metrics" >&2; fail "outage retries not counted"; }
 
-wait_for "the consumer consumed all 25 messages" 70 consumed_is 25
+# A message the consumer had taken when Azurite stopped stays hidden for its lease (5 s here)
+# and is then consumed again: at least once, so at least 25.
+wait_for "the consumer consumed all 25 messages" 70 consumed_at_least 25
 kill -TERM "$pid"
 wait "$pid" || fail "bridge did not exit 0 after SIGTERM"
 pid=""

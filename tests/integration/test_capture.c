@@ -409,6 +409,7 @@ static void run_fencing(int kind)
     /* and A cannot move the sync version past B's unprocessed work */
     int64_t before = advance(a);
     assert_int_equal(pending(a), 0);
+    sqlq_change_batch_free(&ba);
     poll_now(a, &ba);
     assert_int_equal(ba.count, 0); /* B's leases hold (A's abandon did not free them) */
     sqlq_change_batch_free(&ba);

@@ -168,7 +168,9 @@ static void make_queue(bt_queue *q, char *name, size_t size)
 /* Every id 1..n arrived at least once; returns how many messages came. */
 static size_t expect_all_ids(bt_queue *q, const char *queue, int n)
 {
-    json_t *changes = bt_flatten(bt_drain(q, queue, 1500, 60000));
+    json_t *drained = bt_drain(q, queue, 1500, 60000);
+    json_t *changes = bt_flatten(drained); /* holds its own references */
+    json_decref(drained);
     char *seen = calloc((size_t)n + 1, 1);
     size_t i;
     json_t *c;
