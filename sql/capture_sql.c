@@ -381,13 +381,21 @@ sqlq_result sqlq_capture_sql_advance_scan(const sqlq_capture_sql *c, sqlq_captur
         param(&b, SQLQ_P_TABLE);
         sqlq_sql_text_add(&b.t, ") AS m_sync");
     }
-    sqlq_sql_text_add(&b.t, ", (SELECT min(%s) FROM ", ver(&b));
+    /* Change log: the first unprocessed version in index order, not min() over the join:
+     * PostgreSQL does not turn min() over a join into an index scan, so min() hashed the
+     * whole remaining backlog on every advance (drain time quadratic in the backlog). */
+    if (b.c->change_tracking)
+        sqlq_sql_text_add(&b.t, ", (SELECT min(%s) FROM ", ver(&b));
+    else
+        sqlq_sql_text_add(&b.t, ", (SELECT %s FROM ", ver(&b));
     changes_from(&b);
     lease_join(&b);
     sqlq_sql_text_add(&b.t, " WHERE ");
     sync_bound(&b);
     sqlq_sql_text_add(&b.t, " AND ");
     unprocessed(&b);
+    if (!b.c->change_tracking)
+        sqlq_sql_text_add(&b.t, " ORDER BY %s LIMIT 1", ver(&b));
     sqlq_sql_text_add(&b.t, ") AS m_unproc, (SELECT max(%s) FROM ", ver(&b));
     changes_from(&b);
     sqlq_sql_text_add(&b.t, " WHERE ");
