@@ -1,0 +1,419 @@
+"""Shared pieces of the sqlq benchmarks (bench/*.py): private servers, measured processes,
+machine and version facts, result files and docs/benchmarks.md sections.
+
+Nothing here is a test: benchmarks are scripts, run by bench/run.sh or one by one.
+"""
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("SQLQ_BENCH_BUILD", ROOT / "build-bench"))
+SQLQ = Path(os.environ.get("SQLQ_BIN", BUILD / "bridge" / "sqlq"))
+TOOLS = Path(os.environ.get("SQLQ_BENCH_TOOLS", BUILD / "bench-tools"))
+RESULTS = Path(os.environ.get("SQLQ_BENCH_RESULTS", BUILD / "bench-results"))
+DOCS = ROOT / "docs" / "benchmarks.md"
+SUPPORT = ROOT / "tests" / "support"
+TCK = os.sysconf("SC_CLK_TCK")
+ACCOUNT_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
+               "K1SZFPTOtr/KBHBeksoGMGw==")
+
+
+def log(*parts):
+    print("[bench]", *parts, flush=True)
+
+
+def need_tools():
+    missing = [p for p in (SQLQ, TOOLS / "putload", TOOLS / "measure")
+               if not os.access(p, os.X_OK)]
+    if missing:
+        raise SystemExit(f"missing {', '.join(map(str, missing))}: run bench/setup.sh first")
+
+
+# ---- measured processes ------------------------------------------------------------------
+
+
+class Run:
+    """A finished process: rc, wall seconds, user/sys CPU seconds, peak RSS (KiB), output."""
+
+    def __init__(self, cmd, rc, wall, user, sys_, maxrss_kb, out, err):
+        self.cmd, self.rc, self.wall, self.user, self.sys = cmd, rc, wall, user, sys_
+        self.cpu = user + sys_
+        self.maxrss_kb = maxrss_kb
+        self.out, self.err = out, err
+
+    def json(self):
+        """The last line of stdout that parses as a JSON object."""
+        for line in reversed(self.out.splitlines()):
+            line = line.strip()
+            if line.startswith("{"):
+                return json.loads(line)
+        raise RuntimeError(f"no JSON line in the output of {self.cmd[0]}: {self.out[-300:]!r}")
+
+
+def run(cmd, *, stdin=None, env=None, timeout=None, check=True):
+    """Run cmd to completion under bench/measure: user/sys CPU and peak RSS of the process
+    itself (Python's own wait4 would report Python's RSS: a forked child keeps its parent's
+    high-water mark until exec)."""
+    cmd = [str(c) for c in cmd]
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe, \
+            tempfile.NamedTemporaryFile("r") as ft:
+        fin = open(stdin, "rb") if isinstance(stdin, (str, Path)) else subprocess.DEVNULL
+        t0 = time.monotonic()
+        p = subprocess.Popen([str(TOOLS / "measure"), ft.name, *cmd], stdin=fin, stdout=fo,
+                             stderr=fe, env={**os.environ, **(env or {})})
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.terminate()  # measure passes it on
+            p.wait()
+        wall = time.monotonic() - t0
+        if fin is not subprocess.DEVNULL:
+            fin.close()
+        fo.seek(0)
+        fe.seek(0)
+        parts = (ft.read().split() + ["0", "0", "0"])[:3]
+        r = Run(cmd, p.returncode, wall, int(parts[0]) / 1e6, int(parts[1]) / 1e6,
+                int(parts[2]), fo.read().decode(errors="replace"),
+                fe.read().decode(errors="replace"))
+    if check and r.rc != 0:
+        raise RuntimeError(f"{' '.join(cmd[:4])} … exited {r.rc}: {r.err[-2000:]}")
+    return r
+
+
+def sh(cmd, **kw):
+    """Run a helper command (not measured) and return its stdout."""
+    return subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True,
+                          **kw).stdout
+
+
+def proc_cpu_s(pid, children=False):
+    """utime+stime of a live process (and of its reaped children), in seconds."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(f[11]) + int(f[12]) + ((int(f[13]) + int(f[14])) if children else 0)
+    return ticks / TCK
+
+
+def tree_cpu_s(root_pid):
+    """CPU seconds of a process tree: the root with its reaped children (a PostgreSQL
+    postmaster collects the CPU of every backend that has exited) plus every live descendant."""
+    total = proc_cpu_s(root_pid, children=True)
+    kids = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+                kids.setdefault(int(f[1]), []).append(int(d.name))
+            except (OSError, IndexError):
+                pass
+    todo = list(kids.get(root_pid, []))
+    while todo:
+        pid = todo.pop()
+        try:
+            total += proc_cpu_s(pid, children=True)
+        except OSError:
+            continue
+        todo.extend(kids.get(pid, []))
+    return total
+
+
+def free_port():
+    return int(sh([SUPPORT / "free_port.sh"]).strip())
+
+
+# ---- Azurite ------------------------------------------------------------------------------
+
+
+class Azurite:
+    """A private in-memory Azurite queue service. In-memory Azurite slows down sharply after
+    about 50,000-100,000 messages over its lifetime (even when they are deleted), so every
+    measurement gets a fresh one (restart())."""
+
+    def __init__(self, workdir, debug_log=None):
+        self.dir = Path(workdir)
+        self.debug_log = debug_log
+        self.proc = None
+
+    def start(self):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        cmd = [ROOT / "node_modules" / ".bin" / "azurite-queue", "--queueHost", "127.0.0.1",
+               "--queuePort", str(self.port), "--inMemoryPersistence", "--disableTelemetry",
+               "--silent"]
+        if self.debug_log:
+            cmd += ["--debug", self.debug_log]
+        self.out = open(self.dir / "azurite.log", "ab")
+        # cwd: where Azurite would put anything it writes despite --inMemoryPersistence.
+        self.proc = subprocess.Popen([str(c) for c in cmd], stdout=self.out, stderr=self.out,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     cwd=self.dir)
+        self.endpoint = f"http://127.0.0.1:{self.port}/devstoreaccount1"
+        self.conn = ("DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+                     f"AccountKey={ACCOUNT_KEY};QueueEndpoint={self.endpoint};")
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(self.endpoint + "?comp=list", timeout=1)
+            except urllib.error.HTTPError:
+                break  # it answers (403 without a signature)
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("Azurite exited at start: see " + str(self.dir))
+                time.sleep(0.1)
+        return self
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.out.close()
+        self.proc = None
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def cpu_s(self):
+        return proc_cpu_s(self.pid)
+
+    def env(self):
+        return {"SQLQ_QUEUE_CONNECTION": self.conn}
+
+    def sqlq(self, *args, stdin=None):
+        return run([SQLQ, *args], stdin=stdin, env=self.env()).out
+
+    def count(self, queue):
+        return json.loads(self.sqlq("queue", "stats", queue))["approximate_count"]
+
+    def sas_url(self, queue):
+        """The queue's URL with a SAS (the queue is created)."""
+        return sh(["node", ROOT / "bench" / "node" / "sas.js", self.conn, queue]).strip()
+
+    def warm_up(self, body_file, n=1000):
+        """Let Azurite's JIT warm up so the first measured client is not penalised."""
+        self.sqlq("queue", "create", "warm-up")
+        self.sqlq("queue", "put", "--count", str(n), "--in-flight", "16", "warm-up",
+                  stdin=body_file)
+        self.sqlq("queue", "delete", "warm-up")
+
+
+def putload(url, body_xml, n, k):
+    """The minimal load generator (bench/putload.c): N puts of a prepared body, K in flight."""
+    base, sas = url.split("?", 1)
+    return run([TOOLS / "putload", f"{base}/messages?{sas}", body_xml, n, k])
+
+
+def put_body_xml(text_file, out):
+    """<QueueMessage> body carrying the base64 of a file, as sqlq and the SDK send it."""
+    text = base64.b64encode(Path(text_file).read_bytes()).decode()
+    Path(out).write_text(f"<QueueMessage><MessageText>{text}</MessageText></QueueMessage>")
+    return out
+
+
+# ---- PostgreSQL ---------------------------------------------------------------------------
+
+
+class Postgres:
+    """A private PostgreSQL server (tests/support/postgres.sh: trust auth, fsync off)."""
+
+    def __init__(self, workdir):
+        self.dir = Path(workdir)
+
+    def start(self):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.dir.parent, 0o755)  # the server runs as its own user when we are root
+        sh([SUPPORT / "postgres.sh", "start", self.dir])
+        self.port = int((self.dir / "port").read_text())
+        self.odbc_prefix = (self.dir / "odbc").read_text().strip()
+        return self
+
+    def stop(self):
+        subprocess.run([str(SUPPORT / "postgres.sh"), "stop", str(self.dir)],
+                       capture_output=True)
+
+    def psql(self, db, *sql, quiet=True):
+        cmd = ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-At", "-h", "127.0.0.1", "-p",
+               str(self.port), "-U", "sqlq", "-d", db]
+        for s in sql:
+            cmd += ["-c", s]
+        return sh(cmd)
+
+    def create_db(self, name):
+        self.psql("postgres", f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}")
+
+    def odbc(self, db):
+        return f"{self.odbc_prefix}Database={db};"
+
+    @property
+    def postmaster_pid(self):
+        return int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
+
+    def cpu_s(self):
+        return tree_cpu_s(self.postmaster_pid)
+
+    @property
+    def log_file(self):
+        return self.dir / "server.log"
+
+    def version(self):
+        return self.psql("postgres", "SHOW server_version").strip()
+
+
+def sqlite_odbc(path):
+    return f"Driver={{SQLite3}};Database={path};Timeout=5000;"
+
+
+# ---- facts ----------------------------------------------------------------------------------
+
+
+def machine():
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem_kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+    return {"cpu": cpu, "nproc": os.cpu_count(), "mem_gib": round(mem_kb / 1048576, 1),
+            "kernel": os.uname().release,
+            "load": Path("/proc/loadavg").read_text().split()[:3]}
+
+
+def _try(cmd, pattern=r"(\S+)"):
+    try:
+        m = re.search(pattern, sh(cmd))
+        return m.group(1) if m else "?"
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def _npm_version(name):
+    try:
+        return json.loads((ROOT / "node_modules" / name / "package.json").read_text())["version"]
+    except OSError:
+        return "?"
+
+
+def versions():
+    sha = _try(["git", "-C", ROOT, "rev-parse", "--short=10", "HEAD"])
+    version = _try([SQLQ, "--version"], r"sqlq (\S+)")
+    dirty = _try(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"], r"(\S)")
+    return {
+        "sqlq": f"{version} (git {sha}"
+                f"{', with uncommitted changes in the tree' if dirty != '?' else ''})",
+        "build": _try(["grep", "CMAKE_BUILD_TYPE:", SQLQ.parent.parent / "CMakeCache.txt"],
+                      r"=(\S+)"),
+        "azurite": _npm_version("azurite"),
+        "node_sdk": _npm_version("@azure/storage-queue"),
+        "node": _try(["node", "--version"]),
+        "postgresql": _try(["psql", "--version"], r"(\d+\.\d+)"),
+        "sqlite": _try(["sqlite3", "--version"]),
+        "libcurl": _try(["curl", "--version"], r"libcurl/(\S+)"),
+        "wrk": _try(["dpkg-query", "-W", "-f=${Version}", "wrk"], r"(\S+)"),
+        "psqlodbc": _try(["dpkg-query", "-W", "-f=${Version}", "odbc-postgresql"], r"(\S+)"),
+        "sqliteodbc": _try(["dpkg-query", "-W", "-f=${Version}", "libsqliteodbc"], r"(\S+)"),
+    }
+
+
+def facts_lines(extra=""):
+    m, v = machine(), versions()
+    return (f"- Machine: {m['cpu']}, {m['nproc']} cores, {m['mem_gib']} GiB, Linux "
+            f"{m['kernel']}; load average at the start {' '.join(m['load'])}{extra}\n"
+            f"- Versions: sqlq {v['sqlq']}, {v['build']} build; Azurite {v['azurite']} "
+            f"(queue service, in memory); @azure/storage-queue {v['node_sdk']} on Node "
+            f"{v['node']}; PostgreSQL {v['postgresql']} (psqlODBC {v['psqlodbc']}); SQLite "
+            f"{v['sqlite']} (sqliteodbc {v['sqliteodbc']}); libcurl {v['libcurl']}; wrk "
+            f"{v['wrk']}\n- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
+
+
+# ---- numbers ---------------------------------------------------------------------------------
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def pctl(xs, p):
+    """Nearest-rank percentile."""
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    return xs[min(len(xs) - 1, max(0, int(round(p / 100 * len(xs) + 0.5)) - 1))]
+
+
+def n_(x, digits=0):
+    return f"{x:,.{digits}f}"
+
+
+# ---- results and docs ------------------------------------------------------------------------
+
+
+def save(name, data):
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    data = {**data, "machine": machine(), "versions": versions(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=1))
+    log(f"results in {RESULTS / (name + '.json')}")
+
+
+def load(name):
+    p = RESULTS / f"{name}.json"
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def write_section(title, body):
+    """Replace the '## title' section of docs/benchmarks.md (up to the next '## ' heading),
+    or append it."""
+    old = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
+    section = f"## {title}\n\n{body.strip()}\n\n"
+    pat = re.compile(r"^## " + re.escape(title) + r"\n.*?(?=^## |\Z)", re.S | re.M)
+    new = pat.sub(lambda _: section, old, count=1) if pat.search(old) else \
+        old.rstrip("\n") + "\n\n" + section
+    DOCS.write_text(new.rstrip("\n") + "\n")
+    log(f"wrote the '{title}' section of {DOCS}")
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+class Workdir:
+    """A temporary directory that is removed at exit, with servers stopped first."""
+
+    def __init__(self, prefix):
+        self.path = Path(tempfile.mkdtemp(prefix=f"sqlq-bench-{prefix}-"))
+        self.servers = []
+
+    def __enter__(self):
+        signal.signal(signal.SIGTERM, _interrupt)
+        return self
+
+    def add(self, server):
+        self.servers.append(server)
+        return server
+
+    def __exit__(self, *exc):
+        for s in reversed(self.servers):
+            try:
+                s.stop()
+            except Exception as e:  # keep cleaning up
+                log(f"stopping {type(s).__name__}: {e}")
+        if not os.environ.get("SQLQ_BENCH_KEEP"):
+            shutil.rmtree(self.path, ignore_errors=True)
+        return False

@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""Scenario 3: the bridge end to end. A backlog of changes in a SQLite or PostgreSQL table
+(captured by `sqlq setup`'s change log) drained by `sqlq bridge --once` into a fresh in-memory
+Azurite, in row mode (one message per change) and batch mode ({"changes": [...]}).
+
+For every run: changes/s, bridge CPU and database-server CPU per 1,000 changes, the bridge's
+peak RSS, and time per 10,000 changes (which must not grow with the backlog). Row mode is set
+against the Put Message ceiling measured in the same run: bench/putload putting as many
+messages of the bridge's own size (a message taken from the bridge's queue) into a fresh
+Azurite at the bridge's 16 in flight. A separate small run counts the SQL statements (round
+trips) per batch: PostgreSQL with log_statement=all, SQLite with a unixODBC trace.
+
+  bench/bridge.py [--quick] [--write-docs] [--db sqlite,postgres] [--runs row:10000,batch:1000000]
+"""
+import argparse
+import base64
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib as B  # noqa: E402
+
+TITLE = "Bridge end to end"
+FULL = "row:10000:3,row:100000,row:100000:1:1000,batch:10000,batch:100000,batch:1000000"
+QUICK = "row:10000:2,batch:10000,batch:100000"
+TXN_ROWS = 100  # PostgreSQL backlog: written by transactions of this many rows
+DONE = re.compile(r"event=bridge_done changes=(\d+) messages=(\d+) released=(\d+) "
+                  r"poisoned=(\d+) lost=(\d+)")
+
+SQLITE_TABLE = ("CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT NOT NULL, "
+                "total NUMERIC, note TEXT, updated_at TEXT)")
+PG_TABLE = ("CREATE TABLE orders (id bigint PRIMARY KEY, customer text NOT NULL, "
+            "total numeric(12,2), note text, updated_at timestamptz)")
+
+
+class Sqlite:
+    name = "SQLite"
+
+    def __init__(self, work):
+        self.work = work
+
+    def create(self, tag):
+        """A fresh database file with the change log set up."""
+        path = self.work / f"{tag}.db"
+        path.unlink(missing_ok=True)
+        B.sh(["sqlite3", path, SQLITE_TABLE])
+        self.path, self.conn = path, B.sqlite_odbc(path)
+        B.run([B.SQLQ, "setup", "--db", self.conn, "--table", "orders"])
+
+    def fill(self, first, last):
+        """Insert rows first..last in one statement (each row still gets its own version)."""
+        return B.run(["sqlite3", self.path,
+                      f"WITH RECURSIVE s(i) AS (SELECT {first} UNION ALL SELECT i + 1 FROM s "
+                      f"WHERE i < {last}) INSERT INTO orders SELECT i, 'customer-' || i, "
+                      f"(i % 1000) || '.50', 'note ' || hex(randomblob(24)), "
+                      f"'2024-05-01T12:00:00.000Z' FROM s"]).wall
+
+    def cpu_s(self):
+        return 0.0  # SQLite runs inside the bridge: its CPU is the bridge's
+
+
+class Postgres:
+    name = "PostgreSQL"
+
+    def __init__(self, server):
+        self.pg = server
+
+    def create(self, tag):
+        """A fresh database with the change log set up."""
+        self.pg.create_db(tag)
+        self.pg.psql(tag, PG_TABLE)
+        self.tag, self.conn = tag, self.pg.odbc(tag)
+        B.run([B.SQLQ, "setup", "--db", self.conn, "--table", "orders"])
+
+    def fill(self, first, last):
+        """Insert rows first..last by transactions of TXN_ROWS rows (the change log's versions
+        are transaction ids: one per transaction), then VACUUM ANALYZE as autovacuum would
+        have done while a real backlog built up."""
+        txns = math.ceil((last - first + 1) / TXN_ROWS)
+        return B.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p",
+                      self.pg.port, "-U", "sqlq", "-d", self.tag, "-c",
+                      f"DO $$ BEGIN FOR t IN 0..{txns - 1} LOOP INSERT INTO orders SELECT i, "
+                      f"'customer-' || i, (i % 1000) + 0.5, 'note ' || md5(i::text) || "
+                      f"substr(md5((i + 1)::text), 1, 16), timestamptz '2024-05-01 12:00:00+00' "
+                      f"FROM generate_series({first} + t * {TXN_ROWS}, "
+                      f"least({last}, {first - 1} + (t + 1) * {TXN_ROWS})) i; COMMIT; "
+                      f"END LOOP; END $$",
+                      "-c", "VACUUM ANALYZE orders", "-c", "VACUUM ANALYZE sqlq.log_orders"]).wall
+
+    def cpu_s(self):
+        return self.pg.cpu_s()
+
+
+def drain(az, db, fmt, n, tag, extra=()):
+    """sqlq bridge --once over the prepared backlog; checked: every change published."""
+    q = f"br-{tag}"
+    d0 = db.cpu_s()
+    r = B.run([B.SQLQ, "bridge", "--once", "--db", db.conn, "--table", "orders", "--queue", q,
+               "--format", fmt, "--log-level", "info", *extra], env=az.env(), timeout=3600)
+    dcpu = db.cpu_s() - d0
+    m = DONE.search(r.err)
+    if not m or int(m.group(1)) != n or int(m.group(3)) != n or int(m.group(4)) != 0:
+        raise RuntimeError(f"{db.name} {fmt} {n}: bridge did not publish every change: "
+                           f"{r.err[-800:]}")
+    messages = int(m.group(2))
+    if fmt == "row" and az.count(q) != n:
+        raise RuntimeError(f"{db.name} row {n}: the queue holds {az.count(q)} messages")
+    return {"db": db.name, "format": fmt, "n": n, "messages": messages, "seconds": r.wall,
+            "changes_s": n / r.wall, "per_10k_s": r.wall * 10000 / n,
+            "bridge_cpu_ms_per_1000": r.cpu * 1e6 / n, "db_cpu_ms_per_1000": dcpu * 1e6 / n,
+            "rss_mib": r.maxrss_kb / 1024, "queue": q}
+
+
+def reference(az, work, body_text, n):
+    """The ceiling for n messages of the bridge's size: putload at 16 in flight."""
+    body = work / "bridge-msg.txt"
+    body.write_text(body_text)
+    xml = work / "bridge-msg.xml"
+    xml.write_text(f"<QueueMessage><MessageText>{body_text}</MessageText></QueueMessage>")
+    az.restart()
+    az.warm_up(body)
+    r = B.putload(az.sas_url("ceiling-bridge"), xml, n, 16).json()
+    if r["ok"] != n:
+        raise RuntimeError(f"putload: {r}")
+    return {"n": n, "msg_s": r["per_second"], "message_bytes": len(body_text)}
+
+
+# ---- SQL round trips ---------------------------------------------------------------------
+
+
+def round_trips(db, az, fmt, count_statements):
+    """Statements per batch: a run over 1,000 changes minus a run with nothing to do, divided
+    by the 10 batches of 100. A first run on the empty table creates the bridge's state and
+    leases, so neither counted run pays for that."""
+    db.create(f"stmts{fmt}")
+    drain_quiet(az, db, fmt)
+    db.fill(1, 1000)
+    full = count_statements(lambda env: drain_quiet(az, db, fmt, env))
+    empty = count_statements(lambda env: drain_quiet(az, db, fmt, env))
+    return breakdown(full, empty, 10)
+
+
+def drain_quiet(az, db, fmt, env=None):
+    B.run([B.SQLQ, "bridge", "--once", "--db", db.conn, "--table", "orders", "--queue",
+           "stmt-count", "--format", fmt, "--log-level", "warn"], env={**az.env(), **(env or {})})
+
+
+def pg_statements(pg):
+    """Statements the server receives during run() (log_statement = all on the server)."""
+    def count(run_bridge):
+        start = pg.log_file.stat().st_size
+        run_bridge({})
+        with open(pg.log_file, "rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+        return re.findall(r"LOG:  (?:statement|execute [^:]*): (.{0,60})", text)
+    return count
+
+
+def sqlite_statements(work):
+    """SQLExecDirect calls in a unixODBC trace during run() (SQLite is in-process: each is a
+    call into the engine, not a network round trip)."""
+    ini = work / "odbc"
+    ini.mkdir(exist_ok=True)
+    trace = ini / "trace.log"
+    (ini / "odbcinst.ini").write_text(f"[ODBC]\nTrace=Yes\nTraceFile={trace}\n\n" +
+                                      Path("/etc/odbcinst.ini").read_text())
+
+    def count(run_bridge):
+        trace.unlink(missing_ok=True)
+        run_bridge({"ODBCSYSINI": str(ini)})
+        lines = trace.read_text(errors="replace").splitlines()
+        sql = []
+        for i, line in enumerate(lines):
+            if "[SQLExecDirect" in line and i + 3 < len(lines) and "Entry" in lines[i + 1]:
+                m = re.search(r"SQL = \[(.{0,60})", lines[i + 3])
+                sql.append(m.group(1) if m else "?")
+        return sql
+    return count
+
+
+def breakdown(full, empty, batches):
+    """Statements per batch, and what they are (first words), from two statement lists."""
+    def kind(s):
+        s = re.sub(r"_EXEC_SVP_\w+|\"SQL_CUR\w+\"|sqlq_leases_\w+|leases_\w+", "…", s)
+        return " ".join(s.split()[:4])[:48]
+    kinds = {}
+    for s in full:
+        kinds[kind(s)] = kinds.get(kind(s), 0) + 1
+    for s in empty:
+        kinds[kind(s)] = kinds.get(kind(s), 0) - 1
+    per = {k: v / batches for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]) if v > 0}
+    return {"per_batch": (len(full) - len(empty)) / batches, "fixed": len(empty),
+            "kinds": per}
+
+
+# ---- report ---------------------------------------------------------------------------------
+
+
+def table(res):
+    lines = ["| database | format | batch | changes | messages | seconds | changes/s | time per "
+             "10k (s) | vs 10k backlog | share of ceiling (per round) | bridge CPU ms / 1000 | "
+             "database CPU ms / 1000 | bridge peak RSS (MiB) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in res["summary"]:
+        base = [x for x in res["summary"] if x["db"] == r["db"] and x["format"] == r["format"]
+                and x["batch"] == r["batch"] and x["n"] == 10000]
+        growth = f"{r['per_10k_s'] / base[0]['per_10k_s']:.2f}x" if base else "-"
+        share = "-"
+        if "share_of_ceiling" in r:
+            share = f"**{r['share_of_ceiling']:.0%}**"
+            if len(r["shares"]) > 1:
+                share += f" ({', '.join(f'{x:.0%}' for x in r['shares'])})"
+        dbcpu = f"{r['db_cpu_ms_per_1000']:.0f}" if r["db"] == "PostgreSQL" else "(in bridge)"
+        lines.append(
+            f"| {r['db']} | {r['format']} | {r['batch']} | {r['n']:,} | {r['messages']:,} | "
+            f"{r['seconds']:.2f} | **{B.n_(r['changes_s'])}** | {r['per_10k_s']:.3f} | {growth} | "
+            f"{share} | {r['bridge_cpu_ms_per_1000']:.0f} | {dbcpu} | {r['rss_mib']:.1f} |")
+    return "\n".join(lines)
+
+
+def refs_table(res):
+    lines = ["| messages | round | message size (base64 bytes) | ceiling msg/s (putload, 16 in "
+             "flight) |", "|---:|---:|---:|---:|"]
+    for r in res["references"]:
+        lines.append(f"| {r['n']:,} | {r['round'] + 1} | {r['message_bytes']:,} | "
+                     f"{B.n_(r['msg_s'])} |")
+    return "\n".join(lines)
+
+
+def trips_table(res):
+    lines = ["| database | format | statements per batch of 100 | fixed per run (start, "
+             "empty poll) | per batch, by kind |", "|---|---|---:|---:|---|"]
+    for t in res["round_trips"]:
+        kinds = "; ".join(f"`{k}` {v:g}" for k, v in t["kinds"].items())
+        lines.append(f"| {t['db']} | {t['format']} | **{t['per_batch']:g}** | {t['fixed']} | "
+                     f"{kinds} |")
+    return "\n".join(lines)
+
+
+def targets(res):
+    """One line per target, reached or not, with the figure."""
+    out = []
+    summ = [r for r in res["summary"] if r["batch"] == 100]
+    row = [r for r in summ if "share_of_ceiling" in r]
+    if row:
+        worst = min(row, key=lambda r: r["share_of_ceiling"])
+        out.append({"target": "Bridge row mode >= 90% of the ceiling",
+                    "figure": f"{worst['share_of_ceiling']:.0%} (lowest: {worst['db']}, "
+                              f"{worst['n']:,} changes)",
+                    "reached": worst["share_of_ceiling"] >= 0.9})
+    batch = [r for r in summ if r["format"] == "batch"]
+    if batch:
+        worst = min(batch, key=lambda r: r["changes_s"])
+        out.append({"target": "Bridge batch mode >= 20,000 changes/s",
+                    "figure": f"{B.n_(worst['changes_s'])} changes/s (lowest: {worst['db']}, "
+                              f"{worst['n']:,} changes)",
+                    "reached": worst["changes_s"] >= 20000})
+    for r in [r for r in summ if r["n"] >= 1000000]:
+        out.append({"target": f"Bridge peak RSS < 32 MiB on the 1M backlog ({r['db']})",
+                    "figure": f"{r['rss_mib']:.1f} MiB", "reached": r["rss_mib"] < 32})
+        base = [x for x in summ if x["db"] == r["db"] and x["format"] == r["format"]
+                and x["n"] == 10000]
+        if base:
+            g = r["per_10k_s"] / base[0]["per_10k_s"]
+            out.append({"target": f"Time per 10k changes at 1M within 20% of 10k ({r['db']}, "
+                                  f"{r['format']})",
+                        "figure": f"{g:.2f}x ({r['per_10k_s']:.3f} s vs "
+                                  f"{base[0]['per_10k_s']:.3f} s)", "reached": g <= 1.2})
+    return out
+
+
+def targets_md(res):
+    return "\n".join(f"- {t['target']}: {t['figure']}: "
+                     f"**{'reached' if t['reached'] else 'not reached'}**." for t in targets(res))
+
+
+def docs(res, cmd):
+    return f"""Scenario 3. A backlog of N changes (N inserted rows: integer key, text, decimal, text,
+timestamp; about {res['row_json_bytes']} bytes of JSON per change) captured by `sqlq setup`'s
+change log, drained by `sqlq bridge --once --db … --table orders --queue … --format F` (every
+other setting at its default: batches of 100 changes, 16 puts in flight, except where the batch
+column says otherwise: `--max-batch-size`) into a fresh,
+warmed-up in-memory Azurite. SQLite: one file per run, the rows inserted by one statement (each
+row still gets its own version). PostgreSQL: a private server (fsync off), one database per
+run, the rows inserted by transactions of {TXN_ROWS} rows (the change log's versions are
+transaction ids), then `VACUUM ANALYZE`. Every run is checked: the bridge reports every change
+released and none poisoned, and in row mode the queue holds one message per change.
+Runs: `{res['plan']}` (`format:changes[:rounds[:max_batch_size]]`) on each database; where a
+run has several rounds the figures are medians and the share of the ceiling is given per round
+(the ceiling is measured in each round next to the bridge runs).
+
+{B.facts_lines()}- Command: `{cmd}`
+
+{table(res)}
+
+Seconds are the whole `sqlq bridge --once` process (start, connections, setup checks, the
+drain, the final advance). Bridge CPU is user+system of that process; on SQLite it includes the
+database engine, which runs inside it. Database CPU is every PostgreSQL server process
+(backends, including the bridge's lease-renewal connection, and background workers) over the
+run. Time per 10k is seconds x 10,000 / N; "vs 10k backlog" compares it with the 10k run of the
+same database and format.
+
+The ceiling for row mode, measured in the same run, each in a fresh warmed-up Azurite:
+
+{refs_table(res)}
+
+{targets_md(res)}
+
+SQL round trips per batch (a separate run over 1,000 changes, minus a run with nothing to do;
+PostgreSQL: statements received by the server with `log_statement = all`, each a network round
+trip, several `;`-joined commands in one `statement` counting once; SQLite: `SQLExecDirect`
+calls in a unixODBC trace, calls into the in-process engine):
+
+{trips_table(res)}
+"""
+
+
+def parse_plan(text):
+    """format:changes[:rounds[:max_batch_size]] items, comma separated."""
+    plan = []
+    for item in text.split(","):
+        f = item.split(":")
+        plan.append({"format": f[0], "n": int(f[1]), "rounds": int(f[2]) if len(f) > 2 else 1,
+                     "batch": int(f[3]) if len(f) > 3 else 0})
+    return plan
+
+
+def sample_message(az, db, work):
+    """One row message as the bridge sends it (base64 text), for the ceiling's body."""
+    db.create("sample")
+    db.fill(50000, 50000)
+    q = drain(az, db, "row", 1, "sample")["queue"]
+    return json.loads(az.sqlq("queue", "peek", "--raw", q).splitlines()[0])["text"]
+
+
+def fresh_azurite(az, work):
+    az.restart()
+    body = work / "warm.json"
+    body.write_text('{"warm":"' + "x" * 300 + '"}')
+    az.warm_up(body)
+
+
+def run_plan(plan, engines, az, work, res):
+    text = sample_message(az, engines[0], work)
+    res["row_json_bytes"] = len(base64.b64decode(text))
+    for i, p in enumerate(plan):
+        fmt, n = p["format"], p["n"]
+        extra = ["--max-batch-size", str(p["batch"])] if p["batch"] else []
+        for rd in range(p["rounds"]):
+            order = (["ceiling"] if fmt == "row" else []) + engines
+            order = order[rd % len(order):] + order[:rd % len(order)]
+            ref = None
+            for j, who in enumerate(order):
+                if who == "ceiling":
+                    ref = reference(az, work, text, n)
+                    ref["round"] = rd
+                    res["references"].append(ref)
+                    B.log(f"ceiling {n:,}: {ref['msg_s']:,.0f} msg/s")
+                    continue
+                db, tag = who, f"b{i}{rd}{j}"
+                db.create(tag)
+                fill = db.fill(1, n)
+                fresh_azurite(az, work)
+                r = drain(az, db, fmt, n, tag, extra)
+                r.update(fill_s=fill, round=rd, batch=p["batch"] or 100)
+                res["runs"].append(r)
+                B.log(f"{db.name} {fmt} {n:,} (batch {r['batch']}) round {rd + 1}: "
+                      f"{r['changes_s']:,.0f} changes/s, {r['per_10k_s']:.3f} s/10k, bridge cpu "
+                      f"{r['bridge_cpu_ms_per_1000']:.0f} ms/1000, db cpu "
+                      f"{r['db_cpu_ms_per_1000']:.0f} ms/1000, rss {r['rss_mib']:.1f} MiB")
+            if fmt == "row":
+                for r in res["runs"]:
+                    if r["format"] == "row" and r["n"] == n and r["round"] == rd and \
+                            r["batch"] == (p["batch"] or 100):
+                        r["share_of_ceiling"] = r["changes_s"] / ref["msg_s"]
+                        r["ceiling_msg_s"] = ref["msg_s"]
+
+
+def aggregate(runs):
+    """Median over rounds per (database, format, changes, batch size)."""
+    groups = {}
+    for r in runs:
+        groups.setdefault((r["db"], r["format"], r["n"], r["batch"]), []).append(r)
+    out = []
+    for (db, fmt, n, batch), rs in groups.items():
+        a = {"db": db, "format": fmt, "n": n, "batch": batch, "rounds": len(rs),
+             "messages": rs[0]["messages"]}
+        for key in ("seconds", "changes_s", "per_10k_s", "bridge_cpu_ms_per_1000",
+                    "db_cpu_ms_per_1000", "rss_mib", "share_of_ceiling", "ceiling_msg_s"):
+            if key in rs[0]:
+                a[key] = B.median([r[key] for r in rs])
+        if "share_of_ceiling" in rs[0]:
+            a["shares"] = [r["share_of_ceiling"] for r in rs]
+        out.append(a)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--write-docs", action="store_true")
+    ap.add_argument("--db", default="sqlite,postgres")
+    ap.add_argument("--runs", help="format:changes[:rounds[:max_batch_size]] list (default "
+                    f"{FULL}; --quick {QUICK})")
+    ap.add_argument("--no-round-trips", action="store_true")
+    a = ap.parse_args()
+    plan = parse_plan(a.runs or (QUICK if a.quick else FULL))
+    dbs = a.db.split(",")
+    B.need_tools()
+    res = {"plan": a.runs or (QUICK if a.quick else FULL), "runs": [], "references": [],
+           "round_trips": []}
+    with B.Workdir("bridge") as w:
+        az = w.add(B.Azurite(w.path / "azurite")).start()
+        engines = []
+        if "sqlite" in dbs:
+            engines.append(Sqlite(w.path))
+        if "postgres" in dbs:
+            pg = w.add(B.Postgres(w.path / "pg")).start()
+            engines.append(Postgres(pg))
+        run_plan(plan, engines, az, w.path, res)
+        if not a.no_round_trips:
+            az.restart()
+            for db in engines:
+                if isinstance(db, Postgres):
+                    db.pg.psql("postgres", "ALTER SYSTEM SET log_statement = 'all'",
+                               "SELECT pg_reload_conf()")
+                    count = pg_statements(db.pg)
+                else:
+                    count = sqlite_statements(w.path)
+                for fmt in ("row", "batch"):
+                    t = round_trips(db, az, fmt, count)
+                    t.update(db=db.name, format=fmt)
+                    res["round_trips"].append(t)
+                    B.log(f"{db.name} {fmt}: {t['per_batch']:g} statements per batch")
+    res["summary"] = aggregate(res["runs"])
+    B.save("bridge", res)
+    print(table(res))
+    if a.write_docs:
+        cmd = "bench/bridge.py" + (" --quick" if a.quick else "") + \
+            (f" --runs {a.runs}" if a.runs else "") + \
+            (f" --db {a.db}" if a.db != "sqlite,postgres" else "")
+        B.write_section(TITLE, docs(res, cmd))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Prepare the benchmarks: the tools they use and a Release build of sqlq.
+#   - wrk (Debian package) for the Put Message ceiling, installed with apt-get when missing;
+#     benchmark tools are installed here, not by scripts/install-deps.sh (build/test/run only);
+#   - bench/putload.c, the minimal SAS load generator, compiled against libcurl, and
+#     bench/measure.c, which reports a command's CPU time and peak RSS;
+#   - sqlq built with -DCMAKE_BUILD_TYPE=Release in $SQLQ_BENCH_BUILD (default build-bench/),
+#     unless SQLQ_BIN names a binary to measure.
+# Idempotent: a second run only checks (and rebuilds what changed).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${SQLQ_BENCH_BUILD:-$root/build-bench}
+tools=${SQLQ_BENCH_TOOLS:-$build/bench-tools}
+
+missing=()
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+command -v pgbench >/dev/null 2>&1 || missing+=(postgresql-contrib)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+if [ ${#missing[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "bench/setup.sh: installing ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+[ -x "$root/node_modules/.bin/azurite-queue" ] && [ -d "$root/node_modules/@azure/storage-queue" ] \
+    || "$root/scripts/install-deps.sh"
+
+if [ -z "${SQLQ_BIN:-}" ]; then
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake --build "$build" -j"$(nproc)" --target sqlq >/dev/null
+    echo "bench/setup.sh: sqlq (Release) in $build/bridge/sqlq"
+fi
+
+mkdir -p "$tools"
+if [ ! -x "$tools/putload" ] || [ "$root/bench/putload.c" -nt "$tools/putload" ]; then
+    cc -O2 -Wall -Wextra -o "$tools/putload" "$root/bench/putload.c" \
+        $(pkg-config --cflags --libs libcurl)
+fi
+if [ ! -x "$tools/measure" ] || [ "$root/bench/measure.c" -nt "$tools/measure" ]; then
+    cc -O2 -Wall -Wextra -o "$tools/measure" "$root/bench/measure.c"
+fi
+echo "bench/setup.sh: putload and measure in $tools; wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null || wrk -v 2>&1 | head -1)"
