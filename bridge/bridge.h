@@ -32,6 +32,7 @@ typedef struct sqlq_route_config {
     const char *cursor_column;      /* source cursor: the monotonic column */
     const char *soft_delete_column; /* source cursor: rows with it set publish as deletes */
     int safety_lag_ms;              /* source cursor: read only rows older than this (timestamps) */
+    bool allow_retention_gap; /* SQL Server: go on (with a warning) when retention overran */
 } sqlq_route_config;
 
 void sqlq_route_config_default(sqlq_route_config *r);

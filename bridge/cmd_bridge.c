@@ -33,6 +33,7 @@ typedef struct bridge_settings {
     char *cursor_column;
     char *soft_delete_column;
     long long safety_lag_ms;
+    bool allow_retention_gap;
     long long shutdown_timeout_s;
     char *listen;
     bool once;
@@ -76,6 +77,10 @@ static const sqlq_setting bridge_table[] = {
                      "source cursor: rows with this column set are published as deletes"),
     SQLQ_SETTING_INT(S, safety_lag_ms, "safety_lag_ms", "SQLQ_SAFETY_LAG_MS", "0", 0, 3600000,
                      "source cursor: read only rows whose timestamp cursor is older than this"),
+    SQLQ_SETTING_BOOL(S, allow_retention_gap, "allow_retention_gap", "SQLQ_ALLOW_RETENTION_GAP", "false",
+                      "SQL Server: when change tracking already cleaned up changes not yet delivered, "
+                      "go on from the oldest kept (a warning; run sqlq backfill to re-send) instead "
+                      "of stopping with an error"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
                      "after SIGTERM: time to finish publishes in flight before leaving anyway"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
@@ -203,6 +208,7 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
     r->cursor_column = s->cursor_column;
     r->soft_delete_column = s->soft_delete_column;
     r->safety_lag_ms = (int)s->safety_lag_ms;
+    r->allow_retention_gap = s->allow_retention_gap;
     return true;
 }
 

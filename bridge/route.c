@@ -155,6 +155,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.cursor_column = cfg->cursor_column;
     r->ccfg.soft_delete_column = cfg->soft_delete_column;
     r->ccfg.safety_lag_ms = cfg->safety_lag_ms;
+    r->ccfg.allow_retention_gap = cfg->allow_retention_gap;
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
     init_metrics(r);

@@ -140,8 +140,8 @@ sqlq_result sqlq_ct_retention_check(const char *bridge, const char *table_key, i
     return sqlq_error_set(
         err, SQLQ_E_INVALID, false,
         "bridge %s, table %s: changes were lost to change-tracking retention (sync version %" PRId64
-        " < CHANGE_TRACKING_MIN_VALID_VERSION %" PRId64 "): re-send the table (`sqlq backfill`, "
-        "planned, not yet available), or set allow_retention_gap to continue from version %" PRId64
-        " accepting the gap; raise CHANGE_RETENTION to avoid it",
-        bridge, table_key, sync, min_valid, min_valid);
+        " < CHANGE_TRACKING_MIN_VALID_VERSION %" PRId64 "): re-send the table with `sqlq backfill "
+        "--table %s`, then start the bridge with --allow-retention-gap to continue from version "
+        "%" PRId64 "; raise CHANGE_RETENTION to avoid it",
+        bridge, table_key, sync, min_valid, table_key, min_valid);
 }

@@ -264,7 +264,8 @@ static void test_capture_sql_ct_retention(void **state)
                      SQLQ_E_INVALID);
     contains(err.message, "dbo.Orders");
     contains(err.message, "retention");
-    contains(err.message, "allow_retention_gap");
+    contains(err.message, "--allow-retention-gap");
+    contains(err.message, "sqlq backfill --table");
     contains(err.message, "10 < CHANGE_TRACKING_MIN_VALID_VERSION 40");
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_ct_retention_check("b", "dbo.Orders", 10, 40, true, &out, &gap, &err),
