@@ -11,6 +11,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -24,6 +25,7 @@ RESULTS = Path(os.environ.get("SQLQ_BENCH_RESULTS", BUILD / "bench-results"))
 DOCS = ROOT / "docs" / "benchmarks.md"
 SUPPORT = ROOT / "tests" / "support"
 TCK = os.sysconf("SC_CLK_TCK")
+START_LOAD = Path("/proc/loadavg").read_text().split()[:3]  # when the scenario started
 ACCOUNT_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
                "K1SZFPTOtr/KBHBeksoGMGw==")
 
@@ -334,7 +336,7 @@ def versions():
 def facts_lines(extra=""):
     m, v = machine(), versions()
     return (f"- Machine: {m['cpu']}, {m['nproc']} cores, {m['mem_gib']} GiB, Linux "
-            f"{m['kernel']}; load average at the start {' '.join(m['load'])}{extra}\n"
+            f"{m['kernel']}; load average at the start {' '.join(START_LOAD)}{extra}\n"
             f"- Versions: sqlq {v['sqlq']}, {v['build']} build; Azurite {v['azurite']} "
             f"(queue service, in memory); @azure/storage-queue {v['node_sdk']} on Node "
             f"{v['node']}; PostgreSQL {v['postgresql']} (psqlODBC {v['psqlodbc']}); SQLite "
@@ -367,6 +369,7 @@ def n_(x, digits=0):
 def save(name, data):
     RESULTS.mkdir(parents=True, exist_ok=True)
     data = {**data, "machine": machine(), "versions": versions(),
+            "quick": "--quick" in sys.argv, "argv": sys.argv[1:],
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=1))
     log(f"results in {RESULTS / (name + '.json')}")
@@ -391,6 +394,13 @@ def write_section(title, body):
 
 def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def write_docs(title, body):
+    """Replace a scenario's section, then the Summary at the top."""
+    write_section(title, body)
+    import summary  # bench/summary.py (imported here: it imports this module)
+    summary.write()
 
 
 class Workdir:

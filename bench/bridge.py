@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib as B  # noqa: E402
 
 TITLE = "Bridge end to end"
-FULL = "row:10000:3,row:100000,row:100000:1:1000,batch:10000,batch:100000,batch:1000000"
+FULL = "row:10000:3,row:10000:1:1000,row:100000,batch:10000,batch:100000,batch:100000:1:1000,batch:1000000"
 QUICK = "row:10000:2,batch:10000,batch:100000"
 TXN_ROWS = 100  # PostgreSQL backlog: written by transactions of this many rows
 DONE = re.compile(r"event=bridge_done changes=(\d+) messages=(\d+) released=(\d+) "
@@ -437,13 +437,19 @@ def main():
                     res["round_trips"].append(t)
                     B.log(f"{db.name} {fmt}: {t['per_batch']:g} statements per batch")
     res["summary"] = aggregate(res["runs"])
+    res["targets"] = targets(res)
+    res["figures"] = [f"Bridge {r['db']} {r['format']} (batch {r['batch']}), {r['n']:,} changes: "
+                      f"{B.n_(r['changes_s'])} changes/s, {r['per_10k_s']:.2f} s per 10k, "
+                      f"{r['rss_mib']:.0f} MiB" + (f", {r['share_of_ceiling']:.0%} of the ceiling"
+                                                   if "share_of_ceiling" in r else "")
+                      for r in res["summary"]]
     B.save("bridge", res)
     print(table(res))
     if a.write_docs:
         cmd = "bench/bridge.py" + (" --quick" if a.quick else "") + \
             (f" --runs {a.runs}" if a.runs else "") + \
             (f" --db {a.db}" if a.db != "sqlite,postgres" else "")
-        B.write_section(TITLE, docs(res, cmd))
+        B.write_docs(TITLE, docs(res, cmd))
 
 
 if __name__ == "__main__":

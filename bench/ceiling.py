@@ -147,6 +147,29 @@ def table(summary, levels):
     return "\n".join(lines)
 
 
+def targets(res):
+    """Targets (reached or not) and key figures for the summary."""
+    s, out, figs = res["summary"], [], []
+    if "16" in s:
+        share, cpu = s["16"]["sqlq_share_of_ceiling"], s["16"]["sqlq_cpu_vs_node"]
+        out.append({"target": "Enqueue >= 95% of the ceiling at 16 in flight",
+                    "figure": f"{share:.0%} ({B.n_(s['16']['sqlq']['msg_s'])} vs "
+                              f"{B.n_(s['16']['ceiling']['msg_s'])} msg/s)",
+                    "reached": share >= 0.95})
+        out.append({"target": "Enqueue CPU per message <= 1/10 of the Node SDK's (16 in flight)",
+                    "figure": f"1/{1 / cpu:.0f} ({s['16']['sqlq']['cpu_ms_per_msg']:.3f} vs "
+                              f"{s['16']['node']['cpu_ms_per_msg']:.3f} ms)",
+                    "reached": cpu <= 0.1})
+    for k in res["levels"]:
+        r = s[str(k)]
+        figs.append(f"Enqueue at {k} in flight: sqlq {r['sqlq_share_of_ceiling']:.0%} of the "
+                    f"ceiling ({B.n_(r['ceiling']['msg_s'])} msg/s), Node SDK "
+                    f"{r['node_share_of_ceiling']:.0%}; sqlq CPU 1/{1 / r['sqlq_cpu_vs_node']:.0f} "
+                    f"of the SDK's; peak RSS {r['sqlq']['rss_mib']:.0f} vs "
+                    f"{r['node']['rss_mib']:.0f} MiB")
+    return out, figs
+
+
 def docs(res, args_line):
     s, lv = res["summary"], res["levels"]
     k16 = s.get("16")
@@ -232,12 +255,13 @@ def main():
     add_ceilings(runs)
     res = {"n": n, "rounds": rounds, "levels": levels, "wrk_seconds": wrk_secs,
            "startup": startup, "runs": runs, "summary": summarise(runs, levels)}
+    res["targets"], res["figures"] = targets(res)
     B.save("ceiling", res)
     print(table(res["summary"], levels))
     if a.write_docs:
         cmd = "bench/ceiling.py" + (" --quick" if a.quick else "") + \
             (f" --n {a.n}" if a.n else "") + (f" --rounds {a.rounds}" if a.rounds else "")
-        B.write_section(TITLE, docs(res, cmd))
+        B.write_docs(TITLE, docs(res, cmd))
 
 
 if __name__ == "__main__":

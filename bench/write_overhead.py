@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Scenario 6: what change capture costs writers. Inserts per second into two identical
+tables, one with `sqlq setup`'s change-log trigger and one without, side by side and
+alternating: PostgreSQL with pgbench (a custom one-INSERT script, 1 and 8 clients), SQLite
+with Python's sqlite3 module (one row per transaction, and many rows per transaction).
+
+  bench/write_overhead.py [--quick] [--write-docs] [--seconds S] [--rounds R]
+"""
+import argparse
+import re
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib as B  # noqa: E402
+
+TITLE = "Write overhead of change capture"
+PG_COLUMNS = ("(id bigserial PRIMARY KEY, customer text NOT NULL, total numeric(12,2), "
+              "note text, updated_at timestamptz NOT NULL DEFAULT now())")
+SQLITE_COLUMNS = ("(id INTEGER PRIMARY KEY, customer TEXT NOT NULL, total NUMERIC, note TEXT, "
+                  "updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)")
+NOTE = "a short note about this order"
+
+
+def pgbench(pg, work, table, clients, seconds):
+    script = work / f"insert_{table}.sql"
+    script.write_text(f"INSERT INTO {table} (customer, total, note) VALUES "
+                      f"('customer-' || :client_id, 19.90, '{NOTE}');\n")
+    r = B.run(["pgbench", "-n", "-h", "127.0.0.1", "-p", pg.port, "-U", "sqlq", "-f", script,
+               "-c", clients, "-j", min(clients, 2), "-T", seconds, "wo"], timeout=seconds + 60)
+    m = re.search(r"tps = ([\d.]+) \(without initial connection time\)", r.out)
+    if not m:
+        raise RuntimeError(f"pgbench output: {r.out[-500:]}")
+    return float(m.group(1))
+
+
+def sqlite_rate(path, table, per_txn, rows):
+    """Rows per second inserting `rows` rows, per_txn rows per transaction."""
+    db = sqlite3.connect(path, isolation_level=None)
+    sql = f"INSERT INTO {table} (customer, total, note) VALUES (?, '19.90', '{NOTE}')"
+    t0 = time.perf_counter()
+    for start in range(0, rows, per_txn):
+        batch = [(f"customer-{i}",) for i in range(start, min(rows, start + per_txn))]
+        if per_txn == 1:
+            db.execute(sql, batch[0])
+        else:
+            db.execute("BEGIN")
+            db.executemany(sql, batch)
+            db.execute("COMMIT")
+    secs = time.perf_counter() - t0
+    db.close()
+    return rows / secs
+
+
+def table(res):
+    lines = ["| database | writers | rows per transaction | inserts/s without capture | inserts/s "
+             "with capture | with / without (per round) |", "|---|---|---:|---:|---:|---:|"]
+    for r in res["cases"]:
+        ratios = ", ".join(f"{x:.0%}" for x in r["ratios"])
+        lines.append(f"| {r['db']} | {r['writers']} | {r['per_txn']} | {B.n_(r['plain'])} | "
+                     f"{B.n_(r['captured'])} | **{r['ratio']:.0%}** ({ratios}) |")
+    return "\n".join(lines)
+
+
+def case(db, writers, per_txn, pairs):
+    plain = [p for p, _ in pairs]
+    cap = [c for _, c in pairs]
+    ratios = [c / p for p, c in pairs]
+    return {"db": db, "writers": writers, "per_txn": per_txn, "plain": B.median(plain),
+            "captured": B.median(cap), "ratio": B.median(ratios), "ratios": ratios}
+
+
+def docs(res, cmd):
+    return f"""Scenario 6. What capture costs the application's writes: inserts per second into two
+identical tables (`id` serial key, text, decimal, text, timestamp default now), one set up with
+`sqlq setup` (the change-log trigger: one upsert into the log table per row; SQLite also bumps
+its version counter row) and one without, measured one after the other (which goes first
+alternates), {res['rounds']} rounds each; the ratio is per round and its median in bold.
+
+- PostgreSQL: `pgbench -n -f insert.sql -c C -j min(C,2) -T {res['seconds']}` with one
+  `INSERT INTO t (customer, total, note) VALUES (...)` per transaction, on the private server
+  (`fsync=off`, `synchronous_commit=off`: no disk wait, so the trigger's CPU cost shows in
+  full; with durable commits the ratio is closer to 100%).
+- SQLite: Python's `sqlite3` on a database file with SQLite's defaults (rollback journal,
+  `synchronous=FULL`), one prepared INSERT: {res['sqlite_autocommit_rows']:,} rows one per
+  transaction, and {res['sqlite_batch_rows']:,} rows {res['sqlite_batch']:,} per transaction.
+
+{B.facts_lines()}- Command: `{cmd}`
+
+{table(res)}
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--write-docs", action="store_true")
+    ap.add_argument("--seconds", type=int)
+    ap.add_argument("--rounds", type=int)
+    a = ap.parse_args()
+    secs = a.seconds or (4 if a.quick else 8)
+    rounds = a.rounds or (1 if a.quick else 3)
+    auto_rows, batch_rows, batch = (1000, 50000, 1000) if a.quick else (3000, 200000, 1000)
+    B.need_tools()
+    res = {"seconds": secs, "rounds": rounds, "cases": [], "sqlite_autocommit_rows": auto_rows,
+           "sqlite_batch_rows": batch_rows, "sqlite_batch": batch}
+    with B.Workdir("overhead") as w:
+        pg = w.add(B.Postgres(w.path / "pg")).start()
+        pg.create_db("wo")
+        pg.psql("wo", f"CREATE TABLE plain {PG_COLUMNS}", f"CREATE TABLE captured {PG_COLUMNS}")
+        B.run([B.SQLQ, "setup", "--db", pg.odbc("wo"), "--table", "captured"])
+        for clients in (1, 8):
+            pairs = []
+            for rd in range(rounds):
+                first = "plain" if rd % 2 == 0 else "captured"  # alternate the order
+                x = pgbench(pg, w.path, first, clients, secs)
+                y = pgbench(pg, w.path, "captured" if first == "plain" else "plain", clients, secs)
+                p, c = (x, y) if first == "plain" else (y, x)
+                pairs.append((p, c))
+                B.log(f"PostgreSQL {clients} clients round {rd + 1}: {p:.0f} vs {c:.0f} inserts/s")
+            res["cases"].append(case("PostgreSQL", f"{clients} (pgbench clients)", 1, pairs))
+        pg.stop()
+        for per_txn, rows in ((1, auto_rows), (batch, batch_rows)):
+            pairs = []
+            for rd in range(rounds):
+                rates = {}
+                for t in (("plain", "captured") if rd % 2 == 0 else ("captured", "plain")):
+                    path = w.path / f"{t}-{per_txn}-{rd}.db"
+                    B.sh(["sqlite3", path, f"CREATE TABLE {t} {SQLITE_COLUMNS}"])
+                    if t == "captured":
+                        B.run([B.SQLQ, "setup", "--db", B.sqlite_odbc(path), "--table", t])
+                    rates[t] = sqlite_rate(path, t, per_txn, rows)
+                pairs.append((rates["plain"], rates["captured"]))
+                B.log(f"SQLite {per_txn} per transaction round {rd + 1}: {rates['plain']:.0f} vs "
+                      f"{rates['captured']:.0f} inserts/s")
+            res["cases"].append(case("SQLite", "1 (Python sqlite3)", per_txn, pairs))
+    res["targets"] = []
+    res["figures"] = [f"Write overhead, {r['db']}, {r['writers']}, {r['per_txn']} per transaction: "
+                      f"{r['ratio']:.0%} of the inserts/s without capture" for r in res["cases"]]
+    B.save("write_overhead", res)
+    print(table(res))
+    if a.write_docs:
+        cmd = "bench/write_overhead.py" + (" --quick" if a.quick else "") + \
+            (f" --seconds {a.seconds}" if a.seconds else "") + \
+            (f" --rounds {a.rounds}" if a.rounds else "")
+        B.write_docs(TITLE, docs(res, cmd))
+
+
+if __name__ == "__main__":
+    main()
