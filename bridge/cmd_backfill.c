@@ -98,10 +98,16 @@ static json_t *read_object(const run_ctx *ctx, json_t *key, json_t *row, bool tr
     if (sqlq_envelope_id(ctx->s->bridge_name, ctx->s->table, key, ctx->run_id, id, NULL) != SQLQ_OK)
         return NULL;
     sqlq_envelope_format_ts(sqlq_clock_wall_ms(), ts);
-    return json_pack("{ss ss ss sO so sI ss ss sb}", "id", id, "op", "read", "table",
-                     ctx->s->table, "key", key, "row", truncated ? json_null() : json_incref(row),
-                     "version", (json_int_t)ctx->run_id, "bridge", ctx->s->bridge_name, "ts", ts,
-                     "truncated", truncated);
+    json_t *o = json_pack("{ss ss ss sO sI ss ss}", "id", id, "op", "read", "table", ctx->s->table,
+                          "key", key, "version", (json_int_t)ctx->run_id, "bridge",
+                          ctx->s->bridge_name, "ts", ts);
+    /* as in the bridge's messages: a row that does not fit is left out, flagged truncated */
+    if (o && json_object_set_new(o, truncated ? "truncated" : "row",
+                                 truncated ? json_true() : json_incref(row)) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 static bool fits(const run_ctx *ctx, size_t len)
@@ -114,8 +120,6 @@ static char *row_text(const run_ctx *ctx, json_t *key, json_t *row, size_t *len,
 {
     for (int truncated = 0; truncated < 2; truncated++) {
         json_t *o = read_object(ctx, key, row, truncated);
-        if (o && !truncated)
-            json_object_del(o, "truncated");
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         if (!text) {

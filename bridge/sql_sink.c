@@ -220,7 +220,8 @@ static sqlq_result row_change(const sqlq_sql_sink *s, json_t *o, change_list *l,
     }
     if (strcmp(op, "delete") == 0) {
         c.kind = CHANGE_DELETE;
-    } else if (strcmp(op, "insert") == 0 || strcmp(op, "update") == 0) {
+    } else if (strcmp(op, "insert") == 0 || strcmp(op, "update") == 0 ||
+               strcmp(op, "read") == 0) { /* read: a row sent by sqlq backfill */
         c.kind = CHANGE_UPSERT;
         c.row = json_object_get(o, "row");
         if (json_is_true(json_object_get(o, "truncated")) || !json_is_object(c.row))

@@ -6,3 +6,4 @@ add_test(NAME unit.config_doc
           sh $<TARGET_FILE:sqlq> ${CMAKE_SOURCE_DIR}/docs/configuration.md)
 set_tests_properties(unit.config_doc PROPERTIES LABELS unit)
 sqlq_integration_test(bridge_health TIMEOUT 180)
+sqlq_integration_test(message_schema FIXTURES azurite TIMEOUT 120)
