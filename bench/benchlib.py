@@ -268,6 +268,10 @@ class Postgres:
         return int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
 
     def cpu_s(self):
+        """CPU seconds of every server process so far. Waits half a second first: a backend
+        whose client just left takes a moment to exit and be reaped, and until then its CPU
+        shows up nowhere."""
+        time.sleep(0.5)
         return tree_cpu_s(self.postmaster_pid)
 
     @property

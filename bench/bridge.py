@@ -64,6 +64,7 @@ class Sqlite:
 
 class Postgres:
     name = "PostgreSQL"
+    txn_rows = TXN_ROWS
 
     def __init__(self, server):
         self.pg = server
@@ -76,17 +77,18 @@ class Postgres:
         B.run([B.SQLQ, "setup", "--db", self.conn, "--table", "orders"])
 
     def fill(self, first, last):
-        """Insert rows first..last by transactions of TXN_ROWS rows (the change log's versions
+        """Insert rows first..last by transactions of txn_rows rows (the change log's versions
         are transaction ids: one per transaction), then VACUUM ANALYZE as autovacuum would
         have done while a real backlog built up."""
-        txns = math.ceil((last - first + 1) / TXN_ROWS)
+        per = self.txn_rows
+        txns = math.ceil((last - first + 1) / per)
         return B.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p",
                       self.pg.port, "-U", "sqlq", "-d", self.tag, "-c",
                       f"DO $$ BEGIN FOR t IN 0..{txns - 1} LOOP INSERT INTO orders SELECT i, "
                       f"'customer-' || i, (i % 1000) + 0.5, 'note ' || md5(i::text) || "
                       f"substr(md5((i + 1)::text), 1, 16), timestamptz '2024-05-01 12:00:00+00' "
-                      f"FROM generate_series({first} + t * {TXN_ROWS}, "
-                      f"least({last}, {first - 1} + (t + 1) * {TXN_ROWS})) i; COMMIT; "
+                      f"FROM generate_series({first} + t * {per}, "
+                      f"least({last}, {first - 1} + (t + 1) * {per})) i; COMMIT; "
                       f"END LOOP; END $$",
                       "-c", "VACUUM ANALYZE orders", "-c", "VACUUM ANALYZE sqlq.log_orders"]).wall
 
@@ -286,7 +288,7 @@ other setting at its default: batches of 100 changes, 16 puts in flight, except 
 column says otherwise: `--max-batch-size`) into a fresh,
 warmed-up in-memory Azurite. SQLite: one file per run, the rows inserted by one statement (each
 row still gets its own version). PostgreSQL: a private server (fsync off), one database per
-run, the rows inserted by transactions of {TXN_ROWS} rows (the change log's versions are
+run, the rows inserted by transactions of {Postgres.txn_rows:,} rows (the change log's versions are
 transaction ids), then `VACUUM ANALYZE`. Every run is checked: the bridge reports every change
 released and none poisoned, and in row mode the queue holds one message per change.
 Runs: `{res['plan']}` (`format:changes[:rounds[:max_batch_size]]`) on each database; where a
@@ -300,8 +302,9 @@ run has several rounds the figures are medians and the share of the ceiling is g
 Seconds are the whole `sqlq bridge --once` process (start, connections, setup checks, the
 drain, the final advance). Bridge CPU is user+system of that process; on SQLite it includes the
 database engine, which runs inside it. Database CPU is every PostgreSQL server process
-(backends, including the bridge's lease-renewal connection, and background workers) over the
-run. Time per 10k is seconds x 10,000 / N; "vs 10k backlog" compares it with the 10k run of the
+(backends, including the bridge's lease-renewal connection, and background workers such as
+autovacuum) over the run, read half a second after the bridge exits so that its backends have
+been reaped. Time per 10k is seconds x 10,000 / N; "vs 10k backlog" compares it with the 10k run of the
 same database and format.
 
 The ceiling for row mode, measured in the same run, each in a fresh warmed-up Azurite:
@@ -407,7 +410,11 @@ def main():
     ap.add_argument("--runs", help="format:changes[:rounds[:max_batch_size]] list (default "
                     f"{FULL}; --quick {QUICK})")
     ap.add_argument("--no-round-trips", action="store_true")
+    ap.add_argument("--pg-txn-rows", type=int, default=100,
+                    help="PostgreSQL backlog: rows per writing transaction (default 100; all the "
+                    "rows of one transaction share one change-log version)")
     a = ap.parse_args()
+    Postgres.txn_rows = a.pg_txn_rows
     plan = parse_plan(a.runs or (QUICK if a.quick else FULL))
     dbs = a.db.split(",")
     B.need_tools()
@@ -448,7 +455,8 @@ def main():
     if a.write_docs:
         cmd = "bench/bridge.py" + (" --quick" if a.quick else "") + \
             (f" --runs {a.runs}" if a.runs else "") + \
-            (f" --db {a.db}" if a.db != "sqlite,postgres" else "")
+            (f" --db {a.db}" if a.db != "sqlite,postgres" else "") + \
+            (f" --pg-txn-rows {a.pg_txn_rows}" if a.pg_txn_rows != 100 else "")
         B.write_docs(TITLE, docs(res, cmd))
 
 

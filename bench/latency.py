@@ -5,8 +5,9 @@ A `sqlq bridge` daemon watches a table (SQLite or PostgreSQL) with the default p
 interval (1000 ms) and a short one (100 ms). A writer inserts one row at a time and takes the
 time its commit returned; a reader, in the same process (same clock), polls the queue without
 pause (Get Messages over a SAS URL, 32 at a time, 1 ms apart when empty) and takes the time each
-change's message arrived. After each arrival the writer waits a random 0..interval before the
-next insert, so commits fall at random points of the bridge's polling cycle.
+change's message arrived. After each arrival the writer waits 0..interval (a golden-ratio
+sequence) before the next insert, so commits fall at evenly spread points of the bridge's
+polling cycle.
 
   bench/latency.py [--quick] [--write-docs] [--samples N] [--db sqlite,postgres]
 """
@@ -15,7 +16,6 @@ import base64
 import http.client
 import json
 import os
-import random
 import sqlite3
 import subprocess
 import sys
@@ -31,6 +31,7 @@ import benchlib as B  # noqa: E402
 TITLE = "Latency"
 INTERVALS = (1000, 100)
 WARM_UP = 3  # samples not counted (connections, first poll, Azurite JIT)
+GOLDEN = 0.6180339887498949
 
 
 class Reader(threading.Thread):
@@ -141,7 +142,9 @@ def measure(az, writer, interval, samples, tag, work):
             arrived = reader.wait_for(i, 30)
             if i > WARM_UP:
                 lat.append((arrived - committed) * 1000)
-            time.sleep(random.uniform(0, interval) / 1000)
+            # Next commit at an evenly spread point of the cycle (golden-ratio sequence): the
+            # sample median then scatters far less than with random points.
+            time.sleep((i * GOLDEN % 1.0) * interval / 1000)
     finally:
         reader.stop = True
         bridge.terminate()
@@ -189,11 +192,12 @@ inserts one row per transaction (SQLite: Python's sqlite3 module on the same fil
 a `psql` session, the time taken when psql reports the statement done) and takes the time its
 commit returned; a reader in the same process polls the queue without pause (Get Messages
 over a SAS URL, 32 at a time, 1 ms apart when empty) and takes the time each row's message
-arrived. After each arrival the writer waits a random 0..interval, so commits land at random
-points of the bridge's cycle. {WARM_UP} warm-up samples per run are not counted. p99 of
-{res['samples']} samples is one of the two highest values. The wait for the next poll is
-uniform over the interval, so the p50 itself scatters: with {res['samples']} samples its 95%
-confidence interval (from order statistics, in brackets) spans about a fifth of the interval.
+arrived. After each arrival the writer waits 0..interval, stepping by the golden ratio, so
+commits land at evenly spread points of the bridge's cycle (random points would do too, but
+then the p50 of {res['samples']} samples scatters by +-15% of the interval). {WARM_UP} warm-up
+samples per run are not counted. p99 of {res['samples']} samples is one of the two highest
+values. The 95% confidence interval of the p50 in brackets is the order-statistics one for
+random samples, so conservative here.
 
 {B.facts_lines()}- Command: `{cmd}`
 
