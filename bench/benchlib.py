@@ -128,6 +128,13 @@ def tree_cpu_s(root_pid):
     return total
 
 
+def system_busy_s():
+    """CPU seconds the whole machine has spent busy (all cores), from /proc/stat."""
+    f = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f[:8])
+    return (user + nice + system + irq + softirq + steal) / TCK
+
+
 def free_port():
     return int(sh([SUPPORT / "free_port.sh"]).strip())
 
@@ -220,6 +227,26 @@ def putload(url, body_xml, n, k):
     """The minimal load generator (bench/putload.c): N puts of a prepared body, K in flight."""
     base, sas = url.split("?", 1)
     return run([TOOLS / "putload", f"{base}/messages?{sas}", body_xml, n, k])
+
+
+def putload_shared_key(az, queue, body_xml, n, k, work):
+    """putload with one SharedKey signature computed here for all N identical requests (the
+    date stays within Azurite's allowed skew for a benchmark's length), so Azurite checks a
+    SharedKey signature per request while the client signs nothing."""
+    import hashlib
+    import hmac
+    az.sqlq("queue", "create", queue)
+    length = Path(body_xml).stat().st_size
+    date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())
+    to_sign = (f"POST\n\n\n{length}\n\napplication/xml\n\n\n\n\n\n\n"
+               f"x-ms-date:{date}\nx-ms-version:2019-12-12\n"
+               f"/devstoreaccount1/devstoreaccount1/{queue}/messages")
+    sig = base64.b64encode(hmac.new(base64.b64decode(ACCOUNT_KEY), to_sign.encode(),
+                                    hashlib.sha256).digest()).decode()
+    headers = Path(work) / f"sharedkey-{queue}.txt"
+    headers.write_text(f"x-ms-date: {date}\nx-ms-version: 2019-12-12\n"
+                       f"Authorization: SharedKey devstoreaccount1:{sig}\n")
+    return run([TOOLS / "putload", f"{az.endpoint}/{queue}/messages", body_xml, n, k, headers])
 
 
 def put_body_xml(text_file, out):

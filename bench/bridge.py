@@ -100,9 +100,13 @@ def drain(az, db, fmt, n, tag, extra=()):
     """sqlq bridge --once over the prepared backlog; checked: every change published."""
     q = f"br-{tag}"
     d0 = db.cpu_s()
+    a0, s0 = az.cpu_s(), B.system_busy_s()
     r = B.run([B.SQLQ, "bridge", "--once", "--db", db.conn, "--table", "orders", "--queue", q,
                "--format", fmt, "--log-level", "info", *extra], env=az.env(), timeout=3600)
+    busy, az_cpu = B.system_busy_s() - s0, az.cpu_s() - a0
     dcpu = db.cpu_s() - d0
+    # CPU the rest of the machine (other users of this shared host) took meanwhile, in cores.
+    other = max(0.0, busy - r.cpu - az_cpu - dcpu) / r.wall
     m = DONE.search(r.err)
     if not m or int(m.group(1)) != n or int(m.group(3)) != n or int(m.group(4)) != 0:
         raise RuntimeError(f"{db.name} {fmt} {n}: bridge did not publish every change: "
@@ -113,7 +117,8 @@ def drain(az, db, fmt, n, tag, extra=()):
     return {"db": db.name, "format": fmt, "n": n, "messages": messages, "seconds": r.wall,
             "changes_s": n / r.wall, "per_10k_s": r.wall * 10000 / n,
             "bridge_cpu_ms_per_1000": r.cpu * 1e6 / n, "db_cpu_ms_per_1000": dcpu * 1e6 / n,
-            "rss_mib": r.maxrss_kb / 1024, "queue": q}
+            "rss_mib": r.maxrss_kb / 1024, "queue": q,
+            "azurite_cpu_ms_per_1000": az_cpu * 1e6 / n, "other_load_cores": other}
 
 
 def reference(az, work, body_text, n):
@@ -205,8 +210,9 @@ def breakdown(full, empty, batches):
 def table(res):
     lines = ["| database | format | batch | changes | messages | seconds | changes/s | time per "
              "10k (s) | vs 10k backlog | share of ceiling (per round) | bridge CPU ms / 1000 | "
-             "database CPU ms / 1000 | bridge peak RSS (MiB) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "database CPU ms / 1000 | Azurite CPU ms / 1000 | other load (cores) | bridge peak "
+             "RSS (MiB) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in res["summary"]:
         base = [x for x in res["summary"] if x["db"] == r["db"] and x["format"] == r["format"]
                 and x["batch"] == r["batch"] and x["n"] == 10000]
@@ -220,7 +226,9 @@ def table(res):
         lines.append(
             f"| {r['db']} | {r['format']} | {r['batch']} | {r['n']:,} | {r['messages']:,} | "
             f"{r['seconds']:.2f} | **{B.n_(r['changes_s'])}** | {r['per_10k_s']:.3f} | {growth} | "
-            f"{share} | {r['bridge_cpu_ms_per_1000']:.0f} | {dbcpu} | {r['rss_mib']:.1f} |")
+            f"{share} | {r['bridge_cpu_ms_per_1000']:.0f} | {dbcpu} | "
+            f"{r['azurite_cpu_ms_per_1000']:.0f} | {r['other_load_cores']:.2f} | "
+            f"{r['rss_mib']:.1f} |")
     return "\n".join(lines)
 
 
@@ -304,8 +312,10 @@ drain, the final advance). Bridge CPU is user+system of that process; on SQLite 
 database engine, which runs inside it. Database CPU is every PostgreSQL server process
 (backends, including the bridge's lease-renewal connection, and background workers such as
 autovacuum) over the run, read half a second after the bridge exits so that its backends have
-been reaped. Time per 10k is seconds x 10,000 / N; "vs 10k backlog" compares it with the 10k run of the
-same database and format.
+been reaped. Time per 10k is seconds x 10,000 / N; "vs 10k backlog" compares it with the 10k
+run of the same database and format. Other load is the CPU the rest of this shared machine used
+during the run (all busy time in /proc/stat minus the bridge, Azurite and PostgreSQL), in cores
+out of 2: a run with a high figure competed for the CPU and its time is inflated accordingly.
 
 The ceiling for row mode, measured in the same run, each in a fresh warmed-up Azurite:
 
@@ -374,7 +384,8 @@ def run_plan(plan, engines, az, work, res):
                 B.log(f"{db.name} {fmt} {n:,} (batch {r['batch']}) round {rd + 1}: "
                       f"{r['changes_s']:,.0f} changes/s, {r['per_10k_s']:.3f} s/10k, bridge cpu "
                       f"{r['bridge_cpu_ms_per_1000']:.0f} ms/1000, db cpu "
-                      f"{r['db_cpu_ms_per_1000']:.0f} ms/1000, rss {r['rss_mib']:.1f} MiB")
+                      f"{r['db_cpu_ms_per_1000']:.0f} ms/1000, rss {r['rss_mib']:.1f} MiB, other load "
+                      f"{r['other_load_cores']:.2f} cores")
             if fmt == "row":
                 for r in res["runs"]:
                     if r["format"] == "row" and r["n"] == n and r["round"] == rd and \
@@ -393,7 +404,8 @@ def aggregate(runs):
         a = {"db": db, "format": fmt, "n": n, "batch": batch, "rounds": len(rs),
              "messages": rs[0]["messages"]}
         for key in ("seconds", "changes_s", "per_10k_s", "bridge_cpu_ms_per_1000",
-                    "db_cpu_ms_per_1000", "rss_mib", "share_of_ceiling", "ceiling_msg_s"):
+                    "db_cpu_ms_per_1000", "rss_mib", "share_of_ceiling", "ceiling_msg_s",
+                    "azurite_cpu_ms_per_1000", "other_load_cores"):
             if key in rs[0]:
                 a[key] = B.median([r[key] for r in rs])
         if "share_of_ceiling" in rs[0]:

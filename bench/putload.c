@@ -5,7 +5,11 @@
  * (libcurl multi), and prints one JSON line: requests, ok (201), seconds, per_second, and the
  * p50/p99 request latency in milliseconds. It parses nothing but the status code.
  *
- *   putload URL BODY_FILE N K
+ *   putload URL BODY_FILE N K [HEADER_FILE]
+ *
+ * HEADER_FILE adds request headers, one per line: a SharedKey Authorization computed once
+ * (every request is identical, so one signature fits all) gives a ceiling for signed requests
+ * without signing per request.
  *
  * Built by bench/setup.sh (cc -O2 putload.c -lcurl), not by the product build. */
 #include <curl/curl.h>
@@ -80,8 +84,8 @@ static void start(CURLM *m, slot *s, const char *url, const char *body, long len
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: putload URL BODY_FILE N K\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: putload URL BODY_FILE N K [HEADER_FILE]\n");
         return 2;
     }
     long len = 0, n = parse_count(argv[3], 100000000L), k = parse_count(argv[4], MAX_K);
@@ -96,6 +100,13 @@ int main(int argc, char **argv)
     curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, k);
     struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/xml");
     hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue round trip */
+    if (argc == 6) {
+        long hlen = 0;
+        char *extra = read_file(argv[5], &hlen);
+        for (char *line = extra ? strtok(extra, "\r\n") : NULL; line; line = strtok(NULL, "\r\n"))
+            hdrs = curl_slist_append(hdrs, line); /* libcurl copies the string */
+        free(extra);
+    }
     slot slots[MAX_K];
     long sent = 0, done = 0, ok = 0;
     double t0 = now_s();
