@@ -20,8 +20,8 @@
  *  advance  one transaction under the same lock: V = (smallest unprocessed version after the
  *           sync version) - 1, or the largest version when all are processed (unprocessed =
  *           no lease, a lease not released, or released at an older version). Moves the sync
- *           version only forward and deletes released lease rows <= V. When caught up, and
- *           every 16th move, it trims log rows every bridge of the table has passed. */
+ *           version only forward. When caught up, and every 16th move, it deletes released
+ *           lease rows <= V and trims log rows every bridge of the table has passed. */
 #include "capture.h"
 
 #include "capture_internal.h"
@@ -92,6 +92,8 @@ static void bind(const sqlq_capture *cap, const sqlq_capture_stmt *st, const sql
         case SQLQ_P_TOKEN_BASE: out[i] = sqlq_param_int(v ? v->token_base : 0); break;
         case SQLQ_P_TOKENS: out[i] = sqlq_param_text(v ? v->tokens : "[]"); break;
         case SQLQ_P_NOW: out[i] = sqlq_param_int(v ? v->now : 0); break;
+        case SQLQ_P_SYNC: out[i] = sqlq_param_int(v ? v->sync : 0); break;
+        case SQLQ_P_HORIZON: out[i] = sqlq_param_int(v ? v->horizon : 0); break;
         case SQLQ_P_LOCK:
             out[i] = sqlq_param_text(cap->spec.dialect == SQLQ_DIALECT_MSSQL
                                          ? cap->names.lock_hash
@@ -238,6 +240,23 @@ static sqlq_result ct_retention(sqlq_capture *cap, sqlq_error *err)
     return r;
 }
 
+/* PostgreSQL: the poll's range bounds, read under the lock (a later statement of the same
+ * transaction sees every advance committed before the lock was granted). */
+static sqlq_result read_bounds(sqlq_capture *cap, sqlq_capture_values *v, sqlq_error *err)
+{
+    if (!cap->bounds.sql)
+        return SQLQ_OK;
+    json_t *rows = NULL;
+    sqlq_result r = sqlq_capture_query(cap, &cap->bounds, v, &rows, err);
+    json_t *row = json_array_get(rows, 0);
+    if (r == SQLQ_OK && (!sqlq_capture_json_int64(json_object_get(row, "m_sync"), &v->sync) ||
+                         !sqlq_capture_json_int64(json_object_get(row, "m_horizon"), &v->horizon)))
+        r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false, "no state row for bridge %s table %s",
+                           cap->bridge, cap->names.table_key);
+    json_decref(rows);
+    return r;
+}
+
 sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -249,6 +268,8 @@ sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_er
     if (r != SQLQ_OK)
         return r;
     r = sqlq_capture_run(cap, &cap->lock, &v, NULL, err);
+    if (r == SQLQ_OK)
+        r = read_bounds(cap, &v, err);
     if (r == SQLQ_OK && cap->spec.change_tracking)
         r = ct_retention(cap, err);
     if (r == SQLQ_OK && cap->bump.sql) {
@@ -398,10 +419,14 @@ sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version, sqlq_e
         target = max, caught_up = true; /* everything read is done */
     json_decref(rows);
     bool moved = r == SQLQ_OK && target > sync;
+    /* Released leases at or below the sync version are dead weight, not state: delete them
+     * when caught up and every TRIM_LOG_EVERY moves under load (one DELETE per batch was a
+     * scan of the leases table per batch). */
+    bool housekeeping = moved && (caught_up || cap->moves % TRIM_LOG_EVERY == 0);
     v.version = target;
     if (moved)
         r = sqlq_capture_run(cap, &cap->set_sync, &v, NULL, err);
-    if (moved && r == SQLQ_OK)
+    if (housekeeping && r == SQLQ_OK)
         r = sqlq_capture_run(cap, &cap->trim_leases, &v, NULL, err);
     if (r == SQLQ_OK)
         r = sqlq_db_commit(cap->db, err);
@@ -412,9 +437,8 @@ sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version, sqlq_e
     if (moved) {
         SQLQ_DEBUG("capture_advanced", "bridge=%s table=%s from=%" PRId64 " to=%" PRId64,
                    cap->bridge, cap->names.table_key, sync, target);
-        /* Trim the log when caught up (one cheap range delete) and every TRIM_LOG_EVERY moves
-         * under sustained load. */
-        if (caught_up || cap->moves % TRIM_LOG_EVERY == 0)
+        /* Trim the log likewise (one cheap range delete). */
+        if (housekeeping)
             trim_log(cap);
         cap->moves++;
     }

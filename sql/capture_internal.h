@@ -19,7 +19,7 @@ struct sqlq_capture {
     sqlq_catalog_names names;
     sqlq_capture_sql spec;
     sqlq_capture_stmt lock, poll, lease, bump, base, pending, scan, set_sync, trim_leases,
-        trim_log, release, renew, abandon_count, abandon_free, read_sync, owners;
+        trim_log, release, renew, abandon_count, abandon_free, read_sync, owners, bounds;
     unsigned moves;
 };
 
@@ -28,6 +28,7 @@ typedef struct sqlq_capture_values {
     int64_t token_base;
     const char *tokens;
     int64_t now;
+    int64_t sync, horizon; /* PostgreSQL poll: read by `bounds` */
 } sqlq_capture_values;
 
 sqlq_result sqlq_capture_run(sqlq_capture *cap, const sqlq_capture_stmt *st,

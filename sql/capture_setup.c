@@ -56,6 +56,8 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
     sqlq_result r = sqlq_capture_sql_lock(s, &cap->lock, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_poll(s, &cap->poll, &cap->lease, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_bounds(s, &cap->bounds, err);
     if (r == SQLQ_OK && s->dialect == SQLQ_DIALECT_SQLITE)
         r = sqlq_capture_sql_reserve(s, &cap->bump, &cap->base, err);
     if (r == SQLQ_OK)
@@ -282,7 +284,7 @@ void sqlq_capture_close(sqlq_capture *cap)
                                 &cap->scan,          &cap->set_sync,     &cap->trim_leases,
                                 &cap->trim_log,      &cap->release,      &cap->renew,
                                 &cap->abandon_count, &cap->abandon_free, &cap->read_sync,
-                                &cap->owners};
+                                &cap->owners, &cap->bounds};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         sqlq_capture_stmt_free(all[i]);
     sqlq_table_free(cap->table);

@@ -61,13 +61,26 @@ static void lease_join(builder *b)
     key_match(b, "l.", "c.", false);
 }
 
+static void horizon(builder *b)
+{
+    sqlq_sql_text_add(&b->t, "CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS bigint)");
+}
+
 /* Versions after the stored sync version; on PostgreSQL only those of transactions older than
  * every running one (versions are xids: a lower one may still commit). The CHANGETABLE source
- * bounds by @sync itself and adds nothing. */
-static void sync_bound(builder *b)
+ * bounds by @sync itself and adds nothing. `bound_params`: PostgreSQL's poll takes both bounds
+ * as parameters read by sqlq_capture_sql_bounds (see there why). */
+static void sync_bound(builder *b, bool bound_params)
 {
     if (b->c->change_tracking) {
         sqlq_sql_text_add(&b->t, "1 = 1");
+        return;
+    }
+    if (bound_params && is_pg(b)) {
+        sqlq_sql_text_add(&b->t, "%s > ", ver(b));
+        param(b, SQLQ_P_SYNC);
+        sqlq_sql_text_add(&b->t, " AND %s < ", ver(b));
+        param(b, SQLQ_P_HORIZON);
         return;
     }
     sqlq_sql_text_add(&b->t, "%s > (SELECT sync_version FROM ", ver(b));
@@ -77,10 +90,10 @@ static void sync_bound(builder *b)
     sqlq_sql_text_add(&b->t, " AND table_name = ");
     param(b, SQLQ_P_TABLE);
     sqlq_sql_text_add(&b->t, ")");
-    if (is_pg(b))
-        sqlq_sql_text_add(&b->t, " AND %s < CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) "
-                                 "AS text) AS bigint)",
-                          ver(b));
+    if (is_pg(b)) {
+        sqlq_sql_text_add(&b->t, " AND %s < ", ver(b));
+        horizon(b);
+    }
 }
 
 /* Deliverable now: never leased or released at an older version, or its lease expired. */
@@ -147,7 +160,7 @@ static void batch_select(builder *b, bool sqlite_tokens, bool ms_into)
     changes_from(b);
     lease_join(b);
     sqlq_sql_text_add(&b->t, " WHERE ");
-    sync_bound(b);
+    sync_bound(b, true);
     sqlq_sql_text_add(&b->t, " AND ");
     available(b);
     order_by_changes(b);
@@ -299,6 +312,26 @@ sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq_capture_stmt *
     return r;
 }
 
+sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
+                                    sqlq_error *err)
+{
+    builder b;
+    b_init(&b, c, out);
+    if (!is_pg(&b) || c->change_tracking) {
+        sqlq_sql_text_free(&b.t);
+        return SQLQ_OK;
+    }
+    sqlq_sql_text_add(&b.t, "SELECT sync_version AS m_sync, ");
+    horizon(&b);
+    sqlq_sql_text_add(&b.t, " AS m_horizon FROM ");
+    obj(&b, "state");
+    sqlq_sql_text_add(&b.t, " WHERE bridge_name = ");
+    param(&b, SQLQ_P_BRIDGE);
+    sqlq_sql_text_add(&b.t, " AND table_name = ");
+    param(&b, SQLQ_P_TABLE);
+    return b_done(&b, err);
+}
+
 sqlq_result sqlq_capture_sql_reserve(const sqlq_capture_sql *c, sqlq_capture_stmt *bump,
                                      sqlq_capture_stmt *base, sqlq_error *err)
 {
@@ -358,7 +391,7 @@ sqlq_result sqlq_capture_sql_pending(const sqlq_capture_sql *c, sqlq_capture_stm
     changes_from(&b);
     lease_join(&b);
     sqlq_sql_text_add(&b.t, " WHERE ");
-    sync_bound(&b);
+    sync_bound(&b, false);
     sqlq_sql_text_add(&b.t, " AND ");
     available(&b);
     return b_done(&b, err);
@@ -391,7 +424,7 @@ sqlq_result sqlq_capture_sql_advance_scan(const sqlq_capture_sql *c, sqlq_captur
     changes_from(&b);
     lease_join(&b);
     sqlq_sql_text_add(&b.t, " WHERE ");
-    sync_bound(&b);
+    sync_bound(&b, false);
     sqlq_sql_text_add(&b.t, " AND ");
     unprocessed(&b);
     if (!b.c->change_tracking)
@@ -399,7 +432,7 @@ sqlq_result sqlq_capture_sql_advance_scan(const sqlq_capture_sql *c, sqlq_captur
     sqlq_sql_text_add(&b.t, ") AS m_unproc, (SELECT max(%s) FROM ", ver(&b));
     changes_from(&b);
     sqlq_sql_text_add(&b.t, " WHERE ");
-    sync_bound(&b);
+    sync_bound(&b, false);
     sqlq_sql_text_add(&b.t, ") AS m_max");
     return b_done(&b, err);
 }

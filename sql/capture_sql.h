@@ -23,7 +23,9 @@ typedef enum {
     SQLQ_P_TOKEN_BASE, /* SQLite: first lease token of this poll minus one (int64) */
     SQLQ_P_TOKENS,     /* JSON array of lease tokens (text) */
     SQLQ_P_LOCK,       /* lock key: PostgreSQL advisory-lock text, SQL Server app-lock resource */
-    SQLQ_P_NOW         /* SQLite only: the current time in ms (int64), one value per poll */
+    SQLQ_P_NOW,        /* SQLite only: the current time in ms (int64), one value per poll */
+    SQLQ_P_SYNC,       /* PostgreSQL poll: the stored sync version, read by `bounds` (int64) */
+    SQLQ_P_HORIZON     /* PostgreSQL poll: the oldest running xid, read by `bounds` (int64) */
 } sqlq_capture_param;
 
 #define SQLQ_CAPTURE_MAX_PARAMS 16
@@ -65,6 +67,13 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_lock(const sqlq_capture_sql *c, sqlq
  * same order, same write lock); tokens come from `reserve` (run first, returns the base). */
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq_capture_stmt *select,
                                                  sqlq_capture_stmt *lease, sqlq_error *err);
+/* PostgreSQL: one row, m_sync (stored sync version) and m_horizon (oldest running xid), read
+ * under the lock just before the poll, which takes them as parameters: the planner then knows
+ * how many log rows lie in the range and walks the version index in order up to the batch
+ * limit, where subqueries in the range left it guessing 0.5% of the log and sorting all of it
+ * (a poll cost grew with the backlog). Other dialects: sql NULL. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c,
+                                                   sqlq_capture_stmt *out, sqlq_error *err);
 /* SQLite: reserve max_batch_size lease tokens: an UPDATE, then a SELECT of the base. */
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_reserve(const sqlq_capture_sql *c,
                                                     sqlq_capture_stmt *bump,

@@ -108,15 +108,20 @@ static void tokens_match(builder *b)
 {
     sqlq_sql_text_add(&b->t, " WHERE " SQLQ_COL_OWNER " = ");
     param(b, SQLQ_P_OWNER);
+    if (is_pg(b)) {
+        /* = ANY(ARRAY(...)): an index scan on the token. IN (SELECT ...) was a seq scan of
+         * the leases table, whose dead rows pile up between autovacuum runs under load. */
+        sqlq_sql_text_add(&b->t, " AND " SQLQ_COL_TOKEN " = ANY(ARRAY(SELECT CAST("
+                                 "jsonb_array_elements_text(CAST(");
+        param(b, SQLQ_P_TOKENS);
+        sqlq_sql_text_add(&b->t, " AS jsonb)) AS bigint)))");
+        return;
+    }
     sqlq_sql_text_add(&b->t, " AND " SQLQ_COL_TOKEN " IN (");
     if (b->c->dialect == SQLQ_DIALECT_SQLITE) {
         sqlq_sql_text_add(&b->t, "SELECT value FROM json_each(");
         param(b, SQLQ_P_TOKENS);
         sqlq_sql_text_add(&b->t, ")");
-    } else if (is_pg(b)) {
-        sqlq_sql_text_add(&b->t, "SELECT CAST(jsonb_array_elements_text(CAST(");
-        param(b, SQLQ_P_TOKENS);
-        sqlq_sql_text_add(&b->t, " AS jsonb)) AS bigint)");
     } else {
         sqlq_sql_text_add(&b->t, "SELECT CAST([value] AS bigint) FROM OPENJSON(");
         param(b, SQLQ_P_TOKENS);

@@ -235,9 +235,15 @@ static void test_capture_sql_postgres_reads_below_xmin(void **state)
     sqlq_error_clear(&err);
     sqlq_capture_stmt a, b;
     assert_int_equal(sqlq_capture_sql_poll(&f.spec, &a, &b, &err), SQLQ_OK);
-    contains(a.sql, "c.sqlq_version < CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) "
-                    "AS bigint)");
+    /* The poll takes its range as parameters, read under the lock by `bounds`. */
+    contains(a.sql, "c.sqlq_version > ? AND c.sqlq_version < ? AND");
+    assert_int_equal(a.params[0], SQLQ_P_SYNC);
+    assert_int_equal(a.params[1], SQLQ_P_HORIZON);
     assert_int_equal(strncmp(a.sql, "/* sqlq poll */ WITH b AS (", 27), 0);
+    sqlq_capture_stmt_free(&a);
+    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, &a, &err), SQLQ_OK);
+    contains(a.sql, "SELECT sync_version AS m_sync, CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) "
+                    "AS text) AS bigint) AS m_horizon FROM \"sqlq\".\"state\" WHERE bridge_name = ?");
     sqlq_capture_stmt_free(&a);
     assert_int_equal(sqlq_capture_sql_advance_scan(&f.spec, &a, &err), SQLQ_OK);
     assert_int_equal(count(a.sql, "pg_snapshot_xmin"), 2); /* both min and max are bounded */
@@ -245,6 +251,9 @@ static void test_capture_sql_postgres_reads_below_xmin(void **state)
     assert_int_equal(sqlq_capture_sql_lock(&f.spec, &a, &err), SQLQ_OK);
     contains(a.sql, "pg_advisory_xact_lock(hashtextextended(");
     sqlq_capture_stmt_free(&a);
+    make(&f, SQLQ_DIALECT_SQLITE, "", "orders", false);
+    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, &a, &err), SQLQ_OK);
+    assert_null(a.sql); /* SQLite's planner walks the index with the subquery bound */
 }
 
 static void test_capture_sql_ct_retention(void **state)
