@@ -94,6 +94,16 @@ static void bind(const sqlq_capture *cap, const sqlq_capture_stmt *st, const sql
         case SQLQ_P_NOW: out[i] = sqlq_param_int(v ? v->now : 0); break;
         case SQLQ_P_SYNC: out[i] = sqlq_param_int(v ? v->sync : 0); break;
         case SQLQ_P_HORIZON: out[i] = sqlq_param_int(v ? v->horizon : 0); break;
+        case SQLQ_P_RESUME_VERSION: out[i] = sqlq_param_int(v ? v->resume_version : 0); break;
+        case SQLQ_P_RESUME_KEY:
+        default: {
+            const json_t *k = v ? json_array_get(v->resume_key, st->params[i] - SQLQ_P_RESUME_KEY) : NULL;
+            out[i] = json_is_integer(k) ? sqlq_param_int((int64_t)json_integer_value(k))
+                     : json_is_real(k)  ? sqlq_param_double(json_real_value(k))
+                     : json_is_boolean(k) ? sqlq_param_int(json_is_true(k) ? 1 : 0)
+                                          : sqlq_param_text(json_string_value(k));
+            break;
+        }
         case SQLQ_P_LOCK:
             out[i] = sqlq_param_text(cap->spec.dialect == SQLQ_DIALECT_MSSQL
                                          ? cap->names.lock_hash
@@ -257,16 +267,74 @@ static sqlq_result read_bounds(sqlq_capture *cap, sqlq_capture_values *v, sqlq_e
     return r;
 }
 
+static void position_clear(sqlq_capture_position *p)
+{
+    json_decref(p->key);
+    memset(p, 0, sizeof(*p));
+}
+
+/* The key parts <prefix>0... of a result row, as an array; NULL when one is missing. */
+static json_t *key_of_row(const sqlq_capture *cap, const json_t *row, const char *prefix)
+{
+    json_t *key = json_array();
+    char alias[32];
+    for (size_t i = 0; key && i < cap->table->nkey; i++) {
+        snprintf(alias, sizeof(alias), "%s%zu", prefix, i);
+        json_t *k = json_object_get(row, alias);
+        if (!k || json_is_null(k) || json_array_append(key, k) != 0) {
+            json_decref(key);
+            key = NULL;
+        }
+    }
+    return key;
+}
+
+/* Remember (version, key) of `row` in *p, or forget *p (no row, no statement to use it, or
+ * older than max_age_ms: `since` is when the position was first set, kept while it moves). */
+static void position_set(sqlq_capture_position *p, bool usable, const json_t *row,
+                         const char *version_col, const char *key_prefix, uint64_t now,
+                         uint64_t max_age_ms, const sqlq_capture *cap)
+{
+    uint64_t since = p->active ? p->since_ms : now;
+    position_clear(p);
+    int64_t v = 0;
+    if (!usable || !row || !sqlq_capture_json_int64(json_object_get(row, version_col), &v) ||
+        now - since >= max_age_ms)
+        return;
+    p->key = key_of_row(cap, row, key_prefix);
+    p->active = p->key != NULL;
+    p->version = v;
+    p->since_ms = since;
+}
+
+/* After a poll: a full one is resumed after its last change (the sweep goes on), a short one
+ * ends the sweep. A sweep lasts at most a quarter of the lease: what lies behind the resume
+ * position (a lease another instance let expire) waits no longer than that. */
+static void resume_after(sqlq_capture *cap, json_t *rows, uint64_t now)
+{
+    size_t n = json_array_size(rows);
+    bool full = n > 0 && n >= (size_t)cap->spec.max_batch_size;
+    position_set(&cap->resume, full && cap->poll_resume.sql, json_array_get(rows, n - 1), "m_v",
+                 "k", now, (uint64_t)cap->spec.lease_s * 250, cap);
+}
+
 sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
     if (cap->cursor)
         return sqlq_cursor_source_poll(cap->cursor, out, err);
     sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
+    bool resume = cap->resume.active;
+    const sqlq_capture_stmt *poll = resume ? &cap->poll_resume : &cap->poll;
+    const sqlq_capture_stmt *lease = resume ? &cap->lease_resume : &cap->lease;
+    v.resume_version = cap->resume.version;
+    v.resume_key = cap->resume.key;
     json_t *rows = NULL;
     sqlq_result r = sqlq_db_begin(cap->db, err);
-    if (r != SQLQ_OK)
+    if (r != SQLQ_OK) {
+        position_clear(&cap->resume);
         return r;
+    }
     r = sqlq_capture_run(cap, &cap->lock, &v, NULL, err);
     if (r == SQLQ_OK)
         r = read_bounds(cap, &v, err);
@@ -278,16 +346,18 @@ sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_er
             r = sqlq_capture_query_int(cap, &cap->base, &v, &v.token_base, err);
     }
     if (r == SQLQ_OK)
-        r = sqlq_capture_query(cap, &cap->poll, &v, &rows, err);
+        r = sqlq_capture_query(cap, poll, &v, &rows, err);
     if (r == SQLQ_OK && json_array_size(rows) > 0)
-        r = sqlq_capture_run(cap, &cap->lease, &v, NULL, err);
+        r = sqlq_capture_run(cap, lease, &v, NULL, err);
     if (r == SQLQ_OK)
         r = sqlq_db_commit(cap->db, err);
     if (r != SQLQ_OK) {
         sqlq_db_rollback(cap->db);
         json_decref(rows);
+        position_clear(&cap->resume);
         return r;
     }
+    resume_after(cap, rows, (uint64_t)v.now);
     r = rows_to_batch(cap, rows, out, err);
     json_decref(rows);
     if (r == SQLQ_OK && out->count > 0)
@@ -372,6 +442,7 @@ sqlq_result sqlq_capture_abandon(sqlq_capture *cap, const sqlq_change *changes, 
 {
     if (cap->cursor)
         return sqlq_cursor_source_abandon(cap->cursor, changes, n, count_attempt, err);
+    position_clear(&cap->resume); /* the next poll delivers them again first */
     return settle(cap, count_attempt ? &cap->abandon_count : &cap->abandon_free, changes, n,
                   NULL, err);
 }
@@ -403,17 +474,25 @@ sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version, sqlq_e
     sqlq_result r = sqlq_db_begin(cap->db, err);
     if (r != SQLQ_OK)
         return r;
+    bool resume = cap->scan_from.active;
+    v.resume_version = cap->scan_from.version;
+    v.resume_key = cap->scan_from.key;
     r = sqlq_capture_run(cap, &cap->lock, &v, NULL, err);
     if (r == SQLQ_OK)
-        r = sqlq_capture_query(cap, &cap->scan, &v, &rows, err);
+        r = sqlq_capture_query(cap, resume ? &cap->scan_resume : &cap->scan, &v, &rows, err);
     json_t *row = json_array_get(rows, 0);
     int64_t sync = 0, unproc = 0, max = 0;
     if (r == SQLQ_OK && !sqlq_capture_json_int64(json_object_get(row, "m_sync"), &sync))
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false, "no state row for bridge %s table %s",
                            cap->bridge, cap->names.table_key);
     int64_t target = sync;
-    bool caught_up = false;
-    if (r == SQLQ_OK && sqlq_capture_json_int64(json_object_get(row, "m_unproc"), &unproc))
+    bool caught_up = false, found = r == SQLQ_OK &&
+        sqlq_capture_json_int64(json_object_get(row, "m_unproc"), &unproc);
+    /* The next scan starts at this first unprocessed change (re-read from the sync version
+     * now and then, like the poll's sweep, in case the state was rewound by hand). */
+    position_set(&cap->scan_from, found && cap->scan_resume.sql, row, "m_unproc", "u",
+                 (uint64_t)v.now, (uint64_t)cap->spec.lease_s * 250, cap);
+    if (found)
         target = unproc - 1; /* everything below the oldest unprocessed change is done */
     else if (r == SQLQ_OK && sqlq_capture_json_int64(json_object_get(row, "m_max"), &max))
         target = max, caught_up = true; /* everything read is done */

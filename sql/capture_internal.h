@@ -8,6 +8,14 @@
 #include "catalog.h"
 #include "cursor_source.h"
 
+/* A position in poll order, (version, key), remembered between calls. */
+typedef struct sqlq_capture_position {
+    bool active;
+    int64_t version;
+    json_t *key; /* array of the key parts */
+    uint64_t since_ms;
+} sqlq_capture_position;
+
 struct sqlq_capture {
     sqlq_db *db;
     sqlq_cursor_source *cursor; /* set: every call goes to the cursor source */
@@ -19,8 +27,17 @@ struct sqlq_capture {
     sqlq_catalog_names names;
     sqlq_capture_sql spec;
     sqlq_capture_stmt lock, poll, lease, bump, base, pending, scan, set_sync, trim_leases,
-        trim_log, release, renew, abandon_count, abandon_free, read_sync, owners, bounds;
+        trim_log, release, renew, abandon_count, abandon_free, read_sync, owners, bounds,
+        poll_resume, lease_resume, scan_resume;
+    char **key_types; /* declared type of each key part */
     unsigned moves;
+    /* Where the next poll resumes (sqlq_capture_sql_poll_resume): after the last change of a
+     * full poll, for one sweep; a short poll, an abandon, a failure or the sweep's age (expired
+     * leases of other instances lie behind it) start the next poll from the sync version. */
+    sqlq_capture_position resume;
+    /* Where the next advance scan starts (sqlq_capture_sql_advance_scan_resume): the first
+     * unprocessed change the last scan found. */
+    sqlq_capture_position scan_from;
 };
 
 typedef struct sqlq_capture_values {
@@ -29,6 +46,8 @@ typedef struct sqlq_capture_values {
     const char *tokens;
     int64_t now;
     int64_t sync, horizon; /* PostgreSQL poll: read by `bounds` */
+    int64_t resume_version;   /* resumed poll */
+    const json_t *resume_key; /* resumed poll: array of key parts */
 } sqlq_capture_values;
 
 sqlq_result sqlq_capture_run(sqlq_capture *cap, const sqlq_capture_stmt *st,

@@ -57,6 +57,8 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_poll(s, &cap->poll, &cap->lease, err);
     if (r == SQLQ_OK)
+        r = sqlq_capture_sql_poll_resume(s, &cap->poll_resume, &cap->lease_resume, err);
+    if (r == SQLQ_OK)
         r = sqlq_capture_sql_bounds(s, &cap->bounds, err);
     if (r == SQLQ_OK && s->dialect == SQLQ_DIALECT_SQLITE)
         r = sqlq_capture_sql_reserve(s, &cap->bump, &cap->base, err);
@@ -64,6 +66,8 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
         r = sqlq_capture_sql_pending(s, &cap->pending, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_advance_scan(s, &cap->scan, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_advance_scan_resume(s, &cap->scan_resume, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_set_sync(s, &cap->set_sync, err);
     if (r == SQLQ_OK)
@@ -114,18 +118,14 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
 /* Leases table, registry row and (when missing) the state row at the start version. */
 static sqlq_result init_state(sqlq_capture *cap, sqlq_start_from from, sqlq_error *err)
 {
-    char **types = NULL;
     sqlq_capture_stmt ddl = {0}, ix = {0}, start = {0}, init = {0};
-    sqlq_result r = sqlq_catalog_key_types(cap->db, cap->table, &types, err);
-    if (r == SQLQ_OK)
-        r = sqlq_capture_sql_leases_ddl(&cap->spec, types, &ddl, &ix, err);
+    sqlq_result r = sqlq_capture_sql_leases_ddl(&cap->spec, cap->key_types, &ddl, &ix, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_start_version(&cap->spec, from, &start, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_state_init(&cap->spec, &init, err);
     if (r == SQLQ_OK)
         r = sqlq_catalog_ensure(cap->db, err);
-    sqlq_catalog_key_types_free(types, cap->table->nkey);
     bool have = false; /* existing leases table: no DDL (nor the right to create) needed */
     if (r == SQLQ_OK)
         r = sqlq_catalog_object_exists(cap->db, cap->names.leases_table, &have, err);
@@ -186,13 +186,16 @@ static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg
     } else {
         sqlq_sql_text_free(&q);
     }
+    if (r == SQLQ_OK)
+        r = sqlq_catalog_key_types(cap->db, cap->table, &cap->key_types, err);
     cap->spec = (sqlq_capture_sql){.dialect = d,
                                    .change_tracking = src == SQLQ_SOURCE_CHANGE_TRACKING,
                                    .table = cap->table,
                                    .names = &cap->names,
                                    .max_batch_size = cfg->max_batch_size,
                                    .lease_s = cfg->lease_s,
-                                   .max_attempts = cfg->max_attempts};
+                                   .max_attempts = cfg->max_attempts,
+                                   .key_types = cap->key_types};
     if (r == SQLQ_OK)
         r = build_statements(cap, err);
     if (r == SQLQ_OK)
@@ -284,9 +287,14 @@ void sqlq_capture_close(sqlq_capture *cap)
                                 &cap->scan,          &cap->set_sync,     &cap->trim_leases,
                                 &cap->trim_log,      &cap->release,      &cap->renew,
                                 &cap->abandon_count, &cap->abandon_free, &cap->read_sync,
-                                &cap->owners, &cap->bounds};
+                                &cap->owners, &cap->bounds,
+                                &cap->poll_resume,   &cap->lease_resume, &cap->scan_resume};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         sqlq_capture_stmt_free(all[i]);
+    if (cap->table)
+        sqlq_catalog_key_types_free(cap->key_types, cap->table->nkey);
+    json_decref(cap->resume.key);
+    json_decref(cap->scan_from.key);
     sqlq_table_free(cap->table);
     free(cap->quoted_table);
     free(cap->bridge);

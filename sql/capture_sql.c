@@ -96,6 +96,27 @@ static void sync_bound(builder *b, bool bound_params)
     }
 }
 
+/* Resumed poll: (version, key...) after the bound position, in poll order (a row comparison:
+ * an index range on the log's (version, key) index). */
+static void resume_bound(builder *b, const char *op)
+{
+    const sqlq_table *t = b->c->table;
+    sqlq_sql_text_add(&b->t, " AND (%s", ver(b));
+    for (size_t i = 0; i < t->nkey; i++)
+        sqlq_sql_text_col(&b->t, ", c.", key_name(b, i));
+    sqlq_sql_text_add(&b->t, ") %s (", op);
+    param(b, SQLQ_P_RESUME_VERSION);
+    for (size_t i = 0; i < t->nkey; i++) {
+        sqlq_sql_text_add(&b->t, ", ");
+        if (is_pg(b))
+            sqlq_sql_text_add(&b->t, "CAST(");
+        param(b, (sqlq_capture_param)(SQLQ_P_RESUME_KEY + i));
+        if (is_pg(b))
+            sqlq_sql_text_add(&b->t, " AS %s)", b->c->key_types[i]);
+    }
+    sqlq_sql_text_add(&b->t, ")");
+}
+
 /* Deliverable now: never leased or released at an older version, or its lease expired. */
 static void available(builder *b)
 {
@@ -161,6 +182,8 @@ static void batch_select(builder *b, bool sqlite_tokens, bool ms_into)
     lease_join(b);
     sqlq_sql_text_add(&b->t, " WHERE ");
     sync_bound(b, true);
+    if (b->resume)
+        resume_bound(b, ">");
     sqlq_sql_text_add(&b->t, " AND ");
     available(b);
     order_by_changes(b);
@@ -281,12 +304,27 @@ static sqlq_result poll_mssql(builder *b, sqlq_error *err)
     return b_done(b, err);
 }
 
-sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq_capture_stmt *select,
-                                  sqlq_capture_stmt *lease, sqlq_error *err)
+/* A resume position can be bound: change log, a key of few parts whose types are known where
+ * PostgreSQL needs them for the casts. */
+static bool resumable(const sqlq_capture_sql *c)
+{
+    if (c->change_tracking || c->table->nkey > SQLQ_CAPTURE_RESUME_MAX_KEY)
+        return false;
+    if (c->dialect != SQLQ_DIALECT_POSTGRES)
+        return true;
+    for (size_t i = 0; i < c->table->nkey; i++)
+        if (!c->key_types || !c->key_types[i])
+            return false;
+    return true;
+}
+
+static sqlq_result poll_sql(const sqlq_capture_sql *c, bool resume, sqlq_capture_stmt *select,
+                            sqlq_capture_stmt *lease, sqlq_error *err)
 {
     builder b;
     memset(lease, 0, sizeof(*lease));
     b_init(&b, c, select);
+    b.resume = resume;
     if (c->dialect == SQLQ_DIALECT_POSTGRES)
         return poll_postgres(&b, err);
     if (c->dialect == SQLQ_DIALECT_MSSQL)
@@ -296,6 +334,7 @@ sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq_capture_stmt *
     if (r != SQLQ_OK)
         return r;
     b_init(&b, c, lease);
+    b.resume = resume;
     sqlq_sql_text_add(&b.t, "INSERT INTO ");
     leases(&b);
     sqlq_sql_text_add(&b.t, " (");
@@ -310,6 +349,22 @@ sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq_capture_stmt *
     if (r != SQLQ_OK)
         sqlq_capture_stmt_free(select);
     return r;
+}
+
+sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq_capture_stmt *select,
+                                  sqlq_capture_stmt *lease, sqlq_error *err)
+{
+    return poll_sql(c, false, select, lease, err);
+}
+
+sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *c, sqlq_capture_stmt *select,
+                                         sqlq_capture_stmt *lease, sqlq_error *err)
+{
+    memset(select, 0, sizeof(*select));
+    memset(lease, 0, sizeof(*lease));
+    if (!resumable(c))
+        return SQLQ_OK;
+    return poll_sql(c, true, select, lease, err);
 }
 
 sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
@@ -397,44 +452,76 @@ sqlq_result sqlq_capture_sql_pending(const sqlq_capture_sql *c, sqlq_capture_stm
     return b_done(&b, err);
 }
 
-sqlq_result sqlq_capture_sql_advance_scan(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
-                                          sqlq_error *err)
+/* SQL Server change tracking: m_sync from @sync, m_unproc = min() over CHANGETABLE. */
+static sqlq_result advance_scan_ct(builder *b, sqlq_error *err)
+{
+    ms_declare_sync(b);
+    sqlq_sql_text_add(&b->t, "SELECT @sync AS m_sync, (SELECT min(%s) FROM ", ver(b));
+    changes_from(b);
+    lease_join(b);
+    sqlq_sql_text_add(&b->t, " WHERE ");
+    sync_bound(b, false);
+    sqlq_sql_text_add(&b->t, " AND ");
+    unprocessed(b);
+    sqlq_sql_text_add(&b->t, ") AS m_unproc, (SELECT max(%s) FROM ", ver(b));
+    changes_from(b);
+    sqlq_sql_text_add(&b->t, " WHERE ");
+    sync_bound(b, false);
+    sqlq_sql_text_add(&b->t, ") AS m_max");
+    return b_done(b, err);
+}
+
+static sqlq_result advance_scan(const sqlq_capture_sql *c, bool resume, sqlq_capture_stmt *out,
+                                sqlq_error *err)
 {
     builder b;
     b_init(&b, c, out);
-    if (c->change_tracking) {
-        ms_declare_sync(&b);
-        sqlq_sql_text_add(&b.t, "SELECT @sync AS m_sync");
-    } else {
-        sqlq_sql_text_add(&b.t, "SELECT (SELECT sync_version FROM ");
-        obj(&b, "state");
-        sqlq_sql_text_add(&b.t, " WHERE bridge_name = ");
-        param(&b, SQLQ_P_BRIDGE);
-        sqlq_sql_text_add(&b.t, " AND table_name = ");
-        param(&b, SQLQ_P_TABLE);
-        sqlq_sql_text_add(&b.t, ") AS m_sync");
+    if (c->change_tracking)
+        return advance_scan_ct(&b, err);
+    sqlq_sql_text_add(&b.t, "SELECT s.m_sync, u.*, (SELECT max(%s) FROM ", ver(&b));
+    changes_from(&b);
+    sqlq_sql_text_add(&b.t, " WHERE ");
+    sync_bound(&b, false);
+    sqlq_sql_text_add(&b.t, ") AS m_max FROM (SELECT (SELECT sync_version FROM ");
+    obj(&b, "state");
+    sqlq_sql_text_add(&b.t, " WHERE bridge_name = ");
+    param(&b, SQLQ_P_BRIDGE);
+    sqlq_sql_text_add(&b.t, " AND table_name = ");
+    param(&b, SQLQ_P_TABLE);
+    /* The first unprocessed change in index order, not min() over the join: PostgreSQL does
+     * not turn min() over a join into an index scan (it hashed the whole backlog). */
+    sqlq_sql_text_add(&b.t, ") AS m_sync) AS s LEFT JOIN (SELECT %s AS m_unproc", ver(&b));
+    for (size_t i = 0; i < c->table->nkey; i++) {
+        sqlq_sql_text_col(&b.t, ", c.", key_name(&b, i));
+        sqlq_sql_text_add(&b.t, " AS u%zu", i);
     }
-    /* Change log: the first unprocessed version in index order, not min() over the join:
-     * PostgreSQL does not turn min() over a join into an index scan, so min() hashed the
-     * whole remaining backlog on every advance (drain time quadratic in the backlog). */
-    if (b.c->change_tracking)
-        sqlq_sql_text_add(&b.t, ", (SELECT min(%s) FROM ", ver(&b));
-    else
-        sqlq_sql_text_add(&b.t, ", (SELECT %s FROM ", ver(&b));
+    sqlq_sql_text_add(&b.t, " FROM ");
     changes_from(&b);
     lease_join(&b);
     sqlq_sql_text_add(&b.t, " WHERE ");
     sync_bound(&b, false);
+    if (resume)
+        resume_bound(&b, ">=");
     sqlq_sql_text_add(&b.t, " AND ");
     unprocessed(&b);
-    if (!b.c->change_tracking)
-        sqlq_sql_text_add(&b.t, " ORDER BY %s LIMIT 1", ver(&b));
-    sqlq_sql_text_add(&b.t, ") AS m_unproc, (SELECT max(%s) FROM ", ver(&b));
-    changes_from(&b);
-    sqlq_sql_text_add(&b.t, " WHERE ");
-    sync_bound(&b, false);
-    sqlq_sql_text_add(&b.t, ") AS m_max");
+    order_by_changes(&b);
+    sqlq_sql_text_add(&b.t, " LIMIT 1) AS u ON 1 = 1");
     return b_done(&b, err);
+}
+
+sqlq_result sqlq_capture_sql_advance_scan(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
+                                          sqlq_error *err)
+{
+    return advance_scan(c, false, out, err);
+}
+
+sqlq_result sqlq_capture_sql_advance_scan_resume(const sqlq_capture_sql *c,
+                                                 sqlq_capture_stmt *out, sqlq_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!resumable(c))
+        return SQLQ_OK;
+    return advance_scan(c, true, out, err);
 }
 
 sqlq_result sqlq_capture_sql_trim_log(const sqlq_capture_sql *c, sqlq_capture_stmt *out,

@@ -25,8 +25,13 @@ typedef enum {
     SQLQ_P_LOCK,       /* lock key: PostgreSQL advisory-lock text, SQL Server app-lock resource */
     SQLQ_P_NOW,        /* SQLite only: the current time in ms (int64), one value per poll */
     SQLQ_P_SYNC,       /* PostgreSQL poll: the stored sync version, read by `bounds` (int64) */
-    SQLQ_P_HORIZON     /* PostgreSQL poll: the oldest running xid, read by `bounds` (int64) */
+    SQLQ_P_HORIZON,    /* PostgreSQL poll: the oldest running xid, read by `bounds` (int64) */
+    SQLQ_P_RESUME_VERSION, /* resumed poll: version of the last change of the previous poll */
+    SQLQ_P_RESUME_KEY      /* resumed poll: its key part i is role SQLQ_P_RESUME_KEY + i */
 } sqlq_capture_param;
+
+/* Key parts a resumed poll binds at most (larger keys always poll from the sync version). */
+#define SQLQ_CAPTURE_RESUME_MAX_KEY 6
 
 #define SQLQ_CAPTURE_MAX_PARAMS 16
 
@@ -46,6 +51,7 @@ typedef struct sqlq_capture_sql {
     int max_batch_size;
     int lease_s;
     int max_attempts;
+    char *const *key_types; /* declared type of each key part (PostgreSQL casts), or NULL */
 } sqlq_capture_sql;
 
 /* Result columns of poll: k0..k<nkey-1> (key, in key order), m_v (version), m_op ('I','U',
@@ -67,6 +73,15 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_lock(const sqlq_capture_sql *c, sqlq
  * same order, same write lock); tokens come from `reserve` (run first, returns the base). */
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq_capture_stmt *select,
                                                  sqlq_capture_stmt *lease, sqlq_error *err);
+/* The same poll resumed after the last change the previous one leased: only changes after
+ * (version, key) = (SQLQ_P_RESUME_VERSION, SQLQ_P_RESUME_KEY + i...) in poll order. Changes of
+ * one version (PostgreSQL: one writing transaction, however large) stay after the sync version
+ * until all are processed; a poll from the sync version walks past every one already leased,
+ * so draining a bulk load was quadratic. Change log only (sql NULL for change tracking, and
+ * for keys of more than SQLQ_CAPTURE_RESUME_MAX_KEY parts or, on PostgreSQL, unknown types). */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *c,
+                                                        sqlq_capture_stmt *select,
+                                                        sqlq_capture_stmt *lease, sqlq_error *err);
 /* PostgreSQL: one row, m_sync (stored sync version) and m_horizon (oldest running xid), read
  * under the lock just before the poll, which takes them as parameters: the planner then knows
  * how many log rows lie in the range and walks the version index in order up to the batch
@@ -82,9 +97,19 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_reserve(const sqlq_capture_sql *c,
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_pending(const sqlq_capture_sql *c,
                                                     sqlq_capture_stmt *out, sqlq_error *err);
 /* One row: m_sync (stored sync version), m_unproc (smallest version after it still
- * unprocessed, NULL if none), m_max (largest version after it, NULL if none). */
+ * unprocessed, NULL if none), m_max (largest version after it, NULL if none); change log: also
+ * u0..u<nkey-1>, the key of that first unprocessed change in poll order. */
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_advance_scan(const sqlq_capture_sql *c,
                                                          sqlq_capture_stmt *out, sqlq_error *err);
+/* The same scan from a known position on, (version, key) >= (SQLQ_P_RESUME_VERSION,
+ * SQLQ_P_RESUME_KEY + i...): the first unprocessed change found by an earlier scan. Every
+ * change before it was processed then and stays so (a released change becomes pending again
+ * only as a newer version, later in the log), so the scan need not walk past them again: a
+ * bulk load of one version made each advance walk every change already delivered. sql NULL
+ * where sqlq_capture_sql_poll_resume is. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_advance_scan_resume(const sqlq_capture_sql *c,
+                                                                sqlq_capture_stmt *out,
+                                                                sqlq_error *err);
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_set_sync(const sqlq_capture_sql *c,
                                                      sqlq_capture_stmt *out, sqlq_error *err);
 /* Delete released lease rows at or below a version. */

@@ -15,6 +15,7 @@ typedef struct builder {
     sqlq_sql_text t;
     sqlq_capture_stmt *st;
     const sqlq_capture_sql *c;
+    bool resume; /* poll: only changes after the resume position (sqlq_capture_sql_poll_resume) */
 } builder;
 
 static inline void b_init(builder *b, const sqlq_capture_sql *c, sqlq_capture_stmt *st)
@@ -23,6 +24,7 @@ static inline void b_init(builder *b, const sqlq_capture_sql *c, sqlq_capture_st
     sqlq_sql_text_init(&b->t, c->dialect);
     b->st = st;
     b->c = c;
+    b->resume = false;
 }
 
 static inline sqlq_result b_done(builder *b, sqlq_error *err)

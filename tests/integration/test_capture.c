@@ -374,6 +374,105 @@ static void run_thousand(int kind)
 static void test_capture_sqlite_thousand(void **s) { (void)s; run_thousand(SQLITE); }
 static void test_capture_pg_thousand(void **s) { (void)s; run_thousand(PG); }
 
+/* ---- one large version: resumed polls and advance scans ------------------------------------ */
+
+/* Index of a (region, id) key of the one_version table: regions r0..r9, ids 1..100. */
+static int ov_index(const sqlq_change *c)
+{
+    const char *region = json_string_value(json_object_get(c->key, "region"));
+    assert_non_null(region);
+    assert_true(region[0] == 'r' && region[1] >= '0' && region[1] <= '9' && !region[2]);
+    long long id = key_int(c, "id");
+    assert_true(id >= 1 && id <= 100);
+    return (region[1] - '0') * 100 + (int)(id - 1);
+}
+
+/* 1000 changes written by one statement (on PostgreSQL one transaction: one version for all),
+ * keyed by (text, integer): polls resume after the last change they leased and advance scans
+ * after the first unprocessed change they found. Nothing behind those positions is lost: a
+ * change abandoned mid-sweep comes back at once, and the changes of an instance whose leases
+ * expired come back once the sweep ends. The sync version cannot pass them meanwhile. */
+static void run_one_version(int kind)
+{
+    env e;
+    env_open(&e, kind);
+    sqlq_db *db_b = connect_db(e.conn);
+    exec(e.db, "CREATE TABLE one_version (region text NOT NULL, id integer NOT NULL, v integer, "
+               "PRIMARY KEY (region, id))");
+    install(e.db, "one_version");
+    sqlq_capture *a = open_cap(e.db, "one_version", "a", 60, 100);
+    sqlq_capture *b = open_cap(db_b, "one_version", "b", 1, 100);
+    exec(e.db, kind == SQLITE
+                   ? "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE "
+                     "i < 999) INSERT INTO one_version SELECT 'r' || (i / 100), i % 100 + 1, i "
+                     "FROM n"
+                   : "INSERT INTO one_version SELECT 'r' || (i / 100), i % 100 + 1, i FROM "
+                     "generate_series(0, 999) i");
+    int delivered[1000] = {0};
+    sqlq_change_batch bb, ba;
+    poll(b, &bb); /* B leases the first 100 for 1 s and is never heard of again */
+    assert_int_equal(bb.count, 100);
+    poll(a, &ba); /* A: the next 100; its next poll resumes after them */
+    assert_int_equal(ba.count, 100);
+    assert_int_equal(ov_index(&ba.items[0]), 100);
+    for (size_t i = 0; i < ba.count; i++)
+        delivered[ov_index(&ba.items[i])]++;
+    assert_int_equal(release(a, &ba), 0);
+    sqlq_change_batch_free(&ba);
+    int64_t sync0 = advance(a); /* B's changes hold the sync version back */
+    /* A change abandoned mid-sweep is polled again at once, not after the sweep. */
+    poll(a, &ba);
+    assert_int_equal(ov_index(&ba.items[0]), 200);
+    OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
+    sqlq_change_batch_free(&ba);
+    poll(a, &ba);
+    assert_int_equal(ov_index(&ba.items[0]), 200);
+    assert_int_equal(ba.items[0].attempts, 2);
+    for (size_t i = 0; i < ba.count; i++)
+        delivered[ov_index(&ba.items[i])]++;
+    assert_int_equal(release(a, &ba), 0);
+    sqlq_change_batch_free(&ba);
+    assert_int_equal(advance(a), sync0);
+    usleep(1300 * 1000); /* B's leases expire behind A's position */
+    int rounds = 0, retaken = 0;
+    for (; rounds < 40; rounds++) {
+        poll_now(a, &ba);
+        for (size_t i = 0; i < ba.count; i++) {
+            int k = ov_index(&ba.items[i]);
+            delivered[k]++;
+            if (k < 100) {
+                assert_int_equal(ba.items[i].attempts, 2);
+                retaken++;
+            }
+        }
+        size_t n = ba.count;
+        assert_int_equal(release(a, &ba), 0);
+        sqlq_change_batch_free(&ba);
+        int64_t v = advance(a);
+        if (retaken < 100)
+            assert_int_equal(v, sync0); /* never past B's changes while they are out */
+        if (n == 0 && retaken == 100)
+            break;
+    }
+    assert_true(rounds < 40);
+    for (int k = 0; k < 1000; k++)
+        assert_int_equal(delivered[k], 1);
+    assert_int_equal(pending(a), 0);
+    assert_true(advance(a) > sync0);
+    assert_int_equal(release(b, &bb), 100); /* fenced off: A delivered them */
+    sqlq_change_batch_free(&bb);
+    poll_now(a, &ba);
+    assert_int_equal(ba.count, 0);
+    sqlq_change_batch_free(&ba);
+    sqlq_capture_close(a);
+    sqlq_capture_close(b);
+    sqlq_db_close(db_b);
+    env_close(&e);
+}
+
+static void test_capture_sqlite_one_version(void **s) { (void)s; run_one_version(SQLITE); }
+static void test_capture_pg_one_version(void **s) { (void)s; run_one_version(PG); }
+
 /* ---- fencing ------------------------------------------------------------------------------ */
 
 static void run_fencing(int kind)
@@ -766,6 +865,8 @@ int main(void)
         cmocka_unit_test(test_capture_pg_odd_names),
         cmocka_unit_test(test_capture_sqlite_thousand),
         cmocka_unit_test(test_capture_pg_thousand),
+        cmocka_unit_test(test_capture_sqlite_one_version),
+        cmocka_unit_test(test_capture_pg_one_version),
         cmocka_unit_test(test_capture_sqlite_fencing),
         cmocka_unit_test(test_capture_pg_fencing),
         cmocka_unit_test(test_capture_sqlite_attempts),
