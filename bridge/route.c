@@ -6,10 +6,16 @@
 #include "lease_renewer.h"
 #include "log.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define PROGRESS_LOG_MS 30000u
+/* Under load the sync version moves at most this often. Delivered changes are recorded by
+ * their released leases, which a poll never hands out again, so advancing is bookkeeping (how
+ * far the log may be trimmed), not what keeps a delivered change from coming back: per batch
+ * it cost a transaction of five round trips. */
+#define ADVANCE_EVERY_MS 1000u
 
 struct sqlq_route {
     sqlq_route_env env;
@@ -25,7 +31,7 @@ struct sqlq_route {
     sqlq_lease_renewer *renewer;
     unsigned long long changes, released, lost, renewals_seen;
     unsigned db_failures; /* consecutive failed database calls */
-    uint64_t last_progress_ms, last_status_ms;
+    uint64_t last_progress_ms, last_status_ms, last_advance_ms;
     uint64_t last_queue_ok_ms;   /* last time the queue service answered */
     bool db_down, queue_down;    /* reported to /readyz through env.health */
     sqlq_counter *m_published, *m_poisoned, *m_renewals;
@@ -392,33 +398,103 @@ static void abandon_rest(sqlq_route *r, const sqlq_change_batch *b, bool *done)
     free(rest);
 }
 
-static void set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool *done)
+/* The next batch, polled on the route's connection by a helper thread while the current one is
+ * on the wire: the database and the queue service work at the same time instead of in turn.
+ * The current batch is settled only after the helper is joined (one user of the connection
+ * at a time), and the next batch is published only after the current one is settled, so the
+ * order of messages and the rule "publish, then release, then advance" are unchanged. */
+typedef struct prefetch {
+    sqlq_route *r;
+    const sqlq_change_batch *current; /* on the wire meanwhile */
+    pthread_t thread;
+    bool started;
+    sqlq_result rc;
+    sqlq_error err;
+    sqlq_change_batch batch;
+} prefetch;
+
+static void set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool *done,
+                          const sqlq_change_batch *next);
+
+static void *prefetch_main(void *arg)
 {
-    bool *keep = malloc((b->count ? b->count : 1) * sizeof(*keep));
-    for (size_t i = 0; keep && i < b->count; i++)
-        keep[i] = !done || !done[i];
-    if (!keep || sqlq_lease_renewer_set_subset(r->renewer, b->items, keep, b->count) != SQLQ_OK)
+    prefetch *p = arg;
+    p->rc = sqlq_capture_poll(p->r->cap, &p->batch, &p->err);
+    /* Leased now: renewed from now on, not from when the current batch is settled (its
+     * publish may retry for longer than a lease lasts). The route thread is inside the
+     * publish call and does not touch the renewal set until it has joined this thread. */
+    if (p->rc == SQLQ_OK && p->batch.count > 0)
+        set_in_flight(p->r, p->current, NULL, &p->batch);
+    return NULL;
+}
+
+static void prefetch_start(prefetch *p, const sqlq_change_batch *current)
+{
+    p->current = current;
+    sqlq_error_clear(&p->err);
+    memset(&p->batch, 0, sizeof(p->batch));
+    p->rc = SQLQ_OK;
+    p->started = p->r->cap && pthread_create(&p->thread, NULL, prefetch_main, p) == 0;
+}
+
+/* Join the helper; false when nothing usable came of it (not started, or its poll failed:
+ * logged, and the next poll of the loop goes through the usual recovery). */
+static bool prefetch_join(prefetch *p)
+{
+    if (!p->started)
+        return false;
+    pthread_join(p->thread, NULL);
+    p->started = false;
+    if (p->rc == SQLQ_OK)
+        return true;
+    log_error("poll_failed", p->r, &p->err);
+    sqlq_change_batch_free(&p->batch);
+    return false;
+}
+
+/* Lease renewal covers what is still undelivered of `b` and all of `next` (already leased). */
+static void set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool *done,
+                          const sqlq_change_batch *next)
+{
+    size_t extra = next ? next->count : 0, n = b->count + extra;
+    sqlq_change *all = malloc((n ? n : 1) * sizeof(*all));
+    bool *keep = malloc((n ? n : 1) * sizeof(*keep));
+    for (size_t i = 0; all && keep && i < n; i++) {
+        all[i] = i < b->count ? b->items[i] : next->items[i - b->count];
+        keep[i] = i >= b->count || !done || !done[i];
+    }
+    if (!all || !keep || sqlq_lease_renewer_set_subset(r->renewer, all, keep, n) != SQLQ_OK)
         SQLQ_WARN("lease_renew_set_failed", "table=%s err=\"out of memory\"", r->cfg.table);
+    free(all);
     free(keep);
 }
 
 /* Publish one polled batch until every change is accepted, poisoned or refused for good;
- * while the queue is unreachable keep retrying with back-off (leases renewed meanwhile). */
-static void deliver(sqlq_route *r, const sqlq_change_batch *b)
+ * while the queue is unreachable keep retrying with back-off (leases renewed meanwhile).
+ * `pf` (may be NULL): poll the next batch while the first publish round is on the wire;
+ * *have_next tells whether pf->batch holds it. */
+static void deliver(sqlq_route *r, const sqlq_change_batch *b, prefetch *pf, bool *have_next)
 {
     sqlq_outcome *outcomes = calloc(b->count, sizeof(*outcomes));
     bool *done = calloc(b->count, sizeof(*done));
     sqlq_backoff qb;
     sqlq_backoff_policy p = {1000, 10000, 0, 0, 0.2}; /* catch up within 10 s of a recovery */
     sqlq_backoff_init(&qb, &p, &r->clock);
-    set_in_flight(r, b, NULL);
+    const sqlq_change_batch *next = NULL;
+    set_in_flight(r, b, NULL, NULL);
     for (unsigned round = 0; outcomes && done; round++) {
         sqlq_error e;
         sqlq_error_clear(&e);
+        if (round == 0 && pf)
+            prefetch_start(pf, b);
         uint64_t t0 = sqlq_clock_now_ms(&r->clock);
         if (sqlq_delivery_publish(r->delivery, b->items, b->count, outcomes, &e) != SQLQ_OK)
             log_error("publish_failed", r, &e);
         sqlq_histogram_observe(r->m_publish_s, (double)(sqlq_clock_now_ms(&r->clock) - t0) / 1000.0);
+        if (round == 0 && pf && prefetch_join(pf)) {
+            *have_next = true;
+            next = &pf->batch;
+        }
         settle(r, b, outcomes, done);
         size_t left = 0, transient = 0;
         for (size_t i = 0; i < b->count; i++) {
@@ -430,7 +506,7 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b)
             sqlq_counter_inc(r->m_retry_queue);
         if (left == 0)
             break;
-        set_in_flight(r, b, done);
+        set_in_flight(r, b, done, next);
         if (round == 0 || round % 10 == 0)
             SQLQ_WARN("queue_unavailable", "table=%s queue=%s waiting=%zu round=%u note=\"retrying with back-off\"",
                       r->cfg.table, r->cfg.queue, left, round + 1);
@@ -439,7 +515,7 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b)
             break;
         }
     }
-    if (sqlq_lease_renewer_set(r->renewer, NULL, 0) != SQLQ_OK)
+    if (sqlq_lease_renewer_set(r->renewer, next ? next->items : NULL, next ? next->count : 0) != SQLQ_OK)
         SQLQ_WARN("lease_renew_set_failed", "table=%s", r->cfg.table);
     free(outcomes);
     free(done);
@@ -449,6 +525,7 @@ static void advance(sqlq_route *r)
 {
     if (!r->cap)
         return;
+    r->last_advance_ms = sqlq_clock_now_ms(&r->clock);
     sqlq_error e;
     sqlq_error_clear(&e);
     int64_t v = 0;
@@ -521,10 +598,18 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
         return stopping(r) ? SQLQ_OK : rc;
     r->last_progress_ms = sqlq_clock_now_ms(&r->clock);
     bool idle_advanced = false, fatal = false;
+    prefetch pf = {.r = r};
+    sqlq_change_batch next = {0};
+    bool polled_ahead = false;
     while (!stopping(r) && !fatal) {
         sqlq_change_batch b = {0};
-        if (!poll_once(r, &b, &fatal, err))
+        if (polled_ahead) {
+            b = next;
+            memset(&next, 0, sizeof(next));
+        } else if (!poll_once(r, &b, &fatal, err)) {
             continue;
+        }
+        polled_ahead = false;
         if (b.count == 0) {
             sqlq_change_batch_free(&b);
             if (!idle_advanced)
@@ -540,16 +625,31 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
         idle_advanced = false;
         r->changes += b.count;
         uint64_t t0 = sqlq_clock_now_ms(&r->clock);
-        deliver(r, &b);
-        advance(r);
+        /* A full batch: more is likely waiting, poll it while this one is on the wire. */
+        bool have_next = false;
+        deliver(r, &b, b.full && !stopping(r) ? &pf : NULL, &have_next);
+        if (!b.full || sqlq_clock_now_ms(&r->clock) - r->last_advance_ms >= ADVANCE_EVERY_MS)
+            advance(r);
         SQLQ_DEBUG("batch", "table=%s changes=%zu full=%d ms=%llu", r->cfg.table, b.count, (int)b.full,
                    (unsigned long long)(sqlq_clock_now_ms(&r->clock) - t0));
         bool full = b.full;
         sqlq_change_batch_free(&b);
+        if (have_next) {
+            next = pf.batch;
+            memset(&pf.batch, 0, sizeof(pf.batch));
+            polled_ahead = true;
+        }
         progress(r, false);
         if (!full && !r->env.once)
             (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
     }
+    if (next.count > 0) { /* polled ahead, then asked to stop: give them back as they were */
+        bool *none = calloc(next.count, sizeof(*none));
+        if (none)
+            abandon_rest(r, &next, none);
+        free(none);
+    }
+    sqlq_change_batch_free(&next);
     progress(r, true);
     SQLQ_INFO("route_stopped", "table=%s queue=%s", r->cfg.table, r->cfg.queue);
     return fatal ? (err && err->code ? err->code : SQLQ_E_SQL) : SQLQ_OK;

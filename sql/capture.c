@@ -20,7 +20,7 @@
  *  advance  one transaction under the same lock: V = (smallest unprocessed version after the
  *           sync version) - 1, or the largest version when all are processed (unprocessed =
  *           no lease, a lease not released, or released at an older version). Moves the sync
- *           version only forward. When caught up, and every 16th move, it deletes released
+ *           version only forward. When caught up, and every 4th move, it deletes released
  *           lease rows <= V and trims log rows every bridge of the table has passed. */
 #include "capture.h"
 
@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TRIM_LOG_EVERY 16
+#define TRIM_LOG_EVERY 4
 
 void sqlq_capture_config_default(sqlq_capture_config *c)
 {
@@ -499,8 +499,8 @@ sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version, sqlq_e
     json_decref(rows);
     bool moved = r == SQLQ_OK && target > sync;
     /* Released leases at or below the sync version are dead weight, not state: delete them
-     * when caught up and every TRIM_LOG_EVERY moves under load (one DELETE per batch was a
-     * scan of the leases table per batch). */
+     * when caught up and every TRIM_LOG_EVERY moves under load (the bridge moves about once a
+     * second under load; one DELETE per batch was a scan of the leases table per batch). */
     bool housekeeping = moved && (caught_up || cap->moves % TRIM_LOG_EVERY == 0);
     v.version = target;
     if (moved)
