@@ -2,21 +2,75 @@
 
 #include "log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Responses we read are small; a Get of 32 messages of 64 KiB stays far below this. */
 #define MAX_RESPONSE_BODY ((size_t)16 * 1024 * 1024)
 
+/* Driven with curl_multi_socket_action over epoll: a wake-up touches only the connection that
+ * has something to say. curl_multi_perform + curl_multi_poll, as before, looked at every
+ * transfer on every wake-up (a readability poll() per transfer in flight): 19 poll() calls per
+ * message put at 16 in flight, the largest share of sqlq's CPU per message. */
 struct sqlq_http {
     CURLM *multi;
     long timeout_ms;
     size_t running;
+    int epfd;
+    bool timer_set;       /* curl asked to be called back at timer_due_ms */
+    uint64_t timer_due_ms;
 };
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* CURLMOPT_SOCKETFUNCTION: watch (or stop watching) a socket as curl asks. */
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    (void)easy;
+    sqlq_http *h = userp;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(h->epfd, EPOLL_CTL_DEL, s, NULL);
+        curl_multi_assign(h->multi, s, NULL);
+        return 0;
+    }
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.data.fd = s;
+    ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+    int op = socketp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(h->epfd, op, s, &ev) != 0) {
+        /* a socket number reused behind curl's back: the other operation fits */
+        op = errno == EEXIST ? EPOLL_CTL_MOD : errno == ENOENT ? EPOLL_CTL_ADD : -1;
+        if (op < 0 || epoll_ctl(h->epfd, op, s, &ev) != 0)
+            return -1;
+    }
+    curl_multi_assign(h->multi, s, h);
+    return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: -1 cancels, 0 means as soon as possible. */
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+    (void)multi;
+    sqlq_http *h = userp;
+    h->timer_set = timeout_ms >= 0;
+    h->timer_due_ms = mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    return 0;
+}
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_status = CURLE_FAILED_INIT;
@@ -37,10 +91,19 @@ sqlq_result sqlq_http_create(long timeout_ms, sqlq_http **out, sqlq_error *err)
     if (!h)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     h->multi = curl_multi_init();
-    if (!h->multi) {
+    h->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (!h->multi || h->epfd < 0) {
+        if (h->multi)
+            curl_multi_cleanup(h->multi);
+        if (h->epfd >= 0)
+            close(h->epfd);
         free(h);
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "cannot create a curl multi handle");
     }
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
     h->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
     sqlq_http_set_parallel(h, 1);
     *out = h;
@@ -52,6 +115,7 @@ void sqlq_http_destroy(sqlq_http *h)
     if (!h)
         return;
     curl_multi_cleanup(h->multi);
+    close(h->epfd);
     free(h);
 }
 
@@ -288,29 +352,53 @@ static void finish(sqlq_http *h, sqlq_http_exchange *ex, CURLcode result)
              ex->errbuf[0] ? ex->errbuf : curl_easy_strerror(result));
 }
 
+/* Finished transfers into done[]; returns the new count. */
+static size_t collect(sqlq_http *h, sqlq_http_exchange **done, size_t ndone, size_t done_size)
+{
+    CURLMsg *msg;
+    int left;
+    while (ndone < done_size && (msg = curl_multi_info_read(h->multi, &left)) != NULL) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        sqlq_http_exchange *ex = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&ex);
+        CURLcode result = msg->data.result; /* read before removal invalidates msg */
+        finish(h, ex, result);
+        done[ndone++] = ex;
+    }
+    return ndone;
+}
+
 size_t sqlq_http_wait(sqlq_http *h, long timeout_ms, sqlq_http_exchange **done, size_t done_size)
 {
-    size_t ndone = 0;
-    bool polled = false;
-    for (;;) {
-        int still = 0;
-        curl_multi_perform(h->multi, &still);
-        CURLMsg *msg;
-        int left;
-        while (ndone < done_size && (msg = curl_multi_info_read(h->multi, &left)) != NULL) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            sqlq_http_exchange *ex = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&ex);
-            CURLcode result = msg->data.result; /* read before removal invalidates msg */
-            finish(h, ex, result);
-            done[ndone++] = ex;
+    size_t ndone = collect(h, done, 0, done_size);
+    bool waited = false;
+    int still = 0;
+    while (ndone == 0 && h->running > 0) {
+        uint64_t now = mono_ms();
+        if (h->timer_set && h->timer_due_ms <= now) { /* curl's own deadline: start, time out */
+            h->timer_set = false;
+            curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &still);
+            ndone = collect(h, done, ndone, done_size);
+            continue;
         }
-        if (ndone > 0 || polled || h->running == 0)
-            return ndone;
-        curl_multi_poll(h->multi, NULL, 0, (int)(timeout_ms > 0 ? timeout_ms : 0), NULL);
-        polled = true;
+        if (waited)
+            break;
+        long wait = timeout_ms > 0 ? timeout_ms : 0;
+        if (h->timer_set && (long)(h->timer_due_ms - now) < wait)
+            wait = (long)(h->timer_due_ms - now);
+        struct epoll_event ev[32];
+        int n = epoll_wait(h->epfd, ev, 32, (int)wait);
+        waited = true;
+        for (int i = 0; i < n; i++) {
+            int flags = ((ev[i].events & EPOLLIN) ? CURL_CSELECT_IN : 0) |
+                        ((ev[i].events & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                        ((ev[i].events & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+            curl_multi_socket_action(h->multi, ev[i].data.fd, flags, &still);
+        }
+        ndone = collect(h, done, ndone, done_size);
     }
+    return ndone;
 }
 
 sqlq_result sqlq_http_perform(sqlq_http *h, sqlq_http_exchange *ex)
