@@ -117,6 +117,30 @@ static void resume_bound(builder *b, const char *op)
     sqlq_sql_text_add(&b->t, ")");
 }
 
+/* The lower bound of a read that may resume: after the sync version and, resuming, at or
+ * after `op` the resume position. SQLite: one scalar lower bound on the version, max() of
+ * both, then the row value: with two lower bounds on the column SQLite ranges the index by
+ * the first one written (measured: 65 ms from the sync version vs 0.3 ms from max() on a
+ * 1M-row log), and it never ranges by a row value. */
+static void changes_after(builder *b, bool bound_params, bool resume, const char *op)
+{
+    if (resume && b->c->dialect == SQLQ_DIALECT_SQLITE) {
+        sqlq_sql_text_add(&b->t, "%s >= max(", ver(b));
+        param(b, SQLQ_P_RESUME_VERSION);
+        sqlq_sql_text_add(&b->t, ", (SELECT sync_version FROM ");
+        obj(b, "state");
+        sqlq_sql_text_add(&b->t, " WHERE bridge_name = ");
+        param(b, SQLQ_P_BRIDGE);
+        sqlq_sql_text_add(&b->t, " AND table_name = ");
+        param(b, SQLQ_P_TABLE);
+        sqlq_sql_text_add(&b->t, ") + 1)");
+    } else {
+        sync_bound(b, bound_params);
+    }
+    if (resume)
+        resume_bound(b, op);
+}
+
 /* Deliverable now: never leased or released at an older version, or its lease expired. */
 static void available(builder *b)
 {
@@ -181,9 +205,7 @@ static void batch_select(builder *b, bool sqlite_tokens, bool ms_into)
     changes_from(b);
     lease_join(b);
     sqlq_sql_text_add(&b->t, " WHERE ");
-    sync_bound(b, true);
-    if (b->resume)
-        resume_bound(b, ">");
+    changes_after(b, true, b->resume, ">");
     sqlq_sql_text_add(&b->t, " AND ");
     available(b);
     order_by_changes(b);
@@ -499,9 +521,7 @@ static sqlq_result advance_scan(const sqlq_capture_sql *c, bool resume, sqlq_cap
     changes_from(&b);
     lease_join(&b);
     sqlq_sql_text_add(&b.t, " WHERE ");
-    sync_bound(&b, false);
-    if (resume)
-        resume_bound(&b, ">=");
+    changes_after(&b, false, resume, ">=");
     sqlq_sql_text_add(&b.t, " AND ");
     unprocessed(&b);
     order_by_changes(&b);
