@@ -61,6 +61,16 @@ static void lease_join(builder *b)
     key_match(b, "l.", "c.", false);
 }
 
+/* PostgreSQL: psqlODBC with UseDeclareFetch=1 runs a statement it sees starting with SELECT or
+ * WITH as DECLARE CURSOR, FETCH and CLOSE: three round trips (with a savepoint around each in
+ * a transaction). The statements of every batch return one row: a leading comment has them
+ * sent as they are, one round trip. */
+static void direct(builder *b)
+{
+    if (is_pg(b))
+        sqlq_sql_text_add(&b->t, "/* sqlq */ ");
+}
+
 static void horizon(builder *b)
 {
     sqlq_sql_text_add(&b->t, "CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS bigint)");
@@ -278,9 +288,7 @@ static void upsert_tail(builder *b, const char *excluded)
 
 static sqlq_result poll_postgres(builder *b, sqlq_error *err)
 {
-    /* A data-modifying WITH cannot run inside DECLARE CURSOR, which psqlODBC wraps around
-     * statements it sees starting with SELECT/WITH when UseDeclareFetch=1; a leading comment
-     * keeps it from doing so. */
+    /* A data-modifying WITH cannot run inside DECLARE CURSOR (see direct()). */
     sqlq_sql_text_add(&b->t, "/* sqlq poll */ WITH b AS (");
     batch_select(b, false, false);
     sqlq_sql_text_add(&b->t, "), t AS (SELECT b.*, nextval('sqlq.lease_token') AS m_tok FROM b), "
@@ -398,6 +406,7 @@ sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, sqlq_capture_stmt
         sqlq_sql_text_free(&b.t);
         return SQLQ_OK;
     }
+    direct(&b);
     sqlq_sql_text_add(&b.t, "SELECT sync_version AS m_sync, ");
     horizon(&b);
     sqlq_sql_text_add(&b.t, " AS m_horizon FROM ");
@@ -441,6 +450,7 @@ sqlq_result sqlq_capture_sql_lock(const sqlq_capture_sql *c, sqlq_capture_stmt *
         return SQLQ_OK;
     }
     if (c->dialect == SQLQ_DIALECT_POSTGRES) {
+        direct(&b);
         sqlq_sql_text_add(&b.t, "SELECT pg_advisory_xact_lock(hashtextextended(CAST(");
         param(&b, SQLQ_P_LOCK);
         sqlq_sql_text_add(&b.t, " AS text), 0))");
@@ -500,6 +510,7 @@ static sqlq_result advance_scan(const sqlq_capture_sql *c, bool resume, sqlq_cap
     b_init(&b, c, out);
     if (c->change_tracking)
         return advance_scan_ct(&b, err);
+    direct(&b);
     sqlq_sql_text_add(&b.t, "SELECT s.m_sync, u.*, (SELECT max(%s) FROM ", ver(&b));
     changes_from(&b);
     sqlq_sql_text_add(&b.t, " WHERE ");

@@ -250,6 +250,14 @@ static void test_capture_sql_postgres_reads_below_xmin(void **state)
     sqlq_capture_stmt_free(&a);
     assert_int_equal(sqlq_capture_sql_lock(&f.spec, &a, &err), SQLQ_OK);
     contains(a.sql, "pg_advisory_xact_lock(hashtextextended(");
+    /* one round trip each: not wrapped in DECLARE CURSOR by psqlODBC (UseDeclareFetch=1) */
+    assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT ", 18), 0);
+    sqlq_capture_stmt_free(&a);
+    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, &a, &err), SQLQ_OK);
+    assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT ", 18), 0);
+    sqlq_capture_stmt_free(&a);
+    assert_int_equal(sqlq_capture_sql_advance_scan(&f.spec, &a, &err), SQLQ_OK);
+    assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT ", 18), 0);
     sqlq_capture_stmt_free(&a);
     make(&f, SQLQ_DIALECT_SQLITE, "", "orders", false);
     assert_int_equal(sqlq_capture_sql_bounds(&f.spec, &a, &err), SQLQ_OK);
