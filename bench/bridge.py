@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib as B  # noqa: E402
 
 TITLE = "Bridge end to end"
-FULL = "row:10000:3,row:10000:1:1000,row:100000,batch:10000,batch:100000,batch:100000:1:1000,batch:1000000"
+FULL = "row:10000:3,row:10000:1:1000,row:100000,batch:10000:3,batch:100000,batch:100000:1:1000,batch:1000000"
 QUICK = "row:10000:2,batch:10000,batch:100000"
 TXN_ROWS = 100  # PostgreSQL backlog: written by transactions of this many rows
 DONE = re.compile(r"event=bridge_done changes=(\d+) messages=(\d+) released=(\d+) "
