@@ -29,6 +29,9 @@ struct sqlq_route {
     sqlq_queue_client *client;
     sqlq_delivery *delivery;
     sqlq_lease_renewer *renewer;
+    /* Accepted by the queue, not yet released: released by the helper of the next batch while
+     * that batch is on the wire (see prefetch), or at once when there is none. */
+    sqlq_change_batch pend;
     unsigned long long changes, released, lost, renewals_seen;
     unsigned db_failures; /* consecutive failed database calls */
     uint64_t last_progress_ms, last_status_ms, last_advance_ms;
@@ -197,6 +200,7 @@ void sqlq_route_destroy(sqlq_route *r)
 {
     if (!r)
         return;
+    sqlq_change_batch_free(&r->pend); /* normally empty: the loop releases it before it ends */
     sqlq_lease_renewer_stop(r->renewer);
     sqlq_capture_close(r->cap);
     sqlq_db_close(r->db);
@@ -357,8 +361,35 @@ static void settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bool a
     }
 }
 
-/* Release what a queue accepted, abandon (attempt counted) what was refused for good; mark them done. */
-static void settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_outcome *outcomes, bool *done)
+/* Keep `list` (deep copies) in r->pend, released later by release_pending. */
+static bool defer_release(sqlq_route *r, const sqlq_change *list, size_t k)
+{
+    sqlq_change *copy = malloc((k ? k : 1) * sizeof(*copy));
+    if (!copy || r->pend.count > 0) {
+        free(copy);
+        return false;
+    }
+    for (size_t i = 0; i < k; i++) {
+        copy[i] = list[i];
+        json_incref(copy[i].key);
+        json_incref(copy[i].row);
+    }
+    r->pend.items = copy;
+    r->pend.count = k;
+    return true;
+}
+
+static void release_pending(sqlq_route *r)
+{
+    if (r->pend.count > 0)
+        settle_list(r, r->pend.items, r->pend.count, false, false);
+    sqlq_change_batch_free(&r->pend);
+}
+
+/* Release what a queue accepted, abandon (attempt counted) what was refused for good; mark them
+ * done. `defer`: when every change is accepted or poisoned, keep the release for later. */
+static void settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_outcome *outcomes, bool *done,
+                   bool defer)
 {
     sqlq_change *rel = malloc(b->count * sizeof(*rel));
     sqlq_change *fail = malloc(b->count * sizeof(*fail));
@@ -378,7 +409,11 @@ static void settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_outcome
             done[i] = true;
         }
     }
-    settle_list(r, rel, nr, false, false);
+    bool all = rel && fail && nf == 0;
+    for (size_t i = 0; all && i < b->count; i++)
+        all = done[i];
+    if (!(defer && all && defer_release(r, rel, nr)))
+        settle_list(r, rel, nr, false, false);
     settle_list(r, fail, nf, true, true);
     free(rel);
     free(fail);
@@ -406,6 +441,7 @@ static void abandon_rest(sqlq_route *r, const sqlq_change_batch *b, bool *done)
 typedef struct prefetch {
     sqlq_route *r;
     const sqlq_change_batch *current; /* on the wire meanwhile */
+    bool poll;                        /* poll the next batch (after releasing r->pend) */
     pthread_t thread;
     bool started;
     sqlq_result rc;
@@ -419,7 +455,13 @@ static void set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool 
 static void *prefetch_main(void *arg)
 {
     prefetch *p = arg;
-    p->rc = sqlq_capture_poll(p->r->cap, &p->batch, &p->err);
+    /* The previous batch was accepted by the queue: its release is bookkeeping that need not
+     * hold up this one. Then the poll, which sees those changes released. */
+    release_pending(p->r);
+    if (!p->poll)
+        return NULL;
+    p->rc = p->r->cap ? sqlq_capture_poll(p->r->cap, &p->batch, &p->err)
+                      : sqlq_error_set(&p->err, SQLQ_E_SQL, true, "capture not open");
     /* Leased now: renewed from now on, not from when the current batch is settled (its
      * publish may retry for longer than a lease lasts). The route thread is inside the
      * publish call and does not touch the renewal set until it has joined this thread. */
@@ -428,13 +470,16 @@ static void *prefetch_main(void *arg)
     return NULL;
 }
 
-static void prefetch_start(prefetch *p, const sqlq_change_batch *current)
+static void prefetch_start(prefetch *p, const sqlq_change_batch *current, bool poll)
 {
     p->current = current;
+    p->poll = poll;
     sqlq_error_clear(&p->err);
     memset(&p->batch, 0, sizeof(p->batch));
     p->rc = SQLQ_OK;
-    p->started = p->r->cap && pthread_create(&p->thread, NULL, prefetch_main, p) == 0;
+    p->started = pthread_create(&p->thread, NULL, prefetch_main, p) == 0;
+    if (!p->started)
+        release_pending(p->r);
 }
 
 /* Join the helper; false when nothing usable came of it (not started, or its poll failed:
@@ -445,6 +490,8 @@ static bool prefetch_join(prefetch *p)
         return false;
     pthread_join(p->thread, NULL);
     p->started = false;
+    if (!p->poll)
+        return false;
     if (p->rc == SQLQ_OK)
         return true;
     log_error("poll_failed", p->r, &p->err);
@@ -475,18 +522,21 @@ static void set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool 
  * *have_next tells whether pf->batch holds it. */
 static void deliver(sqlq_route *r, const sqlq_change_batch *b, prefetch *pf, bool *have_next)
 {
+    prefetch helper = {.r = r};
+    if (!pf && r->pend.count > 0)
+        pf = &helper; /* a helper only to release the previous batch */
     sqlq_outcome *outcomes = calloc(b->count, sizeof(*outcomes));
     bool *done = calloc(b->count, sizeof(*done));
     sqlq_backoff qb;
     sqlq_backoff_policy p = {1000, 10000, 0, 0, 0.2}; /* catch up within 10 s of a recovery */
     sqlq_backoff_init(&qb, &p, &r->clock);
     const sqlq_change_batch *next = NULL;
-    set_in_flight(r, b, NULL, NULL);
+    set_in_flight(r, b, NULL, r->pend.count > 0 ? &r->pend : NULL);
     for (unsigned round = 0; outcomes && done; round++) {
         sqlq_error e;
         sqlq_error_clear(&e);
         if (round == 0 && pf)
-            prefetch_start(pf, b);
+            prefetch_start(pf, b, pf != &helper);
         uint64_t t0 = sqlq_clock_now_ms(&r->clock);
         if (sqlq_delivery_publish(r->delivery, b->items, b->count, outcomes, &e) != SQLQ_OK)
             log_error("publish_failed", r, &e);
@@ -495,7 +545,9 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b, prefetch *pf, boo
             *have_next = true;
             next = &pf->batch;
         }
-        settle(r, b, outcomes, done);
+        /* Accepted in the first round with more already polled: its release rides along with
+         * the next batch. */
+        settle(r, b, outcomes, done, round == 0 && next && next->count > 0);
         size_t left = 0, transient = 0;
         for (size_t i = 0; i < b->count; i++) {
             left += !done[i];
@@ -515,8 +567,7 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b, prefetch *pf, boo
             break;
         }
     }
-    if (sqlq_lease_renewer_set(r->renewer, next ? next->items : NULL, next ? next->count : 0) != SQLQ_OK)
-        SQLQ_WARN("lease_renew_set_failed", "table=%s", r->cfg.table);
+    set_in_flight(r, next ? next : &r->pend, NULL, next && r->pend.count > 0 ? &r->pend : NULL);
     free(outcomes);
     free(done);
 }
@@ -612,6 +663,7 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
         polled_ahead = false;
         if (b.count == 0) {
             sqlq_change_batch_free(&b);
+            release_pending(r);
             if (!idle_advanced)
                 advance(r);
             idle_advanced = true;
@@ -643,6 +695,7 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
         if (!full && !r->env.once)
             (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
     }
+    release_pending(r);
     if (next.count > 0) { /* polled ahead, then asked to stop: give them back as they were */
         bool *none = calloc(next.count, sizeof(*none));
         if (none)
