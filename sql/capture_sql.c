@@ -18,13 +18,9 @@ void sqlq_capture_stmt_free(sqlq_capture_stmt *s)
 /* SQL Server: DECLARE @sync from the state row (CHANGETABLE takes a variable, not a query). */
 static void ms_declare_sync(builder *b)
 {
-    sqlq_sql_text_add(&b->t, "SET NOCOUNT ON; DECLARE @sync bigint = (SELECT sync_version FROM ");
-    obj(b, "state");
-    sqlq_sql_text_add(&b->t, " WHERE bridge_name = ");
-    param(b, SQLQ_P_BRIDGE);
-    sqlq_sql_text_add(&b->t, " AND table_name = ");
-    param(b, SQLQ_P_TABLE);
-    sqlq_sql_text_add(&b->t, "); ");
+    sqlq_sql_text_add(&b->t, "SET NOCOUNT ON; DECLARE @sync bigint = ");
+    sync_subquery(b);
+    sqlq_sql_text_add(&b->t, "; ");
 }
 
 static void changes_from(builder *b)
@@ -93,13 +89,8 @@ static void sync_bound(builder *b, bool bound_params)
         param(b, SQLQ_P_HORIZON);
         return;
     }
-    sqlq_sql_text_add(&b->t, "%s > (SELECT sync_version FROM ", ver(b));
-    obj(b, "state");
-    sqlq_sql_text_add(&b->t, " WHERE bridge_name = ");
-    param(b, SQLQ_P_BRIDGE);
-    sqlq_sql_text_add(&b->t, " AND table_name = ");
-    param(b, SQLQ_P_TABLE);
-    sqlq_sql_text_add(&b->t, ")");
+    sqlq_sql_text_add(&b->t, "%s > ", ver(b));
+    sync_subquery(b);
     if (is_pg(b)) {
         sqlq_sql_text_add(&b->t, " AND %s < ", ver(b));
         horizon(b);
@@ -137,13 +128,9 @@ static void changes_after(builder *b, bool bound_params, bool resume, const char
     if (resume && b->c->dialect == SQLQ_DIALECT_SQLITE) {
         sqlq_sql_text_add(&b->t, "%s >= max(", ver(b));
         param(b, SQLQ_P_RESUME_VERSION);
-        sqlq_sql_text_add(&b->t, ", (SELECT sync_version FROM ");
-        obj(b, "state");
-        sqlq_sql_text_add(&b->t, " WHERE bridge_name = ");
-        param(b, SQLQ_P_BRIDGE);
-        sqlq_sql_text_add(&b->t, " AND table_name = ");
-        param(b, SQLQ_P_TABLE);
-        sqlq_sql_text_add(&b->t, ") + 1)");
+        sqlq_sql_text_add(&b->t, ", ");
+        sync_subquery(b);
+        sqlq_sql_text_add(&b->t, " + 1)");
     } else {
         sync_bound(b, bound_params);
     }
@@ -411,10 +398,7 @@ sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, sqlq_capture_stmt
     horizon(&b);
     sqlq_sql_text_add(&b.t, " AS m_horizon FROM ");
     obj(&b, "state");
-    sqlq_sql_text_add(&b.t, " WHERE bridge_name = ");
-    param(&b, SQLQ_P_BRIDGE);
-    sqlq_sql_text_add(&b.t, " AND table_name = ");
-    param(&b, SQLQ_P_TABLE);
+    state_row(&b);
     return b_done(&b, err);
 }
 
@@ -515,15 +499,11 @@ static sqlq_result advance_scan(const sqlq_capture_sql *c, bool resume, sqlq_cap
     changes_from(&b);
     sqlq_sql_text_add(&b.t, " WHERE ");
     sync_bound(&b, false);
-    sqlq_sql_text_add(&b.t, ") AS m_max FROM (SELECT (SELECT sync_version FROM ");
-    obj(&b, "state");
-    sqlq_sql_text_add(&b.t, " WHERE bridge_name = ");
-    param(&b, SQLQ_P_BRIDGE);
-    sqlq_sql_text_add(&b.t, " AND table_name = ");
-    param(&b, SQLQ_P_TABLE);
+    sqlq_sql_text_add(&b.t, ") AS m_max FROM (SELECT ");
+    sync_subquery(&b);
     /* The first unprocessed change in index order, not min() over the join: PostgreSQL does
      * not turn min() over a join into an index scan (it hashed the whole backlog). */
-    sqlq_sql_text_add(&b.t, ") AS m_sync) AS s LEFT JOIN (SELECT %s AS m_unproc", ver(&b));
+    sqlq_sql_text_add(&b.t, " AS m_sync) AS s LEFT JOIN (SELECT %s AS m_unproc", ver(&b));
     for (size_t i = 0; i < c->table->nkey; i++) {
         sqlq_sql_text_col(&b.t, ", c.", key_name(&b, i));
         sqlq_sql_text_add(&b.t, " AS u%zu", i);

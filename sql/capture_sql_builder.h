@@ -61,6 +61,24 @@ static inline const char *key_name(const builder *b, size_t i)
 static inline void obj(builder *b, const char *bare) { sqlq_catalog_object(&b->t, bare); }
 static inline void leases(builder *b) { obj(b, b->c->names->leases_table); }
 
+/* " WHERE bridge_name = ? AND table_name = ?": this bridge's state row. */
+static inline void state_row(builder *b)
+{
+    sqlq_sql_text_add(&b->t, " WHERE bridge_name = ");
+    param(b, SQLQ_P_BRIDGE);
+    sqlq_sql_text_add(&b->t, " AND table_name = ");
+    param(b, SQLQ_P_TABLE);
+}
+
+/* "(SELECT sync_version FROM <state> WHERE ...)": the stored sync version, as a subquery. */
+static inline void sync_subquery(builder *b)
+{
+    sqlq_sql_text_add(&b->t, "(SELECT sync_version FROM ");
+    obj(b, "state");
+    state_row(b);
+    sqlq_sql_text_add(&b->t, ")");
+}
+
 /* Version and operation columns of the changes relation `c`. */
 static inline const char *ver(const builder *b)
 {

@@ -82,10 +82,7 @@ sqlq_result sqlq_capture_sql_set_sync(const sqlq_capture_sql *c, sqlq_capture_st
     param(&b, SQLQ_P_VERSION);
     sqlq_sql_text_add(&b.t, ", updated_ms = ");
     now(&b);
-    sqlq_sql_text_add(&b.t, " WHERE bridge_name = ");
-    param(&b, SQLQ_P_BRIDGE);
-    sqlq_sql_text_add(&b.t, " AND table_name = ");
-    param(&b, SQLQ_P_TABLE);
+    state_row(&b);
     sqlq_sql_text_add(&b.t, " AND sync_version < ");
     param(&b, SQLQ_P_VERSION);
     return b_done(&b, err);
@@ -218,10 +215,7 @@ sqlq_result sqlq_capture_sql_read_sync(const sqlq_capture_sql *c, sqlq_capture_s
     b_init(&b, c, out);
     sqlq_sql_text_add(&b.t, "SELECT sync_version FROM ");
     obj(&b, "state");
-    sqlq_sql_text_add(&b.t, " WHERE bridge_name = ");
-    param(&b, SQLQ_P_BRIDGE);
-    sqlq_sql_text_add(&b.t, " AND table_name = ");
-    param(&b, SQLQ_P_TABLE);
+    state_row(&b);
     return b_done(&b, err);
 }
 
