@@ -249,6 +249,22 @@ def putload_shared_key(az, queue, body_xml, n, k, work):
     return run([TOOLS / "putload", f"{az.endpoint}/{queue}/messages", body_xml, n, k, headers])
 
 
+BODY_BYTES = 256
+
+
+def change_body(work, nbytes=BODY_BYTES):
+    """A row-mode change message of exactly nbytes of JSON (what the bridge sends), written to
+    work/body.json; its path."""
+    row = {"id": "1e5c50425ff0348b102e6f5f282037d3", "op": "update", "table": "orders",
+           "key": {"id": 42}, "row": {"id": 42, "customer": "Zluty kun", "total": "1234.50",
+                                      "note": ""},
+           "version": 7, "bridge": "default", "ts": "2024-05-01T12:00:00.123Z"}
+    row["row"]["note"] = "x" * (nbytes - len(json.dumps(row, separators=(",", ":"))))
+    p = Path(work) / "body.json"
+    p.write_text(json.dumps(row, separators=(",", ":")))
+    return p
+
+
 def put_body_xml(text_file, out):
     """<QueueMessage> body carrying the base64 of a file, as sqlq and the SDK send it."""
     text = base64.b64encode(Path(text_file).read_bytes()).decode()

@@ -16,7 +16,6 @@ error status).
   bench/ceiling.py [--quick] [--write-docs] [--n N] [--rounds R] [--in-flight 1,4,16,64]
 """
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -24,19 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib as B  # noqa: E402
 
-BODY_BYTES = 256
+BODY_BYTES = B.BODY_BYTES
 TITLE = "Ceiling and enqueue"
 
 
 def body_files(work):
     """A 256-byte JSON change (what the bridge sends) and its <QueueMessage> XML."""
-    row = {"id": "1e5c50425ff0348b102e6f5f282037d3", "op": "update", "table": "orders",
-           "key": {"id": 42}, "row": {"id": 42, "customer": "Zluty kun", "total": "1234.50",
-                                      "note": ""},
-           "version": 7, "bridge": "default", "ts": "2024-05-01T12:00:00.123Z"}
-    row["row"]["note"] = "x" * (BODY_BYTES - len(json.dumps(row, separators=(",", ":"))))
-    body = work / "body.json"
-    body.write_text(json.dumps(row, separators=(",", ":")))
+    body = B.change_body(work, BODY_BYTES)
     return body, B.put_body_xml(body, work / "body.xml")
 
 

@@ -11,7 +11,6 @@ This folds in bench/consume.sh (which still runs on its own, with --exec per mes
   bench/consumer.py [--quick] [--write-docs] [--n N] [--rounds R] [--idle-seconds S]
 """
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -24,18 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib as B  # noqa: E402
 
 TITLE = "Consumer throughput and idle polling"
-BODY_BYTES = 256
+BODY_BYTES = B.BODY_BYTES
 
 
 def body_file(work):
-    row = {"id": "1e5c50425ff0348b102e6f5f282037d3", "op": "update", "table": "orders",
-           "key": {"id": 42}, "row": {"id": 42, "customer": "Zluty kun", "total": "1234.50",
-                                      "note": ""},
-           "version": 7, "bridge": "default", "ts": "2024-05-01T12:00:00.123Z"}
-    row["row"]["note"] = "x" * (BODY_BYTES - len(json.dumps(row, separators=(",", ":"))))
-    p = work / "body.json"
-    p.write_text(json.dumps(row, separators=(",", ":")))
-    return p
+    return B.change_body(work, BODY_BYTES)
 
 
 def drain(az, client, n, body, q):
