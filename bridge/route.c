@@ -531,7 +531,7 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b, prefetch *pf, boo
     sqlq_backoff_policy p = {1000, 10000, 0, 0, 0.2}; /* catch up within 10 s of a recovery */
     sqlq_backoff_init(&qb, &p, &r->clock);
     const sqlq_change_batch *next = NULL;
-    set_in_flight(r, b, NULL, r->pend.count > 0 ? &r->pend : NULL);
+    set_in_flight(r, b, NULL, &r->pend);
     for (unsigned round = 0; outcomes && done; round++) {
         sqlq_error e;
         sqlq_error_clear(&e);
@@ -567,7 +567,7 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b, prefetch *pf, boo
             break;
         }
     }
-    set_in_flight(r, next ? next : &r->pend, NULL, next && r->pend.count > 0 ? &r->pend : NULL);
+    set_in_flight(r, &r->pend, NULL, next); /* what stays leased until the next batch */
     free(outcomes);
     free(done);
 }
@@ -678,18 +678,16 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
         r->changes += b.count;
         uint64_t t0 = sqlq_clock_now_ms(&r->clock);
         /* A full batch: more is likely waiting, poll it while this one is on the wire. */
-        bool have_next = false;
-        deliver(r, &b, b.full && !stopping(r) ? &pf : NULL, &have_next);
+        deliver(r, &b, b.full && !stopping(r) ? &pf : NULL, &polled_ahead);
         if (!b.full || sqlq_clock_now_ms(&r->clock) - r->last_advance_ms >= ADVANCE_EVERY_MS)
             advance(r);
         SQLQ_DEBUG("batch", "table=%s changes=%zu full=%d ms=%llu", r->cfg.table, b.count, (int)b.full,
                    (unsigned long long)(sqlq_clock_now_ms(&r->clock) - t0));
         bool full = b.full;
         sqlq_change_batch_free(&b);
-        if (have_next) {
+        if (polled_ahead) {
             next = pf.batch;
             memset(&pf.batch, 0, sizeof(pf.batch));
-            polled_ahead = true;
         }
         progress(r, false);
         if (!full && !r->env.once)
