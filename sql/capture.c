@@ -289,17 +289,18 @@ static json_t *key_of_row(const sqlq_capture *cap, const json_t *row, const char
     return key;
 }
 
-/* Remember (version, key) of `row` in *p, or forget *p (no row, no statement to use it, or
- * older than max_age_ms: `since` is when the position was first set, kept while it moves). */
-static void position_set(sqlq_capture_position *p, bool usable, const json_t *row,
-                         const char *version_col, const char *key_prefix, uint64_t now,
-                         uint64_t max_age_ms, const sqlq_capture *cap)
+/* Remember (version, key) of `row` in *p, or forget *p: no row, no statement to use it, or
+ * first set a quarter of the lease ago or more (what lies behind a position, such as a lease
+ * another instance let expire, waits no longer than that). */
+static void position_set(const sqlq_capture *cap, sqlq_capture_position *p, bool usable,
+                         const json_t *row, const char *version_col, const char *key_prefix,
+                         uint64_t now)
 {
     uint64_t since = p->active ? p->since_ms : now;
     position_clear(p);
     int64_t v = 0;
     if (!usable || !row || !sqlq_capture_json_int64(json_object_get(row, version_col), &v) ||
-        now - since >= max_age_ms)
+        now - since >= (uint64_t)cap->spec.lease_s * 250)
         return;
     p->key = key_of_row(cap, row, key_prefix);
     p->active = p->key != NULL;
@@ -308,14 +309,13 @@ static void position_set(sqlq_capture_position *p, bool usable, const json_t *ro
 }
 
 /* After a poll: a full one is resumed after its last change (the sweep goes on), a short one
- * ends the sweep. A sweep lasts at most a quarter of the lease: what lies behind the resume
- * position (a lease another instance let expire) waits no longer than that. */
+ * ends the sweep. */
 static void resume_after(sqlq_capture *cap, json_t *rows, uint64_t now)
 {
     size_t n = json_array_size(rows);
     bool full = n > 0 && n >= (size_t)cap->spec.max_batch_size;
-    position_set(&cap->resume, full && cap->poll_resume.sql, json_array_get(rows, n - 1), "m_v",
-                 "k", now, (uint64_t)cap->spec.lease_s * 250, cap);
+    position_set(cap, &cap->resume, full && cap->poll_resume.sql, json_array_get(rows, n - 1),
+                 "m_v", "k", now);
 }
 
 sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
@@ -490,8 +490,8 @@ sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version, sqlq_e
         sqlq_capture_json_int64(json_object_get(row, "m_unproc"), &unproc);
     /* The next scan starts at this first unprocessed change (re-read from the sync version
      * now and then, like the poll's sweep, in case the state was rewound by hand). */
-    position_set(&cap->scan_from, found && cap->scan_resume.sql, row, "m_unproc", "u",
-                 (uint64_t)v.now, (uint64_t)cap->spec.lease_s * 250, cap);
+    position_set(cap, &cap->scan_from, found && cap->scan_resume.sql, row, "m_unproc", "u",
+                 (uint64_t)v.now);
     if (found)
         target = unproc - 1; /* everything below the oldest unprocessed change is done */
     else if (r == SQLQ_OK && sqlq_capture_json_int64(json_object_get(row, "m_max"), &max))
