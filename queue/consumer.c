@@ -10,8 +10,31 @@
 #include <string.h>
 #include <time.h>
 
-/* After the shutdown bound, cancelled handlers get this long to return. */
-#define CANCEL_GRACE_MS 5000u
+static uint64_t real_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+static bool stop_requested(const sqlq_consumer *c)
+{
+    return c->opt.stop && *c->opt.stop;
+}
+
+/* Abort callbacks of the REST clients (sqlq_http_set_abort): requests of workers and renewal
+ * end at the shutdown bound; the poll in flight ends at once on a stop. */
+static bool io_abort(void *ctx)
+{
+    sqlq_consumer *c = ctx;
+    return real_ms() >= atomic_load(&c->io_deadline_ms);
+}
+
+static bool poll_abort(void *ctx)
+{
+    sqlq_consumer *c = ctx;
+    return (stop_requested(c) && !atomic_load(&c->polling_over)) || io_abort(ctx);
+}
 
 void sqlq_consumer_options_default(sqlq_consumer_options *o)
 {
@@ -81,6 +104,7 @@ static sqlq_result check_options(const sqlq_consumer_options *o, sqlq_error *err
 static sqlq_result init_sync(sqlq_consumer *c)
 {
     if (pthread_mutex_init(&c->mu, NULL) != 0 || pthread_mutex_init(&c->renew_mu, NULL) != 0 ||
+        pthread_mutex_init(&c->outage_mu, NULL) != 0 ||
         sqlq_consumer_cond_init(&c->work_cv) != 0 || sqlq_consumer_cond_init(&c->idle_cv) != 0 ||
         sqlq_consumer_cond_init(&c->renew_cv) != 0)
         return SQLQ_E_NOMEM;
@@ -124,6 +148,8 @@ sqlq_result sqlq_consumer_create(const sqlq_account *account,
     c->nworkers = (size_t)options->batch_size + (size_t)options->new_batch_threshold;
     c->pending_cap = c->nworkers + 32;
     c->renew_wake_ms = UINT64_MAX;
+    atomic_init(&c->io_deadline_ms, UINT64_MAX);
+    atomic_init(&c->polling_over, false);
     c->workers = calloc(c->nworkers, sizeof(*c->workers));
     c->pending = calloc(c->pending_cap, sizeof(*c->pending));
     if (!c->workers || !c->pending || init_sync(c) != SQLQ_OK) {
@@ -153,6 +179,7 @@ sqlq_result sqlq_consumer_create(const sqlq_account *account,
             return r;
         }
         c->own_transport = true;
+        sqlq_consumer_transport_azure_abort(&c->transport, poll_abort, io_abort, c);
     }
     *out = c;
     return SQLQ_OK;
@@ -175,16 +202,13 @@ void sqlq_consumer_get_stats(const sqlq_consumer *c, sqlq_consumer_stats *o)
     o->empty_polls = atomic_load(&n->empty_polls);
     o->poll_errors = atomic_load(&n->poll_errors);
     o->poll_failing = atomic_load(&n->poll_failing);
+    o->service_failing = atomic_load(&n->service_failing);
+    o->rejected_replies = atomic_load(&n->rejected_replies);
     o->in_flight = atomic_load(&n->in_flight);
     o->backoff_ms = atomic_load(&n->backoff_ms);
 }
 
 /* ---- polling ---- */
-
-static bool stop_requested(const sqlq_consumer *c)
-{
-    return c->opt.stop && *c->opt.stop;
-}
 
 /* Wait until fewer than new_batch_threshold messages are in flight; false on stop. */
 static bool wait_for_capacity(sqlq_consumer *c)
@@ -213,9 +237,12 @@ static void enqueue(sqlq_consumer *c, sqlq_message_list *list)
 
 typedef struct poll_state {
     sqlq_polling polling;
+    sqlq_polling outage; /* extra back-off while deletes/updates fail with an outage */
     void *conn;
     sqlq_result last_error; /* of the current streak of failed polls, SQLQ_OK when none */
     bool logged_missing;
+    sqlq_result result; /* of the latest poll */
+    sqlq_error err;     /* its error */
 } poll_state;
 
 static void note_poll_error(sqlq_consumer *c, poll_state *ps, sqlq_result r, const sqlq_error *err)
@@ -224,7 +251,13 @@ static void note_poll_error(sqlq_consumer *c, poll_state *ps, sqlq_result r, con
     sqlq_error_format(err, e, sizeof(e));
     atomic_fetch_add(&c->n.poll_errors, 1);
     atomic_fetch_add(&c->n.poll_failing, 1);
-    if (r == SQLQ_E_NOT_FOUND) {
+    if (r == SQLQ_E_PARSE) {
+        atomic_fetch_add(&c->n.rejected_replies, 1);
+        SQLQ_ERROR("consumer.bad_reply",
+                   "queue=%s err=\"%s\" note=\"a service error: nothing of this reply is used; "
+                   "its messages are visible again when their lease ends\"",
+                   c->queue, e);
+    } else if (r == SQLQ_E_NOT_FOUND) {
         if (!ps->logged_missing)
             SQLQ_WARN("consumer.queue_missing",
                       "queue=%s note=\"queue does not exist (yet); polling continues with back-off "
@@ -238,6 +271,25 @@ static void note_poll_error(sqlq_consumer *c, poll_state *ps, sqlq_result r, con
         SQLQ_DEBUG("consumer.poll_failed", "queue=%s err=\"%s\"", c->queue, e);
     }
     ps->last_error = r;
+}
+
+/* A reply is used only when it is what was asked for: at most `want` messages, each with a pop
+ * receipt and a DequeueCount of at least 1 (the fields themselves are checked by the parser). */
+static sqlq_result check_reply(const sqlq_consumer *c, const sqlq_message_list *l, int want,
+                               sqlq_error *err)
+{
+    if (l->count > (size_t)want)
+        return sqlq_error_set(err, SQLQ_E_PARSE, false,
+                              "the queue service returned %zu messages for a request of at most %d "
+                              "(lease %d s)",
+                              l->count, want, c->opt.lease_s);
+    for (size_t i = 0; i < l->count; i++)
+        if (!l->items[i].pop_receipt || l->items[i].dequeue_count < 1)
+            return sqlq_error_set(err, SQLQ_E_PARSE, false,
+                                  "the queue service returned message %s without a pop receipt or "
+                                  "with DequeueCount %ld (a received message has 1 or more)",
+                                  l->items[i].id, l->items[i].dequeue_count);
+    return SQLQ_OK;
 }
 
 /* One Get Messages. Returns the delay before the next poll, or UINT64_MAX to stop. */
@@ -256,6 +308,14 @@ static uint64_t poll_once(sqlq_consumer *c, poll_state *ps)
     sqlq_error_clear(&err);
     sqlq_poll_event ev = {.at_ms = sqlq_clock_now_ms(c->clock)};
     sqlq_result r = c->transport.get(ps->conn, c->queue, want, c->opt.lease_s, &list, &err);
+    if (r == SQLQ_OK)
+        r = check_reply(c, &list, want, &err);
+    if (r != SQLQ_OK)
+        sqlq_message_list_free(&list);
+    if (r != SQLQ_OK && stop_requested(c))
+        r = SQLQ_E_CANCELLED; /* aborted by the stop, or failing while stopping: not a fault */
+    ps->result = r;
+    ps->err = err;
     atomic_fetch_add(&c->n.polls, 1);
     if (r == SQLQ_OK)
         atomic_store(&c->n.poll_failing, 0);
@@ -302,11 +362,45 @@ static bool nothing_in_flight(sqlq_consumer *c)
     return idle;
 }
 
+/* exit_when_empty: true when the drain is over, either because the service answered with no
+ * message while nothing was in flight (empty) or because a poll failed (the run's error). */
+static bool drain_over(sqlq_consumer *c, const poll_state *ps, bool idle_before)
+{
+    if (!c->opt.exit_when_empty || stop_requested(c) || ps->result == SQLQ_E_CANCELLED)
+        return false;
+    if (ps->result == SQLQ_OK) {
+        if (idle_before)
+            SQLQ_INFO("consumer.empty", "queue=%s note=\"the queue service answered with no "
+                      "message: queue empty, stopping\"", c->queue);
+        return idle_before;
+    }
+    char e[700];
+    sqlq_error_format(&ps->err, e, sizeof(e));
+    SQLQ_ERROR("consumer.drain_failed",
+               "queue=%s err=\"%s\" note=\"the queue could not be read (after the poll's "
+               "retries): not empty, stopping with an error\"",
+               c->queue, e);
+    c->drain_result = ps->result;
+    c->drain_err = ps->err;
+    return true;
+}
+
+/* While deletes and updates fail with an outage, wait longer before taking more messages. */
+static bool outage_pause(sqlq_consumer *c, poll_state *ps)
+{
+    if (atomic_load(&c->n.service_failing) == 0) {
+        sqlq_polling_reset(&ps->outage);
+        return true;
+    }
+    return sqlq_clock_sleep_ms(c->clock, sqlq_polling_empty(&ps->outage));
+}
+
 static void poll_loop(sqlq_consumer *c, void *conn)
 {
     poll_state ps = {.conn = conn, .last_error = SQLQ_OK};
     sqlq_polling_init(&ps.polling, c->opt.min_polling_ms, c->opt.max_polling_ms, c->clock);
-    while (wait_for_capacity(c)) {
+    sqlq_polling_init(&ps.outage, c->opt.min_polling_ms, c->opt.max_polling_ms, c->clock);
+    while (wait_for_capacity(c) && outage_pause(c, &ps)) {
         /* Sampled before the request: a message released after a failure is visible before its
          * worker stops counting it, so idle-then-empty really means nothing is left. */
         bool idle_before = nothing_in_flight(c);
@@ -315,10 +409,8 @@ static void poll_loop(sqlq_consumer *c, void *conn)
             break;
         if (delay == 0)
             continue;
-        if (c->opt.exit_when_empty && idle_before) {
-            SQLQ_INFO("consumer.empty", "queue=%s note=\"queue empty: stopping\"", c->queue);
+        if (drain_over(c, &ps, idle_before))
             break;
-        }
         if (!sqlq_clock_sleep_ms(c->clock, delay))
             break;
     }
@@ -421,6 +513,11 @@ static void stop_renewal(sqlq_consumer *c)
 
 static sqlq_result shutdown_threads(sqlq_consumer *c, void *conn)
 {
+    uint64_t handlers_until = real_ms() + c->opt.shutdown_timeout_ms;
+    uint64_t hard_until = handlers_until + SQLQ_CONSUMER_CANCEL_GRACE_MS;
+    /* requests end a second before the wait does, so an aborted one can unwind in time */
+    atomic_store(&c->io_deadline_ms, hard_until - 1000u);
+    atomic_store(&c->polling_over, true);
     /* On a stop request, messages not started go back; at max_messages or an empty queue the
      * workers finish what was taken. */
     if (conn && stop_requested(c))
@@ -434,13 +531,20 @@ static sqlq_result shutdown_threads(sqlq_consumer *c, void *conn)
         SQLQ_INFO("consumer.stopping", "queue=%s running=%zu shutdown_timeout_ms=%llu", c->queue,
                   running, (unsigned long long)c->opt.shutdown_timeout_ms);
     sqlq_result r = SQLQ_OK;
-    if (!wait_workers(c, c->opt.shutdown_timeout_ms)) {
+    uint64_t now = real_ms();
+    if (!wait_workers(c, handlers_until > now ? handlers_until - now : 0)) {
         SQLQ_WARN("consumer.shutdown_timeout",
-                  "queue=%s note=\"handlers still running: cancelling; their messages become "
-                  "visible again when their lease ends\"",
-                  c->queue);
+                  "queue=%s shutdown_timeout_ms=%llu note=\"messages still in progress (a handler "
+                  "running, or its delete or release waiting for the queue service): cancelling "
+                  "the handlers (--exec: SIGTERM, SIGKILL after 2 s); each cancelled message is released "
+                  "at once (visible again now, not counted toward poison); requests to the queue "
+                  "service still unanswered %u ms later are aborted (a message whose release is "
+                  "aborted is visible again when its lease ends)\"",
+                  c->queue, (unsigned long long)c->opt.shutdown_timeout_ms,
+                  SQLQ_CONSUMER_CANCEL_GRACE_MS - 1000u);
         cancel_running(c);
-        if (!wait_workers(c, CANCEL_GRACE_MS)) {
+        now = real_ms();
+        if (!wait_workers(c, hard_until > now ? hard_until - now : 0)) {
             SQLQ_ERROR("consumer.handler_stuck", "queue=%s note=\"a handler ignored cancellation\"",
                        c->queue);
             r = SQLQ_E_TIMEOUT;
@@ -480,12 +584,17 @@ sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err)
     sqlq_result sr = shutdown_threads(c, r == SQLQ_OK ? conn : NULL);
     if (r == SQLQ_OK && sr != SQLQ_OK)
         r = sqlq_error_set(err, sr, false, "a handler did not return within the shutdown timeout");
+    if (r == SQLQ_OK && c->drain_result != SQLQ_OK) {
+        r = c->drain_result;
+        if (err && err->code == SQLQ_OK)
+            *err = c->drain_err;
+    }
     if (conn)
         c->transport.close(conn);
     if (c->renew_conn && sr == SQLQ_OK)
         c->transport.close(c->renew_conn);
     c->renew_conn = NULL;
-    if (r == SQLQ_OK) {
+    if (r == SQLQ_OK || r == c->drain_result) {
         sqlq_consumer_stats s;
         sqlq_consumer_get_stats(c, &s);
         SQLQ_INFO("consumer.stopped",
