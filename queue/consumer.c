@@ -584,6 +584,20 @@ sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err)
     sqlq_result sr = shutdown_threads(c, r == SQLQ_OK ? conn : NULL);
     if (r == SQLQ_OK && sr != SQLQ_OK)
         r = sqlq_error_set(err, sr, false, "a handler did not return within the shutdown timeout");
+    if (r == SQLQ_OK && c->drain_result == SQLQ_OK && c->opt.exit_when_empty &&
+        atomic_load(&c->n.service_failing) > 0) {
+        /* a drain whose deletes or releases failed did not empty the queue */
+        pthread_mutex_lock(&c->outage_mu);
+        c->drain_err = c->outage_err;
+        pthread_mutex_unlock(&c->outage_mu);
+        c->drain_result = c->drain_err.code != SQLQ_OK ? c->drain_err.code : SQLQ_E_HTTP;
+        char e[700];
+        sqlq_error_format(&c->drain_err, e, sizeof(e));
+        snprintf(c->drain_err.message, sizeof(c->drain_err.message),
+                 "deletes or releases failed at the end (%.300s): handled messages are delivered "
+                 "again after their lease",
+                 e);
+    }
     if (r == SQLQ_OK && c->drain_result != SQLQ_OK) {
         r = c->drain_result;
         if (err && err->code == SQLQ_OK)

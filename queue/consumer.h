@@ -150,7 +150,7 @@ SQLQ_NODISCARD sqlq_result sqlq_consumer_create(const sqlq_account *account,
  * at shutdown_timeout + SQLQ_CONSUMER_CANCEL_GRACE_MS - 1 s. Transient faults never end the run;
  * SQLQ_OK after a clean stop, SQLQ_E_TIMEOUT when a handler ignored cancellation (its thread is
  * left running: exit the process, do not destroy the consumer), the failed poll's error when
- * exit_when_empty could not read the queue, or the error that made start-up impossible (a
+ * exit_when_empty could not read the queue (or the outage's when its last deletes failed), or the error that made start-up impossible (a
  * handler's open failed, no connection could be created). */
 #define SQLQ_CONSUMER_CANCEL_GRACE_MS 5000u
 SQLQ_NODISCARD sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err);

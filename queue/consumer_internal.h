@@ -94,6 +94,7 @@ struct sqlq_consumer {
     pthread_mutex_t outage_mu;
     uint64_t outage_logged_ms;
     char outage_cause[96];
+    sqlq_error outage_err; /* the latest outage failure */
 };
 
 /* consumer_transport.c: make the Azure transport's clients abort their requests as told. */

@@ -63,6 +63,7 @@ void sqlq_consumer_note_failure(struct sqlq_consumer *c, const char *op, const s
     clock_gettime(CLOCK_MONOTONIC, &t);
     uint64_t now = (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
     pthread_mutex_lock(&c->outage_mu);
+    c->outage_err = *err;
     bool log_it = failing == 1 || strcmp(c->outage_cause, cause) != 0 ||
                   now - c->outage_logged_ms >= OUTAGE_LOG_EVERY_MS;
     if (log_it) {

@@ -691,6 +691,17 @@ static void test_consumer_delete_outage_is_not_the_message_fault(void **state)
     assert_int_equal(r.f.puts, 0);
     assert_int_equal(fq_live(&r.f, "orders"), 1);
     teardown_run(&r);
+
+    /* a drain whose deletes failed did not empty the queue: it ends with the outage's error */
+    setup_run(&r);
+    fq_add(&r.f, "orders", "m", 0);
+    r.f.delete_status = 503;
+    snprintf(r.f.delete_code, sizeof(r.f.delete_code), "ServerBusy");
+    r.o.exit_when_empty = true;
+    run_consumer(&r);
+    assert_int_equal(r.result, SQLQ_E_HTTP);
+    assert_int_equal(r.stats.poisoned, 0);
+    teardown_run(&r);
 }
 
 static void quiet(void *ctx, sqlq_log_level level, const char *event, const char *fields)
