@@ -87,7 +87,10 @@ static const sqlq_setting settings[] = {
                      "per-message timeout: the handler is cancelled (--exec: killed) and the "
                      "attempt fails; 0 = none"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30",
-                     0, 3600, "on SIGTERM/SIGINT, how long running handlers may finish"),
+                     0, 3600,
+                     "on SIGTERM/SIGINT, how long running handlers may finish; then they are "
+                     "cancelled, and the process exits at most 5 s later even when the queue "
+                     "service does not answer"),
     SQLQ_SETTING_INT(S, http_timeout_ms, "http_timeout_ms", NULL, "30000", 1, 3600000,
                      "--http: request timeout"),
     SQLQ_SETTING_INT(S, max_messages, "max_messages", NULL, "0", 0, 1000000000000LL,

@@ -97,6 +97,12 @@ struct sqlq_consumer {
     sqlq_error outage_err; /* the latest outage failure */
 };
 
+/* consumer.c */
+bool sqlq_consumer_stop_requested(const struct sqlq_consumer *c);
+
+/* consumer_poll.c: poll until stopped, max_messages is reached or a drain is over. */
+void sqlq_consumer_poll_loop(struct sqlq_consumer *c, void *conn);
+
 /* consumer_transport.c: make the Azure transport's clients abort their requests as told. */
 void sqlq_consumer_transport_azure_abort(sqlq_consumer_transport *t, bool (*poll_abort)(void *),
                                          bool (*io_abort)(void *), void *ctx);
