@@ -267,7 +267,8 @@ static bool consume_ready(void *ctx, char *reason, size_t reason_size)
     }
     if (st.poll_failing > 0) {
         snprintf(reason, reason_size,
-                 "the last %llu polls failed: queue service unreachable or queue missing",
+                 "the last %llu polls failed: credential refused, queue service unreachable or "
+                 "queue missing (see the consumer.poll_failed log line)",
                  st.poll_failing);
         return false;
     }

@@ -65,8 +65,13 @@ static void note_poll_error(sqlq_consumer *c, poll_state *ps, sqlq_result r, con
                       c->queue);
         ps->logged_missing = true;
     } else if (ps->last_error != r) {
-        SQLQ_WARN("consumer.poll_failed", "queue=%s err=\"%s\" note=\"retrying with back-off\"",
-                  c->queue, e);
+        SQLQ_WARN("consumer.poll_failed",
+                  "queue=%s cause=\"%s\" err=\"%s\" note=\"retrying with back-off; messages are "
+                  "not touched\"",
+                  c->queue,
+                  sqlq_disposition_is_outage(err) ? sqlq_disposition_outage_cause(err)
+                                                  : "the queue service refused the request",
+                  e);
     } else {
         SQLQ_DEBUG("consumer.poll_failed", "queue=%s err=\"%s\"", c->queue, e);
     }
