@@ -87,13 +87,18 @@ static const sqlq_setting settings[] = {
                      "per-message timeout: the handler is cancelled (--exec: killed) and the "
                      "attempt fails; 0 = none"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30",
-                     0, 3600, "on SIGTERM/SIGINT, how long running handlers may finish"),
+                     0, 3600,
+                     "on SIGTERM/SIGINT, how long running handlers may finish; then they are "
+                     "cancelled, and the process exits at most 5 s later even when the queue "
+                     "service does not answer"),
     SQLQ_SETTING_INT(S, http_timeout_ms, "http_timeout_ms", NULL, "30000", 1, 3600000,
                      "--http: request timeout"),
     SQLQ_SETTING_INT(S, max_messages, "max_messages", NULL, "0", 0, 1000000000000LL,
                      "stop after taking this many messages (and finishing them); 0 = never"),
     SQLQ_SETTING_BOOL(S, exit_when_empty, "exit_when_empty", NULL, "false",
-                      "stop at the first empty poll with nothing running (drain and exit)"),
+                      "stop once the queue service answers a poll with no message while nothing "
+                      "runs (drain and exit 0); a poll that fails after its retries (about 10 s) "
+                      "exits 1 with the cause"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
                      "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
     SQLQ_COMMON_SETTINGS(S, common)};
@@ -262,8 +267,16 @@ static bool consume_ready(void *ctx, char *reason, size_t reason_size)
     }
     if (st.poll_failing > 0) {
         snprintf(reason, reason_size,
-                 "the last %llu polls failed: queue service unreachable or queue missing",
+                 "the last %llu polls failed: credential refused, queue service unreachable or "
+                 "queue missing (see the consumer.poll_failed log line)",
                  st.poll_failing);
+        return false;
+    }
+    if (st.service_failing > 0) {
+        snprintf(reason, reason_size,
+                 "the last %llu deletes/updates failed with an outage (credential, throttling or "
+                 "network; see the consumer.outage log line)",
+                 st.service_failing);
         return false;
     }
     return true;
@@ -281,6 +294,17 @@ static int run(consume_settings *s, const char *queue)
                            "SQLQ_QUEUE_CONNECTION or AzureWebJobsStorage");
     if (!sqlq_queue_name_valid(queue, &err))
         return report("queue name", &err, SQLQ_EXIT_USAGE);
+    size_t qlen = strlen(queue);
+    char poison[64];
+    if (!sqlq_queue_poison_name(queue, poison, sizeof(poison)) &&
+        !(qlen >= 7 && strcmp(queue + qlen - 7, "-poison") == 0)) {
+        fprintf(stderr,
+                "sqlq consume: queue name '%s' is not allowed: %zu characters leave no room for "
+                "its poison queue '%s-poison' (queue names are at most 63 characters, so at most "
+                "56 here)\n",
+                queue, qlen, queue);
+        return SQLQ_EXIT_USAGE;
+    }
     sqlq_account *account = NULL;
     if (sqlq_account_parse(s->common.queue_connection, &account, &err) != SQLQ_OK)
         return report("--queue-connection", &err, SQLQ_EXIT_USAGE);
@@ -315,7 +339,11 @@ static int run(consume_settings *s, const char *queue)
             fflush(NULL);
             _Exit(SQLQ_EXIT_FAILED);
         }
-        code = r == SQLQ_OK ? SQLQ_EXIT_OK : report("consumer", &err, SQLQ_EXIT_FAILED);
+        code = r == SQLQ_OK ? SQLQ_EXIT_OK
+               : s->exit_when_empty
+                   ? report("the queue could not be read, so it is not known to be empty", &err,
+                            SQLQ_EXIT_FAILED)
+                   : report("consumer", &err, SQLQ_EXIT_FAILED);
     }
     sqlq_http_server_stop(server); /* first: its thread reads the consumer's stats */
     sqlq_consumer_destroy(c);

@@ -7,10 +7,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,6 +82,24 @@ static bool is_ours(const char *e)
     return false;
 }
 
+bool sqlq_handler_exec_env_secret(const char *e)
+{
+    static const char *const prefixes[] = {"AzureWebJobsStorage", "AZURE_CLIENT_SECRET",
+                                           "SQLQ_SQL=", "SQLQ_SQL_FILE="};
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (strncmp(e, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    /* SQLQ_*CONNECTION* (and their _FILE paths): the name is what precedes '=' */
+    size_t name_len = strcspn(e, "=");
+    if (name_len < 5 || strncmp(e, "SQLQ_", 5) != 0)
+        return false;
+    static const char word[] = "CONNECTION";
+    for (size_t i = 5; i + sizeof(word) - 1 <= name_len; i++)
+        if (memcmp(e + i, word, sizeof(word) - 1) == 0)
+            return true;
+    return false;
+}
+
 static void env_free(child_env *ce)
 {
     for (size_t i = 0; i < 4; i++)
@@ -109,7 +130,7 @@ static sqlq_result env_build(child_env *ce, const sqlq_delivery *d)
     }
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (!is_ours(environ[i]))
+        if (!is_ours(environ[i]) && !sqlq_handler_exec_env_secret(environ[i]))
             ce->envp[k++] = environ[i];
     for (size_t i = 0; i < 4; i++)
         ce->envp[k++] = ce->vars[i];
@@ -120,67 +141,132 @@ static sqlq_result env_build(child_env *ce, const sqlq_delivery *d)
 
 typedef struct child {
     pid_t pid;
-    int in_fd;  /* its stdin; -1 once closed */
     int err_fd; /* its stderr; -1 at EOF */
-    const char *body;
-    size_t body_len, written;
     char tail[TAIL_MAX];
     size_t tail_len;
     int status;
     bool exited;
 } child;
 
+/* The whole body in an anonymous file, rewound: the handler's stdin exists complete before the
+ * handler does, so a consumer that dies mid-way can never hand it a cut body. */
+static int body_file(const sqlq_delivery *d, sqlq_error *err)
+{
+    int fd = memfd_create("sqlq-message-body", MFD_CLOEXEC);
+    if (fd < 0) {
+        sqlq_error_set(err, SQLQ_E_IO, true, "memfd_create: %s", strerror(errno));
+        return -1;
+    }
+    size_t done = 0;
+    while (done < d->body_len) {
+        ssize_t n = write(fd, d->body + done, d->body_len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            sqlq_error_set(err, SQLQ_E_IO, true, "writing the message body: %s",
+                           n < 0 ? strerror(errno) : "short write");
+            close(fd);
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        sqlq_error_set(err, SQLQ_E_IO, true, "lseek: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Everything the child needs, prepared before vfork: the child only makes system calls. */
+typedef struct exec_plan {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    int stdin_fd, stderr_fd;
+    pid_t parent;
+    unsigned int max_fd;
+} exec_plan;
+
+/* In the vforked child: its own process group, SIGKILL when the spawning thread ends (the
+ * worker threads live as long as the consumer), stdin/stdout/stderr and nothing else, default
+ * signal handling, then exec. Only async-signal-safe calls. */
+static _Noreturn void child_exec(const exec_plan *p)
+{
+    setpgid(0, 0);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != p->parent)
+        _exit(127); /* the consumer is already gone */
+    if (dup2(p->stdin_fd, 0) < 0 || dup2(p->stderr_fd, 2) < 0)
+        _exit(127);
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+        for (unsigned int fd = 3; fd < p->max_fd; fd++)
+            close((int)fd);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGPIPE, &dfl, NULL);
+    sigaction(SIGTERM, &dfl, NULL);
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGHUP, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(p->path, p->argv, p->envp);
+    _exit(127);
+}
+
+static sqlq_result start_process(const exec_plan *plan, pid_t *out_pid, sqlq_error *err)
+{
+    /* No signal handler may run in the child before its dispositions are reset. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t pid = vfork();
+    if (pid == 0)
+        child_exec(plan);
+    int saved = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0)
+        return sqlq_error_set(err, SQLQ_E_IO, true, "cannot start /bin/sh: %s", strerror(saved));
+    *out_pid = pid;
+    return SQLQ_OK;
+}
+
 static sqlq_result child_spawn(sqlq_handler_exec *h, const sqlq_delivery *d, child *ch,
                                sqlq_error *err)
 {
-    int in[2], errp[2];
-    if (pipe2(in, O_CLOEXEC) != 0)
-        return sqlq_error_set(err, SQLQ_E_IO, true, "pipe: %s", strerror(errno));
+    int in_fd = body_file(d, err);
+    if (in_fd < 0)
+        return SQLQ_E_IO;
+    int errp[2];
     if (pipe2(errp, O_CLOEXEC) != 0) {
-        close(in[0]);
-        close(in[1]);
+        close(in_fd);
         return sqlq_error_set(err, SQLQ_E_IO, true, "pipe: %s", strerror(errno));
     }
     child_env ce;
     sqlq_result r = env_build(&ce, d);
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
-    posix_spawnattr_init(&at);
-    sigset_t def, none;
-    sigemptyset(&def);
-    sigaddset(&def, SIGPIPE);
-    sigaddset(&def, SIGTERM);
-    sigaddset(&def, SIGINT);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&at, &def);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSIGMASK);
+    struct rlimit rl;
+    unsigned int max_fd = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < max_fd)
+        max_fd = (unsigned int)rl.rlim_cur;
     char *argv[] = {(char *)"sh", (char *)"-c", h->command, NULL};
-    int rc = r == SQLQ_OK ? posix_spawn(&ch->pid, "/bin/sh", &fa, &at, argv, ce.envp) : ENOMEM;
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    if (r == SQLQ_OK)
+    exec_plan plan = {"/bin/sh", argv, r == SQLQ_OK ? ce.envp : NULL, in_fd, errp[1],
+                      getpid(), max_fd};
+    if (r == SQLQ_OK) {
+        r = start_process(&plan, &ch->pid, err);
         env_free(&ce);
-    close(in[0]);
+    } else {
+        sqlq_error_set(err, r, true, "out of memory");
+    }
+    close(in_fd);
     close(errp[1]);
-    if (rc != 0) {
-        close(in[1]);
+    if (r != SQLQ_OK) {
         close(errp[0]);
-        return sqlq_error_set(err, SQLQ_E_IO, true, "cannot start /bin/sh: %s", strerror(rc));
+        return r;
     }
-    ch->in_fd = in[1];
     ch->err_fd = errp[0];
-    fcntl(ch->in_fd, F_SETFL, O_NONBLOCK);
     fcntl(ch->err_fd, F_SETFL, O_NONBLOCK);
-    if (ch->body_len == 0) {
-        close(ch->in_fd);
-        ch->in_fd = -1;
-    }
     return SQLQ_OK;
 }
 
@@ -197,38 +283,6 @@ static void tail_add(child *ch, const char *p, size_t n)
     }
     memcpy(ch->tail + ch->tail_len, p, n);
     ch->tail_len += n;
-}
-
-/* write() to a pipe whose reader is gone raises SIGPIPE: block it in this thread around the
- * write and take the pending one back, so embedding programs need not ignore SIGPIPE. */
-static ssize_t write_nosigpipe(int fd, const void *p, size_t n)
-{
-    sigset_t pipe_set, old;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    ssize_t w = write(fd, p, n);
-    int saved = errno;
-    if (w < 0 && errno == EPIPE) {
-        struct timespec zero = {0, 0};
-        while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE) {
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = saved;
-    return w;
-}
-
-static void pump_stdin(child *ch)
-{
-    ssize_t n = write_nosigpipe(ch->in_fd, ch->body + ch->written, ch->body_len - ch->written);
-    if (n > 0)
-        ch->written += (size_t)n;
-    /* EPIPE: the command does not read its input; that is its business. */
-    if (ch->written == ch->body_len || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        close(ch->in_fd);
-        ch->in_fd = -1;
-    }
 }
 
 static void pump_stderr(child *ch)
@@ -254,24 +308,13 @@ static void pump_stderr(child *ch)
 /* Wait up to ms for I/O or exit; moves data. */
 static void child_step(child *ch, int ms)
 {
-    struct pollfd p[2];
-    nfds_t n = 0;
-    if (ch->in_fd >= 0)
-        p[n++] = (struct pollfd){.fd = ch->in_fd, .events = POLLOUT};
-    if (ch->err_fd >= 0)
-        p[n++] = (struct pollfd){.fd = ch->err_fd, .events = POLLIN};
-    if (n == 0) {
-        /* Both pipes closed but the process still runs (it closed its stderr): just wait. */
+    if (ch->err_fd < 0) {
+        /* stderr closed but the process still runs: just wait. */
         poll(NULL, 0, ms);
-    } else if (poll(p, n, ms) > 0) {
-        for (nfds_t i = 0; i < n; i++) {
-            if (!p[i].revents)
-                continue;
-            if (p[i].fd == ch->in_fd)
-                pump_stdin(ch);
-            else if (p[i].fd == ch->err_fd)
-                pump_stderr(ch);
-        }
+    } else {
+        struct pollfd p = {.fd = ch->err_fd, .events = POLLIN};
+        if (poll(&p, 1, ms) > 0)
+            pump_stderr(ch);
     }
     if (!ch->exited && waitpid(ch->pid, &ch->status, WNOHANG) == ch->pid)
         ch->exited = true;
@@ -279,11 +322,9 @@ static void child_step(child *ch, int ms)
 
 static void child_close(child *ch)
 {
-    if (ch->in_fd >= 0)
-        close(ch->in_fd);
     if (ch->err_fd >= 0)
         close(ch->err_fd);
-    ch->in_fd = ch->err_fd = -1;
+    ch->err_fd = -1;
 }
 
 /* SIGTERM to the group, SIGKILL after the grace; always reaps. */
@@ -324,7 +365,7 @@ static void tail_lines(const child *ch, char *out, size_t size)
 sqlq_result sqlq_handler_exec_run(void *ctx, const sqlq_delivery *d, sqlq_error *err)
 {
     sqlq_handler_exec *h = ctx;
-    child ch = {.in_fd = -1, .err_fd = -1, .body = d->body, .body_len = d->body_len};
+    child ch = {.err_fd = -1};
     sqlq_result r = child_spawn(h, d, &ch, err);
     if (r != SQLQ_OK)
         return r;

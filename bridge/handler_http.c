@@ -129,7 +129,9 @@ static struct curl_slist *headers_for(const sqlq_delivery *d)
     char line[160], iso[32];
     struct curl_slist *hs = NULL;
     sqlq_delivery_insertion_iso(d, iso, sizeof(iso));
-    snprintf(line, sizeof(line), "X-Sqlq-Message-Id: %s", d->message_id);
+    /* the id is checked where the reply is parsed; a header value never carries CR or LF */
+    snprintf(line, sizeof(line), "X-Sqlq-Message-Id: %.*s", (int)strcspn(d->message_id, "\r\n"),
+             d->message_id);
     hs = curl_slist_append(hs, line);
     snprintf(line, sizeof(line), "X-Sqlq-Dequeue-Count: %ld", d->dequeue_count);
     hs = curl_slist_append(hs, line);

@@ -1,17 +1,39 @@
-/* consumer: start-up, the polling loop and graceful shutdown (the per-message work and renewal
- * are in consumer_worker.c). */
+/* consumer: start-up and graceful shutdown (the polling loop is in consumer_poll.c, the
+ * per-message work and renewal in consumer_worker.c). */
 #include "consumer_internal.h"
 
 #include "log.h"
-#include "polling.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* After the shutdown bound, cancelled handlers get this long to return. */
-#define CANCEL_GRACE_MS 5000u
+static uint64_t real_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+bool sqlq_consumer_stop_requested(const sqlq_consumer *c)
+{
+    return c->opt.stop && *c->opt.stop;
+}
+
+/* Abort callbacks of the REST clients (sqlq_http_set_abort): requests of workers and renewal
+ * end at the shutdown bound; the poll in flight ends at once on a stop. */
+static bool io_abort(void *ctx)
+{
+    sqlq_consumer *c = ctx;
+    return real_ms() >= atomic_load(&c->io_deadline_ms);
+}
+
+static bool poll_abort(void *ctx)
+{
+    sqlq_consumer *c = ctx;
+    return (sqlq_consumer_stop_requested(c) && !atomic_load(&c->polling_over)) || io_abort(ctx);
+}
 
 void sqlq_consumer_options_default(sqlq_consumer_options *o)
 {
@@ -81,6 +103,7 @@ static sqlq_result check_options(const sqlq_consumer_options *o, sqlq_error *err
 static sqlq_result init_sync(sqlq_consumer *c)
 {
     if (pthread_mutex_init(&c->mu, NULL) != 0 || pthread_mutex_init(&c->renew_mu, NULL) != 0 ||
+        pthread_mutex_init(&c->outage_mu, NULL) != 0 ||
         sqlq_consumer_cond_init(&c->work_cv) != 0 || sqlq_consumer_cond_init(&c->idle_cv) != 0 ||
         sqlq_consumer_cond_init(&c->renew_cv) != 0)
         return SQLQ_E_NOMEM;
@@ -124,6 +147,8 @@ sqlq_result sqlq_consumer_create(const sqlq_account *account,
     c->nworkers = (size_t)options->batch_size + (size_t)options->new_batch_threshold;
     c->pending_cap = c->nworkers + 32;
     c->renew_wake_ms = UINT64_MAX;
+    atomic_init(&c->io_deadline_ms, UINT64_MAX);
+    atomic_init(&c->polling_over, false);
     c->workers = calloc(c->nworkers, sizeof(*c->workers));
     c->pending = calloc(c->pending_cap, sizeof(*c->pending));
     if (!c->workers || !c->pending || init_sync(c) != SQLQ_OK) {
@@ -153,6 +178,7 @@ sqlq_result sqlq_consumer_create(const sqlq_account *account,
             return r;
         }
         c->own_transport = true;
+        sqlq_consumer_transport_azure_abort(&c->transport, poll_abort, io_abort, c);
     }
     *out = c;
     return SQLQ_OK;
@@ -175,153 +201,10 @@ void sqlq_consumer_get_stats(const sqlq_consumer *c, sqlq_consumer_stats *o)
     o->empty_polls = atomic_load(&n->empty_polls);
     o->poll_errors = atomic_load(&n->poll_errors);
     o->poll_failing = atomic_load(&n->poll_failing);
+    o->service_failing = atomic_load(&n->service_failing);
+    o->rejected_replies = atomic_load(&n->rejected_replies);
     o->in_flight = atomic_load(&n->in_flight);
     o->backoff_ms = atomic_load(&n->backoff_ms);
-}
-
-/* ---- polling ---- */
-
-static bool stop_requested(const sqlq_consumer *c)
-{
-    return c->opt.stop && *c->opt.stop;
-}
-
-/* Wait until fewer than new_batch_threshold messages are in flight; false on stop. */
-static bool wait_for_capacity(sqlq_consumer *c)
-{
-    pthread_mutex_lock(&c->mu);
-    while (c->in_flight >= (size_t)c->opt.new_batch_threshold && !stop_requested(c))
-        sqlq_consumer_cond_wait_ms(&c->idle_cv, &c->mu, 100);
-    pthread_mutex_unlock(&c->mu);
-    return !stop_requested(c);
-}
-
-static void enqueue(sqlq_consumer *c, sqlq_message_list *list)
-{
-    pthread_mutex_lock(&c->mu);
-    for (size_t i = 0; i < list->count && c->pending_count < c->pending_cap; i++) {
-        size_t at = (c->pending_head + c->pending_count) % c->pending_cap;
-        c->pending[at] = list->items[i];
-        memset(&list->items[i], 0, sizeof(list->items[i]));
-        c->pending_count++;
-        c->in_flight++;
-        pthread_cond_signal(&c->work_cv); /* one idle worker per message, not all of them */
-    }
-    atomic_store(&c->n.in_flight, c->in_flight);
-    pthread_mutex_unlock(&c->mu);
-}
-
-typedef struct poll_state {
-    sqlq_polling polling;
-    void *conn;
-    sqlq_result last_error; /* of the current streak of failed polls, SQLQ_OK when none */
-    bool logged_missing;
-} poll_state;
-
-static void note_poll_error(sqlq_consumer *c, poll_state *ps, sqlq_result r, const sqlq_error *err)
-{
-    char e[700];
-    sqlq_error_format(err, e, sizeof(e));
-    atomic_fetch_add(&c->n.poll_errors, 1);
-    atomic_fetch_add(&c->n.poll_failing, 1);
-    if (r == SQLQ_E_NOT_FOUND) {
-        if (!ps->logged_missing)
-            SQLQ_WARN("consumer.queue_missing",
-                      "queue=%s note=\"queue does not exist (yet); polling continues with back-off "
-                      "until it is created\"",
-                      c->queue);
-        ps->logged_missing = true;
-    } else if (ps->last_error != r) {
-        SQLQ_WARN("consumer.poll_failed", "queue=%s err=\"%s\" note=\"retrying with back-off\"",
-                  c->queue, e);
-    } else {
-        SQLQ_DEBUG("consumer.poll_failed", "queue=%s err=\"%s\"", c->queue, e);
-    }
-    ps->last_error = r;
-}
-
-/* One Get Messages. Returns the delay before the next poll, or UINT64_MAX to stop. */
-static uint64_t poll_once(sqlq_consumer *c, poll_state *ps)
-{
-    int want = c->opt.batch_size;
-    unsigned long long got_so_far = atomic_load(&c->n.received);
-    if (c->opt.max_messages) {
-        if (got_so_far >= c->opt.max_messages)
-            return UINT64_MAX;
-        if ((unsigned long long)want > c->opt.max_messages - got_so_far)
-            want = (int)(c->opt.max_messages - got_so_far);
-    }
-    sqlq_message_list list = {0};
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    sqlq_poll_event ev = {.at_ms = sqlq_clock_now_ms(c->clock)};
-    sqlq_result r = c->transport.get(ps->conn, c->queue, want, c->opt.lease_s, &list, &err);
-    atomic_fetch_add(&c->n.polls, 1);
-    if (r == SQLQ_OK)
-        atomic_store(&c->n.poll_failing, 0);
-    ev.result = r;
-    ev.received = r == SQLQ_OK ? (int)list.count : 0;
-    if (r == SQLQ_OK && list.count > 0) {
-        if (ps->last_error != SQLQ_OK || ps->logged_missing)
-            SQLQ_INFO("consumer.poll_recovered", "queue=%s", c->queue);
-        ps->last_error = SQLQ_OK;
-        ps->logged_missing = false;
-        atomic_fetch_add(&c->n.received, list.count);
-        sqlq_polling_reset(&ps->polling);
-        enqueue(c, &list);
-        ev.next_delay_ms = 0;
-    } else if (r == SQLQ_E_CANCELLED) {
-        ev.next_delay_ms = UINT64_MAX;
-    } else {
-        if (r == SQLQ_OK) {
-            if (ps->last_error != SQLQ_OK || ps->logged_missing)
-                SQLQ_INFO("consumer.poll_recovered", "queue=%s", c->queue);
-            ps->last_error = SQLQ_OK;
-            ps->logged_missing = false;
-            atomic_fetch_add(&c->n.empty_polls, 1);
-        } else {
-            note_poll_error(c, ps, r, &err);
-        }
-        ev.next_delay_ms = sqlq_polling_empty(&ps->polling);
-    }
-    sqlq_message_list_free(&list);
-    atomic_store(&c->n.backoff_ms, ev.next_delay_ms == UINT64_MAX ? 0 : ev.next_delay_ms);
-    sqlq_gauge_set(c->n.m_backoff, ev.next_delay_ms == UINT64_MAX ? 0.0 : (double)ev.next_delay_ms);
-    SQLQ_DEBUG("consumer.poll", "queue=%s received=%d result=%s next_delay_ms=%llu", c->queue,
-               ev.received, sqlq_strerror(r), (unsigned long long)ev.next_delay_ms);
-    if (c->opt.on_poll)
-        c->opt.on_poll(c->opt.on_poll_ctx, &ev);
-    return ev.next_delay_ms;
-}
-
-static bool nothing_in_flight(sqlq_consumer *c)
-{
-    pthread_mutex_lock(&c->mu);
-    bool idle = c->in_flight == 0;
-    pthread_mutex_unlock(&c->mu);
-    return idle;
-}
-
-static void poll_loop(sqlq_consumer *c, void *conn)
-{
-    poll_state ps = {.conn = conn, .last_error = SQLQ_OK};
-    sqlq_polling_init(&ps.polling, c->opt.min_polling_ms, c->opt.max_polling_ms, c->clock);
-    while (wait_for_capacity(c)) {
-        /* Sampled before the request: a message released after a failure is visible before its
-         * worker stops counting it, so idle-then-empty really means nothing is left. */
-        bool idle_before = nothing_in_flight(c);
-        uint64_t delay = poll_once(c, &ps);
-        if (delay == UINT64_MAX)
-            break;
-        if (delay == 0)
-            continue;
-        if (c->opt.exit_when_empty && idle_before) {
-            SQLQ_INFO("consumer.empty", "queue=%s note=\"queue empty: stopping\"", c->queue);
-            break;
-        }
-        if (!sqlq_clock_sleep_ms(c->clock, delay))
-            break;
-    }
 }
 
 /* ---- start and shutdown ---- */
@@ -421,9 +304,14 @@ static void stop_renewal(sqlq_consumer *c)
 
 static sqlq_result shutdown_threads(sqlq_consumer *c, void *conn)
 {
+    uint64_t handlers_until = real_ms() + c->opt.shutdown_timeout_ms;
+    uint64_t hard_until = handlers_until + SQLQ_CONSUMER_CANCEL_GRACE_MS;
+    /* requests end a second before the wait does, so an aborted one can unwind in time */
+    atomic_store(&c->io_deadline_ms, hard_until - 1000u);
+    atomic_store(&c->polling_over, true);
     /* On a stop request, messages not started go back; at max_messages or an empty queue the
      * workers finish what was taken. */
-    if (conn && stop_requested(c))
+    if (conn && sqlq_consumer_stop_requested(c))
         release_pending(c, conn);
     pthread_mutex_lock(&c->mu);
     c->closing = true;
@@ -434,13 +322,20 @@ static sqlq_result shutdown_threads(sqlq_consumer *c, void *conn)
         SQLQ_INFO("consumer.stopping", "queue=%s running=%zu shutdown_timeout_ms=%llu", c->queue,
                   running, (unsigned long long)c->opt.shutdown_timeout_ms);
     sqlq_result r = SQLQ_OK;
-    if (!wait_workers(c, c->opt.shutdown_timeout_ms)) {
+    uint64_t now = real_ms();
+    if (!wait_workers(c, handlers_until > now ? handlers_until - now : 0)) {
         SQLQ_WARN("consumer.shutdown_timeout",
-                  "queue=%s note=\"handlers still running: cancelling; their messages become "
-                  "visible again when their lease ends\"",
-                  c->queue);
+                  "queue=%s shutdown_timeout_ms=%llu note=\"messages still in progress (a handler "
+                  "running, or its delete or release waiting for the queue service): cancelling "
+                  "the handlers (--exec: SIGTERM, SIGKILL after 2 s); each cancelled message is released "
+                  "at once (visible again now, not counted toward poison); requests to the queue "
+                  "service still unanswered %u ms later are aborted (a message whose release is "
+                  "aborted is visible again when its lease ends)\"",
+                  c->queue, (unsigned long long)c->opt.shutdown_timeout_ms,
+                  SQLQ_CONSUMER_CANCEL_GRACE_MS - 1000u);
         cancel_running(c);
-        if (!wait_workers(c, CANCEL_GRACE_MS)) {
+        now = real_ms();
+        if (!wait_workers(c, hard_until > now ? hard_until - now : 0)) {
             SQLQ_ERROR("consumer.handler_stuck", "queue=%s note=\"a handler ignored cancellation\"",
                        c->queue);
             r = SQLQ_E_TIMEOUT;
@@ -475,17 +370,36 @@ sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err)
                   c->queue, c->policy.has_poison_queue ? c->poison : "(none)", c->nworkers,
                   c->opt.batch_size, c->opt.new_batch_threshold, c->opt.lease_s,
                   c->opt.max_dequeue_count, sqlq_encoding_name(c->opt.encoding));
-        poll_loop(c, conn);
+        sqlq_consumer_poll_loop(c, conn);
     }
     sqlq_result sr = shutdown_threads(c, r == SQLQ_OK ? conn : NULL);
     if (r == SQLQ_OK && sr != SQLQ_OK)
         r = sqlq_error_set(err, sr, false, "a handler did not return within the shutdown timeout");
+    if (r == SQLQ_OK && c->drain_result == SQLQ_OK && c->opt.exit_when_empty &&
+        atomic_load(&c->n.service_failing) > 0) {
+        /* a drain whose deletes or releases failed did not empty the queue */
+        pthread_mutex_lock(&c->outage_mu);
+        c->drain_err = c->outage_err;
+        pthread_mutex_unlock(&c->outage_mu);
+        c->drain_result = c->drain_err.code != SQLQ_OK ? c->drain_err.code : SQLQ_E_HTTP;
+        char e[700];
+        sqlq_error_format(&c->drain_err, e, sizeof(e));
+        snprintf(c->drain_err.message, sizeof(c->drain_err.message),
+                 "deletes or releases failed at the end (%.300s): handled messages are delivered "
+                 "again after their lease",
+                 e);
+    }
+    if (r == SQLQ_OK && c->drain_result != SQLQ_OK) {
+        r = c->drain_result;
+        if (err && err->code == SQLQ_OK)
+            *err = c->drain_err;
+    }
     if (conn)
         c->transport.close(conn);
     if (c->renew_conn && sr == SQLQ_OK)
         c->transport.close(c->renew_conn);
     c->renew_conn = NULL;
-    if (r == SQLQ_OK) {
+    if (r == SQLQ_OK || r == c->drain_result) {
         sqlq_consumer_stats s;
         sqlq_consumer_get_stats(c, &s);
         SQLQ_INFO("consumer.stopped",

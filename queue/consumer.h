@@ -96,7 +96,9 @@ typedef struct sqlq_consumer_options {
     uint64_t shutdown_timeout_ms;      /* how long running handlers may finish after stop (30000) */
     sqlq_encoding encoding;            /* how MessageText is decoded for the handler (base64) */
     unsigned long long max_messages;   /* stop after this many finished messages; 0 = never */
-    bool exit_when_empty;              /* stop at the first empty poll with nothing in flight */
+    bool exit_when_empty; /* stop at the first poll the service answers with no message while
+                           * nothing is in flight; a poll that fails (after its retries) ends
+                           * the run with that error instead */
     const volatile sig_atomic_t *stop; /* graceful stop when it becomes non-zero */
     const sqlq_clock *clock;           /* NULL = system clock (its sleeps wake on *stop) */
     void (*on_poll)(void *ctx, const sqlq_poll_event *ev); /* optional, on the polling thread */
@@ -122,6 +124,11 @@ typedef struct sqlq_consumer_stats {
     unsigned long long timeouts;       /* messages that ran past message_timeout */
     unsigned long long polls, empty_polls, poll_errors;
     unsigned long long poll_failing; /* consecutive failed polls (0 once the queue answers) */
+    unsigned long long service_failing;  /* consecutive delete/update/put failures that are an
+                                          * outage (credential, throttling, network); 0 after
+                                          * one works */
+    unsigned long long rejected_replies; /* Get replies refused as a service error (more
+                                          * messages than asked for, malformed fields) */
     unsigned long long in_flight;  /* taken and not finished */
     unsigned long long backoff_ms; /* current polling delay (0 right after messages) */
 } sqlq_consumer_stats;
@@ -138,10 +145,14 @@ SQLQ_NODISCARD sqlq_result sqlq_consumer_create(const sqlq_account *account,
                                                 sqlq_error *err);
 /* Run until *options.stop is set (or max_messages / exit_when_empty), then stop taking messages,
  * release the ones not started, and wait up to shutdown_timeout for running handlers (then
- * cancel them and wait a few seconds more). Transient faults never end the run; SQLQ_OK after a
- * clean stop, SQLQ_E_TIMEOUT when a handler ignored cancellation (its thread is left running:
- * exit the process, do not destroy the consumer), or the error that made start-up impossible
- * (a handler's open failed, no connection could be created). */
+ * cancel them and wait SQLQ_CONSUMER_CANCEL_GRACE_MS more). Requests to the queue service do
+ * not hold this up: the poll in flight is aborted at the stop, any other request still running
+ * at shutdown_timeout + SQLQ_CONSUMER_CANCEL_GRACE_MS - 1 s. Transient faults never end the run;
+ * SQLQ_OK after a clean stop, SQLQ_E_TIMEOUT when a handler ignored cancellation (its thread is
+ * left running: exit the process, do not destroy the consumer), the failed poll's error when
+ * exit_when_empty could not read the queue (or the outage's when its last deletes failed), or the error that made start-up impossible (a
+ * handler's open failed, no connection could be created). */
+#define SQLQ_CONSUMER_CANCEL_GRACE_MS 5000u
 SQLQ_NODISCARD sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err);
 void sqlq_consumer_get_stats(const sqlq_consumer *c, sqlq_consumer_stats *out);
 void sqlq_consumer_destroy(sqlq_consumer *c);

@@ -38,7 +38,9 @@ typedef struct consumer_worker {
 } consumer_worker;
 
 typedef struct consumer_counters {
-    atomic_ullong poll_failing; /* consecutive failed polls, 0 after any answer */
+    atomic_ullong poll_failing;    /* consecutive failed polls, 0 after any answer */
+    atomic_ullong service_failing; /* consecutive outage failures of delete/update/put */
+    atomic_ullong rejected_replies;
     atomic_ullong received, succeeded, failed, released, poisoned, undecodable, renewals,
         renewal_failures, ownership_lost, timeouts, polls, empty_polls, poll_errors, in_flight,
         backoff_ms;
@@ -80,9 +82,36 @@ struct sqlq_consumer {
     uint64_t renew_wake_ms; /* when the renewal thread wakes next (clock time), under renew_mu */
 
     consumer_counters n;
+
+    /* Bounded shutdown: requests still running at io_deadline_ms (CLOCK_MONOTONIC) are aborted;
+     * the polling connection's also once a stop is requested while it polls. */
+    _Atomic uint64_t io_deadline_ms;
+    atomic_bool polling_over;
+    /* Why a drain (exit_when_empty) ended early: a poll that failed. */
+    sqlq_result drain_result;
+    sqlq_error drain_err;
+    /* Outage log, rate-limited */
+    pthread_mutex_t outage_mu;
+    uint64_t outage_logged_ms;
+    char outage_cause[96];
+    sqlq_error outage_err; /* the latest outage failure */
 };
 
+/* consumer.c */
+bool sqlq_consumer_stop_requested(const struct sqlq_consumer *c);
+
+/* consumer_poll.c: poll until stopped, max_messages is reached or a drain is over. */
+void sqlq_consumer_poll_loop(struct sqlq_consumer *c, void *conn);
+
+/* consumer_transport.c: make the Azure transport's clients abort their requests as told. */
+void sqlq_consumer_transport_azure_abort(sqlq_consumer_transport *t, bool (*poll_abort)(void *),
+                                         bool (*io_abort)(void *), void *ctx);
+
 /* consumer_worker.c */
+/* A delete/update/put failed (note_failure) or worked (note_ok): an outage is logged at most
+ * every 30 s, makes the poller back off and /readyz report it; it never counts an attempt. */
+void sqlq_consumer_note_failure(struct sqlq_consumer *c, const char *op, const sqlq_error *err);
+void sqlq_consumer_note_ok(struct sqlq_consumer *c);
 void *sqlq_consumer_worker_main(void *arg);
 void *sqlq_consumer_renew_main(void *arg);
 /* Wake the renewal thread if due_ms is before its next planned wake-up. */

@@ -1,5 +1,5 @@
 /* consumer_transport: the consumer's queue operations over real REST clients, one per thread. */
-#include "consumer.h"
+#include "consumer_internal.h"
 
 #include "log.h"
 
@@ -12,6 +12,9 @@ typedef struct azure_ctx {
     const sqlq_clock *interruptible;
     sqlq_clock steady; /* nothing interrupts it: a finishing handler's delete must still retry */
     int lease_s;
+    bool (*poll_abort)(void *);
+    bool (*io_abort)(void *);
+    void *abort_ctx;
 } azure_ctx;
 
 static sqlq_result az_open(void *ctx, sqlq_conn_role role, void **out_conn, sqlq_error *err)
@@ -23,6 +26,7 @@ static sqlq_result az_open(void *ctx, sqlq_conn_role role, void **out_conn, sqlq
         /* A failing poll is followed by the polling back-off: keep the request's own short. */
         o.clock = a->interruptible;
         o.retry.max_total_ms = 10000;
+        o.abort_now = a->poll_abort;
         break;
     case SQLQ_CONN_WORKER:
         /* Bounded so a shutdown waiting for handlers is not held up for long. */
@@ -37,6 +41,9 @@ static sqlq_result az_open(void *ctx, sqlq_conn_role role, void **out_conn, sqlq
         break;
     }
     }
+    if (role != SQLQ_CONN_POLL)
+        o.abort_now = a->io_abort;
+    o.abort_ctx = a->abort_ctx;
     sqlq_queue_client *c = NULL;
     sqlq_result r = sqlq_queue_client_create(a->account, &o, &c, err);
     *out_conn = c;
@@ -108,6 +115,15 @@ sqlq_result sqlq_consumer_transport_azure(const sqlq_account *account,
     out->create = az_create;
     out->ctx = a;
     return SQLQ_OK;
+}
+
+void sqlq_consumer_transport_azure_abort(sqlq_consumer_transport *t, bool (*poll_abort)(void *),
+                                         bool (*io_abort)(void *), void *ctx)
+{
+    azure_ctx *a = t->ctx;
+    a->poll_abort = poll_abort;
+    a->io_abort = io_abort;
+    a->abort_ctx = ctx;
 }
 
 void sqlq_consumer_transport_free(sqlq_consumer_transport *t)

@@ -49,6 +49,46 @@ void sqlq_consumer_kick_renewal(struct sqlq_consumer *c, uint64_t due_ms)
     pthread_mutex_unlock(&c->renew_mu);
 }
 
+/* ---- outages ---- */
+
+#define OUTAGE_LOG_EVERY_MS 30000u
+
+void sqlq_consumer_note_failure(struct sqlq_consumer *c, const char *op, const sqlq_error *err)
+{
+    if (!sqlq_disposition_is_outage(err))
+        return;
+    unsigned long long failing = atomic_fetch_add(&c->n.service_failing, 1) + 1;
+    const char *cause = sqlq_disposition_outage_cause(err);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    uint64_t now = (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+    pthread_mutex_lock(&c->outage_mu);
+    c->outage_err = *err;
+    bool log_it = failing == 1 || strcmp(c->outage_cause, cause) != 0 ||
+                  now - c->outage_logged_ms >= OUTAGE_LOG_EVERY_MS;
+    if (log_it) {
+        c->outage_logged_ms = now;
+        snprintf(c->outage_cause, sizeof(c->outage_cause), "%s", cause);
+    }
+    pthread_mutex_unlock(&c->outage_mu);
+    if (!log_it)
+        return;
+    char e[700];
+    sqlq_error_format(err, e, sizeof(e));
+    SQLQ_ERROR("consumer.outage",
+               "queue=%s op=%s failing=%llu cause=\"%s\" err=\"%s\" note=\"a fault of the queue "
+               "service or the credential, not of the message: never counted toward poison; "
+               "polling backs off until a request works again\"",
+               c->queue, op, failing, cause, e);
+}
+
+void sqlq_consumer_note_ok(struct sqlq_consumer *c)
+{
+    if (atomic_exchange(&c->n.service_failing, 0) > 0)
+        SQLQ_INFO("consumer.outage_over", "queue=%s note=\"the queue service works again\"",
+                  c->queue);
+}
+
 /* ---- the end of a message: delete, release, poison ---- */
 
 static void log_lost(const struct sqlq_consumer *c, const sqlq_message *m, const char *when,
@@ -68,6 +108,10 @@ static void finish_delete(consumer_worker *w, const sqlq_message *m, const char 
     sqlq_error err;
     sqlq_error_clear(&err);
     sqlq_result r = c->transport.remove(w->conn, c->queue, m->id, receipt, &err);
+    if (r == SQLQ_OK)
+        sqlq_consumer_note_ok(c);
+    else
+        sqlq_consumer_note_failure(c, "delete", &err);
     if (r == SQLQ_OK) {
         atomic_fetch_add(&c->n.succeeded, 1);
         sqlq_counter_inc(c->n.m_consumed);
@@ -95,6 +139,10 @@ static void finish_release(consumer_worker *w, const sqlq_message *m, const char
     sqlq_result r =
         c->transport.update(w->conn, c->queue, m->id, receipt, visibility_s, &next, &err);
     free(next);
+    if (r == SQLQ_OK)
+        sqlq_consumer_note_ok(c);
+    else
+        sqlq_consumer_note_failure(c, "release", &err);
     if (r == SQLQ_OK) {
         atomic_fetch_add(&c->n.released, 1);
     } else if (sqlq_renewal_ownership_lost(r)) {
@@ -132,6 +180,8 @@ static void finish_poison(consumer_worker *w, const sqlq_message *m, const char 
     sqlq_error err;
     sqlq_error_clear(&err);
     sqlq_result r = put_poison(w, m, &err);
+    if (r != SQLQ_OK)
+        sqlq_consumer_note_failure(c, "poison put", &err);
     if (r != SQLQ_OK) {
         char e[700];
         sqlq_error_format(&err, e, sizeof(e));
@@ -283,7 +333,15 @@ static void process_message(consumer_worker *w, const sqlq_message *m)
         SQLQ_WARN("consumer.handler_failed", "queue=%s msg_id=%s dequeue_count=%ld err=\"%s\"",
                   c->queue, m->id, m->dequeue_count, err.message);
     }
-    if (lost) {
+    bool shutdown_cancel = r != SQLQ_OK && !timed_out && atomic_load(&w->slot.cancel) != 0;
+    if (shutdown_cancel && !lost) {
+        /* cancelled because the consumer stops: not the message's fault, never poisoned */
+        SQLQ_INFO("consumer.cancelled",
+                  "queue=%s msg_id=%s dequeue_count=%ld note=\"cancelled by shutdown: released "
+                  "at once\"",
+                  c->queue, m->id, m->dequeue_count);
+        finish_release(w, m, receipt, 0);
+    } else if (lost) {
         atomic_fetch_add(&c->n.ownership_lost, 1);
         SQLQ_WARN("consumer.ownership_lost",
                   "queue=%s msg_id=%s dequeue_count=%ld when=renewal timed_out=%s note=\"result "
@@ -404,6 +462,10 @@ static void renew_slot(struct sqlq_consumer *c, consumer_slot *s, uint64_t *next
         char e[700];
         if (o != SQLQ_RENEWAL_RENEWED)
             sqlq_error_format(&err, e, sizeof(e));
+        if (o == SQLQ_RENEWAL_RENEWED)
+            sqlq_consumer_note_ok(c);
+        else
+            sqlq_consumer_note_failure(c, "renewal", &err);
         if (o == SQLQ_RENEWAL_RENEWED && receipt) {
             free(s->pop_receipt);
             s->pop_receipt = receipt;

@@ -1,5 +1,7 @@
 #include "disposition.h"
 
+#include <string.h>
+
 /* The service caps a visibility timeout at 7 days. */
 #define MAX_VISIBILITY_S 604800
 
@@ -57,4 +59,32 @@ const char *sqlq_disposition_name(sqlq_disposition d)
     case SQLQ_DISPOSE_POISON: return "poison";
     }
     return "?";
+}
+
+bool sqlq_disposition_is_outage(const sqlq_error *e)
+{
+    if (e->code == SQLQ_E_NETWORK)
+        return true;
+    int s = e->http_status;
+    if (s == 401 || s == 403 || s == 408 || s == 429 || s >= 500)
+        return true;
+    return s == 404 && strcmp(e->azure_code, "QueueNotFound") == 0;
+}
+
+const char *sqlq_disposition_outage_cause(const sqlq_error *e)
+{
+    const char *code = e->azure_code;
+    if (e->code == SQLQ_E_NETWORK)
+        return "queue service unreachable (connection, DNS or TLS)";
+    if (e->http_status == 403 && strcmp(code, "AuthenticationFailed") == 0)
+        return "credential rejected: account key rotated or SAS expired or invalid";
+    if (e->http_status == 403 && strncmp(code, "Authorization", 13) == 0)
+        return "the credential lacks a permission this operation needs";
+    if (e->http_status == 401 || e->http_status == 403)
+        return "not authorized by the queue service";
+    if (e->http_status == 404)
+        return "the queue does not exist";
+    if (e->http_status == 503 || e->http_status == 429 || strcmp(code, "OperationTimedOut") == 0)
+        return "the queue service is throttling (server busy)";
+    return "the queue service is failing";
 }

@@ -3,6 +3,8 @@
 #ifndef SQLQ_DISPOSITION_H
 #define SQLQ_DISPOSITION_H
 
+#include "result.h"
+
 #include <stdbool.h>
 
 typedef enum {
@@ -34,5 +36,12 @@ sqlq_disposition sqlq_disposition_on_result(const sqlq_disposition_policy *p, lo
 int sqlq_disposition_release_visibility(const sqlq_disposition_policy *p, long dequeue_count);
 
 const char *sqlq_disposition_name(sqlq_disposition d);
+
+/* A failed queue request whose cause would hit every message alike: an outage of the service
+ * or the credential, never a reason to count an attempt or poison: 401/403, 408/429/5xx (after
+ * the request's retries), 404 QueueNotFound, network, DNS and TLS failures. */
+bool sqlq_disposition_is_outage(const sqlq_error *e);
+/* The probable cause of such a failure in a few words, for the log and /readyz. */
+const char *sqlq_disposition_outage_cause(const sqlq_error *e);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +29,12 @@ struct sqlq_http {
     int epfd;
     bool timer_set;       /* curl asked to be called back at timer_due_ms */
     uint64_t timer_due_ms;
+    bool (*abort_now)(void *ctx);
+    void *abort_ctx;
 };
+
+/* How often a waiting perform looks at the abort callback. */
+#define ABORT_CHECK_MS 100
 
 static uint64_t mono_ms(void)
 {
@@ -119,6 +125,17 @@ void sqlq_http_destroy(sqlq_http *h)
     free(h);
 }
 
+void sqlq_http_set_abort(sqlq_http *h, bool (*abort_now)(void *ctx), void *ctx)
+{
+    h->abort_now = abort_now;
+    h->abort_ctx = ctx;
+}
+
+static bool aborting(const sqlq_http *h)
+{
+    return h->abort_now && h->abort_now(h->abort_ctx);
+}
+
 void sqlq_http_set_parallel(sqlq_http *h, size_t n)
 {
     if (n < 1)
@@ -193,6 +210,15 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx)
     return len;
 }
 
+/* CURLOPT_OPENSOCKETFUNCTION: every connection close-on-exec, so no process sqlq starts (a
+ * handler, a shell) inherits a connection to the queue service. */
+static curl_socket_t open_socket(void *ctx, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    (void)ctx;
+    (void)purpose;
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 sqlq_result sqlq_http_exchange_init(sqlq_http *h, sqlq_http_exchange *ex, sqlq_error *err)
 {
     memset(ex, 0, sizeof(*ex));
@@ -220,6 +246,7 @@ sqlq_result sqlq_http_exchange_init(sqlq_http *h, sqlq_http_exchange *ex, sqlq_e
     curl_easy_setopt(e, CURLOPT_WRITEDATA, ex);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, ex);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
     return SQLQ_OK;
 }
 
@@ -405,14 +432,21 @@ sqlq_result sqlq_http_perform(sqlq_http *h, sqlq_http_exchange *ex)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (sqlq_http_start(h, ex, &err) != SQLQ_OK) {
+    if (aborting(h) || sqlq_http_start(h, ex, &err) != SQLQ_OK) {
+        ex->response.status = 0;
         ex->response.net = SQLQ_NET_OTHER;
-        snprintf(ex->response.net_message, sizeof(ex->response.net_message), "%.200s", err.message);
+        snprintf(ex->response.net_message, sizeof(ex->response.net_message), "%.200s",
+                 err.message[0] ? err.message : "aborted: stopping");
         return SQLQ_E_NETWORK;
     }
     while (ex->running) {
         sqlq_http_exchange *done[4];
-        (void)sqlq_http_wait(h, 1000, done, 4);
+        (void)sqlq_http_wait(h, h->abort_now ? ABORT_CHECK_MS : 1000, done, 4);
+        if (ex->running && aborting(h)) {
+            sqlq_http_abort(h, ex);
+            snprintf(ex->response.net_message, sizeof(ex->response.net_message),
+                     "aborted: stopping");
+        }
     }
     return ex->response.net == SQLQ_NET_OK ? SQLQ_OK : SQLQ_E_NETWORK;
 }

@@ -52,6 +52,12 @@ typedef struct sqlq_http sqlq_http;
 /* timeout_ms bounds each request; https is always verified. */
 SQLQ_NODISCARD sqlq_result sqlq_http_create(long timeout_ms, sqlq_http **out, sqlq_error *err);
 void sqlq_http_destroy(sqlq_http *h); /* every exchange must be cleaned up first */
+/* Abort the request in flight as soon as abort_now(ctx) returns true (checked at least every
+ * 100 ms while sqlq_http_perform waits, and before a request starts), so a stopping program
+ * does not wait for a server that never answers. The response is then a permanent network
+ * failure (SQLQ_NET_OTHER, "aborted: stopping"). abort_now NULL turns it off. The bridge and the
+ * consumer use it for a bounded shutdown; abort_now runs on the thread that performs. */
+void sqlq_http_set_abort(sqlq_http *h, bool (*abort_now)(void *ctx), void *ctx);
 /* Keep up to n connections per host open (and allow n at once). */
 void sqlq_http_set_parallel(sqlq_http *h, size_t n);
 

@@ -53,3 +53,18 @@ int sqlq_message_copy(sqlq_message *dst, const sqlq_message *src)
     }
     return 0;
 }
+
+bool sqlq_message_ref_valid(const char *s)
+{
+    if (!s)
+        return false;
+    size_t n = 0;
+    for (; s[n]; n++) {
+        char ch = s[n];
+        bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                  ch == '+' || ch == '/' || ch == '=' || ch == '-' || ch == '_';
+        if (!ok || n >= SQLQ_MESSAGE_REF_MAX)
+            return false;
+    }
+    return n > 0;
+}

@@ -98,8 +98,10 @@ sqlq_result sqlq_queue_client_create(const sqlq_account *account, const sqlq_que
     sqlq_result r = sqlq_endpoint_create(account, &c->endpoint, err);
     if (r == SQLQ_OK)
         r = sqlq_http_create(c->opt.timeout_ms, &c->http, err);
-    if (r == SQLQ_OK)
+    if (r == SQLQ_OK) {
+        sqlq_http_set_abort(c->http, c->opt.abort_now, c->opt.abort_ctx);
         r = sqlq_http_exchange_init(c->http, &c->single, err);
+    }
     if (r != SQLQ_OK) {
         sqlq_queue_client_destroy(c);
         return r;
@@ -454,9 +456,10 @@ sqlq_result sqlq_queue_update_message(sqlq_queue_client *c, const char *queue, c
     if (r != SQLQ_OK)
         return r;
     const sqlq_http_response *resp = &c->single.response;
-    if (!resp->pop_receipt[0])
+    if (!sqlq_message_ref_valid(resp->pop_receipt))
         return sqlq_error_set(err, SQLQ_E_PARSE, false,
-                              "update message '%s': the response has no x-ms-popreceipt", queue);
+                              "update message '%s': the response has no valid x-ms-popreceipt",
+                              queue);
     *out_pop_receipt = strdup(resp->pop_receipt);
     if (!*out_pop_receipt)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");

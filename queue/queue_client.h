@@ -20,6 +20,10 @@ typedef struct sqlq_queue_options {
     long timeout_ms;           /* per HTTP request; default 30000 */
     sqlq_backoff_policy retry; /* transient failures (408/429/5xx, network) */
     const sqlq_clock *clock;   /* NULL = system clock that nothing interrupts */
+    /* Optional: a request in flight is aborted once this returns true (sqlq_http_set_abort);
+     * the call then fails at once with a permanent network error. */
+    bool (*abort_now)(void *ctx);
+    void *abort_ctx;
 } sqlq_queue_options;
 
 void sqlq_queue_options_default(sqlq_queue_options *o);

@@ -1,5 +1,6 @@
 #include "xml.h"
 
+#include <errno.h>
 #include <expat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,11 +132,15 @@ static void end_message_field(reader *r, const char *name)
     } else if (strcmp(name, "TimeNextVisible") == 0) {
         set_time(r, &m->next_visible_time);
     } else if (strcmp(name, "DequeueCount") == 0) {
+        const char *t = sqlq_buf_str(&r->text);
         char *end;
-        long v = strtol(sqlq_buf_str(&r->text), &end, 10);
-        if (r->text.len == 0 || *end != '\0' || v < 0)
-            fail(r, SQLQ_E_PARSE, "DequeueCount is not a count");
-        m->dequeue_count = v;
+        errno = 0;
+        long long v = strtoll(t, &end, 10);
+        if (r->text.len == 0 || *end != '\0' || t[0] < '0' || t[0] > '9' || errno == ERANGE ||
+            v > SQLQ_MESSAGE_MAX_DEQUEUE_COUNT)
+            fail(r, SQLQ_E_PARSE, "DequeueCount is not a count in 0..2147483647");
+        else
+            m->dequeue_count = (long)v;
     }
 }
 
@@ -237,10 +242,23 @@ sqlq_result sqlq_xml_parse_messages(const char *body, size_t len, sqlq_message_l
 {
     reader r;
     sqlq_result res = run(&r, DOC_MESSAGES, body, len, err);
-    for (size_t i = 0; res == SQLQ_OK && i < r.msgs.count; i++)
-        if (!r.msgs.items[i].id)
+    for (size_t i = 0; res == SQLQ_OK && i < r.msgs.count; i++) {
+        const sqlq_message *m = &r.msgs.items[i];
+        if (!m->id)
             res = sqlq_error_set(err, SQLQ_E_PARSE, false,
                                  "bad XML from the queue service: a message without MessageId");
+        else if (!sqlq_message_ref_valid(m->id))
+            res = sqlq_error_set(err, SQLQ_E_PARSE, false,
+                                 "bad reply from the queue service: a MessageId of %zu bytes with "
+                                 "characters a message id never has (allowed A-Z a-z 0-9 + / = - _, "
+                                 "at most %d)",
+                                 strlen(m->id), SQLQ_MESSAGE_REF_MAX);
+        else if (m->pop_receipt && !sqlq_message_ref_valid(m->pop_receipt))
+            res = sqlq_error_set(err, SQLQ_E_PARSE, false,
+                                 "bad reply from the queue service: message %s has a PopReceipt of "
+                                 "%zu bytes with characters a pop receipt never has",
+                                 m->id, strlen(m->pop_receipt));
+    }
     if (res == SQLQ_OK && r.msgs.count > 0) {
         sqlq_message *items = realloc(out->items, (out->count + r.msgs.count) * sizeof(*items));
         if (!items) {

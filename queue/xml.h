@@ -11,7 +11,9 @@
 #include <stdint.h>
 
 /* <QueueMessagesList>: appends each <QueueMessage> to out (which may already hold items).
- * SQLQ_E_PARSE for malformed XML or another root element; out is unchanged on failure. */
+ * SQLQ_E_PARSE for malformed XML, another root element, or a field the service never sends:
+ * a MessageId or PopReceipt failing sqlq_message_ref_valid, a DequeueCount outside
+ * 0..2147483647, a time that is not an RFC 1123 date. out is unchanged on failure. */
 SQLQ_NODISCARD sqlq_result sqlq_xml_parse_messages(const char *body, size_t len,
                                                    sqlq_message_list *out, sqlq_error *err);
 

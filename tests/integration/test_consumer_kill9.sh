@@ -29,7 +29,7 @@ for _ in $(seq 100); do [ -s "$work/handler.pid" ] && break; sleep 0.1; done
 kill -9 "${pids[0]}"
 wait "${pids[0]}" 2>/dev/null || true
 pids=()
-kill -9 "$(cat "$work/handler.pid")" 2>/dev/null || true # its own process group: not killed with it
+kill -9 "$(cat "$work/handler.pid")" 2>/dev/null || true # PDEATHSIG ended it with the consumer already
 t0=$(date +%s%N)
 timeout 30 "$SQLQ_BIN" consume "$q" --max-messages 1 --max-polling-interval-ms 200 \
     --exec "cat > '$work/second.body'; echo \$SQLQ_DEQUEUE_COUNT >> '$work/second'" 2> "$work/b.log" \

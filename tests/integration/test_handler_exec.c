@@ -1,5 +1,5 @@
 /* The --exec handler with real processes: body on stdin (binary safe), metadata in the
- * environment, the stderr tail as the failure reason, and on timeout or cancellation the whole
+ * environment (secrets left out), only the three standard descriptors, death with its consumer, the stderr tail as the failure reason, and on timeout or cancellation the whole
  * process group is killed (SIGTERM, then SIGKILL for one that ignores it). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,8 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +192,105 @@ static void test_handler_exec_cancel(void **state)
     atomic_store(&cancel_flag, 0);
 }
 
+
+/* Descriptors the consumer holds (curl's sockets, pipes: none close-on-exec here on purpose)
+ * never reach the handler: it has stdin, stdout and stderr only. */
+static void test_handler_exec_only_standard_descriptors(void **state)
+{
+    (void)state;
+    int sock = socket(AF_INET, SOCK_STREAM, 0);
+    int p[2];
+    assert_true(sock >= 0);
+    assert_int_equal(pipe(p), 0);
+    sqlq_delivery d = delivery("x", 1, 5000);
+    char cmd[1024];
+    /* ls becomes the handler process itself; its 3 is the directory it reads */
+    snprintf(cmd, sizeof(cmd), "exec ls /proc/self/fd > '%s/fds'", dir);
+    sqlq_error err;
+    assert_int_equal(run(cmd, &d, &err), SQLQ_OK);
+    size_t n;
+    char *fds = slurp("fds", &n);
+    assert_string_equal(fds, "0\n1\n2\n3\n");
+    free(fds);
+    close(sock);
+    close(p[0]);
+    close(p[1]);
+}
+
+/* The handler's environment carries no storage or database secret. */
+static void test_handler_exec_environment_without_secrets(void **state)
+{
+    (void)state;
+    static const char *const secret[] = {"SQLQ_QUEUE_CONNECTION", "SQLQ_QUEUE_CONNECTION_FILE",
+                                         "SQLQ_POISON_CONNECTION", "AzureWebJobsStorage",
+                                         "AzureWebJobsStorage__queueServiceUri",
+                                         "AZURE_CLIENT_SECRET", "SQLQ_SQL", "SQLQ_SQL_FILE"};
+    for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+        setenv(secret[i], "s3cret-value", 1);
+    setenv("SQLQ_KEEP_ME", "kept", 1);
+    sqlq_delivery d = delivery("x", 1, 5000);
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "env > '%s/env'", dir);
+    sqlq_error err;
+    assert_int_equal(run(cmd, &d, &err), SQLQ_OK);
+    size_t n;
+    char *env = slurp("env", &n);
+    assert_null(strstr(env, "s3cret-value"));
+    assert_non_null(strstr(env, "SQLQ_KEEP_ME=kept\n"));
+    assert_non_null(strstr(env, "SQLQ_MESSAGE_ID=3f1c-42\n"));
+    free(env);
+    for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+        unsetenv(secret[i]);
+    unsetenv("SQLQ_KEEP_ME");
+    assert_false(sqlq_handler_exec_env_secret("SQLQ_QUEUE=x"));
+    assert_false(sqlq_handler_exec_env_secret("MY_CONNECTION=x"));
+    assert_true(sqlq_handler_exec_env_secret("SQLQ_X_CONNECTION_STRING=x"));
+}
+
+/* A handler dies with the consumer: kill -9 the process that runs it, and the handler (which
+ * would sleep 30 s) is gone at once. */
+static void test_handler_exec_dies_with_the_consumer(void **state)
+{
+    (void)state;
+    char pidfile[300], cmd[1200];
+    snprintf(pidfile, sizeof(pidfile), "%s/handler.pid", dir);
+    unlink(pidfile);
+    snprintf(cmd, sizeof(cmd), "echo $$ > '%s.tmp' && mv '%s.tmp' '%s' && exec sleep 30",
+             pidfile, pidfile, pidfile);
+    pid_t consumer = fork();
+    assert_true(consumer >= 0);
+    if (consumer == 0) {
+        sqlq_delivery d = delivery("", 0, 0);
+        sqlq_error err;
+        sqlq_handler_exec *h = NULL;
+        if (sqlq_handler_exec_create(cmd, 300, &h, &err) == SQLQ_OK)
+            _exit(sqlq_handler_exec_run(h, &d, &err) == SQLQ_OK ? 0 : 1);
+        _exit(2);
+    }
+    pid_t handler = 0;
+    for (int i = 0; i < 300 && handler <= 0; i++) {
+        FILE *f = fopen(pidfile, "r");
+        if (f) {
+            int v = 0;
+            if (fscanf(f, "%d", &v) == 1)
+                handler = (pid_t)v;
+            fclose(f);
+        }
+        if (handler <= 0)
+            usleep(10000);
+    }
+    assert_true(handler > 0);
+    assert_true(alive(handler));
+    kill(consumer, SIGKILL);
+    waitpid(consumer, NULL, 0);
+    for (int i = 0; i < 200 && alive(handler); i++)
+        usleep(10000);
+    bool survived = alive(handler);
+    if (survived)
+        kill(handler, SIGKILL);
+    assert_false(survived);
+}
+
 int main(void)
 {
     clock_ = sqlq_clock_system(NULL);
@@ -202,6 +303,9 @@ int main(void)
         cmocka_unit_test(test_handler_exec_timeout_kills_the_group),
         cmocka_unit_test(test_handler_exec_sigkill_after_grace),
         cmocka_unit_test(test_handler_exec_cancel),
+        cmocka_unit_test(test_handler_exec_only_standard_descriptors),
+        cmocka_unit_test(test_handler_exec_environment_without_secrets),
+        cmocka_unit_test(test_handler_exec_dies_with_the_consumer),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     sqlq_test_sh("rm -rf '%s'", dir);

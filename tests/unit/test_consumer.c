@@ -48,6 +48,9 @@ typedef struct fake_q {
     int gets, deletes, releases, renewals, puts, creates;
     bool main_missing;        /* get answers 404 while set */
     bool empty_until_cleared; /* get returns nothing while set */
+    bool overfill;            /* get returns one message more than asked for */
+    int delete_status;        /* deletes fail with this HTTP status (and code) when set */
+    char delete_code[64];
 } fake_q;
 
 static uint64_t real_ms(void)
@@ -119,10 +122,11 @@ static sqlq_result t_get(void *conn, const char *queue, int count, int vis, sqlq
         return sqlq_error_set(err, SQLQ_E_NOT_FOUND, false, "QueueNotFound");
     }
     fq_queue *q = fq_find(f, queue, false);
-    out->items = calloc((size_t)count, sizeof(sqlq_message));
+    size_t cap = (size_t)count + (f->overfill ? 1u : 0u);
+    out->items = calloc(cap, sizeof(sqlq_message));
     out->count = 0;
     uint64_t now = real_ms();
-    for (size_t i = 0; q && !f->empty_until_cleared && i < q->n && out->count < (size_t)count; i++) {
+    for (size_t i = 0; q && !f->empty_until_cleared && i < q->n && out->count < cap; i++) {
         fq_msg *m = &q->msgs[i];
         if (m->gone || m->visible_at > now)
             continue;
@@ -190,6 +194,13 @@ static sqlq_result t_remove(void *conn, const char *queue, const char *id, const
     fake_q *f = conn;
     sqlq_result r = SQLQ_OK;
     pthread_mutex_lock(&f->mu);
+    if (f->delete_status) {
+        r = sqlq_error_set(err, SQLQ_E_HTTP, false, "injected delete failure");
+        err->http_status = f->delete_status;
+        snprintf(err->azure_code, sizeof(err->azure_code), "%s", f->delete_code);
+        pthread_mutex_unlock(&f->mu);
+        return r;
+    }
     fq_msg *m = fq_owned(f, queue, id, receipt, &r, err);
     if (m) {
         m->gone = true;
@@ -598,7 +609,7 @@ static void test_consumer_shutdown_timeout_cancels_handlers(void **state)
     (void)state;
     run_ctx r;
     setup_run(&r);
-    fq_add(&r.f, "orders", "forever", 0);
+    fq_add(&r.f, "orders", "forever", 4); /* its 5th attempt: a failure would poison it */
     r.h.wait_for_cancel = true;
     r.h.stop_after = &r.stop;
     r.h.stop_at = 1;
@@ -608,6 +619,88 @@ static void test_consumer_shutdown_timeout_cancels_handlers(void **state)
     assert_int_equal(r.result, SQLQ_OK);
     assert_true(r.h.saw_cancel);
     assert_true(real_ms() - t0 < 3000);
+    /* cancelled by the shutdown: released at once, never poisoned for it */
+    assert_int_equal(r.stats.poisoned, 0);
+    assert_int_equal(r.f.releases, 1);
+    assert_int_equal(fq_live(&r.f, "orders"), 1);
+    teardown_run(&r);
+}
+
+
+/* --exit-when-empty: "empty" is an answer with no message; a poll that fails ends the drain
+ * with its error, and the message is still there. */
+static void test_consumer_drain_stops_on_failed_poll_not_empty(void **state)
+{
+    (void)state;
+    run_ctx r;
+    setup_run(&r);
+    fq_add(&r.f, "orders", "m", 0);
+    r.f.main_missing = true;
+    r.o.exit_when_empty = true;
+    run_consumer(&r);
+    assert_int_equal(r.result, SQLQ_E_NOT_FOUND);
+    assert_int_equal(r.h.calls, 0);
+    assert_int_equal(fq_live(&r.f, "orders"), 1);
+    teardown_run(&r);
+
+    setup_run(&r);
+    fq_add(&r.f, "orders", "m", 0);
+    r.o.exit_when_empty = true;
+    run_consumer(&r);
+    assert_int_equal(r.result, SQLQ_OK);
+    assert_int_equal(r.h.calls, 1);
+    assert_int_equal(fq_live(&r.f, "orders"), 0);
+    teardown_run(&r);
+}
+
+/* A reply with more messages than asked for is a service error: counted, nothing run. */
+static void test_consumer_reply_larger_than_asked_is_rejected(void **state)
+{
+    (void)state;
+    run_ctx r;
+    setup_run(&r);
+    for (int i = 0; i < 4; i++)
+        fq_add(&r.f, "orders", "m", 0);
+    r.f.overfill = true;
+    r.o.batch_size = 2;
+    r.o.exit_when_empty = true;
+    run_consumer(&r);
+    assert_int_equal(r.result, SQLQ_E_PARSE);
+    assert_int_equal(r.stats.rejected_replies, 1);
+    assert_int_equal(r.stats.received, 0);
+    assert_int_equal(r.h.calls, 0);
+    teardown_run(&r);
+}
+
+/* Deletes refused because the credential stopped working are an outage: counted as such, the
+ * message is not poisoned, and recovery clears it. */
+static void test_consumer_delete_outage_is_not_the_message_fault(void **state)
+{
+    (void)state;
+    run_ctx r;
+    setup_run(&r);
+    fq_add(&r.f, "orders", "m", 4);
+    r.f.delete_status = 403;
+    snprintf(r.f.delete_code, sizeof(r.f.delete_code), "AuthenticationFailed");
+    r.o.max_messages = 1;
+    run_consumer(&r);
+    assert_int_equal(r.result, SQLQ_OK);
+    assert_int_equal(r.h.calls, 1);
+    assert_int_equal(r.stats.service_failing, 1);
+    assert_int_equal(r.stats.poisoned, 0);
+    assert_int_equal(r.f.puts, 0);
+    assert_int_equal(fq_live(&r.f, "orders"), 1);
+    teardown_run(&r);
+
+    /* a drain whose deletes failed did not empty the queue: it ends with the outage's error */
+    setup_run(&r);
+    fq_add(&r.f, "orders", "m", 0);
+    r.f.delete_status = 503;
+    snprintf(r.f.delete_code, sizeof(r.f.delete_code), "ServerBusy");
+    r.o.exit_when_empty = true;
+    run_consumer(&r);
+    assert_int_equal(r.result, SQLQ_E_HTTP);
+    assert_int_equal(r.stats.poisoned, 0);
     teardown_run(&r);
 }
 
@@ -636,6 +729,9 @@ int main(void)
         cmocka_unit_test(test_consumer_message_timeout_cancels),
         cmocka_unit_test(test_consumer_graceful_stop_finishes_running),
         cmocka_unit_test(test_consumer_shutdown_timeout_cancels_handlers),
+        cmocka_unit_test(test_consumer_drain_stops_on_failed_poll_not_empty),
+        cmocka_unit_test(test_consumer_reply_larger_than_asked_is_rejected),
+        cmocka_unit_test(test_consumer_delete_outage_is_not_the_message_fault),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,9 @@
 
 #include "disposition.h"
 
+#include <stdio.h>
+#include <string.h>
+
 static void test_disposition_success_deletes(void **state)
 {
     (void)state;
@@ -83,10 +86,50 @@ static void test_disposition_release_visibility(void **state)
     assert_int_equal(sqlq_disposition_release_visibility(&p, 4), 0);
 }
 
+
+static sqlq_error failure(sqlq_result code, int status, const char *azure_code)
+{
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    e.code = code;
+    e.http_status = status;
+    snprintf(e.azure_code, sizeof(e.azure_code), "%s", azure_code);
+    return e;
+}
+
+/* Faults of the service or the credential are outages; a message's own refusals are not. */
+static void test_disposition_outage_or_message_fault(void **state)
+{
+    (void)state;
+    sqlq_error e = failure(SQLQ_E_HTTP, 403, "AuthenticationFailed");
+    assert_true(sqlq_disposition_is_outage(&e));
+    assert_non_null(strstr(sqlq_disposition_outage_cause(&e), "SAS expired"));
+    e = failure(SQLQ_E_HTTP, 403, "AuthorizationPermissionMismatch");
+    assert_true(sqlq_disposition_is_outage(&e));
+    assert_non_null(strstr(sqlq_disposition_outage_cause(&e), "permission"));
+    e = failure(SQLQ_E_HTTP, 503, "ServerBusy");
+    assert_true(sqlq_disposition_is_outage(&e));
+    e = failure(SQLQ_E_HTTP, 500, "OperationTimedOut");
+    assert_true(sqlq_disposition_is_outage(&e));
+    e = failure(SQLQ_E_NETWORK, 0, "");
+    assert_true(sqlq_disposition_is_outage(&e));
+    e = failure(SQLQ_E_NOT_FOUND, 404, "QueueNotFound");
+    assert_true(sqlq_disposition_is_outage(&e));
+    e = failure(SQLQ_E_NOT_FOUND, 404, "MessageNotFound");
+    assert_false(sqlq_disposition_is_outage(&e));
+    e = failure(SQLQ_E_POP_RECEIPT, 400, "PopReceiptMismatch");
+    assert_false(sqlq_disposition_is_outage(&e));
+    e = failure(SQLQ_E_TOO_LARGE, 413, "RequestBodyTooLarge");
+    assert_false(sqlq_disposition_is_outage(&e));
+    e = failure(SQLQ_E_HTTP, 400, "InvalidXmlDocument");
+    assert_false(sqlq_disposition_is_outage(&e));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_disposition_success_deletes),
+        cmocka_unit_test(test_disposition_outage_or_message_fault),
         cmocka_unit_test(test_disposition_failure_releases_until_max),
         cmocka_unit_test(test_disposition_over_limit_on_receipt_poisons),
         cmocka_unit_test(test_disposition_undecodable_poisons_at_once),

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,6 +226,59 @@ static void test_xml_http_dates(void **state)
     assert_false(sqlq_xml_parse_http_date(NULL, &t));
 }
 
+
+static sqlq_result parse_one(const char *id, const char *receipt, const char *count,
+                             sqlq_message_list *l, sqlq_error *err)
+{
+    char body[2048];
+    snprintf(body, sizeof(body),
+             "<QueueMessagesList><QueueMessage><MessageId>%s</MessageId>"
+             "<InsertionTime>Mon, 01 Jan 2024 00:00:00 GMT</InsertionTime>"
+             "<PopReceipt>%s</PopReceipt><DequeueCount>%s</DequeueCount>"
+             "<MessageText>x</MessageText></QueueMessage></QueueMessagesList>",
+             id, receipt, count);
+    sqlq_error_clear(err);
+    return sqlq_xml_parse_messages(body, strlen(body), l, err);
+}
+
+/* Fields from the service are hostile input: an id or receipt that could inject a header or a
+ * log line, or a count that would poison on receipt, makes the whole reply a service error. */
+static void test_xml_messages_hostile_fields(void **state)
+{
+    (void)state;
+    sqlq_message_list l = {NULL, 0};
+    sqlq_error err;
+    assert_int_equal(parse_one("AgAA-5974b586_x+/=", "AgAAAAMAAAAAAAAAsGA3ZFE32gE=", "2147483647",
+                               &l, &err),
+                     SQLQ_OK);
+    assert_int_equal(l.count, 1);
+    assert_int_equal(l.items[0].dequeue_count, 2147483647L);
+    sqlq_message_list_free(&l);
+    assert_int_equal(parse_one("id&#13;&#10;X-Injected: 1", "r", "1", &l, &err), SQLQ_E_PARSE);
+    assert_non_null(strstr(err.message, "MessageId"));
+    assert_int_equal(parse_one("id with space", "r", "1", &l, &err), SQLQ_E_PARSE);
+    assert_int_equal(parse_one("id\"q", "r", "1", &l, &err), SQLQ_E_PARSE);
+    assert_int_equal(parse_one("id", "r&#10;x", "1", &l, &err), SQLQ_E_PARSE);
+    assert_non_null(strstr(err.message, "PopReceipt"));
+    char longid[300];
+    memset(longid, 'a', 256);
+    longid[256] = '\0';
+    assert_int_equal(parse_one(longid, "r", "1", &l, &err), SQLQ_E_PARSE);
+    longid[255] = '\0';
+    assert_int_equal(parse_one(longid, "r", "1", &l, &err), SQLQ_OK);
+    sqlq_message_list_free(&l);
+    assert_int_equal(parse_one("id", "r", "99999999999999999999", &l, &err), SQLQ_E_PARSE);
+    assert_non_null(strstr(err.message, "DequeueCount"));
+    assert_int_equal(parse_one("id", "r", "2147483648", &l, &err), SQLQ_E_PARSE);
+    assert_int_equal(parse_one("id", "r", "-1", &l, &err), SQLQ_E_PARSE);
+    assert_int_equal(parse_one("id", "r", "+3", &l, &err), SQLQ_E_PARSE);
+    assert_int_equal(parse_one("id", "r", " 3", &l, &err), SQLQ_E_PARSE);
+    assert_int_equal(l.count, 0);
+    assert_true(sqlq_message_ref_valid("5974b586-0df3-4e2d-ad0c-18e3892bfca2"));
+    assert_false(sqlq_message_ref_valid(""));
+    assert_false(sqlq_message_ref_valid(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_xml_error_body),
         cmocka_unit_test(test_xml_escape_round_trip),
         cmocka_unit_test(test_xml_http_dates),
+        cmocka_unit_test(test_xml_messages_hostile_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
