@@ -9,6 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+/* Room in path[] for "/" + a 63-character queue name + "/messages/" + an encoded message id. */
+#define MAX_BASE_PATH 512
+
 struct sqlq_endpoint {
     char *origin;    /* scheme://host[:port] */
     char *base_path; /* "" for Azure, "/devstoreaccount1" for Azurite's path-style URLs */
@@ -59,6 +62,9 @@ sqlq_result sqlq_endpoint_create(const sqlq_account *a, sqlq_endpoint **out, sql
     sqlq_result r = SQLQ_OK;
     if (!ep->origin || !ep->base_path || (a->sas && !ep->sas))
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    else if (strlen(ep->base_path) > MAX_BASE_PATH)
+        r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                           "the queue endpoint's path is longer than %d characters", MAX_BASE_PATH);
     else if (a->key)
         r = sqlq_shared_key_create(a->name, a->key, a->key_len, &ep->key, err);
     if (r != SQLQ_OK) {
@@ -112,7 +118,8 @@ static sqlq_result add_encoded(sqlq_buf *b, const char *s)
     return r;
 }
 
-/* base/queue[/messages[/id]] into ep->path (the id percent-encoded). */
+/* base/queue[/messages[/id]] into ep->path (the id percent-encoded), or SQLQ_E_TOO_LARGE when
+ * it does not fit: the id comes from the service, so its length is not ours to assume. */
 static sqlq_result build_path(sqlq_endpoint *ep, const sqlq_call *call)
 {
     int n;
@@ -125,11 +132,14 @@ static sqlq_result build_path(sqlq_endpoint *ep, const sqlq_call *call)
     if (n < 0 || (size_t)n >= sizeof(ep->path))
         return SQLQ_E_TOO_LARGE;
     if (call->message_id) {
+        size_t room = sizeof(ep->path) - (size_t)n; /* bytes left, the terminator included */
         sqlq_buf id;
-        sqlq_buf_init(&id, sizeof(ep->path) - (size_t)n - 1);
+        sqlq_buf_init(&id, sizeof(ep->path)); /* never 0: that would mean the 64 MiB default */
         sqlq_result r = sqlq_buf_addc(&id, '/');
         if (r == SQLQ_OK)
             r = add_encoded(&id, call->message_id);
+        if (r == SQLQ_OK && id.len >= room)
+            r = SQLQ_E_TOO_LARGE;
         if (r == SQLQ_OK)
             memcpy(ep->path + n, id.data, id.len + 1);
         sqlq_buf_free(&id);
