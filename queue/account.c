@@ -62,6 +62,7 @@ void sqlq_account_destroy(sqlq_account *a)
     free(a->sas);
     free(a->endpoint);
     free(a->queue);
+    free(a->ca_file);
     free(a);
 }
 
@@ -362,8 +363,9 @@ static sqlq_result parse_pairs(sqlq_account *a, const char *text, sqlq_error *er
     return r;
 }
 
-/* Path-style URLs (http://127.0.0.1:10001/ACCOUNT/QUEUE) are used for IP hosts, localhost and
- * the emulator's ports, as the Azure SDKs decide; otherwise the account is in the host name. */
+/* Path-style URLs (http://127.0.0.1:10001/ACCOUNT/QUEUE) are used for IP hosts, single-word
+ * hosts (localhost, a compose service) and the emulator's ports, as the Azure SDKs decide
+ * (isIpEndpointStyle); otherwise the account is in the host name. */
 static bool path_style(sqlq_slice url, size_t host_at)
 {
     sqlq_slice host = url_host(url, host_at);
@@ -373,7 +375,7 @@ static bool path_style(sqlq_slice url, size_t host_at)
     memcpy(text, host.ptr, host.len);
     text[host.len] = '\0';
     unsigned char addr[16];
-    if (strcasecmp(text, "localhost") == 0 || inet_pton(AF_INET, text, addr) == 1 ||
+    if (!strchr(text, '.') || inet_pton(AF_INET, text, addr) == 1 ||
         inet_pton(AF_INET6, text, addr) == 1)
         return true;
     /* The emulator's ports 10000-10002 after the host, e.g. a compose service "azurite:10001". */
@@ -458,7 +460,7 @@ static sqlq_result parse_url(sqlq_account *a, const char *text, sqlq_error *err)
 
 sqlq_result sqlq_account_parse(const char *text, sqlq_account **out, sqlq_error *err)
 {
-    sqlq_account_options defaults = {false};
+    sqlq_account_options defaults = {false, NULL};
     return sqlq_account_parse_opts(text, &defaults, out, err);
 }
 
@@ -504,6 +506,11 @@ sqlq_result sqlq_account_parse_opts(const char *text, const sqlq_account_options
         r = parse_pairs(a, copy, err);
     if (r == SQLQ_OK)
         r = check_transport(a, opts, err);
+    if (r == SQLQ_OK && opts && opts->ca_file && *opts->ca_file) {
+        a->ca_file = strdup(opts->ca_file);
+        if (!a->ca_file)
+            r = nomem(err);
+    }
     memset(copy, 0, t.len);
     free(copy);
     if (r != SQLQ_OK) {

@@ -15,6 +15,7 @@ typedef struct sqlq_account {
     char *endpoint; /* queue service URL, no trailing slash: https://acct.queue.core.windows.net */
     char *queue;    /* the queue of a queue-scoped SAS URL (…/QUEUE?sv=…); NULL for a service */
     bool plain_http; /* http:// to a host that is neither loopback nor development storage */
+    char *ca_file;   /* PEM CA bundle trusted instead of the system's; NULL = system */
 } sqlq_account;
 
 /* Longest endpoint URL and SAS token accepted: requests are built in bounded buffers, and a
@@ -27,6 +28,9 @@ typedef struct sqlq_account_options {
     /* Accept http:// to any host (SAS tokens and unsigned bodies travel in clear text).
      * Without it, http:// is accepted only for loopback hosts and development storage. */
     bool allow_insecure_http;
+    /* A PEM file of CA certificates to trust instead of the system's (a private CA, a TLS
+     * proxy); NULL = the system store. Verification is always on. */
+    const char *ca_file;
 } sqlq_account_options;
 
 /* Accepts:

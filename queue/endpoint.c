@@ -16,6 +16,7 @@ struct sqlq_endpoint {
     char *origin;    /* scheme://host[:port] */
     char *base_path; /* "" for Azure, "/devstoreaccount1" for Azurite's path-style URLs */
     char *sas;       /* NULL with a key */
+    char *scope;     /* the one queue a queue-scoped SAS reaches; NULL = the whole account */
     sqlq_shared_key *key;
     time_t date_s; /* x-ms-date is formatted once per second */
     char date[40];
@@ -38,6 +39,7 @@ void sqlq_endpoint_destroy(sqlq_endpoint *ep)
     free(ep->origin);
     free(ep->base_path);
     free(ep->sas);
+    free(ep->scope);
     sqlq_shared_key_destroy(ep->key);
     free(ep);
 }
@@ -59,8 +61,9 @@ sqlq_result sqlq_endpoint_create(const sqlq_account *a, sqlq_endpoint **out, sql
         for (size_t n = strlen(ep->base_path); n > 0 && ep->base_path[n - 1] == '/'; n--)
             ep->base_path[n - 1] = '\0';
     ep->sas = a->sas ? strdup(a->sas) : NULL;
+    ep->scope = a->queue ? strdup(a->queue) : NULL;
     sqlq_result r = SQLQ_OK;
-    if (!ep->origin || !ep->base_path || (a->sas && !ep->sas))
+    if (!ep->origin || !ep->base_path || (a->sas && !ep->sas) || (a->queue && !ep->scope))
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     else if (strlen(ep->base_path) > MAX_BASE_PATH)
         r = sqlq_error_set(err, SQLQ_E_INVALID, false,
@@ -175,6 +178,12 @@ sqlq_result sqlq_endpoint_build(sqlq_endpoint *ep, const sqlq_call *call, sqlq_h
 {
     sqlq_http_exchange_reset(ex);
     ex->method = call->method;
+    if (ep->scope && (!call->queue || strcmp(call->queue, ep->scope) != 0))
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "%s%s%s%s: not reachable with this credential: the queue connection "
+                              "is a SAS URL scoped to queue '%s'",
+                              call->op, call->queue ? " '" : "", call->queue ? call->queue : "",
+                              call->queue ? "'" : "", ep->scope);
     sqlq_result r = build_path(ep, call);
     if (r == SQLQ_OK)
         r = build_url(ep, call, &ex->url);

@@ -45,6 +45,7 @@ typedef struct sqlq_http_exchange {
     struct curl_slist list[SQLQ_HTTP_MAX_HEADERS + 1];
     char errbuf[CURL_ERROR_SIZE];
     bool running;
+    bool too_large; /* the response body went over its cap */
 } sqlq_http_exchange;
 
 typedef struct sqlq_http sqlq_http;
@@ -52,6 +53,9 @@ typedef struct sqlq_http sqlq_http;
 /* timeout_ms bounds each request; https is always verified. */
 SQLQ_NODISCARD sqlq_result sqlq_http_create(long timeout_ms, sqlq_http **out, sqlq_error *err);
 void sqlq_http_destroy(sqlq_http *h); /* every exchange must be cleaned up first */
+/* Trust the CA certificates in this PEM file instead of the system's (NULL = system).
+ * Applies to exchanges initialised afterwards; verification itself is never turned off. */
+SQLQ_NODISCARD sqlq_result sqlq_http_set_ca_file(sqlq_http *h, const char *path, sqlq_error *err);
 /* Keep up to n connections per host open (and allow n at once). */
 void sqlq_http_set_parallel(sqlq_http *h, size_t n);
 

@@ -98,6 +98,8 @@ sqlq_result sqlq_queue_client_create(const sqlq_account *account, const sqlq_que
     sqlq_result r = sqlq_endpoint_create(account, &c->endpoint, err);
     if (r == SQLQ_OK)
         r = sqlq_http_create(c->opt.timeout_ms, &c->http, err);
+    if (r == SQLQ_OK && account->ca_file)
+        r = sqlq_http_set_ca_file(c->http, account->ca_file, err);
     if (r == SQLQ_OK)
         r = sqlq_http_exchange_init(c->http, &c->single, err);
     if (r != SQLQ_OK) {

@@ -194,7 +194,7 @@ static void test_account_refuses_plain_http_to_remote_hosts(void **state)
         assert_false(a->plain_http);
         sqlq_account_destroy(a);
     }
-    sqlq_account_options allow = {true};
+    sqlq_account_options allow = {true, NULL};
     sqlq_account *a = NULL;
     sqlq_error err;
     sqlq_error_clear(&err);
