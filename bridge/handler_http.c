@@ -31,7 +31,7 @@ sqlq_result sqlq_handler_http_create(const char *url, long timeout_ms, sqlq_hand
     *out = NULL;
     if (!url || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                              "--http: the URL must start with http:// or https://");
+                              "the URL must start with http:// or https://");
     sqlq_handler_http *h = calloc(1, sizeof(*h));
     if (!h || !(h->url = strdup(url)) || !(h->shown = strndup(url, strcspn(url, "?#")))) {
         sqlq_handler_http_destroy(h);
