@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "queue_client.h"
 #include "result.h"
+#include "stop.h"
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -97,7 +98,7 @@ typedef struct sqlq_consumer_options {
     sqlq_encoding encoding;            /* how MessageText is decoded for the handler (base64) */
     unsigned long long max_messages;   /* stop after this many finished messages; 0 = never */
     bool exit_when_empty;              /* stop at the first empty poll with nothing in flight */
-    const volatile sig_atomic_t *stop; /* graceful stop when it becomes non-zero */
+    const sqlq_stop *stop; /* graceful stop when it becomes non-zero */
     const sqlq_clock *clock;           /* NULL = system clock (its sleeps wake on *stop) */
     void (*on_poll)(void *ctx, const sqlq_poll_event *ev); /* optional, on the polling thread */
     void *on_poll_ctx;
