@@ -7,6 +7,8 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -464,6 +466,18 @@ sqlq_result sqlq_account_parse(const char *text, sqlq_account **out, sqlq_error 
     return sqlq_account_parse_opts(text, &defaults, out, err);
 }
 
+/* A CA bundle that cannot be read is a configuration error now, not a TLS error later. */
+static sqlq_result set_ca_file(sqlq_account *a, const char *path, sqlq_error *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "ca_file: cannot read '%s': %s", path,
+                              strerror(errno));
+    fclose(f);
+    a->ca_file = strdup(path);
+    return a->ca_file ? SQLQ_OK : nomem(err);
+}
+
 /* http:// to a real account: refused, or allowed with a warning when the user said so. */
 static sqlq_result check_transport(const sqlq_account *a, const sqlq_account_options *opts,
                                    sqlq_error *err)
@@ -506,11 +520,8 @@ sqlq_result sqlq_account_parse_opts(const char *text, const sqlq_account_options
         r = parse_pairs(a, copy, err);
     if (r == SQLQ_OK)
         r = check_transport(a, opts, err);
-    if (r == SQLQ_OK && opts && opts->ca_file && *opts->ca_file) {
-        a->ca_file = strdup(opts->ca_file);
-        if (!a->ca_file)
-            r = nomem(err);
-    }
+    if (r == SQLQ_OK && opts && opts->ca_file && *opts->ca_file)
+        r = set_ca_file(a, opts->ca_file, err);
     memset(copy, 0, t.len);
     free(copy);
     if (r != SQLQ_OK) {

@@ -247,6 +247,10 @@ static void test_account_queue_scoped_sas_url(void **state)
     sqlq_account_destroy(a);
 
     parse_fails("https://acct.queue.core.windows.net/orders/messages?" SAS, "path segments");
+    sqlq_account_options ca = {false, "/nonexistent/ca.pem"};
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_account_parse_opts("UseDevelopmentStorage=true", &ca, &a, &err), SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "ca_file: cannot read '/nonexistent/ca.pem'"));
     parse_fails("https://acct.queue.core.windows.net/Orders_1?" SAS, "queue URL's queue");
 }
 
