@@ -3,7 +3,7 @@
 # parsed; configuration mistakes are exit 2 with one clear message (a huge SAS, BlobEndpoint
 # alone, plain http to a remote host, --http's prefix once, backfill --batch-size 0).
 set -euo pipefail
-: "${SQLQ_BIN:?}" "${SQLQ_TEST_ENV_DIR:?}"
+: "${SQLQ_BIN:?}" "${SQLQ_TEST_ENV_DIR:?}" "${SQLQ_SOURCE_DIR:?}"
 conn=$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")
 key=$(echo "$conn" | sed -n 's/.*AccountKey=\([^;]*\).*/\1/p')
 work=$(mktemp -d)
@@ -56,6 +56,16 @@ grep -q "allow_insecure_http" "$work/err" || fail "plain http: $(cat "$work/err"
 # --http's own prefix once.
 expect_rc 2 "$SQLQ_BIN" consume "$q" --http ftp://example --queue-connection "$conn"
 [ "$(grep -o -- "--http" "$work/err" | wc -l)" = 1 ] || fail "--http prefix: $(cat "$work/err")"
+# user:password@ in the --http handler's URL never shows in what is logged about it.
+"$SQLQ_BIN" queue put "$q" hello --queue-connection "$conn" >/dev/null
+port=$(bash "$SQLQ_SOURCE_DIR/tests/support/free_port.sh") # nothing listens there
+"$SQLQ_BIN" consume "$q" --http "http://bob:Hunter2-pw@127.0.0.1:$port/hook?code=fn-key-123" \
+    --exit-when-empty --visibility-timeout-s 30 --queue-connection "$conn" >"$work/out" 2>"$work/err" || true
+grep -q "127.0.0.1:$port" "$work/err" || { cat "$work/err" >&2; fail "the failed POST was not logged"; }
+if grep -q "Hunter2-pw\|bob:\|fn-key-123" "$work/err"; then
+    cat "$work/err" >&2
+    fail "the --http URL's password or key was logged"
+fi
 # backfill --batch-size 0: exit 2 (a leak turned it into 1 under LeakSanitizer).
 expect_rc 2 "$SQLQ_BIN" backfill --batch-size 0 --table t --queue "$q" --db "Driver=x" --queue-connection "$conn"
 echo "cli_hardening: ok"
