@@ -78,6 +78,11 @@ sqlq_result sqlq_endpoint_create(const sqlq_account *a, sqlq_endpoint **out, sql
     return SQLQ_OK;
 }
 
+const char *sqlq_endpoint_scope(const sqlq_endpoint *ep)
+{
+    return ep->scope;
+}
+
 const char *sqlq_endpoint_host(const sqlq_endpoint *ep)
 {
     return ep->origin;

@@ -190,6 +190,15 @@ sqlq_result sqlq_queue_create(sqlq_queue_client *c, const char *queue, bool *out
     }
     if (r == SQLQ_E_CONFLICT && strcmp(e.azure_code, "QueueAlreadyExists") == 0)
         return SQLQ_OK; /* exists with other metadata: still there to use */
+    const char *scope = sqlq_endpoint_scope(c->endpoint);
+    if (e.http_status == 403 && scope && strcmp(scope, queue) == 0) {
+        /* A SAS for one queue cannot create it (the Portal makes one for a queue that exists):
+         * go on as if it exists; if it does not, the first put says QueueNotFound. */
+        SQLQ_INFO("queue_create_skipped", "queue=%s note=\"a queue SAS cannot create queues: "
+                                          "assuming the queue exists\"",
+                  queue);
+        return SQLQ_OK;
+    }
     if (err && err->code == SQLQ_OK)
         *err = e;
     return r;

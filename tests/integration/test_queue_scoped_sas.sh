@@ -34,8 +34,24 @@ expect_rc 0 "$SQLQ_BIN" consume "$q" --exec "cat > $work/handled" --exit-when-em
 [ "$(cat "$work/handled")" = "hello-scoped" ] || fail "consume through the SAS URL did not run the handler"
 grep -q "poison_queue_unreachable" "$work/err" || fail "consume did not say the poison queue is out of reach"
 
+# The bridge publishes through the URL (a queue SAS cannot create the queue: it goes on as if
+# it exists), from SQLite.
+db="$work/src.db"
+sqlite3 "$db" "CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT);"
+sqlite_conn="Driver={SQLite3};Database=$db;Timeout=5000;"
+"$SQLQ_BIN" setup --db "$sqlite_conn" --table items >/dev/null 2>&1 || fail "setup failed"
+sqlite3 "$db" "INSERT INTO items VALUES (1, 'via-queue-sas');"
+expect_rc 0 "$SQLQ_BIN" bridge --db "$sqlite_conn" --table items --queue "$q" --once \
+    --queue-connection "$sas_url"
+grep -q "poison_queue_unreachable" "$work/err" || fail "the bridge did not say the poison queue is out of reach"
+expect_rc 0 "$SQLQ_BIN" queue peek "$q" --count 32 --queue-connection "$conn"
+grep -q "via-queue-sas" "$work/out" || { cat "$work/out" >&2; fail "the bridge's message did not arrive"; }
+expect_rc 0 "$SQLQ_BIN" queue create "$q" --queue-connection "$sas_url"
+grep -q "queue_create_skipped" "$work/err" || fail "create through a queue SAS: no note"
+
 # Another queue on the command line: exit 2 naming both.
-for cmd in "queue put other-queue x" "queue peek other-queue" "consume other-queue --exec true --exit-when-empty"; do
+for cmd in "queue put other-queue x" "queue peek other-queue" "consume other-queue --exec true --exit-when-empty" \
+    "bridge --db $sqlite_conn --table items --queue other-queue --once"; do
     # shellcheck disable=SC2086
     expect_rc 2 "$SQLQ_BIN" $cmd --queue-connection "$sas_url"
     grep -q "'other-queue'" "$work/err" && grep -q "'$q'" "$work/err" ||
