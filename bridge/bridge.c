@@ -26,7 +26,7 @@ typedef struct worker {
 /* What the threads share; left allocated when a shutdown times out with threads still running. */
 typedef struct shared {
     pthread_mutex_t mu;
-    volatile sig_atomic_t stop;
+    sqlq_stop stop;
     size_t finished;
     size_t nworkers;
     worker *workers;

@@ -9,6 +9,7 @@
 #include "envelope.h"
 #include "metrics.h"
 #include "result.h"
+#include "stop.h"
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -45,7 +46,7 @@ typedef struct sqlq_bridge_config {
     int shutdown_timeout_s;       /* 30: after a stop request, give up waiting after this */
     int renew_interval_ms;        /* 0: min(15 s, lease / 3) */
     bool once;                    /* drain what is pending, then return */
-    const volatile sig_atomic_t *stop; /* set by the signal handler: stop polling, finish, exit */
+    const sqlq_stop *stop; /* set by the signal handler: stop polling, finish, exit */
     sqlq_metrics *metrics;        /* optional: sqlq_changes_published_total and friends */
     struct sqlq_bridge_health *health; /* optional: kept up to date for /readyz */
     const sqlq_route_config *routes;

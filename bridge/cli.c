@@ -27,6 +27,13 @@ int sqlq_cli_pick(const char *group, int argc, char **argv, const char *(*name_a
     return -1;
 }
 
+sqlq_result sqlq_cli_account_parse(const sqlq_common_settings *common, sqlq_account **out,
+                                   sqlq_error *err)
+{
+    sqlq_account_options o = {common->allow_insecure_http, common->ca_file};
+    return sqlq_account_parse_opts(common->queue_connection, &o, out, err);
+}
+
 int sqlq_cli_queue_client(const char *command, const sqlq_common_settings *common,
                           sqlq_clock *clock, sqlq_account **out_account,
                           sqlq_queue_client **out_client)
@@ -46,7 +53,7 @@ int sqlq_cli_queue_client(const char *command, const sqlq_common_settings *commo
                 command, common->encoding);
         return SQLQ_EXIT_USAGE;
     }
-    if (sqlq_account_parse(common->queue_connection, out_account, &err) != SQLQ_OK) {
+    if (sqlq_cli_account_parse(common, out_account, &err) != SQLQ_OK) {
         fprintf(stderr, "sqlq %s: queue connection: %s\n", command, err.message);
         return SQLQ_EXIT_USAGE;
     }

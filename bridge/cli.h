@@ -15,6 +15,11 @@
 int sqlq_cli_pick(const char *group, int argc, char **argv, const char *(*name_at)(size_t i),
                   size_t n, void (*usage)(FILE *f), int *exit_code);
 
+/* Parse common->queue_connection with the common transport settings (allow_insecure_http,
+ * ca_file). */
+SQLQ_NODISCARD sqlq_result sqlq_cli_account_parse(const sqlq_common_settings *common,
+                                                  sqlq_account **out, sqlq_error *err);
+
 /* Parse common->queue_connection and create a client whose retries the stop flag interrupts
  * (*clock must outlive the client). On failure prints "sqlq COMMAND: …" and returns the exit
  * code (2 for a missing or invalid connection, 1 otherwise); -1 on success. */

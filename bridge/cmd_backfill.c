@@ -8,6 +8,7 @@
  * again after a crash carries the same message ids. --format batch packs them as
  * {"changes":[…]} under the size limit, in key order. */
 #include "backfill.h"
+#include "cli.h"
 #include "codec.h"
 #include "commands.h"
 #include "config.h"
@@ -396,7 +397,7 @@ int sqlq_cmd_backfill(int argc, char **argv)
     qo.clock = &clock;
     bool created = false;
     if (rc == SQLQ_EXIT_OK && (!sqlq_encoding_parse(s.common.encoding, &qo.encoding) ||
-                               sqlq_account_parse(s.common.queue_connection, &account, &err) != SQLQ_OK ||
+                               sqlq_cli_account_parse(&s.common, &account, &err) != SQLQ_OK ||
                                sqlq_queue_client_create(account, &qo, &qc, &err) != SQLQ_OK ||
                                sqlq_queue_create(qc, s.queue, &created, &err) != SQLQ_OK ||
                                sqlq_db_connect(s.db, &db, &err) != SQLQ_OK)) {

@@ -1,5 +1,6 @@
 /* cmd_bridge: `sqlq bridge`: settings and routes from defaults, config file, environment and
  * flags, checked, then handed to the bridge daemon. */
+#include "cli.h"
 #include "cmd_bridge.h"
 
 #include "bridge.h"
@@ -259,6 +260,26 @@ static bool build_routes(const bridge_settings *s, json_t *file, sqlq_route_conf
     return true;
 }
 
+/* A queue-scoped SAS URL reaches its own queue only: every route must go there, and its
+ * poison queue is out of reach. */
+static bool routes_reachable(const sqlq_account *account, sqlq_route_config *routes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        if (sqlq_account_queue(account, routes[i].queue, &routes[i].queue, &err) != SQLQ_OK) {
+            fprintf(stderr, "sqlq bridge: route of table '%s': %s\n", routes[i].table, err.message);
+            return false;
+        }
+    }
+    if (account->queue)
+        SQLQ_WARN("poison_queue_unreachable",
+                  "queue=%s note=\"the queue connection is a SAS URL scoped to this queue: "
+                  "rows that cannot be published cannot go to the poison queue with it\"",
+                  account->queue);
+    return true;
+}
+
 static int run(const bridge_settings *s, const sqlq_account *account, const sqlq_route_config *routes,
                size_t n)
 {
@@ -336,11 +357,13 @@ static int bridge_main(int argc, char **argv, bool check_only)
     else if (!s.common.queue_connection || !*s.common.queue_connection)
         fprintf(stderr, "sqlq bridge: queue_connection is not set (--queue-connection, SQLQ_QUEUE_CONNECTION, "
                         "AzureWebJobsStorage or their _FILE variants)\n");
-    else if (sqlq_account_parse(s.common.queue_connection, &account, &err) != SQLQ_OK)
+    else if (sqlq_cli_account_parse(&s.common, &account, &err) != SQLQ_OK)
         fprintf(stderr, "sqlq bridge: queue_connection: %s\n", err.message);
-    else if (build_routes(&s, res.file, &routes, &n) && !check_only)
+    else if (!build_routes(&s, res.file, &routes, &n) || !routes_reachable(account, routes, n))
+        code = SQLQ_EXIT_USAGE;
+    else if (!check_only)
         code = run(&s, account, routes, n);
-    else if (routes) {
+    else {
         sqlq_encoding enc = SQLQ_ENCODING_BASE64;
         (void)sqlq_encoding_parse(s.common.encoding, &enc);
         int problems = sqlq_preflight_run(s.db, account, enc, routes, n, stdout);

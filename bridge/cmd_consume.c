@@ -1,5 +1,6 @@
 /* cmd_consume: `sqlq consume QUEUE (--exec CMD | --http URL | --sql CONN --table T)`: the
  * queue-trigger runtime on the command line. */
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 #include "consumer.h"
@@ -306,8 +307,17 @@ static int run(consume_settings *s, const char *queue)
         return SQLQ_EXIT_USAGE;
     }
     sqlq_account *account = NULL;
-    if (sqlq_account_parse(s->common.queue_connection, &account, &err) != SQLQ_OK)
+    if (sqlq_cli_account_parse(&s->common, &account, &err) != SQLQ_OK)
         return report("--queue-connection", &err, SQLQ_EXIT_USAGE);
+    if (sqlq_account_queue(account, queue, &queue, &err) != SQLQ_OK) {
+        sqlq_account_destroy(account);
+        return report("queue", &err, SQLQ_EXIT_USAGE);
+    }
+    if (account->queue) /* a queue-scoped SAS URL reaches this queue only */
+        SQLQ_WARN("poison_queue_unreachable",
+                  "queue=%s note=\"the queue connection is a SAS URL scoped to this queue: "
+                  "messages cannot be moved to the poison queue with it\"",
+                  queue);
     handlers h = {0};
     int code = make_handler(s, &h);
     if (code < 0 && h.sink)

@@ -522,6 +522,11 @@ static int connect_and_run(const subcommand *sub, ctx *c)
         return usage_error(c, err.message);
     int code = sqlq_cli_queue_client(sub->spec.command, &c->s.common, &c->clock, &c->account,
                                      &c->client);
+    const char *needed = sub->run == cmd_import ? c->res.positional[1] : c->poison;
+    if (code < 0 && !sqlq_account_reaches(c->account, needed, &err)) {
+        fprintf(stderr, "sqlq %s: %s\n", sub->spec.command, err.message);
+        return SQLQ_EXIT_USAGE; /* a queue-scoped SAS URL reaches only its own queue */
+    }
     return code >= 0 ? code : sub->run(c);
 }
 

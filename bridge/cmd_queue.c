@@ -455,6 +455,10 @@ static int connect_and_run(const subcommand *sub, ctx *c)
         fprintf(stderr, "sqlq %s: %s\n", sub->spec.command, err.message);
         return SQLQ_EXIT_USAGE;
     }
+    if (sub->spec.min_positional > 0 && sqlq_account_queue(c->account, q, &q, &err) != SQLQ_OK) {
+        fprintf(stderr, "sqlq %s: %s\n", sub->spec.command, err.message);
+        return SQLQ_EXIT_USAGE; /* a queue-scoped SAS URL for another queue */
+    }
     return sub->run(c);
 }
 

@@ -3,13 +3,15 @@
 #ifndef SQLQ_COMMANDS_H
 #define SQLQ_COMMANDS_H
 
+#include "stop.h"
+
 #include <signal.h>
 
 enum { SQLQ_EXIT_OK = 0, SQLQ_EXIT_FAILED = 1, SQLQ_EXIT_USAGE = 2 };
 
 /* Set by SIGTERM/SIGINT (main.c); every long-running command polls it. A second signal
  * exits at once. */
-extern volatile sig_atomic_t sqlq_stop_flag;
+extern sqlq_stop sqlq_stop_flag;
 
 int sqlq_cmd_queue(int argc, char **argv);    /* cmd_queue.c */
 int sqlq_cmd_consume(int argc, char **argv);  /* cmd_consume.c */

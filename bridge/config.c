@@ -187,6 +187,11 @@ static sqlq_result apply_file(const sqlq_config_spec *spec, void *out, json_t *f
         if (!s) {
             if (json_is_array(v) || json_is_object(v))
                 continue; /* structure the command reads itself (routes) */
+            if (strcmp(key, "routes") == 0)
+                return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                      "config file %s key routes: expected an array of "
+                                      "{\"table\": …, \"queue\": …} objects",
+                                      path);
             return sqlq_error_set(err, SQLQ_E_INVALID, false,
                                   "config file %s: unknown key '%s' for sqlq %s", path, key,
                                   spec->command);
@@ -239,6 +244,15 @@ static const sqlq_setting *find_flag(const sqlq_config_spec *spec, const char *n
     return NULL;
 }
 
+/* Overwrite a secret given as a flag in the process's own argv, so /proc/PID/cmdline and ps
+ * no longer show it once it is parsed (it was visible until then: hence env or _FILE). */
+static void scrub_arg(char *v)
+{
+    size_t n = strlen(v);
+    memset(v, 0, n);
+    memcpy(v, "***", n < 3 ? n : 3);
+}
+
 /* Flags are applied last: parse them into (setting, value) pairs first, collecting --config. */
 static sqlq_result apply_flags(const sqlq_config_spec *spec, void *out, int argc, char **argv,
                                sqlq_config_result *res, sqlq_error *err)
@@ -274,17 +288,20 @@ static sqlq_result apply_flags(const sqlq_config_spec *spec, void *out, int argc
         origin from;
         flag_name(s, from.text, sizeof(from.text));
         const char *v;
+        char *in_argv = NULL; /* where the value sits in argv, to scrub a secret */
         if (s->type == SQLQ_SET_BOOL && !eq)
             v = negated ? "false" : "true";
         else if (eq)
-            v = eq + 1;
+            v = in_argv = a + (eq + 1 - a);
         else if (i + 1 < argc)
-            v = argv[++i];
+            v = in_argv = argv[++i];
         else
             return sqlq_error_set(err, SQLQ_E_INVALID, false, "%s needs a value", from.text);
         sqlq_result r = set_value(s, out, v, &from, err);
         if (r != SQLQ_OK)
             return r;
+        if (s->type == SQLQ_SET_SECRET && in_argv)
+            scrub_arg(in_argv);
     }
     return SQLQ_OK;
 }
@@ -449,14 +466,17 @@ int sqlq_config_load_or_exit(const sqlq_config_spec *spec, void *out, int argc, 
         bool help = res->help;
         if (help) {
             sqlq_config_print_help(spec, stdout);
+            sqlq_config_free(spec, out, res);
             return 0;
         }
         fprintf(stderr, "sqlq %s: %s\n(see sqlq %s --help)\n", spec->command, err.message,
                 spec->command);
+        sqlq_config_free(spec, out, res); /* callers may free again: it is idempotent */
         return 2;
     }
     if (res->help) {
         sqlq_config_print_help(spec, stdout);
+        sqlq_config_free(spec, out, res);
         return 0;
     }
     return -1;

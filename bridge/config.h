@@ -84,6 +84,8 @@ typedef struct sqlq_common_settings {
     char *encoding;         /* base64 | plain */
     char *log_level;
     char *log_format;       /* text | json */
+    bool allow_insecure_http; /* http:// to a host that is not loopback (warned at start-up) */
+    char *ca_file;            /* PEM CA bundle instead of the system's */
 } sqlq_common_settings;
 
 #define SQLQ_COMMON_SETTINGS(st, member)                                                          \
@@ -96,7 +98,13 @@ typedef struct sqlq_common_settings {
     {"log_level", 0, "SQLQ_LOG_LEVEL", NULL, SQLQ_SET_ENUM, "info", 0, 0,                         \
      "error|warn|info|debug|trace", "log level", offsetof(st, member.log_level)},                 \
     {"log_format", 0, "SQLQ_LOG_FORMAT", NULL, SQLQ_SET_ENUM, "text", 0, 0, "text|json",          \
-     "log line format: key=value text or JSON lines", offsetof(st, member.log_format)}
+     "log line format: key=value text or JSON lines", offsetof(st, member.log_format)},          \
+    {"allow_insecure_http", 0, "SQLQ_ALLOW_INSECURE_HTTP", NULL, SQLQ_SET_BOOL, "false", 0, 0,      \
+     NULL, "allow plain http:// to a queue host that is not loopback (tokens sent unencrypted)",   \
+     offsetof(st, member.allow_insecure_http)},                                                    \
+    {"ca_file", 0, "SQLQ_CA_FILE", NULL, SQLQ_SET_STRING, NULL, 0, 0, NULL,                        \
+     "PEM file of CA certificates to trust for https instead of the system's",                     \
+     offsetof(st, member.ca_file)}
 
 /* Apply log_level/log_format (after a successful load). */
 void sqlq_common_settings_apply(const sqlq_common_settings *c);

@@ -25,15 +25,35 @@ typedef struct http_worker {
     const sqlq_delivery *d; /* during a request: for cancellation */
 } http_worker;
 
+/* The URL for messages: without its query (a function key may be in ?code=) and with a
+ * user:password@ shown as ***@. NULL on OOM. */
+static char *shown_url(const char *url)
+{
+    size_t len = strcspn(url, "?#");
+    const char *host = strstr(url, "://");
+    const char *at = host ? host + 3 + strcspn(host + 3, "@/?#") : NULL;
+    if (!at || *at != '@' || (size_t)(at - url) >= len)
+        return strndup(url, len);
+    size_t head = (size_t)(host + 3 - url), tail = len - (size_t)(at - url);
+    char *s = malloc(head + 3 + tail + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, url, head);
+    memcpy(s + head, "***", 3);
+    memcpy(s + head + 3, at, tail);
+    s[head + 3 + tail] = '\0';
+    return s;
+}
+
 sqlq_result sqlq_handler_http_create(const char *url, long timeout_ms, sqlq_handler_http **out,
                                      sqlq_error *err)
 {
     *out = NULL;
     if (!url || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                              "--http: the URL must start with http:// or https://");
+                              "the URL must start with http:// or https://");
     sqlq_handler_http *h = calloc(1, sizeof(*h));
-    if (!h || !(h->url = strdup(url)) || !(h->shown = strndup(url, strcspn(url, "?#")))) {
+    if (!h || !(h->url = strdup(url)) || !(h->shown = shown_url(url))) {
         sqlq_handler_http_destroy(h);
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     }

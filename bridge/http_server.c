@@ -5,6 +5,7 @@
 
 #include <microhttpd.h>
 
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -12,9 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
-#define CONNECTION_LIMIT 32u
-#define CONNECTION_TIMEOUT_S 10u
+/* Probes must get through while others hold connections open: many connections in all, few
+ * per client address, and idle ones closed soon (a probe sends its request at once). */
+#define CONNECTION_LIMIT 512u
+#define PER_IP_LIMIT 16u
+#define CONNECTION_TIMEOUT_S 3u
+#define LISTEN_BACKLOG 128
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define TEXT_CONTENT_TYPE "text/plain; charset=utf-8"
 
@@ -173,10 +179,44 @@ static sqlq_result parse_listen(const char *listen, struct sockaddr_storage *out
     return SQLQ_OK;
 }
 
-static uint16_t bound_port(struct MHD_Daemon *d)
+static uint16_t bound_port(int fd)
 {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    return info ? info->port : 0;
+    struct sockaddr_storage a;
+    socklen_t len = sizeof(a);
+    if (getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+        return 0;
+    if (a.ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)(const void *)&a)->sin6_port);
+    return ntohs(((const struct sockaddr_in *)(const void *)&a)->sin_port);
+}
+
+/* The listening socket, bound here so that a failure names the address and the reason
+ * (libmicrohttpd's own message said "port 0" for an address given as a sockaddr). */
+static sqlq_result open_listener(const char *listen_at, const struct sockaddr_storage *addr,
+                                 socklen_t addr_len, int *out_fd, sqlq_error *err)
+{
+    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return sqlq_error_set(err, SQLQ_E_IO, false, "listen: cannot serve on %s: socket: %s",
+                              listen_at, strerror(errno));
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (addr->ss_family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    const char *step = "bind";
+    int rc = bind(fd, (const struct sockaddr *)addr, addr_len);
+    if (rc == 0) {
+        step = "listen";
+        rc = listen(fd, LISTEN_BACKLOG);
+    }
+    if (rc != 0) {
+        int e = errno;
+        close(fd);
+        return sqlq_error_set(err, SQLQ_E_IO, false, "listen: cannot serve on %s: %s: %s",
+                              listen_at, step, strerror(e));
+    }
+    *out_fd = fd;
+    return SQLQ_OK;
 }
 
 sqlq_result sqlq_http_server_start(const char *listen, sqlq_metrics *metrics,
@@ -191,9 +231,15 @@ sqlq_result sqlq_http_server_start(const char *listen, sqlq_metrics *metrics,
     sqlq_result r = parse_listen(listen, &addr, &addr_len, err);
     if (r != SQLQ_OK)
         return r;
+    int fd = -1;
+    r = open_listener(listen, &addr, addr_len, &fd, err);
+    if (r != SQLQ_OK)
+        return r;
     sqlq_http_server *s = calloc(1, sizeof(*s));
-    if (!s)
+    if (!s) {
+        close(fd);
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
     s->metrics = metrics;
     s->ready = ready;
     s->ready_ctx = ready_ctx;
@@ -203,17 +249,19 @@ sqlq_result sqlq_http_server_start(const char *listen, sqlq_metrics *metrics,
     /* The logger must be the first option or earlier complaints go to stderr directly. */
     s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-                                 MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&addr,
+                                 MHD_OPTION_LISTEN_SOCKET, fd,
                                  MHD_OPTION_CONNECTION_LIMIT, CONNECTION_LIMIT,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, PER_IP_LIMIT,
                                  MHD_OPTION_CONNECTION_TIMEOUT, CONNECTION_TIMEOUT_S,
                                  MHD_OPTION_END);
     if (!s->daemon) {
         r = sqlq_error_set(err, SQLQ_E_IO, false, "listen: cannot serve on %s: %s", listen,
                            s->last_error[0] ? s->last_error : "libmicrohttpd failed to start");
+        close(fd);
         free(s);
         return r;
     }
-    s->port = bound_port(s->daemon);
+    s->port = bound_port(fd); /* the daemon owns fd now and closes it when stopped */
     SQLQ_INFO("http_server_started", "listen=%s port=%u", listen, (unsigned)s->port);
     *out = s;
     return SQLQ_OK;

@@ -16,8 +16,9 @@
  *   /metrics  200, Content-Type "text/plain; version=0.0.4; charset=utf-8": the registry
  *             rendered by sqlq_metrics_render (empty when the registry is NULL).
  *   anything else 404.
- * libmicrohttpd serves requests on its own internal thread; at most 32 connections at a
- * time, each closed after 10 s idle. */
+ * libmicrohttpd serves requests on its own internal thread; at most 512 connections at a
+ * time and 16 per client address, each closed after 3 s idle, so that clients holding
+ * connections open do not starve the probes. */
 typedef struct sqlq_http_server sqlq_http_server;
 
 /* Called on the server's thread for each /readyz: must be thread-safe (read atomics or take
@@ -31,7 +32,7 @@ typedef bool (*sqlq_readiness_fn)(void *ctx, char *reason, size_t reason_size);
  * listen NULL or "" means the endpoint is off: SQLQ_OK with *out = NULL (stop accepts NULL).
  * metrics may be NULL; ready may be NULL (always ready). Both must outlive the server.
  * Errors: SQLQ_E_INVALID (bad address, message names it), SQLQ_E_IO (bind failed: the
- * message carries libmicrohttpd's reason, e.g. address already in use). */
+ * message names the address and the system's reason, e.g. address already in use). */
 SQLQ_NODISCARD sqlq_result sqlq_http_server_start(const char *listen, sqlq_metrics *metrics,
                                                   sqlq_readiness_fn ready, void *ready_ctx,
                                                   sqlq_http_server **out, sqlq_error *err);

@@ -3,6 +3,7 @@
 #include "lease_renewer.h"
 
 #include "log.h"
+#include "stop.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -28,7 +29,7 @@ struct sqlq_lease_renewer {
     char *conn, *bridge_name, *table, *instance_id;
     sqlq_capture_config cfg;
     int interval_ms;
-    volatile sig_atomic_t stop_flag;
+    sqlq_stop stop_flag;
     sqlq_db *db;
     sqlq_capture *cap;
     unsigned long long count;

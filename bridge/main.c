@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-volatile sig_atomic_t sqlq_stop_flag;
+sqlq_stop sqlq_stop_flag;
 
 static void on_signal(int sig)
 {

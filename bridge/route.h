@@ -3,6 +3,7 @@
 #define SQLQ_ROUTE_H
 
 #include "bridge.h"
+#include "stop.h"
 
 typedef struct sqlq_route sqlq_route;
 
@@ -14,7 +15,7 @@ typedef struct sqlq_route_env {
     const char *instance_id;
     int renew_interval_ms; /* 0: min(15 s, lease / 3) */
     bool once;
-    const volatile sig_atomic_t *stop; /* stop polling, finish what is in flight, return */
+    const sqlq_stop *stop; /* stop polling, finish what is in flight, return */
     sqlq_metrics *metrics;             /* optional */
     sqlq_bridge_health *health;        /* optional: started is counted up when the route starts */
 } sqlq_route_env;

@@ -224,7 +224,12 @@ static sqlq_result row_change(const sqlq_sql_sink *s, json_t *o, change_list *l,
                strcmp(op, "read") == 0) { /* read: a row sent by sqlq backfill */
         c.kind = CHANGE_UPSERT;
         c.row = json_object_get(o, "row");
-        if (json_is_true(json_object_get(o, "truncated")) || !json_is_object(c.row))
+        if (c.row && !json_is_object(c.row) && !json_is_true(json_object_get(o, "truncated")))
+            return sqlq_error_set(err, SQLQ_E_PARSE, false,
+                                  "%s: \"row\" is not a JSON object (it must map column names "
+                                  "to values)",
+                                  op);
+        if (!json_is_object(c.row))
             return sqlq_error_set(err, SQLQ_E_INVALID, false,
                                   "%s without its row (truncated: the row did not fit in a "
                                   "message); apply it by reading the source row, or raise the "

@@ -22,6 +22,9 @@ typedef struct sqlq_slice {
     size_t len;
 } sqlq_slice;
 
+/* cap 0 means SQLQ_BUF_DEFAULT_CAP (64 MiB): pass a literal 0 for "default" only, never a
+ * computed capacity that can reach 0 (queue/endpoint.c's build_path once wrote past its
+ * buffer that way). */
 void sqlq_buf_init(sqlq_buf *b, size_t cap);
 void sqlq_buf_free(sqlq_buf *b);
 void sqlq_buf_reset(sqlq_buf *b); /* len = 0, memory kept */

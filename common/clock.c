@@ -15,7 +15,7 @@ static uint64_t system_now_ms(void *ctx)
 
 static bool system_sleep_ms(void *ctx, uint64_t ms)
 {
-    const volatile sig_atomic_t *stop = ctx;
+    const sqlq_stop *stop = ctx;
     uint64_t end = system_now_ms(NULL) + ms;
     for (;;) {
         if (stop && *stop)
@@ -50,7 +50,7 @@ static double system_random(void *ctx)
     return erand48(seed);
 }
 
-sqlq_clock sqlq_clock_system(const volatile sig_atomic_t *stop_flag)
+sqlq_clock sqlq_clock_system(const sqlq_stop *stop_flag)
 {
     sqlq_clock c = {system_now_ms, system_sleep_ms, system_random, (void *)(uintptr_t)stop_flag};
     return c;

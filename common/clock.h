@@ -2,6 +2,8 @@
 #ifndef SQLQ_CLOCK_H
 #define SQLQ_CLOCK_H
 
+#include "stop.h"
+
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,7 +17,7 @@ typedef struct sqlq_clock {
 
 /* The real clock. Sleeps wake within ~10 ms once *stop_flag becomes non-zero (the flag a
  * signal handler sets); stop_flag may be NULL for sleeps nothing interrupts. */
-sqlq_clock sqlq_clock_system(const volatile sig_atomic_t *stop_flag);
+sqlq_clock sqlq_clock_system(const sqlq_stop *stop_flag);
 
 uint64_t sqlq_clock_now_ms(const sqlq_clock *c);
 bool sqlq_clock_sleep_ms(const sqlq_clock *c, uint64_t ms);

@@ -1,6 +1,7 @@
 #include "log.h"
 
 #include "buf.h"
+#include "log_record.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -79,9 +80,12 @@ void sqlq_log_clear_secrets(void)
     pthread_mutex_unlock(&g_lock);
 }
 
-/* Replace every registered secret in s (in place; *** is never longer than a secret). */
-static void redact(char *s)
+/* Replace every registered secret in a value (in place; *** is never longer than a secret). */
+static void redact(sqlq_buf *value)
 {
+    if (!value->data)
+        return;
+    char *s = value->data;
     for (size_t i = 0; i < g_nsecrets; i++) {
         size_t n = strlen(g_secrets[i]);
         char *hit;
@@ -90,124 +94,90 @@ static void redact(char *s)
             memmove(hit + 3, hit + n, strlen(hit + n) + 1);
         }
     }
+    value->len = strlen(s); /* a value with a NUL in it is cut there, like %s would */
 }
 
-static sqlq_result json_string(sqlq_buf *b, const char *s, size_t n)
+static void timestamp(char *ts, size_t size)
 {
-    sqlq_result r = sqlq_buf_addc(b, '"');
-    for (size_t i = 0; r == SQLQ_OK && i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            r = sqlq_buf_printf(b, "\\%c", c);
-        else if (c < 0x20)
-            r = sqlq_buf_printf(b, "\\u%04x", c);
-        else
-            r = sqlq_buf_addc(b, (char)c);
-    }
-    return r == SQLQ_OK ? sqlq_buf_addc(b, '"') : r;
-}
-
-/* fields: key=value pairs; a value is either "quoted with \" escapes" or runs to a space. */
-static sqlq_result json_fields(sqlq_buf *b, const char *p)
-{
-    sqlq_result r = SQLQ_OK;
-    while (r == SQLQ_OK && *p) {
-        while (*p == ' ')
-            p++;
-        const char *eq = strchr(p, '=');
-        if (!*p || !eq)
-            break;
-        r = sqlq_buf_addc(b, ',');
-        if (r == SQLQ_OK)
-            r = json_string(b, p, (size_t)(eq - p));
-        if (r == SQLQ_OK)
-            r = sqlq_buf_addc(b, ':');
-        p = eq + 1;
-        sqlq_buf val;
-        sqlq_buf_init(&val, 0);
-        if (*p == '"') {
-            for (p++; r == SQLQ_OK && *p && *p != '"'; p++) {
-                if (*p == '\\' && p[1])
-                    p++;
-                r = sqlq_buf_addc(&val, *p);
-            }
-            if (*p == '"')
-                p++;
-        } else {
-            const char *end = strchr(p, ' ');
-            size_t n = end ? (size_t)(end - p) : strlen(p);
-            r = sqlq_buf_add(&val, p, n);
-            p += n;
-        }
-        if (r == SQLQ_OK)
-            r = json_string(b, sqlq_buf_str(&val), val.len);
-        sqlq_buf_free(&val);
-    }
-    return r;
-}
-
-char *sqlq_log_render(sqlq_log_format format, sqlq_log_level level, const char *event,
-                      const char *fields)
-{
-    char ts[40];
     struct timespec now;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &now);
     gmtime_r(&now.tv_sec, &tm);
-    size_t n = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(ts + n, sizeof(ts) - n, ".%03ldZ", now.tv_nsec / 1000000L);
+    size_t n = strftime(ts, size, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(ts + n, size - n, ".%03ldZ", now.tv_nsec / 1000000L);
+}
 
+/* One line of a formatted, redacted record (no newline). Called with g_lock held. */
+static char *render(sqlq_log_format format, sqlq_log_level level, const char *event,
+                    const sqlq_log_record *rec)
+{
+    char ts[40];
+    timestamp(ts, sizeof(ts));
+    if (format == SQLQ_LOG_JSON)
+        return sqlq_log_record_json(rec, ts, sqlq_log_level_name(level), event);
     sqlq_buf b;
     sqlq_buf_init(&b, 1024 * 1024);
-    sqlq_result r;
-    if (format == SQLQ_LOG_JSON) {
-        r = sqlq_buf_printf(&b, "{\"ts\":\"%s\",\"level\":\"%s\",\"event\":", ts,
-                            sqlq_log_level_name(level));
-        if (r == SQLQ_OK)
-            r = json_string(&b, event, strlen(event));
-        if (r == SQLQ_OK)
-            r = json_fields(&b, fields);
-        if (r == SQLQ_OK)
-            r = sqlq_buf_addc(&b, '}');
-    } else {
-        r = sqlq_buf_printf(&b, "ts=%s level=%s event=%s%s%s", ts, sqlq_log_level_name(level), event,
-                            fields[0] ? " " : "", fields);
-    }
+    sqlq_result r = sqlq_buf_printf(&b, "ts=%s level=%s event=%s%s", ts, sqlq_log_level_name(level),
+                                    event, rec->n ? " " : "");
+    if (r == SQLQ_OK)
+        r = sqlq_log_record_text(rec, &b);
     return r == SQLQ_OK ? sqlq_buf_take(&b, NULL) : NULL;
+}
+
+/* Formats fields_fmt value by value, and redacts each value. NULL-safe on failure: the
+ * record then holds what was formatted, with "log_error" added when there is room. */
+static void build(sqlq_log_record *rec, const char *fields_fmt, va_list *ap)
+{
+    sqlq_result r = sqlq_log_record_format(rec, fields_fmt, ap);
+    if (r != SQLQ_OK && rec->n < SQLQ_LOG_MAX_FIELDS) {
+        sqlq_log_field *f = &rec->fields[rec->n++];
+        f->key = sqlq_slice_of("log_error");
+        f->quoted = false;
+        sqlq_buf_init(&f->value, 64);
+        if (sqlq_buf_adds(&f->value, sqlq_strerror(r)) != SQLQ_OK)
+            rec->n--; /* nothing to say it with */
+    }
+    sqlq_log_record_each_value(rec, redact);
+}
+
+char *sqlq_log_render(sqlq_log_format format, sqlq_log_level level, const char *event,
+                      const char *fields_fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fields_fmt);
+    sqlq_log_record rec;
+    pthread_mutex_lock(&g_lock);
+    build(&rec, fields_fmt, &ap);
+    char *line = render(format, level, event, &rec);
+    pthread_mutex_unlock(&g_lock);
+    va_end(ap);
+    sqlq_log_record_free(&rec);
+    return line;
 }
 
 void sqlq_log_write(sqlq_log_level level, const char *event, const char *fields_fmt, ...)
 {
     if (!sqlq_log_enabled(level))
         return;
-    char stack[1024];
-    char *fields = stack;
     va_list ap;
     va_start(ap, fields_fmt);
-    int n = vsnprintf(stack, sizeof(stack), fields_fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof(stack)) {
-        fields = malloc((size_t)n + 1);
-        if (!fields)
-            return;
-        va_start(ap, fields_fmt);
-        vsnprintf(fields, (size_t)n + 1, fields_fmt, ap);
-        va_end(ap);
-    }
+    sqlq_log_record rec;
     pthread_mutex_lock(&g_lock);
-    redact(fields);
+    build(&rec, fields_fmt, &ap);
+    va_end(ap);
     if (g_sink) {
-        g_sink(g_sink_ctx, level, event, fields);
+        sqlq_buf text;
+        sqlq_buf_init(&text, 1024 * 1024);
+        if (sqlq_log_record_text(&rec, &text) == SQLQ_OK)
+            g_sink(g_sink_ctx, level, event, sqlq_buf_str(&text));
+        sqlq_buf_free(&text);
     } else {
-        char *line = sqlq_log_render((sqlq_log_format)atomic_load(&g_format), level, event, fields);
+        char *line = render((sqlq_log_format)atomic_load(&g_format), level, event, &rec);
         if (line) {
             fprintf(stderr, "%s\n", line);
             free(line);
         }
     }
     pthread_mutex_unlock(&g_lock);
-    if (fields != stack)
-        free(fields);
+    sqlq_log_record_free(&rec);
 }

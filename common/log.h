@@ -16,8 +16,10 @@ typedef enum {
 
 typedef enum { SQLQ_LOG_TEXT = 0, SQLQ_LOG_JSON = 1 } sqlq_log_format;
 
-/* A sink receives one record: an event name and its fields as `key=value key="quoted value"`.
- * Secrets registered with sqlq_log_add_secret are already replaced by "***". */
+/* A sink receives one record: an event name and its fields as `key=value key="quoted value"`,
+ * every value escaped (quotes, backslashes, control characters; see log_record.h), so a value
+ * can never end a field or a line. Secrets registered with sqlq_log_add_secret are already
+ * replaced by "***". */
 typedef void (*sqlq_log_sink)(void *ctx, sqlq_log_level level, const char *event, const char *fields);
 
 /* Process-wide logger settings: set once at start-up (or by a test) before threads run.
@@ -33,7 +35,9 @@ void sqlq_log_clear_secrets(void);
 bool sqlq_log_parse_level(const char *name, sqlq_log_level *out);
 const char *sqlq_log_level_name(sqlq_log_level level);
 
-/* fields_fmt formats `key=value` pairs; quote free text: err="%s". */
+/* fields_fmt formats `key=value` pairs; quote free text: err="%s". Each value is formatted on
+ * its own and escaped when written (text) or put in a JSON object (json): the values passed
+ * are data, never log syntax. */
 void sqlq_log_write(sqlq_log_level level, const char *event, const char *fields_fmt, ...)
     SQLQ_PRINTF(3, 4);
 
@@ -48,9 +52,9 @@ void sqlq_log_write(sqlq_log_level level, const char *event, const char *fields_
 #define SQLQ_DEBUG(event, ...) SQLQ_LOG(SQLQ_LOG_DEBUG, event, __VA_ARGS__)
 #define SQLQ_TRACE(event, ...) SQLQ_LOG(SQLQ_LOG_TRACE, event, __VA_ARGS__)
 
-/* Render a record as one line (no newline) in the given format; used by the stderr sink and
- * by tests. Returns a malloc'd string or NULL. */
+/* Render a record as one line (no newline) in the given format, as the stderr sink writes it;
+ * for tests. Returns a malloc'd string or NULL. */
 char *sqlq_log_render(sqlq_log_format format, sqlq_log_level level, const char *event,
-                      const char *fields);
+                      const char *fields_fmt, ...) SQLQ_PRINTF(4, 5);
 
 #endif

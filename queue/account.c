@@ -3,8 +3,12 @@
 #include "buf.h"
 #include "codec.h"
 #include "log.h"
+#include "queue_client.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -15,7 +19,18 @@
 #define DEV_QUEUE_PORT "10001"
 
 /* The connection-string keys we understand; each points at a slot in `fields`. */
-enum { F_PROTOCOL, F_NAME, F_KEY, F_SUFFIX, F_QUEUE_ENDPOINT, F_SAS, F_DEV, F_DEV_PROXY, F_COUNT };
+enum {
+    F_PROTOCOL,
+    F_NAME,
+    F_KEY,
+    F_SUFFIX,
+    F_QUEUE_ENDPOINT,
+    F_SAS,
+    F_DEV,
+    F_DEV_PROXY,
+    F_OTHER_ENDPOINT, /* Blob/Table/FileEndpoint: explicit endpoints, so no queue fallback */
+    F_COUNT
+};
 
 static const struct {
     const char *key;
@@ -29,9 +44,9 @@ static const struct {
     {"SharedAccessSignature", F_SAS},
     {"UseDevelopmentStorage", F_DEV},
     {"DevelopmentStorageProxyUri", F_DEV_PROXY},
-    {"BlobEndpoint", -1},
-    {"TableEndpoint", -1},
-    {"FileEndpoint", -1},
+    {"BlobEndpoint", F_OTHER_ENDPOINT},
+    {"TableEndpoint", F_OTHER_ENDPOINT},
+    {"FileEndpoint", F_OTHER_ENDPOINT},
     {"QueueSecondaryEndpoint", -1},
     {"BlobSecondaryEndpoint", -1},
     {"TableSecondaryEndpoint", -1},
@@ -48,6 +63,8 @@ void sqlq_account_destroy(sqlq_account *a)
     free(a->key);
     free(a->sas);
     free(a->endpoint);
+    free(a->queue);
+    free(a->ca_file);
     free(a);
 }
 
@@ -105,7 +122,45 @@ static void register_sas_secret(const char *sas)
     }
 }
 
-/* Copy an endpoint URL, checking the scheme and dropping trailing slashes. */
+/* The host of an endpoint URL (after the scheme, before the port and path). */
+static sqlq_slice url_host(sqlq_slice url, size_t host_at)
+{
+    sqlq_slice h = {url.ptr + host_at, 0};
+    while (host_at + h.len < url.len && !strchr("/?#", h.ptr[h.len]))
+        h.len++;
+    if (h.len && h.ptr[0] == '[') { /* [v6]:port */
+        const char *close = memchr(h.ptr, ']', h.len);
+        return close ? (sqlq_slice){h.ptr + 1, (size_t)(close - h.ptr) - 1} : h;
+    }
+    const char *colon = memchr(h.ptr, ':', h.len);
+    if (colon)
+        h.len = (size_t)(colon - h.ptr);
+    return h;
+}
+
+/* localhost, 127.0.0.0/8, ::1 (and ::ffff:127.x): traffic that never leaves the machine. */
+static bool host_is_loopback(sqlq_slice host)
+{
+    char text[64];
+    if (host.len == 0 || host.len >= sizeof(text))
+        return false;
+    memcpy(text, host.ptr, host.len);
+    text[host.len] = '\0';
+    if (strcasecmp(text, "localhost") == 0)
+        return true;
+    unsigned char addr[16];
+    if (inet_pton(AF_INET, text, addr) == 1)
+        return addr[0] == 127;
+    if (inet_pton(AF_INET6, text, addr) != 1)
+        return false;
+    static const unsigned char v6_loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    static const unsigned char v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return memcmp(addr, v6_loopback, 16) == 0 ||
+           (memcmp(addr, v4_mapped, 12) == 0 && addr[12] == 127);
+}
+
+/* Copy an endpoint URL, checking the scheme and length and dropping trailing slashes. A
+ * user:password@ part is refused (storage accounts never use it) without echoing it. */
 static sqlq_result set_endpoint(sqlq_account *a, sqlq_slice url, const char *what, sqlq_error *err)
 {
     while (url.len && url.ptr[url.len - 1] == '/')
@@ -118,6 +173,22 @@ static sqlq_result set_endpoint(sqlq_account *a, sqlq_slice url, const char *wha
     size_t host_at = sqlq_slice_ieq(scheme_https, "https://") ? 8 : 7;
     if (url.len <= host_at)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "%s has no host", what);
+    size_t authority = strcspn(url.ptr + host_at, "/?#");
+    const char *at = memchr(url.ptr + host_at, '@', authority < url.len - host_at ? authority : url.len - host_at);
+    if (at) {
+        char *userinfo = sqlq_slice_dup((sqlq_slice){url.ptr + host_at, (size_t)(at - url.ptr) - host_at});
+        const char *pass = userinfo ? strchr(userinfo, ':') : NULL;
+        sqlq_log_add_secret(pass ? pass + 1 : userinfo);
+        free(userinfo);
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "%s must not contain a user name or password (%.*s***@...): "
+                              "storage accounts authenticate with a key or SAS",
+                              what, (int)host_at, url.ptr);
+    }
+    if (url.len > SQLQ_ACCOUNT_MAX_ENDPOINT)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "%s is %zu characters long (allowed up to %d)",
+                              what, url.len, SQLQ_ACCOUNT_MAX_ENDPOINT);
+    a->plain_http = host_at == 7 && !host_is_loopback(url_host(url, host_at));
     a->endpoint = sqlq_slice_dup(url);
     return a->endpoint ? SQLQ_OK : nomem(err);
 }
@@ -128,6 +199,10 @@ static sqlq_result set_sas(sqlq_account *a, sqlq_slice sas, sqlq_error *err)
         sas.ptr++;
         sas.len--;
     }
+    if (sas.len > SQLQ_ACCOUNT_MAX_SAS)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "the SAS token is %zu characters long (allowed up to %d)", sas.len,
+                              SQLQ_ACCOUNT_MAX_SAS);
     a->sas = sqlq_slice_dup(sas);
     if (!a->sas)
         return nomem(err);
@@ -230,6 +305,7 @@ static sqlq_result parse_dev(sqlq_account *a, const sqlq_slice f[F_COUNT], sqlq_
     sqlq_buf_free(&url);
     if (r != SQLQ_OK)
         return sqlq_error_set(err, r, false, "cannot build the development storage endpoint");
+    a->plain_http = false; /* development storage: the emulator's well-known key, no secrets */
     a->name = strdup(DEV_ACCOUNT);
     if (!a->name)
         return nomem(err);
@@ -262,6 +338,10 @@ static sqlq_result parse_pairs(sqlq_account *a, const char *text, sqlq_error *er
         return r;
     if (f[F_QUEUE_ENDPOINT].ptr)
         return set_endpoint(a, f[F_QUEUE_ENDPOINT], "QueueEndpoint", err);
+    if (f[F_OTHER_ENDPOINT].ptr) /* a connection string for the other services only */
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "the queue endpoint is missing: the connection string names "
+                              "BlobEndpoint, TableEndpoint or FileEndpoint but no QueueEndpoint");
     if (!a->name)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "the connection string needs AccountName or QueueEndpoint");
@@ -285,6 +365,28 @@ static sqlq_result parse_pairs(sqlq_account *a, const char *text, sqlq_error *er
     return r;
 }
 
+/* Path-style URLs (http://127.0.0.1:10001/ACCOUNT/QUEUE) are used for IP hosts, single-word
+ * hosts (localhost, a compose service) and the emulator's ports, as the Azure SDKs decide
+ * (isIpEndpointStyle); otherwise the account is in the host name. */
+static bool path_style(sqlq_slice url, size_t host_at)
+{
+    sqlq_slice host = url_host(url, host_at);
+    char text[64];
+    if (host.len == 0 || host.len >= sizeof(text))
+        return false;
+    memcpy(text, host.ptr, host.len);
+    text[host.len] = '\0';
+    unsigned char addr[16];
+    if (!strchr(text, '.') || inet_pton(AF_INET, text, addr) == 1 ||
+        inet_pton(AF_INET6, text, addr) == 1)
+        return true;
+    /* The emulator's ports 10000-10002 after the host, e.g. a compose service "azurite:10001". */
+    const char *after = host.ptr + host.len;
+    size_t rest = url.len - (size_t)(after - url.ptr);
+    return rest >= 6 && memcmp(after, ":1000", 5) == 0 && strchr("012", after[5]) &&
+           (rest == 6 || !isdigit((unsigned char)after[6]));
+}
+
 /* Account name from a URL: "acct.queue.…" host, else the first path segment (Azurite style). */
 static char *name_from_url(const char *endpoint)
 {
@@ -300,6 +402,42 @@ static char *name_from_url(const char *endpoint)
     return NULL;
 }
 
+/* Splits a queue URL's last path segment off into a->queue: one segment after the host (two
+ * for path-style URLs) names the queue, none the service. */
+static sqlq_result split_queue(sqlq_account *a, sqlq_slice *url, sqlq_error *err)
+{
+    while (url->len && url->ptr[url->len - 1] == '/')
+        url->len--;
+    size_t host_at = (size_t)(strstr(url->ptr, "://") - url->ptr) + 3;
+    size_t path_at = host_at + strcspn(url->ptr + host_at, "/");
+    if (path_at >= url->len)
+        return SQLQ_OK;
+    size_t segments = 0, last = path_at;
+    for (size_t i = path_at; i < url->len; i++)
+        if (url->ptr[i] == '/') {
+            segments++;
+            last = i;
+        }
+    size_t service_segments = path_style(*url, host_at) ? 1 : 0;
+    if (segments == service_segments)
+        return SQLQ_OK;
+    if (segments > service_segments + 1)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "the queue URL has %zu path segments: give the queue service URL "
+                              "(https://ACCOUNT.queue.core.windows.net?SAS) or a queue URL "
+                              "(https://ACCOUNT.queue.core.windows.net/QUEUE?SAS)",
+                              segments);
+    a->queue = sqlq_slice_dup((sqlq_slice){url->ptr + last + 1, url->len - last - 1});
+    if (!a->queue)
+        return nomem(err);
+    sqlq_error why;
+    sqlq_error_clear(&why);
+    if (!sqlq_queue_name_valid(a->queue, &why))
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "the queue URL's queue: %s", why.message);
+    url->len = last;
+    return SQLQ_OK;
+}
+
 static sqlq_result parse_url(sqlq_account *a, const char *text, sqlq_error *err)
 {
     const char *q = strchr(text, '?');
@@ -307,14 +445,60 @@ static sqlq_result parse_url(sqlq_account *a, const char *text, sqlq_error *err)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "a queue service URL needs a SAS token after '?'");
     sqlq_result r = set_sas(a, sqlq_slice_of(q + 1), err);
+    sqlq_slice url = {text, (size_t)(q - text)};
     if (r == SQLQ_OK)
-        r = set_endpoint(a, (sqlq_slice){text, (size_t)(q - text)}, "the queue service URL", err);
+        r = set_endpoint(a, url, "the queue service URL", err);
+    if (r == SQLQ_OK) {
+        free(a->endpoint);
+        a->endpoint = NULL;
+        r = split_queue(a, &url, err);
+    }
+    if (r == SQLQ_OK)
+        r = set_endpoint(a, url, "the queue service URL", err);
     if (r == SQLQ_OK)
         a->name = name_from_url(a->endpoint); /* NULL is fine: only SharedKey needs it */
     return r;
 }
 
 sqlq_result sqlq_account_parse(const char *text, sqlq_account **out, sqlq_error *err)
+{
+    sqlq_account_options defaults = {false, NULL};
+    return sqlq_account_parse_opts(text, &defaults, out, err);
+}
+
+/* A CA bundle that cannot be read is a configuration error now, not a TLS error later. */
+static sqlq_result set_ca_file(sqlq_account *a, const char *path, sqlq_error *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "ca_file: cannot read '%s': %s", path,
+                              strerror(errno));
+    fclose(f);
+    a->ca_file = strdup(path);
+    return a->ca_file ? SQLQ_OK : nomem(err);
+}
+
+/* http:// to a real account: refused, or allowed with a warning when the user said so. */
+static sqlq_result check_transport(const sqlq_account *a, const sqlq_account_options *opts,
+                                   sqlq_error *err)
+{
+    if (!a->plain_http)
+        return SQLQ_OK;
+    if (!opts || !opts->allow_insecure_http)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "%s uses plain http:// to a host that is not loopback: SAS tokens "
+                              "and messages would cross the network unencrypted. Use https://, "
+                              "or set allow_insecure_http (--allow-insecure-http, "
+                              "SQLQ_ALLOW_INSECURE_HTTP) if you accept that",
+                              a->endpoint);
+    SQLQ_WARN("insecure_http", "endpoint=%s note=\"allow_insecure_http is set: SAS tokens and "
+                               "messages cross the network unencrypted\"",
+              a->endpoint);
+    return SQLQ_OK;
+}
+
+sqlq_result sqlq_account_parse_opts(const char *text, const sqlq_account_options *opts,
+                                    sqlq_account **out, sqlq_error *err)
 {
     *out = NULL;
     if (!text)
@@ -334,6 +518,10 @@ sqlq_result sqlq_account_parse(const char *text, sqlq_account **out, sqlq_error 
         r = parse_url(a, copy, err);
     else
         r = parse_pairs(a, copy, err);
+    if (r == SQLQ_OK)
+        r = check_transport(a, opts, err);
+    if (r == SQLQ_OK && opts && opts->ca_file && *opts->ca_file)
+        r = set_ca_file(a, opts->ca_file, err);
     memset(copy, 0, t.len);
     free(copy);
     if (r != SQLQ_OK) {
@@ -342,4 +530,31 @@ sqlq_result sqlq_account_parse(const char *text, sqlq_account **out, sqlq_error 
     }
     *out = a;
     return SQLQ_OK;
+}
+
+sqlq_result sqlq_account_queue(const sqlq_account *a, const char *wanted, const char **out,
+                               sqlq_error *err)
+{
+    *out = wanted;
+    if (!a || !a->queue)
+        return SQLQ_OK;
+    if (wanted && *wanted && strcmp(wanted, a->queue) != 0)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "queue '%s' was given, but the queue connection is a SAS URL for "
+                              "queue '%s': use that queue, or a connection for the account",
+                              wanted, a->queue);
+    *out = a->queue;
+    return SQLQ_OK;
+}
+
+bool sqlq_account_reaches(const sqlq_account *a, const char *queue, sqlq_error *err)
+{
+    if (!a || !a->queue || (queue && strcmp(queue, a->queue) == 0))
+        return true;
+    sqlq_error_set(err, SQLQ_E_INVALID, false,
+                   "queue '%s' is not reachable with this credential: the queue connection is a "
+                   "SAS URL scoped to queue '%s' (use an account key, a connection string or an "
+                   "account SAS to reach other queues)",
+                   queue ? queue : "(account-level operations)", a->queue);
+    return false;
 }

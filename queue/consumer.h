@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "queue_client.h"
 #include "result.h"
+#include "stop.h"
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -99,7 +100,7 @@ typedef struct sqlq_consumer_options {
     bool exit_when_empty; /* stop at the first poll the service answers with no message while
                            * nothing is in flight; a poll that fails (after its retries) ends
                            * the run with that error instead */
-    const volatile sig_atomic_t *stop; /* graceful stop when it becomes non-zero */
+    const sqlq_stop *stop; /* graceful stop when it becomes non-zero */
     const sqlq_clock *clock;           /* NULL = system clock (its sleeps wake on *stop) */
     void (*on_poll)(void *ctx, const sqlq_poll_event *ev); /* optional, on the polling thread */
     void *on_poll_ctx;

@@ -9,10 +9,14 @@
 #include <string.h>
 #include <time.h>
 
+/* Room in path[] for "/" + a 63-character queue name + "/messages/" + an encoded message id. */
+#define MAX_BASE_PATH 512
+
 struct sqlq_endpoint {
     char *origin;    /* scheme://host[:port] */
     char *base_path; /* "" for Azure, "/devstoreaccount1" for Azurite's path-style URLs */
     char *sas;       /* NULL with a key */
+    char *scope;     /* the one queue a queue-scoped SAS reaches; NULL = the whole account */
     sqlq_shared_key *key;
     time_t date_s; /* x-ms-date is formatted once per second */
     char date[40];
@@ -35,6 +39,7 @@ void sqlq_endpoint_destroy(sqlq_endpoint *ep)
     free(ep->origin);
     free(ep->base_path);
     free(ep->sas);
+    free(ep->scope);
     sqlq_shared_key_destroy(ep->key);
     free(ep);
 }
@@ -56,9 +61,13 @@ sqlq_result sqlq_endpoint_create(const sqlq_account *a, sqlq_endpoint **out, sql
         for (size_t n = strlen(ep->base_path); n > 0 && ep->base_path[n - 1] == '/'; n--)
             ep->base_path[n - 1] = '\0';
     ep->sas = a->sas ? strdup(a->sas) : NULL;
+    ep->scope = a->queue ? strdup(a->queue) : NULL;
     sqlq_result r = SQLQ_OK;
-    if (!ep->origin || !ep->base_path || (a->sas && !ep->sas))
+    if (!ep->origin || !ep->base_path || (a->sas && !ep->sas) || (a->queue && !ep->scope))
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    else if (strlen(ep->base_path) > MAX_BASE_PATH)
+        r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                           "the queue endpoint's path is longer than %d characters", MAX_BASE_PATH);
     else if (a->key)
         r = sqlq_shared_key_create(a->name, a->key, a->key_len, &ep->key, err);
     if (r != SQLQ_OK) {
@@ -67,6 +76,11 @@ sqlq_result sqlq_endpoint_create(const sqlq_account *a, sqlq_endpoint **out, sql
     }
     *out = ep;
     return SQLQ_OK;
+}
+
+const char *sqlq_endpoint_scope(const sqlq_endpoint *ep)
+{
+    return ep->scope;
 }
 
 const char *sqlq_endpoint_host(const sqlq_endpoint *ep)
@@ -112,7 +126,8 @@ static sqlq_result add_encoded(sqlq_buf *b, const char *s)
     return r;
 }
 
-/* base/queue[/messages[/id]] into ep->path (the id percent-encoded). */
+/* base/queue[/messages[/id]] into ep->path (the id percent-encoded), or SQLQ_E_TOO_LARGE when
+ * it does not fit: the id comes from the service, so its length is not ours to assume. */
 static sqlq_result build_path(sqlq_endpoint *ep, const sqlq_call *call)
 {
     int n;
@@ -125,11 +140,14 @@ static sqlq_result build_path(sqlq_endpoint *ep, const sqlq_call *call)
     if (n < 0 || (size_t)n >= sizeof(ep->path))
         return SQLQ_E_TOO_LARGE;
     if (call->message_id) {
+        size_t room = sizeof(ep->path) - (size_t)n; /* bytes left, the terminator included */
         sqlq_buf id;
-        sqlq_buf_init(&id, sizeof(ep->path) - (size_t)n - 1);
+        sqlq_buf_init(&id, sizeof(ep->path)); /* never 0: that would mean the 64 MiB default */
         sqlq_result r = sqlq_buf_addc(&id, '/');
         if (r == SQLQ_OK)
             r = add_encoded(&id, call->message_id);
+        if (r == SQLQ_OK && id.len >= room)
+            r = SQLQ_E_TOO_LARGE;
         if (r == SQLQ_OK)
             memcpy(ep->path + n, id.data, id.len + 1);
         sqlq_buf_free(&id);
@@ -165,6 +183,12 @@ sqlq_result sqlq_endpoint_build(sqlq_endpoint *ep, const sqlq_call *call, sqlq_h
 {
     sqlq_http_exchange_reset(ex);
     ex->method = call->method;
+    if (ep->scope && (!call->queue || strcmp(call->queue, ep->scope) != 0))
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "%s%s%s%s: not reachable with this credential: the queue connection "
+                              "is a SAS URL scoped to queue '%s'",
+                              call->op, call->queue ? " '" : "", call->queue ? call->queue : "",
+                              call->queue ? "'" : "", ep->scope);
     sqlq_result r = build_path(ep, call);
     if (r == SQLQ_OK)
         r = build_url(ep, call, &ex->url);

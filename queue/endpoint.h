@@ -46,6 +46,9 @@ SQLQ_NODISCARD sqlq_result sqlq_endpoint_build(sqlq_endpoint *ep, const sqlq_cal
 sqlq_result sqlq_endpoint_outcome(const sqlq_endpoint *ep, const sqlq_call *call,
                                   sqlq_http_exchange *ex, sqlq_error *err);
 
+/* The one queue a queue-scoped SAS URL reaches; NULL for an account-wide credential. */
+const char *sqlq_endpoint_scope(const sqlq_endpoint *ep);
+
 /* scheme://host[:port] of the service, for messages (never holds a SAS). */
 const char *sqlq_endpoint_host(const sqlq_endpoint *ep);
 

@@ -28,6 +28,7 @@ struct sqlq_http {
     size_t running;
     int epfd;
     bool timer_set;       /* curl asked to be called back at timer_due_ms */
+    char *ca_file;        /* CURLOPT_CAINFO; NULL = the system's CA store */
     uint64_t timer_due_ms;
     bool (*abort_now)(void *ctx);
     void *abort_ctx;
@@ -122,6 +123,7 @@ void sqlq_http_destroy(sqlq_http *h)
         return;
     curl_multi_cleanup(h->multi);
     close(h->epfd);
+    free(h->ca_file);
     free(h);
 }
 
@@ -134,6 +136,21 @@ void sqlq_http_set_abort(sqlq_http *h, bool (*abort_now)(void *ctx), void *ctx)
 static bool aborting(const sqlq_http *h)
 {
     return h->abort_now && h->abort_now(h->abort_ctx);
+}
+
+sqlq_result sqlq_http_set_ca_file(sqlq_http *h, const char *path, sqlq_error *err)
+{
+    free(h->ca_file);
+    h->ca_file = NULL;
+    if (!path || !*path)
+        return SQLQ_OK;
+    FILE *f = fopen(path, "r"); /* a wrong path fails here, not as a TLS error at each request */
+    if (!f)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "ca_file: cannot read '%s': %s", path,
+                              strerror(errno));
+    fclose(f);
+    h->ca_file = strdup(path);
+    return h->ca_file ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
 }
 
 void sqlq_http_set_parallel(sqlq_http *h, size_t n)
@@ -205,8 +222,10 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx)
 {
     sqlq_http_exchange *ex = ctx;
     size_t len = size * n;
-    if (sqlq_buf_add(&ex->response.body, data, len) != SQLQ_OK)
-        return 0; /* over the cap: curl stops with CURLE_WRITE_ERROR */
+    if (sqlq_buf_add(&ex->response.body, data, len) != SQLQ_OK) {
+        ex->too_large = true; /* finish() says so instead of curl's "Failure writing output" */
+        return 0;             /* curl stops with CURLE_WRITE_ERROR */
+    }
     return len;
 }
 
@@ -239,6 +258,8 @@ sqlq_result sqlq_http_exchange_init(sqlq_http *h, sqlq_http_exchange *ex, sqlq_e
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (h->ca_file)
+        curl_easy_setopt(e, CURLOPT_CAINFO, h->ca_file);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_USERAGENT, "sqlq/0.1.0");
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, ex->errbuf);
@@ -323,6 +344,7 @@ sqlq_result sqlq_http_start(sqlq_http *h, sqlq_http_exchange *ex, sqlq_error *er
     ex->response.net = SQLQ_NET_OK;
     ex->response.net_message[0] = '\0';
     ex->errbuf[0] = '\0';
+    ex->too_large = false;
     curl_easy_setopt(ex->easy, CURLOPT_URL, sqlq_buf_str(&ex->url));
     curl_easy_setopt(ex->easy, CURLOPT_HTTPHEADER, header_list(ex));
     set_method(ex);
@@ -375,6 +397,12 @@ static void finish(sqlq_http *h, sqlq_http_exchange *ex, CURLcode result)
         return;
     }
     r->status = 0;
+    if (ex->too_large) { /* not a network failure: retrying would get the same answer */
+        r->net = SQLQ_NET_OTHER;
+        snprintf(r->net_message, sizeof(r->net_message), "response larger than %zu bytes",
+                 ex->response.body.cap);
+        return;
+    }
     snprintf(r->net_message, sizeof(r->net_message), "%s",
              ex->errbuf[0] ? ex->errbuf : curl_easy_strerror(result));
 }

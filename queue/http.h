@@ -45,6 +45,7 @@ typedef struct sqlq_http_exchange {
     struct curl_slist list[SQLQ_HTTP_MAX_HEADERS + 1];
     char errbuf[CURL_ERROR_SIZE];
     bool running;
+    bool too_large; /* the response body went over its cap */
 } sqlq_http_exchange;
 
 typedef struct sqlq_http sqlq_http;
@@ -58,6 +59,9 @@ void sqlq_http_destroy(sqlq_http *h); /* every exchange must be cleaned up first
  * failure (SQLQ_NET_OTHER, "aborted: stopping"). abort_now NULL turns it off. The bridge and the
  * consumer use it for a bounded shutdown; abort_now runs on the thread that performs. */
 void sqlq_http_set_abort(sqlq_http *h, bool (*abort_now)(void *ctx), void *ctx);
+/* Trust the CA certificates in this PEM file instead of the system's (NULL = system).
+ * Applies to exchanges initialised afterwards; verification itself is never turned off. */
+SQLQ_NODISCARD sqlq_result sqlq_http_set_ca_file(sqlq_http *h, const char *path, sqlq_error *err);
 /* Keep up to n connections per host open (and allow n at once). */
 void sqlq_http_set_parallel(sqlq_http *h, size_t n);
 

@@ -226,7 +226,7 @@ static sqlq_result put_verbatim(sqlq_queue_client *c, const char *queue, const s
     return r;
 }
 
-static bool stopping(const volatile sig_atomic_t *stop)
+static bool stopping(const sqlq_stop *stop)
 {
     return stop && *stop;
 }
@@ -513,7 +513,7 @@ static sqlq_result read_line(FILE *f, sqlq_buf *line, bool *eof, sqlq_error *err
 }
 
 sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *f, const char *queue,
-                               const volatile sig_atomic_t *stop, sqlq_poison_progress_fn progress,
+                               const sqlq_stop *stop, sqlq_poison_progress_fn progress,
                                void *progress_ctx, sqlq_poison_counts *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));

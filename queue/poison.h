@@ -7,6 +7,7 @@
 #include "codec.h"
 #include "queue_client.h"
 #include "result.h"
+#include "stop.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -27,7 +28,7 @@ typedef struct sqlq_requeue_options {
     unsigned long long limit; /* move at most this many; 0 = no limit */
     int visibility_s;         /* how long a received message stays hidden (30) */
     sqlq_encoding encoding;   /* to decode bodies for where */
-    const volatile sig_atomic_t *stop;
+    const sqlq_stop *stop;
     sqlq_poison_progress_fn progress;
     void *progress_ctx;
 } sqlq_requeue_options;
@@ -55,7 +56,7 @@ typedef struct sqlq_export_options {
     unsigned long long limit; /* 0 = all */
     int visibility_s;         /* 30 */
     sqlq_encoding encoding;   /* to decode the body field */
-    const volatile sig_atomic_t *stop;
+    const sqlq_stop *stop;
     sqlq_poison_progress_fn progress;
     void *progress_ctx;
 } sqlq_export_options;
@@ -73,7 +74,7 @@ SQLQ_NODISCARD sqlq_result sqlq_poison_export(sqlq_queue_client *c, const char *
  * "body" string is encoded with the client's encoding. Blank lines are skipped; a line that
  * is not such an object fails the import with its line number before anything after it. */
 SQLQ_NODISCARD sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *f, const char *queue,
-                                              const volatile sig_atomic_t *stop,
+                                              const sqlq_stop *stop,
                                               sqlq_poison_progress_fn progress, void *progress_ctx,
                                               sqlq_poison_counts *out, sqlq_error *err);
 

@@ -98,6 +98,8 @@ sqlq_result sqlq_queue_client_create(const sqlq_account *account, const sqlq_que
     sqlq_result r = sqlq_endpoint_create(account, &c->endpoint, err);
     if (r == SQLQ_OK)
         r = sqlq_http_create(c->opt.timeout_ms, &c->http, err);
+    if (r == SQLQ_OK && account->ca_file)
+        r = sqlq_http_set_ca_file(c->http, account->ca_file, err);
     if (r == SQLQ_OK) {
         sqlq_http_set_abort(c->http, c->opt.abort_now, c->opt.abort_ctx);
         r = sqlq_http_exchange_init(c->http, &c->single, err);
@@ -190,6 +192,15 @@ sqlq_result sqlq_queue_create(sqlq_queue_client *c, const char *queue, bool *out
     }
     if (r == SQLQ_E_CONFLICT && strcmp(e.azure_code, "QueueAlreadyExists") == 0)
         return SQLQ_OK; /* exists with other metadata: still there to use */
+    const char *scope = sqlq_endpoint_scope(c->endpoint);
+    if (e.http_status == 403 && scope && strcmp(scope, queue) == 0) {
+        /* A SAS for one queue cannot create it (the Portal makes one for a queue that exists):
+         * go on as if it exists; if it does not, the first put says QueueNotFound. */
+        SQLQ_INFO("queue_create_skipped", "queue=%s note=\"a queue SAS cannot create queues: "
+                                          "assuming the queue exists\"",
+                  queue);
+        return SQLQ_OK;
+    }
     if (err && err->code == SQLQ_OK)
         *err = e;
     return r;

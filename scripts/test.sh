@@ -2,7 +2,8 @@
 # The README's test command: install what is needed, build with warnings as errors, and run
 # every test (unit + integration against a private Azurite and PostgreSQL on 127.0.0.1).
 #   scripts/test.sh [ctest args...]     e.g. scripts/test.sh -L unit   or   -R bridge
-# Environment: BUILD_DIR (default build), SQLQ_SANITIZE=ON for ASan/UBSan, JOBS.
+# Environment: BUILD_DIR (default build), SQLQ_SANITIZE=ON for ASan/UBSan or =thread for
+# ThreadSanitizer (use its own BUILD_DIR), JOBS, FUZZ_SECONDS (per harness, default 10; 0 skips).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -16,6 +17,17 @@ if [ "${SQLQ_SANITIZE:-OFF}" = ON ]; then
     export LSAN_OPTIONS="suppressions=$root/tests/support/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 fi
+if [ "${SQLQ_SANITIZE:-OFF}" = thread ]; then
+    # A data race fails the test that hit it; the suppressions each say why they are not ours.
+    export TSAN_OPTIONS="suppressions=$root/tests/support/tsan.supp:halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+fi
 cd "$build"
 # Integration tests mostly wait on servers: run more of them than there are cores.
 ctest --output-on-failure -j "$((jobs * 2))" --timeout 600 "$@"
+
+# Fuzzing smoke run (after the tests): every libFuzzer harness for FUZZ_SECONDS from its seed
+# corpus, in its own build tree. A crash fails the run. clang comes with install-deps.sh.
+fuzz_seconds=${FUZZ_SECONDS:-10}
+if [ "$fuzz_seconds" != 0 ] && command -v clang >/dev/null 2>&1; then
+    FUZZ_DIR=${FUZZ_DIR:-$root/build-fuzz} JOBS=$jobs "$root/scripts/fuzz.sh" "$fuzz_seconds"
+fi

@@ -217,7 +217,7 @@ const char *sqlq_db_dbms_name(const sqlq_db *db)
     return db->dbms_name;
 }
 
-sqlq_result sqlq_db_reconnect(sqlq_db *db, const volatile sig_atomic_t *stop, sqlq_error *err)
+sqlq_result sqlq_db_reconnect(sqlq_db *db, const sqlq_stop *stop, sqlq_error *err)
 {
     sqlq_clock clock = sqlq_clock_system(stop);
     sqlq_backoff_policy policy = sqlq_backoff_policy_default();

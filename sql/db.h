@@ -3,6 +3,7 @@
 #define SQLQ_DB_H
 
 #include "result.h"
+#include "stop.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -52,7 +53,7 @@ const char *sqlq_db_dbms_name(const sqlq_db *db);
 
 /* Close and re-open the same connection string (after a transient failure), retrying with
  * back-off until it succeeds, the budget is spent or *stop becomes non-zero. */
-SQLQ_NODISCARD sqlq_result sqlq_db_reconnect(sqlq_db *db, const volatile sig_atomic_t *stop, sqlq_error *err);
+SQLQ_NODISCARD sqlq_result sqlq_db_reconnect(sqlq_db *db, const sqlq_stop *stop, sqlq_error *err);
 
 /* Errors carry SQLSTATE, native code and driver message in err, with err->transient set by
  * sqlq_classify_sql_transient. SQLQ_E_SQL for every ODBC failure. */

@@ -23,3 +23,6 @@ set_tests_properties(integration.log_secrecy PROPERTIES SKIP_RETURN_CODE 77)
 
 # The endpoint as a daemon serves it: `sqlq consume --listen` against Azurite, curl CLI.
 sqlq_integration_test(metrics_endpoint FIXTURES azurite TIMEOUT 120)
+
+# Secrets out of /proc/PID/cmdline and configuration mistakes as exit 2 (issue 12.5, 12.8).
+sqlq_integration_test(cli_hardening FIXTURES azurite TIMEOUT 120)

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stop;
+static sqlq_stop stop;
 
 static void on_term(int sig)
 {

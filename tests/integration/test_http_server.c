@@ -12,6 +12,12 @@
 
 #include <curl/curl.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -288,6 +294,71 @@ static void test_http_server_concurrent_and_clean_stop(void **state)
     sqlq_metrics_destroy(m);
 }
 
+/* Issue 12.4: an address this machine does not have is named with the system's reason. */
+static void test_http_server_bind_error_names_address(void **state)
+{
+    (void)state;
+    sqlq_http_server *s = NULL;
+    sqlq_error err = {0};
+    sqlq_log_set_level(SQLQ_LOG_ERROR);
+    assert_int_equal(sqlq_http_server_start("192.0.2.1:9464", NULL, NULL, NULL, &s, &err), SQLQ_E_IO);
+    sqlq_log_set_level(SQLQ_LOG_INFO);
+    assert_null(s);
+    assert_non_null(strstr(err.message, "192.0.2.1:9464"));
+    assert_non_null(strstr(err.message, strerror(EADDRNOTAVAIL)));
+    assert_null(strstr(err.message, "port 0"));
+}
+
+/* A connection from src (a 127/8 address) to the server that sends nothing. */
+static int idle_connection(const char *src, uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, src, &a.sin_addr);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    a.sin_port = htons(port);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    return fd;
+}
+
+/* Issue 12.4: 40 idle connections (32 starved /healthz before) do not keep probes out. */
+static void test_http_server_idle_connections_do_not_starve_probes(void **state)
+{
+    (void)state;
+    sqlq_http_server *s = NULL;
+    sqlq_error err = {0};
+    assert_int_equal(sqlq_http_server_start("127.0.0.1:0", NULL, NULL, NULL, &s, &err), SQLQ_OK);
+    uint16_t port = sqlq_http_server_port(s);
+    int fds[40];
+    for (size_t i = 0; i < 40; i++)
+        fds[i] = idle_connection("127.0.0.2", port);
+    usleep(200 * 1000); /* let the server accept them */
+    CURL *h = curl_easy_init();
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+    double t0 = now_s();
+    response r;
+    request_on(h, port, "GET", "/healthz", &r);
+    double took = now_s() - t0;
+    curl_easy_cleanup(h);
+    assert_int_equal(r.status, 200);
+    assert_true(took < 1.0);
+    /* The per-address cap: most of the idle connections were closed by the server at once. */
+    size_t closed = 0;
+    for (size_t i = 0; i < 40; i++) {
+        char c;
+        struct timeval tv = {0, 100 * 1000};
+        setsockopt(fds[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        closed += recv(fds[i], &c, 1, 0) == 0;
+        close(fds[i]);
+    }
+    assert_true(closed >= 40 - 16);
+    sqlq_http_server_stop(s);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -297,6 +368,8 @@ int main(void)
         cmocka_unit_test(test_http_server_off_and_bad_addresses),
         cmocka_unit_test(test_http_server_ipv6),
         cmocka_unit_test(test_http_server_concurrent_and_clean_stop),
+        cmocka_unit_test(test_http_server_bind_error_names_address),
+        cmocka_unit_test(test_http_server_idle_connections_do_not_starve_probes),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -26,7 +26,7 @@ typedef struct fixture {
     char queue[64];
 } fixture;
 
-static volatile sig_atomic_t stop_flag;
+static sqlq_stop stop_flag;
 static sqlq_clock stoppable_clock;
 static int retries_logged;
 

@@ -436,7 +436,7 @@ static void test_sql_db_pg_reconnect_after_kill(void **state)
     sqlq_db_close(killer);
 
     /* A stop request ends a reconnect before it tries. */
-    volatile sig_atomic_t stop = 1;
+    sqlq_stop stop = 1;
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_reconnect(db, &stop, &err), SQLQ_E_CANCELLED);
     stop = 0;

@@ -191,6 +191,12 @@ static void test_sql_sink_refuses_what_does_not_fit(void **state)
     assert_int_equal(sqlq_sql_sink_apply_once(s, truncated, strlen(truncated), &err),
                      SQLQ_E_INVALID);
     assert_non_null(strstr(err.message, "truncated"));
+    /* Issue 12.8: a row that is not an object is not "truncated". */
+    const char *array_row = "{\"op\":\"insert\",\"key\":{\"sku\":\"a\",\"shop\":1},\"row\":[1,2]}";
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_sql_sink_apply_once(s, array_row, strlen(array_row), &err), SQLQ_E_PARSE);
+    assert_non_null(strstr(err.message, "\"row\" is not a JSON object"));
+    assert_null(strstr(err.message, "truncated"));
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_sql_sink_apply_once(s, "not json", 8, &err), SQLQ_E_PARSE);
     /* A batch is one transaction: a bad second change leaves nothing of the first. */

@@ -5,11 +5,12 @@
 
 #include "clock.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct fake_clock {
-    uint64_t now_ms;
+    _Atomic uint64_t now_ms; /* read by other threads (the consumer's renewer) while one sleeps */
     uint64_t slept[256]; /* every sleep, in order */
     size_t nslept;
     const double *randoms; /* replayed cyclically; NULL = always 0.5 */

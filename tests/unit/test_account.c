@@ -66,9 +66,9 @@ static void test_account_defaults_case_whitespace_and_order(void **state)
     assert_string_equal(a->name, "other");
     sqlq_account_destroy(a);
 
-    a = parse_ok("DefaultEndpointsProtocol=http;AccountName=cn;AccountKey=" KEY
-                 ";EndpointSuffix=core.chinacloudapi.cn;BlobEndpoint=https://x.blob.example/");
-    assert_string_equal(a->endpoint, "http://cn.queue.core.chinacloudapi.cn");
+    a = parse_ok("DefaultEndpointsProtocol=https;AccountName=cn;AccountKey=" KEY
+                 ";EndpointSuffix=core.chinacloudapi.cn;QueueSecondaryEndpoint=https://x.example/");
+    assert_string_equal(a->endpoint, "https://cn.queue.core.chinacloudapi.cn");
     sqlq_account_destroy(a);
 }
 
@@ -174,6 +174,115 @@ static void test_account_registers_secrets_with_the_log(void **state)
     assert_string_equal(captured, "leak key=*** sig=*** decoded=***");
 }
 
+
+/* Issue 24.4: http:// only to loopback or development storage unless allowed explicitly. */
+static void test_account_refuses_plain_http_to_remote_hosts(void **state)
+{
+    (void)state;
+    parse_fails("DefaultEndpointsProtocol=http;AccountName=a;AccountKey=" KEY, "allow_insecure_http");
+    parse_fails("AccountName=a;AccountKey=" KEY ";QueueEndpoint=http://any-host/", "not loopback");
+    parse_fails("http://10.1.2.3:10001/acct?" SAS, "allow_insecure_http");
+    parse_fails("http://127.example.com/?" SAS, "allow_insecure_http");
+    const char *local[] = {"QueueEndpoint=http://127.0.0.1:1/a;SharedAccessSignature=" SAS,
+                           "QueueEndpoint=http://127.9.9.9:1/a;SharedAccessSignature=" SAS,
+                           "QueueEndpoint=http://localhost:1/a;SharedAccessSignature=" SAS,
+                           "QueueEndpoint=http://[::1]:1/a;SharedAccessSignature=" SAS,
+                           "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://azurite",
+                           "https://acct.queue.core.windows.net?" SAS};
+    for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++) {
+        sqlq_account *a = parse_ok(local[i]);
+        assert_false(a->plain_http);
+        sqlq_account_destroy(a);
+    }
+    sqlq_account_options allow = {true, NULL};
+    sqlq_account *a = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_log_set_sink(capture, NULL);
+    captured[0] = '\0';
+    assert_int_equal(sqlq_account_parse_opts("DefaultEndpointsProtocol=http;AccountName=a;AccountKey=" KEY,
+                                             &allow, &a, &err),
+                     SQLQ_OK);
+    sqlq_log_set_sink(NULL, NULL);
+    assert_true(a->plain_http);
+    assert_non_null(strstr(captured, "insecure_http endpoint=http://a.queue.core.windows.net"));
+    sqlq_account_destroy(a);
+}
+
+/* Issue 20.2: the Portal's and generateSasUrl()'s queue URL: the queue comes from the URL. */
+static void test_account_queue_scoped_sas_url(void **state)
+{
+    (void)state;
+    sqlq_account *a = parse_ok("https://acct.queue.core.windows.net/orders?" SAS);
+    assert_string_equal(a->endpoint, "https://acct.queue.core.windows.net");
+    assert_string_equal(a->queue, "orders");
+    assert_string_equal(a->name, "acct");
+    const char *q = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_account_queue(a, NULL, &q, &err), SQLQ_OK);
+    assert_string_equal(q, "orders");
+    assert_int_equal(sqlq_account_queue(a, "orders", &q, &err), SQLQ_OK);
+    assert_int_equal(sqlq_account_queue(a, "payments", &q, &err), SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "'payments'"));
+    assert_non_null(strstr(err.message, "'orders'"));
+    assert_true(sqlq_account_reaches(a, "orders", NULL));
+    sqlq_error_clear(&err);
+    assert_false(sqlq_account_reaches(a, "orders-poison", &err));
+    assert_non_null(strstr(err.message, "'orders-poison' is not reachable with this credential"));
+    sqlq_account_destroy(a);
+
+    /* Path-style (Azurite, IP hosts): the first segment is the account, the second the queue. */
+    a = parse_ok("http://127.0.0.1:10001/devstoreaccount1/orders/?" SAS);
+    assert_string_equal(a->endpoint, "http://127.0.0.1:10001/devstoreaccount1");
+    assert_string_equal(a->queue, "orders");
+    assert_string_equal(a->name, "devstoreaccount1");
+    sqlq_account_destroy(a);
+    a = parse_ok("http://127.0.0.1:10001/devstoreaccount1?" SAS);
+    assert_null(a->queue);
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_account_queue(a, "payments", &q, &err), SQLQ_OK);
+    assert_string_equal(q, "payments");
+    assert_true(sqlq_account_reaches(a, "anything", NULL));
+    sqlq_account_destroy(a);
+
+    parse_fails("https://acct.queue.core.windows.net/orders/messages?" SAS, "path segments");
+    sqlq_account_options ca = {false, "/nonexistent/ca.pem"};
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_account_parse_opts("UseDevelopmentStorage=true", &ca, &a, &err), SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "ca_file: cannot read '/nonexistent/ca.pem'"));
+    parse_fails("https://acct.queue.core.windows.net/Orders_1?" SAS, "queue URL's queue");
+}
+
+/* Issue 12.8: a huge SAS or endpoint, BlobEndpoint alone; issue 12.5: user:pass@ redacted. */
+static void test_account_limits_and_redaction(void **state)
+{
+    (void)state;
+    char huge[6000];
+    snprintf(huge, sizeof(huge), "https://acct.queue.core.windows.net/?%s&x=", SAS);
+    memset(huge + strlen(huge), 'x', sizeof(huge) - strlen(huge) - 1);
+    huge[sizeof(huge) - 1] = '\0';
+    parse_fails(huge, "the SAS token is");
+    char long_path[1200] = "QueueEndpoint=https://acct.queue.core.windows.net/";
+    memset(long_path + strlen(long_path), 'p', 1000);
+    snprintf(long_path + strlen(long_path), sizeof(long_path) - strlen(long_path),
+             ";SharedAccessSignature=%s", SAS);
+    parse_fails(long_path, "(allowed up to 512)");
+    parse_fails("BlobEndpoint=https://a.blob.core.windows.net/;SharedAccessSignature=" SAS,
+                "the queue endpoint is missing");
+    parse_fails("AccountName=a;AccountKey=" KEY ";BlobEndpoint=https://a.blob.core.windows.net/",
+                "the queue endpoint is missing");
+    parse_fails("QueueEndpoint=https://bob:hunter2-secret@a.queue.core.windows.net;"
+                "SharedAccessSignature=" SAS, "must not contain a user name or password");
+    sqlq_account *a = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_account_parse("https://bob:hunter2-secret@a.queue.core.windows.net/?" SAS,
+                                        &a, &err), SQLQ_E_INVALID);
+    assert_null(strstr(err.message, "hunter2"));
+    assert_null(strstr(err.message, "bob"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +294,9 @@ int main(void)
         cmocka_unit_test(test_account_service_url_with_sas),
         cmocka_unit_test(test_account_errors_name_the_problem),
         cmocka_unit_test(test_account_registers_secrets_with_the_log),
+        cmocka_unit_test(test_account_refuses_plain_http_to_remote_hosts),
+        cmocka_unit_test(test_account_queue_scoped_sas_url),
+        cmocka_unit_test(test_account_limits_and_redaction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "buf.h"
 #include "log.h"
@@ -101,6 +102,39 @@ static void test_common_log_json_render(void **state)
     free(line);
 }
 
+/* Issue 12.2: values cannot forge fields or lines, in text or JSON. */
+static void test_common_log_hostile_values_escaped(void **state)
+{
+    (void)state;
+    captured c = {0};
+    sqlq_log_set_sink(capture_sink, &c);
+    sqlq_log_set_level(SQLQ_LOG_INFO);
+    const char *column = "a\" level=error event=\"forged\"\nts=x\\";
+    SQLQ_WARN("column_bad", "column=\"%s\" table=%s n=%d", column, "dbo.x y=1", 3);
+    assert_string_equal(c.last, "column_bad column=\"a\\\" level=error event=\\\"forged\\\"\\nts=x\\\\\" "
+                                "table=\"dbo.x y=1\" n=3");
+    SQLQ_INFO("terminal", "body=%s", "\x1b]0;title\x07\x7f\xc2\x9b" "2J\xff ok \xc3\xa9");
+    assert_string_equal(c.last, "terminal body=\"\\x1b]0;title\\x07\\x7f\\u009b2J\\xff ok \xc3\xa9\"");
+    SQLQ_INFO("empty", "a=%s b=\"%s\" pct=%d%% w=%5.1f z=%zu", "", "", 7, 2.25, (size_t)9);
+    assert_string_equal(c.last, "empty a=\"\" b=\"\" pct=7% w=\"  2.2\" z=9");
+    sqlq_log_set_sink(NULL, NULL);
+
+    char *line = sqlq_log_render(SQLQ_LOG_JSON, SQLQ_LOG_WARN, "column_bad", "column=\"%s\" level=%s",
+                                 "x\",\"level\":\"error\",\"event\":\"forged", "\xff\n");
+    assert_non_null(line);
+    assert_null(strchr(line, '\n'));
+    json_error_t jerr;
+    json_t *o = json_loads(line, 0, &jerr);
+    assert_non_null(o);
+    assert_string_equal(json_string_value(json_object_get(o, "level")), "warn");
+    assert_string_equal(json_string_value(json_object_get(o, "event")), "column_bad");
+    assert_string_equal(json_string_value(json_object_get(o, "column")),
+                        "x\",\"level\":\"error\",\"event\":\"forged");
+    assert_string_equal(json_string_value(json_object_get(o, "field_level")), "\xef\xbf\xbd\n");
+    json_decref(o);
+    free(line);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -108,6 +142,7 @@ int main(void)
         cmocka_unit_test(test_common_buf_cap_frees),
         cmocka_unit_test(test_common_error_first_wins),
         cmocka_unit_test(test_common_log_redacts_and_filters),
+        cmocka_unit_test(test_common_log_hostile_values_escaped),
         cmocka_unit_test(test_common_log_json_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

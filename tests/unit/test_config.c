@@ -167,6 +167,72 @@ static void test_config_unknown_file_key_rejected(void **state)
     unlink(path);
 }
 
+/* Issue 12.8: {"routes":"orders"} is a routes problem, not an unknown key. */
+static void test_config_routes_not_an_array_named(void **state)
+{
+    (void)state;
+    clear_env();
+    char path[] = "/tmp/sqlq-config-XXXXXX";
+    int fd = mkstemp(path);
+    const char *text = "{\"routes\": \"orders\"}";
+    assert_true(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    char *argv[] = {"demo", "--config", path, NULL};
+    demo d;
+    sqlq_config_result res;
+    sqlq_error err;
+    assert_int_equal(load(&d, &res, &err, 3, argv), SQLQ_E_INVALID);
+    assert_null(strstr(err.message, "unknown key"));
+    assert_non_null(strstr(err.message, "key routes: expected an array"));
+    sqlq_config_free(&demo_spec, &d, &res);
+    unlink(path);
+}
+
+/* Issue 12.5: a secret given as a flag no longer shows in argv (/proc/PID/cmdline) once parsed. */
+static void test_config_secret_flags_scrubbed_from_argv(void **state)
+{
+    (void)state;
+    clear_env();
+    char a1[] = "--queue-connection";
+    char a2[] = "AccountName=a;AccountKey=c2VjcmV0LWZsYWc=";
+    char a3[] = "--queue-connection=AccountName=b;AccountKey=c2Vjb25kLXNlY3JldA==";
+    char a4[] = "--table";
+    char a5[] = "orders";
+    char *argv[] = {"demo", a1, a2, a3, a4, a5, NULL};
+    demo d;
+    sqlq_config_result res;
+    sqlq_error err;
+    assert_int_equal(load(&d, &res, &err, 6, argv), SQLQ_OK);
+    assert_string_equal(d.common.queue_connection, "AccountName=b;AccountKey=c2Vjb25kLXNlY3JldA==");
+    assert_string_equal(argv[2], "***");
+    assert_string_equal(argv[3], "--queue-connection=***");
+    assert_string_equal(argv[5], "orders"); /* not a secret: untouched */
+    for (size_t i = 3; i < sizeof(a2); i++)
+        assert_int_equal(a2[i], '\0'); /* nothing of the value is left behind the *** */
+    sqlq_config_free(&demo_spec, &d, &res);
+}
+
+/* Issue 12.8: `backfill --batch-size 0` leaked the settings loaded so far (LSan: exit 1). */
+static void test_config_load_or_exit_frees_on_error(void **state)
+{
+    (void)state;
+    clear_env();
+    char *argv[] = {"demo", "--table", "t", "--polling-interval-ms", "0", NULL};
+    demo d;
+    memset(&d, 0, sizeof(d));
+    sqlq_config_result res;
+    FILE *saved = stderr;
+    stderr = fopen("/dev/null", "w");
+    int code = sqlq_config_load_or_exit(&demo_spec, &d, 5, argv, &res);
+    fclose(stderr);
+    stderr = saved;
+    assert_int_equal(code, 2);
+    assert_null(d.table);
+    assert_null(d.common.encoding); /* a default: allocated before the error */
+    assert_null(res.positional);
+    sqlq_config_free(&demo_spec, &d, &res); /* a second free is harmless */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -174,6 +240,9 @@ int main(void)
         cmocka_unit_test(test_config_errors_name_key_value_and_allowed),
         cmocka_unit_test(test_config_secret_from_file_and_fallback_env),
         cmocka_unit_test(test_config_unknown_file_key_rejected),
+        cmocka_unit_test(test_config_routes_not_an_array_named),
+        cmocka_unit_test(test_config_secret_flags_scrubbed_from_argv),
+        cmocka_unit_test(test_config_load_or_exit_frees_on_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

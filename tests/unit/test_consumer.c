@@ -257,7 +257,7 @@ typedef struct hstate {
     char last_body[256];
     long last_dq;
     char last_iso[32];
-    volatile sig_atomic_t *stop_after; /* set this flag once calls reaches stop_at */
+    sqlq_stop *stop_after; /* set this flag once calls reaches stop_at */
     int stop_at;
 } hstate;
 
@@ -297,7 +297,7 @@ typedef struct run_ctx {
     sqlq_consumer_transport t;
     sqlq_consumer_options o;
     sqlq_consumer *c;
-    volatile sig_atomic_t stop;
+    sqlq_stop stop;
     sqlq_result result;
     sqlq_consumer_stats stats;
 } run_ctx;
@@ -480,7 +480,7 @@ typedef struct poll_log {
     sqlq_result result[64];
     size_t n;
     size_t stop_at;
-    volatile sig_atomic_t *stop;
+    sqlq_stop *stop;
     fake_q *f;
     size_t message_at; /* make a message appear before this poll */
     hstate *h;         /* when set, stop only once the handler ran */

@@ -172,12 +172,56 @@ static void test_endpoint_maps_statuses(void **state)
     assert_false(e.transient);
 }
 
+
+/* Issue 12.1: an endpoint path that leaves no room for the message id overflowed ep->path. */
+static void test_endpoint_long_paths_never_overflow(void **state)
+{
+    fixture *f = *state;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    /* A base path whose "/queue/messages" ends exactly at byte 1023 (parse would refuse it,
+     * so the account is filled by hand): the endpoint refuses it as configuration. */
+    char endpoint[1100] = "https://acct.queue.core.windows.net/";
+    size_t at = strlen(endpoint);
+    memset(endpoint + at, 'p', 1023 - strlen("/orders/messages") - 1);
+    endpoint[at + 1023 - strlen("/orders/messages") - 1] = '\0';
+    sqlq_account hand = {"acct", NULL, 0, "sv=1&sig=abcdefgh", endpoint, NULL, false, NULL};
+    sqlq_endpoint *ep = NULL;
+    assert_int_equal(sqlq_endpoint_create(&hand, &ep, &err), SQLQ_E_INVALID);
+    assert_null(ep);
+
+    /* The longest base path accepted, the longest queue name, and ids of every length. */
+    endpoint[at + 511] = '\0'; /* "/" and 511 characters */
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_endpoint_create(&hand, &ep, &err), SQLQ_OK);
+    char queue[64];
+    memset(queue, 'q', 63);
+    queue[63] = '\0';
+    char id[1100];
+    size_t room = 1024 - (512 + 1 + 63 + strlen("/messages")) - 1; /* "/" + id + NUL */
+    for (size_t n = room - 3; n < sizeof(id); n = n < room + 2 ? n + 1 : n + 100) {
+        memset(id, 'i', n);
+        id[n] = '\0';
+        sqlq_call call = {"delete message", "DELETE", queue, false, id, {{0}}, 0, NULL, 0};
+        sqlq_error_clear(&err);
+        sqlq_result r = sqlq_endpoint_build(ep, &call, &f->ex, &err);
+        if (n + 1 <= room) {
+            assert_int_equal(r, SQLQ_OK);
+            assert_non_null(strstr(sqlq_buf_str(&f->ex.url), id));
+        } else {
+            assert_int_equal(r, SQLQ_E_TOO_LARGE);
+        }
+    }
+    sqlq_endpoint_destroy(ep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoint_shared_key_request),
         cmocka_unit_test(test_endpoint_sas_request),
         cmocka_unit_test(test_endpoint_maps_statuses),
+        cmocka_unit_test(test_endpoint_long_paths_never_overflow),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -287,6 +287,31 @@ static void test_faults_shutdown_during_backoff_cancels(void **state)
         assert_int_equal(items[i].result, SQLQ_E_CANCELLED);
 }
 
+/* Issue 12.8: a body over the 16 MiB cap was reported as curl's "Failure writing output". */
+static void test_faults_oversized_response_is_named(void **state)
+{
+    fixture *f = *state;
+    size_t n = (size_t)17 * 1024 * 1024;
+    char *big = malloc(n + 1);
+    assert_non_null(big);
+    memset(big, 'x', n);
+    big[n] = '\0';
+    reply r[] = {{200, NULL, NULL, NULL, big}};
+    script(r, 1);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_message_list list;
+    memset(&list, 0, sizeof(list));
+    sqlq_result res = sqlq_queue_peek(f->client, "orders", 1, &list, &err);
+    sqlq_message_list_free(&list);
+    free(big);
+    assert_int_equal(res, SQLQ_E_NETWORK);
+    assert_false(err.transient);
+    assert_int_equal(server.requests, 1); /* not retried: the same answer would come back */
+    if (!strstr(err.message, "response larger than 16777216 bytes"))
+        fail_msg("message: %s", err.message);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_faults_clear_repeats_on_operation_timed_out),
         cmocka_unit_test(test_faults_put_many_retries_each_item),
         cmocka_unit_test(test_faults_shutdown_during_backoff_cancels),
+        cmocka_unit_test(test_faults_oversized_response_is_named),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
