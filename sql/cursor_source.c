@@ -210,17 +210,15 @@ static sqlq_result version_of(const sqlq_cursor_source *cs, const json_t *v, int
                               sqlq_error *err)
 {
     const sqlq_keyset_col *c = &cs->order[0];
-    if (c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_ROWVERSION) {
-        sqlq_param p;
-        sqlq_result r = sqlq_keyset_param(c, v, &p, err);
-        *out = p.i64;
-        return r;
-    }
-    if (json_is_string(v) && sqlq_keyset_parse_iso(json_string_value(v), out))
+    if (sqlq_keyset_version(c, v, out))
         return SQLQ_OK;
     return sqlq_error_set(err, SQLQ_E_PARSE, false,
-                          "cursor %s of %s holds a value that is not an ISO 8601 time: %.60s",
-                          c->name, cs->names.table_key, json_is_string(v) ? json_string_value(v) : "?");
+                          "cursor %s of %s holds a value that is not %s: %.60s", c->name,
+                          cs->names.table_key,
+                          c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_ROWVERSION
+                              ? "an integer"
+                              : "an ISO 8601 time",
+                          json_is_string(v) ? json_string_value(v) : "?");
 }
 
 /* Bind checkpoint `at` and the watermark per map. */
