@@ -20,3 +20,5 @@ set_property(TEST integration.cursor_failover APPEND PROPERTY ENVIRONMENT
 sqlq_integration_test(backfill FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
 sqlq_integration_test(backfill_cli FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 180)
 add_dependencies(itest_backfill_cli sqlq)
+# One version contract: backfill -> consume --sql -> bridge -> consume --sql (issue 21.1).
+sqlq_integration_test(backfill_sink FIXTURES azurite postgres TIMEOUT 300)
