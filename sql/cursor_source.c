@@ -26,6 +26,7 @@ struct sqlq_cursor_source {
     const char **columns;
     int soft_delete; /* column index, -1 for none */
     int batch_size, lag_ms, lease_ms;
+    char rule[160]; /* the lag in force and why (resolve_lag) */
     sqlq_start_from start_from;
     bool watermark;
     char *sql_first, *sql_after, *sql_last, *sql_max;
@@ -112,13 +113,47 @@ static sqlq_result build_queries(sqlq_cursor_source *cs, sqlq_error *err)
     return SQLQ_OK;
 }
 
+/* The lag in force (cfg -1: the database's default, see cursor_source.h) and its rule text. */
+static void resolve_lag(sqlq_cursor_source *cs)
+{
+    sqlq_dialect_kind d = sqlq_db_dialect(cs->db);
+    bool set = cs->lag_ms != SQLQ_CURSOR_LAG_DEFAULT;
+    if (cs->order[0].cls == SQLQ_VALUE_ROWVERSION && d == SQLQ_DIALECT_MSSQL) {
+        cs->lag_ms = set ? cs->lag_ms : 0;
+        snprintf(cs->rule, sizeof(cs->rule),
+                 "exact: rowversion below MIN_ACTIVE_ROWVERSION() (no lag needed)");
+    } else if (set) {
+        snprintf(cs->rule, sizeof(cs->rule), "lag %d ms (set by safety_lag_ms)", cs->lag_ms);
+    } else if (d == SQLQ_DIALECT_SQLITE) {
+        cs->lag_ms = 0;
+        snprintf(cs->rule, sizeof(cs->rule),
+                 "lag 0 ms (SQLite default: one writer at a time commits in cursor order)");
+    } else {
+        cs->lag_ms = SQLQ_CURSOR_DEFAULT_LAG_MS;
+        snprintf(cs->rule, sizeof(cs->rule),
+                 "lag %d ms (%s default: a commit up to %d s after its cursor value is still read)",
+                 cs->lag_ms, d == SQLQ_DIALECT_POSTGRES ? "PostgreSQL" : "SQL Server",
+                 cs->lag_ms / 1000);
+    }
+}
+
+const char *sqlq_cursor_source_rule(const sqlq_cursor_source *cs)
+{
+    return cs->rule;
+}
+
+int sqlq_cursor_source_lag_ms(const sqlq_cursor_source *cs)
+{
+    return cs->lag_ms;
+}
+
 static sqlq_result apply_config(sqlq_cursor_source *cs, const sqlq_capture_config *cfg,
                                 sqlq_error *err)
 {
-    if (cfg->max_batch_size < 1 || cfg->lease_s < 1 || cfg->safety_lag_ms < 0)
+    if (cfg->max_batch_size < 1 || cfg->lease_s < 1 || cfg->safety_lag_ms < SQLQ_CURSOR_LAG_DEFAULT)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "cursor source: max_batch_size and lease_s must be >= 1 and "
-                              "safety_lag_ms >= 0");
+                              "safety_lag_ms >= 0 (or -1: the database's default)");
     if (cfg->lease_s > 86400 || cfg->safety_lag_ms > 86400000)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "cursor source: lease_s and safety_lag_ms must be at most a day");
@@ -145,6 +180,8 @@ sqlq_result sqlq_cursor_source_open(sqlq_db *db, sqlq_db *state_db, const sqlq_c
     if (r == SQLQ_OK)
         r = sqlq_cursor_column_check(db, cs->table, cfg->cursor_column, cfg->soft_delete_column,
                                  &cs->order, &cs->norder, &cs->soft_delete, err);
+    if (r == SQLQ_OK)
+        resolve_lag(cs);
     if (r == SQLQ_OK) {
         cs->watermark = cs->order[0].cls == SQLQ_VALUE_INT && cs->lag_ms > 0;
         cs->columns = calloc(cs->table->ncolumns, sizeof(*cs->columns));
@@ -162,9 +199,16 @@ sqlq_result sqlq_cursor_source_open(sqlq_db *db, sqlq_db *state_db, const sqlq_c
         sqlq_cursor_source_close(cs);
         return r;
     }
-    SQLQ_INFO("cursor_source_open", "bridge=%s table=%s cursor=%s class=%s lag_ms=%d batch=%d",
-              cs->bridge, cs->names.table_key, cs->order[0].name,
-              sqlq_value_class_name(cs->order[0].cls), cs->lag_ms, cs->batch_size);
+    SQLQ_INFO("cursor_source_open",
+              "bridge=%s table=%s cursor=%s class=%s lag_ms=%d batch=%d rule=\"%s\"", cs->bridge,
+              cs->names.table_key, cs->order[0].name, sqlq_value_class_name(cs->order[0].cls),
+              cs->lag_ms, cs->batch_size, cs->rule);
+    if (cs->lag_ms == 0 && cs->order[0].cls != SQLQ_VALUE_ROWVERSION &&
+        sqlq_db_dialect(db) != SQLQ_DIALECT_SQLITE)
+        SQLQ_WARN("cursor_source_no_lag",
+                  "table=%s note=\"safety_lag_ms 0 was set: a transaction that commits after a "
+                  "later cursor value was read is skipped for good\"",
+                  cs->names.table_key);
     *out = cs;
     return SQLQ_OK;
 }

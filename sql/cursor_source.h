@@ -21,6 +21,13 @@
 
 typedef struct sqlq_cursor_source sqlq_cursor_source;
 
+/* safety_lag_ms of -1 (what sqlq_capture_config_default sets): the database's default, safe with
+ * concurrent writers (docs/cursor-source.md, "The safety lag"): SQLite 0 (one writer commits
+ * in order), SQL Server rowversion exact (MIN_ACTIVE_ROWVERSION), everything else
+ * SQLQ_CURSOR_DEFAULT_LAG_MS. 0 and other values only when the user sets them. */
+#define SQLQ_CURSOR_LAG_DEFAULT (-1)
+#define SQLQ_CURSOR_DEFAULT_LAG_MS 10000
+
 /* Uses cfg->bridge_name, table, instance_id, max_batch_size, lease_s, max_attempts, start_from,
  * cursor_column, soft_delete_column, safety_lag_ms. Describes the table and refuses unsafe
  * cursors (SQLQ_E_INVALID with the reason: missing, nullable, floating point, text, date …).
@@ -33,6 +40,9 @@ SQLQ_NODISCARD sqlq_result sqlq_cursor_source_open(sqlq_db *db, sqlq_db *state_d
 void sqlq_cursor_source_close(sqlq_cursor_source *cs);
 const sqlq_table *sqlq_cursor_source_table(const sqlq_cursor_source *cs);
 bool sqlq_cursor_source_leader(const sqlq_cursor_source *cs);
+/* The lag in force and why, in words ("lag 10000 ms (PostgreSQL default: …)"). */
+const char *sqlq_cursor_source_rule(const sqlq_cursor_source *cs);
+int sqlq_cursor_source_lag_ms(const sqlq_cursor_source *cs);
 
 /* Standby: try to take the lease; while another instance holds it, an empty batch. Leader: the
  * next batch after the last one polled (batches may be polled ahead of release). Every row is

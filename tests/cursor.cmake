@@ -22,3 +22,5 @@ sqlq_integration_test(backfill_cli FIXTURES azurite postgres LIBS sqlq_bridge_te
 add_dependencies(itest_backfill_cli sqlq)
 # One version contract: backfill -> consume --sql -> bridge -> consume --sql (issue 21.1).
 sqlq_integration_test(backfill_sink FIXTURES azurite postgres TIMEOUT 300)
+# The cursor source at default settings: late commits, kill -9, a read-only role (issue 20.8).
+sqlq_integration_test(cursor_defaults FIXTURES azurite postgres TIMEOUT 300)
