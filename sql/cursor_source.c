@@ -72,6 +72,7 @@ static sqlq_result build_queries(sqlq_cursor_source *cs, sqlq_error *err)
         .ncolumns = cs->table->ncolumns,
         .order = cs->order,
         .norder = cs->norder,
+        .defs = cs->table->columns,
         .safety_lag_ms = cs->lag_ms,
         .watermark = cs->watermark,
         .limit = cs->batch_size,

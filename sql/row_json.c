@@ -1,6 +1,7 @@
 #include "row_json.h"
 
 #include "buf.h"
+#include "dialect.h"
 #include "diag.h"
 #include "wtext.h"
 
@@ -463,4 +464,35 @@ const char *sqlq_row_json_name(const sqlq_row_json *r, size_t i)
 short sqlq_row_json_sql_type(const sqlq_row_json *r, size_t i)
 {
     return i < r->ncols ? r->cols[i].sql_type : 0;
+}
+
+bool sqlq_row_json_needs_text(sqlq_dialect_kind d, const sqlq_column *c)
+{
+    if (d != SQLQ_DIALECT_POSTGRES)
+        return false;
+    switch (c->sql_type) {
+    case SQL_TYPE_DATE:
+    case SQL_DATE:
+    case SQL_TYPE_TIME:
+    case SQL_TIME:
+    case SQL_TYPE_TIMESTAMP:
+    case SQL_TIMESTAMP: return true;
+    default: break;
+    }
+    const char *t = c->type ? c->type : "";
+    return strncasecmp(t, "date", 4) == 0 || strncasecmp(t, "time", 4) == 0;
+}
+
+sqlq_result sqlq_row_json_select_sql(sqlq_dialect_kind d, const char *prefix, const sqlq_column *c,
+                                     sqlq_buf *out)
+{
+    bool text = sqlq_row_json_needs_text(d, c);
+    sqlq_result r = text ? sqlq_buf_adds(out, "(to_json(") : SQLQ_OK;
+    if (r == SQLQ_OK && prefix)
+        r = sqlq_buf_adds(out, prefix);
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_ident(d, c->name, out);
+    if (r == SQLQ_OK && text)
+        r = sqlq_buf_adds(out, ") #>> '{}')");
+    return r;
 }
