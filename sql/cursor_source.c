@@ -7,6 +7,7 @@
 #include "cursor_pending.h"
 #include "cursor_query.h"
 #include "cursor_state.h"
+#include "cursor_status.h"
 #include "log.h"
 #include "watermark.h"
 
@@ -196,6 +197,9 @@ sqlq_result sqlq_cursor_source_open(sqlq_db *db, sqlq_db *state_db, const sqlq_c
     if (r == SQLQ_OK)
         r = sqlq_cursor_state_open(state_db ? state_db : db, cs->bridge, cs->names.table_key,
                                    cfg->instance_id, cs->lease_ms, &cs->state, err);
+    if (r == SQLQ_OK) /* for sqlq status */
+        sqlq_cursor_status_note(state_db ? state_db : db, cs->bridge, cs->names.table_key,
+                                cs->rule);
     if (r != SQLQ_OK) {
         sqlq_cursor_source_close(cs);
         return r;

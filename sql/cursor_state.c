@@ -37,7 +37,7 @@ static const char *const CREATE_SQL[] = {
         "run_id INTEGER NOT NULL DEFAULT 0, finished INTEGER NOT NULL DEFAULT 0, "
         "lease_owner TEXT, lease_token INTEGER NOT NULL DEFAULT 0, "
         "lease_expires_ms INTEGER NOT NULL DEFAULT 0, updated_ms INTEGER NOT NULL DEFAULT 0, "
-        "PRIMARY KEY (bridge_name, table_name))",
+        "lag_rule TEXT, PRIMARY KEY (bridge_name, table_name))",
     [SQLQ_DIALECT_POSTGRES] =
         "CREATE TABLE IF NOT EXISTS sqlq.cursor_state (bridge_name text NOT NULL, "
         "table_name text NOT NULL, cursor_value text, key_json text, "
@@ -45,7 +45,7 @@ static const char *const CREATE_SQL[] = {
         "run_id bigint NOT NULL DEFAULT 0, finished int NOT NULL DEFAULT 0, "
         "lease_owner text, lease_token bigint NOT NULL DEFAULT 0, "
         "lease_expires_ms bigint NOT NULL DEFAULT 0, updated_ms bigint NOT NULL DEFAULT 0, "
-        "PRIMARY KEY (bridge_name, table_name))",
+        "lag_rule text, PRIMARY KEY (bridge_name, table_name))",
     [SQLQ_DIALECT_MSSQL] =
         "IF OBJECT_ID(N'sqlq.cursor_state', N'U') IS NULL CREATE TABLE sqlq.cursor_state ("
         "bridge_name nvarchar(128) NOT NULL, table_name nvarchar(300) NOT NULL, "
@@ -54,7 +54,7 @@ static const char *const CREATE_SQL[] = {
         "run_id bigint NOT NULL DEFAULT 0, finished int NOT NULL DEFAULT 0, "
         "lease_owner nvarchar(256) NULL, lease_token bigint NOT NULL DEFAULT 0, "
         "lease_expires_ms bigint NOT NULL DEFAULT 0, updated_ms bigint NOT NULL DEFAULT 0, "
-        "PRIMARY KEY (bridge_name, table_name))",
+        "lag_rule nvarchar(200) NULL, PRIMARY KEY (bridge_name, table_name))",
 };
 
 void sqlq_checkpoint_clear(sqlq_checkpoint *cp)

@@ -2,8 +2,9 @@
 # The cursor source is safe at its default settings (issue 20.8), on PostgreSQL and SQLite:
 # concurrent writers, commits that are late within the documented bound (PostgreSQL default lag
 # 10 s: every one arrives) and beyond it (documented as possibly lost; sqlq backfill recovers
-# it), a kill -9 of the bridge in the middle (lease shortened to 5 s to keep the test short); the startup log names the rule in force. On PostgreSQL
-# the bridge runs as a role that may only read the table, in a schema sqlq a DBA created for it.
+# it), a kill -9 of the bridge in the middle (lease shortened to 5 s to keep the test short);
+# the startup log and sqlq status (text and JSON) name the rule in force. On PostgreSQL the bridge
+# runs as a role that may only read the table, in a schema sqlq a DBA created for it.
 # Before, the default lag was 0: late commits were lost, and the bridge ran CREATE SCHEMA.
 set -euo pipefail
 bin=${SQLQ_BIN:?run through ctest}
@@ -118,6 +119,11 @@ for kind in sqlite postgres; do
     wait "$w1" "$w2" "$l1" "$l2"
     grep -q 'rule="lag 10000 ms (PostgreSQL default\|rule="lag 0 ms (SQLite default' "$tmp/bridge.log" \
         || fail "the startup log does not name the rule in force"
+    "$bin" status --db "$src_conn" >"$tmp/status.out" 2>&1 || true
+    grep -q 'items (cursor source, bridge default): lag 10000 ms (PostgreSQL default\|items (cursor source, bridge default): lag 0 ms (SQLite default' \
+        "$tmp/status.out" || fail "sqlq status does not show the rule: $(cat "$tmp/status.out")"
+    "$bin" status --db "$src_conn" --json 2>/dev/null | grep -q '"rule": "lag' \
+        || fail "sqlq status --json does not show the rule"
     if [ "$kind" = postgres ]; then
         wait "$l3"
         # Row 3 committed 12 s after its cursor value, beyond the 10 s default: it may be lost
