@@ -85,9 +85,19 @@ echo "consume_sql: untrustworthy messages poisoned with their reason, consumer k
 for v in 3 4 5; do
     put "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"total\":\"1.00\",\"note\":\"old$v\"},\"version\":$v}"
 done
-timeout 60 "$SQLQ_BIN" consume "$q" --sql "$odbc" --table orders --exit-when-empty \
-    --batch-size 1 --new-batch-threshold 1 --max-polling-interval-ms 300 2> "$work/log" \
-    || fail "skips: consume exited $?"
+mport=$("$(dirname "$0")/../support/free_port.sh")
+"$SQLQ_BIN" consume "$q" --sql "$odbc" --table orders --listen "127.0.0.1:$mport" \
+    --batch-size 1 --new-batch-threshold 1 --max-polling-interval-ms 300 2> "$work/log" &
+cpid=$!
+metric=""
+for _ in $(seq 1 100); do
+    metric=$(curl -s "http://127.0.0.1:$mport/metrics" | grep '^sqlq_sink_changes_skipped_total{table="orders"}' || true)
+    [ "$metric" = 'sqlq_sink_changes_skipped_total{table="orders"} 3' ] && break
+    sleep 0.1
+done
+kill "$cpid"
+wait "$cpid" || true
+[ "$metric" = 'sqlq_sink_changes_skipped_total{table="orders"} 3' ] || fail "skip metric: '$metric'"
 n=$(grep -c 'sink.skipped' "$work/log" || true)
 [ "$n" = 1 ] || fail "expected one rate-limited skip line, got $n: $(cat "$work/log")"
 grep 'sink.skipped' "$work/log" | grep -q 'stored_version=10' || fail "skip line without the stored version"
