@@ -4,6 +4,7 @@
 #include "catalog.h"
 #include "clock.h"
 #include "cursor_column.h"
+#include "cursor_lag.h"
 #include "cursor_pending.h"
 #include "cursor_query.h"
 #include "cursor_state.h"
@@ -115,30 +116,6 @@ static sqlq_result build_queries(sqlq_cursor_source *cs, sqlq_error *err)
     return SQLQ_OK;
 }
 
-/* The lag in force (cfg -1: the database's default, see cursor_source.h) and its rule text. */
-static void resolve_lag(sqlq_cursor_source *cs)
-{
-    sqlq_dialect_kind d = sqlq_db_dialect(cs->db);
-    bool set = cs->lag_ms != SQLQ_CURSOR_LAG_DEFAULT;
-    if (cs->order[0].cls == SQLQ_VALUE_ROWVERSION && d == SQLQ_DIALECT_MSSQL) {
-        cs->lag_ms = set ? cs->lag_ms : 0;
-        snprintf(cs->rule, sizeof(cs->rule),
-                 "exact: rowversion below MIN_ACTIVE_ROWVERSION() (no lag needed)");
-    } else if (set) {
-        snprintf(cs->rule, sizeof(cs->rule), "lag %d ms (set by safety_lag_ms)", cs->lag_ms);
-    } else if (d == SQLQ_DIALECT_SQLITE) {
-        cs->lag_ms = 0;
-        snprintf(cs->rule, sizeof(cs->rule),
-                 "lag 0 ms (SQLite default: one writer at a time commits in cursor order)");
-    } else {
-        cs->lag_ms = SQLQ_CURSOR_DEFAULT_LAG_MS;
-        snprintf(cs->rule, sizeof(cs->rule),
-                 "lag %d ms (%s default: a commit up to %d s after its cursor value is still read)",
-                 cs->lag_ms, d == SQLQ_DIALECT_POSTGRES ? "PostgreSQL" : "SQL Server",
-                 cs->lag_ms / 1000);
-    }
-}
-
 const char *sqlq_cursor_source_rule(const sqlq_cursor_source *cs)
 {
     return cs->rule;
@@ -183,7 +160,8 @@ sqlq_result sqlq_cursor_source_open(sqlq_db *db, sqlq_db *state_db, const sqlq_c
         r = sqlq_cursor_column_check(db, cs->table, cfg->cursor_column, cfg->soft_delete_column,
                                  &cs->order, &cs->norder, &cs->soft_delete, err);
     if (r == SQLQ_OK)
-        resolve_lag(cs);
+        cs->lag_ms = sqlq_cursor_lag_resolve(sqlq_db_dialect(db), cs->order[0].cls, cs->lag_ms,
+                                             cs->rule, sizeof(cs->rule));
     if (r == SQLQ_OK) {
         cs->watermark = cs->order[0].cls == SQLQ_VALUE_INT && cs->lag_ms > 0;
         cs->columns = calloc(cs->table->ncolumns, sizeof(*cs->columns));

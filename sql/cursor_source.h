@@ -11,6 +11,7 @@
 #define SQLQ_CURSOR_SOURCE_H
 
 #include "capture.h"
+#include "cursor_lag.h"
 #include "db.h"
 #include "result.h"
 #include "table.h"
@@ -21,12 +22,7 @@
 
 typedef struct sqlq_cursor_source sqlq_cursor_source;
 
-/* safety_lag_ms of -1 (what sqlq_capture_config_default sets): the database's default, safe with
- * concurrent writers (docs/cursor-source.md, "The safety lag"): SQLite 0 (one writer commits
- * in order), SQL Server rowversion exact (MIN_ACTIVE_ROWVERSION), everything else
- * SQLQ_CURSOR_DEFAULT_LAG_MS. 0 and other values only when the user sets them. */
-#define SQLQ_CURSOR_LAG_DEFAULT (-1)
-#define SQLQ_CURSOR_DEFAULT_LAG_MS 10000
+/* safety_lag_ms -1: the database's default (cursor_lag.h). */
 
 /* Uses cfg->bridge_name, table, instance_id, max_batch_size, lease_s, max_attempts, start_from,
  * cursor_column, soft_delete_column, safety_lag_ms. Describes the table and refuses unsafe

@@ -3,6 +3,7 @@ sqlq_unit_test(keyset sqlq_sql)
 sqlq_unit_test(cursor_query sqlq_sql)
 sqlq_unit_test(cursor_column sqlq_sql)
 sqlq_unit_test(cursor_pending sqlq_sql)
+sqlq_unit_test(cursor_lag sqlq_sql)
 sqlq_unit_test(watermark sqlq_sql)
 sqlq_unit_test(backfill sqlq_sql)
 
