@@ -91,12 +91,11 @@ sqlq_result sqlq_backfill_page_sql(sqlq_dialect_kind d, const sqlq_table *t, con
         r = sqlq_buf_printf(out, "TOP (%d) ", page_size);
     for (size_t i = 0; r == SQLQ_OK && i < t->ncolumns; i++) {
         r = sqlq_buf_adds(out, i ? ", " : "");
-        bool text = sqlq_row_json_needs_text(d, &t->columns[i]);
-        if (r == SQLQ_OK && text) /* the server's text (row_json.h) */
+        if (r == SQLQ_OK) /* exact values (row_json.h) */
             r = sqlq_row_json_select_sql(d, NULL, &t->columns[i], out);
-        if (r == SQLQ_OK && text)
+        if (r == SQLQ_OK && sqlq_row_json_needs_text(d, &t->columns[i]))
             r = sqlq_buf_adds(out, " AS ");
-        if (r == SQLQ_OK)
+        if (r == SQLQ_OK && sqlq_row_json_needs_text(d, &t->columns[i]))
             r = sqlq_dialect_quote_ident(d, t->columns[i].name, out);
     }
     for (size_t i = 0; r == SQLQ_OK && i < t->nkey; i++) {

@@ -33,6 +33,9 @@ static sqlq_table table(const char *schema)
 
 static const char *version_sql; /* NULL: the query selects 0 */
 
+/* SQLite: the exact text of a REAL the integer column may hold, read just before it. */
+#define EXACT_ID "CASE WHEN typeof(\"id\") = 'real' THEN quote(\"id\") END AS \"__sqlq_exact\", "
+
 static void expect(sqlq_dialect_kind d, const char *schema, const char *where, bool after,
                    const char *sql, const size_t *map, size_t nmap)
 {
@@ -68,7 +71,7 @@ static void test_backfill_sql_sqlite(void **state)
     (void)state;
     static const size_t map[] = {0, 1};
     expect(SQLQ_DIALECT_SQLITE, "", NULL, true,
-           "SELECT \"tenant\", \"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", 0 AS \"__sqlq_version\" "
+           "SELECT \"tenant\", " EXACT_ID "\"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", 0 AS \"__sqlq_version\" "
            "FROM \"orders\" WHERE (\"tenant\", \"id\") > (?, ?) ORDER BY \"tenant\", \"id\" LIMIT 500",
            map, 2);
 }
@@ -91,7 +94,7 @@ static void test_backfill_sql_version_column(void **state)
     version_sql = "COALESCE((SELECT l.sqlq_version FROM \"sqlq_log_orders\" l WHERE l.\"id\" = "
                   "\"orders\".\"id\"), 0)";
     expect(SQLQ_DIALECT_SQLITE, "", NULL, false,
-           "SELECT \"tenant\", \"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", "
+           "SELECT \"tenant\", " EXACT_ID "\"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", "
            "COALESCE((SELECT l.sqlq_version FROM \"sqlq_log_orders\" l WHERE l.\"id\" = "
            "\"orders\".\"id\"), 0) AS \"__sqlq_version\" FROM \"orders\" ORDER BY \"tenant\", \"id\" "
            "LIMIT 500",
