@@ -4,8 +4,9 @@
  *
  * Messages are the row-mode shape of docs/messages.md, built here in one small function
  * (read_object) because sqlq_op has no "read": {"id","op":"read","table","key","row",
- * "version","bridge","ts"}, version = the run id (ms when this run started), so a page sent
- * again after a crash carries the same message ids. --format batch packs them as
+ * "version","bridge","ts"}, version = the row's current change version, the one the bridge
+ * gives its latest change (sql/backfill.h), so backfill and bridge messages of a key compare and
+ * a page sent again after a crash carries the same message ids. --format batch packs them as
  * {"changes":[…]} under the size limit, in key order. */
 #include "backfill.h"
 #include "cli.h"
@@ -31,6 +32,7 @@ typedef struct backfill_settings {
     long long max_in_flight;
     long long lease_s;
     char *format;
+    char *cursor_column;
     bool restart;
     bool wait;
     sqlq_common_settings common;
@@ -54,6 +56,9 @@ static const sqlq_setting backfill_table[] = {
                      "lease that keeps a second run of the same backfill out"),
     SQLQ_SETTING_ENUM(S, format, "format", "SQLQ_FORMAT", "row", "row|batch",
                       "one message per row, or {\"changes\":[…]} packed under 64 KiB"),
+    SQLQ_SETTING_STR(S, cursor_column, "cursor_column", "SQLQ_CURSOR_COLUMN", NULL,
+                     "the table's bridge uses the cursor source on this column: rows carry its "
+                     "value as version (otherwise the change log's or change tracking's)"),
     SQLQ_SETTING_BOOL(S, restart, "restart", NULL, "false",
                       "forget an earlier run of this backfill and start from the first row"),
     SQLQ_SETTING_BOOL(S, wait, "wait", NULL, "true",
@@ -69,6 +74,9 @@ static const sqlq_config_spec backfill_spec = {
     "Publish the rows a table holds now (op \"read\") in key order, page by page. Interrupted or\n"
     "killed, the same command resumes after the last page the queue accepted (rows of the page in\n"
     "flight may arrive twice). Its checkpoint is its own: a running bridge is not disturbed.\n"
+    "Each row carries its current change version (the change log's, change tracking's, or the\n"
+    "--cursor-column value; 0 for a row no change touched), so consumers compare it with the\n"
+    "bridge's messages of the same key.\n"
     "--where is pasted into the SQL as written: it is your SQL, the only such option of sqlq.",
     backfill_table,
     sizeof(backfill_table) / sizeof(backfill_table[0]),
@@ -86,21 +94,21 @@ typedef struct run_ctx {
     sqlq_queue_client *qc;
     sqlq_encoding encoding;
     bool batch;
-    int64_t run_id;
     int64_t total; /* -1 unknown */
     bool tty;
     int64_t started_ms, rows_this_run;
 } run_ctx;
 
 /* The message object of one row; key only and "truncated" when the row does not fit. */
-static json_t *read_object(const run_ctx *ctx, json_t *key, json_t *row, bool truncated)
+static json_t *read_object(const run_ctx *ctx, json_t *key, json_t *row, int64_t version,
+                           bool truncated)
 {
     char id[33], ts[25];
-    if (sqlq_envelope_id(ctx->s->bridge_name, ctx->s->table, key, ctx->run_id, id, NULL) != SQLQ_OK)
+    if (sqlq_envelope_id(ctx->s->bridge_name, ctx->s->table, key, version, id, NULL) != SQLQ_OK)
         return NULL;
     sqlq_envelope_format_ts(sqlq_clock_wall_ms(), ts);
     json_t *o = json_pack("{ss ss ss sO sI ss ss}", "id", id, "op", "read", "table", ctx->s->table,
-                          "key", key, "version", (json_int_t)ctx->run_id, "bridge",
+                          "key", key, "version", (json_int_t)version, "bridge",
                           ctx->s->bridge_name, "ts", ts);
     /* as in the bridge's messages: a row that does not fit is left out, flagged truncated */
     if (o && json_object_set_new(o, truncated ? "truncated" : "row",
@@ -117,10 +125,11 @@ static bool fits(const run_ctx *ctx, size_t len)
 }
 
 /* The JSON text of one row, truncated to its key when needed; NULL when even that is too big. */
-static char *row_text(const run_ctx *ctx, json_t *key, json_t *row, size_t *len, sqlq_error *err)
+static char *row_text(const run_ctx *ctx, json_t *key, json_t *row, int64_t version, size_t *len,
+                      sqlq_error *err)
 {
     for (int truncated = 0; truncated < 2; truncated++) {
-        json_t *o = read_object(ctx, key, row, truncated);
+        json_t *o = read_object(ctx, key, row, version, truncated);
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         if (!text) {
@@ -180,7 +189,9 @@ static sqlq_result build_bodies(const run_ctx *ctx, const sqlq_backfill_page *pa
     sqlq_result r = SQLQ_OK;
     for (size_t i = 0; r == SQLQ_OK && i < page->count; i++) {
         size_t len = 0;
-        char *text = row_text(ctx, json_array_get(page->keys, i), json_array_get(page->rows, i), &len, err);
+        int64_t version = (int64_t)json_integer_value(json_array_get(page->versions, i));
+        char *text = row_text(ctx, json_array_get(page->keys, i), json_array_get(page->rows, i),
+                              version, &len, err);
         if (!text)
             r = err ? err->code : SQLQ_E_NOMEM;
         else if (!ctx->batch)
@@ -332,6 +343,7 @@ static int run(const backfill_settings *s, sqlq_queue_client *qc, sqlq_db *db)
     cfg.page_size = (int)s->batch_size;
     cfg.lease_s = (int)s->lease_s;
     cfg.restart = s->restart;
+    cfg.cursor_column = s->cursor_column;
     sqlq_backfill *bf = NULL;
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -361,10 +373,12 @@ static int run(const backfill_settings *s, sqlq_queue_client *qc, sqlq_db *db)
         return SQLQ_EXIT_OK;
     }
     run_ctx ctx = {.s = s, .qc = qc, .encoding = sqlq_queue_client_encoding(qc),
-                   .batch = strcmp(s->format, "batch") == 0, .run_id = cp->run_id, .total = -1,
+                   .batch = strcmp(s->format, "batch") == 0, .total = -1,
                    .tty = isatty(STDERR_FILENO) == 1, .started_ms = sqlq_clock_wall_ms()};
     if (ctx.tty && sqlq_backfill_count(bf, &ctx.total, &err) != SQLQ_OK)
         ctx.total = -1;
+    SQLQ_INFO("backfill_versions", "table=%s source=%s", sqlq_backfill_table_key(bf),
+              sqlq_backfill_version_source_name(sqlq_backfill_version_source_of(bf)));
     int rc = pages(&ctx, bf);
     int64_t ms = sqlq_clock_wall_ms() - ctx.started_ms;
     SQLQ_INFO("backfill_done", "table=%s name=%s rows=%lld rows_total=%lld ms=%lld rows_per_s=%.0f "

@@ -76,8 +76,9 @@ static const sqlq_setting bridge_table[] = {
                      "source cursor: a monotonic NOT NULL column (integer, version or timestamp)"),
     SQLQ_SETTING_STR(S, soft_delete_column, "soft_delete_column", "SQLQ_SOFT_DELETE_COLUMN", NULL,
                      "source cursor: rows with this column set are published as deletes"),
-    SQLQ_SETTING_INT(S, safety_lag_ms, "safety_lag_ms", "SQLQ_SAFETY_LAG_MS", "0", 0, 3600000,
-                     "source cursor: read only rows whose timestamp cursor is older than this"),
+    SQLQ_SETTING_INT(S, safety_lag_ms, "safety_lag_ms", "SQLQ_SAFETY_LAG_MS", "-1", -1, 3600000,
+                     "source cursor: how late a commit may be and still be read (ms); -1 = the "
+                     "database's default: 10000, SQLite 0, SQL Server rowversion exact"),
     SQLQ_SETTING_BOOL(S, allow_retention_gap, "allow_retention_gap", "SQLQ_ALLOW_RETENTION_GAP", "false",
                       "SQL Server: when change tracking already cleaned up changes not yet delivered, "
                       "go on from the oldest kept (a warning; run sqlq backfill to re-send) instead "

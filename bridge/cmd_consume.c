@@ -24,6 +24,7 @@ typedef struct consume_settings {
     char *table;
     bool version_check;
     char *version_table;
+    char *reset_version;
     bool noop;
     long long batch_size;
     long long new_batch_threshold;
@@ -62,6 +63,10 @@ static const sqlq_setting settings[] = {
                       "applied for its key (kept in --version-table, created if missing)"),
     SQLQ_SETTING_STR(S, version_table, "version_table", NULL, "sqlq_sink_versions",
                      "--sql: the table that remembers the last applied version per key"),
+    SQLQ_SETTING_STR(S, reset_version, "reset_version", NULL, NULL,
+                     "--sql: before starting, forget the remembered version of one key (the key "
+                     "object as messages carry it, e.g. {\"id\":1}) or of every key (all), so "
+                     "the next change applies whatever its version"),
     SQLQ_SETTING_BOOL(S, noop, "noop", NULL, "false",
                       "handler that succeeds at once: drains the queue (benchmarks, clean-up)"),
     SQLQ_SETTING_INT(S, batch_size, "batch_size", "SQLQ_BATCH_SIZE", "16", 1, 32,
@@ -146,44 +151,26 @@ static int report(const char *what, const sqlq_error *err, int code)
     return code;
 }
 
-/* Refuse at start when the first waiting message does not fit the target table. */
-static int check_first_message(const consume_settings *s, const sqlq_account *account,
-                               const char *queue, sqlq_encoding enc, sqlq_sql_sink *sink)
-{
-    sqlq_queue_client *client = NULL;
-    sqlq_message_list list = {0};
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    sqlq_queue_options o;
-    sqlq_queue_options_default(&o);
-    o.retry.max_total_ms = 5000;
-    int code = -1;
-    if (sqlq_queue_client_create(account, &o, &client, &err) == SQLQ_OK &&
-        sqlq_queue_peek(client, queue, 1, &list, &err) == SQLQ_OK && list.count == 1) {
-        sqlq_buf body;
-        sqlq_buf_init(&body, 0);
-        const sqlq_message *m = &list.items[0];
-        if (sqlq_codec_decode(enc, m->text ? m->text : "", m->text_len, &body, NULL) == SQLQ_OK &&
-            sqlq_sql_sink_check(sink, sqlq_buf_str(&body), body.len, &err) == SQLQ_E_INVALID) {
-            fprintf(stderr,
-                    "sqlq consume: --table %s does not fit the messages in %s: %s\n"
-                    "(refusing to start; the first waiting message is %s)\n",
-                    s->table, queue, err.message, m->id);
-            code = SQLQ_EXIT_USAGE;
-        }
-        sqlq_buf_free(&body);
-    }
-    sqlq_message_list_free(&list);
-    sqlq_queue_client_destroy(client);
-    return code;
-}
-
 static sqlq_result noop_handle(void *ctx, const sqlq_delivery *d, sqlq_error *err)
 {
     (void)ctx;
     (void)d;
     (void)err;
     return SQLQ_OK;
+}
+
+static int reset_versions(const consume_settings *s, sqlq_sql_sink *sink)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    long long n = 0;
+    sqlq_result r = sqlq_sql_sink_reset_versions(sink, s->reset_version, &n, &err);
+    if (r != SQLQ_OK)
+        return report("--reset-version", &err,
+                      r == SQLQ_E_INVALID ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED);
+    SQLQ_INFO("sink.versions_reset", "table=%s key=%s forgotten=%lld", s->table, s->reset_version,
+              n);
+    return -1;
 }
 
 static int make_handler(const consume_settings *s, handlers *h)
@@ -216,6 +203,8 @@ static int make_handler(const consume_settings *s, handlers *h)
                           r == SQLQ_E_NOT_FOUND || r == SQLQ_E_INVALID ? SQLQ_EXIT_USAGE
                                                                        : SQLQ_EXIT_FAILED);
         h->handler = sqlq_sql_sink_bind(h->sink);
+        if (s->reset_version)
+            return reset_versions(s, h->sink);
     }
     return -1;
 }
@@ -320,8 +309,6 @@ static int run(consume_settings *s, const char *queue)
                   queue);
     handlers h = {0};
     int code = make_handler(s, &h);
-    if (code < 0 && h.sink)
-        code = check_first_message(s, account, queue, enc, h.sink);
     sqlq_metrics *metrics = NULL;
     sqlq_http_server *server = NULL;
     consume_health health;
@@ -331,6 +318,8 @@ static int run(consume_settings *s, const char *queue)
             sqlq_http_server_start(s->listen, metrics, consume_ready, &health, &server, &err) !=
                 SQLQ_OK)
             code = report("--listen", &err, SQLQ_EXIT_USAGE);
+        if (code < 0 && h.sink)
+            sqlq_sql_sink_use_metrics(h.sink, metrics);
     }
     sqlq_consumer *c = NULL;
     if (code < 0) {

@@ -4,6 +4,7 @@
 #include "catalog.h"
 #include "commands.h"
 #include "config.h"
+#include "cursor_status.h"
 #include "db.h"
 #include "log.h"
 #include "sql_text.h"
@@ -203,6 +204,31 @@ static int show(sqlq_db *db, const status_settings *s, json_t *doc)
     return rc;
 }
 
+/* Cursor sources (no registry row: they need no sqlq setup) with the rule each reads by. */
+static int show_cursor_sources(sqlq_db *db, const status_settings *s, json_t *doc)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    json_t *rows = NULL;
+    if (sqlq_cursor_status_list(db, &rows, &err) != SQLQ_OK) {
+        print_err("cursor sources", &err);
+        return SQLQ_EXIT_FAILED;
+    }
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        const char *owner = json_string_value(json_object_get(row, "owner"));
+        const char *rule = json_string_value(json_object_get(row, "rule"));
+        if (!s->json)
+            printf("%s%s (cursor source, bridge %s): %s; leader %s\n", i ? "" : "cursor sources:\n",
+                   json_string_value(json_object_get(row, "table")),
+                   json_string_value(json_object_get(row, "bridge")),
+                   rule ? rule : "rule not recorded", owner ? owner : "none");
+    }
+    json_object_set_new(doc, "cursor_sources", rows);
+    return SQLQ_EXIT_OK;
+}
+
 int sqlq_cmd_status(int argc, char **argv)
 {
     char **args = calloc((size_t)argc + 1, sizeof(char *));
@@ -243,6 +269,8 @@ int sqlq_cmd_status(int argc, char **argv)
     if (rc < 0) {
         json_t *doc = json_pack("{s:[]}", "tables");
         rc = doc ? show(db, &s, doc) : SQLQ_EXIT_FAILED;
+        if (doc && !s.table && show_cursor_sources(db, &s, doc) != SQLQ_EXIT_OK)
+            rc = SQLQ_EXIT_FAILED;
         if (doc && s.json) {
             char *text = json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII);
             if (text)

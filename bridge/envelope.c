@@ -53,11 +53,36 @@ void sqlq_envelope_config_default(sqlq_envelope_config *c)
     c->max_text = SQLQ_MESSAGE_MAX_TEXT;
 }
 
+/* Jansson writes control characters as \u001F; RFC 8785 and Python's json.dumps write
+ * \u001f. Lower-case the hex digits of every \u escape (a "\\u" is an escaped backslash
+ * followed by a letter u, and is left alone). */
+static void lower_unicode_escapes(char *s)
+{
+    for (char *p = s; *p; p++) {
+        if (*p != '\\')
+            continue;
+        p++;
+        if (*p == '\0')
+            return;
+        for (int i = 1; *p == 'u' && i <= 4 && p[i]; i++)
+            if (p[i] >= 'A' && p[i] <= 'F')
+                p[i] = (char)(p[i] - 'A' + 'a');
+    }
+}
+
+char *sqlq_envelope_canonical_key(const json_t *key)
+{
+    char *canon = json_dumps(key, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+    if (canon)
+        lower_unicode_escapes(canon);
+    return canon;
+}
+
 sqlq_result sqlq_envelope_id(const char *bridge_name, const char *table, const json_t *key,
                              int64_t version, char out[33], sqlq_error *err)
 {
     out[0] = '\0';
-    char *canon = json_dumps(key, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+    char *canon = sqlq_envelope_canonical_key(key);
     if (!canon)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "cannot serialise the change key");
     char ver[32];

@@ -40,8 +40,13 @@ void sqlq_envelope_config_default(sqlq_envelope_config *c);
 
 /* The idempotency id: the first 32 hex digits of SHA-256 over
  *   bridge_name NUL table NUL canonical-key-JSON NUL decimal-version
- * where canonical-key-JSON is json_dumps(key, JSON_SORT_KEYS | JSON_COMPACT). The same change
- * gets the same id on every redelivery, from any instance. out must hold 33 bytes. */
+ * where canonical-key-JSON is sqlq_envelope_canonical_key(key). The same change gets the same
+ * id on every redelivery, from any instance. out must hold 33 bytes. */
+/* The key as the id hashes it: sorted keys, no whitespace, \u escapes in lower-case hex (RFC 8785,
+ * Python json.dumps(key, sort_keys=True, separators=(",", ":"), ensure_ascii=False)). malloc'd;
+ * NULL when out of memory. */
+char *sqlq_envelope_canonical_key(const json_t *key);
+
 SQLQ_NODISCARD sqlq_result sqlq_envelope_id(const char *bridge_name, const char *table,
                                             const json_t *key, int64_t version, char out[33],
                                             sqlq_error *err);

@@ -3,6 +3,7 @@
 #include "codec.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <sql.h>
 #include <sqlext.h>
 #include <stdio.h>
@@ -42,6 +43,21 @@ static bool float_column(short t)
     return t == SQL_REAL || t == SQL_FLOAT || t == SQL_DOUBLE;
 }
 
+/* "Inf", "-Inf" (how sqliteodbc writes an infinite REAL) or "Infinity" for a SQLite column of
+ * REAL or NUMERIC affinity: as text, SQLite would store the word, not the number. */
+static bool sqlite_infinity(sqlq_dialect_kind d, const sqlq_column *col, const char *s, double *out)
+{
+    if (d != SQLQ_DIALECT_SQLITE || !(float_column(col->sql_type) || col->sql_type == SQL_NUMERIC ||
+                                      col->sql_type == SQL_DECIMAL))
+        return false;
+    bool neg = *s == '-';
+    const char *w = neg || *s == '+' ? s + 1 : s;
+    if (strcmp(w, "Inf") != 0 && strcmp(w, "Infinity") != 0)
+        return false;
+    *out = neg ? -HUGE_VAL : HUGE_VAL;
+    return true;
+}
+
 sqlq_result sqlq_sink_params_add(sqlq_sink_params *ps, sqlq_dialect_kind d, const sqlq_column *col,
                                  json_t *v, sqlq_error *err)
 {
@@ -65,6 +81,8 @@ sqlq_result sqlq_sink_params_add(sqlq_sink_params *ps, sqlq_dialect_kind d, cons
     } else if (json_is_real(v)) {
         snprintf(ps->num[i], sizeof(ps->num[i]), "%.17g", json_real_value(v));
         *p = sqlq_param_text(ps->num[i]);
+    } else if (json_is_string(v) && sqlite_infinity(d, col, json_string_value(v), &p->f64)) {
+        p->type = SQLQ_PARAM_DOUBLE; /* SQLite writes an infinite REAL as "Inf": store a REAL */
     } else if (json_is_string(v)) {
         *p = sqlq_param_text(json_string_value(v));
     } else if (json_is_string(b64)) {

@@ -1,10 +1,12 @@
 #include "sql_sink.h"
 
 #include "buf.h"
+#include "clock.h"
 #include "codec.h"
 #include "db.h"
 #include "dialect.h"
 #include "log.h"
+#include "sink_change.h"
 #include "sink_param.h"
 #include "table.h"
 #include "upsert.h"
@@ -13,6 +15,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sql.h>
 #include <sqlext.h>
 #include <stdio.h>
@@ -30,6 +33,9 @@ struct sqlq_sql_sink {
     sqlq_table_name versions;   /* the guard's state table */
     char target[600];           /* the target as stored in the state table */
     pthread_mutex_t write_lock; /* SQLite: one writer at a time */
+    sqlq_counter *m_skipped;    /* SQLQ_METRIC_SINK_SKIPPED; NULL without metrics */
+    atomic_ullong skipped, skipped_unlogged;
+    _Atomic int64_t next_skip_log_ms;
 };
 
 typedef struct sink_worker {
@@ -37,22 +43,6 @@ typedef struct sink_worker {
     sqlq_db *db;
     bool broken; /* the connection failed: reconnect before the next message */
 } sink_worker;
-
-typedef enum { CHANGE_UPSERT, CHANGE_DELETE } change_kind;
-
-typedef struct change {
-    change_kind kind;
-    json_t *key; /* borrowed or owned (functions shape), see owned_key */
-    json_t *row; /* borrowed; NULL for a delete */
-    bool owned_key;
-    bool has_version; /* row and batch formats carry one; the Functions shape does not */
-    int64_t version;
-} change;
-
-typedef struct change_list {
-    change *items;
-    size_t n;
-} change_list;
 
 /* ---- create / destroy ---- */
 
@@ -108,266 +98,19 @@ void sqlq_sql_sink_destroy(sqlq_sql_sink *s)
     free(s);
 }
 
-/* ---- columns and keys ---- */
-
-/* Exact name first, then a unique case-insensitive match (SQL Server "CustomerId" onto a
- * PostgreSQL "customerid"). */
-static const sqlq_column *find_column(const sqlq_table *t, const char *name)
-{
-    const sqlq_column *c = sqlq_table_column(t, name);
-    if (c)
-        return c;
-    const sqlq_column *found = NULL;
-    for (size_t i = 0; i < t->ncolumns; i++) {
-        if (strcasecmp(t->columns[i].name, name) == 0) {
-            if (found)
-                return NULL;
-            found = &t->columns[i];
-        }
-    }
-    return found;
-}
-
-static void key_names(const sqlq_table *t, char *out, size_t size)
-{
-    size_t at = 0;
-    out[0] = '\0';
-    for (size_t i = 0; i < t->nkey && at < size; i++) {
-        int n = snprintf(out + at, size - at, "%s%s", i ? ", " : "", t->columns[t->key[i]].name);
-        if (n < 0)
-            break;
-        at += (size_t)n;
-    }
-}
-
-static sqlq_result check_key(const sqlq_sql_sink *s, json_t *key, sqlq_error *err)
-{
-    char want[300];
-    key_names(s->table, want, sizeof(want));
-    if (!json_is_object(key))
-        return sqlq_error_set(err, SQLQ_E_INVALID, false, "change without a \"key\" object");
-    const char *name;
-    json_t *v;
-    size_t matched = 0;
-    json_object_foreach(key, name, v)
-    {
-        const sqlq_column *c = find_column(s->table, name);
-        if (!c || !c->in_key)
-            return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                  "message key column %s is not in the primary key of %s (%s)",
-                                  name, s->shown, want);
-        matched++;
-    }
-    if (matched != s->table->nkey)
-        return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                              "message key has %zu column(s) but the primary key of %s is (%s)",
-                              matched, s->shown, want);
-    return SQLQ_OK;
-}
-
-static sqlq_result check_row(const sqlq_sql_sink *s, json_t *row, sqlq_error *err)
-{
-    const char *name;
-    json_t *v;
-    json_object_foreach(row, name, v)
-    {
-        if (!find_column(s->table, name))
-            return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                  "column %s of the message is not in table %s", name, s->shown);
-    }
-    return SQLQ_OK;
-}
-
-/* ---- message shapes ---- */
-
-static sqlq_result add_change(change_list *l, change c)
-{
-    change *grown = realloc(l->items, (l->n + 1) * sizeof(*grown));
-    if (!grown) {
-        if (c.owned_key)
-            json_decref(c.key);
-        return SQLQ_E_NOMEM;
-    }
-    l->items = grown;
-    l->items[l->n++] = c;
-    return SQLQ_OK;
-}
-
-static void changes_free(change_list *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->items[i].owned_key)
-            json_decref(l->items[i].key);
-    free(l->items);
-    l->items = NULL;
-    l->n = 0;
-}
-
-static sqlq_result row_change(const sqlq_sql_sink *s, json_t *o, change_list *l, sqlq_error *err)
-{
-    const char *op = json_string_value(json_object_get(o, "op"));
-    if (!op)
-        return sqlq_error_set(err, SQLQ_E_PARSE, false, "change without \"op\"");
-    json_t *key = json_object_get(o, "key");
-    sqlq_result r = check_key(s, key, err);
-    if (r != SQLQ_OK)
-        return r;
-    change c = {.key = key};
-    json_t *version = json_object_get(o, "version");
-    if (json_is_integer(version)) {
-        c.has_version = true;
-        c.version = (int64_t)json_integer_value(version);
-    }
-    if (strcmp(op, "delete") == 0) {
-        c.kind = CHANGE_DELETE;
-    } else if (strcmp(op, "insert") == 0 || strcmp(op, "update") == 0 ||
-               strcmp(op, "read") == 0) { /* read: a row sent by sqlq backfill */
-        c.kind = CHANGE_UPSERT;
-        c.row = json_object_get(o, "row");
-        if (c.row && !json_is_object(c.row) && !json_is_true(json_object_get(o, "truncated")))
-            return sqlq_error_set(err, SQLQ_E_PARSE, false,
-                                  "%s: \"row\" is not a JSON object (it must map column names "
-                                  "to values)",
-                                  op);
-        if (!json_is_object(c.row))
-            return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                  "%s without its row (truncated: the row did not fit in a "
-                                  "message); apply it by reading the source row, or raise the "
-                                  "bridge's message size",
-                                  op);
-        r = check_row(s, c.row, err);
-        if (r != SQLQ_OK)
-            return r;
-    } else {
-        return sqlq_error_set(err, SQLQ_E_PARSE, false, "unknown op \"%s\"", op);
-    }
-    return add_change(l, c) == SQLQ_OK ? SQLQ_OK
-                                       : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-}
-
-/* The Functions shape: the key is the item's primary-key fields. */
-static sqlq_result functions_change(const sqlq_sql_sink *s, json_t *o, change_list *l,
-                                    sqlq_error *err)
-{
-    json_t *op = json_object_get(o, "Operation");
-    json_t *item = json_object_get(o, "Item");
-    if (!json_is_integer(op) || !json_is_object(item))
-        return sqlq_error_set(err, SQLQ_E_PARSE, false,
-                              "Functions-shape element without integer Operation and object Item");
-    json_int_t opv = json_integer_value(op);
-    if (opv < 0 || opv > 2)
-        return sqlq_error_set(err, SQLQ_E_PARSE, false, "unknown Operation %" PRId64, (int64_t)opv);
-    change c = {.kind = opv == 2 ? CHANGE_DELETE : CHANGE_UPSERT, .owned_key = true};
-    c.key = json_object();
-    for (size_t i = 0; c.key && i < s->table->nkey; i++) {
-        const sqlq_column *col = &s->table->columns[s->table->key[i]];
-        const char *name;
-        json_t *v, *found = NULL;
-        json_object_foreach(item, name, v)
-        {
-            if (find_column(s->table, name) == col)
-                found = v;
-        }
-        if (!found) {
-            json_decref(c.key);
-            return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                  "Item lacks primary-key column %s of %s", col->name, s->shown);
-        }
-        json_object_set(c.key, col->name, found);
-    }
-    if (!c.key)
-        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    if (c.kind == CHANGE_UPSERT) {
-        c.row = item;
-        sqlq_result r = json_is_true(json_object_get(o, "Truncated"))
-                            ? sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                             "truncated Item (key fields only): cannot upsert")
-                            : check_row(s, item, err);
-        if (r != SQLQ_OK) {
-            json_decref(c.key);
-            return r;
-        }
-    }
-    return add_change(l, c) == SQLQ_OK ? SQLQ_OK
-                                       : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-}
-
-static sqlq_result collect(const sqlq_sql_sink *s, json_t *root, change_list *l, sqlq_error *err)
-{
-    sqlq_result r = SQLQ_OK;
-    size_t i;
-    json_t *e;
-    if (json_is_array(root)) {
-        json_array_foreach(root, i, e)
-        {
-            if (r == SQLQ_OK)
-                r = functions_change(s, e, l, err);
-        }
-        return r;
-    }
-    json_t *batch = json_object_get(root, "changes");
-    if (json_is_array(batch)) {
-        json_array_foreach(batch, i, e)
-        {
-            if (r == SQLQ_OK)
-                r = json_is_object(e) ? row_change(s, e, l, err)
-                                      : sqlq_error_set(err, SQLQ_E_PARSE, false,
-                                                       "changes[%zu] is not an object", i);
-        }
-        return r;
-    }
-    if (json_is_object(root) && json_object_get(root, "op"))
-        return row_change(s, root, l, err);
-    return sqlq_error_set(err, SQLQ_E_PARSE, false,
-                          "not a change message: expected {\"op\",\"key\",\"row\"}, "
-                          "{\"changes\":[…]} or [{\"Operation\",\"Item\"}]");
-}
-
-static sqlq_result parse(const sqlq_sql_sink *s, const char *body, size_t len, json_t **root,
-                         change_list *l, sqlq_error *err)
-{
-    json_error_t je;
-    *root = json_loadb(body, len, JSON_DECODE_ANY, &je);
-    if (!*root)
-        return sqlq_error_set(err, SQLQ_E_PARSE, false, "body is not JSON: %s (line %d)", je.text,
-                              je.line);
-    sqlq_result r = collect(s, *root, l, err);
-    if (r != SQLQ_OK) {
-        changes_free(l);
-        json_decref(*root);
-        *root = NULL;
-    }
-    return r;
-}
-
 sqlq_result sqlq_sql_sink_check(const sqlq_sql_sink *s, const char *body, size_t len,
                                 sqlq_error *err)
 {
-    json_t *root;
-    change_list l = {0};
-    sqlq_result r = parse(s, body, len, &root, &l, err);
-    if (r == SQLQ_OK) {
-        changes_free(&l);
-        json_decref(root);
-    }
+    sqlq_sink_changes l;
+    sqlq_result r = sqlq_sink_changes_parse(s->table, s->shown, body, len, &l, err);
+    if (r == SQLQ_OK)
+        sqlq_sink_changes_free(&l);
     return r;
 }
 
 /* ---- applying ---- */
 
-static json_t *key_value(const sqlq_sql_sink *s, json_t *key, const sqlq_column *col)
-{
-    const char *name;
-    json_t *v;
-    json_object_foreach(key, name, v)
-    {
-        if (find_column(s->table, name) == col)
-            return v;
-    }
-    return NULL;
-}
-
-static sqlq_result apply_delete(sqlq_sql_sink *s, sqlq_db *db, const change *c, sqlq_error *err)
+static sqlq_result apply_delete(sqlq_sql_sink *s, sqlq_db *db, const sqlq_sink_change *c, sqlq_error *err)
 {
     const char **names = calloc(s->table->nkey, sizeof(char *));
     sqlq_sink_params ps;
@@ -377,7 +120,7 @@ static sqlq_result apply_delete(sqlq_sql_sink *s, sqlq_db *db, const change *c, 
     for (size_t i = 0; r == SQLQ_OK && i < s->table->nkey; i++) {
         const sqlq_column *col = &s->table->columns[s->table->key[i]];
         names[i] = col->name;
-        r = sqlq_sink_params_add(&ps, s->dialect, col, key_value(s, c->key, col), err);
+        r = sqlq_sink_params_add(&ps, s->dialect, col, sqlq_sink_key_value(s->table, c->key, col), err);
     }
     sqlq_buf sql;
     sqlq_buf_init(&sql, 0);
@@ -391,7 +134,7 @@ static sqlq_result apply_delete(sqlq_sql_sink *s, sqlq_db *db, const change *c, 
     return r;
 }
 
-static sqlq_result apply_upsert(sqlq_sql_sink *s, sqlq_db *db, const change *c, sqlq_error *err)
+static sqlq_result apply_upsert(sqlq_sql_sink *s, sqlq_db *db, const sqlq_sink_change *c, sqlq_error *err)
 {
     size_t cap = json_object_size(c->row) + s->table->nkey;
     const char **names = calloc(cap, sizeof(char *));
@@ -405,7 +148,7 @@ static sqlq_result apply_upsert(sqlq_sql_sink *s, sqlq_db *db, const change *c, 
     json_t *v;
     json_object_foreach(c->row, name, v)
     {
-        const sqlq_column *col = find_column(s->table, name);
+        const sqlq_column *col = sqlq_sink_find_column(s->table, name);
         if (r == SQLQ_OK && col) {
             names[n++] = col->name;
             r = sqlq_sink_params_add(&ps, s->dialect, col, v, err);
@@ -420,7 +163,7 @@ static sqlq_result apply_upsert(sqlq_sql_sink *s, sqlq_db *db, const change *c, 
             present = present || names[j] == col->name;
         if (!present) {
             names[n++] = col->name;
-            r = sqlq_sink_params_add(&ps, s->dialect, col, key_value(s, c->key, col), err);
+            r = sqlq_sink_params_add(&ps, s->dialect, col, sqlq_sink_key_value(s->table, c->key, col), err);
         }
     }
     sqlq_buf sql;
@@ -436,26 +179,60 @@ static sqlq_result apply_upsert(sqlq_sql_sink *s, sqlq_db *db, const change *c, 
     return r;
 }
 
+/* The canonical key JSON the guard hashes (sorted keys, compact) and its hash. */
+static sqlq_result guard_key(const json_t *key, char **out_json, char hash[65], sqlq_error *err)
+{
+    *out_json = json_dumps(key, JSON_SORT_KEYS | JSON_COMPACT);
+    if (!*out_json)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    sqlq_version_guard_key_hash(*out_json, hash);
+    return SQLQ_OK;
+}
+
+/* Skipped changes: counted, and logged at info level at most once per SKIP_LOG_MS with the
+ * number skipped since the last line (a replay of a whole queue must not flood the log). */
+static void note_skipped(sqlq_sql_sink *s, sqlq_db *db, const sqlq_sink_change *c,
+                         const char *key, const char *hash)
+{
+    atomic_fetch_add(&s->skipped, 1);
+    sqlq_counter_inc(s->m_skipped);
+    unsigned long long pending = atomic_fetch_add(&s->skipped_unlogged, 1) + 1;
+    int64_t now = sqlq_clock_wall_ms();
+    int64_t next = atomic_load(&s->next_skip_log_ms);
+    if (now < next || !atomic_compare_exchange_strong(&s->next_skip_log_ms, &next,
+                                                      now + SQLQ_SQL_SINK_SKIP_LOG_MS))
+        return;
+    atomic_fetch_sub(&s->skipped_unlogged, pending);
+    int64_t stored = 0;
+    bool found = false;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (sqlq_version_guard_stored(db, &s->versions, s->target, hash, &stored, &found, &e) !=
+        SQLQ_OK)
+        found = false;
+    SQLQ_INFO("sink.skipped",
+              "table=%s key=%.200s version=%lld stored_version=%lld skipped=%llu "
+              "note=\"not newer than the version last applied for this key (a redelivery or "
+              "an older change arriving late); reset it with consume --reset-version if the "
+              "stored version is wrong\"",
+              s->shown, key, (long long)c->version, found ? (long long)stored : -1LL, pending);
+}
+
 /* With the guard, a versioned change applies only when newer than the last one applied for
  * its key (*out_apply false: skip it, it is a redelivery or arrived out of order). */
-static sqlq_result claim(sqlq_sql_sink *s, sqlq_db *db, const change *c, bool *out_apply,
+static sqlq_result claim(sqlq_sql_sink *s, sqlq_db *db, const sqlq_sink_change *c, bool *out_apply,
                          sqlq_error *err)
 {
     *out_apply = true;
     if (!s->guard || !c->has_version)
         return SQLQ_OK;
-    char *key = json_dumps(c->key, JSON_SORT_KEYS | JSON_COMPACT);
-    if (!key)
-        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    char hash[65];
-    sqlq_version_guard_key_hash(key, hash);
-    sqlq_result r =
-        sqlq_version_guard_claim(db, &s->versions, s->target, hash, c->version, out_apply, err);
+    char *key = NULL, hash[65];
+    sqlq_result r = guard_key(c->key, &key, hash, err);
+    if (r == SQLQ_OK)
+        r = sqlq_version_guard_claim(db, &s->versions, s->target, hash, c->version, out_apply,
+                                     err);
     if (r == SQLQ_OK && !*out_apply)
-        SQLQ_DEBUG("sink.skipped",
-                   "table=%s key=%s version=%lld note=\"not newer than the last "
-                   "applied\"",
-                   s->shown, key, (long long)c->version);
+        note_skipped(s, db, c, key, hash);
     free(key);
     return r;
 }
@@ -463,9 +240,8 @@ static sqlq_result claim(sqlq_sql_sink *s, sqlq_db *db, const change *c, bool *o
 static sqlq_result apply(sqlq_sql_sink *s, sqlq_db *db, const char *body, size_t len,
                          sqlq_error *err)
 {
-    json_t *root;
-    change_list l = {0};
-    sqlq_result r = parse(s, body, len, &root, &l, err);
+    sqlq_sink_changes l;
+    sqlq_result r = sqlq_sink_changes_parse(s->table, s->shown, body, len, &l, err);
     if (r != SQLQ_OK)
         return r;
     r = sqlq_db_begin(db, err);
@@ -475,8 +251,8 @@ static sqlq_result apply(sqlq_sql_sink *s, sqlq_db *db, const char *body, size_t
         r = claim(s, db, &l.items[i], &go, err);
         if (r != SQLQ_OK || !go)
             continue;
-        r = l.items[i].kind == CHANGE_DELETE ? apply_delete(s, db, &l.items[i], err)
-                                             : apply_upsert(s, db, &l.items[i], err);
+        r = l.items[i].kind == SQLQ_SINK_DELETE ? apply_delete(s, db, &l.items[i], err)
+                                                : apply_upsert(s, db, &l.items[i], err);
         applied++;
     }
     if (r == SQLQ_OK)
@@ -485,8 +261,7 @@ static sqlq_result apply(sqlq_sql_sink *s, sqlq_db *db, const char *body, size_t
         sqlq_db_rollback(db);
     else
         SQLQ_DEBUG("sink.applied", "table=%s changes=%zu applied=%zu", s->shown, l.n, applied);
-    changes_free(&l);
-    json_decref(root);
+    sqlq_sink_changes_free(&l);
     return r;
 }
 
@@ -558,5 +333,53 @@ sqlq_result sqlq_sql_sink_apply_once(sqlq_sql_sink *s, const char *body, size_t 
     if (r == SQLQ_OK)
         r = apply(s, db, body, len, err);
     sqlq_db_close(db);
+    return r;
+}
+
+void sqlq_sql_sink_use_metrics(sqlq_sql_sink *s, sqlq_metrics *m)
+{
+    sqlq_label label = {"table", s->shown};
+    s->m_skipped = sqlq_metrics_counter(m, SQLQ_METRIC_SINK_SKIPPED,
+                                        "changes the --sql sink skipped as not newer than the "
+                                        "version last applied for their key",
+                                        &label, 1);
+}
+
+unsigned long long sqlq_sql_sink_skipped(const sqlq_sql_sink *s)
+{
+    return atomic_load(&s->skipped);
+}
+
+sqlq_result sqlq_sql_sink_reset_versions(sqlq_sql_sink *s, const char *key_json, long long *out_n,
+                                         sqlq_error *err)
+{
+    *out_n = 0;
+    if (!s->guard)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "--reset-version needs the version check (it is off)");
+    char hash[65];
+    char *canon = NULL;
+    sqlq_result r = SQLQ_OK;
+    if (key_json && strcmp(key_json, "all") != 0) {
+        json_error_t je;
+        json_t *key = json_loads(key_json, JSON_REJECT_DUPLICATES, &je);
+        if (!json_is_object(key)) {
+            json_decref(key);
+            return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                  "--reset-version: expected all or a key object as the "
+                                  "messages carry it, e.g. {\"id\":1}; got %.200s",
+                                  key_json);
+        }
+        r = guard_key(key, &canon, hash, err);
+        json_decref(key);
+    }
+    sqlq_db *db = NULL;
+    if (r == SQLQ_OK)
+        r = sqlq_db_connect(s->conn, &db, err);
+    if (r == SQLQ_OK)
+        r = sqlq_version_guard_reset(db, &s->versions, s->target, canon ? hash : NULL, out_n,
+                                     err);
+    sqlq_db_close(db);
+    free(canon);
     return r;
 }

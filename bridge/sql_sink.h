@@ -4,6 +4,7 @@
 #define SQLQ_SQL_SINK_H
 
 #include "consumer.h"
+#include "metrics.h"
 #include "result.h"
 
 #include <stddef.h>
@@ -12,9 +13,11 @@
  * {"changes": [row-format, ...]}, or the Functions shape [{"Operation": 0|1|2, "Item": {...}}].
  * All changes of one message are applied in one transaction. Values follow docs/types.md:
  * numbers, strings, true/false, null, {"$base64": "..."} for binary, ISO dates as strings; they
- * are always bound as parameters. A change whose key columns are not exactly the table's
- * primary key, a column the table lacks, or a truncated insert/update (row left out) fails
- * with a message saying so (and is poisoned after the usual attempts). */
+ * are always bound as parameters. A message the sink cannot trust fails with a reason and is
+ * poisoned after the usual attempts (bridge/sink_change.h): duplicate JSON fields, a row whose
+ * key columns disagree with its key, a version that is not an integer or is beyond 2^53, key
+ * columns that are not exactly the table's primary key, a column the table lacks, a truncated
+ * insert/update (row left out). */
 typedef struct sqlq_sql_sink sqlq_sql_sink;
 
 /* Connects once to check the table: SQLQ_E_NOT_FOUND when it does not exist, SQLQ_E_INVALID
@@ -27,9 +30,9 @@ SQLQ_NODISCARD sqlq_result sqlq_sql_sink_create(const char *conn, const char *ta
                                                 sqlq_error *err);
 void sqlq_sql_sink_destroy(sqlq_sql_sink *s);
 
-/* Checks a message body against the table without touching the database (used at start on a
- * peeked message so a key mismatch is refused before anything runs). SQLQ_E_PARSE when it is
- * not a change message, SQLQ_E_INVALID when its keys or columns do not fit the table. */
+/* Checks a message body against the table without touching the database. SQLQ_E_PARSE when it
+ * is not a change message, SQLQ_E_INVALID when its keys or columns do not fit the table. (Not
+ * used at start: a bad message takes the message path, it never stops the consumer.) */
 SQLQ_NODISCARD sqlq_result sqlq_sql_sink_check(const sqlq_sql_sink *s, const char *body, size_t len,
                                                sqlq_error *err);
 
@@ -40,5 +43,19 @@ sqlq_handler sqlq_sql_sink_bind(sqlq_sql_sink *s);
 /* Apply one body on a fresh connection of its own (tests, one-off use). */
 SQLQ_NODISCARD sqlq_result sqlq_sql_sink_apply_once(sqlq_sql_sink *s, const char *body, size_t len,
                                                     sqlq_error *err);
+
+/* The counter of changes skipped as not newer than the version last applied for their key;
+ * each skip is also logged at info level, at most once per SQLQ_SQL_SINK_SKIP_LOG_MS. */
+#define SQLQ_METRIC_SINK_SKIPPED "sqlq_sink_changes_skipped_total" /* counter {table} */
+#define SQLQ_SQL_SINK_SKIP_LOG_MS 10000
+void sqlq_sql_sink_use_metrics(sqlq_sql_sink *s, sqlq_metrics *m);
+unsigned long long sqlq_sql_sink_skipped(const sqlq_sql_sink *s);
+
+/* Forget the remembered version of one key (key_json: the key object as the messages carry
+ * it, e.g. {"id":1}) or of the whole target table (key_json "all" or NULL), so the next change
+ * of those keys applies whatever its version. *out_n: rows forgotten. SQLQ_E_INVALID without
+ * the version check or for a malformed key. */
+SQLQ_NODISCARD sqlq_result sqlq_sql_sink_reset_versions(sqlq_sql_sink *s, const char *key_json,
+                                                        long long *out_n, sqlq_error *err);
 
 #endif

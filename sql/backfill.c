@@ -6,10 +6,14 @@
 #include "backfill.h"
 
 #include "catalog.h"
+#include "change_log.h"
+#include "cursor_column.h"
+#include "sql_text.h"
 #include "clock.h"
 #include "dialect.h"
 #include "keyset.h"
 #include "log.h"
+#include "row_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,9 @@ struct sqlq_backfill {
     size_t nmap_after;
     sqlq_cursor_state *state;
     sqlq_checkpoint cp;
+    char *version_sql;              /* the __sqlq_version expression */
+    sqlq_keyset_col version_col;    /* cursor mode: the cursor column */
+    sqlq_backfill_version_source vsource;
 };
 
 void sqlq_backfill_config_default(sqlq_backfill_config *c)
@@ -45,6 +52,7 @@ void sqlq_backfill_page_free(sqlq_backfill_page *p)
         return;
     json_decref(p->keys);
     json_decref(p->rows);
+    json_decref(p->versions);
     sqlq_checkpoint_clear(&p->end);
     memset(p, 0, sizeof(*p));
 }
@@ -59,8 +67,9 @@ static sqlq_result add_filter(sqlq_buf *out, const char *where, bool *open_where
 }
 
 sqlq_result sqlq_backfill_page_sql(sqlq_dialect_kind d, const sqlq_table *t, const char *where,
-                                   bool after, int page_size, sqlq_buf *out, size_t *map,
-                                   size_t map_cap, size_t *out_nmap, sqlq_error *err)
+                                   const char *version_sql, bool after, int page_size,
+                                   sqlq_buf *out, size_t *map, size_t map_cap, size_t *out_nmap,
+                                   sqlq_error *err)
 {
     *out_nmap = 0;
     sqlq_keyset_col order[MAX_KEY];
@@ -82,7 +91,11 @@ sqlq_result sqlq_backfill_page_sql(sqlq_dialect_kind d, const sqlq_table *t, con
         r = sqlq_buf_printf(out, "TOP (%d) ", page_size);
     for (size_t i = 0; r == SQLQ_OK && i < t->ncolumns; i++) {
         r = sqlq_buf_adds(out, i ? ", " : "");
-        if (r == SQLQ_OK)
+        if (r == SQLQ_OK) /* exact values (row_json.h) */
+            r = sqlq_row_json_select_sql(d, NULL, &t->columns[i], out);
+        if (r == SQLQ_OK && sqlq_row_json_needs_text(d, &t->columns[i]))
+            r = sqlq_buf_adds(out, " AS ");
+        if (r == SQLQ_OK && sqlq_row_json_needs_text(d, &t->columns[i]))
             r = sqlq_dialect_quote_ident(d, t->columns[i].name, out);
     }
     for (size_t i = 0; r == SQLQ_OK && i < t->nkey; i++) {
@@ -96,6 +109,10 @@ sqlq_result sqlq_backfill_page_sql(sqlq_dialect_kind d, const sqlq_table *t, con
         if (r == SQLQ_OK)
             r = sqlq_dialect_quote_ident(d, alias, out);
     }
+    if (r == SQLQ_OK)
+        r = sqlq_buf_printf(out, ", %s AS ", version_sql ? version_sql : "0");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_ident(d, SQLQ_BACKFILL_VERSION_COL, out);
     if (r == SQLQ_OK)
         r = sqlq_buf_adds(out, " FROM ");
     if (r == SQLQ_OK)
@@ -117,6 +134,139 @@ sqlq_result sqlq_backfill_page_sql(sqlq_dialect_kind d, const sqlq_table *t, con
     return r == SQLQ_OK ? r : sqlq_error_set(err, r, false, "cannot build the backfill query");
 }
 
+/* "T"."k1" = alias."k1" AND … (T: the user table, fully qualified, so the user's --where
+ * keeps its unqualified column names). */
+static void key_match(sqlq_sql_text *q, const sqlq_table *t, const char *alias)
+{
+    for (size_t i = 0; i < t->nkey; i++) {
+        const char *name = t->columns[t->key[i]].name;
+        sqlq_sql_text_add(q, "%s%s.", i ? " AND " : "", alias);
+        sqlq_sql_text_ident(q, name);
+        sqlq_sql_text_add(q, " = ");
+        sqlq_sql_text_table(q, &t->name);
+        sqlq_sql_text_add(q, ".");
+        sqlq_sql_text_ident(q, name);
+    }
+}
+
+/* The change log's version of the row's key; 0 when no logged change touched it. */
+static sqlq_result log_version_sql(const sqlq_backfill *bf, char **out, sqlq_error *err)
+{
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, bf->names.dialect);
+    sqlq_sql_text_add(&q, "COALESCE((SELECT l." SQLQ_COL_VERSION " FROM ");
+    sqlq_catalog_object(&q, bf->names.log_table);
+    sqlq_sql_text_add(&q, " l WHERE ");
+    key_match(&q, bf->table, "l");
+    sqlq_sql_text_add(&q, "), 0)");
+    return sqlq_sql_text_take(&q, out, err);
+}
+
+/* SQL Server change tracking: the version of the row's last tracked change; 0 when none. */
+static sqlq_result ct_version_sql(const sqlq_backfill *bf, char **out, sqlq_error *err)
+{
+    const sqlq_table *t = bf->table;
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, SQLQ_DIALECT_MSSQL);
+    sqlq_sql_text_add(&q, "COALESCE((SELECT ct.SYS_CHANGE_VERSION FROM CHANGETABLE(VERSION ");
+    sqlq_sql_text_table(&q, &t->name);
+    sqlq_sql_text_add(&q, ", (");
+    for (size_t i = 0; i < t->nkey; i++) {
+        sqlq_sql_text_add(&q, i ? ", " : "");
+        sqlq_sql_text_ident(&q, t->columns[t->key[i]].name);
+    }
+    sqlq_sql_text_add(&q, "), (");
+    for (size_t i = 0; i < t->nkey; i++) {
+        sqlq_sql_text_add(&q, i ? ", " : "");
+        sqlq_sql_text_table(&q, &t->name);
+        sqlq_sql_text_add(&q, ".");
+        sqlq_sql_text_ident(&q, t->columns[t->key[i]].name);
+    }
+    sqlq_sql_text_add(&q, ")) AS ct), 0)");
+    return sqlq_sql_text_take(&q, out, err);
+}
+
+static sqlq_result ct_enabled(sqlq_db *db, const sqlq_table *t, bool *out, sqlq_error *err)
+{
+    sqlq_buf name;
+    sqlq_buf_init(&name, 0);
+    sqlq_result r = sqlq_dialect_quote_table(SQLQ_DIALECT_MSSQL, &t->name, &name);
+    sqlq_param p = sqlq_param_text(sqlq_buf_str(&name));
+    int64_t n = 0;
+    if (r == SQLQ_OK)
+        r = sqlq_db_query_int(db, "SELECT count(*) FROM sys.change_tracking_tables WHERE "
+                                  "object_id = OBJECT_ID(?)",
+                              &p, 1, &n, err);
+    sqlq_buf_free(&name);
+    *out = r == SQLQ_OK && n > 0;
+    return r;
+}
+
+/* The cursor column's checkpoint form: its value is the version, as the cursor source sends. */
+static sqlq_result cursor_version_sql(sqlq_backfill *bf, const char *cursor, char **out,
+                                      sqlq_error *err)
+{
+    sqlq_keyset_col *order = NULL;
+    size_t n = 0;
+    int soft = -1;
+    sqlq_result r = sqlq_cursor_column_check(bf->db, bf->table, cursor, NULL, &order, &n, &soft,
+                                             err);
+    if (r != SQLQ_OK)
+        return r;
+    bf->version_col = order[0]; /* names borrowed from bf->table */
+    sqlq_cursor_column_free(order, n);
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    r = sqlq_keyset_value_sql(sqlq_db_dialect(bf->db), &bf->version_col, &b);
+    *out = r == SQLQ_OK ? sqlq_buf_take(&b, NULL) : NULL;
+    sqlq_buf_free(&b);
+    return *out ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+}
+
+/* Which version the rows carry (docs/messages.md, "Versions"): the cursor value with
+ * cursor_column, else the change log's or change tracking's version of the key, else 0. */
+static sqlq_result choose_version(sqlq_backfill *bf, const sqlq_backfill_config *cfg,
+                                  sqlq_error *err)
+{
+    if (cfg->cursor_column && *cfg->cursor_column) {
+        bf->vsource = SQLQ_BACKFILL_VERSION_CURSOR;
+        return cursor_version_sql(bf, cfg->cursor_column, &bf->version_sql, err);
+    }
+    bool have = false;
+    sqlq_result r;
+    if (sqlq_db_dialect(bf->db) == SQLQ_DIALECT_MSSQL) {
+        r = ct_enabled(bf->db, bf->table, &have, err);
+        if (r == SQLQ_OK && have)
+            bf->vsource = SQLQ_BACKFILL_VERSION_CHANGE_TRACKING;
+        if (r == SQLQ_OK && have)
+            r = ct_version_sql(bf, &bf->version_sql, err);
+    } else {
+        r = sqlq_change_log_installed(bf->db, bf->table, &have, err);
+        if (r == SQLQ_OK && have)
+            bf->vsource = SQLQ_BACKFILL_VERSION_CHANGE_LOG;
+        if (r == SQLQ_OK && have)
+            r = log_version_sql(bf, &bf->version_sql, err);
+    }
+    if (r == SQLQ_OK && !have)
+        SQLQ_WARN("backfill_version_zero",
+                  "table=%s note=\"no change log, change tracking or --cursor-column: every row "
+                  "carries version 0, which any later change outranks; a change older than the "
+                  "backfilled state that arrives after it would be applied over it\"",
+                  bf->names.table_key);
+    return r;
+}
+
+const char *sqlq_backfill_version_source_name(sqlq_backfill_version_source v)
+{
+    static const char *const names[] = {"none", "change_log", "change_tracking", "cursor"};
+    return (unsigned)v < 4 ? names[v] : "?";
+}
+
+sqlq_backfill_version_source sqlq_backfill_version_source_of(const sqlq_backfill *bf)
+{
+    return bf->vsource;
+}
+
 static sqlq_result build(sqlq_backfill *bf, const sqlq_backfill_config *cfg, sqlq_error *err)
 {
     sqlq_dialect_kind d = sqlq_db_dialect(bf->db);
@@ -124,13 +274,13 @@ static sqlq_result build(sqlq_backfill *bf, const sqlq_backfill_config *cfg, sql
     sqlq_buf b;
     size_t map[2 * MAX_KEY], n = 0;
     sqlq_buf_init(&b, 0);
-    sqlq_result r = sqlq_backfill_page_sql(d, t, bf->where, false, cfg->page_size, &b, map,
-                                           2 * MAX_KEY, &n, err);
+    sqlq_result r = sqlq_backfill_page_sql(d, t, bf->where, bf->version_sql, false,
+                                           cfg->page_size, &b, map, 2 * MAX_KEY, &n, err);
     bf->sql_first = r == SQLQ_OK ? sqlq_buf_take(&b, NULL) : NULL;
     sqlq_buf_free(&b);
     if (r == SQLQ_OK)
-        r = sqlq_backfill_page_sql(d, t, bf->where, true, cfg->page_size, &b, bf->map_after,
-                                   2 * MAX_KEY, &bf->nmap_after, err);
+        r = sqlq_backfill_page_sql(d, t, bf->where, bf->version_sql, true, cfg->page_size, &b,
+                                   bf->map_after, 2 * MAX_KEY, &bf->nmap_after, err);
     bf->sql_after = r == SQLQ_OK ? sqlq_buf_take(&b, NULL) : NULL;
     sqlq_buf_free(&b);
     if (r == SQLQ_OK) {
@@ -211,6 +361,8 @@ sqlq_result sqlq_backfill_open(sqlq_db *db, sqlq_db *state_db, const sqlq_backfi
     if (r == SQLQ_OK)
         r = sqlq_catalog_lookup(db, cfg->table, ns, &bf->table, &bf->names, err);
     if (r == SQLQ_OK)
+        r = choose_version(bf, cfg, err);
+    if (r == SQLQ_OK)
         r = build(bf, cfg, err);
     if (r == SQLQ_OK)
         r = sqlq_cursor_state_open(state_db ? state_db : db, ns, bf->names.table_key,
@@ -242,6 +394,7 @@ void sqlq_backfill_close(sqlq_backfill *bf)
     free(bf->sql_first);
     free(bf->sql_after);
     free(bf->sql_count);
+    free(bf->version_sql);
     free(bf);
 }
 
@@ -265,7 +418,21 @@ sqlq_result sqlq_backfill_count(sqlq_backfill *bf, int64_t *out, sqlq_error *err
     return sqlq_db_query_int(bf->db, bf->sql_count, NULL, 0, out, err);
 }
 
-/* Split one result row into key, row and end-of-page checkpoint values. */
+/* The version column of a result row as an integer: the cursor's checkpoint form converted as
+ * the cursor source converts it, or the log's / change tracking's bigint (text beyond 2^53). */
+static bool row_version(const sqlq_backfill *bf, const json_t *v, int64_t *out)
+{
+    if (bf->vsource == SQLQ_BACKFILL_VERSION_CURSOR)
+        return sqlq_keyset_version(&bf->version_col, v, out);
+    if (json_is_integer(v)) {
+        *out = (int64_t)json_integer_value(v);
+        return true;
+    }
+    sqlq_keyset_col c = {"", "", SQLQ_VALUE_INT};
+    return sqlq_keyset_version(&c, v, out);
+}
+
+/* Split one result row into key, row, version and end-of-page checkpoint values. */
 static sqlq_result take_row(sqlq_backfill *bf, json_t *row, sqlq_backfill_page *out, bool last)
 {
     json_t *key = json_object();
@@ -282,7 +449,12 @@ static sqlq_result take_row(sqlq_backfill *bf, json_t *row, sqlq_backfill_page *
             ok = cv && !json_is_null(cv) && json_array_append(ckey, cv) == 0;
         json_object_del(row, alias);
     }
-    ok = ok && json_array_append_new(out->keys, key) == 0 && json_array_append(out->rows, row) == 0;
+    int64_t version = 0;
+    ok = ok && row_version(bf, json_object_get(row, SQLQ_BACKFILL_VERSION_COL), &version);
+    json_object_del(row, SQLQ_BACKFILL_VERSION_COL);
+    ok = ok && json_array_append_new(out->keys, key) == 0 &&
+         json_array_append(out->rows, row) == 0 &&
+         json_array_append_new(out->versions, json_integer((json_int_t)version)) == 0;
     if (!ok) {
         json_decref(ckey);
         return SQLQ_E_NOMEM;
@@ -313,14 +485,16 @@ sqlq_result sqlq_backfill_next(sqlq_backfill *bf, sqlq_backfill_page *out, sqlq_
     size_t n = json_array_size(rows);
     out->keys = json_array();
     out->rows = json_array();
-    if (!out->keys || !out->rows)
+    out->versions = json_array();
+    if (!out->keys || !out->rows || !out->versions)
         r = SQLQ_E_NOMEM;
     for (size_t i = 0; r == SQLQ_OK && i < n; i++)
         r = take_row(bf, json_array_get(rows, i), out, i + 1 == n);
     json_decref(rows);
     if (r != SQLQ_OK) {
         sqlq_backfill_page_free(out);
-        return sqlq_error_set(err, r, false, "out of memory reading a backfill page");
+        return sqlq_error_set(err, r, false, "reading a backfill page of %s: out of memory, or a "
+                              "row without a usable version", bf->names.table_key);
     }
     out->count = n;
     out->end.batch_id = bf->cp.batch_id + 1;

@@ -16,6 +16,18 @@
 #include <stdint.h>
 
 #define SQLQ_BACKFILL_PREFIX "backfill:"
+#define SQLQ_BACKFILL_VERSION_COL "__sqlq_version"
+
+/* Where a backfilled row's version comes from (docs/messages.md, "Versions"): the same version
+ * the bridge gives the row's latest change, so backfill and bridge messages of one key compare. */
+typedef enum {
+    SQLQ_BACKFILL_VERSION_NONE = 0,        /* no change source: 0, outranked by any change */
+    SQLQ_BACKFILL_VERSION_CHANGE_LOG,      /* the log's sqlq_version of the key, 0 if none */
+    SQLQ_BACKFILL_VERSION_CHANGE_TRACKING, /* CHANGETABLE(VERSION …), 0 if none */
+    SQLQ_BACKFILL_VERSION_CURSOR           /* the cursor value, as the cursor source sends it */
+} sqlq_backfill_version_source;
+
+const char *sqlq_backfill_version_source_name(sqlq_backfill_version_source v);
 
 typedef struct sqlq_backfill_config {
     const char *name;        /* "default": the state row is bridge_name "backfill:<name>" */
@@ -25,6 +37,7 @@ typedef struct sqlq_backfill_config {
     int page_size;           /* 500 */
     int lease_s;             /* 60 */
     bool restart;            /* forget an earlier run (finished or not) and start over */
+    const char *cursor_column; /* the table's bridge uses the cursor source on this column */
 } sqlq_backfill_config;
 
 void sqlq_backfill_config_default(sqlq_backfill_config *c);
@@ -32,6 +45,7 @@ void sqlq_backfill_config_default(sqlq_backfill_config *c);
 typedef struct sqlq_backfill_page {
     json_t *keys; /* array of key objects (primary-key column -> value) */
     json_t *rows; /* array of row objects, in the same (key) order */
+    json_t *versions; /* array of integers: each row's version (sqlq_backfill_version_source) */
     size_t count; /* 0: every row was read */
     sqlq_checkpoint end;
 } sqlq_backfill_page;
@@ -51,6 +65,7 @@ void sqlq_backfill_close(sqlq_backfill *bf);
 const sqlq_table *sqlq_backfill_table(const sqlq_backfill *bf);
 const char *sqlq_backfill_table_key(const sqlq_backfill *bf); /* canonical: public.orders */
 const sqlq_checkpoint *sqlq_backfill_checkpoint(const sqlq_backfill *bf);
+sqlq_backfill_version_source sqlq_backfill_version_source_of(const sqlq_backfill *bf);
 
 /* Rows matching the filter (for progress); a full COUNT(*). */
 SQLQ_NODISCARD sqlq_result sqlq_backfill_count(sqlq_backfill *bf, int64_t *out, sqlq_error *err);
@@ -67,10 +82,12 @@ SQLQ_NODISCARD sqlq_result sqlq_backfill_renew(sqlq_backfill *bf, sqlq_error *er
 SQLQ_NODISCARD sqlq_result sqlq_backfill_finish(sqlq_backfill *bf, sqlq_error *err);
 
 /* The SELECT of one page, exposed for unit tests: cols, then checkpoint forms of the key as
- * __sqlq_v<i>; WHERE (user filter) AND (key) > (?, …); ORDER BY key; LIMIT/TOP page_size. */
+ * __sqlq_v<i>, then version_sql (NULL: 0) AS __sqlq_version; WHERE (user filter) AND
+ * (key) > (?, …); ORDER BY key; LIMIT/TOP page_size. */
 SQLQ_NODISCARD sqlq_result sqlq_backfill_page_sql(sqlq_dialect_kind d, const sqlq_table *t,
-                                                  const char *where, bool after, int page_size,
-                                                  sqlq_buf *out, size_t *map, size_t map_cap,
-                                                  size_t *out_nmap, sqlq_error *err);
+                                                  const char *where, const char *version_sql,
+                                                  bool after, int page_size, sqlq_buf *out,
+                                                  size_t *map, size_t map_cap, size_t *out_nmap,
+                                                  sqlq_error *err);
 
 #endif

@@ -46,6 +46,7 @@ void sqlq_capture_config_default(sqlq_capture_config *c)
     c->lease_s = 60;
     c->max_attempts = 5;
     c->start_from = SQLQ_START_BEGINNING;
+    c->safety_lag_ms = -1; /* cursor source: the database's default (cursor_source.h) */
 }
 
 const char *sqlq_op_name(sqlq_op op)

@@ -32,7 +32,7 @@ typedef struct sqlq_capture_config {
     /* SQLQ_SOURCE_CURSOR only: */
     const char *cursor_column;      /* monotonic integer, timestamp or version column, NOT NULL */
     const char *soft_delete_column; /* rows with it set (non-NULL, non-false) publish as deletes */
-    int safety_lag_ms;              /* read only rows with cursor < now - lag (timestamps) */
+    int safety_lag_ms;              /* read only rows with cursor < now - lag; -1: default */
 } sqlq_capture_config;
 
 void sqlq_capture_config_default(sqlq_capture_config *c);

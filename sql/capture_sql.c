@@ -1,4 +1,5 @@
 #include "capture_sql.h"
+#include "row_json.h"
 
 #include "capture_sql_builder.h"
 #include "ct_query.h"
@@ -221,7 +222,9 @@ static void batch_with_rows(builder *b, batch_from from)
     sqlq_sql_text_col(&b->t, "r.", key_name(b, 0));
     sqlq_sql_text_add(&b->t, " IS NULL THEN 0 ELSE 1 END AS m_row");
     for (size_t i = 0; i < t->ncolumns; i++) {
-        sqlq_sql_text_col(&b->t, ", r.", t->columns[i].name);
+        sqlq_sql_text_add(&b->t, ", ");
+        if (b->t.rc == SQLQ_OK) /* dates and times as the server's text (row_json.h) */
+            b->t.rc = sqlq_row_json_select_sql(b->t.dialect, "r.", &t->columns[i], &b->t.buf);
         sqlq_sql_text_add(&b->t, " AS c%zu", i);
     }
     sqlq_sql_text_add(&b->t, " FROM ");

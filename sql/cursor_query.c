@@ -1,6 +1,8 @@
 /* cursor_query: the SQL of one cursor poll, per dialect. */
 #include "cursor_query.h"
 
+#include "row_json.h"
+
 #include <stdio.h>
 
 sqlq_result sqlq_cursor_bound_sql(sqlq_dialect_kind d, const sqlq_keyset_col *cursor,
@@ -45,8 +47,15 @@ static sqlq_result select_list(const sqlq_cursor_query *q, sqlq_buf *out)
     for (size_t i = 0; i < q->ncolumns && r == SQLQ_OK; i++) {
         if (i > 0)
             r = sqlq_buf_adds(out, ", ");
-        if (r == SQLQ_OK)
+        if (r == SQLQ_OK && q->defs) { /* exact values (row_json.h) */
+            r = sqlq_row_json_select_sql(q->dialect, NULL, &q->defs[i], out);
+            if (r == SQLQ_OK && sqlq_row_json_needs_text(q->dialect, &q->defs[i]))
+                r = sqlq_buf_adds(out, " AS ");
+            if (r == SQLQ_OK && sqlq_row_json_needs_text(q->dialect, &q->defs[i]))
+                r = sqlq_dialect_quote_ident(q->dialect, q->columns[i], out);
+        } else if (r == SQLQ_OK) {
             r = sqlq_dialect_quote_ident(q->dialect, q->columns[i], out);
+        }
     }
     for (size_t i = 0; i < q->norder && r == SQLQ_OK; i++) {
         char alias[32];

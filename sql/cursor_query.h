@@ -16,6 +16,7 @@ typedef struct sqlq_cursor_query {
     const sqlq_table_name *table;
     const char *const *columns; /* the columns published, in table order */
     size_t ncolumns;
+    const sqlq_column *defs; /* NULL, or ncolumns definitions: some read as text (row_json.h) */
     const sqlq_keyset_col *order; /* the cursor column first, then the key columns */
     size_t norder;
     int safety_lag_ms;

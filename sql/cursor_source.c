@@ -4,9 +4,11 @@
 #include "catalog.h"
 #include "clock.h"
 #include "cursor_column.h"
+#include "cursor_lag.h"
 #include "cursor_pending.h"
 #include "cursor_query.h"
 #include "cursor_state.h"
+#include "cursor_status.h"
 #include "log.h"
 #include "watermark.h"
 
@@ -26,6 +28,7 @@ struct sqlq_cursor_source {
     const char **columns;
     int soft_delete; /* column index, -1 for none */
     int batch_size, lag_ms, lease_ms;
+    char rule[160]; /* the lag in force and why (resolve_lag) */
     sqlq_start_from start_from;
     bool watermark;
     char *sql_first, *sql_after, *sql_last, *sql_max;
@@ -71,6 +74,7 @@ static sqlq_result build_queries(sqlq_cursor_source *cs, sqlq_error *err)
         .ncolumns = cs->table->ncolumns,
         .order = cs->order,
         .norder = cs->norder,
+        .defs = cs->table->columns,
         .safety_lag_ms = cs->lag_ms,
         .watermark = cs->watermark,
         .limit = cs->batch_size,
@@ -112,13 +116,23 @@ static sqlq_result build_queries(sqlq_cursor_source *cs, sqlq_error *err)
     return SQLQ_OK;
 }
 
+const char *sqlq_cursor_source_rule(const sqlq_cursor_source *cs)
+{
+    return cs->rule;
+}
+
+int sqlq_cursor_source_lag_ms(const sqlq_cursor_source *cs)
+{
+    return cs->lag_ms;
+}
+
 static sqlq_result apply_config(sqlq_cursor_source *cs, const sqlq_capture_config *cfg,
                                 sqlq_error *err)
 {
-    if (cfg->max_batch_size < 1 || cfg->lease_s < 1 || cfg->safety_lag_ms < 0)
+    if (cfg->max_batch_size < 1 || cfg->lease_s < 1 || cfg->safety_lag_ms < SQLQ_CURSOR_LAG_DEFAULT)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "cursor source: max_batch_size and lease_s must be >= 1 and "
-                              "safety_lag_ms >= 0");
+                              "safety_lag_ms >= 0 (or -1: the database's default)");
     if (cfg->lease_s > 86400 || cfg->safety_lag_ms > 86400000)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "cursor source: lease_s and safety_lag_ms must be at most a day");
@@ -145,6 +159,9 @@ sqlq_result sqlq_cursor_source_open(sqlq_db *db, sqlq_db *state_db, const sqlq_c
     if (r == SQLQ_OK)
         r = sqlq_cursor_column_check(db, cs->table, cfg->cursor_column, cfg->soft_delete_column,
                                  &cs->order, &cs->norder, &cs->soft_delete, err);
+    if (r == SQLQ_OK)
+        cs->lag_ms = sqlq_cursor_lag_resolve(sqlq_db_dialect(db), cs->order[0].cls, cs->lag_ms,
+                                             cs->rule, sizeof(cs->rule));
     if (r == SQLQ_OK) {
         cs->watermark = cs->order[0].cls == SQLQ_VALUE_INT && cs->lag_ms > 0;
         cs->columns = calloc(cs->table->ncolumns, sizeof(*cs->columns));
@@ -158,13 +175,23 @@ sqlq_result sqlq_cursor_source_open(sqlq_db *db, sqlq_db *state_db, const sqlq_c
     if (r == SQLQ_OK)
         r = sqlq_cursor_state_open(state_db ? state_db : db, cs->bridge, cs->names.table_key,
                                    cfg->instance_id, cs->lease_ms, &cs->state, err);
+    if (r == SQLQ_OK) /* for sqlq status */
+        sqlq_cursor_status_note(state_db ? state_db : db, cs->bridge, cs->names.table_key,
+                                cs->rule);
     if (r != SQLQ_OK) {
         sqlq_cursor_source_close(cs);
         return r;
     }
-    SQLQ_INFO("cursor_source_open", "bridge=%s table=%s cursor=%s class=%s lag_ms=%d batch=%d",
-              cs->bridge, cs->names.table_key, cs->order[0].name,
-              sqlq_value_class_name(cs->order[0].cls), cs->lag_ms, cs->batch_size);
+    SQLQ_INFO("cursor_source_open",
+              "bridge=%s table=%s cursor=%s class=%s lag_ms=%d batch=%d rule=\"%s\"", cs->bridge,
+              cs->names.table_key, cs->order[0].name, sqlq_value_class_name(cs->order[0].cls),
+              cs->lag_ms, cs->batch_size, cs->rule);
+    if (cs->lag_ms == 0 && cs->order[0].cls != SQLQ_VALUE_ROWVERSION &&
+        sqlq_db_dialect(db) != SQLQ_DIALECT_SQLITE)
+        SQLQ_WARN("cursor_source_no_lag",
+                  "table=%s note=\"safety_lag_ms 0 was set: a transaction that commits after a "
+                  "later cursor value was read is skipped for good\"",
+                  cs->names.table_key);
     *out = cs;
     return SQLQ_OK;
 }
@@ -210,17 +237,15 @@ static sqlq_result version_of(const sqlq_cursor_source *cs, const json_t *v, int
                               sqlq_error *err)
 {
     const sqlq_keyset_col *c = &cs->order[0];
-    if (c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_ROWVERSION) {
-        sqlq_param p;
-        sqlq_result r = sqlq_keyset_param(c, v, &p, err);
-        *out = p.i64;
-        return r;
-    }
-    if (json_is_string(v) && sqlq_keyset_parse_iso(json_string_value(v), out))
+    if (sqlq_keyset_version(c, v, out))
         return SQLQ_OK;
     return sqlq_error_set(err, SQLQ_E_PARSE, false,
-                          "cursor %s of %s holds a value that is not an ISO 8601 time: %.60s",
-                          c->name, cs->names.table_key, json_is_string(v) ? json_string_value(v) : "?");
+                          "cursor %s of %s holds a value that is not %s: %.60s", c->name,
+                          cs->names.table_key,
+                          c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_ROWVERSION
+                              ? "an integer"
+                              : "an ISO 8601 time",
+                          json_is_string(v) ? json_string_value(v) : "?");
 }
 
 /* Bind checkpoint `at` and the watermark per map. */

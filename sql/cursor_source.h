@@ -11,6 +11,7 @@
 #define SQLQ_CURSOR_SOURCE_H
 
 #include "capture.h"
+#include "cursor_lag.h"
 #include "db.h"
 #include "result.h"
 #include "table.h"
@@ -20,6 +21,8 @@
 #include <stdint.h>
 
 typedef struct sqlq_cursor_source sqlq_cursor_source;
+
+/* safety_lag_ms -1: the database's default (cursor_lag.h). */
 
 /* Uses cfg->bridge_name, table, instance_id, max_batch_size, lease_s, max_attempts, start_from,
  * cursor_column, soft_delete_column, safety_lag_ms. Describes the table and refuses unsafe
@@ -33,6 +36,9 @@ SQLQ_NODISCARD sqlq_result sqlq_cursor_source_open(sqlq_db *db, sqlq_db *state_d
 void sqlq_cursor_source_close(sqlq_cursor_source *cs);
 const sqlq_table *sqlq_cursor_source_table(const sqlq_cursor_source *cs);
 bool sqlq_cursor_source_leader(const sqlq_cursor_source *cs);
+/* The lag in force and why, in words ("lag 10000 ms (PostgreSQL default: …)"). */
+const char *sqlq_cursor_source_rule(const sqlq_cursor_source *cs);
+int sqlq_cursor_source_lag_ms(const sqlq_cursor_source *cs);
 
 /* Standby: try to take the lease; while another instance holds it, an empty batch. Leader: the
  * next batch after the last one polled (batches may be polled ahead of release). Every row is

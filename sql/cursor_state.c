@@ -37,7 +37,7 @@ static const char *const CREATE_SQL[] = {
         "run_id INTEGER NOT NULL DEFAULT 0, finished INTEGER NOT NULL DEFAULT 0, "
         "lease_owner TEXT, lease_token INTEGER NOT NULL DEFAULT 0, "
         "lease_expires_ms INTEGER NOT NULL DEFAULT 0, updated_ms INTEGER NOT NULL DEFAULT 0, "
-        "PRIMARY KEY (bridge_name, table_name))",
+        "lag_rule TEXT, PRIMARY KEY (bridge_name, table_name))",
     [SQLQ_DIALECT_POSTGRES] =
         "CREATE TABLE IF NOT EXISTS sqlq.cursor_state (bridge_name text NOT NULL, "
         "table_name text NOT NULL, cursor_value text, key_json text, "
@@ -45,7 +45,7 @@ static const char *const CREATE_SQL[] = {
         "run_id bigint NOT NULL DEFAULT 0, finished int NOT NULL DEFAULT 0, "
         "lease_owner text, lease_token bigint NOT NULL DEFAULT 0, "
         "lease_expires_ms bigint NOT NULL DEFAULT 0, updated_ms bigint NOT NULL DEFAULT 0, "
-        "PRIMARY KEY (bridge_name, table_name))",
+        "lag_rule text, PRIMARY KEY (bridge_name, table_name))",
     [SQLQ_DIALECT_MSSQL] =
         "IF OBJECT_ID(N'sqlq.cursor_state', N'U') IS NULL CREATE TABLE sqlq.cursor_state ("
         "bridge_name nvarchar(128) NOT NULL, table_name nvarchar(300) NOT NULL, "
@@ -54,7 +54,7 @@ static const char *const CREATE_SQL[] = {
         "run_id bigint NOT NULL DEFAULT 0, finished int NOT NULL DEFAULT 0, "
         "lease_owner nvarchar(256) NULL, lease_token bigint NOT NULL DEFAULT 0, "
         "lease_expires_ms bigint NOT NULL DEFAULT 0, updated_ms bigint NOT NULL DEFAULT 0, "
-        "PRIMARY KEY (bridge_name, table_name))",
+        "lag_rule nvarchar(200) NULL, PRIMARY KEY (bridge_name, table_name))",
 };
 
 void sqlq_checkpoint_clear(sqlq_checkpoint *cp)
@@ -158,14 +158,45 @@ static sqlq_result build_all(sqlq_cursor_state *st, sqlq_dialect_kind d, sqlq_er
     return r;
 }
 
+/* Schema sqlq, created only when missing: PostgreSQL checks CREATE on the database before it
+ * looks at IF NOT EXISTS, and a DBA may have created the schema for a role without that right.
+ * The cursor source needs nothing else of sqlq's shared objects. */
+static const char *const SCHEMA_SQL[] = {
+    [SQLQ_DIALECT_SQLITE] = NULL,
+    [SQLQ_DIALECT_POSTGRES] = "SELECT count(*) FROM pg_namespace WHERE nspname = 'sqlq'",
+    [SQLQ_DIALECT_MSSQL] = "SELECT count(*) FROM sys.schemas WHERE name = N'sqlq'",
+};
+static const char *const CREATE_SCHEMA_SQL[] = {
+    [SQLQ_DIALECT_SQLITE] = NULL,
+    [SQLQ_DIALECT_POSTGRES] = "CREATE SCHEMA IF NOT EXISTS sqlq",
+    [SQLQ_DIALECT_MSSQL] = "IF SCHEMA_ID(N'sqlq') IS NULL EXEC(N'CREATE SCHEMA sqlq')",
+};
+
+static sqlq_result ensure_schema(sqlq_db *db, sqlq_error *err)
+{
+    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    if (!SCHEMA_SQL[d])
+        return SQLQ_OK;
+    int64_t n = 0;
+    sqlq_result r = sqlq_db_query_int(db, SCHEMA_SQL[d], NULL, 0, &n, err);
+    if (r == SQLQ_OK && n == 0)
+        r = sqlq_db_exec(db, CREATE_SCHEMA_SQL[d], NULL, 0, NULL, err);
+    return r;
+}
+
+/* The state table, created only when missing (a role that may only use it needs no DDL right). */
 static sqlq_result create_table(sqlq_db *db, sqlq_error *err)
 {
-    sqlq_result r = sqlq_catalog_ensure(db, err);
-    if (r == SQLQ_OK)
-        r = sqlq_db_begin(db, err);
+    bool present = false;
+    sqlq_result r = sqlq_catalog_object_exists(db, SQLQ_CURSOR_STATE_OBJECT, &present, err);
+    if (r != SQLQ_OK || present)
+        return r;
+    r = sqlq_db_begin(db, err);
     if (r != SQLQ_OK)
         return r;
     r = sqlq_catalog_ddl_lock(db, err);
+    if (r == SQLQ_OK)
+        r = ensure_schema(db, err);
     if (r == SQLQ_OK)
         r = sqlq_db_exec(db, CREATE_SQL[sqlq_db_dialect(db)], NULL, 0, NULL, err);
     if (r == SQLQ_OK)

@@ -437,3 +437,22 @@ bool sqlq_keyset_parse_iso(const char *text, int64_t *out_us)
     *out_us = secs * 1000000 + frac_us;
     return true;
 }
+
+bool sqlq_keyset_version(const sqlq_keyset_col *c, const json_t *v, int64_t *out)
+{
+    if (c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_ROWVERSION) {
+        if (json_is_integer(v)) {
+            *out = (int64_t)json_integer_value(v);
+            return true;
+        }
+        const char *s = json_string_value(v);
+        char *end = NULL;
+        errno = 0;
+        long long x = s ? strtoll(s, &end, 10) : 0;
+        if (!s || errno != 0 || end == s || *end != '\0')
+            return false;
+        *out = (int64_t)x;
+        return true;
+    }
+    return json_is_string(v) && sqlq_keyset_parse_iso(json_string_value(v), out);
+}

@@ -65,6 +65,12 @@ SQLQ_NODISCARD sqlq_result sqlq_keyset_param(const sqlq_keyset_col *c, const jso
 char *sqlq_keyset_value_text(const json_t *v);
 json_t *sqlq_keyset_value_json(const sqlq_keyset_col *c, const char *text);
 
+/* A checkpoint-form value as a message version: integers as they are (also as decimal text),
+ * timestamps as microseconds since the epoch (UTC; a timestamp without time zone read as
+ * UTC). False when v is neither. The cursor source and backfill both use it, so their
+ * versions of one row agree. */
+bool sqlq_keyset_version(const sqlq_keyset_col *c, const json_t *v, int64_t *out);
+
 /* Parse ISO 8601 "YYYY-MM-DD[T ]HH:MM[:SS[.fraction]][Z|±HH[:MM]]" (or a bare date) into
  * microseconds since the epoch; text without a zone is read as UTC. False when malformed. */
 bool sqlq_keyset_parse_iso(const char *text, int64_t *out_us);

@@ -1,6 +1,7 @@
 #include "row_json.h"
 
 #include "buf.h"
+#include "dialect.h"
 #include "diag.h"
 #include "wtext.h"
 
@@ -39,6 +40,7 @@ typedef struct row_column {
     char type_name[64];
     SQLSMALLINT sql_type;
     value_kind kind;
+    bool exact; /* SQLQ_ROW_JSON_EXACT_COL: the exact text of the next column's REAL value */
 } row_column;
 
 struct sqlq_row_json {
@@ -47,6 +49,7 @@ struct sqlq_row_json {
     row_column *cols;
     size_t ncols;
     sqlq_buf value; /* scratch for one value, reused across columns and rows */
+    sqlq_buf exact; /* the last SQLQ_ROW_JSON_EXACT_COL value read */
 };
 
 static bool type_is(const char *type_name, const char *prefix)
@@ -338,12 +341,43 @@ static sqlq_result read_column(sqlq_row_json *r, SQLUSMALLINT col, value_kind ki
     return SQLQ_OK;
 }
 
+/* The shortest decimal text that reads back as x (what the sqliteodbc text lost). */
+static json_t *shortest_text(double x)
+{
+    char buf[40];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, sizeof(buf), "%.*g", digits, x);
+        if (strtod(buf, NULL) == x)
+            break;
+    }
+    return json_string(buf);
+}
+
+/* A REAL read exactly (SQLQ_ROW_JSON_EXACT_COL) replaces v, the value made of the driver's
+ * 15-digit text: a number stays a number, a string (decimal, a date column holding a julian
+ * day) becomes the shortest exact text. */
+static json_t *exact_value(json_t *v, value_kind kind, const char *exact)
+{
+    char *end = NULL;
+    double x = strtod(exact, &end);
+    if (!v || end == exact || *end != '\0' || !isfinite(x) || kind == KIND_BOOL)
+        return v;
+    json_t *e = json_is_real(v) || json_is_integer(v) || kind == KIND_FLOAT ? json_real(x)
+                : json_is_string(v)                                         ? shortest_text(x)
+                                                                            : NULL;
+    if (!e)
+        return v;
+    json_decref(v);
+    return e;
+}
+
 sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row, sqlq_error *err)
 {
     *out_row = NULL;
     json_t *row = json_object();
     if (!row)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a row");
+    bool have_exact = false;
     for (size_t i = 0; i < r->ncols; i++) {
         const row_column *c = &r->cols[i];
         bool is_null = false;
@@ -352,9 +386,18 @@ sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row, sqlq_error *e
             json_decref(row);
             return res;
         }
+        if (c->exact) {
+            sqlq_buf_reset(&r->exact);
+            have_exact = !is_null && r->value.len > 0 &&
+                         sqlq_buf_add(&r->exact, r->value.data, r->value.len) == SQLQ_OK;
+            continue;
+        }
         json_t *v = is_null ? json_null()
                             : value_of_kind(c->kind, r->dialect, r->value.data ? r->value.data : "",
                                             r->value.len);
+        if (have_exact && !is_null)
+            v = exact_value(v, c->kind, sqlq_buf_str(&r->exact));
+        have_exact = false;
         if (!v || json_object_set_new(row, c->name, v) != 0) {
             json_decref(row);
             return sqlq_error_set(err, SQLQ_E_NOMEM, false, "column %s: cannot build JSON value",
@@ -417,6 +460,7 @@ sqlq_result sqlq_row_json_create(SQLHSTMT stmt, sqlq_dialect_kind dialect, sqlq_
     r->stmt = stmt;
     r->dialect = dialect;
     sqlq_buf_init(&r->value, 0);
+    sqlq_buf_init(&r->exact, 0);
     for (SQLSMALLINT i = 0; i < n; i++) {
         row_column *c = &r->cols[i];
         SQLUSMALLINT col = (SQLUSMALLINT)(i + 1);
@@ -434,6 +478,7 @@ sqlq_result sqlq_row_json_create(SQLHSTMT stmt, sqlq_dialect_kind dialect, sqlq_
             c->type_name[0] = '\0';
         lowercase(c->type_name);
         c->kind = kind_of(c->sql_type, c->type_name, dialect);
+        c->exact = strcmp(c->name, SQLQ_ROW_JSON_EXACT_COL) == 0;
     }
     *out = r;
     return SQLQ_OK;
@@ -447,6 +492,7 @@ void sqlq_row_json_destroy(sqlq_row_json *r)
         free(r->cols[i].name);
     free(r->cols);
     sqlq_buf_free(&r->value);
+    sqlq_buf_free(&r->exact);
     free(r);
 }
 
@@ -463,4 +509,67 @@ const char *sqlq_row_json_name(const sqlq_row_json *r, size_t i)
 short sqlq_row_json_sql_type(const sqlq_row_json *r, size_t i)
 {
     return i < r->ncols ? r->cols[i].sql_type : 0;
+}
+
+bool sqlq_row_json_needs_text(sqlq_dialect_kind d, const sqlq_column *c)
+{
+    if (d != SQLQ_DIALECT_POSTGRES)
+        return false;
+    switch (c->sql_type) {
+    case SQL_TYPE_DATE:
+    case SQL_DATE:
+    case SQL_TYPE_TIME:
+    case SQL_TIME:
+    case SQL_TYPE_TIMESTAMP:
+    case SQL_TIMESTAMP: return true;
+    default: break;
+    }
+    const char *t = c->type ? c->type : "";
+    return strncasecmp(t, "date", 4) == 0 || strncasecmp(t, "time", 4) == 0;
+}
+
+/* SQLite affinity of the declared type (lowercase): TEXT affinity (char, clob, text, unless
+ * int) turns every REAL it is given into text; every other affinity may hold a REAL. */
+static bool sqlite_may_hold_real(const sqlq_column *c)
+{
+    const char *t = c->type ? c->type : "";
+    return !(strstr(t, "char") || strstr(t, "clob") || strstr(t, "text")) || strstr(t, "int");
+}
+
+/* CASE WHEN typeof(p"c") = 'real' THEN quote(p"c") END AS "__sqlq_exact", */
+static sqlq_result exact_sql(const char *prefix, const char *name, sqlq_buf *out)
+{
+    const sqlq_dialect_kind d = SQLQ_DIALECT_SQLITE;
+    sqlq_result r = sqlq_buf_printf(out, "CASE WHEN typeof(%s", prefix ? prefix : "");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_ident(d, name, out);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_printf(out, ") = 'real' THEN quote(%s", prefix ? prefix : "");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_ident(d, name, out);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(out, ") END AS ");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_ident(d, SQLQ_ROW_JSON_EXACT_COL, out);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(out, ", ");
+    return r;
+}
+
+sqlq_result sqlq_row_json_select_sql(sqlq_dialect_kind d, const char *prefix, const sqlq_column *c,
+                                     sqlq_buf *out)
+{
+    bool text = sqlq_row_json_needs_text(d, c);
+    sqlq_result r = SQLQ_OK;
+    if (d == SQLQ_DIALECT_SQLITE && sqlite_may_hold_real(c))
+        r = exact_sql(prefix, c->name, out);
+    if (r == SQLQ_OK && text)
+        r = sqlq_buf_adds(out, "(to_json(");
+    if (r == SQLQ_OK && prefix)
+        r = sqlq_buf_adds(out, prefix);
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_ident(d, c->name, out);
+    if (r == SQLQ_OK && text)
+        r = sqlq_buf_adds(out, ") #>> '{}')");
+    return r;
 }

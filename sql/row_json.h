@@ -2,8 +2,10 @@
 #ifndef SQLQ_ROW_JSON_H
 #define SQLQ_ROW_JSON_H
 
+#include "buf.h"
 #include "db.h"
 #include "result.h"
+#include "table.h"
 
 #include <jansson.h>
 #include <sql.h>
@@ -28,5 +30,25 @@ SQLQ_NODISCARD sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row
  * it (NULL text = SQL NULL) and its ODBC type and declared type name. */
 json_t *sqlq_row_json_value(short sql_type, const char *type_name, sqlq_dialect_kind dialect,
                             const char *text, size_t len);
+
+/* Columns the ODBC driver cannot read exactly are selected as the server's own text, so every
+ * value the database holds arrives as that value (docs/types.md): PostgreSQL date, time, timetz,
+ * timestamp and timestamptz go through to_json(col) #>> '{}' (ISO 8601, and "infinity",
+ * "-infinity", "0044-03-15 BC", "5874897-12-31" as PostgreSQL writes them; psqlODBC turns
+ * those into other dates). */
+bool sqlq_row_json_needs_text(sqlq_dialect_kind d, const sqlq_column *c);
+/* SQLite: sqliteodbc hands REAL values over as text with 15 significant digits (0.1 + 0.2 would
+ * arrive as 0.3). For a column that may hold REALs (any but TEXT affinity) the select also
+ * reads the exact text of a REAL value (quote(col), which round-trips) as a column of this name
+ * just before it; row_json takes the value of the next column from it and leaves it out of
+ * the row. */
+#define SQLQ_ROW_JSON_EXACT_COL "__sqlq_exact"
+
+/* Append the select expression of column c, prefixed (prefix"name", e.g. r."at"): the column
+ * itself, or its text form when sqlq_row_json_needs_text; on SQLite preceded by the exact-REAL
+ * column (`CASE … END AS "__sqlq_exact", `). The caller adds the alias (needed when
+ * sqlq_row_json_needs_text). */
+SQLQ_NODISCARD sqlq_result sqlq_row_json_select_sql(sqlq_dialect_kind d, const char *prefix,
+                                                    const sqlq_column *c, sqlq_buf *out);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <openssl/sha.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_table_name *state, sqlq_error *err)
@@ -95,5 +96,59 @@ sqlq_result sqlq_version_guard_claim(sqlq_db *db, const sqlq_table_name *state, 
         r = sqlq_db_exec(db, sqlq_buf_str(&sql), p, 3, &rows, err);
     sqlq_buf_free(&sql);
     *out_newer = r == SQLQ_OK && rows > 0;
+    return r;
+}
+
+/* "<verb> <state> WHERE target_table = ?[ AND key_hash = ?]" */
+static sqlq_result keyed_sql(sqlq_dialect_kind d, const char *verb, const sqlq_table_name *state,
+                             bool one_key, sqlq_buf *out, sqlq_error *err)
+{
+    sqlq_result r = sqlq_buf_adds(out, verb);
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_table(d, state, out);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(out, " WHERE target_table = ?");
+    if (r == SQLQ_OK && one_key)
+        r = sqlq_buf_adds(out, " AND key_hash = ?");
+    return r == SQLQ_OK ? r : sqlq_error_set(err, r, false, "version table name is not usable");
+}
+
+sqlq_result sqlq_version_guard_stored(sqlq_db *db, const sqlq_table_name *state, const char *target,
+                                      const char *key_hash, int64_t *out_version, bool *out_found,
+                                      sqlq_error *err)
+{
+    *out_found = false;
+    sqlq_buf sql;
+    sqlq_buf_init(&sql, 0);
+    sqlq_result r = keyed_sql(sqlq_db_dialect(db), "SELECT version FROM ", state, true, &sql, err);
+    sqlq_param p[2] = {sqlq_param_text(target), sqlq_param_text(key_hash)};
+    json_t *rows = NULL;
+    if (r == SQLQ_OK)
+        r = sqlq_db_query(db, sqlq_buf_str(&sql), p, 2, &rows, err);
+    sqlq_buf_free(&sql);
+    json_t *v = json_object_get(json_array_get(rows, 0), "version");
+    if (r == SQLQ_OK && v) {
+        *out_found = true;
+        *out_version = json_is_integer(v) ? (int64_t)json_integer_value(v)
+                                          : strtoll(json_string_value(v) ? json_string_value(v)
+                                                                         : "0",
+                                                    NULL, 10);
+    }
+    json_decref(rows);
+    return r;
+}
+
+sqlq_result sqlq_version_guard_reset(sqlq_db *db, const sqlq_table_name *state, const char *target,
+                                     const char *key_hash, long long *out_rows, sqlq_error *err)
+{
+    *out_rows = 0;
+    sqlq_buf sql;
+    sqlq_buf_init(&sql, 0);
+    sqlq_result r =
+        keyed_sql(sqlq_db_dialect(db), "DELETE FROM ", state, key_hash != NULL, &sql, err);
+    sqlq_param p[2] = {sqlq_param_text(target), sqlq_param_text(key_hash ? key_hash : "")};
+    if (r == SQLQ_OK)
+        r = sqlq_db_exec(db, sqlq_buf_str(&sql), p, key_hash ? 2 : 1, out_rows, err);
+    sqlq_buf_free(&sql);
     return r;
 }

@@ -40,4 +40,16 @@ SQLQ_NODISCARD sqlq_result sqlq_version_guard_claim(sqlq_db *db, const sqlq_tabl
                                                     int64_t version, bool *out_newer,
                                                     sqlq_error *err);
 
+/* The stored version of (target, key_hash); *out_found false when none is stored. */
+SQLQ_NODISCARD sqlq_result sqlq_version_guard_stored(sqlq_db *db, const sqlq_table_name *state,
+                                                     const char *target, const char *key_hash,
+                                                     int64_t *out_version, bool *out_found,
+                                                     sqlq_error *err);
+
+/* Forget the stored version of one key (key_hash) or of every key of target (key_hash NULL).
+ * *out_rows: rows deleted. */
+SQLQ_NODISCARD sqlq_result sqlq_version_guard_reset(sqlq_db *db, const sqlq_table_name *state,
+                                                    const char *target, const char *key_hash,
+                                                    long long *out_rows, sqlq_error *err);
+
 #endif

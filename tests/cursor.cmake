@@ -3,6 +3,7 @@ sqlq_unit_test(keyset sqlq_sql)
 sqlq_unit_test(cursor_query sqlq_sql)
 sqlq_unit_test(cursor_column sqlq_sql)
 sqlq_unit_test(cursor_pending sqlq_sql)
+sqlq_unit_test(cursor_lag sqlq_sql)
 sqlq_unit_test(watermark sqlq_sql)
 sqlq_unit_test(backfill sqlq_sql)
 
@@ -20,3 +21,7 @@ set_property(TEST integration.cursor_failover APPEND PROPERTY ENVIRONMENT
 sqlq_integration_test(backfill FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
 sqlq_integration_test(backfill_cli FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 180)
 add_dependencies(itest_backfill_cli sqlq)
+# One version contract: backfill -> consume --sql -> bridge -> consume --sql (issue 21.1).
+sqlq_integration_test(backfill_sink FIXTURES azurite postgres TIMEOUT 300)
+# The cursor source at default settings: late commits, kill -9, a read-only role (issue 20.8).
+sqlq_integration_test(cursor_defaults FIXTURES azurite postgres TIMEOUT 300)

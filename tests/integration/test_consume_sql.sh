@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `sqlq consume --sql` end to end: bridge-shaped messages put on a queue (base64, as the bridge
 # sends them) are applied to a PostgreSQL table; a second pass over the same messages changes
-# nothing; a missing table and a queue whose messages do not fit the table are refused at start
-# (exit 2) before any message is touched.
+# nothing; a missing table is refused at start (exit 2); messages that do not fit or cannot be
+# trusted are poisoned with their reason while the consumer keeps running.
 set -euo pipefail
 : "${SQLQ_BIN:?}" "${SQLQ_TEST_ENV_DIR:?}"
 export SQLQ_QUEUE_CONNECTION="$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")"
@@ -50,13 +50,65 @@ set -e
 [ "$code" = 2 ] || fail "missing table: exit $code"
 grep -q 'missing_table: the table does not exist' "$work/err" || fail "missing table: $(cat "$work/err")"
 
-put '{"id":"9","op":"insert","table":"orders","key":{"id":9},"row":{"id":9,"total":"1"},"version":9,"bridge":"default","ts":"x"}'
-set +e
-"$SQLQ_BIN" consume "$q" --sql "$odbc" --table orders --exit-when-empty 2> "$work/err"
-code=$?
-set -e
-[ "$code" = 2 ] || fail "key mismatch: exit $code"
-grep -q 'does not fit the messages.*primary key of orders is (region, id)' "$work/err" \
-    || fail "key mismatch: $(cat "$work/err")"
-"$SQLQ_BIN" queue stats "$q" | grep -q '"approximate_count":1,' || fail "the refused run touched the queue"
 echo "consume_sql: refusals: ok"
+
+# Message-level faults take the message path (issue 21.4): the consumer starts, each bad message
+# fails with its reason and is poisoned after the usual attempts; the good one behind them is
+# applied. Before, a bad first message made every start exit 2 and the queue stalled.
+c='{"id":"x","op":"update","table":"orders","bridge":"default","ts":"x",'
+bad=(
+  "${c}\"key\":{\"id\":9},\"row\":{\"id\":9,\"total\":\"1\"},\"version\":9}"
+  "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"truncated\":true,\"version\":10}"
+  "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"colour\":\"red\"},\"version\":10}"
+  "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":5,\"note\":\"hijack\"},\"version\":10}"
+  "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"note\":\"a\",\"note\":\"b\"},\"version\":10}"
+  "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"note\":\"frozen\"},\"version\":9223372036854775807}"
+  "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"note\":\"v\"},\"version\":\"10\"}"
+)
+reasons=("primary key of orders is (region, id)" "without its row" "column colour of the message is not in table"
+         "row.id (5) disagrees with the message key" "duplicate JSON fields" "is implausible" "is not an integer")
+for m in "${bad[@]}"; do put "$m"; done
+put "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"total\":\"12.00\",\"note\":\"good\"},\"version\":10}"
+timeout 60 "$SQLQ_BIN" consume "$q" --sql "$odbc" --table orders --exit-when-empty --max-dequeue-count 2 \
+    --batch-size 1 --new-batch-threshold 1 --max-polling-interval-ms 300 2> "$work/log" \
+    || fail "bad messages: consume exited $?: $(tail -3 "$work/log")"
+for r in "${reasons[@]}"; do grep -qF "$r" "$work/log" || fail "no failure naming: $r"; done
+"$SQLQ_BIN" queue stats "$q-poison" | grep -Eq '"approximate_count":7[,}]' \
+    || fail "bad messages were not all poisoned: $("$SQLQ_BIN" queue stats "$q-poison")"
+got=$(psql_ -d "$db" -c "SELECT region, id, total, note FROM orders ORDER BY region, id")
+want2=$'eu|1|12.00|good\neu|5|5.00|functions'
+[ "$got" = "$want2" ] || fail "after bad messages: rows:\n$got\nwant:\n$want2"
+echo "consume_sql: untrustworthy messages poisoned with their reason, consumer kept running: ok"
+
+# Skipped (older) changes are counted and logged at info level, rate-limited; --reset-version
+# forgets a key's version so an older state can be applied again.
+for v in 3 4 5; do
+    put "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"total\":\"1.00\",\"note\":\"old$v\"},\"version\":$v}"
+done
+mport=$("$(dirname "$0")/../support/free_port.sh")
+"$SQLQ_BIN" consume "$q" --sql "$odbc" --table orders --listen "127.0.0.1:$mport" \
+    --batch-size 1 --new-batch-threshold 1 --max-polling-interval-ms 300 2> "$work/log" &
+cpid=$!
+metric=""
+for _ in $(seq 1 100); do
+    metric=$(curl -s "http://127.0.0.1:$mport/metrics" | grep '^sqlq_sink_changes_skipped_total{table="orders"}' || true)
+    [ "$metric" = 'sqlq_sink_changes_skipped_total{table="orders"} 3' ] && break
+    sleep 0.1
+done
+kill "$cpid"
+wait "$cpid" || true
+[ "$metric" = 'sqlq_sink_changes_skipped_total{table="orders"} 3' ] || fail "skip metric: '$metric'"
+n=$(grep -c 'sink.skipped' "$work/log" || true)
+[ "$n" = 1 ] || fail "expected one rate-limited skip line, got $n: $(cat "$work/log")"
+grep 'sink.skipped' "$work/log" | grep -q 'stored_version=10' || fail "skip line without the stored version"
+[ "$(psql_ -d "$db" -c "SELECT note FROM orders WHERE id = 1")" = good ] || fail "an older change was applied"
+put "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"total\":\"1.00\",\"note\":\"restored\"},\"version\":2}"
+timeout 60 "$SQLQ_BIN" consume "$q" --sql "$odbc" --table orders --exit-when-empty \
+    --reset-version '{"id":1,"region":"eu"}' --max-polling-interval-ms 300 2> "$work/log" \
+    || fail "reset: consume exited $?: $(tail -3 "$work/log")"
+grep -q 'forgotten=1' "$work/log" || fail "reset: $(cat "$work/log")"
+[ "$(psql_ -d "$db" -c "SELECT note FROM orders WHERE id = 1")" = restored ] || fail "reset did not let version 2 apply"
+timeout 60 "$SQLQ_BIN" consume "$q" --sql "$odbc" --table orders --exit-when-empty --reset-version all \
+    --max-polling-interval-ms 300 2> "$work/log" || fail "reset all: exit $?"
+grep -q 'forgotten=' "$work/log" || fail "reset all: $(cat "$work/log")"
+echo "consume_sql: skips counted and logged once, versions reset: ok"

@@ -51,3 +51,35 @@ queues+=("$q")
 "$sqlq" backfill --db "$conn" --table orders --queue "$q" 2>/dev/null
 check "$q" "backfill (op read)"
 grep -q '\\"op\\":\\"read\\"' "$tmp/peek" || fail "backfill sent no read messages"
+
+# The documented id recipe (Python json.dumps, lower-case \u escapes, RFC 8785) gives the id the
+# bridge sent, for text keys holding every control character, quotes, backslashes and a
+# literal "\u001F" (issue 21.5).
+ids="$tmp/ids.db"
+sqlite3 "$ids" "CREATE TABLE k(name TEXT PRIMARY KEY, v INTEGER)"
+"$sqlq" setup --db "Driver={SQLite3};Database=$ids;" --table k >/dev/null
+sqlite3 "$ids" "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 15)
+                INSERT INTO k SELECT 'a' || char(2 * i + 1, 2 * i + 2) || 'b', i FROM c;
+                INSERT INTO k VALUES ('del' || char(127), 127), ('q\"b\\s', 0), ('lit\\u001F', 0),
+                                     ('é€😀', 0), (char(31, 10, 9, 12, 8, 13), 0);"
+q="schema-ids-$$"
+queues+=("$q")
+"$sqlq" bridge --db "Driver={SQLite3};Database=$ids;" --table k --queue "$q" --once 2>/dev/null
+"$sqlq" queue peek "$q" --count 32 >"$tmp/peek"
+python3 - "$tmp/peek" <<'PY' || fail "message ids differ from the documented recipe"
+import hashlib, json, sys
+n = 0
+for line in open(sys.argv[1], encoding="utf-8"):
+    if not line.strip():
+        continue
+    m = json.loads(json.loads(line)["body"])
+    canon = json.dumps(m["key"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    data = "\0".join([m["bridge"], m["table"], canon, str(m["version"])]).encode("utf-8")
+    want = hashlib.sha256(data).hexdigest()[:32]
+    if m["id"] != want:
+        sys.exit("key %r: id %s, recipe gives %s" % (m["key"], m["id"], want))
+    n += 1
+if n != 21:
+    sys.exit("expected 21 messages, got %d" % n)
+print("ids of %d keys with control characters match the recipe" % n)
+PY

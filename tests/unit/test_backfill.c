@@ -31,6 +31,11 @@ static sqlq_table table(const char *schema)
     return t;
 }
 
+static const char *version_sql; /* NULL: the query selects 0 */
+
+/* SQLite: the exact text of a REAL the integer column may hold, read just before it. */
+#define EXACT_ID "CASE WHEN typeof(\"id\") = 'real' THEN quote(\"id\") END AS \"__sqlq_exact\", "
+
 static void expect(sqlq_dialect_kind d, const char *schema, const char *where, bool after,
                    const char *sql, const size_t *map, size_t nmap)
 {
@@ -38,7 +43,7 @@ static void expect(sqlq_dialect_kind d, const char *schema, const char *where, b
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
     size_t got[8], ngot = 0;
-    assert_int_equal(sqlq_backfill_page_sql(d, &t, where, after, 500, &b, got, 8, &ngot, NULL), SQLQ_OK);
+    assert_int_equal(sqlq_backfill_page_sql(d, &t, where, version_sql, after, 500, &b, got, 8, &ngot, NULL), SQLQ_OK);
     assert_string_equal(sqlq_buf_str(&b), sql);
     assert_int_equal(ngot, nmap);
     for (size_t i = 0; i < nmap; i++)
@@ -51,11 +56,11 @@ static void test_backfill_sql_postgres(void **state)
     (void)state;
     static const size_t map[] = {0, 1};
     expect(SQLQ_DIALECT_POSTGRES, "public", NULL, false,
-           "SELECT \"tenant\", \"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\" "
+           "SELECT \"tenant\", \"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", 0 AS \"__sqlq_version\" "
            "FROM \"public\".\"orders\" ORDER BY \"tenant\", \"id\" LIMIT 500",
            NULL, 0);
     expect(SQLQ_DIALECT_POSTGRES, "public", "created_at > now() - interval '1 day' -- recent", true,
-           "SELECT \"tenant\", \"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\" "
+           "SELECT \"tenant\", \"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", 0 AS \"__sqlq_version\" "
            "FROM \"public\".\"orders\" WHERE (\ncreated_at > now() - interval '1 day' -- recent\n) "
            "AND (\"tenant\", \"id\") > (?, ?) ORDER BY \"tenant\", \"id\" LIMIT 500",
            map, 2);
@@ -66,7 +71,7 @@ static void test_backfill_sql_sqlite(void **state)
     (void)state;
     static const size_t map[] = {0, 1};
     expect(SQLQ_DIALECT_SQLITE, "", NULL, true,
-           "SELECT \"tenant\", \"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\" "
+           "SELECT \"tenant\", " EXACT_ID "\"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", 0 AS \"__sqlq_version\" "
            "FROM \"orders\" WHERE (\"tenant\", \"id\") > (?, ?) ORDER BY \"tenant\", \"id\" LIMIT 500",
            map, 2);
 }
@@ -76,10 +81,25 @@ static void test_backfill_sql_mssql_expanded(void **state)
     (void)state;
     static const size_t map[] = {0, 0, 1};
     expect(SQLQ_DIALECT_MSSQL, "dbo", "region = 'EU'", true,
-           "SELECT TOP (500) [tenant], [id], [body], [tenant] AS [__sqlq_v0], [id] AS [__sqlq_v1] "
+           "SELECT TOP (500) [tenant], [id], [body], [tenant] AS [__sqlq_v0], [id] AS [__sqlq_v1], 0 AS [__sqlq_version] "
            "FROM [dbo].[orders] WHERE (\nregion = 'EU'\n) AND ([tenant] > ? OR ([tenant] = ? AND "
            "[id] > ?)) ORDER BY [tenant], [id]",
            map, 3);
+}
+
+/* The version expression (the change log's version of the key) goes in as the last column. */
+static void test_backfill_sql_version_column(void **state)
+{
+    (void)state;
+    version_sql = "COALESCE((SELECT l.sqlq_version FROM \"sqlq_log_orders\" l WHERE l.\"id\" = "
+                  "\"orders\".\"id\"), 0)";
+    expect(SQLQ_DIALECT_SQLITE, "", NULL, false,
+           "SELECT \"tenant\", " EXACT_ID "\"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", "
+           "COALESCE((SELECT l.sqlq_version FROM \"sqlq_log_orders\" l WHERE l.\"id\" = "
+           "\"orders\".\"id\"), 0) AS \"__sqlq_version\" FROM \"orders\" ORDER BY \"tenant\", \"id\" "
+           "LIMIT 500",
+           NULL, 0);
+    version_sql = NULL;
 }
 
 static void test_backfill_sql_refuses_binary_key(void **state)
@@ -100,7 +120,7 @@ static void test_backfill_sql_refuses_binary_key(void **state)
     size_t map[4], n = 0;
     sqlq_error err;
     sqlq_error_clear(&err);
-    assert_int_equal(sqlq_backfill_page_sql(SQLQ_DIALECT_POSTGRES, &t, NULL, false, 10, &b, map, 4,
+    assert_int_equal(sqlq_backfill_page_sql(SQLQ_DIALECT_POSTGRES, &t, NULL, NULL, false, 10, &b, map, 4,
                                             &n, &err),
                      SQLQ_E_UNSUPPORTED);
     assert_non_null(strstr(err.message, "binary"));
@@ -113,6 +133,7 @@ int main(void)
         cmocka_unit_test(test_backfill_sql_postgres),
         cmocka_unit_test(test_backfill_sql_sqlite),
         cmocka_unit_test(test_backfill_sql_mssql_expanded),
+        cmocka_unit_test(test_backfill_sql_version_column),
         cmocka_unit_test(test_backfill_sql_refuses_binary_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

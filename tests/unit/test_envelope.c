@@ -80,6 +80,18 @@ static void test_envelope_id_matches_documented_algorithm(void **state)
     json_decref(key);
 }
 
+/* Control characters are escaped as RFC 8785 and Python write them: \u001f, lower-case hex. */
+static void test_envelope_canonical_key_lowercase_escapes(void **state)
+{
+    (void)state;
+    json_t *key = json_pack("{s:s, s:s}", "b", "x\x1f\x01\n", "a", "lit\\u001F");
+    char *canon = sqlq_envelope_canonical_key(key);
+    assert_non_null(canon);
+    assert_string_equal(canon, "{\"a\":\"lit\\\\u001F\",\"b\":\"x\\u001f\\u0001\\n\"}");
+    free(canon);
+    json_decref(key);
+}
+
 static void test_envelope_id_stable_and_distinct(void **state)
 {
     (void)state;
@@ -381,6 +393,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_envelope_id_matches_documented_algorithm),
         cmocka_unit_test(test_envelope_id_stable_and_distinct),
+        cmocka_unit_test(test_envelope_canonical_key_lowercase_escapes),
         cmocka_unit_test(test_envelope_ts_iso8601),
         cmocka_unit_test(test_envelope_row_mode_fields),
         cmocka_unit_test(test_envelope_row_gone_is_delete),
