@@ -4,6 +4,9 @@
  * (orders: id, shop key; qty, note) through the sink's public parser (bridge/sink_change.h). */
 #include "sink_change.h"
 
+#include <sql.h>
+#include <sqlext.h>
+
 #include <stdint.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
