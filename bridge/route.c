@@ -5,10 +5,13 @@
 #include "delivery.h"
 #include "lease_renewer.h"
 #include "log.h"
+#include "outage.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PROGRESS_LOG_MS 30000u
 /* Under load the sync version moves at most this often. Delivered changes are recorded by
@@ -37,6 +40,10 @@ struct sqlq_route {
     uint64_t last_progress_ms, last_status_ms, last_advance_ms;
     uint64_t last_queue_ok_ms;   /* last time the queue service answered */
     bool db_down, queue_down;    /* reported to /readyz through env.health */
+    sqlq_outage outage;          /* of the queue service, as puts and probes see it */
+    uint64_t db_down_since_ms;   /* first failure of the database in a row; 0 = up */
+    bool gave_up;                /* once: an outage outlasted once_outage_s */
+    sqlq_error gave_up_err;
     sqlq_counter *m_published, *m_poisoned, *m_renewals;
     sqlq_counter *m_retry_queue, *m_retry_db, *m_lease_lost; /* sqlq_retries_total{reason} */
     sqlq_histogram *m_publish_s;
@@ -66,6 +73,14 @@ static void mark_down(sqlq_route *r, bool *flag, bool down, bool is_db)
  * /readyz tells the truth (one cheap metadata request). */
 #define QUEUE_PROBE_MS 5000u
 
+/* A probe refused only for lack of a permission the bridge does not need (reading metadata
+ * with a SAS that may only add) still shows the service reachable and the credential valid. */
+static bool probe_answered(sqlq_result rc, const sqlq_error *e)
+{
+    return rc == SQLQ_OK ||
+           sqlq_fault_classify(e->http_status, e->azure_code, e->transient) == SQLQ_FAULT_PERMISSION;
+}
+
 static void probe_queue(sqlq_route *r)
 {
     uint64_t now = sqlq_clock_now_ms(&r->clock);
@@ -74,13 +89,25 @@ static void probe_queue(sqlq_route *r)
     bool exists = false;
     sqlq_error e;
     sqlq_error_clear(&e);
-    bool ok = sqlq_queue_exists(r->client, r->cfg.queue, &exists, &e) == SQLQ_OK;
-    if (ok)
+    sqlq_result rc = sqlq_queue_exists(r->client, r->cfg.queue, &exists, &e);
+    char se[64];
+    int64_t expiry = 0;
+    bool expired = sqlq_fault_sas_expiry(r->env.account->sas, se, sizeof(se), &expiry) && expiry <= (int64_t)time(NULL);
+    bool ok = probe_answered(rc, &e) && !expired;
+    if (ok) {
         r->last_queue_ok_ms = now;
-    else
+        sqlq_outage_recovered(&r->outage, now);
+    } else {
         sqlq_counter_inc(r->m_retry_queue);
-    if (!ok && !r->queue_down)
-        log_error("queue_probe_failed", r, &e);
+        sqlq_fault_kind k = expired ? SQLQ_FAULT_AUTHENTICATION
+                                    : sqlq_fault_classify(e.http_status, e.azure_code, e.transient);
+        sqlq_fault_context c = {"get queue properties", r->cfg.queue, e.http_status, e.azure_code,
+                                r->env.account->sas, (int64_t)time(NULL)};
+        char cause[400], detail[600] = "";
+        sqlq_fault_describe(k, &c, cause, sizeof(cause));
+        sqlq_error_format(&e, detail, sizeof(detail));
+        sqlq_outage_failed(&r->outage, now, cause, detail);
+    }
     mark_down(r, &r->queue_down, !ok, false);
 }
 
@@ -97,6 +124,7 @@ void sqlq_route_config_default(sqlq_route_config *c)
     c->format = SQLQ_FORMAT_ROW;
     c->oversize = SQLQ_OVERSIZE_TRUNCATE;
     c->max_message_bytes = SQLQ_MESSAGE_MAX_TEXT;
+    c->message_ttl_s = -1;
 }
 
 static uint64_t queue_clock_now(void *ctx)
@@ -177,7 +205,8 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     /* The client retries a put for a few seconds; past that the route takes over (logs the
      * outage, keeps the leases renewed and retries with its own back-off). */
     qo.retry.max_total_ms = 5000;
-    sqlq_delivery_config dc = {cfg->queue, {0}, cfg->max_in_flight, cfg->max_attempts};
+    sqlq_outage_init(&r->outage, cfg->table, cfg->queue);
+    sqlq_delivery_config dc = {cfg->queue, {0}, cfg->max_in_flight, cfg->max_attempts, cfg->message_ttl_s};
     sqlq_envelope_config_default(&dc.envelope);
     dc.envelope.bridge_name = cfg->bridge_name;
     dc.envelope.table = cfg->table;
@@ -231,13 +260,42 @@ static void log_error(const char *event, const sqlq_route *r, const sqlq_error *
         SQLQ_ERROR(event, "table=%s queue=%s err=\"%s\"", r->cfg.table, r->cfg.queue, msg);
 }
 
-/* Sleep the next back-off step; false when a stop request cut it short. */
-static bool backoff_sleep(sqlq_route *r, sqlq_backoff *b)
+/* With --once: what is left of the outage budget when an outage began at since_ms. */
+static uint64_t once_budget_left(const sqlq_route *r, uint64_t since_ms)
+{
+    uint64_t budget = (uint64_t)r->env.once_outage_s * 1000u, now = sqlq_clock_now_ms(&r->clock);
+    return now - since_ms >= budget ? 0 : budget - (now - since_ms);
+}
+
+/* With --once: the outage that began at since_ms outlasted the budget; the route gives up. */
+static bool give_up(sqlq_route *r, uint64_t since_ms, const char *what, const char *cause, sqlq_result code)
+{
+    if (!r->env.once || since_ms == 0 || once_budget_left(r, since_ms) > 0)
+        return false;
+    if (!r->gave_up)
+        sqlq_error_set(&r->gave_up_err, code, false,
+                       "%s unavailable for %d s (--once gives up after once_outage_s): %s", what,
+                       r->env.once_outage_s, cause);
+    r->gave_up = true;
+    return true;
+}
+
+/* Sleep the next back-off step (with --once, never past the outage budget of an outage that
+ * began at since_ms, 0 = none); false when a stop request cut it short. */
+static bool backoff_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms)
 {
     uint64_t delay = 30000;
     if (!sqlq_backoff_next(b, 0, &delay))
         sqlq_backoff_reset(b);
+    if (r->env.once && since_ms && delay > once_budget_left(r, since_ms))
+        delay = once_budget_left(r, since_ms);
     return sqlq_clock_sleep_ms(&r->clock, delay) && !stopping(r);
+}
+
+static void db_failed(sqlq_route *r)
+{
+    if (r->db_down_since_ms == 0)
+        r->db_down_since_ms = sqlq_clock_now_ms(&r->clock);
 }
 
 /* (Re)open the capture on the current connection. */
@@ -255,9 +313,11 @@ static bool recover_db(sqlq_route *r, const char *what, const sqlq_error *failed
 {
     log_error(what, r, failed);
     r->db_failures++;
-    if (stopping(r) || (!failed->transient && r->env.once))
+    db_failed(r);
+    if (stopping(r) || (!failed->transient && r->env.once) ||
+        give_up(r, r->db_down_since_ms, "database", failed->message, SQLQ_E_SQL))
         return false;
-    if (!backoff_sleep(r, &r->db_backoff))
+    if (!backoff_sleep(r, &r->db_backoff, r->db_down_since_ms))
         return false;
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -295,28 +355,30 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
         if (rc == SQLQ_OK && !r->renewer)
             rc = sqlq_lease_renewer_start(r->env.db_connection, &r->ccfg, renew_interval_ms(r),
                                           &r->renewer, &e);
-        if (rc == SQLQ_OK)
-            rc = sqlq_delivery_prepare(r->delivery, &e);
+        /* The queue is not touched here: the first put creates it if missing, so a credential
+         * that may only add messages is enough; the first idle poll probes it for /readyz. */
         if (rc == SQLQ_OK) {
-            SQLQ_INFO("route_started", "table=%s queue=%s bridge=%s instance=%s format=%s",
+            SQLQ_INFO("route_started", "table=%s queue=%s bridge=%s instance=%s format=%s message_ttl_s=%lld",
                       r->cfg.table, r->cfg.queue, r->cfg.bridge_name, r->env.instance_id,
-                      sqlq_envelope_format_name(r->cfg.format));
-            r->last_queue_ok_ms = sqlq_clock_now_ms(&r->clock);
+                      sqlq_envelope_format_name(r->cfg.format), r->cfg.message_ttl_s);
+            r->db_down_since_ms = 0;
+            mark_down(r, &r->queue_down, true, false); /* until the queue service answers */
             if (r->env.health)
                 atomic_fetch_add(&r->env.health->started, 1);
             return SQLQ_OK;
         }
         log_error("route_start_failed", r, &e);
-        if (!e.transient) {
+        db_failed(r);
+        if (!e.transient || give_up(r, r->db_down_since_ms, "database", e.message, SQLQ_E_SQL)) {
             if (err && err->code == SQLQ_OK)
-                *err = e;
-            return rc;
+                *err = r->gave_up ? r->gave_up_err : e;
+            return r->gave_up ? r->gave_up_err.code : rc;
         }
         if (r->db && !r->cap) { /* a connection that failed mid-way: start it afresh */
             sqlq_db_close(r->db);
             r->db = NULL;
         }
-        if (!backoff_sleep(r, &r->db_backoff))
+        if (!backoff_sleep(r, &r->db_backoff, r->db_down_since_ms))
             return sqlq_error_set(err, SQLQ_E_CANCELLED, false, "stopped before the route started");
     }
 }
@@ -516,10 +578,43 @@ static void set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool 
     free(keep);
 }
 
+/* After a publish round: a service-wide fault starts or prolongs the outage (logged with its
+ * probable cause, /readyz 503); an answer from the queue ends it. */
+static void note_round(sqlq_route *r)
+{
+    sqlq_delivery_fault f;
+    sqlq_delivery_fault_get(r->delivery, &f);
+    uint64_t now = sqlq_clock_now_ms(&r->clock);
+    if (f.any) {
+        char cause[700], detail[600];
+        sqlq_delivery_fault_describe(&f, r->env.account->sas, cause, sizeof(cause));
+        sqlq_error_format(&f.error, detail, sizeof(detail));
+        char *bracket = strstr(cause, " [");
+        if (bracket)
+            *bracket = '\0'; /* the cause alone: the detail changes with every request id */
+        sqlq_outage_failed(&r->outage, now, cause, detail);
+        sqlq_counter_inc(r->m_retry_queue);
+    } else {
+        sqlq_outage_recovered(&r->outage, now);
+        r->last_queue_ok_ms = now;
+    }
+    mark_down(r, &r->queue_down, f.any, false);
+}
+
+/* The first change of b not yet done: during an outage one message probes the service, so
+ * that a long outage costs one request per back-off step, not one per change. */
+static size_t first_undone(const sqlq_change_batch *b, const bool *done)
+{
+    size_t i = 0;
+    while (i < b->count && done[i])
+        i++;
+    return i;
+}
+
 /* Publish one polled batch until every change is accepted, poisoned or refused for good;
- * while the queue is unreachable keep retrying with back-off (leases renewed meanwhile).
- * `pf` (may be NULL): poll the next batch while the first publish round is on the wire;
- * *have_next tells whether pf->batch holds it. */
+ * during an outage keep retrying with back-off (leases renewed meanwhile, attempts not
+ * counted); with --once give up after once_outage_s. `pf` (may be NULL): poll the next batch
+ * while the first publish round is on the wire; *have_next tells whether pf->batch holds it. */
 static void deliver(sqlq_route *r, const sqlq_change_batch *b, prefetch *pf, bool *have_next)
 {
     prefetch helper = {.r = r};
@@ -528,7 +623,7 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b, prefetch *pf, boo
     sqlq_outcome *outcomes = calloc(b->count, sizeof(*outcomes));
     bool *done = calloc(b->count, sizeof(*done));
     sqlq_backoff qb;
-    sqlq_backoff_policy p = {1000, 10000, 0, 0, 0.2}; /* catch up within 10 s of a recovery */
+    sqlq_backoff_policy p = sqlq_backoff_policy_outage(); /* catch up within 10 s of a recovery */
     sqlq_backoff_init(&qb, &p, &r->clock);
     const sqlq_change_batch *next = NULL;
     set_in_flight(r, b, NULL, &r->pend);
@@ -538,31 +633,29 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b, prefetch *pf, boo
         if (round == 0 && pf)
             prefetch_start(pf, b, pf != &helper);
         uint64_t t0 = sqlq_clock_now_ms(&r->clock);
-        if (sqlq_delivery_publish(r->delivery, b->items, b->count, outcomes, &e) != SQLQ_OK)
+        bool probe = r->outage.down;
+        size_t from = probe ? first_undone(b, done) : 0, n = probe ? 1 : b->count;
+        if (sqlq_delivery_publish(r->delivery, b->items + from, n, outcomes + from, &e) != SQLQ_OK)
             log_error("publish_failed", r, &e);
         sqlq_histogram_observe(r->m_publish_s, (double)(sqlq_clock_now_ms(&r->clock) - t0) / 1000.0);
         if (round == 0 && pf && prefetch_join(pf)) {
             *have_next = true;
             next = &pf->batch;
         }
+        note_round(r);
         /* Accepted in the first round with more already polled: its release rides along with
          * the next batch. */
         settle(r, b, outcomes, done, round == 0 && next && next->count > 0);
-        size_t left = 0, transient = 0;
-        for (size_t i = 0; i < b->count; i++) {
-            left += !done[i];
-            transient += outcomes[i] == SQLQ_OUTCOME_TRANSIENT;
-        }
-        mark_down(r, &r->queue_down, transient > 0, false);
-        if (transient > 0)
-            sqlq_counter_inc(r->m_retry_queue);
-        if (left == 0)
+        if (first_undone(b, done) == b->count)
             break;
         set_in_flight(r, b, done, next);
-        if (round == 0 || round % 10 == 0)
-            SQLQ_WARN("queue_unavailable", "table=%s queue=%s waiting=%zu round=%u note=\"retrying with back-off\"",
-                      r->cfg.table, r->cfg.queue, left, round + 1);
-        if (stopping(r) || !backoff_sleep(r, &qb)) {
+        if (probe && !r->outage.down)
+            continue; /* the probe went through: the rest at once */
+        if (r->outage.down && give_up(r, r->outage.since_ms, "queue service", r->outage.cause, SQLQ_E_NETWORK)) {
+            abandon_rest(r, b, done); /* not counted: the outage is not their fault */
+            break;
+        }
+        if (stopping(r) || !backoff_sleep(r, &qb, r->outage.down ? r->outage.since_ms : 0)) {
             abandon_rest(r, b, done);
             break;
         }
@@ -629,6 +722,7 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, bool *fatal, sqlq_err
     if (rc == SQLQ_OK) {
         sqlq_backoff_reset(&r->db_backoff);
         r->db_failures = 0;
+        r->db_down_since_ms = 0;
         mark_down(r, &r->db_down, false, true);
         return true;
     }
@@ -652,7 +746,10 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
     prefetch pf = {.r = r};
     sqlq_change_batch next = {0};
     bool polled_ahead = false;
-    while (!stopping(r) && !fatal) {
+    sqlq_backoff idle_backoff;
+    sqlq_backoff_policy op = sqlq_backoff_policy_outage();
+    sqlq_backoff_init(&idle_backoff, &op, &r->clock);
+    while (!stopping(r) && !fatal && !r->gave_up) {
         sqlq_change_batch b = {0};
         if (polled_ahead) {
             b = next;
@@ -669,6 +766,11 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
             idle_advanced = true;
             refresh_metrics(r, sqlq_clock_now_ms(&r->clock));
             probe_queue(r);
+            /* --once ends when drained, but not silently while the queue service is down. */
+            if (r->env.once && r->queue_down && !give_up(r, r->outage.since_ms, "queue service", r->outage.cause, SQLQ_E_NETWORK)) {
+                (void)backoff_sleep(r, &idle_backoff, r->outage.since_ms);
+                continue;
+            }
             if (r->env.once)
                 break;
             (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
@@ -703,5 +805,9 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
     sqlq_change_batch_free(&next);
     progress(r, true);
     SQLQ_INFO("route_stopped", "table=%s queue=%s", r->cfg.table, r->cfg.queue);
+    if (r->gave_up && err && err->code == SQLQ_OK)
+        *err = r->gave_up_err;
+    if (r->gave_up)
+        return r->gave_up_err.code;
     return fatal ? (err && err->code ? err->code : SQLQ_E_SQL) : SQLQ_OK;
 }
