@@ -73,14 +73,28 @@ static void mark_down(sqlq_route *r, bool *flag, bool down, bool is_db)
  * /readyz tells the truth (one cheap metadata request). */
 #define QUEUE_PROBE_MS 5000u
 
-/* A probe refused only for lack of a permission the bridge does not need (reading metadata
- * with a SAS that may only add) still shows the service reachable and the credential valid. */
-static bool probe_answered(sqlq_result rc, const sqlq_error *e)
+/* The queue service answered a probe (or refused it): the outage record and /readyz follow. */
+static void probe_result(sqlq_route *r, uint64_t now, bool ok, sqlq_fault_kind kind, const char *op,
+                         const sqlq_error *e)
 {
-    return rc == SQLQ_OK ||
-           sqlq_fault_classify(e->http_status, e->azure_code, e->transient) == SQLQ_FAULT_PERMISSION;
+    if (ok) {
+        r->last_queue_ok_ms = now;
+        sqlq_outage_recovered(&r->outage, now);
+    } else {
+        sqlq_counter_inc(r->m_retry_queue);
+        sqlq_fault_context c = {op, r->cfg.queue, e->http_status, e->azure_code, r->env.account->sas,
+                                (int64_t)time(NULL)};
+        char cause[400], detail[600] = "";
+        sqlq_fault_describe(kind, &c, cause, sizeof(cause));
+        sqlq_error_format(e, detail, sizeof(detail));
+        sqlq_outage_failed(&r->outage, now, cause, detail);
+    }
+    mark_down(r, &r->queue_down, !ok, false);
 }
 
+/* Ask whether the queue exists (Get Queue Metadata). A missing queue is created now (the one
+ * case the bridge needs the create permission), so consumers can start before the first
+ * change. A credential without read permission (SAS sp=a) gets 403 here: reachable, valid. */
 static void probe_queue(sqlq_route *r)
 {
     uint64_t now = sqlq_clock_now_ms(&r->clock);
@@ -90,25 +104,19 @@ static void probe_queue(sqlq_route *r)
     sqlq_error e;
     sqlq_error_clear(&e);
     sqlq_result rc = sqlq_queue_exists(r->client, r->cfg.queue, &exists, &e);
+    const char *op = "get queue properties";
+    if (rc == SQLQ_OK && !exists) {
+        op = "create queue";
+        rc = sqlq_delivery_prepare(r->delivery, &e);
+    }
     char se[64];
     int64_t expiry = 0;
-    bool expired = sqlq_fault_sas_expiry(r->env.account->sas, se, sizeof(se), &expiry) && expiry <= (int64_t)time(NULL);
-    bool ok = probe_answered(rc, &e) && !expired;
-    if (ok) {
-        r->last_queue_ok_ms = now;
-        sqlq_outage_recovered(&r->outage, now);
-    } else {
-        sqlq_counter_inc(r->m_retry_queue);
-        sqlq_fault_kind k = expired ? SQLQ_FAULT_AUTHENTICATION
-                                    : sqlq_fault_classify(e.http_status, e.azure_code, e.transient);
-        sqlq_fault_context c = {"get queue properties", r->cfg.queue, e.http_status, e.azure_code,
-                                r->env.account->sas, (int64_t)time(NULL)};
-        char cause[400], detail[600] = "";
-        sqlq_fault_describe(k, &c, cause, sizeof(cause));
-        sqlq_error_format(&e, detail, sizeof(detail));
-        sqlq_outage_failed(&r->outage, now, cause, detail);
-    }
-    mark_down(r, &r->queue_down, !ok, false);
+    bool expired = sqlq_fault_sas_expiry(r->env.account->sas, se, sizeof(se), &expiry) &&
+                   expiry <= (int64_t)time(NULL);
+    sqlq_fault_kind kind = expired ? SQLQ_FAULT_AUTHENTICATION
+                                   : sqlq_fault_classify(e.http_status, e.azure_code, e.transient);
+    bool ok = !expired && (rc == SQLQ_OK || (kind == SQLQ_FAULT_PERMISSION && strcmp(op, "create queue") != 0));
+    probe_result(r, now, ok, kind, op, &e);
 }
 
 void sqlq_route_config_default(sqlq_route_config *c)
@@ -274,7 +282,7 @@ static bool give_up(sqlq_route *r, uint64_t since_ms, const char *what, const ch
         return false;
     if (!r->gave_up)
         sqlq_error_set(&r->gave_up_err, code, false,
-                       "%s unavailable for %d s (--once gives up after once_outage_s): %s", what,
+                       "%s unavailable for %d s (once_outage_s), giving up: %s", what,
                        r->env.once_outage_s, cause);
     r->gave_up = true;
     return true;
