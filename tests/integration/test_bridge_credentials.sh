@@ -2,7 +2,7 @@
 # The bridge and its storage credential, against a private Azurite (with its debug log, to count
 # the requests that reach it) and SQLite:
 #  1. least privilege: an account SAS with only add (sp=a, srt=o) and a queue-scoped SAS with
-#     only add publish to existing queues; messages never expire (ExpirationTime 9999-12-31, read
+#     only add publish to existing queues (and `sqlq config check` accepts them); messages never expire (ExpirationTime 9999-12-31, read
 #     with the official SDK); a missing queue is created at the first put when the credential
 #     may, and a refused create is reported as such (--once exits 1 naming the permission);
 #  2. a SAS that expires mid-run: changes written before expiry arrive, the ones written after
@@ -68,6 +68,11 @@ insert orders 3
 node "$peer" peek "$admin" "$q" >"$tmp/peek.json"
 [ "$(grep -c . "$tmp/peek.json")" = 3 ] || fail "want 3 messages, got: $(cat "$tmp/peek.json")"
 [ "$(grep -c '"expiresOn":"9999-12-31' "$tmp/peek.json")" = 3 ] || fail "messages expire: $(cat "$tmp/peek.json")"
+
+# `sqlq config check` with that SAS: the credential works, metadata cannot be read, no FAIL.
+"$sqlq" config check --db "$conn" --table orders --queue "$q" --queue-connection "$add_only" >"$tmp/check.log" 2>&1 \
+    || fail "config check with an add-only SAS exited $?: $(cat "$tmp/check.log")"
+grep -q "may not read its metadata" "$tmp/check.log" || fail "config check does not explain the add-only SAS"
 
 # A queue that does not exist: created at the first put with a credential that may create ...
 insert created 1 2 3
