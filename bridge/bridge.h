@@ -56,8 +56,9 @@ typedef struct sqlq_bridge_config {
 } sqlq_bridge_config;
 
 /* What /readyz reports: ready once every route has started (connected to the database,
- * capture open, queue created), while every route's database and queue service answer (an idle
- * route probes the queue every few seconds), and until a stop request. Owned by the caller, updated by the
+ * capture open) and the queue service answered, while every route's database and queue
+ * service answer (an outage: unreachable, throttling, credentials, permissions; an idle route
+ * probes the queue every few seconds), and until a stop request. Owned by the caller, updated by the
  * bridge from its threads, read by the HTTP server's thread. */
 typedef struct sqlq_bridge_health {
     atomic_int routes;   /* routes configured */

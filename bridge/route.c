@@ -41,6 +41,8 @@ struct sqlq_route {
     uint64_t last_queue_ok_ms;   /* last time the queue service answered */
     bool db_down, queue_down;    /* reported to /readyz through env.health */
     sqlq_outage outage;          /* of the queue service, as puts and probes see it */
+    sqlq_backoff probe_backoff;  /* probes of an idle route while the queue service is down */
+    uint64_t next_probe_ms;
     uint64_t db_down_since_ms;   /* first failure of the database in a row; 0 = up */
     bool gave_up;                /* once: an outage outlasted once_outage_s */
     sqlq_error gave_up_err;
@@ -79,8 +81,13 @@ static void probe_result(sqlq_route *r, uint64_t now, bool ok, sqlq_fault_kind k
 {
     if (ok) {
         r->last_queue_ok_ms = now;
+        sqlq_backoff_reset(&r->probe_backoff);
         sqlq_outage_recovered(&r->outage, now);
     } else {
+        uint64_t delay = 10000;
+        if (!sqlq_backoff_next(&r->probe_backoff, 0, &delay))
+            sqlq_backoff_reset(&r->probe_backoff);
+        r->next_probe_ms = sqlq_clock_now_ms(&r->clock) + delay;
         sqlq_counter_inc(r->m_retry_queue);
         sqlq_fault_context c = {op, r->cfg.queue, e->http_status, e->azure_code, r->env.account->sas,
                                 (int64_t)time(NULL)};
@@ -98,8 +105,8 @@ static void probe_result(sqlq_route *r, uint64_t now, bool ok, sqlq_fault_kind k
 static void probe_queue(sqlq_route *r)
 {
     uint64_t now = sqlq_clock_now_ms(&r->clock);
-    if (!r->queue_down && now - r->last_queue_ok_ms < QUEUE_PROBE_MS)
-        return;
+    if (r->queue_down ? now < r->next_probe_ms : now - r->last_queue_ok_ms < QUEUE_PROBE_MS)
+        return; /* while down, the outage back-off: never a probe per poll */
     bool exists = false;
     sqlq_error e;
     sqlq_error_clear(&e);
@@ -203,6 +210,8 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.allow_retention_gap = cfg->allow_retention_gap;
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
+    sqlq_backoff_policy op = sqlq_backoff_policy_outage();
+    sqlq_backoff_init(&r->probe_backoff, &op, &r->clock);
     init_metrics(r);
 
     sqlq_queue_options qo;
