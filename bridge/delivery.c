@@ -60,10 +60,7 @@ void sqlq_delivery_fault_get(const sqlq_delivery *d, sqlq_delivery_fault *out)
 void sqlq_delivery_fault_describe(const sqlq_delivery_fault *f, const char *sas, char *out, size_t size)
 {
     sqlq_fault_context c = {f->op, f->queue, f->error.http_status, f->error.azure_code, sas, (int64_t)time(NULL)};
-    char cause[400], detail[600];
-    sqlq_fault_describe(f->kind, &c, cause, sizeof(cause));
-    sqlq_error_format(&f->error, detail, sizeof(detail));
-    snprintf(out, size, "%s [%s]", cause, detail);
+    sqlq_fault_describe(f->kind, &c, out, size);
 }
 
 sqlq_result sqlq_delivery_create(sqlq_queue_client *client, const sqlq_delivery_config *cfg,

@@ -61,7 +61,8 @@ typedef struct sqlq_delivery_fault {
     sqlq_error error;
 } sqlq_delivery_fault;
 void sqlq_delivery_fault_get(const sqlq_delivery *d, sqlq_delivery_fault *out);
-/* Its probable cause in one line (retry/fault), given the credential's SAS (NULL for a key). */
+/* Its probable cause in one line (retry/fault), given the credential's SAS (NULL for a key);
+ * the service's own answer is f->error. */
 void sqlq_delivery_fault_describe(const sqlq_delivery_fault *f, const char *sas, char *out, size_t size);
 
 typedef struct sqlq_delivery_counts {
