@@ -2,7 +2,8 @@
 # The bridge and its storage credential, against a private Azurite (with its debug log, to count
 # the requests that reach it) and SQLite:
 #  1. least privilege: an account SAS with only add (sp=a, srt=o) and a queue-scoped SAS with
-#     only add publish to existing queues (and `sqlq config check` accepts them); messages never expire (ExpirationTime 9999-12-31, read
+#     only add publish to existing queues (and `sqlq config check` accepts them);
+#     message_ttl_s per route, poison copies that never expire; messages never expire (ExpirationTime 9999-12-31, read
 #     with the official SDK); a missing queue is created at the first put when the credential
 #     may, and a refused create is reported as such (--once exits 1 naming the permission);
 #  2. a SAS that expires mid-run: changes written before expiry arrive, the ones written after
@@ -43,7 +44,7 @@ count() { node "$peer" peek "$admin" "$1" | grep -c . || true; }
 db="$tmp/shop.db"
 conn="Driver={SQLite3};Database=$db;Timeout=5000;"
 # One table per part: a bridge name sees only what the change log holds when it first starts.
-for t in orders created refused expiry; do
+for t in orders created refused expiry ttl; do
     sqlite3 -cmd ".timeout 5000" "$db" "CREATE TABLE $t (id INTEGER PRIMARY KEY, v TEXT);"
     "$sqlq" setup --db "$conn" --table "$t" >/dev/null 2>&1 || fail "setup $t"
 done
@@ -73,6 +74,26 @@ node "$peer" peek "$admin" "$q" >"$tmp/peek.json"
 "$sqlq" config check --db "$conn" --table orders --queue "$q" --queue-connection "$add_only" >"$tmp/check.log" 2>&1 \
     || fail "config check with an add-only SAS exited $?: $(cat "$tmp/check.log")"
 grep -q "may not read its metadata" "$tmp/check.log" || fail "config check does not explain the add-only SAS"
+
+# message_ttl_s per route (config file) applies to main-queue messages only; poison copies of
+# the bridge (here a change too large under --oversize poison) never expire; 0 is refused.
+insert ttl 1
+sqlite3 -cmd ".timeout 5000" "$db" "INSERT INTO ttl VALUES (2, printf('%.2000c', 'x'));"
+printf '{"routes": [{"table": "ttl", "queue": "%s-ttl", "message_ttl_s": 3600}]}' "$q" >"$tmp/ttl.json"
+for name in "$q-ttl" "$q-ttl-poison"; do "$sqlq" queue create "$name" --queue-connection "$admin" >/dev/null; done
+"$sqlq" bridge --db "$conn" --config "$tmp/ttl.json" --once --oversize poison --max-message-bytes 1024 \
+    --queue-connection "$add_only" >"$tmp/ttl.log" 2>&1 || fail "bridge --once with message_ttl_s 3600 exited $?"
+node "$peer" peek "$admin" "$q-ttl" >"$tmp/peek-ttl.json"
+[ "$(grep -c . "$tmp/peek-ttl.json")" = 1 ] || fail "want 1 message in $q-ttl: $(cat "$tmp/peek-ttl.json")"
+grep -q '"expiresOn":"9999' "$tmp/peek-ttl.json" && fail "message_ttl_s 3600 was not applied"
+node "$peer" peek "$admin" "$q-ttl-poison" >"$tmp/peek-ttl-poison.json"
+[ "$(grep -c '"expiresOn":"9999-12-31' "$tmp/peek-ttl-poison.json")" = 1 ] \
+    || fail "the bridge's poison copy expires: $(cat "$tmp/peek-ttl-poison.json")"
+set +e
+"$sqlq" bridge --db "$conn" --table ttl --queue "$q" --message-ttl-s 0 --queue-connection "$admin" >"$tmp/ttl0.log" 2>&1
+code=$?
+set -e
+[ "$code" = 2 ] && grep -q "message_ttl_s: 0 is not allowed" "$tmp/ttl0.log" || fail "message_ttl_s 0: exit $code"
 
 # A queue that does not exist: created at the first put with a credential that may create ...
 insert created 1 2 3
