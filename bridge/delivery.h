@@ -41,8 +41,9 @@ SQLQ_NODISCARD sqlq_result sqlq_delivery_create(sqlq_queue_client *client, const
                                                 sqlq_delivery **out, sqlq_error *err);
 void sqlq_delivery_destroy(sqlq_delivery *d);
 
-/* Create the main queue if missing. Transient failures come back with err->transient. The
- * bridge does not call it: a put finding the queue missing creates it (least privilege). */
+/* Create the main queue if missing. Transient failures come back with err->transient. Called
+ * only when the queue is known to be missing (an idle route's probe); a put that finds it
+ * missing creates it too: no create permission is needed while the queue exists. */
 SQLQ_NODISCARD sqlq_result sqlq_delivery_prepare(sqlq_delivery *d, sqlq_error *err);
 
 /* Publish every change whose outcome is PENDING or TRANSIENT, once; set its outcome. Changes
