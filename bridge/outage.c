@@ -27,10 +27,11 @@ bool sqlq_outage_failed(sqlq_outage *o, uint64_t now_ms, const char *cause, cons
     if (!first && !changed && now_ms - o->last_log_ms < SQLQ_OUTAGE_LOG_MS)
         return false;
     o->last_log_ms = now_ms;
-    SQLQ_ERROR("queue_outage", "table=%s queue=%s for_s=%llu failed_attempts=%llu cause=\"%s\" err=\"%s\" "
+    SQLQ_ERROR("queue_outage",
+               "table=%s queue=%s for_s=%llu failed_attempts=%llu cause=\"%s\" err=\"%s\" "
                "note=\"not counted against any change; retrying with back-off\"",
-               o->table, o->queue, (unsigned long long)((now_ms - o->since_ms) / 1000), o->failures, cause,
-               detail ? detail : "");
+               o->table, o->queue, (unsigned long long)((now_ms - o->since_ms) / 1000), o->failures,
+               cause, detail ? detail : "");
     return true;
 }
 
@@ -38,8 +39,9 @@ void sqlq_outage_recovered(sqlq_outage *o, uint64_t now_ms)
 {
     if (!o->down)
         return;
-    SQLQ_INFO("queue_recovered", "table=%s queue=%s after_s=%llu failed_attempts=%llu cause=\"%s\"", o->table,
-              o->queue, (unsigned long long)((now_ms - o->since_ms) / 1000), o->failures, o->cause);
+    SQLQ_INFO("queue_recovered", "table=%s queue=%s after_s=%llu failed_attempts=%llu cause=\"%s\"",
+              o->table, o->queue, (unsigned long long)((now_ms - o->since_ms) / 1000), o->failures,
+              o->cause);
     o->down = false;
     o->cause[0] = '\0';
 }

@@ -214,6 +214,12 @@ static bool backoff_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms)
     return sqlq_clock_sleep_ms(&r->clock, delay) && !sqlq_route_stopping(r);
 }
 
+/* With --once: the queue service's outage outlasted the budget. */
+static bool queue_give_up(sqlq_route *r)
+{
+    return give_up(r, r->outage.since_ms, "queue service", r->outage.cause, SQLQ_E_NETWORK);
+}
+
 static void db_failed(sqlq_route *r)
 {
     if (r->db_down_since_ms == 0)
@@ -355,7 +361,7 @@ static void deliver(sqlq_route *r, const sqlq_change_batch *b, sqlq_route_prefet
         sqlq_route_set_in_flight(r, b, done, next);
         if (probe && !r->outage.down)
             continue; /* the probe went through: the rest at once */
-        if (r->outage.down && give_up(r, r->outage.since_ms, "queue service", r->outage.cause, SQLQ_E_NETWORK)) {
+        if (r->outage.down && queue_give_up(r)) {
             sqlq_route_abandon_rest(r, b, done); /* not counted: the outage is not their fault */
             break;
         }
@@ -471,7 +477,7 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
             refresh_metrics(r, sqlq_clock_now_ms(&r->clock));
             sqlq_route_probe_queue(r);
             /* --once ends when drained, but not silently while the queue service is down. */
-            if (r->env.once && r->queue_down && !give_up(r, r->outage.since_ms, "queue service", r->outage.cause, SQLQ_E_NETWORK)) {
+            if (r->env.once && r->queue_down && !queue_give_up(r)) {
                 (void)backoff_sleep(r, &idle_backoff, r->outage.since_ms);
                 continue;
             }

@@ -31,13 +31,13 @@ struct sqlq_route {
     unsigned long long changes, released, lost, renewals_seen;
     unsigned db_failures; /* consecutive failed database calls */
     uint64_t last_progress_ms, last_status_ms, last_advance_ms;
-    uint64_t last_queue_ok_ms;   /* last time the queue service answered */
-    bool db_down, queue_down;    /* reported to /readyz through env.health */
-    sqlq_outage outage;          /* of the queue service, as puts and probes see it */
-    sqlq_backoff probe_backoff;  /* probes of an idle route while the queue service is down */
+    uint64_t last_queue_ok_ms;  /* last time the queue service answered */
+    bool db_down, queue_down;   /* reported to /readyz through env.health */
+    sqlq_outage outage;         /* of the queue service, as puts and probes see it */
+    sqlq_backoff probe_backoff; /* probes of an idle route while the queue service is down */
     uint64_t next_probe_ms;
-    uint64_t db_down_since_ms;   /* first failure of the database in a row; 0 = up */
-    bool gave_up;                /* once: an outage outlasted once_outage_s */
+    uint64_t db_down_since_ms; /* first failure of the database in a row; 0 = up */
+    bool gave_up;              /* once: an outage outlasted once_outage_s */
     sqlq_error gave_up_err;
     sqlq_counter *m_published, *m_poisoned, *m_renewals;
     sqlq_counter *m_retry_queue, *m_retry_db, *m_lease_lost; /* sqlq_retries_total{reason} */
@@ -71,12 +71,13 @@ bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *fa
 
 /* route_settle.c */
 /* Release (or abandon) until the database takes it; giving up is safe (leases expire). */
-void sqlq_route_settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bool abandon, bool count_attempt);
+void sqlq_route_settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bool abandon,
+                            bool count_attempt);
 /* Release what the previous batch had accepted (kept in r->pend). */
 void sqlq_route_release_pending(sqlq_route *r);
 /* Release what a queue accepted, abandon (attempt counted) what was refused for good. */
-void sqlq_route_settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_outcome *outcomes, bool *done,
-                       bool defer);
+void sqlq_route_settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_outcome *outcomes,
+                       bool *done, bool defer);
 /* Give back what is still undelivered without counting the attempt. */
 void sqlq_route_abandon_rest(sqlq_route *r, const sqlq_change_batch *b, bool *done);
 

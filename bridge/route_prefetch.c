@@ -56,7 +56,7 @@ bool sqlq_route_prefetch_join(sqlq_route_prefetch *p)
 
 /* Lease renewal covers what is still undelivered of `b` and all of `next` (already leased). */
 void sqlq_route_set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool *done,
-                          const sqlq_change_batch *next)
+                              const sqlq_change_batch *next)
 {
     size_t extra = next ? next->count : 0, n = b->count + extra;
     sqlq_change *all = malloc((n ? n : 1) * sizeof(*all));

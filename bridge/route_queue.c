@@ -25,7 +25,11 @@ static void probe_result(sqlq_route *r, uint64_t now, bool ok, sqlq_fault_kind k
             sqlq_backoff_reset(&r->probe_backoff);
         r->next_probe_ms = sqlq_clock_now_ms(&r->clock) + delay;
         sqlq_counter_inc(r->m_retry_queue);
-        sqlq_fault_context c = {op, r->cfg.queue, e->http_status, e->azure_code, r->env.account->sas,
+        sqlq_fault_context c = {op,
+                                r->cfg.queue,
+                                e->http_status,
+                                e->azure_code,
+                                r->env.account->sas,
                                 (int64_t)time(NULL)};
         char cause[400], detail[600] = "";
         sqlq_fault_describe(kind, &c, cause, sizeof(cause));
@@ -58,7 +62,8 @@ void sqlq_route_probe_queue(sqlq_route *r)
                    expiry <= (int64_t)time(NULL);
     sqlq_fault_kind kind = expired ? SQLQ_FAULT_AUTHENTICATION
                                    : sqlq_fault_classify(e.http_status, e.azure_code, e.transient);
-    bool ok = !expired && (rc == SQLQ_OK || (kind == SQLQ_FAULT_PERMISSION && strcmp(op, "create queue") != 0));
+    bool ok = !expired &&
+              (rc == SQLQ_OK || (kind == SQLQ_FAULT_PERMISSION && strcmp(op, "create queue") != 0));
     probe_result(r, now, ok, kind, op, &e);
 }
 

@@ -7,19 +7,21 @@
 
 /* Release (or abandon) until the database takes it. Giving up is safe: the leases expire and
  * the changes are delivered again. */
-void sqlq_route_settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bool abandon, bool count_attempt)
+void sqlq_route_settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bool abandon,
+                            bool count_attempt)
 {
     for (int permanent_failures = 0; k > 0;) {
         sqlq_error e;
         sqlq_error_clear(&e);
         size_t lost = 0;
-        sqlq_result rc = !r->cap ? sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open")
+        sqlq_result rc = !r->cap   ? sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open")
                          : abandon ? sqlq_capture_abandon(r->cap, list, k, count_attempt, &e)
                                    : sqlq_capture_release(r->cap, list, k, &lost, &e);
         if (rc == SQLQ_E_LEASE_LOST) { /* fenced off: the new owner reads these changes again */
             r->lost += k;
             sqlq_counter_add(r->m_lease_lost, k);
-            SQLQ_WARN("lease_lost", "table=%s n=%zu note=\"another instance took over and delivers them again\"",
+            SQLQ_WARN("lease_lost",
+                      "table=%s n=%zu note=\"another instance took over and delivers them again\"",
                       r->cfg.table, k);
             return;
         }
@@ -31,14 +33,17 @@ void sqlq_route_settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bo
             if (lost > 0) {
                 r->lost += lost;
                 sqlq_counter_add(r->m_lease_lost, lost);
-                SQLQ_WARN("lease_lost", "table=%s n=%zu note=\"another instance owns these changes now "
-                          "and delivers them again\"", r->cfg.table, lost);
+                SQLQ_WARN("lease_lost",
+                          "table=%s n=%zu note=\"another instance owns these changes now "
+                          "and delivers them again\"",
+                          r->cfg.table, lost);
             }
             return;
         }
         if ((!e.transient && ++permanent_failures >= 3) ||
             !sqlq_route_recover_db(r, abandon ? "abandon_failed" : "release_failed", &e)) {
-            SQLQ_WARN("changes_left_leased", "table=%s n=%zu note=\"delivered again once the leases expire\"",
+            SQLQ_WARN("changes_left_leased",
+                      "table=%s n=%zu note=\"delivered again once the leases expire\"",
                       r->cfg.table, k);
             return;
         }
@@ -72,8 +77,8 @@ void sqlq_route_release_pending(sqlq_route *r)
 
 /* Release what a queue accepted, abandon (attempt counted) what was refused for good; mark them
  * done. `defer`: when every change is accepted or poisoned, keep the release for later. */
-void sqlq_route_settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_outcome *outcomes, bool *done,
-                   bool defer)
+void sqlq_route_settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_outcome *outcomes,
+                       bool *done, bool defer)
 {
     sqlq_change *rel = malloc(b->count * sizeof(*rel));
     sqlq_change *fail = malloc(b->count * sizeof(*fail));

@@ -10,18 +10,18 @@
 #include <stdint.h>
 
 typedef enum {
-    SQLQ_FAULT_NETWORK = 1,   /* no response: DNS, refused, timed out, reset (retryable) */
-    SQLQ_FAULT_TLS,           /* no response: certificate, handshake, other transport failure */
-    SQLQ_FAULT_THROTTLED,     /* 503 ServerBusy, 500 OperationTimedOut, 429, 408 */
-    SQLQ_FAULT_SERVER,        /* 500 InternalError, 502, 504, other 5xx */
+    SQLQ_FAULT_NETWORK = 1,    /* no response: DNS, refused, timed out, reset (retryable) */
+    SQLQ_FAULT_TLS,            /* no response: certificate, handshake, other transport failure */
+    SQLQ_FAULT_THROTTLED,      /* 503 ServerBusy, 500 OperationTimedOut, 429, 408 */
+    SQLQ_FAULT_SERVER,         /* 500 InternalError, 502, 504, other 5xx */
     SQLQ_FAULT_AUTHENTICATION, /* 401, 403 AuthenticationFailed: key or SAS rejected or expired */
-    SQLQ_FAULT_PERMISSION,    /* 403 AuthorizationFailure, AuthorizationPermissionMismatch,
-                                 AuthorizationResourceTypeMismatch */
-    SQLQ_FAULT_QUEUE_MISSING, /* 404 QueueNotFound */
-    SQLQ_FAULT_QUEUE_BUSY,    /* 409 QueueBeingDeleted, QueueDisabled */
-    SQLQ_FAULT_TOO_LARGE,     /* 413 RequestBodyTooLarge, 400 MessageTooLarge: this message */
-    SQLQ_FAULT_BAD_BODY,      /* 400 InvalidXmlDocument, InvalidXmlNodeValue: this message */
-    SQLQ_FAULT_UNEXPECTED     /* any other refusal: treated as an outage, never poisons */
+    SQLQ_FAULT_PERMISSION,     /* 403 AuthorizationFailure, AuthorizationPermissionMismatch,
+                                  AuthorizationResourceTypeMismatch */
+    SQLQ_FAULT_QUEUE_MISSING,  /* 404 QueueNotFound */
+    SQLQ_FAULT_QUEUE_BUSY,     /* 409 QueueBeingDeleted, QueueDisabled */
+    SQLQ_FAULT_TOO_LARGE,      /* 413 RequestBodyTooLarge, 400 MessageTooLarge: this message */
+    SQLQ_FAULT_BAD_BODY,       /* 400 InvalidXmlDocument, InvalidXmlNodeValue: this message */
+    SQLQ_FAULT_UNEXPECTED      /* any other refusal: treated as an outage, never poisons */
 } sqlq_fault_kind;
 
 /* The kind of a failed request. http_status 0 means no response; net_retryable then tells a
@@ -50,7 +50,8 @@ typedef struct sqlq_fault_context {
 /* The probable cause, one line: "SAS expired at 2026-11-25T10:00:00Z: …", "key rejected: …",
  * "permission missing: needs add (SAS sp=a, role Storage Queue Data Message Sender) on queue
  * orders", … Never holds the signature or key. */
-void sqlq_fault_describe(sqlq_fault_kind kind, const sqlq_fault_context *ctx, char *out, size_t size);
+void sqlq_fault_describe(sqlq_fault_kind kind, const sqlq_fault_context *ctx, char *out,
+                         size_t size);
 
 /* The SAS's signed expiry (`se=`, URL-decoded: 2026-11-25T10:00:00Z, seconds and fraction
  * optional, or a bare date) into text and Unix seconds. False when absent or unreadable. */

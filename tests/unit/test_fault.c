@@ -16,7 +16,11 @@
 static void test_fault_service_wide_faults_do_not_count(void **state)
 {
     (void)state;
-    const struct { int status; const char *code; sqlq_fault_kind want; } cases[] = {
+    const struct {
+        int status;
+        const char *code;
+        sqlq_fault_kind want;
+    } cases[] = {
         {403, "AuthenticationFailed", SQLQ_FAULT_AUTHENTICATION},
         {401, "InvalidAuthenticationInfo", SQLQ_FAULT_AUTHENTICATION},
         {401, "", SQLQ_FAULT_AUTHENTICATION},
@@ -62,14 +66,16 @@ static void test_fault_sas_expiry_parsed(void **state)
     (void)state;
     char text[64];
     int64_t when = 0;
-    assert_true(sqlq_fault_sas_expiry("sv=2019-12-12&se=2026-11-25T10%3A24%3A58Z&sp=a&sig=x", text, sizeof(text), &when));
+    assert_true(sqlq_fault_sas_expiry("sv=2019-12-12&se=2026-11-25T10%3A24%3A58Z&sp=a&sig=x", text,
+                                      sizeof(text), &when));
     assert_string_equal(text, "2026-11-25T10:24:58Z");
     assert_int_equal(when, 1795602298);
     assert_true(sqlq_fault_sas_expiry("se=2026-11-25T10:24Z&sig=x", text, sizeof(text), &when));
     assert_int_equal(when, 1795602240);
     assert_true(sqlq_fault_sas_expiry("sp=a&se=2026-11-25&sig=x", text, sizeof(text), &when));
     assert_int_equal(when, 1795564800);
-    assert_true(sqlq_fault_sas_expiry("se=2026-11-25T10:24:58.1234567Z", text, sizeof(text), &when));
+    assert_true(
+        sqlq_fault_sas_expiry("se=2026-11-25T10:24:58.1234567Z", text, sizeof(text), &when));
     assert_int_equal(when, 1795602298);
     assert_false(sqlq_fault_sas_expiry("sv=2019-12-12&sp=a&sig=x", text, sizeof(text), &when));
     assert_false(sqlq_fault_sas_expiry("sse=2026-11-25&sig=x", text, sizeof(text), &when));
@@ -77,8 +83,8 @@ static void test_fault_sas_expiry_parsed(void **state)
     assert_false(sqlq_fault_sas_expiry(NULL, text, sizeof(text), &when));
 }
 
-static void describe(sqlq_fault_kind k, const char *op, int status, const char *code, const char *sas,
-                     int64_t now, char *out, size_t size)
+static void describe(sqlq_fault_kind k, const char *op, int status, const char *code,
+                     const char *sas, int64_t now, char *out, size_t size)
 {
     sqlq_fault_context c = {op, "orders", status, code, sas, now};
     sqlq_fault_describe(k, &c, out, size);
@@ -89,17 +95,23 @@ static void test_fault_causes_name_what_to_do(void **state)
     (void)state;
     char out[512];
     const char *sas = "sv=2019-12-12&ss=q&srt=o&se=2026-11-25T10%3A00%3A00Z&sp=a&sig=SECRET";
-    describe(SQLQ_FAULT_AUTHENTICATION, "put message", 403, "AuthenticationFailed", sas, 1795600800 + 1, out, sizeof(out));
+    describe(SQLQ_FAULT_AUTHENTICATION, "put message", 403, "AuthenticationFailed", sas,
+             1795600800 + 1, out, sizeof(out));
     assert_non_null(strstr(out, "SAS expired at 2026-11-25T10:00:00Z"));
-    describe(SQLQ_FAULT_AUTHENTICATION, "put message", 403, "AuthenticationFailed", sas, 1795600800 - 60, out, sizeof(out));
+    describe(SQLQ_FAULT_AUTHENTICATION, "put message", 403, "AuthenticationFailed", sas,
+             1795600800 - 60, out, sizeof(out));
     assert_non_null(strstr(out, "SAS rejected"));
     assert_null(strstr(out, "SECRET"));
-    describe(SQLQ_FAULT_AUTHENTICATION, "put message", 403, "AuthenticationFailed", NULL, 0, out, sizeof(out));
+    describe(SQLQ_FAULT_AUTHENTICATION, "put message", 403, "AuthenticationFailed", NULL, 0, out,
+             sizeof(out));
     assert_non_null(strstr(out, "key rejected"));
-    describe(SQLQ_FAULT_PERMISSION, "put message", 403, "AuthorizationPermissionMismatch", sas, 0, out, sizeof(out));
+    describe(SQLQ_FAULT_PERMISSION, "put message", 403, "AuthorizationPermissionMismatch", sas, 0,
+             out, sizeof(out));
     assert_non_null(strstr(out, "permission missing: needs add on queue orders"));
-    describe(SQLQ_FAULT_PERMISSION, "create queue", 403, "AuthorizationResourceTypeMismatch", sas, 0, out, sizeof(out));
-    assert_non_null(strstr(out, "queue orders does not exist and this credential may not create it"));
+    describe(SQLQ_FAULT_PERMISSION, "create queue", 403, "AuthorizationResourceTypeMismatch", sas,
+             0, out, sizeof(out));
+    assert_non_null(
+        strstr(out, "queue orders does not exist and this credential may not create it"));
     describe(SQLQ_FAULT_THROTTLED, "put message", 503, "ServerBusy", NULL, 0, out, sizeof(out));
     assert_non_null(strstr(out, "503 ServerBusy"));
     describe(SQLQ_FAULT_NETWORK, "put message", 0, "", NULL, 0, out, sizeof(out));
