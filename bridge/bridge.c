@@ -96,7 +96,8 @@ static void shared_free(shared *s)
 static sqlq_result create_routes(const sqlq_bridge_config *cfg, shared *s, sqlq_error *err)
 {
     sqlq_route_env env = {cfg->db_connection, cfg->account, cfg->encoding, s->instance_id,
-                          cfg->renew_interval_ms, cfg->once, &s->stop, cfg->metrics, cfg->health};
+                          cfg->renew_interval_ms, cfg->once, cfg->once_outage_s > 0 ? cfg->once_outage_s : 60,
+                          &s->stop, cfg->metrics, cfg->health};
     for (size_t i = 0; i < cfg->nroutes; i++) {
         s->workers[i].shared = s;
         sqlq_result rc = sqlq_route_create(&env, &cfg->routes[i], &s->workers[i].route, err);

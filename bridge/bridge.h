@@ -34,6 +34,7 @@ typedef struct sqlq_route_config {
     const char *soft_delete_column; /* source cursor: rows with it set publish as deletes */
     int safety_lag_ms;              /* source cursor: read only rows older than this (timestamps) */
     bool allow_retention_gap; /* SQL Server: go on (with a warning) when retention overran */
+    long long message_ttl_s;  /* -1: messages never expire (default); else seconds */
 } sqlq_route_config;
 
 void sqlq_route_config_default(sqlq_route_config *r);
@@ -46,6 +47,8 @@ typedef struct sqlq_bridge_config {
     int shutdown_timeout_s;       /* 30: after a stop request, give up waiting after this */
     int renew_interval_ms;        /* 0: min(15 s, lease / 3) */
     bool once;                    /* drain what is pending, then return */
+    int once_outage_s;            /* with once: give up (SQLQ_E_TIMEOUT) when the database or the
+                                     queue service stays unavailable this long; 0 = 60 */
     const sqlq_stop *stop; /* set by the signal handler: stop polling, finish, exit */
     sqlq_metrics *metrics;        /* optional: sqlq_changes_published_total and friends */
     struct sqlq_bridge_health *health; /* optional: kept up to date for /readyz */
@@ -54,8 +57,9 @@ typedef struct sqlq_bridge_config {
 } sqlq_bridge_config;
 
 /* What /readyz reports: ready once every route has started (connected to the database,
- * capture open, queue created), while every route's database and queue service answer (an idle
- * route probes the queue every few seconds), and until a stop request. Owned by the caller, updated by the
+ * capture open) and the queue service answered, while every route's database and queue
+ * service answer (an outage: unreachable, throttling, credentials, permissions; an idle route
+ * probes the queue every few seconds), and until a stop request. Owned by the caller, updated by the
  * bridge from its threads, read by the HTTP server's thread. */
 typedef struct sqlq_bridge_health {
     atomic_int routes;   /* routes configured */

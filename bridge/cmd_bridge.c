@@ -35,9 +35,11 @@ typedef struct bridge_settings {
     char *soft_delete_column;
     long long safety_lag_ms;
     bool allow_retention_gap;
+    long long message_ttl_s;
     long long shutdown_timeout_s;
     char *listen;
     bool once;
+    long long once_outage_s;
     sqlq_common_settings common;
 } bridge_settings;
 
@@ -83,11 +85,17 @@ static const sqlq_setting bridge_table[] = {
                       "SQL Server: when change tracking already cleaned up changes not yet delivered, "
                       "go on from the oldest kept (a warning; run sqlq backfill to re-send) instead "
                       "of stopping with an error"),
+    SQLQ_SETTING_INT(S, message_ttl_s, "message_ttl_s", "SQLQ_MESSAGE_TTL_S", "-1", -1, 2147483647,
+                     "time to live of published messages in seconds; -1 = never expire (a change "
+                     "nobody consumed is never lost); 0 is not allowed"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
                      "after SIGTERM: time to finish publishes in flight before leaving anyway"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
                      "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
     SQLQ_SETTING_BOOL(S, once, "once", "SQLQ_ONCE", "false", "publish what is pending, then exit"),
+    SQLQ_SETTING_INT(S, once_outage_s, "once_outage_s", "SQLQ_ONCE_OUTAGE_S", "60", 1, 86400,
+                     "with --once: exit 1 when the database or the queue service stays unavailable "
+                     "(unreachable, throttling, credentials, permissions) this long"),
     SQLQ_COMMON_SETTINGS(S, common),
 };
 #undef S
@@ -115,7 +123,7 @@ static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_b
                                          "polling_interval_ms", "max_in_flight", "lease_s",
                                          "max_attempts", "start_from", "format", "oversize",
                                          "max_message_bytes", "source", "cursor_column",
-                                         "soft_delete_column", "safety_lag_ms"};
+                                         "soft_delete_column", "safety_lag_ms", "message_ttl_s"};
 
 static const sqlq_setting *setting_of(const char *key)
 {
@@ -211,6 +219,12 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
     r->soft_delete_column = s->soft_delete_column;
     r->safety_lag_ms = (int)s->safety_lag_ms;
     r->allow_retention_gap = s->allow_retention_gap;
+    if (s->message_ttl_s == 0) {
+        fprintf(stderr, "sqlq bridge: %s key message_ttl_s: 0 is not allowed (-1 = never expire, or "
+                        "1..2147483647 seconds)\n", where);
+        return false;
+    }
+    r->message_ttl_s = s->message_ttl_s;
     return true;
 }
 
@@ -311,6 +325,7 @@ static int run(const bridge_settings *s, const sqlq_account *account, const sqlq
     (void)sqlq_encoding_parse(s->common.encoding, &bc.encoding);
     bc.shutdown_timeout_s = (int)s->shutdown_timeout_s;
     bc.once = s->once;
+    bc.once_outage_s = (int)s->once_outage_s;
     bc.stop = &sqlq_stop_flag;
     bc.routes = routes;
     bc.nroutes = n;

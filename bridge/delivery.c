@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FAILURE_MEMORY 256
 
@@ -22,10 +23,10 @@ struct sqlq_delivery {
     sqlq_queue_client *client;
     sqlq_delivery_config cfg;
     char poison[64];
-    bool main_ready, poison_ready;
     failure memory[FAILURE_MEMORY];
     size_t next_memory;
     sqlq_delivery_counts counts;
+    sqlq_delivery_fault fault; /* of the last round */
 };
 
 sqlq_outcome sqlq_delivery_classify(sqlq_result r, const sqlq_error *err)
@@ -34,14 +35,32 @@ sqlq_outcome sqlq_delivery_classify(sqlq_result r, const sqlq_error *err)
     case SQLQ_OK:
         return SQLQ_OUTCOME_ACCEPTED;
     case SQLQ_E_CANCELLED:
-    case SQLQ_E_NETWORK:
     case SQLQ_E_TIMEOUT:
-    case SQLQ_E_NOT_FOUND:
     case SQLQ_E_NOMEM:
+    case SQLQ_E_INVALID: /* queue name or put options: every message alike */
         return SQLQ_OUTCOME_TRANSIENT;
+    case SQLQ_E_TOO_LARGE:
+        if (!err || err->http_status == 0)
+            return SQLQ_OUTCOME_FAILED; /* too large to encode: nothing was sent */
+        break;
     default:
-        return err && err->transient ? SQLQ_OUTCOME_TRANSIENT : SQLQ_OUTCOME_FAILED;
+        break;
     }
+    if (!err)
+        return r == SQLQ_E_NETWORK || r == SQLQ_E_NOT_FOUND ? SQLQ_OUTCOME_TRANSIENT : SQLQ_OUTCOME_FAILED;
+    sqlq_fault_kind k = sqlq_fault_classify(err->http_status, err->azure_code, err->transient);
+    return sqlq_fault_counts(k) ? SQLQ_OUTCOME_FAILED : SQLQ_OUTCOME_TRANSIENT;
+}
+
+void sqlq_delivery_fault_get(const sqlq_delivery *d, sqlq_delivery_fault *out)
+{
+    *out = d->fault;
+}
+
+void sqlq_delivery_fault_describe(const sqlq_delivery_fault *f, const char *sas, char *out, size_t size)
+{
+    sqlq_fault_context c = {f->op, f->queue, f->error.http_status, f->error.azure_code, sas, (int64_t)time(NULL)};
+    sqlq_fault_describe(f->kind, &c, out, size);
 }
 
 sqlq_result sqlq_delivery_create(sqlq_queue_client *client, const sqlq_delivery_config *cfg,
@@ -88,9 +107,7 @@ static sqlq_result create_queue(sqlq_delivery *d, const char *queue, sqlq_error 
 
 sqlq_result sqlq_delivery_prepare(sqlq_delivery *d, sqlq_error *err)
 {
-    sqlq_result r = create_queue(d, d->cfg.queue, err);
-    d->main_ready = r == SQLQ_OK;
-    return r;
+    return create_queue(d, d->cfg.queue, err);
 }
 
 static void remember_failure(sqlq_delivery *d, const sqlq_change *ch, const sqlq_error *e)
@@ -152,6 +169,47 @@ static sqlq_result build(sqlq_delivery *d, const sqlq_change *changes, size_t n,
     return r;
 }
 
+static bool queue_missing(const sqlq_put_item *it)
+{
+    return it->result == SQLQ_E_NOT_FOUND && strcmp(it->error.azure_code, "MessageNotFound") != 0;
+}
+
+/* Put `count` messages; a queue found missing is created (needs the create permission only
+ * then) and its messages put once more. A refused create is what their error reports. */
+static void put_batch(sqlq_delivery *d, const char *queue, sqlq_put_item *batch, size_t count,
+                      const sqlq_put_options *opt)
+{
+    /* Each item carries its own result; SQLQ_E_CANCELLED leaves the unfinished ones so. */
+    sqlq_result pr = sqlq_queue_put_many(d->client, queue, batch, count, (size_t)d->cfg.max_in_flight, opt);
+    (void)pr;
+    size_t missing = 0;
+    for (size_t k = 0; k < count; k++)
+        missing += queue_missing(&batch[k]);
+    if (missing == 0)
+        return;
+    sqlq_error qerr;
+    sqlq_error_clear(&qerr);
+    sqlq_result cr = create_queue(d, queue, &qerr);
+    sqlq_put_item *again = calloc(missing, sizeof(*again));
+    size_t n = 0;
+    for (size_t k = 0; again && k < count; k++) {
+        if (!queue_missing(&batch[k]))
+            continue;
+        if (cr != SQLQ_OK) { /* reported as the create's refusal, not as a missing queue */
+            batch[k].result = cr;
+            batch[k].error = qerr;
+            continue;
+        }
+        again[n++] = (sqlq_put_item){batch[k].body, batch[k].len, SQLQ_E_CANCELLED, {0}};
+    }
+    if (n > 0)
+        pr = sqlq_queue_put_many(d->client, queue, again, n, (size_t)d->cfg.max_in_flight, opt);
+    for (size_t k = 0, j = 0; again && k < count && j < n; k++)
+        if (queue_missing(&batch[k]))
+            batch[k] = again[j++];
+    free(again);
+}
+
 /* Put every message of one destination; results land in items[]. */
 static void put_dest(sqlq_delivery *d, const sqlq_envelope_list *l, sqlq_envelope_dest dest,
                      sqlq_put_item *items)
@@ -170,27 +228,12 @@ static void put_dest(sqlq_delivery *d, const sqlq_envelope_list *l, sqlq_envelop
             where[count++] = i;
         }
     const char *queue = dest == SQLQ_DEST_MAIN ? d->cfg.queue : d->poison;
-    bool *ready = dest == SQLQ_DEST_MAIN ? &d->main_ready : &d->poison_ready;
-    sqlq_error qerr;
-    sqlq_error_clear(&qerr);
-    if (count > 0 && !*ready && create_queue(d, queue, &qerr) == SQLQ_OK)
-        *ready = true;
-    if (count > 0 && *ready) {
-        sqlq_put_options opt = {0, 0, false};
-        sqlq_result pr = sqlq_queue_put_many(d->client, queue, batch, count,
-                                             (size_t)d->cfg.max_in_flight, &opt);
-        (void)pr; /* SQLQ_E_CANCELLED: unfinished items keep SQLQ_E_CANCELLED (transient) */
-    } else if (count > 0) {
-        for (size_t k = 0; k < count; k++) {
-            batch[k].result = qerr.code ? qerr.code : SQLQ_E_NETWORK;
-            batch[k].error = qerr;
-        }
-    }
-    for (size_t k = 0; k < count; k++) {
+    /* Poison copies never expire: nobody may have looked at them yet. */
+    sqlq_put_options opt = {0, dest == SQLQ_DEST_MAIN ? d->cfg.message_ttl_s : -1, false};
+    if (count > 0)
+        put_batch(d, queue, batch, count, &opt);
+    for (size_t k = 0; k < count; k++)
         items[where[k]] = batch[k];
-        if (batch[k].result == SQLQ_E_NOT_FOUND)
-            *ready = false; /* deleted under us: create it again before the retry */
-    }
     free(batch);
     free(where);
 }
@@ -208,13 +251,31 @@ static void log_failure(const sqlq_delivery *d, const sqlq_envelope *e, const sq
                   d->cfg.envelope.table, e->nchanges, e->dest == SQLQ_DEST_MAIN ? "main" : "poison", msg);
 }
 
+/* The first service-wide fault of this round, for the outage report. */
+static void note_fault(sqlq_delivery *d, const sqlq_envelope *e, const sqlq_put_item *it)
+{
+    if (d->fault.any || it->result == SQLQ_E_CANCELLED)
+        return;
+    d->fault.any = true;
+    d->fault.error = it->error;
+    if (d->fault.error.code == SQLQ_OK)
+        sqlq_error_set(&d->fault.error, it->result, true, "%s", sqlq_strerror(it->result));
+    d->fault.kind = sqlq_fault_classify(it->error.http_status, it->error.azure_code, it->error.transient);
+    bool create = strncmp(it->error.message, "create queue", 12) == 0;
+    snprintf(d->fault.op, sizeof(d->fault.op), "%s", create ? "create queue" : "put message");
+    snprintf(d->fault.queue, sizeof(d->fault.queue), "%s", e->dest == SQLQ_DEST_MAIN ? d->cfg.queue : d->poison);
+}
+
 static void record(sqlq_delivery *d, const sqlq_change *changes, const sqlq_envelope_list *l,
                    const sqlq_put_item *items, sqlq_outcome *outcomes)
 {
     bool transient_seen = false;
+    memset(&d->fault, 0, sizeof(d->fault));
     for (size_t i = 0; i < l->count; i++) {
         const sqlq_envelope *e = &l->items[i];
         sqlq_outcome o = sqlq_delivery_classify(items[i].result, &items[i].error);
+        if (o == SQLQ_OUTCOME_TRANSIENT)
+            note_fault(d, e, &items[i]);
         if (o == SQLQ_OUTCOME_ACCEPTED && e->dest == SQLQ_DEST_POISON)
             o = SQLQ_OUTCOME_POISONED;
         if (o == SQLQ_OUTCOME_ACCEPTED)

@@ -6,6 +6,7 @@
 
 #include "capture.h"
 #include "envelope.h"
+#include "fault.h"
 #include "queue_client.h"
 #include "result.h"
 
@@ -13,12 +14,16 @@ typedef enum {
     SQLQ_OUTCOME_PENDING = 0, /* not published yet */
     SQLQ_OUTCOME_ACCEPTED,    /* the main queue accepted its message: release */
     SQLQ_OUTCOME_POISONED,    /* the poison queue accepted it: release */
-    SQLQ_OUTCOME_TRANSIENT,   /* queue unreachable, throttled, 5xx: retry, attempt not counted */
-    SQLQ_OUTCOME_FAILED       /* refused for good (4xx): abandon, the attempt counts */
+    SQLQ_OUTCOME_TRANSIENT,   /* a fault of the service, not of this change (outage: network,
+                                 throttling, credentials, permissions, missing queue): retry
+                                 with back-off, the attempt is not counted */
+    SQLQ_OUTCOME_FAILED       /* this message refused (too large, bad body): abandon, the
+                                 attempt counts toward poison */
 } sqlq_outcome;
 
-/* How a put's result is treated. SQLQ_E_NOT_FOUND (queue deleted) is transient: the queue is
- * created again before the retry. */
+/* How a put's result is treated (retry/fault decides): only refusals specific to one message
+ * count; everything that would fail any message is an outage. A queue deleted meanwhile is
+ * created again at once. */
 sqlq_outcome sqlq_delivery_classify(sqlq_result r, const sqlq_error *err);
 
 typedef struct sqlq_delivery_config {
@@ -26,6 +31,7 @@ typedef struct sqlq_delivery_config {
     sqlq_envelope_config envelope;
     int max_in_flight;
     int max_attempts;
+    long long message_ttl_s; /* main-queue messages: -1 never expire (poison copies: always -1) */
 } sqlq_delivery_config;
 
 typedef struct sqlq_delivery sqlq_delivery;
@@ -35,7 +41,9 @@ SQLQ_NODISCARD sqlq_result sqlq_delivery_create(sqlq_queue_client *client, const
                                                 sqlq_delivery **out, sqlq_error *err);
 void sqlq_delivery_destroy(sqlq_delivery *d);
 
-/* Create the main queue if missing. Transient failures come back with err->transient. */
+/* Create the main queue if missing. Transient failures come back with err->transient. Called
+ * only when the queue is known to be missing (an idle route's probe); a put that finds it
+ * missing creates it too: no create permission is needed while the queue exists. */
 SQLQ_NODISCARD sqlq_result sqlq_delivery_prepare(sqlq_delivery *d, sqlq_error *err);
 
 /* Publish every change whose outcome is PENDING or TRANSIENT, once; set its outcome. Changes
@@ -43,6 +51,20 @@ SQLQ_NODISCARD sqlq_result sqlq_delivery_prepare(sqlq_delivery *d, sqlq_error *e
  * SQLQ_OK when every change got an outcome (look at them), else the reason none could. */
 SQLQ_NODISCARD sqlq_result sqlq_delivery_publish(sqlq_delivery *d, const sqlq_change *changes,
                                                  size_t n, sqlq_outcome *outcomes, sqlq_error *err);
+
+/* The service-wide fault the last publish round met, if any: what /readyz and the outage log
+ * line report. */
+typedef struct sqlq_delivery_fault {
+    bool any;
+    sqlq_fault_kind kind;
+    char op[24];    /* "put message" or "create queue" */
+    char queue[64]; /* the main queue or its poison queue */
+    sqlq_error error;
+} sqlq_delivery_fault;
+void sqlq_delivery_fault_get(const sqlq_delivery *d, sqlq_delivery_fault *out);
+/* Its probable cause in one line (retry/fault), given the credential's SAS (NULL for a key);
+ * the service's own answer is f->error. */
+void sqlq_delivery_fault_describe(const sqlq_delivery_fault *f, const char *sas, char *out, size_t size);
 
 typedef struct sqlq_delivery_counts {
     unsigned long long messages, poisoned, failed, transient;

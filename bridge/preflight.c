@@ -2,6 +2,7 @@
 
 #include "capture.h"
 #include "db.h"
+#include "fault.h"
 #include "queue_client.h"
 
 #include <string.h>
@@ -45,12 +46,20 @@ static int check_queue(sqlq_queue_client *qc, const char *queue, FILE *out)
     char what[300];
     snprintf(what, sizeof(what), "queue %s: reachable with these credentials", queue);
     if (sqlq_queue_exists(qc, queue, &exists, &err) != SQLQ_OK) {
+        if (sqlq_fault_classify(err.http_status, err.azure_code, err.transient) == SQLQ_FAULT_PERMISSION) {
+            /* The service checked the credential and only refused reading metadata. */
+            fprintf(out, "note queue %s: these credentials may not read its metadata (%s): fine for the "
+                         "bridge, which needs only add (sp=a); the queue must then exist already\n",
+                    queue, err.azure_code);
+            return 0;
+        }
         report(out, false, what, &err);
         return 1;
     }
     report(out, true, what, NULL);
     if (!exists)
-        fprintf(out, "note queue %s does not exist yet: the bridge creates it when it starts\n",
+        fprintf(out, "note queue %s does not exist yet: the bridge creates it (needs the create "
+                     "permission then)\n",
                 queue);
     return 0;
 }

@@ -1,14 +1,12 @@
 /* route: one watched table published to one queue: poll → publish → release → advance. */
-#include "route.h"
+#include "route_internal.h"
 
-#include "backoff.h"
-#include "delivery.h"
-#include "lease_renewer.h"
 #include "log.h"
 
-#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PROGRESS_LOG_MS 30000u
 /* Under load the sync version moves at most this often. Delivered changes are recorded by
@@ -17,41 +15,12 @@
  * it cost a transaction of five round trips. */
 #define ADVANCE_EVERY_MS 1000u
 
-struct sqlq_route {
-    sqlq_route_env env;
-    sqlq_route_config cfg;
-    sqlq_capture_config ccfg;
-    sqlq_clock clock;       /* every sleep ends at once on a stop request */
-    sqlq_clock queue_clock; /* the queue client's: a stop request ends retry waits only */
-    sqlq_backoff db_backoff;
-    sqlq_db *db;
-    sqlq_capture *cap;
-    sqlq_queue_client *client;
-    sqlq_delivery *delivery;
-    sqlq_lease_renewer *renewer;
-    /* Accepted by the queue, not yet released: released by the helper of the next batch while
-     * that batch is on the wire (see prefetch), or at once when there is none. */
-    sqlq_change_batch pend;
-    unsigned long long changes, released, lost, renewals_seen;
-    unsigned db_failures; /* consecutive failed database calls */
-    uint64_t last_progress_ms, last_status_ms, last_advance_ms;
-    uint64_t last_queue_ok_ms;   /* last time the queue service answered */
-    bool db_down, queue_down;    /* reported to /readyz through env.health */
-    sqlq_counter *m_published, *m_poisoned, *m_renewals;
-    sqlq_counter *m_retry_queue, *m_retry_db, *m_lease_lost; /* sqlq_retries_total{reason} */
-    sqlq_histogram *m_publish_s;
-    sqlq_gauge *m_pending;
-};
-
-static void log_error(const char *event, const sqlq_route *r, const sqlq_error *e);
-
-static bool stopping(const sqlq_route *r)
+bool sqlq_route_stopping(const sqlq_route *r)
 {
     return *r->env.stop != 0;
 }
 
-/* Keep the health counters /readyz reads in step with this route's state. */
-static void mark_down(sqlq_route *r, bool *flag, bool down, bool is_db)
+void sqlq_route_mark_down(sqlq_route *r, bool *flag, bool down, bool is_db)
 {
     if (*flag == down)
         return;
@@ -60,28 +29,6 @@ static void mark_down(sqlq_route *r, bool *flag, bool down, bool is_db)
         r->last_queue_ok_ms = sqlq_clock_now_ms(&r->clock);
     if (r->env.health)
         atomic_fetch_add(is_db ? &r->env.health->db_down : &r->env.health->queue_down, down ? 1 : -1);
-}
-
-/* An idle route has no reason to talk to the queue service: ask it every few seconds so that
- * /readyz tells the truth (one cheap metadata request). */
-#define QUEUE_PROBE_MS 5000u
-
-static void probe_queue(sqlq_route *r)
-{
-    uint64_t now = sqlq_clock_now_ms(&r->clock);
-    if (!r->queue_down && now - r->last_queue_ok_ms < QUEUE_PROBE_MS)
-        return;
-    bool exists = false;
-    sqlq_error e;
-    sqlq_error_clear(&e);
-    bool ok = sqlq_queue_exists(r->client, r->cfg.queue, &exists, &e) == SQLQ_OK;
-    if (ok)
-        r->last_queue_ok_ms = now;
-    else
-        sqlq_counter_inc(r->m_retry_queue);
-    if (!ok && !r->queue_down)
-        log_error("queue_probe_failed", r, &e);
-    mark_down(r, &r->queue_down, !ok, false);
 }
 
 void sqlq_route_config_default(sqlq_route_config *c)
@@ -97,6 +44,7 @@ void sqlq_route_config_default(sqlq_route_config *c)
     c->format = SQLQ_FORMAT_ROW;
     c->oversize = SQLQ_OVERSIZE_TRUNCATE;
     c->max_message_bytes = SQLQ_MESSAGE_MAX_TEXT;
+    c->message_ttl_s = -1;
 }
 
 static uint64_t queue_clock_now(void *ctx)
@@ -167,6 +115,8 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.allow_retention_gap = cfg->allow_retention_gap;
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
+    sqlq_backoff_policy op = sqlq_backoff_policy_outage();
+    sqlq_backoff_init(&r->probe_backoff, &op, &r->clock);
     init_metrics(r);
 
     sqlq_queue_options qo;
@@ -177,7 +127,8 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     /* The client retries a put for a few seconds; past that the route takes over (logs the
      * outage, keeps the leases renewed and retries with its own back-off). */
     qo.retry.max_total_ms = 5000;
-    sqlq_delivery_config dc = {cfg->queue, {0}, cfg->max_in_flight, cfg->max_attempts};
+    sqlq_outage_init(&r->outage, cfg->table, cfg->queue);
+    sqlq_delivery_config dc = {cfg->queue, {0}, cfg->max_in_flight, cfg->max_attempts, cfg->message_ttl_s};
     sqlq_envelope_config_default(&dc.envelope);
     dc.envelope.bridge_name = cfg->bridge_name;
     dc.envelope.table = cfg->table;
@@ -221,7 +172,7 @@ void sqlq_route_stats_add(const sqlq_route *r, sqlq_bridge_stats *sum)
     sum->transient += c.transient;
 }
 
-static void log_error(const char *event, const sqlq_route *r, const sqlq_error *e)
+void sqlq_route_log_error(const char *event, const sqlq_route *r, const sqlq_error *e)
 {
     char msg[600];
     sqlq_error_format(e, msg, sizeof(msg));
@@ -231,13 +182,48 @@ static void log_error(const char *event, const sqlq_route *r, const sqlq_error *
         SQLQ_ERROR(event, "table=%s queue=%s err=\"%s\"", r->cfg.table, r->cfg.queue, msg);
 }
 
-/* Sleep the next back-off step; false when a stop request cut it short. */
-static bool backoff_sleep(sqlq_route *r, sqlq_backoff *b)
+/* With --once: what is left of the outage budget when an outage began at since_ms. */
+static uint64_t once_budget_left(const sqlq_route *r, uint64_t since_ms)
+{
+    uint64_t budget = (uint64_t)r->env.once_outage_s * 1000u, now = sqlq_clock_now_ms(&r->clock);
+    return now - since_ms >= budget ? 0 : budget - (now - since_ms);
+}
+
+/* With --once: the outage that began at since_ms outlasted the budget; the route gives up. */
+static bool give_up(sqlq_route *r, uint64_t since_ms, const char *what, const char *cause, sqlq_result code)
+{
+    if (!r->env.once || since_ms == 0 || once_budget_left(r, since_ms) > 0)
+        return false;
+    if (!r->gave_up)
+        sqlq_error_set(&r->gave_up_err, code, false,
+                       "%s unavailable for %d s (once_outage_s), giving up: %s", what,
+                       r->env.once_outage_s, cause);
+    r->gave_up = true;
+    return true;
+}
+
+/* Sleep the next back-off step (with --once, never past the outage budget of an outage that
+ * began at since_ms, 0 = none); false when a stop request cut it short. */
+static bool backoff_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms)
 {
     uint64_t delay = 30000;
     if (!sqlq_backoff_next(b, 0, &delay))
         sqlq_backoff_reset(b);
-    return sqlq_clock_sleep_ms(&r->clock, delay) && !stopping(r);
+    if (r->env.once && since_ms && delay > once_budget_left(r, since_ms))
+        delay = once_budget_left(r, since_ms);
+    return sqlq_clock_sleep_ms(&r->clock, delay) && !sqlq_route_stopping(r);
+}
+
+/* With --once: the queue service's outage outlasted the budget. */
+static bool queue_give_up(sqlq_route *r)
+{
+    return give_up(r, r->outage.since_ms, "queue service", r->outage.cause, SQLQ_E_NETWORK);
+}
+
+static void db_failed(sqlq_route *r)
+{
+    if (r->db_down_since_ms == 0)
+        r->db_down_since_ms = sqlq_clock_now_ms(&r->clock);
 }
 
 /* (Re)open the capture on the current connection. */
@@ -251,27 +237,29 @@ static sqlq_result open_capture(sqlq_route *r, sqlq_error *err)
 /* After a failed database call: wait, reconnect when the failure was transient (or a failure
  * repeats: a driver may report a dead connection as something else), reopen the capture.
  * false: give up (stop requested, or a permanent failure in --once mode). */
-static bool recover_db(sqlq_route *r, const char *what, const sqlq_error *failed)
+bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *failed)
 {
-    log_error(what, r, failed);
+    sqlq_route_log_error(what, r, failed);
     r->db_failures++;
-    if (stopping(r) || (!failed->transient && r->env.once))
+    db_failed(r);
+    if (sqlq_route_stopping(r) || (!failed->transient && r->env.once) ||
+        give_up(r, r->db_down_since_ms, "database", failed->message, SQLQ_E_SQL))
         return false;
-    if (!backoff_sleep(r, &r->db_backoff))
+    if (!backoff_sleep(r, &r->db_backoff, r->db_down_since_ms))
         return false;
     sqlq_error err;
     sqlq_error_clear(&err);
     bool reconnect = failed->transient || r->db_failures >= 2;
     if (reconnect && sqlq_db_reconnect(r->db, r->env.stop, &err) != SQLQ_OK) {
-        log_error("db_reconnect_failed", r, &err);
-        return !stopping(r);
+        sqlq_route_log_error("db_reconnect_failed", r, &err);
+        return !sqlq_route_stopping(r);
     }
     sqlq_error_clear(&err);
     if (open_capture(r, &err) != SQLQ_OK)
-        log_error("capture_open_failed", r, &err);
+        sqlq_route_log_error("capture_open_failed", r, &err);
     else
         SQLQ_INFO("db_reconnected", "table=%s", r->cfg.table);
-    return !stopping(r);
+    return !sqlq_route_stopping(r);
 }
 
 static int renew_interval_ms(const sqlq_route *r)
@@ -295,279 +283,94 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
         if (rc == SQLQ_OK && !r->renewer)
             rc = sqlq_lease_renewer_start(r->env.db_connection, &r->ccfg, renew_interval_ms(r),
                                           &r->renewer, &e);
-        if (rc == SQLQ_OK)
-            rc = sqlq_delivery_prepare(r->delivery, &e);
+        /* The queue is not touched here: the first put creates it if missing, so a credential
+         * that may only add messages is enough; the first idle poll probes it for /readyz. */
         if (rc == SQLQ_OK) {
-            SQLQ_INFO("route_started", "table=%s queue=%s bridge=%s instance=%s format=%s",
+            SQLQ_INFO("route_started", "table=%s queue=%s bridge=%s instance=%s format=%s message_ttl_s=%lld",
                       r->cfg.table, r->cfg.queue, r->cfg.bridge_name, r->env.instance_id,
-                      sqlq_envelope_format_name(r->cfg.format));
-            r->last_queue_ok_ms = sqlq_clock_now_ms(&r->clock);
+                      sqlq_envelope_format_name(r->cfg.format), r->cfg.message_ttl_s);
+            r->db_down_since_ms = 0;
+            sqlq_route_mark_down(r, &r->queue_down, true, false); /* until the queue service answers */
             if (r->env.health)
                 atomic_fetch_add(&r->env.health->started, 1);
             return SQLQ_OK;
         }
-        log_error("route_start_failed", r, &e);
-        if (!e.transient) {
+        sqlq_route_log_error("route_start_failed", r, &e);
+        db_failed(r);
+        if (!e.transient || give_up(r, r->db_down_since_ms, "database", e.message, SQLQ_E_SQL)) {
             if (err && err->code == SQLQ_OK)
-                *err = e;
-            return rc;
+                *err = r->gave_up ? r->gave_up_err : e;
+            return r->gave_up ? r->gave_up_err.code : rc;
         }
         if (r->db && !r->cap) { /* a connection that failed mid-way: start it afresh */
             sqlq_db_close(r->db);
             r->db = NULL;
         }
-        if (!backoff_sleep(r, &r->db_backoff))
+        if (!backoff_sleep(r, &r->db_backoff, r->db_down_since_ms))
             return sqlq_error_set(err, SQLQ_E_CANCELLED, false, "stopped before the route started");
     }
 }
 
-/* Release (or abandon) until the database takes it. Giving up is safe: the leases expire and
- * the changes are delivered again. */
-static void settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bool abandon, bool count_attempt)
+/* The first change of b not yet done: during an outage one message probes the service, so
+ * that a long outage costs one request per back-off step, not one per change. */
+static size_t first_undone(const sqlq_change_batch *b, const bool *done)
 {
-    for (int permanent_failures = 0; k > 0;) {
-        sqlq_error e;
-        sqlq_error_clear(&e);
-        size_t lost = 0;
-        sqlq_result rc = !r->cap ? sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open")
-                         : abandon ? sqlq_capture_abandon(r->cap, list, k, count_attempt, &e)
-                                   : sqlq_capture_release(r->cap, list, k, &lost, &e);
-        if (rc == SQLQ_E_LEASE_LOST) { /* fenced off: the new owner reads these changes again */
-            r->lost += k;
-            sqlq_counter_add(r->m_lease_lost, k);
-            SQLQ_WARN("lease_lost", "table=%s n=%zu note=\"another instance took over and delivers them again\"",
-                      r->cfg.table, k);
-            return;
-        }
-        if (rc == SQLQ_OK) {
-            sqlq_backoff_reset(&r->db_backoff);
-            r->db_failures = 0;
-            if (!abandon)
-                r->released += k - lost;
-            if (lost > 0) {
-                r->lost += lost;
-                sqlq_counter_add(r->m_lease_lost, lost);
-                SQLQ_WARN("lease_lost", "table=%s n=%zu note=\"another instance owns these changes now "
-                          "and delivers them again\"", r->cfg.table, lost);
-            }
-            return;
-        }
-        if ((!e.transient && ++permanent_failures >= 3) ||
-            !recover_db(r, abandon ? "abandon_failed" : "release_failed", &e)) {
-            SQLQ_WARN("changes_left_leased", "table=%s n=%zu note=\"delivered again once the leases expire\"",
-                      r->cfg.table, k);
-            return;
-        }
-    }
-}
-
-/* Keep `list` (deep copies) in r->pend, released later by release_pending. */
-static bool defer_release(sqlq_route *r, const sqlq_change *list, size_t k)
-{
-    sqlq_change *copy = malloc((k ? k : 1) * sizeof(*copy));
-    if (!copy || r->pend.count > 0) {
-        free(copy);
-        return false;
-    }
-    for (size_t i = 0; i < k; i++) {
-        copy[i] = list[i];
-        json_incref(copy[i].key);
-        json_incref(copy[i].row);
-    }
-    r->pend.items = copy;
-    r->pend.count = k;
-    return true;
-}
-
-static void release_pending(sqlq_route *r)
-{
-    if (r->pend.count > 0)
-        settle_list(r, r->pend.items, r->pend.count, false, false);
-    sqlq_change_batch_free(&r->pend);
-}
-
-/* Release what a queue accepted, abandon (attempt counted) what was refused for good; mark them
- * done. `defer`: when every change is accepted or poisoned, keep the release for later. */
-static void settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_outcome *outcomes, bool *done,
-                   bool defer)
-{
-    sqlq_change *rel = malloc(b->count * sizeof(*rel));
-    sqlq_change *fail = malloc(b->count * sizeof(*fail));
-    size_t nr = 0, nf = 0;
-    for (size_t i = 0; rel && fail && i < b->count; i++) {
-        if (done[i])
-            continue;
-        if (outcomes[i] == SQLQ_OUTCOME_ACCEPTED)
-            sqlq_counter_inc(r->m_published);
-        if (outcomes[i] == SQLQ_OUTCOME_POISONED)
-            sqlq_counter_inc(r->m_poisoned);
-        if (outcomes[i] == SQLQ_OUTCOME_ACCEPTED || outcomes[i] == SQLQ_OUTCOME_POISONED) {
-            rel[nr++] = b->items[i];
-            done[i] = true;
-        } else if (outcomes[i] == SQLQ_OUTCOME_FAILED) {
-            fail[nf++] = b->items[i];
-            done[i] = true;
-        }
-    }
-    bool all = rel && fail && nf == 0;
-    for (size_t i = 0; all && i < b->count; i++)
-        all = done[i];
-    if (!(defer && all && defer_release(r, rel, nr)))
-        settle_list(r, rel, nr, false, false);
-    settle_list(r, fail, nf, true, true);
-    free(rel);
-    free(fail);
-}
-
-/* Give back what is still undelivered without counting the attempt (stop request). */
-static void abandon_rest(sqlq_route *r, const sqlq_change_batch *b, bool *done)
-{
-    sqlq_change *rest = malloc(b->count * sizeof(*rest));
-    size_t k = 0;
-    for (size_t i = 0; rest && i < b->count; i++)
-        if (!done[i]) {
-            rest[k++] = b->items[i];
-            done[i] = true;
-        }
-    settle_list(r, rest, k, true, false);
-    free(rest);
-}
-
-/* The next batch, polled on the route's connection by a helper thread while the current one is
- * on the wire: the database and the queue service work at the same time instead of in turn.
- * The current batch is settled only after the helper is joined (one user of the connection
- * at a time), and the next batch is published only after the current one is settled, so the
- * order of messages and the rule "publish, then release, then advance" are unchanged. */
-typedef struct prefetch {
-    sqlq_route *r;
-    const sqlq_change_batch *current; /* on the wire meanwhile */
-    bool poll;                        /* poll the next batch (after releasing r->pend) */
-    pthread_t thread;
-    bool started;
-    sqlq_result rc;
-    sqlq_error err;
-    sqlq_change_batch batch;
-} prefetch;
-
-static void set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool *done,
-                          const sqlq_change_batch *next);
-
-static void *prefetch_main(void *arg)
-{
-    prefetch *p = arg;
-    /* The previous batch was accepted by the queue: its release is bookkeeping that need not
-     * hold up this one. Then the poll, which sees those changes released. */
-    release_pending(p->r);
-    if (!p->poll)
-        return NULL;
-    p->rc = p->r->cap ? sqlq_capture_poll(p->r->cap, &p->batch, &p->err)
-                      : sqlq_error_set(&p->err, SQLQ_E_SQL, true, "capture not open");
-    /* Leased now: renewed from now on, not from when the current batch is settled (its
-     * publish may retry for longer than a lease lasts). The route thread is inside the
-     * publish call and does not touch the renewal set until it has joined this thread. */
-    if (p->rc == SQLQ_OK && p->batch.count > 0)
-        set_in_flight(p->r, p->current, NULL, &p->batch);
-    return NULL;
-}
-
-static void prefetch_start(prefetch *p, const sqlq_change_batch *current, bool poll)
-{
-    p->current = current;
-    p->poll = poll;
-    sqlq_error_clear(&p->err);
-    memset(&p->batch, 0, sizeof(p->batch));
-    p->rc = SQLQ_OK;
-    p->started = pthread_create(&p->thread, NULL, prefetch_main, p) == 0;
-    if (!p->started)
-        release_pending(p->r);
-}
-
-/* Join the helper; false when nothing usable came of it (not started, or its poll failed:
- * logged, and the next poll of the loop goes through the usual recovery). */
-static bool prefetch_join(prefetch *p)
-{
-    if (!p->started)
-        return false;
-    pthread_join(p->thread, NULL);
-    p->started = false;
-    if (!p->poll)
-        return false;
-    if (p->rc == SQLQ_OK)
-        return true;
-    log_error("poll_failed", p->r, &p->err);
-    sqlq_change_batch_free(&p->batch);
-    return false;
-}
-
-/* Lease renewal covers what is still undelivered of `b` and all of `next` (already leased). */
-static void set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool *done,
-                          const sqlq_change_batch *next)
-{
-    size_t extra = next ? next->count : 0, n = b->count + extra;
-    sqlq_change *all = malloc((n ? n : 1) * sizeof(*all));
-    bool *keep = malloc((n ? n : 1) * sizeof(*keep));
-    for (size_t i = 0; all && keep && i < n; i++) {
-        all[i] = i < b->count ? b->items[i] : next->items[i - b->count];
-        keep[i] = i >= b->count || !done || !done[i];
-    }
-    if (!all || !keep || sqlq_lease_renewer_set_subset(r->renewer, all, keep, n) != SQLQ_OK)
-        SQLQ_WARN("lease_renew_set_failed", "table=%s err=\"out of memory\"", r->cfg.table);
-    free(all);
-    free(keep);
+    size_t i = 0;
+    while (i < b->count && done[i])
+        i++;
+    return i;
 }
 
 /* Publish one polled batch until every change is accepted, poisoned or refused for good;
- * while the queue is unreachable keep retrying with back-off (leases renewed meanwhile).
- * `pf` (may be NULL): poll the next batch while the first publish round is on the wire;
- * *have_next tells whether pf->batch holds it. */
-static void deliver(sqlq_route *r, const sqlq_change_batch *b, prefetch *pf, bool *have_next)
+ * during an outage keep retrying with back-off (leases renewed meanwhile, attempts not
+ * counted); with --once give up after once_outage_s. `pf` (may be NULL): poll the next batch
+ * while the first publish round is on the wire; *have_next tells whether pf->batch holds it. */
+static void deliver(sqlq_route *r, const sqlq_change_batch *b, sqlq_route_prefetch *pf, bool *have_next)
 {
-    prefetch helper = {.r = r};
+    sqlq_route_prefetch helper = {.r = r};
     if (!pf && r->pend.count > 0)
         pf = &helper; /* a helper only to release the previous batch */
     sqlq_outcome *outcomes = calloc(b->count, sizeof(*outcomes));
     bool *done = calloc(b->count, sizeof(*done));
     sqlq_backoff qb;
-    sqlq_backoff_policy p = {1000, 10000, 0, 0, 0.2}; /* catch up within 10 s of a recovery */
+    sqlq_backoff_policy p = sqlq_backoff_policy_outage(); /* catch up within 10 s of a recovery */
     sqlq_backoff_init(&qb, &p, &r->clock);
     const sqlq_change_batch *next = NULL;
-    set_in_flight(r, b, NULL, &r->pend);
+    sqlq_route_set_in_flight(r, b, NULL, &r->pend);
     for (unsigned round = 0; outcomes && done; round++) {
         sqlq_error e;
         sqlq_error_clear(&e);
         if (round == 0 && pf)
-            prefetch_start(pf, b, pf != &helper);
+            sqlq_route_prefetch_start(pf, b, pf != &helper);
         uint64_t t0 = sqlq_clock_now_ms(&r->clock);
-        if (sqlq_delivery_publish(r->delivery, b->items, b->count, outcomes, &e) != SQLQ_OK)
-            log_error("publish_failed", r, &e);
+        bool probe = r->outage.down;
+        size_t from = probe ? first_undone(b, done) : 0, n = probe ? 1 : b->count;
+        if (sqlq_delivery_publish(r->delivery, b->items + from, n, outcomes + from, &e) != SQLQ_OK)
+            sqlq_route_log_error("publish_failed", r, &e);
         sqlq_histogram_observe(r->m_publish_s, (double)(sqlq_clock_now_ms(&r->clock) - t0) / 1000.0);
-        if (round == 0 && pf && prefetch_join(pf)) {
+        if (round == 0 && pf && sqlq_route_prefetch_join(pf)) {
             *have_next = true;
             next = &pf->batch;
         }
+        sqlq_route_note_round(r);
         /* Accepted in the first round with more already polled: its release rides along with
          * the next batch. */
-        settle(r, b, outcomes, done, round == 0 && next && next->count > 0);
-        size_t left = 0, transient = 0;
-        for (size_t i = 0; i < b->count; i++) {
-            left += !done[i];
-            transient += outcomes[i] == SQLQ_OUTCOME_TRANSIENT;
-        }
-        mark_down(r, &r->queue_down, transient > 0, false);
-        if (transient > 0)
-            sqlq_counter_inc(r->m_retry_queue);
-        if (left == 0)
+        sqlq_route_settle(r, b, outcomes, done, round == 0 && next && next->count > 0);
+        if (first_undone(b, done) == b->count)
             break;
-        set_in_flight(r, b, done, next);
-        if (round == 0 || round % 10 == 0)
-            SQLQ_WARN("queue_unavailable", "table=%s queue=%s waiting=%zu round=%u note=\"retrying with back-off\"",
-                      r->cfg.table, r->cfg.queue, left, round + 1);
-        if (stopping(r) || !backoff_sleep(r, &qb)) {
-            abandon_rest(r, b, done);
+        sqlq_route_set_in_flight(r, b, done, next);
+        if (probe && !r->outage.down)
+            continue; /* the probe went through: the rest at once */
+        if (r->outage.down && queue_give_up(r)) {
+            sqlq_route_abandon_rest(r, b, done); /* not counted: the outage is not their fault */
+            break;
+        }
+        if (sqlq_route_stopping(r) || !backoff_sleep(r, &qb, r->outage.down ? r->outage.since_ms : 0)) {
+            sqlq_route_abandon_rest(r, b, done);
             break;
         }
     }
-    set_in_flight(r, &r->pend, NULL, next); /* what stays leased until the next batch */
+    sqlq_route_set_in_flight(r, &r->pend, NULL, next); /* what stays leased until the next batch */
     free(outcomes);
     free(done);
 }
@@ -581,7 +384,7 @@ static void advance(sqlq_route *r)
     sqlq_error_clear(&e);
     int64_t v = 0;
     if (sqlq_capture_advance(r->cap, &v, &e) != SQLQ_OK)
-        log_error("advance_failed", r, &e); /* the next poll notices a broken connection */
+        sqlq_route_log_error("advance_failed", r, &e); /* the next poll notices a broken connection */
     else
         SQLQ_DEBUG("advanced", "table=%s sync_version=%lld", r->cfg.table, (long long)v);
 }
@@ -629,12 +432,13 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, bool *fatal, sqlq_err
     if (rc == SQLQ_OK) {
         sqlq_backoff_reset(&r->db_backoff);
         r->db_failures = 0;
-        mark_down(r, &r->db_down, false, true);
+        r->db_down_since_ms = 0;
+        sqlq_route_mark_down(r, &r->db_down, false, true);
         return true;
     }
-    mark_down(r, &r->db_down, true, true);
+    sqlq_route_mark_down(r, &r->db_down, true, true);
     sqlq_counter_inc(r->m_retry_db);
-    if (!recover_db(r, "poll_failed", &e) && !stopping(r)) {
+    if (!sqlq_route_recover_db(r, "poll_failed", &e) && !sqlq_route_stopping(r)) {
         *fatal = true;
         if (err && err->code == SQLQ_OK)
             *err = e;
@@ -646,13 +450,16 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
 {
     sqlq_result rc = start(r, err);
     if (rc != SQLQ_OK)
-        return stopping(r) ? SQLQ_OK : rc;
+        return sqlq_route_stopping(r) ? SQLQ_OK : rc;
     r->last_progress_ms = sqlq_clock_now_ms(&r->clock);
     bool idle_advanced = false, fatal = false;
-    prefetch pf = {.r = r};
+    sqlq_route_prefetch pf = {.r = r};
     sqlq_change_batch next = {0};
     bool polled_ahead = false;
-    while (!stopping(r) && !fatal) {
+    sqlq_backoff idle_backoff;
+    sqlq_backoff_policy op = sqlq_backoff_policy_outage();
+    sqlq_backoff_init(&idle_backoff, &op, &r->clock);
+    while (!sqlq_route_stopping(r) && !fatal && !r->gave_up) {
         sqlq_change_batch b = {0};
         if (polled_ahead) {
             b = next;
@@ -663,12 +470,17 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
         polled_ahead = false;
         if (b.count == 0) {
             sqlq_change_batch_free(&b);
-            release_pending(r);
+            sqlq_route_release_pending(r);
             if (!idle_advanced)
                 advance(r);
             idle_advanced = true;
             refresh_metrics(r, sqlq_clock_now_ms(&r->clock));
-            probe_queue(r);
+            sqlq_route_probe_queue(r);
+            /* --once ends when drained, but not silently while the queue service is down. */
+            if (r->env.once && r->queue_down && !queue_give_up(r)) {
+                (void)backoff_sleep(r, &idle_backoff, r->outage.since_ms);
+                continue;
+            }
             if (r->env.once)
                 break;
             (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
@@ -678,7 +490,7 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
         r->changes += b.count;
         uint64_t t0 = sqlq_clock_now_ms(&r->clock);
         /* A full batch: more is likely waiting, poll it while this one is on the wire. */
-        deliver(r, &b, b.full && !stopping(r) ? &pf : NULL, &polled_ahead);
+        deliver(r, &b, b.full && !sqlq_route_stopping(r) ? &pf : NULL, &polled_ahead);
         if (!b.full || sqlq_clock_now_ms(&r->clock) - r->last_advance_ms >= ADVANCE_EVERY_MS)
             advance(r);
         SQLQ_DEBUG("batch", "table=%s changes=%zu full=%d ms=%llu", r->cfg.table, b.count, (int)b.full,
@@ -693,15 +505,19 @@ sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
         if (!full && !r->env.once)
             (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
     }
-    release_pending(r);
+    sqlq_route_release_pending(r);
     if (next.count > 0) { /* polled ahead, then asked to stop: give them back as they were */
         bool *none = calloc(next.count, sizeof(*none));
         if (none)
-            abandon_rest(r, &next, none);
+            sqlq_route_abandon_rest(r, &next, none);
         free(none);
     }
     sqlq_change_batch_free(&next);
     progress(r, true);
     SQLQ_INFO("route_stopped", "table=%s queue=%s", r->cfg.table, r->cfg.queue);
+    if (r->gave_up && err && err->code == SQLQ_OK)
+        *err = r->gave_up_err;
+    if (r->gave_up)
+        return r->gave_up_err.code;
     return fatal ? (err && err->code ? err->code : SQLQ_E_SQL) : SQLQ_OK;
 }

@@ -12,6 +12,13 @@ sqlq_backoff_policy sqlq_backoff_policy_default(void)
     return p;
 }
 
+sqlq_backoff_policy sqlq_backoff_policy_outage(void)
+{
+    sqlq_backoff_policy p = {
+        .initial_ms = 1000, .max_delay_ms = 10000, .max_total_ms = 0, .max_retries = 0, .jitter = 0.2};
+    return p;
+}
+
 void sqlq_backoff_init(sqlq_backoff *b, const sqlq_backoff_policy *policy, const sqlq_clock *clock)
 {
     b->policy = policy ? *policy : sqlq_backoff_policy_default();

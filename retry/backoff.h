@@ -17,6 +17,9 @@ typedef struct sqlq_backoff_policy {
 
 /* Defaults for one HTTP or SQL request: 200 ms doubling to 10 s, at most 60 s in all. */
 sqlq_backoff_policy sqlq_backoff_policy_default(void);
+/* Waiting out an outage (every request fails: credentials, throttling, network): 1 s doubling
+ * to 10 s, jitter 0.2, no budget of its own (the caller decides when to give up). */
+sqlq_backoff_policy sqlq_backoff_policy_outage(void);
 
 typedef struct sqlq_backoff {
     sqlq_backoff_policy policy;

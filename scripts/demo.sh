@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # demo: the main job, end to end, on a fresh Debian machine. Installs what is missing
-# (scripts/install-deps.sh), builds sqlq into build/, starts a private in-memory Azurite unless
-# SQLQ_QUEUE_CONNECTION or AzureWebJobsStorage names a queue service, creates a SQLite database
-# with an orders table, runs `sqlq setup` and `sqlq bridge`, makes inserts, updates and deletes
-# with sqlite3, and shows the messages as they arrive. Stops everything it started on exit.
+# (scripts/install-deps.sh), builds sqlq into build-demo/ (build/ is scripts/test.sh's), starts
+# a private in-memory Azurite unless SQLQ_QUEUE_CONNECTION or AzureWebJobsStorage names a queue
+# service, creates a SQLite database with an orders table, runs `sqlq setup` and `sqlq bridge`,
+# makes changes with sqlite3, shows the messages as they arrive, stops all it started, exits 0.
 #   scripts/demo.sh              the whole demo
 #   scripts/demo.sh --no-install skip install-deps (already done)
 set -euo pipefail
@@ -43,10 +43,11 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 step "1. dependencies (scripts/install-deps.sh)"
 if [ "$install" = yes ]; then "$root/scripts/install-deps.sh"; else echo "skipped (--no-install)"; fi
 
-step "2. build (cmake → build/)"
-cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSQLQ_BUILD_TESTS=OFF >/dev/null
-cmake --build "$root/build" -j"$(nproc)" --target sqlq >/dev/null
-sqlq="$root/build/bridge/sqlq"
+step "2. build (cmake → build-demo/)"
+# Its own build directory: one configured without tests must never be what scripts/test.sh runs.
+cmake -S "$root" -B "$root/build-demo" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSQLQ_BUILD_TESTS=OFF >/dev/null
+cmake --build "$root/build-demo" -j"$(nproc)" --target sqlq >/dev/null
+sqlq="$root/build-demo/bridge/sqlq"
 "$sqlq" --version
 
 step "3. queue service"

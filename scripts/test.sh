@@ -10,7 +10,8 @@ build=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
 "$root/scripts/install-deps.sh"
-cmake -S "$root" -B "$build" -DSQLQ_WERROR=ON -DSQLQ_SANITIZE="${SQLQ_SANITIZE:-OFF}" >/dev/null
+# Tests always on, even in a build directory configured without them.
+cmake -S "$root" -B "$build" -DSQLQ_BUILD_TESTS=ON -DSQLQ_WERROR=ON -DSQLQ_SANITIZE="${SQLQ_SANITIZE:-OFF}" >/dev/null
 cmake --build "$build" -j "$jobs"
 if [ "${SQLQ_SANITIZE:-OFF}" = ON ]; then
     # Leaks inside the ODBC drivers and unixODBC are theirs, not ours: suppressed by library.
@@ -23,7 +24,8 @@ if [ "${SQLQ_SANITIZE:-OFF}" = thread ]; then
 fi
 cd "$build"
 # Integration tests mostly wait on servers: run more of them than there are cores.
-ctest --output-on-failure -j "$((jobs * 2))" --timeout 600 "$@"
+# --no-tests=error: running no test is a failure, never a pass.
+ctest --output-on-failure --no-tests=error -j "$((jobs * 2))" --timeout 600 "$@"
 
 # Fuzzing smoke run (after the tests): every libFuzzer harness for FUZZ_SECONDS from its seed
 # corpus, in its own build tree. A crash fails the run. clang comes with install-deps.sh.

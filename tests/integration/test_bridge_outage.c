@@ -118,7 +118,7 @@ static void test_bridge_outage_waits_and_catches_up(void **state)
     if (keys != 250)
         bt_print_log(log);
     assert_int_equal(keys, 250);
-    assert_int_equal(sqlq_test_sh("grep -q 'event=queue_unavailable' '%s' '%s'", log, log_b), 0); /* it did wait */
+    assert_int_equal(sqlq_test_sh("grep -q 'event=queue_outage' '%s' '%s'", log, log_b), 0); /* it did wait */
     size_t total = json_array_size(msgs), distinct = bt_distinct_ids(msgs);
     fprintf(stderr, "outage: %zu messages, %zu distinct ids\n", total, distinct);
     assert_int_equal(total, distinct); /* leases held through the outage: nothing published twice */

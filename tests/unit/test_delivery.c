@@ -8,6 +8,7 @@
 
 #include "delivery.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static sqlq_error error_of(sqlq_result code, bool transient, int status)
@@ -40,16 +41,48 @@ static void test_delivery_transient_failures_do_not_count(void **state)
     assert_int_equal(sqlq_delivery_classify(SQLQ_E_NOT_FOUND, &gone), SQLQ_OUTCOME_TRANSIENT);
 }
 
-static void test_delivery_permanent_failures_count(void **state)
+static sqlq_error azure_error(sqlq_result code, int status, const char *azure_code)
+{
+    sqlq_error e = error_of(code, false, status);
+    snprintf(e.azure_code, sizeof(e.azure_code), "%s", azure_code);
+    return e;
+}
+
+/* Faults that would fail every message (issue 11): never counted toward poison. */
+static void test_delivery_service_wide_refusals_do_not_count(void **state)
 {
     (void)state;
-    sqlq_error bad = error_of(SQLQ_E_HTTP, false, 400);
-    assert_int_equal(sqlq_delivery_classify(SQLQ_E_HTTP, &bad), SQLQ_OUTCOME_FAILED);
-    sqlq_error big = error_of(SQLQ_E_TOO_LARGE, false, 0);
+    const char *codes[] = {"AuthenticationFailed", "AuthorizationFailure", "AuthorizationPermissionMismatch",
+                           "AuthorizationResourceTypeMismatch"};
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        sqlq_error e = azure_error(SQLQ_E_HTTP, 403, codes[i]);
+        assert_int_equal(sqlq_delivery_classify(SQLQ_E_HTTP, &e), SQLQ_OUTCOME_TRANSIENT);
+    }
+    sqlq_error unauth = azure_error(SQLQ_E_HTTP, 401, "");
+    assert_int_equal(sqlq_delivery_classify(SQLQ_E_HTTP, &unauth), SQLQ_OUTCOME_TRANSIENT);
+    sqlq_error internal = azure_error(SQLQ_E_HTTP, 500, "InternalError"); /* after the client's retries */
+    assert_int_equal(sqlq_delivery_classify(SQLQ_E_HTTP, &internal), SQLQ_OUTCOME_TRANSIENT);
+    sqlq_error version = azure_error(SQLQ_E_HTTP, 400, "InvalidHeaderValue");
+    assert_int_equal(sqlq_delivery_classify(SQLQ_E_HTTP, &version), SQLQ_OUTCOME_TRANSIENT);
+    sqlq_error tls = error_of(SQLQ_E_NETWORK, false, 0);
+    assert_int_equal(sqlq_delivery_classify(SQLQ_E_NETWORK, &tls), SQLQ_OUTCOME_TRANSIENT);
+    assert_int_equal(sqlq_delivery_classify(SQLQ_E_INVALID, NULL), SQLQ_OUTCOME_TRANSIENT);
+}
+
+/* Only a refusal of this message's body counts. */
+static void test_delivery_message_refusals_count(void **state)
+{
+    (void)state;
+    sqlq_error big = error_of(SQLQ_E_TOO_LARGE, false, 0); /* too large to encode */
     assert_int_equal(sqlq_delivery_classify(SQLQ_E_TOO_LARGE, &big), SQLQ_OUTCOME_FAILED);
-    sqlq_error auth = error_of(SQLQ_E_HTTP, false, 403);
-    assert_int_equal(sqlq_delivery_classify(SQLQ_E_HTTP, &auth), SQLQ_OUTCOME_FAILED);
-    assert_int_equal(sqlq_delivery_classify(SQLQ_E_INVALID, NULL), SQLQ_OUTCOME_FAILED);
+    sqlq_error body = azure_error(SQLQ_E_TOO_LARGE, 413, "RequestBodyTooLarge");
+    assert_int_equal(sqlq_delivery_classify(SQLQ_E_TOO_LARGE, &body), SQLQ_OUTCOME_FAILED);
+    sqlq_error msg = azure_error(SQLQ_E_TOO_LARGE, 400, "MessageTooLarge");
+    assert_int_equal(sqlq_delivery_classify(SQLQ_E_TOO_LARGE, &msg), SQLQ_OUTCOME_FAILED);
+    sqlq_error xml = azure_error(SQLQ_E_HTTP, 400, "InvalidXmlDocument");
+    assert_int_equal(sqlq_delivery_classify(SQLQ_E_HTTP, &xml), SQLQ_OUTCOME_FAILED);
+    sqlq_error node = azure_error(SQLQ_E_HTTP, 400, "InvalidXmlNodeValue");
+    assert_int_equal(sqlq_delivery_classify(SQLQ_E_HTTP, &node), SQLQ_OUTCOME_FAILED);
 }
 
 int main(void)
@@ -57,7 +90,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delivery_accepted),
         cmocka_unit_test(test_delivery_transient_failures_do_not_count),
-        cmocka_unit_test(test_delivery_permanent_failures_count),
+        cmocka_unit_test(test_delivery_service_wide_refusals_do_not_count),
+        cmocka_unit_test(test_delivery_message_refusals_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

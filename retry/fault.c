@@ -1,0 +1,205 @@
+#include "fault.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static bool is(const char *code, const char *want)
+{
+    return code && strcmp(code, want) == 0;
+}
+
+sqlq_fault_kind sqlq_fault_classify(int http_status, const char *azure_code, bool net_retryable)
+{
+    if (http_status == 0)
+        return net_retryable ? SQLQ_FAULT_NETWORK : SQLQ_FAULT_TLS;
+    if (http_status == 413 || is(azure_code, "RequestBodyTooLarge") ||
+        is(azure_code, "MessageTooLarge"))
+        return SQLQ_FAULT_TOO_LARGE;
+    if (http_status == 400 &&
+        (is(azure_code, "InvalidXmlDocument") || is(azure_code, "InvalidXmlNodeValue")))
+        return SQLQ_FAULT_BAD_BODY;
+    if (is(azure_code, "AuthorizationFailure") ||
+        is(azure_code, "AuthorizationPermissionMismatch") ||
+        is(azure_code, "AuthorizationResourceTypeMismatch") ||
+        is(azure_code, "AuthorizationSourceIPMismatch") ||
+        is(azure_code, "AuthorizationProtocolMismatch") ||
+        is(azure_code, "AuthorizationServiceMismatch"))
+        return SQLQ_FAULT_PERMISSION;
+    if (http_status == 401 || http_status == 403 || is(azure_code, "AuthenticationFailed") ||
+        is(azure_code, "InvalidAuthenticationInfo"))
+        return SQLQ_FAULT_AUTHENTICATION;
+    if (http_status == 404 && (is(azure_code, "QueueNotFound") || !azure_code || !azure_code[0]))
+        return SQLQ_FAULT_QUEUE_MISSING;
+    if (http_status == 409 &&
+        (is(azure_code, "QueueBeingDeleted") || is(azure_code, "QueueDisabled")))
+        return SQLQ_FAULT_QUEUE_BUSY;
+    if (http_status == 503 || http_status == 429 || http_status == 408 ||
+        is(azure_code, "ServerBusy") || is(azure_code, "OperationTimedOut"))
+        return SQLQ_FAULT_THROTTLED;
+    if (http_status >= 500)
+        return SQLQ_FAULT_SERVER;
+    return SQLQ_FAULT_UNEXPECTED;
+}
+
+bool sqlq_fault_counts(sqlq_fault_kind kind)
+{
+    return kind == SQLQ_FAULT_TOO_LARGE || kind == SQLQ_FAULT_BAD_BODY;
+}
+
+const char *sqlq_fault_name(sqlq_fault_kind kind)
+{
+    switch (kind) {
+    case SQLQ_FAULT_NETWORK: return "network";
+    case SQLQ_FAULT_TLS: return "tls";
+    case SQLQ_FAULT_THROTTLED: return "throttled";
+    case SQLQ_FAULT_SERVER: return "server";
+    case SQLQ_FAULT_AUTHENTICATION: return "authentication";
+    case SQLQ_FAULT_PERMISSION: return "permission";
+    case SQLQ_FAULT_QUEUE_MISSING: return "queue_missing";
+    case SQLQ_FAULT_QUEUE_BUSY: return "queue_busy";
+    case SQLQ_FAULT_TOO_LARGE: return "too_large";
+    case SQLQ_FAULT_BAD_BODY: return "bad_body";
+    case SQLQ_FAULT_UNEXPECTED: return "unexpected";
+    }
+    return "unexpected";
+}
+
+/* The value of one query parameter (URL-decoded) into out; false when absent. */
+static bool sas_param(const char *sas, const char *name, char *out, size_t size)
+{
+    size_t n = strlen(name);
+    for (const char *p = sas; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+        if (strncmp(p, name, n) != 0 || p[n] != '=')
+            continue;
+        size_t k = 0;
+        for (const char *v = p + n + 1; *v && *v != '&' && k + 1 < size; v++) {
+            char c = *v;
+            if (c == '%' && v[1] && v[2]) {
+                char hex[3] = {v[1], v[2], '\0'};
+                c = (char)strtol(hex, NULL, 16);
+                v += 2;
+            }
+            out[k++] = c;
+        }
+        out[k] = '\0';
+        return k > 0;
+    }
+    return false;
+}
+
+bool sqlq_fault_sas_expiry(const char *sas, char *out_text, size_t text_size, int64_t *out_epoch_s)
+{
+    char se[64];
+    if (!sas || !sas_param(sas, "se", se, sizeof(se)))
+        return false;
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *end = strptime(se, "%Y-%m-%dT%H:%M", &tm);
+    if (end && *end == ':')
+        end = strptime(end, ":%S", &tm);
+    if (!end) {
+        memset(&tm, 0, sizeof(tm));
+        end = strptime(se, "%Y-%m-%d", &tm);
+    }
+    if (!end)
+        return false;
+    if (*end == '.') /* fraction of a second */
+        while (*++end >= '0' && *end <= '9') {
+        }
+    if (*end != '\0' && strcmp(end, "Z") != 0)
+        return false;
+    *out_epoch_s = (int64_t)timegm(&tm);
+    snprintf(out_text, text_size, "%s", se);
+    return true;
+}
+
+/* Authentication refused: an expired SAS, another SAS problem, or the key. */
+static void describe_authentication(const sqlq_fault_context *c, char *out, size_t size)
+{
+    char se[64];
+    int64_t expiry = 0;
+    if (c->sas && sqlq_fault_sas_expiry(c->sas, se, sizeof(se), &expiry) && expiry <= c->now_s)
+        snprintf(out, size,
+                 "SAS expired at %s: restart with a fresh SAS (or key) in the connection string",
+                 se);
+    else if (c->sas && !strstr(c->sas, "ss="))
+        snprintf(
+            out, size,
+            "SAS rejected for queue %s: a queue-scoped SAS works for its own queue only "
+            "(the bridge also puts to {queue}-poison: use an account SAS ss=q&srt=o&sp=a), or its "
+            "signature, start time or version is wrong",
+            c->queue ? c->queue : "-");
+    else if (c->sas)
+        snprintf(out, size,
+                 "SAS rejected: its signature, start time (st=), version or IP range is wrong");
+    else
+        snprintf(
+            out, size,
+            "key rejected: the account key is wrong or was rotated; restart with the current key");
+}
+
+static void describe_permission(const sqlq_fault_context *c, char *out, size_t size)
+{
+    const char *q = c->queue ? c->queue : "-";
+    if (is(c->azure_code, "AuthorizationSourceIPMismatch") ||
+        is(c->azure_code, "AuthorizationFailure"))
+        snprintf(
+            out, size,
+            "permission missing or network rule: %s on queue %s was refused (%s): check the role "
+            "assignment, the SAS permissions and the account's firewall",
+            c->op, q, c->azure_code);
+    else if (c->op && strcmp(c->op, "create queue") == 0)
+        snprintf(
+            out, size,
+            "permission missing: queue %s does not exist and this credential may not create it "
+            "(needs SAS sp=c with srt=c, or role Storage Queue Data Contributor): create it once "
+            "with `sqlq queue create %s` or with a credential that may",
+            q, q);
+    else if (c->op && strcmp(c->op, "put message") == 0)
+        snprintf(out, size,
+                 "permission missing: needs add on queue %s (SAS sp=a with srt=o, or role "
+                 "Storage Queue Data Message Sender)",
+                 q);
+    else
+        snprintf(out, size,
+                 "permission missing: %s on queue %s is not allowed for this credential (%s)",
+                 c->op ? c->op : "request", q, c->azure_code ? c->azure_code : "");
+}
+
+void sqlq_fault_describe(sqlq_fault_kind kind, const sqlq_fault_context *c, char *out, size_t size)
+{
+    const char *q = c->queue ? c->queue : "-";
+    const char *code = c->azure_code && c->azure_code[0] ? c->azure_code : "no error code";
+    switch (kind) {
+    case SQLQ_FAULT_NETWORK:
+        snprintf(out, size, "queue service unreachable (DNS, connection refused or timed out)");
+        return;
+    case SQLQ_FAULT_TLS:
+        snprintf(out, size, "TLS or transport failure (certificate, handshake or proxy)");
+        return;
+    case SQLQ_FAULT_THROTTLED:
+        snprintf(out, size, "queue service busy (HTTP %d %s): throttled or overloaded",
+                 c->http_status, code);
+        return;
+    case SQLQ_FAULT_SERVER:
+        snprintf(out, size, "queue service error (HTTP %d %s)", c->http_status, code);
+        return;
+    case SQLQ_FAULT_AUTHENTICATION: describe_authentication(c, out, size); return;
+    case SQLQ_FAULT_PERMISSION: describe_permission(c, out, size); return;
+    case SQLQ_FAULT_QUEUE_MISSING: snprintf(out, size, "queue %s does not exist", q); return;
+    case SQLQ_FAULT_QUEUE_BUSY:
+        snprintf(out, size, "queue %s is being deleted or is disabled (%s)", q, code);
+        return;
+    case SQLQ_FAULT_TOO_LARGE:
+        snprintf(out, size, "message too large for queue %s (%s)", q, code);
+        return;
+    case SQLQ_FAULT_BAD_BODY:
+        snprintf(out, size, "message body refused by queue %s (%s)", q, code);
+        return;
+    case SQLQ_FAULT_UNEXPECTED: break;
+    }
+    snprintf(out, size, "unexpected refusal of %s on queue %s (HTTP %d %s)",
+             c->op ? c->op : "request", q, c->http_status, code);
+}

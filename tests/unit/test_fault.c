@@ -1,0 +1,160 @@
+/* Unit tests of retry/fault: which queue failures are outages (never counted against a change)
+ * and which are refusals of one message (counted toward poison), the probable cause an
+ * operator reads, and the outage back-off (capped, jittered, never giving up by itself). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "backoff.h"
+#include "fake_clock.h"
+#include "fault.h"
+
+#include <string.h>
+
+static void test_fault_service_wide_faults_do_not_count(void **state)
+{
+    (void)state;
+    const struct {
+        int status;
+        const char *code;
+        sqlq_fault_kind want;
+    } cases[] = {
+        {403, "AuthenticationFailed", SQLQ_FAULT_AUTHENTICATION},
+        {401, "InvalidAuthenticationInfo", SQLQ_FAULT_AUTHENTICATION},
+        {401, "", SQLQ_FAULT_AUTHENTICATION},
+        {403, "AuthorizationFailure", SQLQ_FAULT_PERMISSION},
+        {403, "AuthorizationPermissionMismatch", SQLQ_FAULT_PERMISSION},
+        {403, "AuthorizationResourceTypeMismatch", SQLQ_FAULT_PERMISSION},
+        {503, "ServerBusy", SQLQ_FAULT_THROTTLED},
+        {500, "OperationTimedOut", SQLQ_FAULT_THROTTLED},
+        {429, "", SQLQ_FAULT_THROTTLED},
+        {500, "InternalError", SQLQ_FAULT_SERVER},
+        {502, "", SQLQ_FAULT_SERVER},
+        {404, "QueueNotFound", SQLQ_FAULT_QUEUE_MISSING},
+        {409, "QueueBeingDeleted", SQLQ_FAULT_QUEUE_BUSY},
+        {400, "InvalidHeaderValue", SQLQ_FAULT_UNEXPECTED}, /* x-ms-version: hits every request */
+        {400, "InvalidQueryParameterValue", SQLQ_FAULT_UNEXPECTED},
+        {400, "", SQLQ_FAULT_UNEXPECTED},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sqlq_fault_kind k = sqlq_fault_classify(cases[i].status, cases[i].code, false);
+        assert_int_equal(k, cases[i].want);
+        assert_false(sqlq_fault_counts(k));
+    }
+    assert_int_equal(sqlq_fault_classify(0, "", true), SQLQ_FAULT_NETWORK);
+    assert_int_equal(sqlq_fault_classify(0, "", false), SQLQ_FAULT_TLS);
+    assert_false(sqlq_fault_counts(SQLQ_FAULT_NETWORK));
+    assert_false(sqlq_fault_counts(SQLQ_FAULT_TLS));
+}
+
+static void test_fault_message_refusals_count(void **state)
+{
+    (void)state;
+    assert_int_equal(sqlq_fault_classify(413, "RequestBodyTooLarge", false), SQLQ_FAULT_TOO_LARGE);
+    assert_int_equal(sqlq_fault_classify(400, "MessageTooLarge", false), SQLQ_FAULT_TOO_LARGE);
+    assert_int_equal(sqlq_fault_classify(400, "InvalidXmlDocument", false), SQLQ_FAULT_BAD_BODY);
+    assert_int_equal(sqlq_fault_classify(400, "InvalidXmlNodeValue", false), SQLQ_FAULT_BAD_BODY);
+    assert_true(sqlq_fault_counts(SQLQ_FAULT_TOO_LARGE));
+    assert_true(sqlq_fault_counts(SQLQ_FAULT_BAD_BODY));
+    assert_string_equal(sqlq_fault_name(SQLQ_FAULT_BAD_BODY), "bad_body");
+}
+
+static void test_fault_sas_expiry_parsed(void **state)
+{
+    (void)state;
+    char text[64];
+    int64_t when = 0;
+    assert_true(sqlq_fault_sas_expiry("sv=2019-12-12&se=2026-11-25T10%3A24%3A58Z&sp=a&sig=x", text,
+                                      sizeof(text), &when));
+    assert_string_equal(text, "2026-11-25T10:24:58Z");
+    assert_int_equal(when, 1795602298);
+    assert_true(sqlq_fault_sas_expiry("se=2026-11-25T10:24Z&sig=x", text, sizeof(text), &when));
+    assert_int_equal(when, 1795602240);
+    assert_true(sqlq_fault_sas_expiry("sp=a&se=2026-11-25&sig=x", text, sizeof(text), &when));
+    assert_int_equal(when, 1795564800);
+    assert_true(
+        sqlq_fault_sas_expiry("se=2026-11-25T10:24:58.1234567Z", text, sizeof(text), &when));
+    assert_int_equal(when, 1795602298);
+    assert_false(sqlq_fault_sas_expiry("sv=2019-12-12&sp=a&sig=x", text, sizeof(text), &when));
+    assert_false(sqlq_fault_sas_expiry("sse=2026-11-25&sig=x", text, sizeof(text), &when));
+    assert_false(sqlq_fault_sas_expiry("se=tomorrow", text, sizeof(text), &when));
+    assert_false(sqlq_fault_sas_expiry(NULL, text, sizeof(text), &when));
+}
+
+static void describe(sqlq_fault_kind k, const char *op, int status, const char *code,
+                     const char *sas, int64_t now, char *out, size_t size)
+{
+    sqlq_fault_context c = {op, "orders", status, code, sas, now};
+    sqlq_fault_describe(k, &c, out, size);
+}
+
+static void test_fault_causes_name_what_to_do(void **state)
+{
+    (void)state;
+    char out[512];
+    const char *sas = "sv=2019-12-12&ss=q&srt=o&se=2026-11-25T10%3A00%3A00Z&sp=a&sig=SECRET";
+    describe(SQLQ_FAULT_AUTHENTICATION, "put message", 403, "AuthenticationFailed", sas,
+             1795600800 + 1, out, sizeof(out));
+    assert_non_null(strstr(out, "SAS expired at 2026-11-25T10:00:00Z"));
+    describe(SQLQ_FAULT_AUTHENTICATION, "put message", 403, "AuthenticationFailed", sas,
+             1795600800 - 60, out, sizeof(out));
+    assert_non_null(strstr(out, "SAS rejected"));
+    assert_null(strstr(out, "SECRET"));
+    describe(SQLQ_FAULT_AUTHENTICATION, "put message", 403, "AuthenticationFailed", NULL, 0, out,
+             sizeof(out));
+    assert_non_null(strstr(out, "key rejected"));
+    describe(SQLQ_FAULT_PERMISSION, "put message", 403, "AuthorizationPermissionMismatch", sas, 0,
+             out, sizeof(out));
+    assert_non_null(strstr(out, "permission missing: needs add on queue orders"));
+    describe(SQLQ_FAULT_PERMISSION, "create queue", 403, "AuthorizationResourceTypeMismatch", sas,
+             0, out, sizeof(out));
+    assert_non_null(
+        strstr(out, "queue orders does not exist and this credential may not create it"));
+    describe(SQLQ_FAULT_THROTTLED, "put message", 503, "ServerBusy", NULL, 0, out, sizeof(out));
+    assert_non_null(strstr(out, "503 ServerBusy"));
+    describe(SQLQ_FAULT_NETWORK, "put message", 0, "", NULL, 0, out, sizeof(out));
+    assert_non_null(strstr(out, "unreachable"));
+}
+
+static void test_fault_outage_backoff_capped_with_jitter(void **state)
+{
+    (void)state;
+    const double r[] = {0.0, 1.0};
+    fake_clock f = {.randoms = r, .nrandoms = 2};
+    sqlq_clock c = fake_clock_make(&f);
+    sqlq_backoff_policy p = sqlq_backoff_policy_outage();
+    sqlq_backoff b;
+    sqlq_backoff_init(&b, &p, &c);
+    /* 1 s doubling to the 10 s cap, each within ±20 %; after a day of outage it still retries
+     * (the route decides when to give up), never faster than every 8 s once at the cap. */
+    const uint64_t base[] = {1000, 2000, 4000, 8000, 10000, 10000, 10000};
+    for (size_t i = 0; i < 7; i++) {
+        uint64_t d;
+        assert_true(sqlq_backoff_next(&b, 0, &d));
+        assert_true(d >= base[i] * 8 / 10 && d <= base[i] * 12 / 10 && d <= 10000);
+        sqlq_clock_sleep_ms(&c, d);
+    }
+    unsigned rounds = 0;
+    while (f.now_ms < 86400000u) {
+        uint64_t d;
+        assert_true(sqlq_backoff_next(&b, 0, &d));
+        assert_true(d >= 8000 && d <= 10000);
+        sqlq_clock_sleep_ms(&c, d);
+        rounds++;
+    }
+    assert_true(rounds <= 86400 / 8);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fault_service_wide_faults_do_not_count),
+        cmocka_unit_test(test_fault_message_refusals_count),
+        cmocka_unit_test(test_fault_sas_expiry_parsed),
+        cmocka_unit_test(test_fault_causes_name_what_to_do),
+        cmocka_unit_test(test_fault_outage_backoff_capped_with_jitter),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
