@@ -200,6 +200,8 @@ static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg
         r = build_statements(cap, err);
     if (r == SQLQ_OK)
         r = check_source(cap, cfg->table, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_shape_open(cap, err);
     if (r == SQLQ_OK && !check_only)
         r = init_state(cap, cfg->start_from, err);
     return r;
@@ -291,6 +293,7 @@ void sqlq_capture_close(sqlq_capture *cap)
                                 &cap->poll_resume,   &cap->lease_resume, &cap->scan_resume};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         sqlq_capture_stmt_free(all[i]);
+    sqlq_capture_shape_close(cap);
     if (cap->table)
         sqlq_catalog_key_types_free(cap->key_types, cap->table->nkey);
     json_decref(cap->resume.key);

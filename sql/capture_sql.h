@@ -54,9 +54,12 @@ typedef struct sqlq_capture_sql {
     char *const *key_types; /* declared type of each key part (PostgreSQL casts), or NULL */
 } sqlq_capture_sql;
 
-/* Result columns of poll: k0..k<nkey-1> (key, in key order), m_v (version), m_op ('I','U',
- * 'D'), m_att (attempts counting this delivery, capped at max_attempts + 1), m_tok (lease
- * token), m_row (1 when the current row exists), c0..c<ncolumns-1> (current row, table order). */
+/* Result columns of poll, read by position (sqlq_db_query_values): k0..k<nkey-1> (key, in key
+ * order), m_v (version), m_op ('I','U', 'D'), m_att (attempts counting this delivery, capped
+ * at max_attempts + 1), m_tok (lease token), m_row (1 when the current row exists), m_key (the
+ * table's primary key now, as sqlq_capture_sql_key_shape reads it), then r.*: every column of
+ * the current row as the table has them when the statement runs (NULL when there is none). */
+#define SQLQ_CAPTURE_KEY_SHAPE "m_key"
 
 /* CREATE the leases table (+ token index) if missing. `types`: key column declarations. */
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_leases_ddl(const sqlq_capture_sql *c,
@@ -82,6 +85,11 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *c,
                                                         sqlq_capture_stmt *select,
                                                         sqlq_capture_stmt *lease, sqlq_error *err);
+/* One row, m_key: the table's primary key now, "name type, …" in key order (catalog type
+ * names), NULL when the table or its key is gone. Read when the capture opens and compared
+ * with the m_key of every poll (and on polls that return nothing, with this statement). */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c,
+                                                      sqlq_capture_stmt *out, sqlq_error *err);
 /* PostgreSQL: one row, m_sync (stored sync version) and m_horizon (oldest running xid), read
  * under the lock just before the poll, which takes them as parameters: the planner then knows
  * how many log rows lie in the range and walks the version index in order up to the batch

@@ -338,6 +338,24 @@ static sqlq_result read_column(sqlq_row_json *r, SQLUSMALLINT col, value_kind ki
     return SQLQ_OK;
 }
 
+/* The JSON value of column i of the current row. */
+static sqlq_result column_value(sqlq_row_json *r, size_t i, json_t **out, sqlq_error *err)
+{
+    const row_column *c = &r->cols[i];
+    bool is_null = false;
+    *out = NULL;
+    sqlq_result res = read_column(r, (SQLUSMALLINT)(i + 1), c->kind, &is_null, err);
+    if (res != SQLQ_OK)
+        return res;
+    *out = is_null ? json_null()
+                   : value_of_kind(c->kind, r->dialect, r->value.data ? r->value.data : "",
+                                   r->value.len);
+    if (!*out)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "column %s: cannot build JSON value",
+                              c->name);
+    return SQLQ_OK;
+}
+
 sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row, sqlq_error *err)
 {
     *out_row = NULL;
@@ -345,23 +363,37 @@ sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row, sqlq_error *e
     if (!row)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a row");
     for (size_t i = 0; i < r->ncols; i++) {
-        const row_column *c = &r->cols[i];
-        bool is_null = false;
-        sqlq_result res = read_column(r, (SQLUSMALLINT)(i + 1), c->kind, &is_null, err);
+        json_t *v = NULL;
+        sqlq_result res = column_value(r, i, &v, err);
+        if (res == SQLQ_OK && json_object_set_new(row, r->cols[i].name, v) != 0)
+            res = sqlq_error_set(err, SQLQ_E_NOMEM, false, "column %s: cannot build JSON value",
+                                 r->cols[i].name);
         if (res != SQLQ_OK) {
             json_decref(row);
             return res;
         }
-        json_t *v = is_null ? json_null()
-                            : value_of_kind(c->kind, r->dialect, r->value.data ? r->value.data : "",
-                                            r->value.len);
-        if (!v || json_object_set_new(row, c->name, v) != 0) {
-            json_decref(row);
-            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "column %s: cannot build JSON value",
-                                  c->name);
-        }
     }
     *out_row = row;
+    return SQLQ_OK;
+}
+
+sqlq_result sqlq_row_json_read_values(sqlq_row_json *r, json_t **out_values, sqlq_error *err)
+{
+    *out_values = NULL;
+    json_t *values = json_array();
+    if (!values)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a row");
+    for (size_t i = 0; i < r->ncols; i++) {
+        json_t *v = NULL;
+        sqlq_result res = column_value(r, i, &v, err);
+        if (res == SQLQ_OK && json_array_append_new(values, v) != 0)
+            res = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a row");
+        if (res != SQLQ_OK) {
+            json_decref(values);
+            return res;
+        }
+    }
+    *out_values = values;
     return SQLQ_OK;
 }
 

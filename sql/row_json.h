@@ -23,6 +23,10 @@ short sqlq_row_json_sql_type(const sqlq_row_json *r, size_t i);
 /* The current row (after SQLFetch succeeded) as a new JSON object keyed by column name,
  * read with SQLGetData column by column, long values in pieces. */
 SQLQ_NODISCARD sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row, sqlq_error *err);
+/* The same values as an array in result-set order: for a result whose names may repeat
+ * (`SELECT b.*, r.*`), read by position with sqlq_row_json_name. */
+SQLQ_NODISCARD sqlq_result sqlq_row_json_read_values(sqlq_row_json *r, json_t **out_values,
+                                                     sqlq_error *err);
 
 /* Exposed for unit tests: the JSON value of one column given its text as the driver returned
  * it (NULL text = SQL NULL) and its ODBC type and declared type name. */
