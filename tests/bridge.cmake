@@ -12,3 +12,4 @@ sqlq_integration_test(bridge_crash FIXTURES azurite postgres LIBS sqlq_bridge_te
 sqlq_integration_test(bridge_instances FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 300)
 sqlq_integration_test(bridge_outage LIBS sqlq_bridge_testsupport TIMEOUT 300)
 sqlq_integration_test(bridge_cli FIXTURES azurite TIMEOUT 120)
+sqlq_integration_test(bridge_schema FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 400)
