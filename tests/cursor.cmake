@@ -20,3 +20,4 @@ set_property(TEST integration.cursor_failover APPEND PROPERTY ENVIRONMENT
 sqlq_integration_test(backfill FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
 sqlq_integration_test(backfill_cli FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 180)
 add_dependencies(itest_backfill_cli sqlq)
+sqlq_integration_test(cursor_schema FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
