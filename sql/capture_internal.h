@@ -79,7 +79,9 @@ void sqlq_capture_shape_close(sqlq_capture *cap);
 sqlq_result sqlq_capture_shape_poll(sqlq_capture *cap, const sqlq_capture_stmt *st,
                                     const sqlq_capture_values *v, json_t **out_rows,
                                     sqlq_error *err);
-/* The key now (one catalog statement) against the one at open: for polls that read nothing. */
+/* For polls that read nothing (one catalog statement): the key now against the one at open,
+ * and the change source's objects (triggers, change tracking) still there; else SQLQ_E_INVALID
+ * (not transient) saying to run setup again. */
 sqlq_result sqlq_capture_shape_check_key(sqlq_capture *cap, sqlq_error *err);
 /* After a poll failed with `failed` (and was rolled back): when the key changed (a key column
  * renamed fails the poll's join), that error replaces the SQL error in err. */

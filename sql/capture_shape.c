@@ -12,6 +12,8 @@
 
 #include "log.h"
 
+#include <inttypes.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +52,8 @@ static sqlq_result check_key(const sqlq_capture *cap, const json_t *m_key, sqlq_
                        "found by a poll", err);
 }
 
-static sqlq_result read_key(sqlq_capture *cap, json_t **out, sqlq_error *err)
+/* The key_shape statement's row: m_key (JSON null when the key is gone) and m_src. */
+static sqlq_result read_key(sqlq_capture *cap, json_t **out, sqlq_error *err, int64_t *out_src)
 {
     json_t *rows = NULL;
     sqlq_result r = sqlq_capture_query(cap, &cap->key_shape, NULL, &rows, err);
@@ -58,16 +61,40 @@ static sqlq_result read_key(sqlq_capture *cap, json_t **out, sqlq_error *err)
     *out = r == SQLQ_OK ? json_incref(json_object_get(row, SQLQ_CAPTURE_KEY_SHAPE)) : NULL;
     if (r == SQLQ_OK && !*out)
         *out = json_null();
+    if (out_src && (r != SQLQ_OK || !sqlq_capture_json_int64(
+                                        json_object_get(row, SQLQ_CAPTURE_SOURCE_OBJECTS), out_src)))
+        *out_src = -1;
     json_decref(rows);
     return r;
+}
+
+/* The objects feeding the change log (triggers) or change tracking are still there. */
+static sqlq_result check_source_objects(const sqlq_capture *cap, int64_t n, sqlq_error *err)
+{
+    int64_t want = sqlq_capture_sql_source_objects(&cap->spec);
+    if (n == want)
+        return SQLQ_OK;
+    const char *what = cap->spec.change_tracking ? "change tracking is off on it"
+                                                 : "sqlq's capture triggers on it are gone or "
+                                                   "disabled (the table was created again?)";
+    SQLQ_ERROR("capture_source_gone", "bridge=%s table=%s found=%" PRId64 " expected=%" PRId64
+               " note=\"%s\"", cap->bridge, cap->names.table_key, n, want, what);
+    return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                          "table %s: %s, so its changes are not recorded and would be missed. "
+                          "Run `sqlq setup --table %s` again (writes made meanwhile were not "
+                          "captured)",
+                          cap->names.table_key, what, cap->names.table_key);
 }
 
 sqlq_result sqlq_capture_shape_check_key(sqlq_capture *cap, sqlq_error *err)
 {
     json_t *now = NULL;
-    sqlq_result r = read_key(cap, &now, err);
+    int64_t src = 0;
+    sqlq_result r = read_key(cap, &now, err, &src);
     if (r == SQLQ_OK)
         r = check_key(cap, now, err);
+    if (r == SQLQ_OK)
+        r = check_source_objects(cap, src, err);
     json_decref(now);
     return r;
 }
@@ -79,7 +106,7 @@ sqlq_result sqlq_capture_shape_failed(sqlq_capture *cap, sqlq_result failed, sql
     sqlq_error e;
     sqlq_error_clear(&e);
     json_t *now = NULL;
-    if (read_key(cap, &now, &e) != SQLQ_OK) /* the first error is the one to report */
+    if (read_key(cap, &now, &e, NULL) != SQLQ_OK) /* the first error is the one to report */
         return failed;
     const char *s = json_string_value(now);
     if (!s || !cap->key_seen || strcmp(s, cap->key_seen) != 0) {
@@ -131,7 +158,7 @@ sqlq_result sqlq_capture_shape_open(sqlq_capture *cap, sqlq_error *err)
         r = check_log_key(cap, err);
     json_t *now = NULL;
     if (r == SQLQ_OK)
-        r = read_key(cap, &now, err);
+        r = read_key(cap, &now, err, NULL);
     const char *s = json_string_value(now);
     if (r == SQLQ_OK && !s)
         r = sqlq_error_set(err, SQLQ_E_INVALID, false, "table %s has no primary key now",

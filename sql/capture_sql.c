@@ -442,6 +442,38 @@ sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *c, sqlq_capture
     return poll_sql(c, true, select, lease, err);
 }
 
+/* A scalar subquery: how many of the objects that feed the change source exist and are
+ * enabled (sqlq_capture_sql_source_objects). A table created again (SQLite's way to change a
+ * column's type) loses its triggers, and its changes would go unseen. */
+static void source_objects(builder *b)
+{
+    if (is_ms(b)) {
+        sqlq_sql_text_add(&b->t, "(SELECT count(*) FROM sys.change_tracking_tables WHERE "
+                                 "object_id = OBJECT_ID(");
+        table_literal(b);
+        sqlq_sql_text_add(&b->t, "))");
+    } else if (is_pg(b)) {
+        sqlq_sql_text_add(&b->t, "(SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = "
+                                 "to_regclass(CAST(");
+        table_literal(b);
+        sqlq_sql_text_add(&b->t, " AS text)) AND tgname = ");
+        sqlq_sql_text_literal(&b->t, b->c->names->trigger);
+        sqlq_sql_text_add(&b->t, " AND tgenabled <> 'D')");
+    } else {
+        sqlq_sql_text_add(&b->t, "(SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND "
+                                 "tbl_name = ");
+        sqlq_sql_text_literal(&b->t, b->c->table->name.name);
+        sqlq_sql_text_add(&b->t, " AND substr(name, 1, %zu) = ", strlen(b->c->names->trigger));
+        sqlq_sql_text_literal(&b->t, b->c->names->trigger);
+        sqlq_sql_text_add(&b->t, ")");
+    }
+}
+
+int sqlq_capture_sql_source_objects(const sqlq_capture_sql *c)
+{
+    return c->dialect == SQLQ_DIALECT_SQLITE ? 4 : 1;
+}
+
 sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
                                        sqlq_error *err)
 {
@@ -450,7 +482,9 @@ sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c, sqlq_capture_s
     direct(&b);
     sqlq_sql_text_add(&b.t, "SELECT ");
     key_shape(&b);
-    sqlq_sql_text_add(&b.t, " AS " SQLQ_CAPTURE_KEY_SHAPE);
+    sqlq_sql_text_add(&b.t, " AS " SQLQ_CAPTURE_KEY_SHAPE ", ");
+    source_objects(&b);
+    sqlq_sql_text_add(&b.t, " AS " SQLQ_CAPTURE_SOURCE_OBJECTS);
     return b_done(&b, err);
 }
 

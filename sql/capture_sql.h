@@ -85,9 +85,14 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *c,
                                                         sqlq_capture_stmt *select,
                                                         sqlq_capture_stmt *lease, sqlq_error *err);
-/* One row, m_key: the table's primary key now, "name type, …" in key order (catalog type
- * names), NULL when the table or its key is gone. Read when the capture opens and compared
- * with the m_key of every poll (and on polls that return nothing, with this statement). */
+/* One row: m_key, the table's primary key now, "name type, …" in key order (catalog type
+ * names), NULL when the table or its key is gone; m_src, how many of the objects feeding the
+ * change source are there and enabled (SQLite: sqlq's 4 triggers on the table; PostgreSQL:
+ * its trigger; SQL Server: change tracking on the table), which must be
+ * sqlq_capture_sql_source_objects. Read when the capture opens and on polls that return
+ * nothing; m_key is also compared with the m_key of every poll. */
+#define SQLQ_CAPTURE_SOURCE_OBJECTS "m_src"
+int sqlq_capture_sql_source_objects(const sqlq_capture_sql *c);
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c,
                                                       sqlq_capture_stmt *out, sqlq_error *err);
 /* PostgreSQL: one row, m_sync (stored sync version) and m_horizon (oldest running xid), read

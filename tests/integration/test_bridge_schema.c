@@ -151,7 +151,7 @@ static void exec_each(sqlq_db *db, const char *const *sql)
 }
 
 /* The values of one insert: the id, then per shape of the table. */
-typedef enum { V_NOTE_QTY, V_NOTE_QTY_EXTRA, V_QTY_EXTRA, V_TEXT_EXTRA, V_CODE } values_kind;
+typedef enum { V_NOTE_QTY, V_NOTE_QTY_EXTRA, V_QTY_EXTRA, V_TEXT_EXTRA, V_CODE, V_ID } values_kind;
 
 static void values_of(values_kind k, int id, char *out, size_t size)
 {
@@ -161,6 +161,7 @@ static void values_of(values_kind k, int id, char *out, size_t size)
     case V_QTY_EXTRA: snprintf(out, size, "%d, %d, 'extra'", id, id); break;
     case V_TEXT_EXTRA: snprintf(out, size, "%d, 'q%d', 'extra'", id, id); break;
     case V_CODE: snprintf(out, size, "%d, 'c%d', 1", id, id); break;
+    case V_ID: snprintf(out, size, "%d, %d", id, id); break;
     }
 }
 
@@ -307,6 +308,13 @@ static void columns_follow_the_table(void **state)
     assert_int_equal(json_integer_value(json_object_get(row_of(m, 16), "quantity")), 16);
     json_decref(m);
 
+    if (log_has(c, "poll_failed")) {
+        bt_print_log(c->log);
+        fail_msg("a poll failed");
+    }
+    /* SQLite: between the rebuild and setup the bridge may find the triggers gone and say so
+     * (test_bridge_schema_sqlite_triggers_gone), a failed poll it recovers from. */
+    bool failures_allowed = !c->pg;
     if (c->pg)
         bt_exec(db, "ALTER TABLE items ALTER COLUMN quantity TYPE text USING quantity::text");
     else
@@ -319,7 +327,7 @@ static void columns_follow_the_table(void **state)
     json_decref(m);
 
     stop_bridge(c, pid);
-    if (log_has(c, "poll_failed") || !log_has(c, "table_shape_changed")) {
+    if ((log_has(c, "poll_failed") && !failures_allowed) || !log_has(c, "table_shape_changed")) {
         bt_print_log(c->log);
         fail_msg("expected no failed poll and the shape changes logged");
     }
@@ -423,6 +431,36 @@ static void test_bridge_schema_sqlite_primary_key_change(void **state)
     key_change_stops(*state, ddl, "INSERT INTO items VALUES (4, 'c4', 1)", LATER, "code");
 }
 
+/* SQLite: building the table again drops sqlq's triggers. A running bridge says so (the
+ * writes made meanwhile are not captured), /readyz 503, and goes on after setup. */
+static void test_bridge_schema_sqlite_triggers_gone(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE items (id integer PRIMARY KEY, qty integer)");
+    bt_setup(c->conn, "items");
+    pid_t pid = start_bridge(c);
+    insert_range(db, 1, 3, "id, qty", V_ID);
+    json_decref(receive(c, 3));
+    wait_ready(c, 200, "before the rebuild");
+    static const char *const rebuild[] = {
+        "BEGIN", "CREATE TABLE items_new (id integer PRIMARY KEY, qty text)",
+        "INSERT INTO items_new SELECT * FROM items", "DROP TABLE items",
+        "ALTER TABLE items_new RENAME TO items", "COMMIT", NULL};
+    exec_each(db, rebuild);
+    wait_ready(c, 503, "after the triggers went");
+    if (!log_has(c, "capture_source_gone") || !log_has(c, "sqlq setup --table items"))
+        fail_msg("no error saying the triggers are gone and to run sqlq setup");
+    bt_setup(c->conn, "items");
+    wait_ready(c, 200, "after setup");
+    insert_range(db, 4, 6, "id, qty", V_ID);
+    json_t *m = receive(c, 3);
+    check_ids(m, 4, 6);
+    json_decref(m);
+    stop_bridge(c, pid);
+    sqlq_db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -432,6 +470,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bridge_schema_pg_key_type_change, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_schema_pg_key_rename, setup_pg, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_schema_sqlite_primary_key_change, setup_sqlite,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_schema_sqlite_triggers_gone, setup_sqlite,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -125,13 +125,21 @@ static void test_capture_sql_row_read_whole(void **state)
         sqlq_dialect_kind d;
         const char *schema;
         const char *key_from; /* the catalog lookup of the key, in m_key and in key_shape */
+        const char *src;      /* key_shape's m_src: the change source's objects */
     } cases[] = {
         {SQLQ_DIALECT_SQLITE, "", "FROM pragma_table_info('O''Brien', 'main') WHERE pk > 0 "
-                                  "ORDER BY pk))"},
+                                  "ORDER BY pk))",
+         ", (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'O''Brien' "
+         "AND substr(name, 1, 29) = 'sqlq_log_o_brien_"},
         {SQLQ_DIALECT_POSTGRES, "public",
          "WHERE i.indrelid = to_regclass(CAST('\"public\".\"O''Brien\"' AS text)) AND "
-         "i.indisprimary"},
-        {SQLQ_DIALECT_MSSQL, "dbo", "OBJECT_ID(N'[dbo].[O''Brien]')"},
+         "i.indisprimary",
+         ", (SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = to_regclass(CAST("
+         "'\"public\".\"O''Brien\"' AS text)) AND tgname = 'sqlq_capture' AND tgenabled <> "
+         "'D') AS m_src"},
+        {SQLQ_DIALECT_MSSQL, "dbo", "OBJECT_ID(N'[dbo].[O''Brien]')",
+         ", (SELECT count(*) FROM sys.change_tracking_tables WHERE object_id = "
+         "OBJECT_ID(N'[dbo].[O''Brien]')) AS m_src"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         fixture f;
@@ -162,6 +170,7 @@ static void test_capture_sql_row_read_whole(void **state)
         contains(key.sql, "SELECT (SELECT ");
         contains(key.sql, cases[i].key_from);
         contains(key.sql, " AS m_key");
+        contains(key.sql, cases[i].src);
         sqlq_capture_stmt_free(&key);
     }
 }
