@@ -83,8 +83,9 @@ sqlq_result sqlq_capture_shape_poll(sqlq_capture *cap, const sqlq_capture_stmt *
  * and the change source's objects (triggers, change tracking) still there; else SQLQ_E_INVALID
  * (not transient) saying to run setup again. */
 sqlq_result sqlq_capture_shape_check_key(sqlq_capture *cap, sqlq_error *err);
-/* After a poll failed with `failed` (and was rolled back): when the key changed (a key column
- * renamed fails the poll's join), that error replaces the SQL error in err. */
+/* After a poll failed with `failed` (and was rolled back): the table described again; when
+ * its key changed (a key column renamed fails the poll's join), that error replaces the SQL
+ * error in err. */
 sqlq_result sqlq_capture_shape_failed(sqlq_capture *cap, sqlq_result failed, sqlq_error *err);
 
 /* A JSON integer, or an integer in a string (values beyond 2^53 come as strings). */

@@ -7,7 +7,8 @@
  * description follows it) and the change is logged. The change log records keys: a change of
  * the primary key (other columns, a key column renamed or retyped) makes its rows name other
  * rows, so it stops the capture with an error saying what to do. The key is compared through
- * m_key, the catalog's key read by the poll statement itself, with the value read at open. */
+ * m_key, the catalog's key read by the poll statement itself (an uncorrelated subquery: once
+ * per statement), with the value read at open. */
 #include "capture_internal.h"
 
 #include "log.h"
@@ -42,14 +43,23 @@ static sqlq_result key_changed(const sqlq_capture *cap, const char *was, const c
                           cap->names.table_key);
 }
 
-/* m_key of a poll (or of the key_shape statement) against the one read at open. */
+/* m_key of a poll (or of the key_shape statement) against the one read at open; the message
+ * names both keys as the catalog describes them (m_key itself may be column numbers). */
 static sqlq_result check_key(const sqlq_capture *cap, const json_t *m_key, sqlq_error *err)
 {
     const char *now = json_string_value(m_key);
     if (now && cap->key_seen && strcmp(now, cap->key_seen) == 0)
         return SQLQ_OK;
-    return key_changed(cap, cap->key_seen ? cap->key_seen : "?", shape_text(m_key),
-                       "found by a poll", err);
+    char was[300], is[300];
+    sqlq_table_key_text(cap->table, was, sizeof(was));
+    snprintf(is, sizeof(is), "%s", shape_text(m_key));
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    sqlq_table *t = NULL;
+    if (now && sqlq_table_describe(cap->db, &cap->table->name, &t, &e) == SQLQ_OK)
+        sqlq_table_key_text(t, is, sizeof(is));
+    sqlq_table_free(t);
+    return key_changed(cap, was, is, "found by a poll", err);
 }
 
 /* The key_shape statement's row: m_key (JSON null when the key is gone) and m_src. */
@@ -101,20 +111,21 @@ sqlq_result sqlq_capture_shape_check_key(sqlq_capture *cap, sqlq_error *err)
 
 sqlq_result sqlq_capture_shape_failed(sqlq_capture *cap, sqlq_result failed, sqlq_error *err)
 {
-    if (failed != SQLQ_E_SQL || !cap->key_shape.sql)
+    if (failed != SQLQ_E_SQL || !cap->table)
         return failed;
     sqlq_error e;
     sqlq_error_clear(&e);
-    json_t *now = NULL;
-    if (read_key(cap, &now, &e, NULL) != SQLQ_OK) /* the first error is the one to report */
-        return failed;
-    const char *s = json_string_value(now);
-    if (!s || !cap->key_seen || strcmp(s, cap->key_seen) != 0) {
-        char how[200];
+    sqlq_table *now = NULL;
+    if (sqlq_table_describe(cap->db, &cap->table->name, &now, &e) != SQLQ_OK)
+        return failed; /* the first error is the one to report */
+    if (sqlq_table_compare(cap->table, now) == SQLQ_TABLE_KEY_CHANGED) {
+        char how[200], was[300], is[300];
         snprintf(how, sizeof(how), "a poll failed: %.160s", err ? err->message : "");
-        failed = key_changed(cap, cap->key_seen ? cap->key_seen : "?", shape_text(now), how, err);
+        sqlq_table_key_text(cap->table, was, sizeof(was));
+        sqlq_table_key_text(now, is, sizeof(is));
+        failed = key_changed(cap, was, is, how, err);
     }
-    json_decref(now);
+    sqlq_table_free(now);
     return failed;
 }
 

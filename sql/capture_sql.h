@@ -85,8 +85,8 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *c,
                                                         sqlq_capture_stmt *select,
                                                         sqlq_capture_stmt *lease, sqlq_error *err);
-/* One row: m_key, the table's primary key now, "name type, …" in key order (catalog type
- * names), NULL when the table or its key is gone; m_src, how many of the objects feeding the
+/* One row: m_key, the table's primary key now (SQLite, SQL Server: "name type, …" in key
+ * order; PostgreSQL: its column numbers and operator classes), NULL when it has none; m_src, how many of the objects feeding the
  * change source are there and enabled (SQLite: sqlq's 4 triggers on the table; PostgreSQL:
  * its trigger; SQL Server: change tracking on the table), which must be
  * sqlq_capture_sql_source_objects. Read when the capture opens and on polls that return

@@ -132,8 +132,9 @@ static void test_capture_sql_row_read_whole(void **state)
          ", (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'O''Brien' "
          "AND substr(name, 1, 29) = 'sqlq_log_o_brien_"},
         {SQLQ_DIALECT_POSTGRES, "public",
-         "WHERE i.indrelid = to_regclass(CAST('\"public\".\"O''Brien\"' AS text)) AND "
-         "i.indisprimary",
+         "(SELECT CAST(i.indkey AS text) || ' ' || CAST(i.indclass AS text) FROM "
+         "pg_catalog.pg_index i WHERE i.indrelid = CAST('\"public\".\"O''Brien\"' AS "
+         "regclass) AND i.indisprimary)",
          ", (SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = to_regclass(CAST("
          "'\"public\".\"O''Brien\"' AS text)) AND tgname = 'sqlq_capture' AND tgenabled <> "
          "'D') AS m_src"},
