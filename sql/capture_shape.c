@@ -222,10 +222,13 @@ static sqlq_result follow(sqlq_capture *cap, json_t *shape, sqlq_error *err)
     }
     char what[400];
     sqlq_table_change_text(cap->table, now, what, sizeof(what));
-    if (cap->row_shape || ch != SQLQ_TABLE_SAME)
+    if (ch != SQLQ_TABLE_SAME)
         SQLQ_INFO("table_shape_changed", "bridge=%s table=%s %s columns=%zu note=\"messages "
                   "carry the new columns from now on\"",
                   cap->bridge, cap->names.table_key, what, now->ncolumns);
+    else /* the driver described the same columns otherwise */
+        SQLQ_DEBUG("result_columns_changed", "bridge=%s table=%s", cap->bridge,
+                   cap->names.table_key);
     sqlq_table_free(cap->table);
     cap->table = now;
     cap->spec.table = now;

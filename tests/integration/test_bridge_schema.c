@@ -431,6 +431,47 @@ static void test_bridge_schema_sqlite_primary_key_change(void **state)
     key_change_stops(*state, ddl, "INSERT INTO items VALUES (4, 'c4', 1)", LATER, "code");
 }
 
+/* Columns named like the poll's own (k0, m_v, m_op, m_att, m_tok, m_row, m_key, m_cols): read
+ * by position, each keeps its value and the change its key, op and version. */
+static void own_names(ctx *c)
+{
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE items (id integer PRIMARY KEY, k0 text, m_v text, m_op text, "
+                "m_att text, m_tok text, m_row text, m_key text, m_cols text)");
+    bt_setup(c->conn, "items");
+    bt_exec(db, "INSERT INTO items VALUES (7, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h')");
+    const char *once[] = {"--db", c->conn, "--table", "items", "--queue", c->queue, "--once", NULL};
+    assert_int_equal(bt_bridge_run(c->q.conn, c->log, once, 60000, 0), 0);
+    json_t *m = receive(c, 1);
+    json_t *msg = json_array_get(m, 0);
+    assert_string_equal(json_string_value(json_object_get(msg, "op")), "insert");
+    assert_true(json_integer_value(json_object_get(msg, "version")) > 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(msg, "key"), "id")), 7);
+    json_t *row = json_object_get(msg, "row");
+    static const char *const names[] = {"k0", "m_v", "m_op", "m_att", "m_tok", "m_row", "m_key",
+                                        "m_cols"};
+    for (size_t i = 0; i < 8; i++) {
+        char want[2] = {(char)('a' + i), '\0'};
+        const char *got = json_string_value(json_object_get(row, names[i]));
+        if (!got || strcmp(got, want) != 0)
+            fail_msg("column %s: %s", names[i], json_dumps(row, JSON_COMPACT));
+    }
+    assert_int_equal(json_integer_value(json_object_get(row, "id")), 7);
+    assert_int_equal(json_object_size(row), 9);
+    json_decref(m);
+    sqlq_db_close(db);
+}
+
+static void test_bridge_schema_pg_own_names(void **state)
+{
+    own_names(*state);
+}
+
+static void test_bridge_schema_sqlite_own_names(void **state)
+{
+    own_names(*state);
+}
+
 /* SQLite: building the table again drops sqlq's triggers. A running bridge says so (the
  * writes made meanwhile are not captured), /readyz 503, and goes on after setup. */
 static void test_bridge_schema_sqlite_triggers_gone(void **state)
@@ -473,6 +514,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bridge_schema_sqlite_triggers_gone, setup_sqlite,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_schema_pg_own_names, setup_pg, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_schema_sqlite_own_names, setup_sqlite, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
