@@ -27,7 +27,7 @@ static const char *shape_text(const json_t *v)
     return s ? s : "(none: the table or its primary key is gone)";
 }
 
-/* SQLQ_E_INVALID, not transient: what the operator must do. `now` may be NULL. */
+/* SQLQ_E_INVALID, not transient, saying what the operator must do; logged as an error. */
 static sqlq_result key_changed(const sqlq_capture *cap, const char *was, const char *now,
                                const char *how, sqlq_error *err)
 {
