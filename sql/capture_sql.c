@@ -213,66 +213,6 @@ static void batch_select(builder *b, bool sqlite_tokens, bool ms_into)
 /* Where the final projection reads the batch from. */
 typedef enum { FROM_PG_CTE, FROM_MS_TEMP, FROM_SQLITE_SUBQUERY } batch_from;
 
-/* The user table's canonical name as a string literal ('"public"."items"'; SQLite: 'items'),
- * for the catalog lookups of key_shape. */
-static void table_literal(builder *b)
-{
-    const sqlq_table_name *n = &b->c->table->name;
-    if (b->c->dialect == SQLQ_DIALECT_SQLITE) {
-        sqlq_sql_text_literal(&b->t, n->name);
-        sqlq_sql_text_add(&b->t, ", ");
-        sqlq_sql_text_literal(&b->t, n->schema[0] ? n->schema : "main");
-        return;
-    }
-    sqlq_sql_text q;
-    sqlq_sql_text_init(&q, b->c->dialect);
-    sqlq_sql_text_table(&q, n);
-    char *quoted = NULL;
-    sqlq_error e;
-    sqlq_error_clear(&e);
-    if (sqlq_sql_text_take(&q, &quoted, &e) != SQLQ_OK) {
-        b->t.rc = b->t.rc ? b->t.rc : e.code;
-        return;
-    }
-    sqlq_sql_text_literal(&b->t, quoted);
-    free(quoted);
-}
-
-/* A scalar subquery: the table's primary key as the catalog has it now (SQLite, SQL Server:
- * "name type, …" in key order; PostgreSQL: column numbers and operator classes), NULL when it
- * has none. Compared with the value read when the
- * capture opened: a key that changed (other columns, a renamed or retyped key column) makes
- * the change log's keys mean something else. Uncorrelated: computed once per statement. */
-static void key_shape(builder *b)
-{
-    if (is_pg(b)) {
-        /* The key's column numbers and operator classes (a type of another family has
-         * another): one row of pg_index. Joined with pg_attribute for names and types it cost
-         * 0.3 ms of planning per poll; a renamed key column fails the poll's join instead, and
-         * a retyped one changes the row's column types (capture_shape.c). */
-        sqlq_sql_text_add(&b->t, "(SELECT CAST(i.indkey AS text) || ' ' || CAST(i.indclass AS "
-                                 "text) FROM pg_catalog.pg_index i WHERE i.indrelid = CAST(");
-        table_literal(b);
-        sqlq_sql_text_add(&b->t, " AS regclass) AND i.indisprimary)");
-    } else if (is_ms(b)) {
-        sqlq_sql_text_add(&b->t, "(SELECT STUFF((SELECT ', ' + c.name + ' ' + TYPE_NAME("
-                                 "c.user_type_id) + '(' + CAST(c.max_length AS varchar(10)) + ',' + "
-                                 "CAST(c.precision AS varchar(10)) + ',' + CAST(c.scale AS "
-                                 "varchar(10)) + ')' FROM sys.indexes i JOIN sys.index_columns ic ON "
-                                 "ic.object_id = i.object_id AND ic.index_id = i.index_id JOIN "
-                                 "sys.columns c ON c.object_id = ic.object_id AND c.column_id = "
-                                 "ic.column_id WHERE i.object_id = OBJECT_ID(");
-        table_literal(b);
-        sqlq_sql_text_add(&b->t, ") AND i.is_primary_key = 1 ORDER BY ic.key_ordinal FOR XML "
-                                 "PATH('')), 1, 2, ''))");
-    } else {
-        sqlq_sql_text_add(&b->t, "(SELECT group_concat(name || ' ' || type, ', ') FROM (SELECT "
-                                 "name, type FROM pragma_table_info(");
-        table_literal(b);
-        sqlq_sql_text_add(&b->t, ") WHERE pk > 0 ORDER BY pk))");
-    }
-}
-
 /* The final projection: the batch columns, m_row, m_key (key_shape) and then the current row
  * as r.*: whatever columns the table has when the statement runs, so a column added, dropped,
  * renamed or retyped since the capture opened is read as it is now, never missed and never a
@@ -283,7 +223,7 @@ static void batch_with_rows(builder *b, batch_from from)
     sqlq_sql_text_add(&b->t, "SELECT b.*, CASE WHEN ");
     sqlq_sql_text_col(&b->t, "r.", key_name(b, 0));
     sqlq_sql_text_add(&b->t, " IS NULL THEN 0 ELSE 1 END AS m_row, ");
-    key_shape(b);
+    sqlq_capture_sql_key_shape_expr(b);
     sqlq_sql_text_add(&b->t, " AS " SQLQ_CAPTURE_KEY_SHAPE ", r.* FROM ");
     if (from == FROM_PG_CTE) {
         sqlq_sql_text_add(&b->t, "t AS b");
@@ -442,52 +382,6 @@ sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *c, sqlq_capture
     if (!resumable(c))
         return SQLQ_OK;
     return poll_sql(c, true, select, lease, err);
-}
-
-/* A scalar subquery: how many of the objects that feed the change source exist and are
- * enabled (sqlq_capture_sql_source_objects). A table created again (SQLite's way to change a
- * column's type) loses its triggers, and its changes would go unseen. */
-static void source_objects(builder *b)
-{
-    if (is_ms(b)) {
-        sqlq_sql_text_add(&b->t, "(SELECT count(*) FROM sys.change_tracking_tables WHERE "
-                                 "object_id = OBJECT_ID(");
-        table_literal(b);
-        sqlq_sql_text_add(&b->t, "))");
-    } else if (is_pg(b)) {
-        sqlq_sql_text_add(&b->t, "(SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = "
-                                 "to_regclass(CAST(");
-        table_literal(b);
-        sqlq_sql_text_add(&b->t, " AS text)) AND tgname = ");
-        sqlq_sql_text_literal(&b->t, b->c->names->trigger);
-        sqlq_sql_text_add(&b->t, " AND tgenabled <> 'D')");
-    } else {
-        sqlq_sql_text_add(&b->t, "(SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND "
-                                 "tbl_name = ");
-        sqlq_sql_text_literal(&b->t, b->c->table->name.name);
-        sqlq_sql_text_add(&b->t, " AND substr(name, 1, %zu) = ", strlen(b->c->names->trigger));
-        sqlq_sql_text_literal(&b->t, b->c->names->trigger);
-        sqlq_sql_text_add(&b->t, ")");
-    }
-}
-
-int sqlq_capture_sql_source_objects(const sqlq_capture_sql *c)
-{
-    return c->dialect == SQLQ_DIALECT_SQLITE ? 4 : 1;
-}
-
-sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
-                                       sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out);
-    direct(&b);
-    sqlq_sql_text_add(&b.t, "SELECT ");
-    key_shape(&b);
-    sqlq_sql_text_add(&b.t, " AS " SQLQ_CAPTURE_KEY_SHAPE ", ");
-    source_objects(&b);
-    sqlq_sql_text_add(&b.t, " AS " SQLQ_CAPTURE_SOURCE_OBJECTS);
-    return b_done(&b, err);
 }
 
 sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
