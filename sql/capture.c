@@ -134,6 +134,15 @@ sqlq_result sqlq_capture_query(sqlq_capture *cap, const sqlq_capture_stmt *st, c
     return sqlq_db_query(cap->db, st->sql, p, st->nparams, out, err);
 }
 
+sqlq_result sqlq_capture_query_values(sqlq_capture *cap, const sqlq_capture_stmt *st,
+                                      const sqlq_capture_values *v, json_t **out_columns,
+                                      json_t **out_rows, sqlq_error *err)
+{
+    sqlq_param p[SQLQ_CAPTURE_MAX_PARAMS];
+    bind(cap, st, v, p);
+    return sqlq_db_query_values(cap->db, st->sql, p, st->nparams, out_columns, out_rows, err);
+}
+
 sqlq_result sqlq_capture_query_int(sqlq_capture *cap, const sqlq_capture_stmt *st,
                              const sqlq_capture_values *v, int64_t *out, sqlq_error *err)
 {
@@ -192,15 +201,11 @@ static sqlq_result change_from_row(const sqlq_capture *cap, json_t *row, sqlq_ch
     }
     if (c->op == SQLQ_OP_DELETE || !present)
         return SQLQ_OK;
-    c->row = json_object();
-    if (!c->row)
-        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    for (size_t i = 0; i < t->ncolumns; i++) {
-        snprintf(alias, sizeof(alias), "c%zu", i);
-        json_t *val = json_object_get(row, alias);
-        if (json_object_set(c->row, t->columns[i].name, val ? val : json_null()) != 0)
-            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    }
+    /* The row's columns as the table has them now (capture_shape.c). */
+    c->row = json_incref(json_object_get(row, SQLQ_CAPTURE_ROW));
+    if (!json_is_object(c->row))
+        return sqlq_error_set(err, SQLQ_E_PARSE, false, "unexpected change row from %s",
+                              cap->names.table_key);
     return SQLQ_OK;
 }
 
@@ -319,7 +324,7 @@ static void resume_after(sqlq_capture *cap, json_t *rows, uint64_t now)
                  "m_v", "k", now);
 }
 
-sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
+static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
     if (cap->cursor)
@@ -347,7 +352,7 @@ sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_er
             r = sqlq_capture_query_int(cap, &cap->base, &v, &v.token_base, err);
     }
     if (r == SQLQ_OK)
-        r = sqlq_capture_query(cap, poll, &v, &rows, err);
+        r = sqlq_capture_shape_poll(cap, poll, &v, &rows, err);
     if (r == SQLQ_OK && json_array_size(rows) > 0)
         r = sqlq_capture_run(cap, lease, &v, NULL, err);
     if (r == SQLQ_OK)
@@ -356,14 +361,33 @@ sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_er
         sqlq_db_rollback(cap->db);
         json_decref(rows);
         position_clear(&cap->resume);
-        return r;
+        return sqlq_capture_shape_failed(cap, r, err);
     }
+    if (json_array_size(rows) == 0) /* nothing read: the key is checked on its own */
+        r = sqlq_capture_shape_check_key(cap, err);
     resume_after(cap, rows, (uint64_t)v.now);
-    r = rows_to_batch(cap, rows, out, err);
+    if (r == SQLQ_OK)
+        r = rows_to_batch(cap, rows, out, err);
     json_decref(rows);
     if (r == SQLQ_OK && out->count > 0)
         SQLQ_DEBUG("capture_polled", "bridge=%s table=%s n=%zu first_version=%" PRId64,
                    cap->bridge, cap->names.table_key, out->count, out->items[0].version);
+    return r;
+}
+
+/* A poll that found the table's shape changed (a column added, dropped, renamed or retyped)
+ * was rolled back: its statements are rebuilt for the new shape and it runs again, so the
+ * change costs no failed poll and no attempt. */
+sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
+{
+    sqlq_result r = poll_once(cap, out, err);
+    for (int again = 0; r != SQLQ_OK && cap->shape_moved && again < 3; again++) {
+        cap->shape_moved = false;
+        sqlq_error_clear(err);
+        r = sqlq_capture_rebuild_polls(cap, err);
+        if (r == SQLQ_OK)
+            r = poll_once(cap, out, err);
+    }
     return r;
 }
 

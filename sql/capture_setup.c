@@ -89,6 +89,18 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
     return r;
 }
 
+sqlq_result sqlq_capture_rebuild_polls(sqlq_capture *cap, sqlq_error *err)
+{
+    sqlq_capture_stmt_free(&cap->poll);
+    sqlq_capture_stmt_free(&cap->lease);
+    sqlq_capture_stmt_free(&cap->poll_resume);
+    sqlq_capture_stmt_free(&cap->lease_resume);
+    sqlq_result r = sqlq_capture_sql_poll(&cap->spec, &cap->poll, &cap->lease, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_poll_resume(&cap->spec, &cap->poll_resume, &cap->lease_resume, err);
+    return r;
+}
+
 static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_error *err)
 {
     if (!cap->spec.change_tracking) {
@@ -200,6 +212,8 @@ static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg
         r = build_statements(cap, err);
     if (r == SQLQ_OK)
         r = check_source(cap, cfg->table, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_shape_open(cap, err);
     if (r == SQLQ_OK && !check_only)
         r = init_state(cap, cfg->start_from, err);
     return r;
@@ -291,6 +305,7 @@ void sqlq_capture_close(sqlq_capture *cap)
                                 &cap->poll_resume,   &cap->lease_resume, &cap->scan_resume};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         sqlq_capture_stmt_free(all[i]);
+    sqlq_capture_shape_close(cap);
     if (cap->table)
         sqlq_catalog_key_types_free(cap->key_types, cap->table->nkey);
     json_decref(cap->resume.key);

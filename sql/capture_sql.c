@@ -1,8 +1,8 @@
 #include "capture_sql.h"
-#include "row_json.h"
 
 #include "capture_sql_builder.h"
 #include "ct_query.h"
+#include "row_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,19 +214,36 @@ static void batch_select(builder *b, bool sqlite_tokens, bool ms_into)
 /* Where the final projection reads the batch from. */
 typedef enum { FROM_PG_CTE, FROM_MS_TEMP, FROM_SQLITE_SUBQUERY } batch_from;
 
-/* The final projection: batch columns, m_row and the current row as c0... */
+/* After r.*, the exact form of each described column the driver cannot read exactly
+ * (row_json.h: PostgreSQL dates and times as the server's text, SQLite REALs by quote()), as
+ * SQLQ_CAPTURE_FIXUP<i> for column i of the description the statement was built from;
+ * capture_shape.c puts those values in place of the driver's. */
+static void fixup_columns(builder *b)
+{
+    const sqlq_table *t = b->c->table;
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        if (!sqlq_row_json_needs_fixup(b->t.dialect, &t->columns[i]))
+            continue;
+        sqlq_sql_text_add(&b->t, ", ");
+        if (b->t.rc == SQLQ_OK)
+            b->t.rc = sqlq_row_json_fixup_sql(b->t.dialect, "r.", &t->columns[i], &b->t.buf);
+        sqlq_sql_text_add(&b->t, " AS " SQLQ_CAPTURE_FIXUP "%zu", i);
+    }
+}
+
+/* The final projection: the batch columns, m_row, m_key (key_shape) and then the current row
+ * as r.*: whatever columns the table has when the statement runs, so a column added, dropped,
+ * renamed or retyped since the capture opened is read as it is now, never missed and never a
+ * failed poll. Read by position (sqlq_db_query_values): a user column may be named like ours. */
 static void batch_with_rows(builder *b, batch_from from)
 {
     const sqlq_table *t = b->c->table;
     sqlq_sql_text_add(&b->t, "SELECT b.*, CASE WHEN ");
     sqlq_sql_text_col(&b->t, "r.", key_name(b, 0));
-    sqlq_sql_text_add(&b->t, " IS NULL THEN 0 ELSE 1 END AS m_row");
-    for (size_t i = 0; i < t->ncolumns; i++) {
-        sqlq_sql_text_add(&b->t, ", ");
-        if (b->t.rc == SQLQ_OK) /* dates and times as the server's text (row_json.h) */
-            b->t.rc = sqlq_row_json_select_sql(b->t.dialect, "r.", &t->columns[i], &b->t.buf);
-        sqlq_sql_text_add(&b->t, " AS c%zu", i);
-    }
+    sqlq_sql_text_add(&b->t, " IS NULL THEN 0 ELSE 1 END AS m_row, ");
+    sqlq_capture_sql_key_shape_expr(b);
+    sqlq_sql_text_add(&b->t, " AS " SQLQ_CAPTURE_KEY_SHAPE ", r.*");
+    fixup_columns(b);
     sqlq_sql_text_add(&b->t, " FROM ");
     if (from == FROM_PG_CTE) {
         sqlq_sql_text_add(&b->t, "t AS b");

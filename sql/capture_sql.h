@@ -54,9 +54,14 @@ typedef struct sqlq_capture_sql {
     char *const *key_types; /* declared type of each key part (PostgreSQL casts), or NULL */
 } sqlq_capture_sql;
 
-/* Result columns of poll: k0..k<nkey-1> (key, in key order), m_v (version), m_op ('I','U',
- * 'D'), m_att (attempts counting this delivery, capped at max_attempts + 1), m_tok (lease
- * token), m_row (1 when the current row exists), c0..c<ncolumns-1> (current row, table order). */
+/* Result columns of poll, read by position (sqlq_db_query_values): k0..k<nkey-1> (key, in key
+ * order), m_v (version), m_op ('I','U', 'D'), m_att (attempts counting this delivery, capped
+ * at max_attempts + 1), m_tok (lease token), m_row (1 when the current row exists), m_key (the
+ * table's primary key now, as sqlq_capture_sql_key_shape reads it), then r.*: every column of
+ * the current row as the table has them when the statement runs (NULL when there is none). */
+#define SQLQ_CAPTURE_KEY_SHAPE "m_key"
+/* Prefix of the poll's exact-value columns after r.* (m_fix<i>: column i of the description). */
+#define SQLQ_CAPTURE_FIXUP "m_fix"
 
 /* CREATE the leases table (+ token index) if missing. `types`: key column declarations. */
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_leases_ddl(const sqlq_capture_sql *c,
@@ -82,6 +87,16 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *c,
                                                         sqlq_capture_stmt *select,
                                                         sqlq_capture_stmt *lease, sqlq_error *err);
+/* One row: m_key, the table's primary key now (SQLite, SQL Server: "name type, …" in key
+ * order; PostgreSQL: its column numbers and operator classes), NULL when it has none; m_src, how many of the objects feeding the
+ * change source are there and enabled (SQLite: sqlq's 4 triggers on the table; PostgreSQL:
+ * its trigger; SQL Server: change tracking on the table), which must be
+ * sqlq_capture_sql_source_objects. Read when the capture opens and on polls that return
+ * nothing; m_key is also compared with the m_key of every poll. */
+#define SQLQ_CAPTURE_SOURCE_OBJECTS "m_src"
+int sqlq_capture_sql_source_objects(const sqlq_capture_sql *c);
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c,
+                                                      sqlq_capture_stmt *out, sqlq_error *err);
 /* PostgreSQL: one row, m_sync (stored sync version) and m_horizon (oldest running xid), read
  * under the lock just before the poll, which takes them as parameters: the planner then knows
  * how many log rows lie in the range and walks the version index in order up to the batch

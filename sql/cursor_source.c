@@ -7,6 +7,7 @@
 #include "cursor_lag.h"
 #include "cursor_pending.h"
 #include "cursor_query.h"
+#include "cursor_shape.h"
 #include "cursor_state.h"
 #include "cursor_status.h"
 #include "log.h"
@@ -453,6 +454,50 @@ static sqlq_result take_rows(sqlq_cursor_source *cs, json_t *rows, sqlq_change_b
     return SQLQ_OK;
 }
 
+/* ---- the table's shape ------------------------------------------------------------------- */
+
+/* After a poll query (which ran, or failed with `ran`): the table described again
+ * (cursor_shape.h). The same: `ran`. Other columns: followed, *out_again (read the batch again
+ * with the new column list). Another key, cursor or soft-delete column: SQLQ_E_INVALID. */
+static sqlq_result follow_shape(sqlq_cursor_source *cs, sqlq_result ran, bool *out_again,
+                                sqlq_error *err)
+{
+    *out_again = false;
+    sqlq_cursor_shape now;
+    bool changed = false;
+    sqlq_result r = sqlq_cursor_shape_check(cs->db, cs->bridge, cs->names.table_key, cs->table,
+                                            cs->order, cs->norder, cs->soft_delete, ran,
+                                            &changed, &now, err);
+    if (r != SQLQ_OK || !changed)
+        return r;
+    sqlq_cursor_column_free(cs->order, cs->norder);
+    free(cs->columns);
+    free(cs->sql_first);
+    free(cs->sql_after);
+    free(cs->sql_last);
+    free(cs->sql_max);
+    sqlq_table_free(cs->table);
+    cs->table = now.table, cs->order = now.order, cs->norder = now.norder;
+    cs->soft_delete = now.soft_delete, cs->columns = now.columns;
+    *out_again = true;
+    return build_queries(cs, err);
+}
+
+/* One read of the next batch's rows with the current column list. */
+static sqlq_result read_rows(sqlq_cursor_source *cs, int64_t wm, json_t **rows, sqlq_error *err)
+{
+    bool after = cs->read.cursor_value != NULL;
+    json_t *cursor_json = after ? sqlq_keyset_value_json(&cs->order[0], cs->read.cursor_value) : NULL;
+    sqlq_param params[64];
+    size_t nmap = after ? cs->nmap_after : cs->nmap_first;
+    sqlq_result r = bind(cs, &cs->read, after ? cs->map_after : cs->map_first, nmap, cursor_json,
+                         wm, params, err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_query(cs->db, after ? cs->sql_after : cs->sql_first, params, nmap, rows, err);
+    json_decref(cursor_json);
+    return r;
+}
+
 sqlq_result sqlq_cursor_source_poll(sqlq_cursor_source *cs, sqlq_change_batch *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -469,18 +514,25 @@ sqlq_result sqlq_cursor_source_poll(sqlq_cursor_source *cs, sqlq_change_batch *o
         if (r != SQLQ_OK || !have)
             return r;
     }
-    bool after = cs->read.cursor_value != NULL;
-    json_t *cursor_json = after ? sqlq_keyset_value_json(&cs->order[0], cs->read.cursor_value) : NULL;
-    sqlq_param params[64];
-    size_t nmap = after ? cs->nmap_after : cs->nmap_first;
-    r = bind(cs, &cs->read, after ? cs->map_after : cs->map_first, nmap, cursor_json, wm, params, err);
+    /* The query names the columns it reads: the table is described after it. A column added,
+     * dropped or renamed before the query ran is found then, and the batch read again with the
+     * new list (nothing is committed before take_rows). */
     json_t *rows = NULL;
-    if (r == SQLQ_OK)
-        r = sqlq_db_query(cs->db, after ? cs->sql_after : cs->sql_first, params, nmap, &rows, err);
+    bool again = true;
+    for (int round = 0; again && round < 2; round++) {
+        json_decref(rows);
+        rows = NULL;
+        r = read_rows(cs, wm, &rows, err);
+        if (r == SQLQ_OK || r == SQLQ_E_SQL)
+            r = follow_shape(cs, r, &again, err);
+        again = again && r == SQLQ_OK;
+    }
+    if (r == SQLQ_OK && again)
+        r = sqlq_error_set(err, SQLQ_E_SQL, true, "table %s changed twice during one poll",
+                           cs->names.table_key);
     if (r == SQLQ_OK)
         r = take_rows(cs, rows, out, err);
     json_decref(rows);
-    json_decref(cursor_json);
     return r;
 }
 

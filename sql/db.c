@@ -447,6 +447,61 @@ sqlq_result sqlq_db_query(sqlq_db *db, const char *sql, const sqlq_param *params
     return SQLQ_OK;
 }
 
+/* The result set's columns as [{"name": …, "type": ODBC SQL_* type}, …]. */
+static json_t *describe_columns(const sqlq_row_json *reader)
+{
+    json_t *cols = json_array();
+    for (size_t i = 0; cols && i < sqlq_row_json_ncols(reader); i++) {
+        json_t *c = json_pack("{s:s, s:i}", "name", sqlq_row_json_name(reader, i), "type",
+                              (int)sqlq_row_json_sql_type(reader, i));
+        if (!c || json_array_append_new(cols, c) != 0) {
+            json_decref(cols);
+            cols = NULL;
+        }
+    }
+    return cols;
+}
+
+sqlq_result sqlq_db_query_values(sqlq_db *db, const char *sql, const sqlq_param *params,
+                                 size_t nparams, json_t **out_columns, json_t **out_rows,
+                                 sqlq_error *err)
+{
+    *out_columns = NULL;
+    *out_rows = NULL;
+    db_stmt s;
+    sqlq_result r = stmt_run(db, sql, params, nparams, &s, err);
+    if (r != SQLQ_OK)
+        return r;
+    sqlq_row_json *reader = NULL;
+    json_t *rows = json_array(), *cols = NULL;
+    r = sqlq_row_json_create(s.h, db->dialect, &reader, err);
+    if (r == SQLQ_OK && (!rows || !(cols = describe_columns(reader))))
+        r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory describing a result");
+    while (r == SQLQ_OK && sqlq_row_json_ncols(reader) > 0) {
+        SQLRETURN rc = SQLFetch(s.h);
+        if (rc == SQL_NO_DATA)
+            break;
+        if (!SQL_SUCCEEDED(rc)) {
+            r = sqlq_diag_set(err, SQL_HANDLE_STMT, s.h, "fetch", db->secrets);
+            break;
+        }
+        json_t *values = NULL;
+        r = sqlq_row_json_read_values(reader, &values, err);
+        if (r == SQLQ_OK && json_array_append_new(rows, values) != 0)
+            r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory collecting rows");
+    }
+    sqlq_row_json_destroy(reader);
+    stmt_free(&s);
+    if (r != SQLQ_OK) {
+        json_decref(rows);
+        json_decref(cols);
+        return r;
+    }
+    *out_columns = cols;
+    *out_rows = rows;
+    return SQLQ_OK;
+}
+
 /* An integer as text: decimal digits, or (SQLite REAL, PostgreSQL numeric) an integral
  * floating value such as "42.0". */
 static bool parse_int64(const char *text, int64_t *out)

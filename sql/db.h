@@ -75,6 +75,14 @@ typedef sqlq_result (*sqlq_db_row_fn)(void *ctx, json_t *row, sqlq_error *err);
 SQLQ_NODISCARD sqlq_result sqlq_db_query_each(sqlq_db *db, const char *sql,
                                               const sqlq_param *params, size_t nparams,
                                               sqlq_db_row_fn fn, void *ctx, sqlq_error *err);
+/* A query whose columns are not all known in advance (`SELECT b.*, r.*`: a name may repeat):
+ * *out_columns gets [{"name": …, "type": ODBC SQL_* type}, …] in result-set order (also when
+ * no row comes back), *out_rows one array of values per row, in that order, typed as
+ * sqlq_db_query types them. */
+SQLQ_NODISCARD sqlq_result sqlq_db_query_values(sqlq_db *db, const char *sql,
+                                                const sqlq_param *params, size_t nparams,
+                                                json_t **out_columns, json_t **out_rows,
+                                                sqlq_error *err);
 /* First column of the first row as int64 (SQLQ_E_NOT_FOUND when there is no row; *out 0 for NULL). */
 SQLQ_NODISCARD sqlq_result sqlq_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *params,
                                              size_t nparams, int64_t *out, sqlq_error *err);

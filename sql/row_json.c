@@ -49,7 +49,6 @@ struct sqlq_row_json {
     row_column *cols;
     size_t ncols;
     sqlq_buf value; /* scratch for one value, reused across columns and rows */
-    sqlq_buf exact; /* the last SQLQ_ROW_JSON_EXACT_COL value read */
 };
 
 static bool type_is(const char *type_name, const char *prefix)
@@ -371,40 +370,86 @@ static json_t *exact_value(json_t *v, value_kind kind, const char *exact)
     return e;
 }
 
+/* The JSON value of column i of the current row. */
+static sqlq_result column_value(sqlq_row_json *r, size_t i, json_t **out, sqlq_error *err)
+{
+    const row_column *c = &r->cols[i];
+    bool is_null = false;
+    *out = NULL;
+    sqlq_result res = read_column(r, (SQLUSMALLINT)(i + 1), c->kind, &is_null, err);
+    if (res != SQLQ_OK)
+        return res;
+    *out = is_null ? json_null()
+                   : value_of_kind(c->kind, r->dialect, r->value.data ? r->value.data : "",
+                                   r->value.len);
+    if (!*out)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "column %s: cannot build JSON value",
+                              c->name);
+    return SQLQ_OK;
+}
+
+/* An SQLQ_ROW_JSON_EXACT_COL value as the text the database wrote (JSON null when none). */
+static sqlq_result exact_text(sqlq_row_json *r, size_t i, json_t **out, sqlq_error *err)
+{
+    bool is_null = false;
+    *out = NULL;
+    sqlq_result res = read_column(r, (SQLUSMALLINT)(i + 1), r->cols[i].kind, &is_null, err);
+    if (res != SQLQ_OK)
+        return res;
+    *out = is_null || r->value.len == 0 ? json_null() : json_stringn(r->value.data, r->value.len);
+    return *out ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+}
+
 sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row, sqlq_error *err)
 {
     *out_row = NULL;
     json_t *row = json_object();
     if (!row)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a row");
-    bool have_exact = false;
+    json_t *exact = NULL; /* the SQLQ_ROW_JSON_EXACT_COL value just read, for the next column */
     for (size_t i = 0; i < r->ncols; i++) {
-        const row_column *c = &r->cols[i];
-        bool is_null = false;
-        sqlq_result res = read_column(r, (SQLUSMALLINT)(i + 1), c->kind, &is_null, err);
+        json_t *v = NULL;
+        sqlq_result res = r->cols[i].exact ? exact_text(r, i, &v, err) : column_value(r, i, &v, err);
+        if (res == SQLQ_OK && r->cols[i].exact) {
+            json_decref(exact);
+            exact = v;
+            continue;
+        }
+        if (res == SQLQ_OK && json_is_string(exact) && !json_is_null(v))
+            v = exact_value(v, r->cols[i].kind, json_string_value(exact));
+        json_decref(exact);
+        exact = NULL;
+        if (res == SQLQ_OK && (!v || json_object_set_new(row, r->cols[i].name, v) != 0))
+            res = sqlq_error_set(err, SQLQ_E_NOMEM, false, "column %s: cannot build JSON value",
+                                 r->cols[i].name);
         if (res != SQLQ_OK) {
+            json_decref(exact);
             json_decref(row);
             return res;
         }
-        if (c->exact) {
-            sqlq_buf_reset(&r->exact);
-            have_exact = !is_null && r->value.len > 0 &&
-                         sqlq_buf_add(&r->exact, r->value.data, r->value.len) == SQLQ_OK;
-            continue;
-        }
-        json_t *v = is_null ? json_null()
-                            : value_of_kind(c->kind, r->dialect, r->value.data ? r->value.data : "",
-                                            r->value.len);
-        if (have_exact && !is_null)
-            v = exact_value(v, c->kind, sqlq_buf_str(&r->exact));
-        have_exact = false;
-        if (!v || json_object_set_new(row, c->name, v) != 0) {
-            json_decref(row);
-            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "column %s: cannot build JSON value",
-                                  c->name);
+    }
+    json_decref(exact);
+    *out_row = row;
+    return SQLQ_OK;
+}
+
+sqlq_result sqlq_row_json_read_values(sqlq_row_json *r, json_t **out_values, sqlq_error *err)
+{
+    *out_values = NULL;
+    json_t *values = json_array();
+    if (!values)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a row");
+    for (size_t i = 0; i < r->ncols; i++) {
+        json_t *v = NULL;
+        sqlq_result res = column_value(r, i, &v, err);
+        if (res == SQLQ_OK && json_array_append_new(values, v) != 0)
+            res = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a row");
+        if (res != SQLQ_OK) {
+            json_decref(values);
+            return res;
         }
     }
-    *out_row = row;
+    *out_values = values;
     return SQLQ_OK;
 }
 
@@ -460,7 +505,6 @@ sqlq_result sqlq_row_json_create(SQLHSTMT stmt, sqlq_dialect_kind dialect, sqlq_
     r->stmt = stmt;
     r->dialect = dialect;
     sqlq_buf_init(&r->value, 0);
-    sqlq_buf_init(&r->exact, 0);
     for (SQLSMALLINT i = 0; i < n; i++) {
         row_column *c = &r->cols[i];
         SQLUSMALLINT col = (SQLUSMALLINT)(i + 1);
@@ -492,7 +536,6 @@ void sqlq_row_json_destroy(sqlq_row_json *r)
         free(r->cols[i].name);
     free(r->cols);
     sqlq_buf_free(&r->value);
-    sqlq_buf_free(&r->exact);
     free(r);
 }
 
@@ -572,4 +615,42 @@ sqlq_result sqlq_row_json_select_sql(sqlq_dialect_kind d, const char *prefix, co
     if (r == SQLQ_OK && text)
         r = sqlq_buf_adds(out, ") #>> '{}')");
     return r;
+}
+
+bool sqlq_row_json_needs_fixup(sqlq_dialect_kind d, const sqlq_column *c)
+{
+    return sqlq_row_json_needs_text(d, c) || (d == SQLQ_DIALECT_SQLITE && sqlite_may_hold_real(c));
+}
+
+sqlq_result sqlq_row_json_fixup_sql(sqlq_dialect_kind d, const char *prefix, const sqlq_column *c,
+                                    sqlq_buf *out)
+{
+    if (sqlq_row_json_needs_text(d, c))
+        return sqlq_row_json_select_sql(d, prefix, c, out); /* (to_json(p"c") #>> '{}') */
+    const char *p = prefix ? prefix : "";
+    sqlq_result r = sqlq_buf_printf(out, "CASE WHEN typeof(%s", p);
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_ident(d, c->name, out);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_printf(out, ") = 'real' THEN quote(%s", p);
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_ident(d, c->name, out);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(out, ") END");
+    return r;
+}
+
+json_t *sqlq_row_json_fixup(sqlq_dialect_kind d, const sqlq_column *c, json_t *v, const json_t *fix)
+{
+    const char *text = json_string_value(fix);
+    if (!text || json_is_null(v))
+        return v;
+    if (sqlq_row_json_needs_text(d, c)) {
+        json_t *t = json_string(text);
+        if (!t)
+            return v;
+        json_decref(v);
+        return t;
+    }
+    return exact_value(v, kind_of(c->sql_type, c->type ? c->type : "", d), text);
 }

@@ -25,6 +25,10 @@ short sqlq_row_json_sql_type(const sqlq_row_json *r, size_t i);
 /* The current row (after SQLFetch succeeded) as a new JSON object keyed by column name,
  * read with SQLGetData column by column, long values in pieces. */
 SQLQ_NODISCARD sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row, sqlq_error *err);
+/* The same values as an array in result-set order: for a result whose names may repeat
+ * (`SELECT b.*, r.*`), read by position with sqlq_row_json_name. */
+SQLQ_NODISCARD sqlq_result sqlq_row_json_read_values(sqlq_row_json *r, json_t **out_values,
+                                                     sqlq_error *err);
 
 /* Exposed for unit tests: the JSON value of one column given its text as the driver returned
  * it (NULL text = SQL NULL) and its ODBC type and declared type name. */
@@ -50,5 +54,15 @@ bool sqlq_row_json_needs_text(sqlq_dialect_kind d, const sqlq_column *c);
  * sqlq_row_json_needs_text). */
 SQLQ_NODISCARD sqlq_result sqlq_row_json_select_sql(sqlq_dialect_kind d, const char *prefix,
                                                     const sqlq_column *c, sqlq_buf *out);
+
+/* The capture poll reads the row as r.* (its columns follow ALTER TABLE, capture_shape.c) and
+ * after it, for each column that needs it, the exact form (sqlq_row_json_fixup_sql: the text
+ * of sqlq_row_json_needs_text, or on SQLite the exact text of a REAL); sqlq_row_json_fixup
+ * turns the driver's value v of column c into the exact one (consumes v, returns the result). */
+bool sqlq_row_json_needs_fixup(sqlq_dialect_kind d, const sqlq_column *c);
+SQLQ_NODISCARD sqlq_result sqlq_row_json_fixup_sql(sqlq_dialect_kind d, const char *prefix,
+                                                   const sqlq_column *c, sqlq_buf *out);
+json_t *sqlq_row_json_fixup(sqlq_dialect_kind d, const sqlq_column *c, json_t *v,
+                            const json_t *fix);
 
 #endif

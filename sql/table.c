@@ -371,3 +371,80 @@ const sqlq_column *sqlq_table_column(const sqlq_table *t, const char *name)
     }
     return found;
 }
+
+/* ---- comparing two descriptions ------------------------------------------------------------ */
+
+static bool same_column(const sqlq_column *a, const sqlq_column *b)
+{
+    return strcmp(a->name, b->name) == 0 && strcasecmp(a->type, b->type) == 0;
+}
+
+sqlq_table_change sqlq_table_compare(const sqlq_table *was, const sqlq_table *now)
+{
+    if (was->nkey != now->nkey)
+        return SQLQ_TABLE_KEY_CHANGED;
+    for (size_t k = 0; k < was->nkey; k++)
+        if (!same_column(&was->columns[was->key[k]], &now->columns[now->key[k]]))
+            return SQLQ_TABLE_KEY_CHANGED;
+    if (was->ncolumns != now->ncolumns)
+        return SQLQ_TABLE_COLUMNS_CHANGED;
+    for (size_t i = 0; i < was->ncolumns; i++)
+        if (!same_column(&was->columns[i], &now->columns[i]) ||
+            was->columns[i].nullable != now->columns[i].nullable)
+            return SQLQ_TABLE_COLUMNS_CHANGED;
+    return SQLQ_TABLE_SAME;
+}
+
+/* Append to out[*at] without overflowing: text is cut, out stays terminated. */
+static void append(char *out, size_t size, size_t *at, const char *text)
+{
+    int n = snprintf(out + *at, size - *at, "%s", text);
+    if (n > 0)
+        *at += (size_t)n < size - *at ? (size_t)n : size - *at - 1;
+}
+
+void sqlq_table_key_text(const sqlq_table *t, char *out, size_t size)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (size_t k = 0; t && k < t->nkey && size > 1; k++) {
+        const sqlq_column *c = &t->columns[t->key[k]];
+        append(out, size, &at, k ? ", " : "");
+        append(out, size, &at, c->name);
+        append(out, size, &at, " ");
+        append(out, size, &at, c->type);
+    }
+}
+
+/* The names of a's columns that b lacks (by name; with types: or whose type differs). */
+static void missing(const sqlq_table *a, const sqlq_table *b, bool types, char *out, size_t size,
+                    size_t *at, const char *label)
+{
+    bool first = true;
+    for (size_t i = 0; i < a->ncolumns; i++) {
+        const sqlq_column *other = NULL;
+        for (size_t j = 0; j < b->ncolumns && !other; j++)
+            if (strcmp(a->columns[i].name, b->columns[j].name) == 0)
+                other = &b->columns[j];
+        if (types ? !other || strcasecmp(other->type, a->columns[i].type) == 0 : other != NULL)
+            continue;
+        append(out, size, at, first ? (*at ? " " : "") : ",");
+        if (first)
+            append(out, size, at, label);
+        append(out, size, at, a->columns[i].name);
+        first = false;
+    }
+}
+
+void sqlq_table_change_text(const sqlq_table *was, const sqlq_table *now, char *out, size_t size)
+{
+    size_t at = 0;
+    if (size == 0)
+        return;
+    out[0] = '\0';
+    missing(now, was, false, out, size, &at, "added=");
+    missing(was, now, false, out, size, &at, "dropped=");
+    missing(now, was, true, out, size, &at, "retyped=");
+    if (at == 0)
+        append(out, size, &at, "reordered");
+}

@@ -44,4 +44,16 @@ SQLQ_NODISCARD sqlq_result sqlq_table_describe_params(sqlq_dialect_kind d,
 short sqlq_table_sql_type(sqlq_dialect_kind d, const char *type_name);
 const sqlq_column *sqlq_table_column(const sqlq_table *t, const char *name);
 
+/* How a table described again differs from an earlier description. */
+typedef enum {
+    SQLQ_TABLE_SAME = 0,            /* same columns, names, types and key */
+    SQLQ_TABLE_COLUMNS_CHANGED = 1, /* columns added, dropped, renamed, retyped or moved; same key */
+    SQLQ_TABLE_KEY_CHANGED = 2      /* another primary key, or a key column renamed or retyped */
+} sqlq_table_change;
+sqlq_table_change sqlq_table_compare(const sqlq_table *was, const sqlq_table *now);
+/* The key as "name type, …" in key order (for messages), cut to fit out. */
+void sqlq_table_key_text(const sqlq_table *t, char *out, size_t size);
+/* What changed, for a log line: "added=a,b dropped=c retyped=d" (cut to fit out). */
+void sqlq_table_change_text(const sqlq_table *was, const sqlq_table *now, char *out, size_t size);
+
 #endif

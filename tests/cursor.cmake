@@ -25,3 +25,4 @@ add_dependencies(itest_backfill_cli sqlq)
 sqlq_integration_test(backfill_sink FIXTURES azurite postgres TIMEOUT 300)
 # The cursor source at default settings: late commits, kill -9, a read-only role (issue 20.8).
 sqlq_integration_test(cursor_defaults FIXTURES azurite postgres TIMEOUT 300)
+sqlq_integration_test(cursor_schema FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)

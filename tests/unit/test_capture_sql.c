@@ -104,10 +104,82 @@ static void test_capture_sql_mssql_poll(void **state)
                 "sqlq_expires_ms = DATEDIFF_BIG(millisecond, '19700101', SYSUTCDATETIME()) + "
                 "60000, sqlq_owner = @owner, sqlq_token = b.m_tok");
     contains(s, "LEFT JOIN [dbo].[Orders] AS r ON r.[id] = b.k0 ORDER BY b.m_v, b.k0;");
-    contains(s, "r.[note] AS c1");
+    /* the row as the table is when the poll runs (a column added or dropped since the capture
+     * opened is read as it is now), the key as the catalog has it now */
+    contains(s, "ELSE 1 END AS m_row, (SELECT STUFF((SELECT ', ' + c.name + ' ' + "
+                "TYPE_NAME(c.user_type_id)");
+    contains(s, "WHERE i.object_id = OBJECT_ID(N'[dbo].[Orders]') AND i.is_primary_key = 1 ORDER "
+                "BY ic.key_ordinal FOR XML PATH('')), 1, 2, '')) AS m_key, r.* FROM #sqlq_batch");
+    assert_null(strstr(s, "note"));
     assert_null(strstr(s, "LIMIT"));
     assert_null(strstr(s, "_az_func_Trigger")); /* no global lock */
     sqlq_capture_stmt_free(&poll);
+}
+
+/* Every dialect reads the row as r.* after m_key, names no column but the key's, and reads the
+ * key from the catalog with the table's name as a literal (quotes doubled). */
+static void test_capture_sql_row_read_whole(void **state)
+{
+    (void)state;
+    static const struct {
+        sqlq_dialect_kind d;
+        const char *schema;
+        const char *key_from; /* the catalog lookup of the key, in m_key and in key_shape */
+        const char *src;      /* key_shape's m_src: the change source's objects */
+    } cases[] = {
+        {SQLQ_DIALECT_SQLITE, "", "FROM pragma_table_info('O''Brien', 'main') WHERE pk > 0 "
+                                  "ORDER BY pk))",
+         ", (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'O''Brien' "
+         "AND substr(name, 1, 29) = 'sqlq_log_o_brien_"},
+        {SQLQ_DIALECT_POSTGRES, "public",
+         "(SELECT CAST(i.indkey AS text) || ' ' || CAST(i.indclass AS text) FROM "
+         "pg_catalog.pg_index i WHERE i.indrelid = CAST('\"public\".\"O''Brien\"' AS "
+         "regclass) AND i.indisprimary)",
+         ", (SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = to_regclass(CAST("
+         "'\"public\".\"O''Brien\"' AS text)) AND tgname = 'sqlq_capture' AND tgenabled <> "
+         "'D') AS m_src"},
+        {SQLQ_DIALECT_MSSQL, "dbo", "OBJECT_ID(N'[dbo].[O''Brien]')",
+         ", (SELECT count(*) FROM sys.change_tracking_tables WHERE object_id = "
+         "OBJECT_ID(N'[dbo].[O''Brien]')) AS m_src"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fixture f;
+        make(&f, cases[i].d, cases[i].schema, "O'Brien", false);
+        f.spec.change_tracking = false;
+        sqlq_capture_stmt polls[4], key;
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        assert_int_equal(sqlq_capture_sql_poll(&f.spec, &polls[0], &polls[1], &err), SQLQ_OK);
+        char *keys[] = {"k_text", "k_type", "k_3"};
+        f.spec.key_types = keys;
+        assert_int_equal(sqlq_capture_sql_poll_resume(&f.spec, &polls[2], &polls[3], &err),
+                         SQLQ_OK);
+        for (size_t p = 0; p < 4; p += 2) {
+            const char *s = polls[p].sql;
+            check_params(&polls[p]);
+            contains(s, " END AS m_row, (SELECT ");
+            contains(s, cases[i].key_from);
+            contains(s, ") AS m_key, r.*");
+            /* columns other than the key: only through r.*, and after it their exact forms
+             * (row_json.h: SQLite REALs by quote()), each named for its column's position */
+            const char *star = strstr(s, ", r.*");
+            const char *note = strstr(s, "note");
+            assert_true(!note || (star && note > star));
+            if (note)
+                contains(star, "quote(r.\"note\") END AS m_fix");
+            assert_null(strstr(s, "AS c0"));
+            sqlq_capture_stmt_free(&polls[p]);
+            sqlq_capture_stmt_free(&polls[p + 1]);
+        }
+        assert_int_equal(sqlq_capture_sql_key_shape(&f.spec, &key, &err), SQLQ_OK);
+        assert_int_equal(key.nparams, 0);
+        check_params(&key);
+        contains(key.sql, "SELECT (SELECT ");
+        contains(key.sql, cases[i].key_from);
+        contains(key.sql, " AS m_key");
+        contains(key.sql, cases[i].src);
+        sqlq_capture_stmt_free(&key);
+    }
 }
 
 static void test_capture_sql_mssql_composite_key(void **state)
@@ -402,6 +474,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capture_sql_mssql_poll),
+        cmocka_unit_test(test_capture_sql_row_read_whole),
         cmocka_unit_test(test_capture_sql_mssql_composite_key),
         cmocka_unit_test(test_capture_sql_mssql_other_statements),
         cmocka_unit_test(test_capture_sql_params_match_markers),

@@ -1,0 +1,117 @@
+/* capture_sql_shape: the statements that read the watched table's shape from the catalog:
+ * the key as a poll's m_key column and, with the change source's objects, as a statement of
+ * its own (capture_shape.c compares them with what the capture opened with). */
+#include "capture_sql.h"
+
+#include "capture_sql_builder.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The user table's canonical name as a string literal ('"public"."items"'; SQLite: 'items'),
+ * for the catalog lookups of key_shape. */
+static void table_literal(builder *b)
+{
+    const sqlq_table_name *n = &b->c->table->name;
+    if (b->c->dialect == SQLQ_DIALECT_SQLITE) {
+        sqlq_sql_text_literal(&b->t, n->name);
+        sqlq_sql_text_add(&b->t, ", ");
+        sqlq_sql_text_literal(&b->t, n->schema[0] ? n->schema : "main");
+        return;
+    }
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, b->c->dialect);
+    sqlq_sql_text_table(&q, n);
+    char *quoted = NULL;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (sqlq_sql_text_take(&q, &quoted, &e) != SQLQ_OK) {
+        b->t.rc = b->t.rc ? b->t.rc : e.code;
+        return;
+    }
+    sqlq_sql_text_literal(&b->t, quoted);
+    free(quoted);
+}
+
+/* A scalar subquery: the table's primary key as the catalog has it now (SQLite, SQL Server:
+ * "name type, …" in key order; PostgreSQL: column numbers and operator classes), NULL when it
+ * has none. Compared with the value read when the
+ * capture opened: a key that changed (other columns, a renamed or retyped key column) makes
+ * the change log's keys mean something else. Uncorrelated: computed once per statement. */
+void sqlq_capture_sql_key_shape_expr(builder *b)
+{
+    if (is_pg(b)) {
+        /* The key's column numbers and operator classes (a type of another family has
+         * another): one row of pg_index. Joined with pg_attribute for names and types it cost
+         * 0.3 ms of planning per poll; a renamed key column fails the poll's join instead, and
+         * a retyped one changes the row's column types (capture_shape.c). */
+        sqlq_sql_text_add(&b->t, "(SELECT CAST(i.indkey AS text) || ' ' || CAST(i.indclass AS "
+                                 "text) FROM pg_catalog.pg_index i WHERE i.indrelid = CAST(");
+        table_literal(b);
+        sqlq_sql_text_add(&b->t, " AS regclass) AND i.indisprimary)");
+    } else if (is_ms(b)) {
+        sqlq_sql_text_add(&b->t, "(SELECT STUFF((SELECT ', ' + c.name + ' ' + TYPE_NAME("
+                                 "c.user_type_id) + '(' + CAST(c.max_length AS varchar(10)) + ',' + "
+                                 "CAST(c.precision AS varchar(10)) + ',' + CAST(c.scale AS "
+                                 "varchar(10)) + ')' FROM sys.indexes i JOIN sys.index_columns ic ON "
+                                 "ic.object_id = i.object_id AND ic.index_id = i.index_id JOIN "
+                                 "sys.columns c ON c.object_id = ic.object_id AND c.column_id = "
+                                 "ic.column_id WHERE i.object_id = OBJECT_ID(");
+        table_literal(b);
+        sqlq_sql_text_add(&b->t, ") AND i.is_primary_key = 1 ORDER BY ic.key_ordinal FOR XML "
+                                 "PATH('')), 1, 2, ''))");
+    } else {
+        sqlq_sql_text_add(&b->t, "(SELECT group_concat(name || ' ' || type, ', ') FROM (SELECT "
+                                 "name, type FROM pragma_table_info(");
+        table_literal(b);
+        sqlq_sql_text_add(&b->t, ") WHERE pk > 0 ORDER BY pk))");
+    }
+}
+
+/* A scalar subquery: how many of the objects that feed the change source exist and are
+ * enabled (sqlq_capture_sql_source_objects). A table created again (SQLite's way to change a
+ * column's type) loses its triggers, and its changes would go unseen. */
+static void source_objects(builder *b)
+{
+    if (is_ms(b)) {
+        sqlq_sql_text_add(&b->t, "(SELECT count(*) FROM sys.change_tracking_tables WHERE "
+                                 "object_id = OBJECT_ID(");
+        table_literal(b);
+        sqlq_sql_text_add(&b->t, "))");
+    } else if (is_pg(b)) {
+        sqlq_sql_text_add(&b->t, "(SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = "
+                                 "to_regclass(CAST(");
+        table_literal(b);
+        sqlq_sql_text_add(&b->t, " AS text)) AND tgname = ");
+        sqlq_sql_text_literal(&b->t, b->c->names->trigger);
+        sqlq_sql_text_add(&b->t, " AND tgenabled <> 'D')");
+    } else {
+        sqlq_sql_text_add(&b->t, "(SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND "
+                                 "tbl_name = ");
+        sqlq_sql_text_literal(&b->t, b->c->table->name.name);
+        sqlq_sql_text_add(&b->t, " AND substr(name, 1, %zu) = ", strlen(b->c->names->trigger));
+        sqlq_sql_text_literal(&b->t, b->c->names->trigger);
+        sqlq_sql_text_add(&b->t, ")");
+    }
+}
+
+int sqlq_capture_sql_source_objects(const sqlq_capture_sql *c)
+{
+    return c->dialect == SQLQ_DIALECT_SQLITE ? 4 : 1;
+}
+
+sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
+                                       sqlq_error *err)
+{
+    builder b;
+    b_init(&b, c, out);
+    if (is_pg(&b)) /* sent as it is: see direct() in capture_sql.c */
+        sqlq_sql_text_add(&b.t, "/* sqlq */ ");
+    sqlq_sql_text_add(&b.t, "SELECT ");
+    sqlq_capture_sql_key_shape_expr(&b);
+    sqlq_sql_text_add(&b.t, " AS " SQLQ_CAPTURE_KEY_SHAPE ", ");
+    source_objects(&b);
+    sqlq_sql_text_add(&b.t, " AS " SQLQ_CAPTURE_SOURCE_OBJECTS);
+    return b_done(&b, err);
+}
+

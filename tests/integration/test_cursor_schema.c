@@ -1,0 +1,160 @@
+/* cursor_source while the table's schema changes, on SQLite and PostgreSQL: after ADD, DROP,
+ * RENAME COLUMN (and a type change on PostgreSQL) the next poll succeeds and its rows carry the
+ * table's columns as they are now; after a primary-key change the poll fails for good with an
+ * error naming the table and saying how to forget the checkpoint. */
+#include "capture.h"
+#include "cursor_source.h"
+#include "db.h"
+#include "log.h"
+#include "testenv.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static sqlq_db *open_db(const char *conn)
+{
+    sqlq_db *db = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
+        fail_msg("connect: %s", err.message);
+    return db;
+}
+
+static void exec_ok(sqlq_db *db, const char *sql)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
+        fail_msg("%s: %s", sql, err.message);
+}
+
+static sqlq_cursor_source *open_source(sqlq_db *db)
+{
+    sqlq_capture_config cfg;
+    sqlq_capture_config_default(&cfg);
+    cfg.source = SQLQ_SOURCE_CURSOR;
+    cfg.table = "items";
+    cfg.instance_id = "schema-test";
+    cfg.cursor_column = "ver";
+    cfg.max_batch_size = 100;
+    cfg.lease_s = 30;
+    cfg.safety_lag_ms = 0;
+    sqlq_cursor_source *cs = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_cursor_source_open(db, NULL, &cfg, &cs, &err) != SQLQ_OK)
+        fail_msg("cursor source open: %s", err.message);
+    return cs;
+}
+
+/* Poll one change (the row just inserted) and check its columns ("a,b,…" in table order). */
+static json_t *poll_one(sqlq_cursor_source *cs, const char *columns)
+{
+    sqlq_change_batch b;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_cursor_source_poll(cs, &b, &err) != SQLQ_OK)
+        fail_msg("poll: %s", err.message);
+    assert_int_equal(b.count, 1);
+    json_t *row = json_incref(b.items[0].row);
+    char got[300] = "";
+    const char *k;
+    json_t *v;
+    size_t n = 0;
+    json_object_foreach(row, k, v) {
+        strncat(got, n++ ? "," : "", sizeof(got) - strlen(got) - 1);
+        strncat(got, k, sizeof(got) - strlen(got) - 1);
+    }
+    if (strcmp(got, columns) != 0)
+        fail_msg("columns %s, expected %s", got, columns);
+    size_t lost = 0;
+    assert_int_equal(sqlq_cursor_source_release(cs, b.items, b.count, &lost, &err), SQLQ_OK);
+    sqlq_change_batch_free(&b);
+    return row;
+}
+
+static void run(const char *conn, bool pg)
+{
+    sqlq_log_set_level(SQLQ_LOG_ERROR);
+    sqlq_db *db = open_db(conn);
+    exec_ok(db, "CREATE TABLE items (id integer PRIMARY KEY, ver integer NOT NULL, note text, "
+                "qty integer)");
+    sqlq_cursor_source *cs = open_source(db);
+    exec_ok(db, "INSERT INTO items VALUES (1, 1, 'n', 1)");
+    json_decref(poll_one(cs, "id,ver,note,qty"));
+
+    exec_ok(db, "ALTER TABLE items ADD COLUMN extra text");
+    exec_ok(db, "INSERT INTO items VALUES (2, 2, 'n', 2, 'x')");
+    json_t *row = poll_one(cs, "id,ver,note,qty,extra");
+    assert_string_equal(json_string_value(json_object_get(row, "extra")), "x");
+    json_decref(row);
+
+    exec_ok(db, "ALTER TABLE items DROP COLUMN note");
+    exec_ok(db, "INSERT INTO items VALUES (3, 3, 3, 'x')");
+    json_decref(poll_one(cs, "id,ver,qty,extra"));
+
+    exec_ok(db, "ALTER TABLE items RENAME COLUMN qty TO quantity");
+    exec_ok(db, "INSERT INTO items VALUES (4, 4, 4, 'x')");
+    json_decref(poll_one(cs, "id,ver,quantity,extra"));
+
+    if (pg) {
+        exec_ok(db, "ALTER TABLE items ALTER COLUMN quantity TYPE text USING quantity::text");
+        exec_ok(db, "INSERT INTO items VALUES (5, 5, 'q5', 'x')");
+        row = poll_one(cs, "id,ver,quantity,extra");
+        assert_string_equal(json_string_value(json_object_get(row, "quantity")), "q5");
+        json_decref(row);
+        exec_ok(db, "ALTER TABLE items DROP CONSTRAINT items_pkey, ADD PRIMARY KEY (id, ver)");
+    } else {
+        exec_ok(db, "CREATE TABLE items_new (id integer NOT NULL, ver integer NOT NULL, "
+                    "quantity integer, extra text, PRIMARY KEY (id, ver))");
+        exec_ok(db, "INSERT INTO items_new SELECT * FROM items");
+        exec_ok(db, "DROP TABLE items");
+        exec_ok(db, "ALTER TABLE items_new RENAME TO items");
+    }
+    exec_ok(db, "INSERT INTO items VALUES (6, 6, NULL, 'x')");
+    sqlq_change_batch b;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_cursor_source_poll(cs, &b, &err), SQLQ_E_INVALID);
+    assert_int_equal(b.count, 0);
+    assert_false(err.transient);
+    if (!strstr(err.message, "items") || !strstr(err.message, "primary key changed") ||
+        !strstr(err.message, "sqlq setup --table ") || !strstr(err.message, "--source cursor --drop"))
+        fail_msg("unhelpful error: %s", err.message);
+    sqlq_cursor_source_close(cs);
+    sqlq_db_close(db);
+}
+
+static void test_cursor_schema_sqlite(void **state)
+{
+    (void)state;
+    char path[512];
+    char *conn = sqlq_test_sqlite_db("cursor-schema", path, sizeof(path));
+    run(conn, false);
+    free(conn);
+}
+
+static void test_cursor_schema_postgres(void **state)
+{
+    (void)state;
+    char *conn = sqlq_test_pg_create_db("cursor_schema");
+    run(conn, true);
+    free(conn);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cursor_schema_sqlite),
+        cmocka_unit_test(test_cursor_schema_postgres),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
