@@ -5,12 +5,16 @@
 #include "config.h"
 #include "log.h"
 #include "poison.h"
+#include "poison_report.h"
+#include "poison_view.h"
 #include "queue_client.h"
+#include "term_text.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -139,64 +143,45 @@ static void progress_end(progress *p)
 
 /* ---- list and show ---- */
 
-static void iso(int64_t t, char *out, size_t size)
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-    if (t <= 0 || !gmtime_r(&tt, &tm) || strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(out, size, "-");
-}
-
-static json_t *message_json(const ctx *c, const sqlq_message *m)
-{
-    char ins[32], exp[32];
-    iso(m->insertion_time, ins, sizeof(ins));
-    iso(m->expiration_time, exp, sizeof(exp));
-    return json_pack("{s:s, s:s, s:s, s:I, s:o}", "id", m->id, "insertion_time", ins,
-                     "expiration_time", exp, "dequeue_count", (json_int_t)m->dequeue_count, "body",
-                     sqlq_poison_body_json(c->encoding, m->text, m->text_len));
-}
-
 static void print_json_line(json_t *o)
 {
     char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    if (line)
-        puts(line);
+    sqlq_buf safe;
+    sqlq_buf_init(&safe, 0);
+    if (line && sqlq_term_text_json(line, &safe) == SQLQ_OK)
+        puts(sqlq_buf_str(&safe));
+    sqlq_buf_free(&safe);
     free(line);
     json_decref(o);
 }
 
-/* The body on one line, cut to width characters. */
-static void body_preview(json_t *body, char *out, size_t width)
+static bool wanted(const ctx *c, const sqlq_message *m, bool *found)
 {
-    char *full = json_is_string(body) ? strdup(json_string_value(body))
-                                      : json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
-    size_t n = 0;
-    for (const char *p = full ? full : ""; *p && n + 1 < width; p++)
-        out[n++] = (unsigned char)*p < 0x20 ? ' ' : *p;
-    while (n > 0 && out[n - 1] == ' ')
-        n--;
-    out[n] = '\0';
-    if (full && strlen(full) >= width && width > 4)
-        memcpy(out + width - 4, "...", 4);
-    free(full);
+    if (c->res.npositional <= 1)
+        return true;
+    bool hit = false;
+    for (size_t k = 1; k < c->res.npositional; k++) {
+        if (strcmp(c->res.positional[k], m->id) == 0) {
+            found[k] = true;
+            hit = true;
+        }
+    }
+    return hit;
 }
 
-static void print_show(const json_t *o)
+/* Ids asked for that the peek did not show: named on stderr; the count of them. */
+static size_t report_missing(const ctx *c, const bool *found, size_t shown)
 {
-    json_t *body = json_object_get(o, "body");
-    printf("id:              %s\ninserted:        %s\nexpires:         %s\ndequeue_count:   %lld\n",
-           json_string_value(json_object_get(o, "id")),
-           json_string_value(json_object_get(o, "insertion_time")),
-           json_string_value(json_object_get(o, "expiration_time")),
-           (long long)json_integer_value(json_object_get(o, "dequeue_count")));
-    json_t *parsed = json_is_string(body) ? json_loads(json_string_value(body), 0, NULL) : NULL;
-    char *text = parsed                 ? json_dumps(parsed, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
-                 : json_is_string(body) ? strdup(json_string_value(body))
-                                        : json_dumps(body, JSON_ENCODE_ANY);
-    printf("body:\n%s\n\n", text ? text : "");
-    free(text);
-    json_decref(parsed);
+    size_t missing = 0;
+    for (size_t k = 1; k < c->res.npositional; k++) {
+        if (found[k])
+            continue;
+        missing++;
+        fprintf(stderr, "sqlq poison %s: message %s not found among the %zu visible message(s) "
+                        "a peek of %s shows (at most 32; a message being moved is invisible)\n",
+                c->name, c->res.positional[k], shown, c->poison);
+    }
+    return missing;
 }
 
 static int run_list(ctx *c, bool show)
@@ -204,44 +189,43 @@ static int run_list(ctx *c, bool show)
     sqlq_message_list list = {0};
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_result r = sqlq_queue_peek(c->client, c->poison, (int)c->s.limit, &list, &err);
-    if (r == SQLQ_E_NOT_FOUND) {
+    sqlq_result r = sqlq_queue_peek(c->client, c->poison, show ? 32 : (int)c->s.limit, &list,
+                                    &err);
+    if (r == SQLQ_E_NOT_FOUND && c->res.npositional <= 1) {
         fprintf(stderr, "%s does not exist: nothing was ever poisoned\n", c->poison);
         return SQLQ_EXIT_OK;
     }
-    if (r != SQLQ_OK)
+    if (r != SQLQ_OK && r != SQLQ_E_NOT_FOUND)
         return fail(c, &err);
-    if (!c->s.json && !show && list.count)
-        printf("%-36s  %-20s  %3s  %s\n", "ID", "INSERTED", "DEQ", "BODY");
-    for (size_t i = 0; i < list.count; i++) {
-        const sqlq_message *m = &list.items[i];
-        bool wanted = c->res.npositional <= 1;
-        for (size_t k = 1; k < c->res.npositional; k++)
-            wanted = wanted || strcmp(c->res.positional[k], m->id) == 0;
-        if (!wanted)
-            continue;
-        json_t *o = message_json(c, m);
-        if (c->s.json) {
-            print_json_line(o);
-            continue;
-        }
-        if (show) {
-            print_show(o);
-        } else {
-            char preview[64];
-            body_preview(json_object_get(o, "body"), preview, sizeof(preview));
-            printf("%-36s  %-20s  %3ld  %s\n", m->id,
-                   json_string_value(json_object_get(o, "insertion_time")), m->dequeue_count,
-                   preview);
-        }
-        json_decref(o);
+    bool *found = calloc(c->res.npositional + 1, sizeof(bool));
+    if (!found) {
+        sqlq_message_list_free(&list);
+        return SQLQ_EXIT_FAILED;
     }
+    if (!c->s.json && !show && list.count)
+        sqlq_poison_view_print_header(stdout);
+    size_t printed = 0;
+    for (size_t i = 0; i < list.count && printed < (size_t)c->s.limit; i++) {
+        const sqlq_message *m = &list.items[i];
+        if (!wanted(c, m, found))
+            continue;
+        printed++;
+        if (c->s.json)
+            print_json_line(sqlq_poison_view_json(c->encoding, m));
+        else if (show)
+            sqlq_poison_view_print_show(stdout, c->encoding, m);
+        else
+            sqlq_poison_view_print_row(stdout, c->encoding, m);
+    }
+    size_t missing = report_missing(c, found, list.count);
+    free(found);
     sqlq_queue_props props = {0};
-    if (!c->s.json && sqlq_queue_properties(c->client, c->poison, &props, &err) == SQLQ_OK)
-        fprintf(stderr, "%zu shown of about %lld in %s%s\n", list.count, props.approximate_count,
+    if (!c->s.json && r == SQLQ_OK &&
+        sqlq_queue_properties(c->client, c->poison, &props, &err) == SQLQ_OK)
+        fprintf(stderr, "%zu shown of about %lld in %s%s\n", printed, props.approximate_count,
                 c->poison, props.approximate_count > 32 ? " (peek shows at most 32)" : "");
     sqlq_message_list_free(&list);
-    return SQLQ_EXIT_OK;
+    return missing ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
 }
 
 static int cmd_list(ctx *c)
@@ -271,6 +255,23 @@ static char **collect_ids(ctx *c, char **copy, size_t *n)
     for (size_t i = 1; i < c->res.npositional; i++)
         ids[(*n)++] = c->res.positional[i];
     return ids;
+}
+
+/* A dry run over more than a peek shows has to receive: say so before it does. */
+static void dry_run_notice(const ctx *c)
+{
+    sqlq_queue_props props = {0};
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_queue_properties(c->client, c->poison, &props, &err) == SQLQ_OK &&
+        props.approximate_count <= 32)
+        return; /* a peek covers it: nothing changes */
+    fprintf(stderr,
+            "dry run: %s holds about %lld messages, more than the 32 a peek shows, so this dry "
+            "run receives them: each one's dequeue count goes up by 1, it is hidden for up to "
+            "--visibility-s %lld while the run looks (made visible again at the end) and the "
+            "order of the queue may change. Nothing is put or deleted.\n",
+            c->poison, props.approximate_count, c->s.visibility_s);
 }
 
 static int cmd_requeue(ctx *c)
@@ -310,9 +311,12 @@ static int cmd_requeue(ctx *c)
             return usage_error(c, "--id: no message id given");
         }
     }
+    o.started = (int64_t)time(NULL);
     progress p = {.what = o.dry_run ? "matching" : "moved"};
     o.progress = progress_fn();
     o.progress_ctx = &p;
+    if (o.dry_run)
+        dry_run_notice(c);
     sqlq_poison_counts n;
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -321,12 +325,16 @@ static int cmd_requeue(ctx *c)
     free(where);
     free(ids);
     free(copy);
-    printf("%s %llu message(s) from %s to %s (looked at %llu, matched %llu, failed %llu)%s\n",
-           o.dry_run ? "would move" : "moved", n.moved, c->poison, c->queue, n.seen, n.matched,
-           n.failed, sqlq_stop_flag ? " (interrupted)" : "");
-    if (r != SQLQ_OK)
-        return fail(c, &err);
-    return n.failed ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
+    sqlq_poison_run run = {.from = c->poison, .to = c->queue, .result = r, .err = &err,
+                           .dry_run = o.dry_run, .bounded = o.limit || o.nids,
+                           .visibility_s = o.visibility_s, .started = o.started};
+    int code = sqlq_poison_report_requeue(stdout, &run, &n);
+    if (o.nids && n.matched < o.nids) {
+        printf("%llu of the %zu id(s) given were not found in %s\n",
+               (unsigned long long)o.nids - n.matched, o.nids, c->poison);
+        code = SQLQ_EXIT_FAILED;
+    }
+    return code;
 }
 
 /* ---- export and import ---- */
@@ -365,19 +373,42 @@ static int cmd_export(ctx *c)
     progress_end(&p);
     if (!to_stdout && fclose(f) != 0 && r == SQLQ_OK)
         r = sqlq_error_set(&err, SQLQ_E_IO, false, "close %s: %s", path, strerror(errno));
-    fprintf(to_stdout ? stderr : stdout, "exported %llu message(s) from %s to %s%s\n", n.moved,
-            c->poison, path, c->s.delete_after ? " and deleted them" : "");
-    if (r != SQLQ_OK)
-        return fail(c, &err);
-    return n.failed ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
+    struct stat st;
+    if (!to_stdout && n.moved == 0 && stat(path, &st) == 0 && st.st_size == 0 && unlink(path) == 0)
+        path = "(no file: nothing was written, so none was left behind)";
+    sqlq_poison_run run = {.from = c->poison, .to = path, .result = r, .err = &err,
+                           .delete_after = o.delete_after, .bounded = o.limit != 0,
+                           .visibility_s = o.visibility_s};
+    return sqlq_poison_report_export(to_stdout ? stderr : stdout, &run, &n);
+}
+
+/* A pipe cannot be read twice: copy it to a temporary file (import checks every line first). */
+static FILE *seekable_stdin(void)
+{
+    FILE *t = tmpfile();
+    char chunk[65536];
+    size_t got;
+    while (t && (got = fread(chunk, 1, sizeof(chunk), stdin)) > 0) {
+        if (fwrite(chunk, 1, got, t) != got) {
+            fclose(t);
+            return NULL;
+        }
+    }
+    if (t && (ferror(stdin) || fflush(t) != 0 || fseeko(t, 0, SEEK_SET) != 0)) {
+        fclose(t);
+        return NULL;
+    }
+    return t;
 }
 
 static int cmd_import(ctx *c)
 {
     const char *path = c->res.positional[0];
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    bool from_stdin = strcmp(path, "-") == 0;
+    FILE *f = from_stdin ? seekable_stdin() : fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "sqlq poison import: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "sqlq poison import: %s: %s\n", from_stdin ? "stdin" : path,
+                strerror(errno));
         return SQLQ_EXIT_FAILED;
     }
     progress p = {.what = "imported"};
@@ -388,12 +419,10 @@ static int cmd_import(ctx *c)
     sqlq_result r = sqlq_poison_import(c->client, f, c->res.positional[1], &sqlq_stop_flag,
                                        progress_fn(), &p, &n, &err);
     progress_end(&p);
-    if (f != stdin)
-        fclose(f);
-    printf("imported %llu message(s) into %s\n", n.moved, c->res.positional[1]);
-    if (r != SQLQ_OK)
-        return fail(c, &err);
-    return SQLQ_EXIT_OK;
+    fclose(f);
+    sqlq_poison_run run = {.from = path, .to = c->res.positional[1], .result = r, .err = &err,
+                           .file = from_stdin ? "FILE" : path};
+    return sqlq_poison_report_import(stdout, &run, &n);
 }
 
 /* ---- purge ---- */

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "log.h"
 #include "queue_client.h"
+#include "term_text.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -95,10 +96,12 @@ static void iso_time(int64_t t, char *out, size_t size)
 static void print_json(json_t *o)
 {
     char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (line) {
-        puts(line);
-        free(line);
-    }
+    sqlq_buf safe; /* message bodies may hold controls a terminal would obey */
+    sqlq_buf_init(&safe, 0);
+    if (line && sqlq_term_text_json(line, &safe) == SQLQ_OK)
+        puts(sqlq_buf_str(&safe));
+    sqlq_buf_free(&safe);
+    free(line);
     json_decref(o);
 }
 

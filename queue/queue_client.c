@@ -116,6 +116,9 @@ static uint64_t server_hint(const sqlq_http_response *resp)
                                     sqlq_clock_wall_ms() / 1000);
 }
 
+/* A clear answered OperationTimedOut after this long has deleted messages meanwhile. */
+#define CLEAR_PROGRESS_MS 1000
+
 static bool is_clear_timeout(const sqlq_call *call, const sqlq_error *e)
 {
     return call->messages && !call->message_id && strcmp(call->method, "DELETE") == 0 &&
@@ -131,13 +134,18 @@ static sqlq_result call_service(sqlq_queue_client *c, const sqlq_call *call, sql
         sqlq_result r = sqlq_endpoint_build(c->endpoint, call, &c->single, err);
         if (r != SQLQ_OK)
             return r;
+        uint64_t sent_ms = sqlq_clock_now_ms(c->clock);
         (void)sqlq_http_perform(c->http, &c->single);
         sqlq_error e;
         sqlq_error_clear(&e);
         r = sqlq_endpoint_outcome(c->endpoint, call, &c->single, &e);
         if (r == SQLQ_OK)
             return SQLQ_OK;
-        if (is_clear_timeout(call, &e)) { /* progress was made on a huge queue: go on */
+        /* A clear that timed out after working a while made progress on a huge queue: go on
+         * at once. One answered at once did no work: it is retried with back-off like any
+         * other 500, within the budget (no hot loop on a persistent fault). */
+        if (is_clear_timeout(call, &e) &&
+            sqlq_clock_now_ms(c->clock) - sent_ms >= CLEAR_PROGRESS_MS) {
             sqlq_backoff_reset(&b);
             if (!sqlq_clock_sleep_ms(c->clock, 0))
                 return sqlq_error_set(err, SQLQ_E_CANCELLED, false, "%s: cancelled", call->op);
