@@ -508,6 +508,11 @@ static const subcommand subcommands[] = {
 };
 #define NSUB (sizeof(subcommands) / sizeof(subcommands[0]))
 
+const sqlq_config_spec *sqlq_cmd_poison_spec(size_t i)
+{
+    return i < NSUB ? &subcommands[i].spec : NULL;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sqlq poison SUBCOMMAND [options]   (sqlq poison SUBCOMMAND --help for "

@@ -432,6 +432,11 @@ static const subcommand subcommands[] = {
 };
 #define NSUB (sizeof(subcommands) / sizeof(subcommands[0]))
 
+const sqlq_config_spec *sqlq_cmd_queue_spec(size_t i)
+{
+    return i < NSUB ? &subcommands[i].spec : NULL;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sqlq queue SUBCOMMAND [options]   (sqlq queue SUBCOMMAND --help for each)\n\n"
