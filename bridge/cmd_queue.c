@@ -225,7 +225,18 @@ static int run_stats(ctx *c)
             json_object_set_new(o, "poison_approximate_count", json_integer(pp.approximate_count));
         else if (r == SQLQ_E_NOT_FOUND)
             json_object_set_new(o, "poison_approximate_count", json_null());
-        else {
+        else if (err.http_status == 401 || err.http_status == 403) {
+            /* A SAS scoped to QUEUE: print what could be read; the result is partial (exit 1). */
+            json_object_set_new(o, "poison_approximate_count", json_null());
+            json_object_set_new(o, "poison_error",
+                                json_string("not readable with this credential"));
+            print_json(o);
+            fprintf(stderr,
+                    "sqlq queue stats: %s: not readable with this credential (HTTP %d %s); "
+                    "the count of %s is shown, the result is partial (exit 1)\n",
+                    poison, err.http_status, err.azure_code, q);
+            return SQLQ_EXIT_FAILED;
+        } else {
             json_decref(o);
             return fail(c, &err);
         }
@@ -400,7 +411,9 @@ static const subcommand subcommands[] = {
           "Print the account's queue names, one a line.", list_table, 0, 0),
      run_list},
     {SPEC("queue stats", "sqlq queue stats QUEUE [options]",
-          "Print the approximate message count of a queue and its poison queue.",
+          "Print the approximate message count of a queue and its poison queue. When the\n"
+          "credential cannot read the poison queue (a SAS scoped to QUEUE), the main count is\n"
+          "printed with \"poison_error\" and the exit code is 1 (a partial result).",
           common_table, 1, 1),
      run_stats},
     {SPEC("queue put", "sqlq queue put QUEUE [BODY|-] [--count N --in-flight K] [options]",

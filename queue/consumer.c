@@ -436,8 +436,8 @@ static sqlq_result shutdown_threads(sqlq_consumer *c, void *conn)
     sqlq_result r = SQLQ_OK;
     if (!wait_workers(c, c->opt.shutdown_timeout_ms)) {
         SQLQ_WARN("consumer.shutdown_timeout",
-                  "queue=%s note=\"handlers still running: cancelling; their messages become "
-                  "visible again when their lease ends\"",
+                  "queue=%s note=\"handlers still running: cancelling; their messages are "
+                  "released at once (visible again now)\"",
                   c->queue);
         cancel_running(c);
         if (!wait_workers(c, CANCEL_GRACE_MS)) {
