@@ -311,7 +311,6 @@ static int cmd_requeue(ctx *c)
             return usage_error(c, "--id: no message id given");
         }
     }
-    o.started = (int64_t)time(NULL);
     progress p = {.what = o.dry_run ? "matching" : "moved"};
     o.progress = progress_fn();
     o.progress_ctx = &p;
@@ -327,7 +326,7 @@ static int cmd_requeue(ctx *c)
     free(copy);
     sqlq_poison_run run = {.from = c->poison, .to = c->queue, .result = r, .err = &err,
                            .dry_run = o.dry_run, .bounded = o.limit || o.nids,
-                           .visibility_s = o.visibility_s, .started = o.started};
+                           .visibility_s = o.visibility_s, .started = n.started};
     int code = sqlq_poison_report_requeue(stdout, &run, &n);
     if (o.nids && n.matched < o.nids) {
         printf("%llu of the %zu id(s) given were not found in %s\n",
@@ -374,11 +373,11 @@ static int cmd_export(ctx *c)
     if (!to_stdout && fclose(f) != 0 && r == SQLQ_OK)
         r = sqlq_error_set(&err, SQLQ_E_IO, false, "close %s: %s", path, strerror(errno));
     struct stat st;
-    if (!to_stdout && n.moved == 0 && stat(path, &st) == 0 && st.st_size == 0 && unlink(path) == 0)
-        path = "(no file: nothing was written, so none was left behind)";
+    bool removed = !to_stdout && n.moved == 0 && stat(path, &st) == 0 && st.st_size == 0 &&
+                   unlink(path) == 0;
     sqlq_poison_run run = {.from = c->poison, .to = path, .result = r, .err = &err,
                            .delete_after = o.delete_after, .bounded = o.limit != 0,
-                           .visibility_s = o.visibility_s};
+                           .visibility_s = o.visibility_s, .removed = removed};
     return sqlq_poison_report_export(to_stdout ? stderr : stdout, &run, &n);
 }
 

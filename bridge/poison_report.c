@@ -92,7 +92,10 @@ int sqlq_poison_report_export(FILE *f, const sqlq_poison_run *run, const sqlq_po
         fprintf(f, "exported %llu message(s) from %s to %s; deleted %llu of them from %s\n",
                 n->moved, run->from, run->to, n->deleted, run->from);
     bool stopped = report_stop(f, run, n);
-    if (stopped && run->result == SQLQ_E_IO)
+    if (run->removed)
+        fprintf(f, "no line was written, so %s was removed again (no empty file is left)\n",
+                run->to);
+    else if (stopped && run->result == SQLQ_E_IO)
         fprintf(f, "%s ends with the last whole line written (%llu line(s) from this run); "
                    "nothing of the batch that failed was deleted\n",
                 run->to, n->moved);

@@ -18,6 +18,7 @@ typedef struct sqlq_poison_run {
     int visibility_s;  /* how long what this run received stays hidden */
     int64_t started;   /* epoch s */
     const char *file;  /* import: the file (for the command that finishes the job) */
+    bool removed;      /* export: nothing was written, so the new file was removed again */
 } sqlq_poison_run;
 
 int sqlq_poison_report_requeue(FILE *f, const sqlq_poison_run *run, const sqlq_poison_counts *n);

@@ -116,7 +116,8 @@ static bool stopping(const volatile sig_atomic_t *stop)
 }
 
 void sqlq_poison_held_restore(sqlq_queue_client *c, const char *queue, sqlq_poison_held *h,
-                              const volatile sig_atomic_t *stop, sqlq_poison_counts *out)
+                              const volatile sig_atomic_t *stop, bool failed,
+                              sqlq_poison_counts *out)
 {
     uint64_t deadline = 0;
     for (size_t i = 0; h && i < h->cap; i++) {
@@ -128,7 +129,7 @@ void sqlq_poison_held_restore(sqlq_queue_client *c, const char *queue, sqlq_pois
         sqlq_error err;
         sqlq_error_clear(&err);
         char *receipt = NULL;
-        if ((deadline && mono_ms() > deadline) ||
+        if (failed || (deadline && mono_ms() > deadline) ||
             sqlq_queue_update_message(c, queue, e->id, e->receipt, 0, NULL, 0, false, &receipt,
                                       NULL, &err) != SQLQ_OK) {
             SQLQ_DEBUG("poison.restore_failed", "queue=%s msg_id=%s err=\"%s\"", queue, e->id,
@@ -341,6 +342,19 @@ static void count_remaining(sqlq_queue_client *c, const char *from, sqlq_poison_
                          : -1;
 }
 
+/* The insertion times the service reports are whole seconds: the run starts at the beginning
+ * of the next second, so that everything inserted up to `started` was there before the run and
+ * everything it puts or a consumer poisons again meanwhile is later. */
+static int64_t start_second(const volatile sig_atomic_t *stop)
+{
+    int64_t now = (int64_t)time(NULL);
+    while ((int64_t)time(NULL) == now && !stopping(stop)) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return now;
+}
+
 sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from, const char *to,
                                 const sqlq_requeue_options *o_in, sqlq_poison_counts *out,
                                 sqlq_error *err)
@@ -348,7 +362,8 @@ sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from, const ch
     memset(out, 0, sizeof(*out));
     sqlq_requeue_options o = *o_in;
     if (!o.started)
-        o.started = (int64_t)time(NULL);
+        o.started = start_second(o.stop);
+    out->started = o.started;
     if (!o.all && o.nids == 0 && !o.where_field)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "choose --all, --id or --where");
     count_remaining(c, from, out);
@@ -373,12 +388,15 @@ sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from, const ch
             o.progress(o.progress_ctx, out->moved);
     }
     out->interrupted = stopping(o.stop);
-    sqlq_poison_held_restore(c, from, held, o.stop, out);
-    sqlq_poison_held_destroy(held);
     if (r == SQLQ_E_NOT_FOUND) {
         sqlq_error_clear(err);
         r = SQLQ_OK; /* no poison queue: nothing to move */
     }
-    count_remaining(c, from, out);
+    sqlq_poison_held_restore(c, from, held, o.stop, r != SQLQ_OK, out);
+    sqlq_poison_held_destroy(held);
+    if (r == SQLQ_OK)
+        count_remaining(c, from, out);
+    else
+        out->remaining = -1; /* the service is failing: asking again would only wait */
     return r;
 }

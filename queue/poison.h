@@ -33,7 +33,8 @@ typedef struct sqlq_requeue_options {
                                * the queue holds at most 32 messages */
     unsigned long long limit; /* move at most this many; 0 = no limit */
     int visibility_s;         /* how long a received message stays hidden (30) */
-    int64_t started;          /* epoch s: messages inserted later are left alone (0 = now) */
+    int64_t started;          /* epoch s: messages inserted later are left alone, counted as
+                               * arrived (0 = now, the run waiting for the next second) */
     sqlq_encoding encoding;   /* to decode bodies for where */
     const volatile sig_atomic_t *stop;
     sqlq_poison_progress_fn progress;
@@ -57,14 +58,16 @@ typedef struct sqlq_poison_counts {
     bool peeked;                  /* dry run answered by a peek: nothing changed */
     bool interrupted;             /* the stop flag ended the run early */
     unsigned long long next_line; /* import: the first line not known to be imported */
+    int64_t started;              /* requeue: the second the run started (epoch s) */
 } sqlq_poison_counts;
 
 void sqlq_requeue_options_default(sqlq_requeue_options *o);
 
 /* Move matching messages from `from` (the poison queue) to `to`: put the same MessageText
  * (a sqlq envelope: the exact bytes of its message), never expiring, then delete the
- * original. Only messages inserted up to o->started are moved; later ones are counted as
- * arrived. Messages that do not match are made visible again before it returns. `to` is
+ * original. Only messages inserted up to o->started (whole seconds, as the service keeps
+ * them) are moved; later ones are counted as arrived, so a run ends even while a consumer
+ * keeps poisoning what it moves. Messages that do not match are made visible again before it returns. `to` is
  * created when missing. A failure of the service (every retry of a request failed, or an
  * authorization failure) stops the run with that error; a message the service refuses
  * (too large) counts as failed and the run goes on. Safe to run again. */
@@ -118,9 +121,11 @@ SQLQ_NODISCARD sqlq_result sqlq_poison_held_put(sqlq_poison_held *h, const sqlq_
 /* Forget m's receipt: it is gone (moved, deleted). */
 void sqlq_poison_held_drop(sqlq_poison_held *h, const char *id);
 /* Make what is to be restored visible again now; when *stop is set, for at most
- * SQLQ_POISON_RESTORE_ON_STOP_MS. What stays hidden is counted in out->held / held_until. */
+ * SQLQ_POISON_RESTORE_ON_STOP_MS; after an outage (failed) not at all: each request would
+ * spend the whole retry budget. What stays hidden is counted in out->held / held_until. */
 void sqlq_poison_held_restore(sqlq_queue_client *c, const char *queue, sqlq_poison_held *h,
-                              const volatile sig_atomic_t *stop, sqlq_poison_counts *out);
+                              const volatile sig_atomic_t *stop, bool failed,
+                              sqlq_poison_counts *out);
 void sqlq_poison_held_destroy(sqlq_poison_held *h);
 
 /* Whether a failure belongs to one message (it stays; the run goes on) rather than to the

@@ -184,16 +184,18 @@ sqlq_result sqlq_poison_export(sqlq_queue_client *c, const char *queue, FILE *f,
             o->progress(o->progress_ctx, out->moved);
     }
     out->interrupted = stopping(o->stop);
-    sqlq_poison_held_restore(c, queue, held, o->stop, out);
-    sqlq_poison_held_destroy(held);
     if (r == SQLQ_E_NOT_FOUND) {
         sqlq_error_clear(err);
         r = SQLQ_OK;
     }
+    /* After a write error the service is fine: what this run holds is made visible again. */
+    bool outage = r != SQLQ_OK && r != SQLQ_E_IO;
+    sqlq_poison_held_restore(c, queue, held, o->stop, outage, out);
+    sqlq_poison_held_destroy(held);
     sqlq_queue_props props = {0};
     sqlq_error perr;
     sqlq_error_clear(&perr);
-    if (sqlq_queue_properties(c, queue, &props, &perr) == SQLQ_OK)
+    if (!outage && sqlq_queue_properties(c, queue, &props, &perr) == SQLQ_OK)
         out->remaining = props.approximate_count;
     return r;
 }
