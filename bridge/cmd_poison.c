@@ -470,12 +470,15 @@ static int cmd_purge(ctx *c)
 static const subcommand subcommands[] = {
     {SPEC("poison list", "sqlq poison list QUEUE [--limit N] [--json]",
           "Peek at QUEUE-poison without disturbing it: id, insertion time, dequeue count and the "
-          "decoded body (cut short; whole with --json).",
+          "decoded body, or the TEXT as stored when it does not decode, cut short on a character "
+          "boundary (whole with --json: text as stored, body decoded). Control characters are "
+          "shown escaped (\\x1b, \\u009b).",
           list_table, 1, 1),
      cmd_list, 0},
     {SPEC("poison show", "sqlq poison show QUEUE [ID...] [--limit N] [--json]",
-          "Peek at QUEUE-poison and print each message in full (JSON bodies indented), or only "
-          "the given ids among the first 32.",
+          "Peek at QUEUE-poison and print each message in full: the text as stored and the body "
+          "decoded from it (exact bytes, control characters escaped), or only the given ids "
+          "among the first 32 (an id not found: exit 1).",
           list_table, 1, 64),
      cmd_show, 0},
     {SPEC("poison requeue",
@@ -483,20 +486,30 @@ static const subcommand subcommands[] = {
           "[--dry-run] [--limit N]",
           "Move messages from QUEUE-poison back to QUEUE: put the same text first, then delete "
           "it from the poison queue, so a crash can duplicate a message but never lose one. "
-          "Safe to run again. --where matches a top-level field of the decoded JSON body "
-          "(strings as they are, numbers/true/false/null as written). A change the bridge "
-          "poisoned ({\"reason\", \"message\"}) goes back as its message.",
+          "Safe to run again. One run covers what was in the poison queue when it started: "
+          "messages poisoned again meanwhile are counted and left for the next run. --where "
+          "matches a top-level field of the decoded JSON body: strings as text, numbers by value "
+          "(19.99 = 1.999e1), true/false/null as written. A change the bridge poisoned "
+          "({\"sqlq_poison\":1, \"reason\", \"message\"}) goes back as the exact bytes of its "
+          "message and is matched on the message's fields and on reason; anything else moves "
+          "byte-identical. --dry-run peeks when the queue holds at most 32, else it says what it "
+          "changes. Exit 1 when the run was interrupted, stopped by an outage or left anything.",
           requeue_table, 1, 100000),
      cmd_requeue, 0},
     {SPEC("poison export", "sqlq poison export QUEUE FILE.jsonl [--delete] [--limit N]",
           "Write the messages of QUEUE-poison to a new file (or - for stdout), one JSON line each: "
           "id, insertion_time, expiration_time, dequeue_count, text (as stored), body (decoded). "
-          "With --delete each message is deleted only after its line is flushed and fsync'ed.",
+          "With --delete each message is deleted only after its line is flushed and fsync'ed. A "
+          "write error (disk full) cuts the file back to its last whole line and deletes nothing "
+          "of that batch. Exit 1 unless every message was exported (and deleted).",
           export_table, 2, 2),
      cmd_export, 0},
     {SPEC("poison import", "sqlq poison import FILE.jsonl QUEUE",
-          "Put each line's text, verbatim, into QUEUE exactly as named (write QUEUE-poison to "
-          "refill a poison queue). FILE may be - for stdin.",
+          "Put each line's text, verbatim and never expiring, into QUEUE exactly as named (write "
+          "QUEUE-poison to refill a poison queue). Every line is checked before anything is put; "
+          "a UTF-8 byte order mark is skipped. FILE may be - for stdin. Interrupted: exit 1, "
+          "with how many are in, how many may be (the batch in flight) and the line to resume "
+          "from.",
           import_table, 2, 2),
      cmd_import, 1},
     {SPEC("poison purge", "sqlq poison purge QUEUE [--yes]",
@@ -521,7 +534,9 @@ static void usage(FILE *f)
     fprintf(f, "\nQUEUE is the main queue (orders); its poison queue is QUEUE-poison (naming\n"
                "orders-poison itself works too). The connection comes from --queue-connection,\n"
                "$SQLQ_QUEUE_CONNECTION or $AzureWebJobsStorage (each also as _FILE).\n"
-               "exit codes: 0 ok, 1 the operation failed, 2 usage or configuration error\n");
+               "exit codes: 0 ok, 1 the operation failed or did not finish (interrupted, outage,\n"
+               "partial: the run says what was done, what may have been, what remains),\n"
+               "2 usage or configuration error (see docs/consumer.md)\n");
 }
 
 /* QUEUE or QUEUE-poison -> (main, poison). */

@@ -459,7 +459,8 @@ static void usage(FILE *f)
                 (int)strcspn(subcommands[i].spec.summary, "\n"), subcommands[i].spec.summary);
     fprintf(f, "\nThe connection comes from --queue-connection, $SQLQ_QUEUE_CONNECTION,\n"
                "$AzureWebJobsStorage, or a file named by $SQLQ_QUEUE_CONNECTION_FILE.\n"
-               "exit codes: 0 ok, 1 the operation failed, 2 usage or configuration error\n");
+               "exit codes: 0 ok, 1 the operation failed or the result is partial, 2 usage or\n"
+               "configuration error (see docs/consumer.md)\n");
 }
 
 static int connect_and_run(const subcommand *sub, ctx *c)
