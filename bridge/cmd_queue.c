@@ -272,7 +272,7 @@ static double now_s(void)
 /* put --count N: N copies with up to --in-flight requests at once; a JSON summary. */
 static int put_copies(ctx *c, const sqlq_put_options *opt, const char *body, size_t len)
 {
-    size_t total = (size_t)c->s.count, done = 0, failed = 0;
+    size_t total = (size_t)c->s.count, done = 0, failed = 0, cancelled = 0;
     sqlq_put_item *items = calloc(total < PUT_CHUNK ? total : PUT_CHUNK, sizeof(*items));
     if (!items)
         return SQLQ_EXIT_FAILED;
@@ -280,7 +280,8 @@ static int put_copies(ctx *c, const sqlq_put_options *opt, const char *body, siz
     sqlq_error_clear(&first);
     double t0 = now_s();
     sqlq_result r = SQLQ_OK;
-    while (r == SQLQ_OK && done < total) {
+    /* A chunk whose failures were the service's (not one message's) is an outage: stop. */
+    while (r == SQLQ_OK && done < total && failed == 0) {
         size_t n = total - done < PUT_CHUNK ? total - done : PUT_CHUNK;
         for (size_t i = 0; i < n; i++) {
             items[i].body = body;
@@ -288,7 +289,8 @@ static int put_copies(ctx *c, const sqlq_put_options *opt, const char *body, siz
         }
         r = sqlq_queue_put_many(c->client, arg(c, 0), items, n, (size_t)c->s.in_flight, opt);
         for (size_t i = 0; i < n; i++) {
-            if (items[i].result != SQLQ_OK) {
+            cancelled += items[i].result == SQLQ_E_CANCELLED;
+            if (items[i].result != SQLQ_OK && items[i].result != SQLQ_E_CANCELLED) {
                 failed++;
                 if (first.code == SQLQ_OK)
                     first = items[i].error;
@@ -298,14 +300,24 @@ static int put_copies(ctx *c, const sqlq_put_options *opt, const char *body, siz
     }
     double secs = now_s() - t0;
     free(items);
+    size_t put = done - failed - cancelled;
     json_t *o = json_object();
     json_object_set_new(o, "queue", json_string(arg(c, 0)));
-    json_object_set_new(o, "put", json_integer((json_int_t)(done - failed)));
+    json_object_set_new(o, "put", json_integer((json_int_t)put));
     json_object_set_new(o, "failed", json_integer((json_int_t)failed));
+    /* cancelled by a stop: up to in_flight of them may have been put all the same */
+    json_object_set_new(o, "cancelled", json_integer((json_int_t)cancelled));
+    json_object_set_new(o, "not_sent", json_integer((json_int_t)(total - done)));
     json_object_set_new(o, "in_flight", json_integer(c->s.in_flight));
     json_object_set_new(o, "seconds", json_real(secs));
-    json_object_set_new(o, "per_second", json_real(secs > 0 ? (double)(done - failed) / secs : 0));
+    json_object_set_new(o, "per_second", json_real(secs > 0 ? (double)put / secs : 0));
     print_json(o);
+    if (r == SQLQ_E_CANCELLED || (sqlq_stop_flag && put < total)) {
+        fprintf(stderr, "sqlq queue put: interrupted: %zu put, up to %lld more may have been put "
+                        "(in flight), the other %zu not\n",
+                put, c->s.in_flight, total - put - failed);
+        return SQLQ_EXIT_FAILED;
+    }
     return failed || r != SQLQ_OK ? fail(c, &first) : SQLQ_EXIT_OK;
 }
 

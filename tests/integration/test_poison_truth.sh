@@ -270,7 +270,15 @@ else
     echo "poison_truth: the killed requeue held nothing (raced): rerun case not exercised"
 fi
 clear_all "$q" "$p"
-ok "SIGTERM: export, import, requeue stop within seconds with exit 1"
+stop_after 1 xput "$SQLQ_BIN" queue put "$q" hello --count 100000
+[ "$rc" = 1 ] || fail "queue put --count after SIGTERM exited $rc"
+[ "$ms" -lt 5000 ] || fail "queue put took $ms ms to stop"
+has xput 'interrupted'
+sleep 0.5
+put=$(sed -n 's/.*"put":\([0-9]*\).*/\1/p' "$work/xput.out")
+[ "$put" -le "$(count "$q")" ] && [ "$(count "$q")" -le $((put + 16)) ] || fail "queue put said $put, $(count "$q") queued"
+clear_all "$q"
+ok "SIGTERM: export, import, requeue, queue put stop within seconds with exit 1"
 
 # ---- 1: requeue --all ends while a consumer keeps poisoning the messages again ----
 for i in $(seq 1 100); do echo "{\"body\":\"loop-$i\"}"; done >"$work/loop.jsonl"
