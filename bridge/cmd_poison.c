@@ -257,21 +257,29 @@ static char **collect_ids(ctx *c, char **copy, size_t *n)
     return ids;
 }
 
-/* A dry run over more than a peek shows has to receive: say so before it does. */
-static void dry_run_notice(const ctx *c)
+/* A dry run over at most 32 messages peeks (true); over more it has to receive: say so
+ * before it does. False with err set when the service cannot be asked. */
+static bool dry_run_peeks(const ctx *c, bool *peek, sqlq_error *err)
 {
     sqlq_queue_props props = {0};
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_queue_properties(c->client, c->poison, &props, &err) == SQLQ_OK &&
-        props.approximate_count <= 32)
-        return; /* a peek covers it: nothing changes */
+    sqlq_result r = sqlq_queue_properties(c->client, c->poison, &props, err);
+    if (r == SQLQ_E_NOT_FOUND) {
+        sqlq_error_clear(err);
+        *peek = true;
+        return true;
+    }
+    if (r != SQLQ_OK)
+        return false;
+    *peek = props.approximate_count <= 32;
+    if (*peek)
+        return true; /* a peek covers it: nothing changes */
     fprintf(stderr,
             "dry run: %s holds about %lld messages, more than the 32 a peek shows, so this dry "
             "run receives them: each one's dequeue count goes up by 1, it is hidden for up to "
             "--visibility-s %lld while the run looks (made visible again at the end) and the "
             "order of the queue may change. Nothing is put or deleted.\n",
             c->poison, props.approximate_count, c->s.visibility_s);
+    return true;
 }
 
 static int cmd_requeue(ctx *c)
@@ -314,12 +322,14 @@ static int cmd_requeue(ctx *c)
     progress p = {.what = o.dry_run ? "matching" : "moved"};
     o.progress = progress_fn();
     o.progress_ctx = &p;
-    if (o.dry_run)
-        dry_run_notice(c);
-    sqlq_poison_counts n;
+    sqlq_poison_counts n = {.remaining = -1};
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_result r = sqlq_poison_requeue(c->client, c->poison, c->queue, &o, &n, &err);
+    sqlq_result r = SQLQ_OK;
+    if (o.dry_run && !dry_run_peeks(c, &o.peek, &err))
+        r = err.code;
+    else
+        r = sqlq_poison_requeue(c->client, c->poison, c->queue, &o, &n, &err);
     progress_end(&p);
     free(where);
     free(ids);

@@ -366,10 +366,15 @@ sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from, const ch
     out->started = o.started;
     if (!o.all && o.nids == 0 && !o.where_field)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "choose --all, --id or --where");
-    count_remaining(c, from, out);
-    if (o.dry_run && out->remaining >= 0 && out->remaining <= PEEK_MAX) {
+    if (o.dry_run && o.peek) {
         sqlq_result r = requeue_peek(c, from, &o, out, err);
-        return r == SQLQ_E_NOT_FOUND ? (sqlq_error_clear(err), SQLQ_OK) : r;
+        if (r == SQLQ_E_NOT_FOUND) {
+            sqlq_error_clear(err);
+            r = SQLQ_OK;
+        }
+        if (r == SQLQ_OK)
+            count_remaining(c, from, out);
+        return r;
     }
     sqlq_poison_held *held = sqlq_poison_held_create();
     sqlq_result r = held ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");

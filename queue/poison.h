@@ -29,8 +29,9 @@ typedef struct sqlq_requeue_options {
     const char *where_field;  /* move messages whose decoded body has this top-level field */
     const char *where_value;  /* equal to this (poison_match.h: numbers by value; a sqlq
                                * envelope is matched by its message, plus "reason") */
-    bool dry_run;             /* count what would move; nothing is put or deleted; a peek when
-                               * the queue holds at most 32 messages */
+    bool dry_run;             /* count what would move; nothing is put or deleted */
+    bool peek;                /* with dry_run: the queue holds at most 32 messages, so peek
+                               * (nothing changes) instead of receiving */
     unsigned long long limit; /* move at most this many; 0 = no limit */
     int visibility_s;         /* how long a received message stays hidden (30) */
     int64_t started;          /* epoch s: messages inserted later are left alone, counted as
