@@ -95,8 +95,9 @@ typedef struct subcommand {
 
 static int fail(const ctx *c, const sqlq_error *err)
 {
-    char line[800];
-    sqlq_error_format(err, line, sizeof(line));
+    char raw[800], line[800];
+    sqlq_error_format(err, raw, sizeof(raw));
+    sqlq_term_text_line(raw, line, sizeof(line)); /* the service wrote part of it */
     fprintf(stderr, "sqlq poison %s: %s\n", c->name, line);
     return SQLQ_EXIT_FAILED;
 }

@@ -74,8 +74,9 @@ typedef struct subcommand {
 
 static int fail(ctx *c, const sqlq_error *err)
 {
-    char line[800];
-    sqlq_error_format(err, line, sizeof(line));
+    char raw[800], line[800];
+    sqlq_error_format(err, raw, sizeof(raw));
+    sqlq_term_text_line(raw, line, sizeof(line)); /* the service wrote part of it */
     fprintf(stderr, "sqlq queue %s: %s\n", c->name, line);
     return SQLQ_EXIT_FAILED;
 }
@@ -199,8 +200,11 @@ static int run_list(ctx *c)
     size_t n = 0;
     if (sqlq_queue_list(c->client, c->s.prefix, &names, &n, &err) != SQLQ_OK)
         return fail(c, &err);
-    for (size_t i = 0; i < n; i++)
-        puts(names[i]);
+    for (size_t i = 0; i < n; i++) {
+        char safe[256]; /* names come from the service: shown escaped */
+        sqlq_term_text_line(names[i], safe, sizeof(safe));
+        puts(safe);
+    }
     sqlq_queue_names_free(names, n);
     return SQLQ_EXIT_OK;
 }

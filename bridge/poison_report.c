@@ -1,5 +1,7 @@
 #include "poison_report.h"
 
+#include "term_text.h"
+
 #include <string.h>
 #include <time.h>
 
@@ -15,8 +17,9 @@ static void utc(int64_t t, char *out, size_t size)
 static bool report_stop(FILE *f, const sqlq_poison_run *run, const sqlq_poison_counts *n)
 {
     if (run->result != SQLQ_OK && run->result != SQLQ_E_CANCELLED) {
-        char line[800];
-        sqlq_error_format(run->err, line, sizeof(line));
+        char raw[800], line[800];
+        sqlq_error_format(run->err, raw, sizeof(raw));
+        sqlq_term_text_line(raw, line, sizeof(line)); /* the service wrote part of it */
         fprintf(f, "stopped: %s\n", line);
         return true;
     }
@@ -111,8 +114,9 @@ int sqlq_poison_report_import(FILE *f, const sqlq_poison_run *run, const sqlq_po
 {
     if (run->result != SQLQ_OK && n->moved == 0 && n->uncertain == 0 && n->next_line == 1 &&
         run->result != SQLQ_E_CANCELLED && n->failed == 0) {
-        char line[800];
-        sqlq_error_format(run->err, line, sizeof(line));
+        char raw[800], line[800];
+        sqlq_error_format(run->err, raw, sizeof(raw));
+        sqlq_term_text_line(raw, line, sizeof(line)); /* the service wrote part of it */
         fprintf(f, "nothing was imported into %s: %s\n", run->to, line);
         return 1;
     }

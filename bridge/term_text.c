@@ -179,3 +179,21 @@ sqlq_result sqlq_term_text_json(const char *json, sqlq_buf *out)
     }
     return r;
 }
+
+void sqlq_term_text_line(const char *s, char *out, size_t out_size)
+{
+    if (out_size == 0)
+        return;
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    size_t n = 0;
+    if (sqlq_term_text_escape(s, strlen(s), false, &b) == SQLQ_OK) {
+        const unsigned char *p = (const unsigned char *)sqlq_buf_str(&b);
+        for (size_t k; p[n] && (k = sqlq_term_text_utf8_len(p + n, b.len - n)) > 0 &&
+                       n + k < out_size;)
+            n += k;
+        memcpy(out, p, n);
+    }
+    out[n] = '\0';
+    sqlq_buf_free(&b);
+}

@@ -16,6 +16,10 @@
 SQLQ_NODISCARD sqlq_result sqlq_term_text_escape(const char *s, size_t len, bool multiline,
                                                  sqlq_buf *out);
 
+/* s on one line, controls escaped, into out (cut on a character boundary when it does not
+ * fit): for error texts that carry what a queue service said. */
+void sqlq_term_text_line(const char *s, char *out, size_t out_size);
+
 /* One line of at most width characters (code points) of s, controls escaped, whitespace runs
  * shown as one space, cut on a character boundary (never before a combining mark), "..." when
  * cut. out is NUL-terminated; out_size should be at least 4 * width + 1. */

@@ -85,6 +85,17 @@ static void test_term_text_json_escapes_c1_and_del(void **state)
     sqlq_buf_free(&out);
 }
 
+/* Error texts carry what a queue service said: one line, escaped, cut on a boundary. */
+static void test_term_text_line_escapes_and_fits(void **state)
+{
+    (void)state;
+    char out[16];
+    sqlq_term_text_line("bad \x1b[2J\r\nx", out, sizeof(out));
+    assert_string_equal(out, "bad \\x1b[2J\\x0d");
+    sqlq_term_text_line("\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", out, 8);
+    assert_string_equal(out, "\xe2\x82\xac\xe2\x82\xac"); /* 6 bytes: a third would not fit */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -92,6 +103,7 @@ int main(void)
         cmocka_unit_test(test_term_text_preview_keeps_combining_marks),
         cmocka_unit_test(test_term_text_escapes_controls),
         cmocka_unit_test(test_term_text_json_escapes_c1_and_del),
+        cmocka_unit_test(test_term_text_line_escapes_and_fits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
