@@ -133,6 +133,10 @@ static sqlq_result export_batch(sqlq_queue_client *c, const char *queue, export_
     for (size_t i = 0; r == SQLQ_OK && o->delete_after && i < list->count; i++) {
         if (!take[i])
             continue;
+        if (stopping(o->stop)) {
+            out->uncertain++; /* in the file, still in the queue: made visible again */
+            continue;
+        }
         const sqlq_message *m = &list->items[i];
         sqlq_error derr;
         sqlq_error_clear(&derr);
