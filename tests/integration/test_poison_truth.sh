@@ -62,8 +62,10 @@ b64put "$p" "$(printf 'evil \033[2J\033]52;c;aGVsbG8=\007 \302\2331m done')"
 b64put "$p" "$(printf 'x%.0s' $(seq 55))$(printf '\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80%.0s' $(seq 10))"
 b64put "$p" "$(printf 'y%.0s' $(seq 56))$(printf '\xe2\x82\xac%.0s' $(seq 10))"
 b64put "$p" "$(printf 'z%.0s' $(seq 57))$(printf '\xf0\x9f\x98\x80%.0s' $(seq 10))"
+b64put "$p" "$(printf 'raw csi \23331m not UTF-8')"
 run list "$SQLQ_BIN" poison list "$q"
 has list 'TEXT (not base64): plain text, not base64!'
+has list 'TEXT (body is binary): '"$(printf 'raw csi \23331m not UTF-8' | base64 | cut -c1-20)"
 has list 'evil \\x1b\[2J\\x1b\]52;c;aGVsbG8=\\x07 \\u009b1m done'
 no_controls "$work/list.out" "list"
 [ "$(grep -c '\.\.\.$' "$work/list.out")" -ge 3 ] || fail "list: long bodies not cut"
@@ -80,6 +82,7 @@ run show "$SQLQ_BIN" poison show "$q"
 has show 'text (as stored, 23 bytes):'
 has show 'body: none: the text is not base64'
 has show 'body (decoded from base64'
+has show 'raw csi \\x9b31m not UTF-8'
 no_controls "$work/show.out" "show"
 run unknown "$SQLQ_BIN" poison show "$q" 00000000-0000-0000-0000-000000000000
 [ "$rc" = 1 ] || fail "show of an unknown id exited $rc"
