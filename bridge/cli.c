@@ -53,6 +53,7 @@ int sqlq_cli_queue_client(const char *command, const sqlq_common_settings *commo
     }
     *clock = sqlq_clock_system(&sqlq_stop_flag);
     o.clock = clock; /* Ctrl-C interrupts retries */
+    o.abort_on_stop = true; /* and a request the service does not answer */
     o.timeout_ms = SQLQ_CLI_REQUEST_TIMEOUT_MS;
     o.retry.max_delay_ms = SQLQ_CLI_RETRY_MAX_DELAY_MS;
     o.retry.max_total_ms = SQLQ_CLI_RETRY_BUDGET_MS;

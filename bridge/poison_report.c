@@ -13,18 +13,19 @@ static void utc(int64_t t, char *out, size_t size)
         snprintf(out, size, "the end of their hold");
 }
 
-/* Why the run ended early, on its own line; true when it did. */
+/* Why the run ended early, on its own line; true when it did. A stop wins: what failed
+ * after it (a request aborted on the wire) is its consequence, not an outage. */
 static bool report_stop(FILE *f, const sqlq_poison_run *run, const sqlq_poison_counts *n)
 {
-    if (run->result != SQLQ_OK && run->result != SQLQ_E_CANCELLED) {
+    if (n->interrupted || run->result == SQLQ_E_CANCELLED) {
+        fprintf(f, "interrupted (SIGTERM/SIGINT) before the end\n");
+        return true;
+    }
+    if (run->result != SQLQ_OK) {
         char raw[800], line[800];
         sqlq_error_format(run->err, raw, sizeof(raw));
         sqlq_term_text_line(raw, line, sizeof(line)); /* the service wrote part of it */
         fprintf(f, "stopped: %s\n", line);
-        return true;
-    }
-    if (n->interrupted || run->result == SQLQ_E_CANCELLED) {
-        fprintf(f, "interrupted (SIGTERM/SIGINT) before the end\n");
         return true;
     }
     return false;

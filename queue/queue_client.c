@@ -125,6 +125,30 @@ static bool is_clear_timeout(const sqlq_call *call, const sqlq_error *e)
            e->http_status == 500 && strcmp(e->azure_code, "OperationTimedOut") == 0;
 }
 
+/* One exchange to the end, like sqlq_http_perform; with abort_on_stop a stop aborts it (the
+ * response is then a network failure, and the retry wait that follows is cancelled). */
+static void perform(sqlq_queue_client *c)
+{
+    if (!c->opt.abort_on_stop) {
+        (void)sqlq_http_perform(c->http, &c->single);
+        return;
+    }
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (sqlq_http_start(c->http, &c->single, &e) != SQLQ_OK) {
+        c->single.response.net = SQLQ_NET_OTHER;
+        snprintf(c->single.response.net_message, sizeof(c->single.response.net_message),
+                 "%.200s", e.message);
+        return;
+    }
+    while (c->single.running) {
+        sqlq_http_exchange *done[4];
+        (void)sqlq_http_wait(c->http, 100, done, 4);
+        if (c->single.running && !sqlq_clock_sleep_ms(c->clock, 0))
+            sqlq_http_abort(c->http, &c->single);
+    }
+}
+
 /* One REST call with retries of transient failures; the response stays in c->single. */
 static sqlq_result call_service(sqlq_queue_client *c, const sqlq_call *call, sqlq_error *err)
 {
@@ -135,7 +159,7 @@ static sqlq_result call_service(sqlq_queue_client *c, const sqlq_call *call, sql
         if (r != SQLQ_OK)
             return r;
         uint64_t sent_ms = sqlq_clock_now_ms(c->clock);
-        (void)sqlq_http_perform(c->http, &c->single);
+        perform(c);
         sqlq_error e;
         sqlq_error_clear(&e);
         r = sqlq_endpoint_outcome(c->endpoint, call, &c->single, &e);

@@ -20,6 +20,8 @@ typedef struct sqlq_queue_options {
     long timeout_ms;           /* per HTTP request; default 30000 */
     sqlq_backoff_policy retry; /* transient failures (408/429/5xx, network) */
     const sqlq_clock *clock;   /* NULL = system clock that nothing interrupts */
+    bool abort_on_stop;        /* a stop (the clock's sleep refusing) also aborts a request on
+                                * the wire, within ~100 ms (operator tools; daemons finish it) */
 } sqlq_queue_options;
 
 void sqlq_queue_options_default(sqlq_queue_options *o);

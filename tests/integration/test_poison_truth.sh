@@ -263,6 +263,12 @@ stop_after 2 xreq "$SQLQ_BIN" poison requeue "$q" --all --visibility-s 20 --queu
 [ "$rc" = 1 ] || fail "requeue after SIGTERM exited $rc"
 [ "$ms" -lt 5000 ] || fail "requeue took $ms ms to stop"
 has xreq 'interrupted'
+# A service that stops answering (a stalled emulator): SIGTERM aborts the request on the wire.
+proxy delay 30000
+stop_after 2 xstall "$SQLQ_BIN" poison requeue "$q" --all --queue-connection "$pconn"
+[ "$rc" = 1 ] || fail "requeue stalled then SIGTERM exited $rc"
+[ "$ms" -lt 3000 ] || fail "requeue took $ms ms to stop while a request hung"
+has xstall 'interrupted'
 proxy pass
 # A rerun right after a killed requeue sees only what the killed run did not hold.
 "$SQLQ_BIN" poison requeue "$q" --all --visibility-s 20 >/dev/null 2>&1 &
