@@ -283,6 +283,38 @@ static bool dry_run_peeks(const ctx *c, bool *peek, sqlq_error *err)
     return true;
 }
 
+/* --where FIELD=VALUE and --id into o (pointing into *where / *copy / *ids, which the caller
+ * frees). -1 when fine, else the exit code after a usage error. */
+static int parse_selection(ctx *c, sqlq_requeue_options *o, char **where, char **copy,
+                           char ***ids)
+{
+    if (c->s.where) {
+        *where = strdup(c->s.where);
+        char *eq = *where ? strchr(*where, '=') : NULL;
+        if (!eq || eq == *where) {
+            free(*where);
+            *where = NULL;
+            return usage_error(c, "--where: expected FIELD=VALUE");
+        }
+        *eq = '\0';
+        o->where_field = *where;
+        o->where_value = eq + 1;
+    }
+    if (c->s.id) {
+        *ids = collect_ids(c, copy, &o->nids);
+        o->ids = (const char *const *)*ids;
+        if (!*ids || o->nids == 0) {
+            free(*where);
+            free(*ids);
+            free(*copy);
+            *where = *copy = NULL;
+            *ids = NULL;
+            return usage_error(c, "--id: no message id given");
+        }
+    }
+    return -1;
+}
+
 static int cmd_requeue(ctx *c)
 {
     int modes = c->s.all + (c->s.id != NULL) + (c->s.where != NULL);
@@ -300,26 +332,9 @@ static int cmd_requeue(ctx *c)
     o.stop = &sqlq_stop_flag;
     char *where = NULL, *copy = NULL;
     char **ids = NULL;
-    if (c->s.where) {
-        where = strdup(c->s.where);
-        char *eq = where ? strchr(where, '=') : NULL;
-        if (!eq || eq == where) {
-            free(where);
-            return usage_error(c, "--where: expected FIELD=VALUE");
-        }
-        *eq = '\0';
-        o.where_field = where;
-        o.where_value = eq + 1;
-    }
-    if (c->s.id) {
-        ids = collect_ids(c, &copy, &o.nids);
-        o.ids = (const char *const *)ids;
-        if (!ids || o.nids == 0) {
-            free(ids);
-            free(copy);
-            return usage_error(c, "--id: no message id given");
-        }
-    }
+    int code = parse_selection(c, &o, &where, &copy, &ids);
+    if (code >= 0)
+        return code;
     progress p = {.what = o.dry_run ? "matching" : "moved"};
     o.progress = progress_fn();
     o.progress_ctx = &p;
@@ -338,7 +353,7 @@ static int cmd_requeue(ctx *c)
     sqlq_poison_run run = {.from = c->poison, .to = c->queue, .result = r, .err = &err,
                            .dry_run = o.dry_run, .bounded = o.limit || o.nids,
                            .visibility_s = o.visibility_s, .started = n.started};
-    int code = sqlq_poison_report_requeue(stdout, &run, &n);
+    code = sqlq_poison_report_requeue(stdout, &run, &n);
     if (o.nids && n.matched < o.nids) {
         printf("%llu of the %zu id(s) given were not found in %s\n",
                (unsigned long long)o.nids - n.matched, o.nids, c->poison);
@@ -392,30 +407,11 @@ static int cmd_export(ctx *c)
     return sqlq_poison_report_export(to_stdout ? stderr : stdout, &run, &n);
 }
 
-/* A pipe cannot be read twice: copy it to a temporary file (import checks every line first). */
-static FILE *seekable_stdin(void)
-{
-    FILE *t = tmpfile();
-    char chunk[65536];
-    size_t got;
-    while (t && (got = fread(chunk, 1, sizeof(chunk), stdin)) > 0) {
-        if (fwrite(chunk, 1, got, t) != got) {
-            fclose(t);
-            return NULL;
-        }
-    }
-    if (t && (ferror(stdin) || fflush(t) != 0 || fseeko(t, 0, SEEK_SET) != 0)) {
-        fclose(t);
-        return NULL;
-    }
-    return t;
-}
-
 static int cmd_import(ctx *c)
 {
     const char *path = c->res.positional[0];
     bool from_stdin = strcmp(path, "-") == 0;
-    FILE *f = from_stdin ? seekable_stdin() : fopen(path, "r");
+    FILE *f = from_stdin ? stdin : fopen(path, "r");
     if (!f) {
         fprintf(stderr, "sqlq poison import: %s: %s\n", from_stdin ? "stdin" : path,
                 strerror(errno));
@@ -429,7 +425,8 @@ static int cmd_import(ctx *c)
     sqlq_result r = sqlq_poison_import(c->client, f, c->res.positional[1], &sqlq_stop_flag,
                                        progress_fn(), &p, &n, &err);
     progress_end(&p);
-    fclose(f);
+    if (!from_stdin)
+        fclose(f);
     sqlq_poison_run run = {.from = path, .to = c->res.positional[1], .result = r, .err = &err,
                            .file = from_stdin ? "FILE" : path};
     return sqlq_poison_report_import(stdout, &run, &n);

@@ -100,8 +100,8 @@ SQLQ_NODISCARD sqlq_result sqlq_poison_export(sqlq_queue_client *c, const char *
 /* Put every line's "text" verbatim into `queue` (created when missing), never expiring; a line
  * with only a "body" string is encoded with the client's encoding. A UTF-8 byte order mark
  * and blank lines are skipped. The whole file is checked first: a line that is not such an
- * object fails the import with its line number before anything is put. f must be seekable
- * (copy a pipe to a temporary file first). */
+ * object fails the import with its line number before anything is put (a pipe is kept in a
+ * temporary file for that). */
 SQLQ_NODISCARD sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *f, const char *queue,
                                               const volatile sig_atomic_t *stop,
                                               sqlq_poison_progress_fn progress, void *progress_ctx,

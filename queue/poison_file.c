@@ -382,14 +382,41 @@ static sqlq_result import_lines(sqlq_queue_client *c, FILE *f, const char *queue
     return r;
 }
 
-sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *f, const char *queue,
+/* A pipe cannot be read twice: its content in a temporary file (the caller closes it). */
+static FILE *seekable(FILE *f, FILE **tmp, sqlq_error *err)
+{
+    *tmp = NULL;
+    if (fseeko(f, 0, SEEK_CUR) == 0)
+        return f;
+    FILE *t = tmpfile();
+    char chunk[65536];
+    size_t got;
+    bool ok = t != NULL;
+    while (ok && (got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        ok = fwrite(chunk, 1, got, t) == got;
+    if (!ok || ferror(f) || fflush(t) != 0 || fseeko(t, 0, SEEK_SET) != 0) {
+        sqlq_error_set(err, SQLQ_E_IO, false, "cannot keep the input for checking: %s",
+                       strerror(errno));
+        if (t)
+            fclose(t);
+        return NULL;
+    }
+    *tmp = t;
+    return t;
+}
+
+sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *in, const char *queue,
                                const volatile sig_atomic_t *stop, sqlq_poison_progress_fn progress,
                                void *progress_ctx, sqlq_poison_counts *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
     out->remaining = -1;
     out->next_line = 1;
-    sqlq_result r = import_check(f, out, err);
+    FILE *tmp;
+    FILE *f = seekable(in, &tmp, err);
+    sqlq_result r = f ? import_check(f, out, err) : SQLQ_E_IO;
+    if (r != SQLQ_OK && tmp)
+        fclose(tmp);
     if (r != SQLQ_OK)
         return r;
     bool created;
@@ -408,6 +435,8 @@ sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *f, const char *queue,
     if (ch)
         chunk_clear(ch);
     free(ch);
+    if (tmp)
+        fclose(tmp);
     out->interrupted = stopping(stop);
     if (r == SQLQ_OK && !out->interrupted && out->moved == out->seen)
         out->next_line = 0; /* every line is in the queue */
