@@ -184,7 +184,7 @@ run badimport "$SQLQ_BIN" poison import "$work/bad.jsonl" "$p"
 has badimport 'nothing was imported'
 has badimport 'line 301'
 [ "$(count "$p")" = 0 ] || fail "import put $(count "$p") messages from a bad file"
-rc=0; "$SQLQ_BIN" poison import - "$p" <"$work/bad.jsonl" >"$work/badpipe.out" 2>&1 || rc=$?
+rc=0; cat "$work/bad.jsonl" | "$SQLQ_BIN" poison import - "$p" >"$work/badpipe.out" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "import of a bad file from stdin exited $rc"
 has badpipe 'nothing was imported'
 [ "$(count "$p")" = 0 ] || fail "import from stdin put $(count "$p") messages from a bad file"
