@@ -113,6 +113,7 @@ run w3 "$SQLQ_BIN" poison requeue "$q" --where amount=1.999e1
 [ "$rc" = 0 ] || { cat "$work/w3.out"; fail "requeue --where exited $rc"; }
 has w3 '^moved 10 message'
 [ "$(count "$q")" = 10 ] || fail "requeue --where amount moved $(count "$q")"
+"$SQLQ_BIN" queue peek "$q" | grep -q '"expiration_time":"9999-12-31' || fail "requeued copies expire"
 clear_all "$q" "$p"
 for i in $(seq 1 40); do echo "{\"body\":\"m$i\"}"; done >"$work/40.jsonl"
 "$SQLQ_BIN" poison import "$work/40.jsonl" "$p" >/dev/null
