@@ -48,7 +48,8 @@ static bool report_hidden(FILE *f, const sqlq_poison_run *run, const sqlq_poison
     if (!ended_early && !run->bounded && !run->dry_run && n->remaining > looked_left) {
         fprintf(f, "about %lld message(s) in %s were not looked at: invisible (held by another "
                    "run, a killed run or a consumer, for up to its visibility timeout) or added "
-                   "after the last look; run again later\n",
+                   "after the last look (or the service's approximate count is ahead); run again "
+                   "later\n",
                 n->remaining - looked_left, run->from);
         partial = true;
     }
