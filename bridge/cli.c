@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include "commands.h"
+#include "term_text.h"
 
 #include <string.h>
 
@@ -59,9 +60,14 @@ int sqlq_cli_queue_client(const char *command, const sqlq_common_settings *commo
     }
     *clock = sqlq_clock_system(&sqlq_stop_flag);
     o.clock = clock; /* Ctrl-C interrupts retries */
+    o.abort_on_stop = true; /* and a request the service does not answer */
+    o.timeout_ms = SQLQ_CLI_REQUEST_TIMEOUT_MS;
+    o.retry.max_delay_ms = SQLQ_CLI_RETRY_MAX_DELAY_MS;
+    o.retry.max_total_ms = SQLQ_CLI_RETRY_BUDGET_MS;
     if (sqlq_queue_client_create(*out_account, &o, out_client, &err) != SQLQ_OK) {
-        char line[800];
-        sqlq_error_format(&err, line, sizeof(line));
+        char raw[800], line[800];
+        sqlq_error_format(&err, raw, sizeof(raw));
+        sqlq_term_text_line(raw, line, sizeof(line)); /* the service wrote part of it */
         fprintf(stderr, "sqlq %s: %s\n", command, line);
         return SQLQ_EXIT_FAILED;
     }

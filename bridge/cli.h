@@ -20,6 +20,14 @@ int sqlq_cli_pick(const char *group, int argc, char **argv, const char *(*name_a
 SQLQ_NODISCARD sqlq_result sqlq_cli_account_parse(const sqlq_common_settings *common,
                                                   sqlq_account **out, sqlq_error *err);
 
+/* Operator tools give up sooner than the daemons: each request waits at most
+ * SQLQ_CLI_REQUEST_TIMEOUT_MS and a failing one is retried with back-off (200 ms doubling up
+ * to SQLQ_CLI_RETRY_MAX_DELAY_MS, jittered) for at most SQLQ_CLI_RETRY_BUDGET_MS. A failure
+ * that outlasts the budget is an outage: the command stops with exit 1 and the cause. */
+#define SQLQ_CLI_REQUEST_TIMEOUT_MS 10000
+#define SQLQ_CLI_RETRY_MAX_DELAY_MS 2000
+#define SQLQ_CLI_RETRY_BUDGET_MS 20000
+
 /* Parse common->queue_connection and create a client whose retries the stop flag interrupts
  * (*clock must outlive the client). On failure prints "sqlq COMMAND: …" and returns the exit
  * code (2 for a missing or invalid connection, 1 otherwise); -1 on success. */

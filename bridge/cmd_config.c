@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +14,28 @@ typedef const sqlq_config_spec *(*spec_fn)(void);
 static const spec_fn specs[] = {sqlq_cmd_bridge_spec, sqlq_cmd_setup_spec, sqlq_cmd_status_spec,
                                 sqlq_cmd_backfill_spec, sqlq_cmd_consume_spec};
 
+static bool spec_has(const sqlq_config_spec *spec, const char *key)
+{
+    for (size_t i = 0; spec && i < spec->count; i++)
+        if (strcmp(spec->settings[i].key, key) == 0)
+            return true;
+    return false;
+}
+
+bool sqlq_cmd_config_key_known(const char *key)
+{
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+        if (spec_has(specs[i](), key))
+            return true;
+    for (size_t i = 0; sqlq_cmd_poison_spec(i); i++)
+        if (spec_has(sqlq_cmd_poison_spec(i), key))
+            return true;
+    for (size_t i = 0; sqlq_cmd_queue_spec(i); i++)
+        if (spec_has(sqlq_cmd_queue_spec(i), key))
+            return true;
+    return false;
+}
+
 static const char precedence[] =
     "Every setting can be given as a command-line flag, an environment variable or a key of the\n"
     "JSON file named by --config (or SQLQ_CONFIG). Precedence, lowest to highest: built-in\n"
@@ -20,7 +43,9 @@ static const char precedence[] =
     "from a file named by the variable with _FILE appended (how Docker and Kubernetes mount\n"
     "secrets); the storage connection falls back to AzureWebJobsStorage like Azure Functions.\n"
     "Secrets never appear in logs. The `sqlq queue` and `sqlq poison` subcommands take\n"
-    "--queue-connection, --encoding, --log-level and --log-format the same way (see their --help).\n";
+    "--queue-connection, --encoding, --log-level and --log-format the same way (see their --help).\n"
+    "One file serves every command: each reads the keys it uses and ignores the keys of other\n"
+    "sqlq commands; a key that no sqlq command reads is an error that names it.\n";
 
 static void usage(FILE *f)
 {

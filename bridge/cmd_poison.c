@@ -5,12 +5,16 @@
 #include "config.h"
 #include "log.h"
 #include "poison.h"
+#include "poison_report.h"
+#include "poison_view.h"
 #include "queue_client.h"
+#include "term_text.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,8 +95,9 @@ typedef struct subcommand {
 
 static int fail(const ctx *c, const sqlq_error *err)
 {
-    char line[800];
-    sqlq_error_format(err, line, sizeof(line));
+    char raw[800], line[800];
+    sqlq_error_format(err, raw, sizeof(raw));
+    sqlq_term_text_line(raw, line, sizeof(line)); /* the service wrote part of it */
     fprintf(stderr, "sqlq poison %s: %s\n", c->name, line);
     return SQLQ_EXIT_FAILED;
 }
@@ -139,64 +144,45 @@ static void progress_end(progress *p)
 
 /* ---- list and show ---- */
 
-static void iso(int64_t t, char *out, size_t size)
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-    if (t <= 0 || !gmtime_r(&tt, &tm) || strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(out, size, "-");
-}
-
-static json_t *message_json(const ctx *c, const sqlq_message *m)
-{
-    char ins[32], exp[32];
-    iso(m->insertion_time, ins, sizeof(ins));
-    iso(m->expiration_time, exp, sizeof(exp));
-    return json_pack("{s:s, s:s, s:s, s:I, s:o}", "id", m->id, "insertion_time", ins,
-                     "expiration_time", exp, "dequeue_count", (json_int_t)m->dequeue_count, "body",
-                     sqlq_poison_body_json(c->encoding, m->text, m->text_len));
-}
-
 static void print_json_line(json_t *o)
 {
     char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    if (line)
-        puts(line);
+    sqlq_buf safe;
+    sqlq_buf_init(&safe, 0);
+    if (line && sqlq_term_text_json(line, &safe) == SQLQ_OK)
+        puts(sqlq_buf_str(&safe));
+    sqlq_buf_free(&safe);
     free(line);
     json_decref(o);
 }
 
-/* The body on one line, cut to width characters. */
-static void body_preview(json_t *body, char *out, size_t width)
+static bool wanted(const ctx *c, const sqlq_message *m, bool *found)
 {
-    char *full = json_is_string(body) ? strdup(json_string_value(body))
-                                      : json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
-    size_t n = 0;
-    for (const char *p = full ? full : ""; *p && n + 1 < width; p++)
-        out[n++] = (unsigned char)*p < 0x20 ? ' ' : *p;
-    while (n > 0 && out[n - 1] == ' ')
-        n--;
-    out[n] = '\0';
-    if (full && strlen(full) >= width && width > 4)
-        memcpy(out + width - 4, "...", 4);
-    free(full);
+    if (c->res.npositional <= 1)
+        return true;
+    bool hit = false;
+    for (size_t k = 1; k < c->res.npositional; k++) {
+        if (strcmp(c->res.positional[k], m->id) == 0) {
+            found[k] = true;
+            hit = true;
+        }
+    }
+    return hit;
 }
 
-static void print_show(const json_t *o)
+/* Ids asked for that the peek did not show: named on stderr; the count of them. */
+static size_t report_missing(const ctx *c, const bool *found, size_t shown)
 {
-    json_t *body = json_object_get(o, "body");
-    printf("id:              %s\ninserted:        %s\nexpires:         %s\ndequeue_count:   %lld\n",
-           json_string_value(json_object_get(o, "id")),
-           json_string_value(json_object_get(o, "insertion_time")),
-           json_string_value(json_object_get(o, "expiration_time")),
-           (long long)json_integer_value(json_object_get(o, "dequeue_count")));
-    json_t *parsed = json_is_string(body) ? json_loads(json_string_value(body), 0, NULL) : NULL;
-    char *text = parsed                 ? json_dumps(parsed, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
-                 : json_is_string(body) ? strdup(json_string_value(body))
-                                        : json_dumps(body, JSON_ENCODE_ANY);
-    printf("body:\n%s\n\n", text ? text : "");
-    free(text);
-    json_decref(parsed);
+    size_t missing = 0;
+    for (size_t k = 1; k < c->res.npositional; k++) {
+        if (found[k])
+            continue;
+        missing++;
+        fprintf(stderr, "sqlq poison %s: message %s not found among the %zu visible message(s) "
+                        "a peek of %s shows (at most 32; a message being moved is invisible)\n",
+                c->name, c->res.positional[k], shown, c->poison);
+    }
+    return missing;
 }
 
 static int run_list(ctx *c, bool show)
@@ -204,44 +190,43 @@ static int run_list(ctx *c, bool show)
     sqlq_message_list list = {0};
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_result r = sqlq_queue_peek(c->client, c->poison, (int)c->s.limit, &list, &err);
-    if (r == SQLQ_E_NOT_FOUND) {
+    sqlq_result r = sqlq_queue_peek(c->client, c->poison, show ? 32 : (int)c->s.limit, &list,
+                                    &err);
+    if (r == SQLQ_E_NOT_FOUND && c->res.npositional <= 1) {
         fprintf(stderr, "%s does not exist: nothing was ever poisoned\n", c->poison);
         return SQLQ_EXIT_OK;
     }
-    if (r != SQLQ_OK)
+    if (r != SQLQ_OK && r != SQLQ_E_NOT_FOUND)
         return fail(c, &err);
-    if (!c->s.json && !show && list.count)
-        printf("%-36s  %-20s  %3s  %s\n", "ID", "INSERTED", "DEQ", "BODY");
-    for (size_t i = 0; i < list.count; i++) {
-        const sqlq_message *m = &list.items[i];
-        bool wanted = c->res.npositional <= 1;
-        for (size_t k = 1; k < c->res.npositional; k++)
-            wanted = wanted || strcmp(c->res.positional[k], m->id) == 0;
-        if (!wanted)
-            continue;
-        json_t *o = message_json(c, m);
-        if (c->s.json) {
-            print_json_line(o);
-            continue;
-        }
-        if (show) {
-            print_show(o);
-        } else {
-            char preview[64];
-            body_preview(json_object_get(o, "body"), preview, sizeof(preview));
-            printf("%-36s  %-20s  %3ld  %s\n", m->id,
-                   json_string_value(json_object_get(o, "insertion_time")), m->dequeue_count,
-                   preview);
-        }
-        json_decref(o);
+    bool *found = calloc(c->res.npositional + 1, sizeof(bool));
+    if (!found) {
+        sqlq_message_list_free(&list);
+        return SQLQ_EXIT_FAILED;
     }
+    if (!c->s.json && !show && list.count)
+        sqlq_poison_view_print_header(stdout);
+    size_t printed = 0;
+    for (size_t i = 0; i < list.count && printed < (size_t)c->s.limit; i++) {
+        const sqlq_message *m = &list.items[i];
+        if (!wanted(c, m, found))
+            continue;
+        printed++;
+        if (c->s.json)
+            print_json_line(sqlq_poison_view_json(c->encoding, m));
+        else if (show)
+            sqlq_poison_view_print_show(stdout, c->encoding, m);
+        else
+            sqlq_poison_view_print_row(stdout, c->encoding, m);
+    }
+    size_t missing = report_missing(c, found, list.count);
+    free(found);
     sqlq_queue_props props = {0};
-    if (!c->s.json && sqlq_queue_properties(c->client, c->poison, &props, &err) == SQLQ_OK)
-        fprintf(stderr, "%zu shown of about %lld in %s%s\n", list.count, props.approximate_count,
+    if (!c->s.json && r == SQLQ_OK &&
+        sqlq_queue_properties(c->client, c->poison, &props, &err) == SQLQ_OK)
+        fprintf(stderr, "%zu shown of about %lld in %s%s\n", printed, props.approximate_count,
                 c->poison, props.approximate_count > 32 ? " (peek shows at most 32)" : "");
     sqlq_message_list_free(&list);
-    return SQLQ_EXIT_OK;
+    return missing ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
 }
 
 static int cmd_list(ctx *c)
@@ -273,6 +258,63 @@ static char **collect_ids(ctx *c, char **copy, size_t *n)
     return ids;
 }
 
+/* A dry run over at most 32 messages peeks (true); over more it has to receive: say so
+ * before it does. False with err set when the service cannot be asked. */
+static bool dry_run_peeks(const ctx *c, bool *peek, sqlq_error *err)
+{
+    sqlq_queue_props props = {0};
+    sqlq_result r = sqlq_queue_properties(c->client, c->poison, &props, err);
+    if (r == SQLQ_E_NOT_FOUND) {
+        sqlq_error_clear(err);
+        *peek = true;
+        return true;
+    }
+    if (r != SQLQ_OK)
+        return false;
+    *peek = props.approximate_count <= 32;
+    if (*peek)
+        return true; /* a peek covers it: nothing changes */
+    fprintf(stderr,
+            "dry run: %s holds about %lld messages, more than the 32 a peek shows, so this dry "
+            "run receives them: each one's dequeue count goes up by 1, it is hidden for up to "
+            "--visibility-s %lld while the run looks (made visible again at the end) and the "
+            "order of the queue may change. Nothing is put or deleted.\n",
+            c->poison, props.approximate_count, c->s.visibility_s);
+    return true;
+}
+
+/* --where FIELD=VALUE and --id into o (pointing into *where / *copy / *ids, which the caller
+ * frees). -1 when fine, else the exit code after a usage error. */
+static int parse_selection(ctx *c, sqlq_requeue_options *o, char **where, char **copy,
+                           char ***ids)
+{
+    if (c->s.where) {
+        *where = strdup(c->s.where);
+        char *eq = *where ? strchr(*where, '=') : NULL;
+        if (!eq || eq == *where) {
+            free(*where);
+            *where = NULL;
+            return usage_error(c, "--where: expected FIELD=VALUE");
+        }
+        *eq = '\0';
+        o->where_field = *where;
+        o->where_value = eq + 1;
+    }
+    if (c->s.id) {
+        *ids = collect_ids(c, copy, &o->nids);
+        o->ids = (const char *const *)*ids;
+        if (!*ids || o->nids == 0) {
+            free(*where);
+            free(*ids);
+            free(*copy);
+            *where = *copy = NULL;
+            *ids = NULL;
+            return usage_error(c, "--id: no message id given");
+        }
+    }
+    return -1;
+}
+
 static int cmd_requeue(ctx *c)
 {
     int modes = c->s.all + (c->s.id != NULL) + (c->s.where != NULL);
@@ -290,43 +332,34 @@ static int cmd_requeue(ctx *c)
     o.stop = &sqlq_stop_flag;
     char *where = NULL, *copy = NULL;
     char **ids = NULL;
-    if (c->s.where) {
-        where = strdup(c->s.where);
-        char *eq = where ? strchr(where, '=') : NULL;
-        if (!eq || eq == where) {
-            free(where);
-            return usage_error(c, "--where: expected FIELD=VALUE");
-        }
-        *eq = '\0';
-        o.where_field = where;
-        o.where_value = eq + 1;
-    }
-    if (c->s.id) {
-        ids = collect_ids(c, &copy, &o.nids);
-        o.ids = (const char *const *)ids;
-        if (!ids || o.nids == 0) {
-            free(ids);
-            free(copy);
-            return usage_error(c, "--id: no message id given");
-        }
-    }
+    int code = parse_selection(c, &o, &where, &copy, &ids);
+    if (code >= 0)
+        return code;
     progress p = {.what = o.dry_run ? "matching" : "moved"};
     o.progress = progress_fn();
     o.progress_ctx = &p;
-    sqlq_poison_counts n;
+    sqlq_poison_counts n = {.remaining = -1};
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_result r = sqlq_poison_requeue(c->client, c->poison, c->queue, &o, &n, &err);
+    sqlq_result r = SQLQ_OK;
+    if (o.dry_run && !dry_run_peeks(c, &o.peek, &err))
+        r = err.code;
+    else
+        r = sqlq_poison_requeue(c->client, c->poison, c->queue, &o, &n, &err);
     progress_end(&p);
     free(where);
     free(ids);
     free(copy);
-    printf("%s %llu message(s) from %s to %s (looked at %llu, matched %llu, failed %llu)%s\n",
-           o.dry_run ? "would move" : "moved", n.moved, c->poison, c->queue, n.seen, n.matched,
-           n.failed, sqlq_stop_flag ? " (interrupted)" : "");
-    if (r != SQLQ_OK)
-        return fail(c, &err);
-    return n.failed ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
+    sqlq_poison_run run = {.from = c->poison, .to = c->queue, .result = r, .err = &err,
+                           .dry_run = o.dry_run, .bounded = o.limit || o.nids,
+                           .visibility_s = o.visibility_s, .started = n.started};
+    code = sqlq_poison_report_requeue(stdout, &run, &n);
+    if (o.nids && n.matched < o.nids) {
+        printf("%llu of the %zu id(s) given were not found in %s\n",
+               (unsigned long long)o.nids - n.matched, o.nids, c->poison);
+        code = SQLQ_EXIT_FAILED;
+    }
+    return code;
 }
 
 /* ---- export and import ---- */
@@ -365,19 +398,23 @@ static int cmd_export(ctx *c)
     progress_end(&p);
     if (!to_stdout && fclose(f) != 0 && r == SQLQ_OK)
         r = sqlq_error_set(&err, SQLQ_E_IO, false, "close %s: %s", path, strerror(errno));
-    fprintf(to_stdout ? stderr : stdout, "exported %llu message(s) from %s to %s%s\n", n.moved,
-            c->poison, path, c->s.delete_after ? " and deleted them" : "");
-    if (r != SQLQ_OK)
-        return fail(c, &err);
-    return n.failed ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
+    struct stat st;
+    bool removed = !to_stdout && n.moved == 0 && stat(path, &st) == 0 && st.st_size == 0 &&
+                   unlink(path) == 0;
+    sqlq_poison_run run = {.from = c->poison, .to = path, .result = r, .err = &err,
+                           .delete_after = o.delete_after, .bounded = o.limit != 0,
+                           .visibility_s = o.visibility_s, .removed = removed};
+    return sqlq_poison_report_export(to_stdout ? stderr : stdout, &run, &n);
 }
 
 static int cmd_import(ctx *c)
 {
     const char *path = c->res.positional[0];
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    bool from_stdin = strcmp(path, "-") == 0;
+    FILE *f = from_stdin ? stdin : fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "sqlq poison import: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "sqlq poison import: %s: %s\n", from_stdin ? "stdin" : path,
+                strerror(errno));
         return SQLQ_EXIT_FAILED;
     }
     progress p = {.what = "imported"};
@@ -388,12 +425,11 @@ static int cmd_import(ctx *c)
     sqlq_result r = sqlq_poison_import(c->client, f, c->res.positional[1], &sqlq_stop_flag,
                                        progress_fn(), &p, &n, &err);
     progress_end(&p);
-    if (f != stdin)
+    if (!from_stdin)
         fclose(f);
-    printf("imported %llu message(s) into %s\n", n.moved, c->res.positional[1]);
-    if (r != SQLQ_OK)
-        return fail(c, &err);
-    return SQLQ_EXIT_OK;
+    sqlq_poison_run run = {.from = path, .to = c->res.positional[1], .result = r, .err = &err,
+                           .file = from_stdin ? "FILE" : path};
+    return sqlq_poison_report_import(stdout, &run, &n);
 }
 
 /* ---- purge ---- */
@@ -442,12 +478,15 @@ static int cmd_purge(ctx *c)
 static const subcommand subcommands[] = {
     {SPEC("poison list", "sqlq poison list QUEUE [--limit N] [--json]",
           "Peek at QUEUE-poison without disturbing it: id, insertion time, dequeue count and the "
-          "decoded body (cut short; whole with --json).",
+          "decoded body, or the TEXT as stored when it does not decode, cut short on a character "
+          "boundary (whole with --json: text as stored, body decoded). Control characters are "
+          "shown escaped (\\x1b, \\u009b).",
           list_table, 1, 1),
      cmd_list, 0},
     {SPEC("poison show", "sqlq poison show QUEUE [ID...] [--limit N] [--json]",
-          "Peek at QUEUE-poison and print each message in full (JSON bodies indented), or only "
-          "the given ids among the first 32.",
+          "Peek at QUEUE-poison and print each message in full: the text as stored and the body "
+          "decoded from it (exact bytes, control characters escaped), or only the given ids "
+          "among the first 32 (an id not found: exit 1).",
           list_table, 1, 64),
      cmd_show, 0},
     {SPEC("poison requeue",
@@ -455,20 +494,30 @@ static const subcommand subcommands[] = {
           "[--dry-run] [--limit N]",
           "Move messages from QUEUE-poison back to QUEUE: put the same text first, then delete "
           "it from the poison queue, so a crash can duplicate a message but never lose one. "
-          "Safe to run again. --where matches a top-level field of the decoded JSON body "
-          "(strings as they are, numbers/true/false/null as written). A change the bridge "
-          "poisoned ({\"reason\", \"message\"}) goes back as its message.",
+          "Safe to run again. One run covers what was in the poison queue when it started: "
+          "messages poisoned again meanwhile are counted and left for the next run. --where "
+          "matches a top-level field of the decoded JSON body: strings as text, numbers by value "
+          "(19.99 = 1.999e1), true/false/null as written. A change the bridge poisoned "
+          "({\"sqlq_poison\":1, \"reason\", \"message\"}) goes back as the exact bytes of its "
+          "message and is matched on the message's fields and on reason; anything else moves "
+          "byte-identical. --dry-run peeks when the queue holds at most 32, else it says what it "
+          "changes. Exit 1 when the run was interrupted, stopped by an outage or left anything.",
           requeue_table, 1, 100000),
      cmd_requeue, 0},
     {SPEC("poison export", "sqlq poison export QUEUE FILE.jsonl [--delete] [--limit N]",
           "Write the messages of QUEUE-poison to a new file (or - for stdout), one JSON line each: "
           "id, insertion_time, expiration_time, dequeue_count, text (as stored), body (decoded). "
-          "With --delete each message is deleted only after its line is flushed and fsync'ed.",
+          "With --delete each message is deleted only after its line is flushed and fsync'ed. A "
+          "write error (disk full) cuts the file back to its last whole line and deletes nothing "
+          "of that batch. Exit 1 unless every message was exported (and deleted).",
           export_table, 2, 2),
      cmd_export, 0},
     {SPEC("poison import", "sqlq poison import FILE.jsonl QUEUE",
-          "Put each line's text, verbatim, into QUEUE exactly as named (write QUEUE-poison to "
-          "refill a poison queue). FILE may be - for stdin.",
+          "Put each line's text, verbatim and never expiring, into QUEUE exactly as named (write "
+          "QUEUE-poison to refill a poison queue). Every line is checked before anything is put; "
+          "a UTF-8 byte order mark is skipped. FILE may be - for stdin. Interrupted: exit 1, "
+          "with how many are in, how many may be (the batch in flight) and the line to resume "
+          "from.",
           import_table, 2, 2),
      cmd_import, 1},
     {SPEC("poison purge", "sqlq poison purge QUEUE [--yes]",
@@ -479,6 +528,11 @@ static const subcommand subcommands[] = {
 };
 #define NSUB (sizeof(subcommands) / sizeof(subcommands[0]))
 
+const sqlq_config_spec *sqlq_cmd_poison_spec(size_t i)
+{
+    return i < NSUB ? &subcommands[i].spec : NULL;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sqlq poison SUBCOMMAND [options]   (sqlq poison SUBCOMMAND --help for "
@@ -488,7 +542,9 @@ static void usage(FILE *f)
     fprintf(f, "\nQUEUE is the main queue (orders); its poison queue is QUEUE-poison (naming\n"
                "orders-poison itself works too). The connection comes from --queue-connection,\n"
                "$SQLQ_QUEUE_CONNECTION or $AzureWebJobsStorage (each also as _FILE).\n"
-               "exit codes: 0 ok, 1 the operation failed, 2 usage or configuration error\n");
+               "exit codes: 0 ok, 1 the operation failed or did not finish (interrupted, outage,\n"
+               "partial: the run says what was done, what may have been, what remains),\n"
+               "2 usage or configuration error (see docs/consumer.md)\n");
 }
 
 /* QUEUE or QUEUE-poison -> (main, poison). */

@@ -4,6 +4,7 @@
 #include "config.h"
 #include "log.h"
 #include "queue_client.h"
+#include "term_text.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -73,8 +74,9 @@ typedef struct subcommand {
 
 static int fail(ctx *c, const sqlq_error *err)
 {
-    char line[800];
-    sqlq_error_format(err, line, sizeof(line));
+    char raw[800], line[800];
+    sqlq_error_format(err, raw, sizeof(raw));
+    sqlq_term_text_line(raw, line, sizeof(line)); /* the service wrote part of it */
     fprintf(stderr, "sqlq queue %s: %s\n", c->name, line);
     return SQLQ_EXIT_FAILED;
 }
@@ -95,10 +97,12 @@ static void iso_time(int64_t t, char *out, size_t size)
 static void print_json(json_t *o)
 {
     char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (line) {
-        puts(line);
-        free(line);
-    }
+    sqlq_buf safe; /* message bodies may hold controls a terminal would obey */
+    sqlq_buf_init(&safe, 0);
+    if (line && sqlq_term_text_json(line, &safe) == SQLQ_OK)
+        puts(sqlq_buf_str(&safe));
+    sqlq_buf_free(&safe);
+    free(line);
     json_decref(o);
 }
 
@@ -196,8 +200,11 @@ static int run_list(ctx *c)
     size_t n = 0;
     if (sqlq_queue_list(c->client, c->s.prefix, &names, &n, &err) != SQLQ_OK)
         return fail(c, &err);
-    for (size_t i = 0; i < n; i++)
-        puts(names[i]);
+    for (size_t i = 0; i < n; i++) {
+        char safe[256]; /* names come from the service: shown escaped */
+        sqlq_term_text_line(names[i], safe, sizeof(safe));
+        puts(safe);
+    }
     sqlq_queue_names_free(names, n);
     return SQLQ_EXIT_OK;
 }
@@ -222,7 +229,18 @@ static int run_stats(ctx *c)
             json_object_set_new(o, "poison_approximate_count", json_integer(pp.approximate_count));
         else if (r == SQLQ_E_NOT_FOUND)
             json_object_set_new(o, "poison_approximate_count", json_null());
-        else {
+        else if (err.http_status == 401 || err.http_status == 403) {
+            /* A SAS scoped to QUEUE: print what could be read; the result is partial (exit 1). */
+            json_object_set_new(o, "poison_approximate_count", json_null());
+            json_object_set_new(o, "poison_error",
+                                json_string("not readable with this credential"));
+            print_json(o);
+            fprintf(stderr,
+                    "sqlq queue stats: %s: not readable with this credential (HTTP %d %s); "
+                    "the count of %s is shown, the result is partial (exit 1)\n",
+                    poison, err.http_status, err.azure_code, q);
+            return SQLQ_EXIT_FAILED;
+        } else {
             json_decref(o);
             return fail(c, &err);
         }
@@ -258,7 +276,7 @@ static double now_s(void)
 /* put --count N: N copies with up to --in-flight requests at once; a JSON summary. */
 static int put_copies(ctx *c, const sqlq_put_options *opt, const char *body, size_t len)
 {
-    size_t total = (size_t)c->s.count, done = 0, failed = 0;
+    size_t total = (size_t)c->s.count, done = 0, failed = 0, cancelled = 0;
     sqlq_put_item *items = calloc(total < PUT_CHUNK ? total : PUT_CHUNK, sizeof(*items));
     if (!items)
         return SQLQ_EXIT_FAILED;
@@ -266,7 +284,8 @@ static int put_copies(ctx *c, const sqlq_put_options *opt, const char *body, siz
     sqlq_error_clear(&first);
     double t0 = now_s();
     sqlq_result r = SQLQ_OK;
-    while (r == SQLQ_OK && done < total) {
+    /* A chunk whose failures were the service's (not one message's) is an outage: stop. */
+    while (r == SQLQ_OK && done < total && failed == 0) {
         size_t n = total - done < PUT_CHUNK ? total - done : PUT_CHUNK;
         for (size_t i = 0; i < n; i++) {
             items[i].body = body;
@@ -274,7 +293,8 @@ static int put_copies(ctx *c, const sqlq_put_options *opt, const char *body, siz
         }
         r = sqlq_queue_put_many(c->client, arg(c, 0), items, n, (size_t)c->s.in_flight, opt);
         for (size_t i = 0; i < n; i++) {
-            if (items[i].result != SQLQ_OK) {
+            cancelled += items[i].result == SQLQ_E_CANCELLED;
+            if (items[i].result != SQLQ_OK && items[i].result != SQLQ_E_CANCELLED) {
                 failed++;
                 if (first.code == SQLQ_OK)
                     first = items[i].error;
@@ -284,14 +304,24 @@ static int put_copies(ctx *c, const sqlq_put_options *opt, const char *body, siz
     }
     double secs = now_s() - t0;
     free(items);
+    size_t put = done - failed - cancelled;
     json_t *o = json_object();
     json_object_set_new(o, "queue", json_string(arg(c, 0)));
-    json_object_set_new(o, "put", json_integer((json_int_t)(done - failed)));
+    json_object_set_new(o, "put", json_integer((json_int_t)put));
     json_object_set_new(o, "failed", json_integer((json_int_t)failed));
+    /* cancelled by a stop: up to in_flight of them may have been put all the same */
+    json_object_set_new(o, "cancelled", json_integer((json_int_t)cancelled));
+    json_object_set_new(o, "not_sent", json_integer((json_int_t)(total - done)));
     json_object_set_new(o, "in_flight", json_integer(c->s.in_flight));
     json_object_set_new(o, "seconds", json_real(secs));
-    json_object_set_new(o, "per_second", json_real(secs > 0 ? (double)(done - failed) / secs : 0));
+    json_object_set_new(o, "per_second", json_real(secs > 0 ? (double)put / secs : 0));
     print_json(o);
+    if (r == SQLQ_E_CANCELLED || (sqlq_stop_flag && put < total)) {
+        fprintf(stderr, "sqlq queue put: interrupted: %zu put, up to %lld more may have been put "
+                        "(in flight), the other %zu not\n",
+                put, c->s.in_flight, total - put - failed);
+        return SQLQ_EXIT_FAILED;
+    }
     return failed || r != SQLQ_OK ? fail(c, &first) : SQLQ_EXIT_OK;
 }
 
@@ -397,7 +427,9 @@ static const subcommand subcommands[] = {
           "Print the account's queue names, one a line.", list_table, 0, 0),
      run_list},
     {SPEC("queue stats", "sqlq queue stats QUEUE [options]",
-          "Print the approximate message count of a queue and its poison queue.",
+          "Print the approximate message count of a queue and its poison queue. When the\n"
+          "credential cannot read the poison queue (a SAS scoped to QUEUE), the main count is\n"
+          "printed with \"poison_error\" and the exit code is 1 (a partial result).",
           common_table, 1, 1),
      run_stats},
     {SPEC("queue put", "sqlq queue put QUEUE [BODY|-] [--count N --in-flight K] [options]",
@@ -429,6 +461,11 @@ static const subcommand subcommands[] = {
 };
 #define NSUB (sizeof(subcommands) / sizeof(subcommands[0]))
 
+const sqlq_config_spec *sqlq_cmd_queue_spec(size_t i)
+{
+    return i < NSUB ? &subcommands[i].spec : NULL;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sqlq queue SUBCOMMAND [options]   (sqlq queue SUBCOMMAND --help for each)\n\n"
@@ -438,7 +475,8 @@ static void usage(FILE *f)
                 (int)strcspn(subcommands[i].spec.summary, "\n"), subcommands[i].spec.summary);
     fprintf(f, "\nThe connection comes from --queue-connection, $SQLQ_QUEUE_CONNECTION,\n"
                "$AzureWebJobsStorage, or a file named by $SQLQ_QUEUE_CONNECTION_FILE.\n"
-               "exit codes: 0 ok, 1 the operation failed, 2 usage or configuration error\n");
+               "exit codes: 0 ok, 1 the operation failed or the result is partial, 2 usage or\n"
+               "configuration error (see docs/consumer.md)\n");
 }
 
 static int connect_and_run(const subcommand *sub, ctx *c)

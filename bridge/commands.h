@@ -6,6 +6,8 @@
 #include "stop.h"
 
 #include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 enum { SQLQ_EXIT_OK = 0, SQLQ_EXIT_FAILED = 1, SQLQ_EXIT_USAGE = 2 };
 
@@ -29,5 +31,11 @@ const struct sqlq_config_spec *sqlq_cmd_status_spec(void);
 const struct sqlq_config_spec *sqlq_cmd_backfill_spec(void);
 const struct sqlq_config_spec *sqlq_cmd_consume_spec(void);
 int sqlq_cmd_backfill(int argc, char **argv); /* cmd_backfill.c */
+/* The tables of the `poison` and `queue` subcommands: the i-th, NULL past the last. */
+const struct sqlq_config_spec *sqlq_cmd_poison_spec(size_t i);
+const struct sqlq_config_spec *sqlq_cmd_queue_spec(size_t i);
+/* Whether any sqlq command reads this config-file key (cmd_config.c): a shared SQLQ_CONFIG
+ * file may hold the keys of every command. */
+bool sqlq_cmd_config_key_known(const char *key);
 
 #endif

@@ -176,6 +176,14 @@ static const sqlq_setting *find_key(const sqlq_config_spec *spec, const char *ke
     return NULL;
 }
 
+/* Set once before any command runs (the only writer is main); read-only afterwards. */
+static sqlq_config_known_fn known_elsewhere;
+
+void sqlq_config_set_known_keys(sqlq_config_known_fn fn)
+{
+    known_elsewhere = fn;
+}
+
 static sqlq_result apply_file(const sqlq_config_spec *spec, void *out, json_t *file,
                               const char *path, sqlq_error *err)
 {
@@ -192,9 +200,12 @@ static sqlq_result apply_file(const sqlq_config_spec *spec, void *out, json_t *f
                                       "config file %s key routes: expected an array of "
                                       "{\"table\": …, \"queue\": …} objects",
                                       path);
+            if (known_elsewhere && known_elsewhere(key))
+                continue; /* another sqlq command's setting in a shared file */
             return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                  "config file %s: unknown key '%s' for sqlq %s", path, key,
-                                  spec->command);
+                                  "config file %s: unknown key '%s' for sqlq %s%s", path, key,
+                                  spec->command,
+                                  known_elsewhere ? " (no sqlq command reads it)" : "");
         }
         origin from;
         snprintf(from.text, sizeof(from.text), "config file %s key %s", path, key);

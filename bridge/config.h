@@ -55,6 +55,12 @@ SQLQ_NODISCARD sqlq_result sqlq_config_load(const sqlq_config_spec *spec, void *
                                             char **argv, sqlq_config_result *res, sqlq_error *err);
 void sqlq_config_free(const sqlq_config_spec *spec, void *out, sqlq_config_result *res);
 
+/* One config file serves every sqlq command: a key that this command does not read but that
+ * fn says another sqlq command reads is ignored; a key no command reads is rejected, named.
+ * Set once at start-up (main.c); without it every key the command does not read is rejected. */
+typedef bool (*sqlq_config_known_fn)(const char *key);
+void sqlq_config_set_known_keys(sqlq_config_known_fn fn);
+
 /* Whether v is one of choices ("a|b|c"). */
 bool sqlq_config_choice_ok(const char *choices, const char *v);
 

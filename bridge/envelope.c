@@ -298,7 +298,9 @@ static char *poison_text(const sqlq_envelope_config *cfg, const sqlq_change *ch,
     }
     char cut[REASON_MAX];
     snprintf(cut, sizeof(cut), "%s", reason ? reason : "unknown");
-    int rc = json_object_set_new(o, "reason", json_string(cut));
+    /* The marker tells `sqlq poison requeue` that sqlq wrote this envelope (poison_match.h). */
+    int rc = json_object_set_new(o, "sqlq_poison", json_integer(1));
+    rc |= json_object_set_new(o, "reason", json_string(cut));
     rc |= json_object_set_new(o, "message", m);
     char *s = rc == 0 ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);

@@ -1,5 +1,6 @@
 /* main: the sqlq command line: signal handling and dispatch to the subcommands. */
 #include "commands.h"
+#include "config.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -51,6 +52,7 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    sqlq_config_set_known_keys(sqlq_cmd_config_key_known); /* one SQLQ_CONFIG for all */
 
     if (argc < 2) {
         usage(stderr);

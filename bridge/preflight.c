@@ -5,7 +5,10 @@
 #include "fault.h"
 #include "queue_client.h"
 
+#include <errno.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 static void report(FILE *out, bool ok, const char *what, const sqlq_error *err)
 {
@@ -36,6 +39,46 @@ static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out)
     bool ok = sqlq_capture_check(db, &cc, &err) == SQLQ_OK;
     report(out, ok, what, &err);
     return ok ? 0 : 1;
+}
+
+/* The value of key in an ODBC connection string ("K=V;K={V;…}"), into out; false if absent. */
+static bool conn_value(const char *conn, const char *key, char *out, size_t size)
+{
+    size_t klen = strlen(key);
+    for (const char *p = conn; p && *p;) {
+        while (*p == ' ' || *p == ';')
+            p++;
+        const char *eq = strchr(p, '=');
+        if (!eq)
+            return false;
+        const char *v = eq + 1, *end;
+        if (*v == '{') {
+            end = strchr(v + 1, '}');
+            end = end ? end : v + strlen(v);
+            v++;
+        } else {
+            end = v + strcspn(v, ";");
+        }
+        if ((size_t)(eq - p) == klen && strncasecmp(p, key, klen) == 0) {
+            snprintf(out, size, "%.*s", (int)(end - v), v);
+            return true;
+        }
+        p = *end == '}' ? end + 1 : end;
+    }
+    return false;
+}
+
+/* The SQLite ODBC driver creates a missing database file on connect: a check that changes
+ * nothing must not, so a SQLite path that does not exist is reported instead. */
+static bool sqlite_file_missing(const char *conn, char *path, size_t size)
+{
+    char driver[128];
+    if (!conn_value(conn, "Driver", driver, sizeof(driver)) || !strcasestr(driver, "sqlite") ||
+        !conn_value(conn, "Database", path, size) || !path[0] || strcmp(path, ":memory:") == 0 ||
+        strncmp(path, "file:", 5) == 0)
+        return false;
+    struct stat st;
+    return stat(path, &st) != 0 && errno == ENOENT;
 }
 
 static int check_queue(sqlq_queue_client *qc, const char *queue, FILE *out)
@@ -72,7 +115,13 @@ int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
     sqlq_error err;
     sqlq_error_clear(&err);
     sqlq_db *db = NULL;
-    if (sqlq_db_connect(db_connection, &db, &err) != SQLQ_OK) {
+    char path[1024];
+    if (sqlite_file_missing(db_connection, path, sizeof(path))) {
+        fprintf(out, "FAIL database: the SQLite file %s does not exist (not created: config "
+                     "check changes nothing; is the path right?)\n",
+                path);
+        problems++;
+    } else if (sqlq_db_connect(db_connection, &db, &err) != SQLQ_OK) {
         report(out, false, "database: connect", &err);
         problems++;
     } else {

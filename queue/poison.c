@@ -2,31 +2,29 @@
 
 #include "buf.h"
 #include "log.h"
+#include "poison_match.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-#define MAX_LINE ((size_t)4 * 1024 * 1024) /* an import line: 64 KiB text, JSON-escaped */
-#define IMPORT_CHUNK 256
-#define IMPORT_IN_FLIGHT 16
 /* Stop looking once this many Get requests in a row returned only messages already seen. */
 #define ALL_SEEN_ROUNDS 2
+#define PEEK_MAX 32
 
 /* ---- messages this run holds hidden: id -> latest pop receipt ---- */
 
 typedef struct held_entry {
     char *id;
     char *receipt;
-    bool restore; /* make visible again at the end */
+    int64_t until; /* visible again at (epoch s) */
+    bool restore;  /* make visible again at the end */
 } held_entry;
 
-typedef struct held_set {
+struct sqlq_poison_held {
     held_entry *slots;
     size_t cap, n;
-} held_set;
+};
 
 static size_t hash(const char *s)
 {
@@ -36,7 +34,7 @@ static size_t hash(const char *s)
     return h;
 }
 
-static sqlq_result held_grow(held_set *h)
+static sqlq_result held_grow(sqlq_poison_held *h)
 {
     size_t cap = h->cap ? h->cap * 2 : 256;
     held_entry *slots = calloc(cap, sizeof(*slots));
@@ -56,104 +54,113 @@ static sqlq_result held_grow(held_set *h)
     return SQLQ_OK;
 }
 
-/* The entry for id, added when new (*added = true). NULL on OOM. */
-static held_entry *held_get(held_set *h, const char *id, bool *added)
+static held_entry *held_find(const sqlq_poison_held *h, const char *id)
 {
-    *added = false;
-    if ((h->n + 1) * 2 > h->cap && held_grow(h) != SQLQ_OK)
+    if (!h->cap)
         return NULL;
     size_t j = hash(id) & (h->cap - 1);
     while (h->slots[j].id && strcmp(h->slots[j].id, id) != 0)
         j = (j + 1) & (h->cap - 1);
-    if (!h->slots[j].id) {
-        if (!(h->slots[j].id = strdup(id)))
-            return NULL;
+    return h->slots[j].id ? &h->slots[j] : NULL;
+}
+
+sqlq_poison_held *sqlq_poison_held_create(void)
+{
+    return calloc(1, sizeof(sqlq_poison_held));
+}
+
+sqlq_result sqlq_poison_held_put(sqlq_poison_held *h, const sqlq_message *m, bool restore,
+                                 bool *out_added)
+{
+    *out_added = false;
+    held_entry *e = held_find(h, m->id);
+    if (!e) {
+        if ((h->n + 1) * 2 > h->cap && held_grow(h) != SQLQ_OK)
+            return SQLQ_E_NOMEM;
+        size_t j = hash(m->id) & (h->cap - 1);
+        while (h->slots[j].id)
+            j = (j + 1) & (h->cap - 1);
+        e = &h->slots[j];
+        if (!(e->id = strdup(m->id)))
+            return SQLQ_E_NOMEM;
         h->n++;
-        *added = true;
+        *out_added = true;
     }
-    return &h->slots[j];
-}
-
-static void held_set_receipt(held_entry *e, const char *receipt, bool restore)
-{
     free(e->receipt);
-    e->receipt = receipt ? strdup(receipt) : NULL;
+    e->receipt = m->pop_receipt ? strdup(m->pop_receipt) : NULL;
+    e->until = m->next_visible_time;
     e->restore = restore && e->receipt;
+    return SQLQ_OK;
 }
 
-static void held_free(held_set *h)
+void sqlq_poison_held_drop(sqlq_poison_held *h, const char *id)
 {
-    for (size_t i = 0; i < h->cap; i++) {
-        free(h->slots[i].id);
-        free(h->slots[i].receipt);
+    held_entry *e = held_find(h, id);
+    if (e) {
+        free(e->receipt);
+        e->receipt = NULL;
+        e->restore = false;
     }
-    free(h->slots);
-    memset(h, 0, sizeof(*h));
 }
 
-/* Messages we skipped or only looked at become visible again now, not in visibility_s. */
-static void held_restore(sqlq_queue_client *c, const char *queue, held_set *h)
+static uint64_t mono_ms(void)
 {
-    for (size_t i = 0; i < h->cap; i++) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+static bool stopping(const sqlq_stop *stop)
+{
+    return stop && *stop;
+}
+
+void sqlq_poison_held_restore(sqlq_queue_client *c, const char *queue, sqlq_poison_held *h,
+                              const sqlq_stop *stop, bool failed,
+                              sqlq_poison_counts *out)
+{
+    uint64_t deadline = 0;
+    for (size_t i = 0; h && i < h->cap; i++) {
         held_entry *e = &h->slots[i];
         if (!e->id || !e->restore)
             continue;
+        if (stopping(stop) && !deadline)
+            deadline = mono_ms() + SQLQ_POISON_RESTORE_ON_STOP_MS;
         sqlq_error err;
         sqlq_error_clear(&err);
         char *receipt = NULL;
-        if (sqlq_queue_update_message(c, queue, e->id, e->receipt, 0, NULL, 0, false, &receipt,
-                                      NULL, &err) != SQLQ_OK)
+        if (failed || (deadline && mono_ms() > deadline) ||
+            sqlq_queue_update_message(c, queue, e->id, e->receipt, 0, NULL, 0, false, &receipt,
+                                      NULL, &err) != SQLQ_OK) {
             SQLQ_DEBUG("poison.restore_failed", "queue=%s msg_id=%s err=\"%s\"", queue, e->id,
                        err.message);
+            out->held++;
+            if (e->until > out->held_until)
+                out->held_until = e->until;
+        }
         free(receipt);
         e->restore = false;
     }
 }
 
-/* ---- bodies and matching ---- */
-
-json_t *sqlq_poison_body_json(sqlq_encoding e, const char *text, size_t len)
+void sqlq_poison_held_destroy(sqlq_poison_held *h)
 {
-    sqlq_buf body;
-    sqlq_buf_init(&body, 0);
-    json_t *j = NULL;
-    if (sqlq_codec_decode(e, text ? text : "", len, &body, NULL) == SQLQ_OK) {
-        j = json_stringn(sqlq_buf_str(&body), body.len);
-        if (!j) {
-            sqlq_buf b64;
-            sqlq_buf_init(&b64, 0);
-            if (sqlq_codec_encode(SQLQ_ENCODING_BASE64, body.data ? body.data : "", body.len, &b64,
-                                  NULL) == SQLQ_OK ||
-                b64.len > 0)
-                j = json_pack("{s:s}", "$base64", sqlq_buf_str(&b64));
-            sqlq_buf_free(&b64);
-        }
+    for (size_t i = 0; h && i < h->cap; i++) {
+        free(h->slots[i].id);
+        free(h->slots[i].receipt);
     }
-    sqlq_buf_free(&body);
-    return j ? j : json_null();
+    if (h)
+        free(h->slots);
+    free(h);
 }
 
-static bool where_matches(const sqlq_requeue_options *o, const sqlq_message *m)
+bool sqlq_poison_message_fault(const sqlq_error *e)
 {
-    sqlq_buf body;
-    sqlq_buf_init(&body, 0);
-    bool hit = false;
-    if (sqlq_codec_decode(o->encoding, m->text ? m->text : "", m->text_len, &body, NULL) ==
-        SQLQ_OK) {
-        json_t *root = json_loadb(sqlq_buf_str(&body), body.len, 0, NULL);
-        json_t *v = json_object_get(root, o->where_field);
-        if (json_is_string(v)) {
-            hit = strcmp(json_string_value(v), o->where_value) == 0;
-        } else if (v) {
-            char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-            hit = s && strcmp(s, o->where_value) == 0;
-            free(s);
-        }
-        json_decref(root);
-    }
-    sqlq_buf_free(&body);
-    return hit;
+    return e->code == SQLQ_E_TOO_LARGE ||
+           (e->code == SQLQ_E_HTTP && (e->http_status == 400 || e->http_status == 413));
 }
+
+/* ---- matching ---- */
 
 static bool matches(const sqlq_requeue_options *o, const sqlq_message *m)
 {
@@ -162,7 +169,16 @@ static bool matches(const sqlq_requeue_options *o, const sqlq_message *m)
     for (size_t i = 0; i < o->nids; i++)
         if (strcmp(o->ids[i], m->id) == 0)
             return true;
-    return o->where_field && where_matches(o, m);
+    if (!o->where_field)
+        return false;
+    sqlq_buf body;
+    sqlq_buf_init(&body, 0);
+    bool hit = sqlq_codec_decode(o->encoding, m->text ? m->text : "", m->text_len, &body, NULL) ==
+                   SQLQ_OK &&
+               sqlq_poison_match_where(sqlq_buf_str(&body), body.len, o->where_field,
+                                       o->where_value);
+    sqlq_buf_free(&body);
+    return hit;
 }
 
 /* ---- requeue ---- */
@@ -174,81 +190,79 @@ void sqlq_requeue_options_default(sqlq_requeue_options *o)
     o->encoding = SQLQ_ENCODING_BASE64;
 }
 
-/* The bridge poisons a change as {"reason": "...", "message": M} (M the message it could not
- * deliver). Moving it back must put M, not the wrapper, or consumers would get a shape they do
- * not know. On success *out holds M's MessageText, encoded like the original. */
-static bool bridge_original(const sqlq_message *m, sqlq_encoding enc, sqlq_buf *out)
+/* What goes back: a sqlq envelope's message (its exact bytes, encoded like the original),
+ * anything else byte-identical. */
+static sqlq_result requeue_text(const sqlq_message *m, sqlq_encoding enc, sqlq_buf *out,
+                                sqlq_error *err)
 {
     sqlq_buf body;
     sqlq_buf_init(&body, 0);
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    bool ok = false;
-    if (m->text && sqlq_codec_decode(enc, m->text, m->text_len, &body, &err) == SQLQ_OK) {
-        json_t *doc = json_loadb(sqlq_buf_str(&body), body.len, 0, NULL);
-        json_t *inner = json_object_get(doc, "message");
-        if (json_is_object(doc) && json_object_size(doc) == 2 &&
-            json_is_string(json_object_get(doc, "reason")) &&
-            (json_is_object(inner) || json_is_array(inner))) {
-            char *text = json_dumps(inner, JSON_COMPACT);
-            ok = text && sqlq_codec_encode(enc, text, strlen(text), out, &err) == SQLQ_OK;
-            free(text);
-        }
-        json_decref(doc);
-    }
+    const char *inner;
+    size_t inner_len;
+    sqlq_result r = SQLQ_OK;
+    if (m->text && sqlq_codec_decode(enc, m->text, m->text_len, &body, NULL) == SQLQ_OK &&
+        sqlq_poison_match_envelope(sqlq_buf_str(&body), body.len, &inner, &inner_len))
+        r = sqlq_codec_encode(enc, inner, inner_len, out, err);
+    else
+        r = sqlq_buf_add(out, m->text ? m->text : "", m->text_len);
     sqlq_buf_free(&body);
-    return ok;
+    return r;
 }
 
-static sqlq_result put_verbatim(sqlq_queue_client *c, const char *queue, const sqlq_message *m,
-                                sqlq_encoding enc, sqlq_error *err)
+static sqlq_result put_back(sqlq_queue_client *c, const char *queue, const sqlq_message *m,
+                            sqlq_encoding enc, sqlq_error *err)
 {
-    sqlq_put_options po = {.verbatim = true};
-    sqlq_buf original;
-    sqlq_buf_init(&original, 0);
-    const char *text = m->text ? m->text : "";
-    size_t len = m->text_len;
-    if (bridge_original(m, enc, &original)) {
-        text = sqlq_buf_str(&original);
-        len = original.len;
-    }
-    sqlq_result r = sqlq_queue_put(c, queue, text, len, &po, NULL, err);
+    sqlq_put_options po = {.verbatim = true, .ttl_s = -1}; /* poison copies never expire */
+    sqlq_buf text;
+    sqlq_buf_init(&text, 0);
+    sqlq_result r = requeue_text(m, enc, &text, err);
+    if (r == SQLQ_OK)
+        r = sqlq_queue_put(c, queue, sqlq_buf_str(&text), text.len, &po, NULL, err);
     if (r == SQLQ_E_NOT_FOUND) {
         sqlq_error_clear(err);
         bool created;
         r = sqlq_queue_create(c, queue, &created, err);
         if (r == SQLQ_OK || r == SQLQ_E_CONFLICT) {
             sqlq_error_clear(err);
-            r = sqlq_queue_put(c, queue, text, len, &po, NULL, err);
+            r = sqlq_queue_put(c, queue, sqlq_buf_str(&text), text.len, &po, NULL, err);
         }
     }
-    sqlq_buf_free(&original);
+    sqlq_buf_free(&text);
     return r;
 }
 
-static bool stopping(const sqlq_stop *stop)
-{
-    return stop && *stop;
-}
+typedef enum { MOVED, LEFT, STOPPED } move_outcome;
 
-/* Move one message; false when it stays where it was. */
-static bool move_one(sqlq_queue_client *c, const char *from, const char *to, const sqlq_message *m,
-                     sqlq_encoding enc)
+/* Move one message. LEFT: the service refused this message (it stays, counted failed);
+ * STOPPED: the service or the credential failed (err set; the run stops). */
+static move_outcome move_one(sqlq_queue_client *c, const char *from, const char *to,
+                             const sqlq_message *m, sqlq_encoding enc, sqlq_poison_counts *out,
+                             sqlq_error *err)
 {
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (put_verbatim(c, to, m, enc, &err) != SQLQ_OK) {
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (put_back(c, to, m, enc, &e) != SQLQ_OK) {
         SQLQ_WARN("poison.put_failed", "queue=%s msg_id=%s err=\"%s\" note=\"left in %s\"", to,
-                  m->id, err.message, from);
-        return false;
+                  m->id, e.message, from);
+        if (sqlq_poison_message_fault(&e))
+            return LEFT;
+        /* A put that timed out or was cancelled may have landed all the same. */
+        out->uncertain += e.transient || e.code == SQLQ_E_NETWORK || e.code == SQLQ_E_CANCELLED;
+        *err = e;
+        return STOPPED;
     }
-    sqlq_error_clear(&err);
-    if (sqlq_queue_delete_message(c, from, m->id, m->pop_receipt, &err) != SQLQ_OK)
-        SQLQ_WARN("poison.delete_failed",
-                  "queue=%s msg_id=%s err=\"%s\" note=\"copied to %s but still here: it may be "
-                  "moved twice\"",
-                  from, m->id, err.message, to);
-    return true;
+    sqlq_error_clear(&e);
+    if (sqlq_queue_delete_message(c, from, m->id, m->pop_receipt, &e) == SQLQ_OK)
+        return MOVED;
+    SQLQ_WARN("poison.delete_failed",
+              "queue=%s msg_id=%s err=\"%s\" note=\"copied to %s but still here: a rerun moves "
+              "it again\"",
+              from, m->id, e.message, to);
+    out->uncertain++;
+    if (e.code == SQLQ_E_NOT_FOUND || e.code == SQLQ_E_POP_RECEIPT)
+        return LEFT; /* our hold lapsed: someone else may hold it now */
+    *err = e;
+    return STOPPED;
 }
 
 static bool requeue_done(const sqlq_requeue_options *o, const sqlq_poison_counts *n)
@@ -258,306 +272,136 @@ static bool requeue_done(const sqlq_requeue_options *o, const sqlq_poison_counts
     return !o->all && !o->where_field && o->nids > 0 && n->matched >= o->nids;
 }
 
-sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from, const char *to,
+/* Handle one received batch; *fresh counts messages not seen before. */
+static sqlq_result requeue_batch(sqlq_queue_client *c, const char *from, const char *to,
+                                 const sqlq_requeue_options *o, const sqlq_message_list *list,
+                                 sqlq_poison_held *held, sqlq_poison_counts *out, size_t *fresh,
+                                 sqlq_error *err)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        const sqlq_message *m = &list->items[i];
+        bool added;
+        if (sqlq_poison_held_put(held, m, true, &added) != SQLQ_OK)
+            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+        /* Arrivals do not keep the run going: it covers what was there when it started. */
+        *fresh += added && m->insertion_time <= o->started;
+        if (!added)
+            continue;
+        out->seen++;
+        if (m->insertion_time > o->started) {
+            out->arrived++; /* poisoned again (or new) while this run went: the next run's */
+            continue;
+        }
+        if (requeue_done(o, out) || !matches(o, m))
+            continue;
+        out->matched++;
+        if (o->dry_run) {
+            out->moved++;
+            continue;
+        }
+        move_outcome mo = move_one(c, from, to, m, o->encoding, out, err);
+        out->moved += mo == MOVED;
+        out->failed += mo == LEFT;
+        if (mo != LEFT)
+            sqlq_poison_held_drop(held, m->id);
+        if (mo == STOPPED)
+            return err->code;
+    }
+    return SQLQ_OK;
+}
+
+/* A dry run over a queue the peek covers: nothing is received, nothing changes. */
+static sqlq_result requeue_peek(sqlq_queue_client *c, const char *from,
                                 const sqlq_requeue_options *o, sqlq_poison_counts *out,
                                 sqlq_error *err)
 {
-    memset(out, 0, sizeof(*out));
-    if (!o->all && o->nids == 0 && !o->where_field)
-        return sqlq_error_set(err, SQLQ_E_INVALID, false, "choose --all, --id or --where");
-    held_set held = {0};
-    sqlq_result r = SQLQ_OK;
-    for (int all_seen = 0; r == SQLQ_OK && all_seen < ALL_SEEN_ROUNDS && !requeue_done(o, out);) {
-        sqlq_message_list list = {0};
-        r = sqlq_queue_get(c, from, 32, o->visibility_s, &list, err);
-        if (r != SQLQ_OK || list.count == 0) {
-            sqlq_message_list_free(&list);
-            break;
+    sqlq_message_list list = {0};
+    sqlq_result r = sqlq_queue_peek(c, from, PEEK_MAX, &list, err);
+    for (size_t i = 0; r == SQLQ_OK && i < list.count; i++) {
+        const sqlq_message *m = &list.items[i];
+        out->seen++;
+        if (m->insertion_time > o->started)
+            out->arrived++;
+        else if (!(o->limit && out->moved >= o->limit) && matches(o, m)) {
+            out->matched++;
+            out->moved++;
         }
-        size_t fresh = 0;
-        for (size_t i = 0; i < list.count; i++) {
-            const sqlq_message *m = &list.items[i];
-            bool added;
-            held_entry *e = held_get(&held, m->id, &added);
-            if (!e) {
-                r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-                break;
-            }
-            fresh += added;
-            bool take = added && !requeue_done(o, out) && matches(o, m);
-            out->seen += added;
-            out->matched += take;
-            if (take && !o->dry_run && move_one(c, from, to, m, o->encoding)) {
-                out->moved++;
-                held_set_receipt(e, NULL, false);
-            } else {
-                out->moved += take && o->dry_run;
-                out->failed += take && !o->dry_run;
-                held_set_receipt(e, m->pop_receipt, true);
-            }
-        }
-        sqlq_message_list_free(&list);
-        all_seen = fresh ? 0 : all_seen + 1;
-        if (o->progress)
-            o->progress(o->progress_ctx, out->moved);
     }
-    held_restore(c, from, &held);
-    held_free(&held);
+    sqlq_message_list_free(&list);
+    out->peeked = true;
+    return r;
+}
+
+static void count_remaining(sqlq_queue_client *c, const char *from, sqlq_poison_counts *out)
+{
+    sqlq_queue_props props = {0};
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    out->remaining = sqlq_queue_properties(c, from, &props, &err) == SQLQ_OK
+                         ? props.approximate_count
+                         : -1;
+}
+
+/* The insertion times the service reports are whole seconds: the run starts at the beginning
+ * of the next second, so that everything inserted up to `started` was there before the run and
+ * everything it puts or a consumer poisons again meanwhile is later. */
+static int64_t start_second(const sqlq_stop *stop)
+{
+    int64_t now = (int64_t)time(NULL);
+    while ((int64_t)time(NULL) == now && !stopping(stop)) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return now;
+}
+
+sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from, const char *to,
+                                const sqlq_requeue_options *o_in, sqlq_poison_counts *out,
+                                sqlq_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    sqlq_requeue_options o = *o_in;
+    if (!o.started)
+        o.started = start_second(o.stop);
+    out->started = o.started;
+    if (!o.all && o.nids == 0 && !o.where_field)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "choose --all, --id or --where");
+    if (o.dry_run && o.peek) {
+        sqlq_result r = requeue_peek(c, from, &o, out, err);
+        if (r == SQLQ_E_NOT_FOUND) {
+            sqlq_error_clear(err);
+            r = SQLQ_OK;
+        }
+        if (r == SQLQ_OK)
+            count_remaining(c, from, out);
+        return r;
+    }
+    sqlq_poison_held *held = sqlq_poison_held_create();
+    sqlq_result r = held ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    for (int all_seen = 0; r == SQLQ_OK && all_seen < ALL_SEEN_ROUNDS && !requeue_done(&o, out);) {
+        sqlq_message_list list = {0};
+        r = sqlq_queue_get(c, from, 32, o.visibility_s, &list, err);
+        size_t fresh = 0;
+        if (r == SQLQ_OK && list.count > 0)
+            r = requeue_batch(c, from, to, &o, &list, held, out, &fresh, err);
+        bool empty = list.count == 0;
+        sqlq_message_list_free(&list);
+        if (empty)
+            break;
+        all_seen = fresh ? 0 : all_seen + 1;
+        if (o.progress)
+            o.progress(o.progress_ctx, out->moved);
+    }
+    out->interrupted = stopping(o.stop);
     if (r == SQLQ_E_NOT_FOUND) {
         sqlq_error_clear(err);
         r = SQLQ_OK; /* no poison queue: nothing to move */
     }
-    return r;
-}
-
-/* ---- export ---- */
-
-static void iso(int64_t t, char *out, size_t size)
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-    if (t <= 0 || !gmtime_r(&tt, &tm) || strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        out[0] = '\0';
-}
-
-static sqlq_result write_line(FILE *f, const sqlq_message *m, sqlq_encoding e, sqlq_error *err)
-{
-    char ins[32], exp[32];
-    iso(m->insertion_time, ins, sizeof(ins));
-    iso(m->expiration_time, exp, sizeof(exp));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:s%, s:o}", "id", m->id, "insertion_time", ins,
-                          "expiration_time", exp, "dequeue_count",
-                          (json_int_t)(m->dequeue_count > 0 ? m->dequeue_count - 1 : 0), "text",
-                          m->text ? m->text : "", m->text_len, "body",
-                          sqlq_poison_body_json(e, m->text, m->text_len));
-    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    if (!line)
-        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "cannot format message %s", m->id);
-    int rc = fprintf(f, "%s\n", line);
-    free(line);
-    if (rc < 0)
-        return sqlq_error_set(err, SQLQ_E_IO, false, "write: %s", strerror(errno));
-    return SQLQ_OK;
-}
-
-static sqlq_result sync_file(FILE *f, sqlq_error *err)
-{
-    if (fflush(f) != 0 || (fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS))
-        return sqlq_error_set(err, SQLQ_E_IO, false, "flush/fsync of the export file: %s",
-                              strerror(errno));
-    return SQLQ_OK;
-}
-
-/* Write one batch; returns how many new messages it wrote, after syncing, deleting them. */
-static sqlq_result export_batch(sqlq_queue_client *c, const char *queue, FILE *f,
-                                const sqlq_export_options *o, sqlq_message_list *list,
-                                held_set *held, sqlq_poison_counts *out, size_t *fresh,
-                                sqlq_error *err)
-{
-    bool *take = calloc(list->count ? list->count : 1, sizeof(bool));
-    if (!take)
-        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    sqlq_result r = SQLQ_OK;
-    for (size_t i = 0; r == SQLQ_OK && i < list->count; i++) {
-        const sqlq_message *m = &list->items[i];
-        bool added;
-        held_entry *e = held_get(held, m->id, &added);
-        if (!e) {
-            r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-            break;
-        }
-        *fresh += added;
-        if (added && !(o->limit && out->moved >= o->limit)) {
-            out->seen++;
-            r = write_line(f, m, o->encoding, err);
-            take[i] = r == SQLQ_OK;
-            out->moved += take[i];
-        }
-        /* Kept hidden only when it is about to be deleted; everything else is restored. */
-        held_set_receipt(e, m->pop_receipt, !(o->delete_after && take[i]));
-    }
-    if (r == SQLQ_OK && o->delete_after)
-        r = sync_file(f, err);
-    for (size_t i = 0; r == SQLQ_OK && o->delete_after && i < list->count; i++) {
-        if (!take[i])
-            continue;
-        const sqlq_message *m = &list->items[i];
-        sqlq_error derr;
-        sqlq_error_clear(&derr);
-        if (sqlq_queue_delete_message(c, queue, m->id, m->pop_receipt, &derr) != SQLQ_OK) {
-            out->failed++;
-            SQLQ_WARN("poison.delete_failed",
-                      "queue=%s msg_id=%s err=\"%s\" note=\"exported "
-                      "but still in the queue\"",
-                      queue, m->id, derr.message);
-        }
-    }
-    free(take);
-    return r;
-}
-
-sqlq_result sqlq_poison_export(sqlq_queue_client *c, const char *queue, FILE *f,
-                               const sqlq_export_options *o, sqlq_poison_counts *out,
-                               sqlq_error *err)
-{
-    memset(out, 0, sizeof(*out));
-    held_set held = {0};
-    sqlq_result r = SQLQ_OK;
-    for (int all_seen = 0; r == SQLQ_OK && all_seen < ALL_SEEN_ROUNDS && !stopping(o->stop) &&
-                           !(o->limit && out->moved >= o->limit);) {
-        sqlq_message_list list = {0};
-        r = sqlq_queue_get(c, queue, 32, o->visibility_s > 0 ? o->visibility_s : 30, &list, err);
-        if (r == SQLQ_OK && list.count == 0) {
-            sqlq_message_list_free(&list);
-            break;
-        }
-        size_t fresh = 0;
-        if (r == SQLQ_OK)
-            r = export_batch(c, queue, f, o, &list, &held, out, &fresh, err);
-        sqlq_message_list_free(&list);
-        all_seen = fresh ? 0 : all_seen + 1;
-        if (o->progress)
-            o->progress(o->progress_ctx, out->moved);
-    }
+    sqlq_poison_held_restore(c, from, held, o.stop, r != SQLQ_OK, out);
+    sqlq_poison_held_destroy(held);
     if (r == SQLQ_OK)
-        r = sync_file(f, err);
-    held_restore(c, queue, &held);
-    held_free(&held);
-    if (r == SQLQ_E_NOT_FOUND) {
-        sqlq_error_clear(err);
-        r = SQLQ_OK;
-    }
-    return r;
-}
-
-/* ---- import ---- */
-
-typedef struct import_chunk {
-    sqlq_put_item items[IMPORT_CHUNK];
-    char *owned[IMPORT_CHUNK];
-    size_t n;
-    bool verbatim; /* all items of a chunk are sent the same way */
-} import_chunk;
-
-static void chunk_clear(import_chunk *ch)
-{
-    for (size_t i = 0; i < ch->n; i++)
-        free(ch->owned[i]);
-    ch->n = 0;
-}
-
-static sqlq_result chunk_send(sqlq_queue_client *c, const char *queue, import_chunk *ch,
-                              sqlq_poison_counts *out, sqlq_error *err)
-{
-    if (ch->n == 0)
-        return SQLQ_OK;
-    sqlq_put_options po = {.verbatim = ch->verbatim};
-    sqlq_result r = sqlq_queue_put_many(c, queue, ch->items, ch->n, IMPORT_IN_FLIGHT, &po);
-    for (size_t i = 0; r == SQLQ_OK && i < ch->n; i++) {
-        if (ch->items[i].result == SQLQ_OK) {
-            out->moved++;
-            continue;
-        }
-        out->failed++;
-        if (err && err->code == SQLQ_OK)
-            *err = ch->items[i].error;
-    }
-    chunk_clear(ch);
-    if (r != SQLQ_OK)
-        return sqlq_error_set(err, r, false, "import interrupted");
-    return out->failed ? err->code : SQLQ_OK;
-}
-
-/* Parse one line into (text, verbatim). */
-static sqlq_result parse_line(const char *line, size_t len, unsigned long long lineno, char **text,
-                              size_t *text_len, bool *verbatim, sqlq_error *err)
-{
-    json_error_t je;
-    json_t *o = json_loadb(line, len, 0, &je);
-    json_t *t = json_object_get(o, "text");
-    json_t *b = json_object_get(o, "body");
-    sqlq_result r = SQLQ_OK;
-    if (json_is_string(t) || json_is_string(b)) {
-        json_t *v = json_is_string(t) ? t : b;
-        *verbatim = json_is_string(t);
-        *text_len = json_string_length(v);
-        *text = malloc(*text_len + 1);
-        if (*text)
-            memcpy(*text, json_string_value(v), *text_len + 1);
-        else
-            r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    } else {
-        r = sqlq_error_set(
-            err, SQLQ_E_PARSE, false,
-            "line %llu: expected a JSON object with a \"text\" (or \"body\") string%s%s", lineno,
-            o ? "" : ": ", o ? "" : je.text);
-    }
-    json_decref(o);
-    return r;
-}
-
-static sqlq_result read_line(FILE *f, sqlq_buf *line, bool *eof, sqlq_error *err)
-{
-    sqlq_buf_reset(line);
-    int ch;
-    while ((ch = getc(f)) != EOF && ch != '\n') {
-        if (sqlq_buf_addc(line, (char)ch) != SQLQ_OK)
-            return sqlq_error_set(err, SQLQ_E_TOO_LARGE, false, "import line over %zu bytes",
-                                  MAX_LINE);
-    }
-    *eof = ch == EOF;
-    if (ferror(f))
-        return sqlq_error_set(err, SQLQ_E_IO, false, "read: %s", strerror(errno));
-    return SQLQ_OK;
-}
-
-sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *f, const char *queue,
-                               const sqlq_stop *stop, sqlq_poison_progress_fn progress,
-                               void *progress_ctx, sqlq_poison_counts *out, sqlq_error *err)
-{
-    memset(out, 0, sizeof(*out));
-    bool created;
-    sqlq_result r = sqlq_queue_create(c, queue, &created, err);
-    if (r == SQLQ_E_CONFLICT) {
-        sqlq_error_clear(err);
-        r = SQLQ_OK;
-    }
-    import_chunk *ch = calloc(1, sizeof(*ch));
-    if (r == SQLQ_OK && !ch)
-        r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    sqlq_buf line;
-    sqlq_buf_init(&line, MAX_LINE);
-    unsigned long long lineno = 0;
-    for (bool eof = false; r == SQLQ_OK && !eof && !stopping(stop);) {
-        r = read_line(f, &line, &eof, err);
-        lineno++;
-        if (r != SQLQ_OK || line.len == 0 || strspn(sqlq_buf_str(&line), " \t\r") == line.len)
-            continue;
-        char *text = NULL;
-        size_t len = 0;
-        bool verbatim = true;
-        r = parse_line(sqlq_buf_str(&line), line.len, lineno, &text, &len, &verbatim, err);
-        if (r != SQLQ_OK)
-            break;
-        if (ch->n == IMPORT_CHUNK || (ch->n > 0 && ch->verbatim != verbatim)) {
-            r = chunk_send(c, queue, ch, out, err);
-            if (progress)
-                progress(progress_ctx, out->moved);
-        }
-        out->seen++;
-        ch->verbatim = verbatim;
-        ch->owned[ch->n] = text;
-        ch->items[ch->n] = (sqlq_put_item){.body = text, .len = len};
-        ch->n++;
-    }
-    if (r == SQLQ_OK && ch)
-        r = chunk_send(c, queue, ch, out, err);
-    if (progress)
-        progress(progress_ctx, out->moved);
-    if (ch)
-        chunk_clear(ch);
-    free(ch);
-    sqlq_buf_free(&line);
+        count_remaining(c, from, out);
+    else
+        out->remaining = -1; /* the service is failing: asking again would only wait */
     return r;
 }

@@ -1,6 +1,7 @@
 /* poison: tools for poison queues: move messages back (requeue), export them to JSON lines
  * and import them again. Every move is put-then-delete: a crash can duplicate a message,
- * never lose one. */
+ * never lose one. Every run reports what it did, what may have been done (in flight when it
+ * stopped) and what remains, so that the caller can tell the operator the truth. */
 #ifndef SQLQ_POISON_H
 #define SQLQ_POISON_H
 
@@ -12,21 +13,30 @@
 #include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* Called now and then with the count so far (for a progress line on a terminal). */
 typedef void (*sqlq_poison_progress_fn)(void *ctx, unsigned long long done);
 
+/* How long a stopped run keeps making the messages it looked at visible again before it
+ * leaves the rest to their visibility timeout (and says until when). */
+#define SQLQ_POISON_RESTORE_ON_STOP_MS 2000
+
 typedef struct sqlq_requeue_options {
     bool all;               /* every message (else ids or where must be given) */
     const char *const *ids; /* move these message ids */
     size_t nids;
-    const char *where_field;  /* move messages whose decoded body is a JSON object with */
-    const char *where_value;  /* this top-level field equal to this (string, or number /
-                               * true / false / null as written) */
+    const char *where_field;  /* move messages whose decoded body has this top-level field */
+    const char *where_value;  /* equal to this (poison_match.h: numbers by value; a sqlq
+                               * envelope is matched by its message, plus "reason") */
     bool dry_run;             /* count what would move; nothing is put or deleted */
+    bool peek;                /* with dry_run: the queue holds at most 32 messages, so peek
+                               * (nothing changes) instead of receiving */
     unsigned long long limit; /* move at most this many; 0 = no limit */
     int visibility_s;         /* how long a received message stays hidden (30) */
+    int64_t started;          /* epoch s: messages inserted later are left alone, counted as
+                               * arrived (0 = now, the run waiting for the next second) */
     sqlq_encoding encoding;   /* to decode bodies for where */
     const sqlq_stop *stop;
     sqlq_poison_progress_fn progress;
@@ -34,19 +44,35 @@ typedef struct sqlq_requeue_options {
 } sqlq_requeue_options;
 
 typedef struct sqlq_poison_counts {
-    unsigned long long seen;    /* distinct messages looked at */
-    unsigned long long matched; /* that matched the selection */
-    unsigned long long moved;   /* put to the target and deleted from the source (or, with
-                                 * --dry-run, that would have been) */
-    unsigned long long failed;  /* matched but could not be moved (left in the source) */
+    unsigned long long seen;      /* distinct messages looked at */
+    unsigned long long matched;   /* that matched the selection */
+    unsigned long long moved;     /* put to the target and deleted from the source (or, with
+                                   * --dry-run, that would have been); export: lines written */
+    unsigned long long failed;    /* matched but could not be moved (left in the source) */
+    unsigned long long arrived;   /* requeue: inserted after the run started, left alone */
+    unsigned long long uncertain; /* may have been done: put but not deleted (a rerun moves
+                                   * it again), exported but not deleted, or an import batch
+                                   * in flight when the run stopped */
+    unsigned long long deleted;   /* export --delete: deleted after their line was synced */
+    unsigned long long held;      /* still hidden by this run when it returned */
+    int64_t held_until;           /* epoch s when the last of those is visible again */
+    long long remaining;          /* approximate messages left in the source; -1 unknown */
+    bool peeked;                  /* dry run answered by a peek: nothing changed */
+    bool interrupted;             /* the stop flag ended the run early */
+    unsigned long long next_line; /* import: the first line not known to be imported */
+    int64_t started;              /* requeue: the second the run started (epoch s) */
 } sqlq_poison_counts;
 
 void sqlq_requeue_options_default(sqlq_requeue_options *o);
 
-/* Move matching messages from `from` (the poison queue) to `to`: put the same MessageText,
- * then delete the original. Messages that do not match are hidden only for visibility_s while
- * the run looks past them, and made visible again (visibility 0) before it returns. `to` is
- * created when missing. Safe to run again: what moved is gone from `from`. */
+/* Move matching messages from `from` (the poison queue) to `to`: put the same MessageText
+ * (a sqlq envelope: the exact bytes of its message), never expiring, then delete the
+ * original. Only messages inserted up to o->started (whole seconds, as the service keeps
+ * them) are moved; later ones are counted as arrived, so a run ends even while a consumer
+ * keeps poisoning what it moves. Messages that do not match are made visible again before it returns. `to` is
+ * created when missing. A failure of the service (every retry of a request failed, or an
+ * authorization failure) stops the run with that error; a message the service refuses
+ * (too large) counts as failed and the run goes on. Safe to run again. */
 SQLQ_NODISCARD sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from,
                                                const char *to, const sqlq_requeue_options *o,
                                                sqlq_poison_counts *out, sqlq_error *err);
@@ -64,15 +90,19 @@ typedef struct sqlq_export_options {
 /* One JSON line per message of `queue`:
  *   {"id":…, "insertion_time":"…Z", "expiration_time":"…Z", "dequeue_count":N,
  *    "text":"MessageText as stored", "body":"decoded text" | {"$base64":"…"} | null}
- * dequeue_count is the count before this export's own receive. Without delete_after the
- * messages are made visible again at the end. fd is the file's descriptor (for fsync). */
+ * dequeue_count is the count before this export's own receive. Lines are written a batch at
+ * a time; when a write fails (disk full) the file is cut back to the end of the last whole
+ * line, so it never holds a cut line, and nothing of that batch is deleted. Without
+ * delete_after the messages are made visible again at the end. */
 SQLQ_NODISCARD sqlq_result sqlq_poison_export(sqlq_queue_client *c, const char *queue, FILE *f,
                                               const sqlq_export_options *o, sqlq_poison_counts *out,
                                               sqlq_error *err);
 
-/* Put every line's "text" verbatim into `queue` (created when missing); a line with only a
- * "body" string is encoded with the client's encoding. Blank lines are skipped; a line that
- * is not such an object fails the import with its line number before anything after it. */
+/* Put every line's "text" verbatim into `queue` (created when missing), never expiring; a line
+ * with only a "body" string is encoded with the client's encoding. A UTF-8 byte order mark
+ * and blank lines are skipped. The whole file is checked first: a line that is not such an
+ * object fails the import with its line number before anything is put (a pipe is kept in a
+ * temporary file for that). */
 SQLQ_NODISCARD sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *f, const char *queue,
                                               const sqlq_stop *stop,
                                               sqlq_poison_progress_fn progress, void *progress_ctx,
@@ -81,5 +111,27 @@ SQLQ_NODISCARD sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *f, con
 /* The body field of an export line / the JSON of a message for `poison show`: the decoded
  * text as a JSON string when it is UTF-8, {"$base64": …} when not, null when undecodable. */
 json_t *sqlq_poison_body_json(sqlq_encoding e, const char *text, size_t len);
+
+/* ---- shared by poison.c and poison_file.c ---- */
+
+/* Messages a run holds hidden: id -> latest pop receipt. */
+typedef struct sqlq_poison_held sqlq_poison_held;
+sqlq_poison_held *sqlq_poison_held_create(void);
+/* Remember m (added: *out_added); restore: make it visible again at the end. */
+SQLQ_NODISCARD sqlq_result sqlq_poison_held_put(sqlq_poison_held *h, const sqlq_message *m,
+                                                bool restore, bool *out_added);
+/* Forget m's receipt: it is gone (moved, deleted). */
+void sqlq_poison_held_drop(sqlq_poison_held *h, const char *id);
+/* Make what is to be restored visible again now; when *stop is set, for at most
+ * SQLQ_POISON_RESTORE_ON_STOP_MS; after an outage (failed) not at all: each request would
+ * spend the whole retry budget. What stays hidden is counted in out->held / held_until. */
+void sqlq_poison_held_restore(sqlq_queue_client *c, const char *queue, sqlq_poison_held *h,
+                              const sqlq_stop *stop, bool failed,
+                              sqlq_poison_counts *out);
+void sqlq_poison_held_destroy(sqlq_poison_held *h);
+
+/* Whether a failure belongs to one message (it stays; the run goes on) rather than to the
+ * service or the credential (the run stops: an outage is not the message's fault). */
+bool sqlq_poison_message_fault(const sqlq_error *e);
 
 #endif

@@ -120,10 +120,37 @@ static uint64_t server_hint(const sqlq_http_response *resp)
                                     sqlq_clock_wall_ms() / 1000);
 }
 
+/* A clear answered OperationTimedOut after this long has deleted messages meanwhile. */
+#define CLEAR_PROGRESS_MS 1000
+
 static bool is_clear_timeout(const sqlq_call *call, const sqlq_error *e)
 {
     return call->messages && !call->message_id && strcmp(call->method, "DELETE") == 0 &&
            e->http_status == 500 && strcmp(e->azure_code, "OperationTimedOut") == 0;
+}
+
+/* One exchange to the end, like sqlq_http_perform; with abort_on_stop a stop aborts it (the
+ * response is then a network failure, and the retry wait that follows is cancelled). */
+static void perform(sqlq_queue_client *c)
+{
+    if (!c->opt.abort_on_stop) {
+        (void)sqlq_http_perform(c->http, &c->single);
+        return;
+    }
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (sqlq_http_start(c->http, &c->single, &e) != SQLQ_OK) {
+        c->single.response.net = SQLQ_NET_OTHER;
+        snprintf(c->single.response.net_message, sizeof(c->single.response.net_message),
+                 "%.200s", e.message);
+        return;
+    }
+    while (c->single.running) {
+        sqlq_http_exchange *done[4];
+        (void)sqlq_http_wait(c->http, 100, done, 4);
+        if (c->single.running && !sqlq_clock_sleep_ms(c->clock, 0))
+            sqlq_http_abort(c->http, &c->single);
+    }
 }
 
 /* One REST call with retries of transient failures; the response stays in c->single. */
@@ -135,13 +162,18 @@ static sqlq_result call_service(sqlq_queue_client *c, const sqlq_call *call, sql
         sqlq_result r = sqlq_endpoint_build(c->endpoint, call, &c->single, err);
         if (r != SQLQ_OK)
             return r;
-        (void)sqlq_http_perform(c->http, &c->single);
+        uint64_t sent_ms = sqlq_clock_now_ms(c->clock);
+        perform(c);
         sqlq_error e;
         sqlq_error_clear(&e);
         r = sqlq_endpoint_outcome(c->endpoint, call, &c->single, &e);
         if (r == SQLQ_OK)
             return SQLQ_OK;
-        if (is_clear_timeout(call, &e)) { /* progress was made on a huge queue: go on */
+        /* A clear that timed out after working a while made progress on a huge queue: go on
+         * at once. One answered at once did no work: it is retried with back-off like any
+         * other 500, within the budget (no hot loop on a persistent fault). */
+        if (is_clear_timeout(call, &e) &&
+            sqlq_clock_now_ms(c->clock) - sent_ms >= CLEAR_PROGRESS_MS) {
             sqlq_backoff_reset(&b);
             if (!sqlq_clock_sleep_ms(c->clock, 0))
                 return sqlq_error_set(err, SQLQ_E_CANCELLED, false, "%s: cancelled", call->op);

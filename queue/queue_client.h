@@ -24,6 +24,8 @@ typedef struct sqlq_queue_options {
      * the call then fails at once with a permanent network error. */
     bool (*abort_now)(void *ctx);
     void *abort_ctx;
+    bool abort_on_stop;        /* a stop (the clock's sleep refusing) also aborts a request on
+                                * the wire, within ~100 ms (operator tools; daemons finish it) */
 } sqlq_queue_options;
 
 void sqlq_queue_options_default(sqlq_queue_options *o);

@@ -53,6 +53,11 @@ expect_rc 1 env SQLQ_QUEUE_CONNECTION="$bad" "$sqlq" config check --db "$conn" -
 grep -q "^FAIL queue $q.*403" "$tmp/out" || fail "auth failure not reported"
 grep -q "d3JvbmdrZXl3cm9uZ2tleXdyb25na2V5" "$tmp/out" "$tmp/err" && fail "key printed"
 
+# A mistyped SQLite path: reported, and no empty database file is created (check changes nothing).
+expect_rc 1 "$sqlq" config check --db "Driver={SQLite3};Database=$tmp/typo.db" --table orders --queue "$q"
+grep -q "^FAIL database: the SQLite file $tmp/typo.db does not exist" "$tmp/out" || fail "missing SQLite file not reported"
+[ ! -e "$tmp/typo.db" ] || fail "config check created $tmp/typo.db"
+
 # Invalid configuration: exit 2 naming key and value.
 expect_rc 2 "$sqlq" config check --db "$conn" --table orders --queue "$q" --max-batch-size 0
 grep -q "max-batch-size: 0 is out of range" "$tmp/err" || fail "bad value not named"

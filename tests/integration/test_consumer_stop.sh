@@ -68,4 +68,7 @@ stop_and_time
 ! kill -0 "$(cat "$work/started")" 2>/dev/null || fail "the handler process survived"
 grep -q 'event=consumer.shutdown_timeout' "$work/log" || fail "no shutdown_timeout log line"
 [ "$(count "$q")" = 1 ] || fail "the unfinished message is gone"
+# The log line tells the truth: the cancelled message is visible again at once (a peek sees it).
+grep -q 'event=consumer.shutdown_timeout.*released at once' "$work/log" || fail "shutdown_timeout line does not say the message is released at once"
+"$SQLQ_BIN" queue peek "$q" | grep -q 'stuck' || fail "the cancelled message is not visible at once"
 echo "consumer_stop: shutdown timeout cancelled the handler ($ms ms), message kept: ok"

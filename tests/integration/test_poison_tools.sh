@@ -97,10 +97,15 @@ drain_main | sort -u > "$work/crash.got"
 cmp -s "$work/crash.got" "$work/crash.sorted" || fail "messages lost in the crash"
 echo "poison_tools: killed after $moved_before, re-run: $total messages for 300 (nothing lost): ok"
 
-# A change the bridge poisoned is {"reason", "message"}: requeue puts back the message itself.
+# A change the bridge poisoned is {"sqlq_poison":1, "reason", "message"}: requeue puts back the
+# message itself; an envelope without the marker (not written by sqlq) goes back byte-identical.
 "$SQLQ_BIN" queue clear "$q" >/dev/null
 inner='{"id":"0123abcd","op":"update","table":"orders","key":{"id":7},"row":{"id":7,"v":"x"},"version":42}'
-printf '{"reason":"refused: MessageTooLarge","message":%s}' "$inner" | "$SQLQ_BIN" queue put "$p" >/dev/null
+printf '{"sqlq_poison":1,"reason":"refused: MessageTooLarge","message":%s}' "$inner" | "$SQLQ_BIN" queue put "$p" >/dev/null
 "$SQLQ_BIN" poison requeue "$q" --all >/dev/null
 [ "$(drain_main)" = "$inner" ] || fail "bridge poison envelope not unwrapped on requeue: $(cat "$work/drained")"
-echo "poison_tools: bridge envelope unwrapped on requeue: ok"
+foreign=$(printf '{"reason":"theirs","message":%s}' "$inner")
+printf '%s' "$foreign" | "$SQLQ_BIN" queue put "$p" >/dev/null
+"$SQLQ_BIN" poison requeue "$q" --all >/dev/null
+[ "$(drain_main)" = "$foreign" ] || fail "an unmarked envelope was changed on requeue: $(cat "$work/drained")"
+echo "poison_tools: sqlq envelope unwrapped, foreign one kept byte-identical on requeue: ok"

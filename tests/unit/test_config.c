@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -233,6 +234,41 @@ static void test_config_load_or_exit_frees_on_error(void **state)
     sqlq_config_free(&demo_spec, &d, &res); /* a second free is harmless */
 }
 
+static bool other_command_reads(const char *key)
+{
+    return strcmp(key, "db") == 0 || strcmp(key, "limit") == 0;
+}
+
+/* A shared file: keys other sqlq commands read are ignored, a key nobody reads is named. */
+static void test_config_shared_file_ignores_other_commands_keys(void **state)
+{
+    (void)state;
+    clear_env();
+    char path[] = "/tmp/sqlq-config-XXXXXX";
+    int fd = mkstemp(path);
+    const char *text = "{\"table\": \"t\", \"db\": \"x\", \"limit\": 5}";
+    assert_true(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    char *argv[] = {"demo", "--config", path, NULL};
+    demo d;
+    sqlq_config_result res;
+    sqlq_error err;
+    sqlq_config_set_known_keys(other_command_reads);
+    assert_int_equal(load(&d, &res, &err, 3, argv), SQLQ_OK);
+    assert_string_equal(d.table, "t");
+    sqlq_config_free(&demo_spec, &d, &res);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    text = "{\"table\": \"t\", \"db\": \"x\", \"nobody_reads\": 1}";
+    assert_true(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    assert_int_equal(load(&d, &res, &err, 3, argv), SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "unknown key 'nobody_reads'"));
+    assert_non_null(strstr(err.message, "no sqlq command reads it"));
+    sqlq_config_free(&demo_spec, &d, &res);
+    sqlq_config_set_known_keys(NULL);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_config_routes_not_an_array_named),
         cmocka_unit_test(test_config_secret_flags_scrubbed_from_argv),
         cmocka_unit_test(test_config_load_or_exit_frees_on_error),
+        cmocka_unit_test(test_config_shared_file_ignores_other_commands_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,7 +42,10 @@ static struct {
     reply busy, ok;
     int requests;
     char last_method[16];
-} server = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, {0}, {0}, 0, ""};
+    uint64_t work_ms; /* each answer takes this long on the fake clock (a service at work) */
+} server = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, {0}, {0}, 0, "", 0};
+
+static void fake_advance(uint64_t ms);
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
@@ -69,6 +72,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r = (n + 1) % server.every_nth == 0 ? server.busy : server.ok;
     else
         r = server.script[(size_t)n < server.nscript ? (size_t)n : server.nscript - 1];
+    fake_advance(server.work_ms);
     pthread_mutex_unlock(&server.lock);
     const char *body = r.body ? r.body : "";
     struct MHD_Response *resp =
@@ -90,6 +94,11 @@ static struct {
     size_t nsleeps;
     bool refuse; /* sleep reports shutdown */
 } fake;
+
+static void fake_advance(uint64_t ms)
+{
+    fake.now += ms;
+}
 
 static uint64_t fake_now(void *ctx)
 {
@@ -239,13 +248,31 @@ static void test_faults_clear_repeats_on_operation_timed_out(void **state)
                               {500, "OperationTimedOut", NULL, NULL, NULL},
                               {204, NULL, NULL, NULL, NULL}};
     script(r, 8);
+    server.work_ms = 5000; /* each timeout came after the service worked on the queue */
     sqlq_error err;
     sqlq_error_clear(&err);
     /* More repetitions than max_retries allows retries, and none of them waits. */
     assert_int_equal(sqlq_queue_clear(f->client, "orders", &err), SQLQ_OK);
+    server.work_ms = 0;
     assert_int_equal(server.requests, 8);
     assert_int_equal(fake.nsleeps, 0);
     assert_string_equal(server.last_method, "DELETE");
+}
+
+/* A persistent 500 OperationTimedOut answered at once is a fault, not progress: back-off and
+ * the retry budget, never a hot loop (issue 11: 110k requests in 10 s before). */
+static void test_faults_clear_backs_off_on_instant_timeouts(void **state)
+{
+    fixture *f = *state;
+    static const reply r[] = {{500, "OperationTimedOut", NULL, NULL, NULL}};
+    script(r, 1);
+    server.work_ms = 0;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_queue_clear(f->client, "orders", &err), SQLQ_E_HTTP);
+    assert_int_equal(server.requests, 6); /* 1 + max_retries 5 */
+    assert_int_equal(fake.nsleeps, 5);
+    assert_true(err.transient);
 }
 
 static void test_faults_put_many_retries_each_item(void **state)
@@ -319,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_faults_budget_spent_reports_transient),
         cmocka_unit_test(test_faults_final_statuses_are_not_retried),
         cmocka_unit_test(test_faults_clear_repeats_on_operation_timed_out),
+        cmocka_unit_test(test_faults_clear_backs_off_on_instant_timeouts),
         cmocka_unit_test(test_faults_put_many_retries_each_item),
         cmocka_unit_test(test_faults_shutdown_during_backoff_cancels),
         cmocka_unit_test(test_faults_oversized_response_is_named),
