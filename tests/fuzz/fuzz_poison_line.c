@@ -1,8 +1,8 @@
 /* Fuzz: the poison import file's line parser (one JSON object per line, "text" verbatim or
  * "body" to encode) over a whole file's worth of lines. parse_line is file-local to
- * queue/poison.c, so the file is compiled into the harness (its public functions then come
+ * queue/poison_file.c, so the file is compiled into the harness (its public functions then come
  * from here rather than from the library). */
-#include "../../queue/poison.c"
+#include "../../queue/poison_file.c"
 
 #include <stdint.h>
 
