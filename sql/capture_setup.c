@@ -60,6 +60,12 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
         r = sqlq_capture_sql_poll_resume(s, &cap->poll_resume, &cap->lease_resume, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_bounds(s, &cap->bounds, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_sequence(s, true, &cap->seq_lock, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_sequence(s, false, &cap->seq, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_newest(s, &cap->newest, err);
     if (r == SQLQ_OK && s->dialect == SQLQ_DIALECT_SQLITE)
         r = sqlq_capture_sql_reserve(s, &cap->bump, &cap->base, err);
     if (r == SQLQ_OK)
@@ -288,13 +294,15 @@ void sqlq_capture_close(sqlq_capture *cap)
                                 &cap->trim_log,      &cap->release,      &cap->renew,
                                 &cap->abandon_count, &cap->abandon_free, &cap->read_sync,
                                 &cap->owners, &cap->bounds,
-                                &cap->poll_resume,   &cap->lease_resume, &cap->scan_resume};
+                                &cap->poll_resume,   &cap->lease_resume, &cap->scan_resume,
+                                &cap->seq_lock,      &cap->seq,          &cap->newest};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         sqlq_capture_stmt_free(all[i]);
     if (cap->table)
         sqlq_catalog_key_types_free(cap->key_types, cap->table->nkey);
     json_decref(cap->resume.key);
     json_decref(cap->scan_from.key);
+    sqlq_horizon_free(&cap->horizon);
     sqlq_table_free(cap->table);
     free(cap->quoted_table);
     free(cap->bridge);

@@ -1,6 +1,7 @@
 #include "capture_sql.h"
 
 #include "capture_sql_builder.h"
+#include "change_log.h"
 #include "ct_query.h"
 
 #include <stdio.h>
@@ -67,15 +68,10 @@ static void direct(builder *b)
         sqlq_sql_text_add(&b->t, "/* sqlq */ ");
 }
 
-static void horizon(builder *b)
-{
-    sqlq_sql_text_add(&b->t, "CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS bigint)");
-}
-
-/* Versions after the stored sync version; on PostgreSQL only those of transactions older than
- * every running one (versions are xids: a lower one may still commit). The CHANGETABLE source
- * bounds by @sync itself and adds nothing. `bound_params`: PostgreSQL's poll takes both bounds
- * as parameters read by sqlq_capture_sql_bounds (see there why). */
+/* Versions after the stored sync version; on PostgreSQL only those at or below the horizon
+ * (capture_horizon.h: a version above it may still commit), a parameter. The CHANGETABLE
+ * source bounds by @sync itself and adds nothing. `bound_params`: PostgreSQL's poll takes the
+ * sync version as a parameter too, read by sqlq_capture_sql_bounds (see there why). */
 static void sync_bound(builder *b, bool bound_params)
 {
     if (b->c->change_tracking) {
@@ -85,16 +81,38 @@ static void sync_bound(builder *b, bool bound_params)
     if (bound_params && is_pg(b)) {
         sqlq_sql_text_add(&b->t, "%s > ", ver(b));
         param(b, SQLQ_P_SYNC);
-        sqlq_sql_text_add(&b->t, " AND %s < ", ver(b));
+        sqlq_sql_text_add(&b->t, " AND %s <= ", ver(b));
         param(b, SQLQ_P_HORIZON);
         return;
     }
     sqlq_sql_text_add(&b->t, "%s > ", ver(b));
     sync_subquery(b);
     if (is_pg(b)) {
-        sqlq_sql_text_add(&b->t, " AND %s < ", ver(b));
-        horizon(b);
+        sqlq_sql_text_add(&b->t, " AND %s <= ", ver(b));
+        param(b, SQLQ_P_HORIZON);
     }
+}
+
+/* The operation as change tracking reports it against what this bridge delivered (its sync
+ * version, or a released lease of the key at a newer version): a key whose current row was
+ * inserted after that is an insert whatever followed; deletes stay deletes (a row created and
+ * deleted in between is one delete: it may have been published before its lease was
+ * released). Change tracking does this itself. */
+static void op_column(builder *b)
+{
+    if (b->c->change_tracking) {
+        sqlq_sql_text_add(&b->t, "%s", opcol(b));
+        return;
+    }
+    sqlq_sql_text_add(&b->t, "CASE WHEN c." SQLQ_COL_OP " <> 'U' THEN c." SQLQ_COL_OP
+                             " WHEN c." SQLQ_COL_SINCE " > ");
+    if (is_pg(b))
+        param(b, SQLQ_P_SYNC);
+    else
+        sync_subquery(b);
+    sqlq_sql_text_add(&b->t, " AND (l." SQLQ_COL_VERSION " IS NULL OR l." SQLQ_COL_EXPIRES
+                             " IS NOT NULL OR l." SQLQ_COL_VERSION " < c." SQLQ_COL_SINCE
+                             ") THEN 'I' ELSE 'U' END");
 }
 
 /* Resumed poll: (version, key...) after the bound position, in poll order (a row comparison:
@@ -184,11 +202,13 @@ static void batch_select(builder *b, bool sqlite_tokens, bool ms_into)
         sqlq_sql_text_col(&b->t, "c.", key_name(b, i));
         sqlq_sql_text_add(&b->t, " AS k%zu, ", i);
     }
+    sqlq_sql_text_add(&b->t, "%s AS m_v, ", ver(b));
+    op_column(b);
     sqlq_sql_text_add(&b->t,
-                      "%s AS m_v, %s AS m_op, CASE WHEN l." SQLQ_COL_VERSION " = %s AND l."
-                      SQLQ_COL_ATTEMPTS " >= %d THEN %d WHEN l." SQLQ_COL_VERSION " = %s THEN l."
-                      SQLQ_COL_ATTEMPTS " + 1 ELSE 1 END AS m_att",
-                      ver(b), opcol(b), ver(b), m, m + 1, ver(b));
+                      " AS m_op, CASE WHEN l." SQLQ_COL_VERSION " = %s AND l." SQLQ_COL_ATTEMPTS
+                      " >= %d THEN %d WHEN l." SQLQ_COL_VERSION " = %s THEN l." SQLQ_COL_ATTEMPTS
+                      " + 1 ELSE 1 END AS m_att",
+                      ver(b), m, m + 1, ver(b));
     if (sqlite_tokens) {
         sqlq_sql_text_add(&b->t, ", ");
         param(b, SQLQ_P_TOKEN_BASE);
@@ -393,12 +413,89 @@ sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, sqlq_capture_stmt
         sqlq_sql_text_free(&b.t);
         return SQLQ_OK;
     }
+    /* One read of the lock table (pg_locks calls pg_lock_status() per reference): holders of
+     * the log's ROW EXCLUSIVE lock in this database but this session, each with the top
+     * transaction id of its virtual transaction (the oldest of its transactionid locks;
+     * subtransactions hold younger ones). A prepared transaction has pid NULL. */
     direct(&b);
-    sqlq_sql_text_add(&b.t, "SELECT sync_version AS m_sync, ");
-    horizon(&b);
-    sqlq_sql_text_add(&b.t, " AS m_horizon FROM ");
+    sqlq_sql_text_add(&b.t, "WITH k AS MATERIALIZED (SELECT locktype, database, relation, mode, "
+                            "granted, virtualtransaction, transactionid, pid FROM pg_locks), "
+                            "w AS (SELECT DISTINCT l.virtualtransaction AS vx, l.pid AS m_pid "
+                            "FROM k AS l WHERE l.locktype = 'relation' AND l.mode = "
+                            "'RowExclusiveLock' AND l.database = (SELECT oid FROM pg_database "
+                            "WHERE datname = current_database()) AND l.relation = to_regclass(");
+    sqlq_sql_text t;
+    sqlq_sql_text_init(&t, SQLQ_DIALECT_POSTGRES);
+    sqlq_catalog_object(&t, c->names->log_table);
+    char *log = NULL;
+    sqlq_result r = sqlq_sql_text_take(&t, &log, err);
+    if (r != SQLQ_OK) {
+        sqlq_sql_text_free(&b.t);
+        return r;
+    }
+    sqlq_sql_text_literal(&b.t, log);
+    free(log);
+    sqlq_sql_text_add(&b.t, ") AND l.pid IS DISTINCT FROM pg_backend_pid()) "
+                            "SELECT s.sync_version AS m_sync, w.m_pid, (SELECT CAST(x.transactionid "
+                            "AS text) FROM k AS x WHERE x.locktype = 'transactionid' AND x.mode = "
+                            "'ExclusiveLock' AND x.granted AND x.virtualtransaction = w.vx ORDER BY "
+                            "age(x.transactionid) DESC LIMIT 1) AS m_xid FROM (SELECT sync_version "
+                            "FROM ");
     obj(&b, "state");
     state_row(&b);
+    sqlq_sql_text_add(&b.t, ") AS s LEFT JOIN w ON true");
+    return b_done(&b, err);
+}
+
+sqlq_result sqlq_capture_sql_sequence(const sqlq_capture_sql *c, bool with_lock,
+                                      sqlq_capture_stmt *out, sqlq_error *err)
+{
+    builder b;
+    b_init(&b, c, out);
+    if (!is_pg(&b) || c->change_tracking) {
+        sqlq_sql_text_free(&b.t);
+        return SQLQ_OK;
+    }
+    char seq[72];
+    sqlq_change_log_sequence(c->names, seq, sizeof(seq));
+    direct(&b);
+    sqlq_sql_text_add(&b.t, "SELECT ");
+    if (with_lock) {
+        sqlq_sql_text_add(&b.t, "pg_advisory_xact_lock(hashtextextended(CAST(");
+        param(&b, SQLQ_P_LOCK);
+        sqlq_sql_text_add(&b.t, " AS text), 0)) AS m_lock, ");
+    }
+    sqlq_sql_text_add(&b.t, "(SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END "
+                            "FROM ");
+    obj(&b, seq);
+    sqlq_sql_text_add(&b.t, ") AS m_seq");
+    return b_done(&b, err);
+}
+
+sqlq_result sqlq_capture_sql_newest(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
+                                    sqlq_error *err)
+{
+    builder b;
+    b_init(&b, c, out);
+    if (c->change_tracking) {
+        sqlq_sql_text_free(&b.t);
+        return SQLQ_OK;
+    }
+    direct(&b);
+    sqlq_sql_text_add(&b.t, "SELECT (SELECT max(" SQLQ_COL_VERSION ") FROM ");
+    obj(&b, c->names->log_table);
+    sqlq_sql_text_add(&b.t, ") AS m_newest, ");
+    if (is_pg(&b)) {
+        sqlq_sql_text_add(&b.t, "(SELECT count(*) FROM ");
+        obj(&b, c->names->log_table);
+        sqlq_sql_text_add(&b.t, " WHERE " SQLQ_COL_VERSION " > ");
+        param(&b, SQLQ_P_HORIZON);
+        sqlq_sql_text_add(&b.t, " AND " SQLQ_COL_VERSION " > ");
+        sync_subquery(&b);
+        sqlq_sql_text_add(&b.t, ") AS m_held");
+    } else {
+        sqlq_sql_text_add(&b.t, "0 AS m_held");
+    }
     return b_done(&b, err);
 }
 

@@ -225,12 +225,14 @@ static void run_operations(int kind)
     poll(cap, &b);
     assert_int_equal(b.count, 3);
     assert_false(b.full);
-    /* order: versions; 1 (insert), then 2 (last update), then 3 (delete) */
+    /* order: versions; 1 (insert), then 2 (last update), then 3 (delete). op is what change
+     * tracking says: 2 was created since the last delivery, so it is an insert whatever
+     * followed; 3 was created and deleted in between: one delete (issue 11.5) */
     assert_int_equal(key_int(&b.items[0], "id"), 1);
     assert_int_equal(b.items[0].op, SQLQ_OP_INSERT);
     assert_string_equal(row_str(&b.items[0], "name"), "one");
     assert_int_equal(key_int(&b.items[1], "id"), 2);
-    assert_int_equal(b.items[1].op, SQLQ_OP_UPDATE);
+    assert_int_equal(b.items[1].op, SQLQ_OP_INSERT);
     assert_int_equal(json_integer_value(json_object_get(b.items[1].row, "qty")), 21);
     assert_int_equal(key_int(&b.items[2], "id"), 3);
     assert_int_equal(b.items[2].op, SQLQ_OP_DELETE);
@@ -267,6 +269,26 @@ static void run_operations(int kind)
             seen |= 4;
     }
     assert_int_equal(seen, 7);
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    /* delivered keys: an update is an update, also when the sync version has not moved past
+     * the delivery yet (its released lease says what was delivered) */
+    exec(e.db, "UPDATE items SET qty = 22 WHERE id = 2");
+    exec(e.db, "UPDATE items SET qty = 11 WHERE id = 10");
+    poll(cap, &b);
+    assert_int_equal(b.count, 2);
+    for (size_t i = 0; i < b.count; i++)
+        assert_int_equal(b.items[i].op, SQLQ_OP_UPDATE);
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    /* deleted, then inserted again before the poll: the row is new since the last delivery */
+    exec(e.db, "DELETE FROM items WHERE id = 2");
+    exec(e.db, "INSERT INTO items VALUES (2, 'two again', 2)");
+    exec(e.db, "UPDATE items SET qty = 23 WHERE id = 2");
+    poll(cap, &b);
+    assert_int_equal(b.count, 1);
+    assert_int_equal(b.items[0].op, SQLQ_OP_INSERT);
+    assert_string_equal(row_str(&b.items[0], "name"), "two again");
     assert_int_equal(release(cap, &b), 0);
     sqlq_change_batch_free(&b);
     advance(cap);
@@ -674,6 +696,224 @@ static void test_capture_pg_late_commit(void **s)
     env_close(&e);
 }
 
+/* ---- PostgreSQL: only writers of this change log hold its delivery back (issue 20.1) ------- */
+
+/* Keys of a batch as a bit set (ids 0..63), for compact checks. */
+static unsigned long long ids_of(const sqlq_change_batch *b)
+{
+    unsigned long long set = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        long long id = key_int(&b->items[i], "id");
+        assert_true(id >= 0 && id < 64);
+        set |= 1ull << id;
+    }
+    return set;
+}
+
+/* One poll (no waiting: whatever is readable now), released and advanced: the ids it gave. */
+static unsigned long long deliver_now(sqlq_capture *cap)
+{
+    sqlq_change_batch b;
+    poll_now(cap, &b);
+    unsigned long long set = ids_of(&b);
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    advance(cap);
+    return set;
+}
+
+#define BIT(n) (1ull << (n))
+
+/* Open transactions elsewhere (another database, another table of this one, a read-only
+ * report) delay nothing: the very next poll reads what committed. */
+static void test_capture_pg_unrelated_transactions(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e, PG);
+    char *other_conn = sqlq_test_pg_create_db("capture_other");
+    sqlq_db *other = connect_db(other_conn);
+    exec(other, "CREATE TABLE jobs (id integer PRIMARY KEY)");
+    exec(e.db, "CREATE TABLE w (id integer PRIMARY KEY, v text)");
+    exec(e.db, "CREATE TABLE side (id integer PRIMARY KEY)");
+    install(e.db, "w");
+    sqlq_capture *cap = open_cap(e.db, "w", "a", 60, 100);
+    sqlq_db *same = connect_db(e.conn), *report = connect_db(e.conn);
+    OK(sqlq_db_begin(other, err));
+    exec(other, "INSERT INTO jobs VALUES (1)"); /* has an xid, in another database */
+    OK(sqlq_db_begin(same, err));
+    exec(same, "INSERT INTO side VALUES (1)"); /* has an xid, same database, another table */
+    OK(sqlq_db_begin(report, err));
+    assert_int_equal(scalar(report, "SELECT count(*) FROM w"), 0); /* read-only, on w itself */
+    for (int i = 1; i <= 20; i++) {
+        char sql[64];
+        snprintf(sql, sizeof(sql), "INSERT INTO w VALUES (%d, 'x')", i);
+        exec(e.db, sql);
+    }
+    sqlq_change_batch b;
+    poll_now(cap, &b);
+    assert_int_equal(b.count, 20);
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(cap, &st, err));
+    assert_int_equal(json_array_size(st.writers), 0); /* nobody holds the log */
+    assert_int_equal(st.held_back, 0);
+    sqlq_capture_status_free(&st);
+    OK(sqlq_db_commit(other, err));
+    OK(sqlq_db_commit(same, err));
+    OK(sqlq_db_commit(report, err));
+    sqlq_db_close(report);
+    sqlq_db_close(same);
+    sqlq_db_close(other);
+    free(other_conn);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+/* A transaction that takes its xid early (writes another table first) and writes the watched
+ * table later: what committed before it wrote the log is delivered at once; what commits after
+ * waits for it (a smaller version may still come), `status` names it; when it commits every
+ * change arrives exactly once, and a key's later state has the larger version. */
+static void test_capture_pg_xid_early(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e, PG);
+    exec(e.db, "CREATE TABLE x (id integer PRIMARY KEY, v text)");
+    exec(e.db, "CREATE TABLE side (id integer PRIMARY KEY)");
+    install(e.db, "x");
+    exec(e.db, "INSERT INTO x VALUES (1, 'initial')");
+    sqlq_capture *cap = open_cap(e.db, "x", "a", 60, 100);
+    assert_int_equal(deliver_now(cap), BIT(1));
+    sqlq_db *a = connect_db(e.conn), *b = connect_db(e.conn);
+    exec(a, "SET application_name = 'sqlq-test-writer-a'");
+    int64_t a_pid = scalar(a, "SELECT pg_backend_pid()");
+    OK(sqlq_db_begin(a, err));
+    exec(a, "INSERT INTO side VALUES (1)"); /* A's xid, early */
+    exec(b, "UPDATE x SET v = 'B' WHERE id = 1"); /* B: key 1, commits */
+    exec(b, "INSERT INTO x VALUES (2, 'B')");
+    sqlq_change_batch bt;
+    poll_now(cap, &bt); /* A has not written the log: nothing waits for it */
+    assert_int_equal(ids_of(&bt), BIT(1) | BIT(2));
+    int64_t v_b = bt.items[0].version;
+    assert_int_equal(bt.items[0].op, SQLQ_OP_UPDATE);
+    assert_int_equal(release(cap, &bt), 0);
+    sqlq_change_batch_free(&bt);
+    advance(cap);
+    exec(a, "UPDATE x SET v = 'A' WHERE id = 1"); /* A: key 1 after B, still open */
+    exec(b, "INSERT INTO x VALUES (3, 'after A wrote')");
+    assert_int_equal(deliver_now(cap), 0); /* 3 may be preceded by A's version: it waits */
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(cap, &st, err));
+    assert_int_equal(json_array_size(st.writers), 1);
+    json_t *w = json_array_get(st.writers, 0);
+    assert_int_equal(json_integer_value(json_object_get(w, "pid")), a_pid);
+    assert_string_equal(json_string_value(json_object_get(w, "application_name")),
+                        "sqlq-test-writer-a");
+    assert_non_null(json_string_value(json_object_get(w, "database")));
+    assert_string_equal(json_string_value(json_object_get(w, "state")), "idle in transaction");
+    assert_int_equal(st.held_back, 1); /* key 3; A's own change is not committed */
+    sqlq_capture_status_free(&st);
+    OK(sqlq_db_commit(a, err));
+    poll_now(cap, &bt);
+    assert_int_equal(ids_of(&bt), BIT(1) | BIT(3));
+    for (size_t i = 0; i < bt.count; i++)
+        if (key_int(&bt.items[i], "id") == 1) {
+            assert_true(bt.items[i].version > v_b); /* A's newer state, larger version */
+            assert_string_equal(row_str(&bt.items[i], "v"), "A");
+            assert_int_equal(bt.items[i].op, SQLQ_OP_UPDATE);
+        }
+    assert_int_equal(release(cap, &bt), 0);
+    sqlq_change_batch_free(&bt);
+    advance(cap);
+    assert_int_equal(pending(cap), 0);
+    sqlq_db_close(a);
+    sqlq_db_close(b);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+/* Savepoints: a log write rolled back with its savepoint is never delivered (and releases
+ * nothing it should not); one kept is delivered when the transaction commits. */
+static void test_capture_pg_savepoints(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e, PG);
+    exec(e.db, "CREATE TABLE sp (id integer PRIMARY KEY)");
+    install(e.db, "sp");
+    sqlq_capture *cap = open_cap(e.db, "sp", "a", 60, 100);
+    sqlq_db *a = connect_db(e.conn);
+    OK(sqlq_db_begin(a, err));
+    exec(a, "SAVEPOINT s1");
+    exec(a, "INSERT INTO sp VALUES (10)");
+    exec(a, "ROLLBACK TO SAVEPOINT s1");
+    exec(e.db, "INSERT INTO sp VALUES (12)");
+    assert_int_equal(deliver_now(cap), BIT(12)); /* A holds nothing of the log any more */
+    exec(a, "SAVEPOINT s2");
+    exec(a, "INSERT INTO sp VALUES (11)");
+    exec(a, "RELEASE SAVEPOINT s2");
+    exec(e.db, "INSERT INTO sp VALUES (13)");
+    assert_int_equal(deliver_now(cap), 0); /* A (through its released savepoint) holds the log */
+    OK(sqlq_db_commit(a, err));
+    assert_int_equal(deliver_now(cap), BIT(11) | BIT(13));
+    assert_int_equal(pending(cap), 0);
+    sqlq_db_close(a);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+/* A prepared transaction (pid NULL in pg_locks, a new virtual transaction) keeps holding back
+ * what it must, is named by status, and is delivered after COMMIT PREPARED. A writer whose
+ * session dies while open (pg_terminate_backend, as a client killed with -9 would leave it)
+ * holds nothing back afterwards. A capture reopened (a restarted bridge) while a writer is
+ * open waits for it too. */
+static void test_capture_pg_prepared_and_killed(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e, PG);
+    exec(e.db, "CREATE TABLE tp (id integer PRIMARY KEY)");
+    install(e.db, "tp");
+    sqlq_capture *cap = open_cap(e.db, "tp", "a", 60, 100);
+    sqlq_db *a = connect_db(e.conn);
+    OK(sqlq_db_begin(a, err));
+    exec(a, "INSERT INTO tp VALUES (20)");
+    assert_int_equal(deliver_now(cap), 0); /* A is known by its xid from here on */
+    exec(a, "PREPARE TRANSACTION 'sqlq-test-tp'");
+    exec(e.db, "INSERT INTO tp VALUES (21)");
+    assert_int_equal(deliver_now(cap), 0);
+    sqlq_capture_close(cap); /* restarted while the prepared transaction is open */
+    cap = open_cap(e.db, "tp", "a", 60, 100);
+    assert_int_equal(deliver_now(cap), 0);
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(cap, &st, err));
+    assert_int_equal(json_array_size(st.writers), 1);
+    json_t *w = json_array_get(st.writers, 0);
+    assert_string_equal(json_string_value(json_object_get(w, "gid")), "sqlq-test-tp");
+    assert_int_equal(json_integer_value(json_object_get(w, "pid")), 0);
+    sqlq_capture_status_free(&st);
+    exec(e.db, "COMMIT PREPARED 'sqlq-test-tp'");
+    assert_int_equal(deliver_now(cap), BIT(20) | BIT(21));
+
+    sqlq_db *k = connect_db(e.conn);
+    int64_t k_pid = scalar(k, "SELECT pg_backend_pid()");
+    OK(sqlq_db_begin(k, err));
+    exec(k, "INSERT INTO tp VALUES (30)");
+    exec(e.db, "INSERT INTO tp VALUES (31)");
+    assert_int_equal(deliver_now(cap), 0);
+    char sql[96];
+    snprintf(sql, sizeof(sql), "SELECT CASE WHEN pg_terminate_backend(%lld, 5000) THEN 1 ELSE 0 END", (long long)k_pid);
+    assert_int_equal(scalar(e.db, sql), 1);
+    assert_int_equal(deliver_now(cap), BIT(31)); /* 30 died with its session */
+    assert_int_equal(pending(cap), 0);
+    sqlq_db_close(k);
+    sqlq_db_close(a);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
 /* ---- concurrent writers and two instances: nothing lost, nothing delivered twice ----------- */
 
 #define CC_KEYS 100
@@ -874,6 +1114,10 @@ int main(void)
         cmocka_unit_test(test_capture_sqlite_start_now),
         cmocka_unit_test(test_capture_pg_start_now),
         cmocka_unit_test(test_capture_pg_late_commit),
+        cmocka_unit_test(test_capture_pg_unrelated_transactions),
+        cmocka_unit_test(test_capture_pg_xid_early),
+        cmocka_unit_test(test_capture_pg_savepoints),
+        cmocka_unit_test(test_capture_pg_prepared_and_killed),
         cmocka_unit_test(test_capture_sqlite_concurrent),
         cmocka_unit_test(test_capture_pg_concurrent),
     };
