@@ -134,28 +134,42 @@ static sqlq_result exec_text(sqlq_db *db, sqlq_sql_text *q, sqlq_error *err)
     return r;
 }
 
-/* A log created by an earlier sqlq has no since column: add it (NULL for the rows it holds,
- * read as "older than the log": an update stays an update). */
+/* A log created by an earlier sqlq has no since column: add it. Its insert rows began their
+ * key's current row (since = version); for the others that is older than the log (NULL: an
+ * update stays an update). */
 static sqlq_result add_since_column(const log_ctx *c, sqlq_error *err)
 {
     sqlq_dialect_kind d = sqlq_db_dialect(c->db);
-    if (d == SQLQ_DIALECT_SQLITE) {
-        char name[96];
-        snprintf(name, sizeof(name), "sqlq_%s", c->names.log_table);
-        sqlq_param p[2] = {sqlq_param_text(name), sqlq_param_text(SQLQ_COL_SINCE)};
-        int64_t n = 0;
-        sqlq_result r = sqlq_db_query_int(c->db, "SELECT count(*) FROM pragma_table_info(?) "
-                                                 "WHERE name = ?", p, 2, &n, err);
-        if (r != SQLQ_OK || n > 0)
-            return r;
-    }
+    char name[96];
+    snprintf(name, sizeof(name), "%s%s", d == SQLQ_DIALECT_SQLITE ? "sqlq_" : "sqlq.",
+             c->names.log_table);
+    sqlq_param p[2] = {sqlq_param_text(name), sqlq_param_text(SQLQ_COL_SINCE)};
+    int64_t n = 0;
+    sqlq_result r = sqlq_db_query_int(
+        c->db,
+        d == SQLQ_DIALECT_SQLITE
+            ? "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?"
+            : "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(CAST(? AS text)) "
+              "AND attname = CAST(? AS text) AND NOT attisdropped",
+        p, 2, &n, err);
+    if (r != SQLQ_OK || n > 0)
+        return r;
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, d);
     sqlq_sql_text_add(&q, "ALTER TABLE ");
     sqlq_catalog_object(&q, c->names.log_table);
-    sqlq_sql_text_add(&q, " ADD COLUMN %s" SQLQ_COL_SINCE " bigint NULL",
-                      d == SQLQ_DIALECT_SQLITE ? "" : "IF NOT EXISTS ");
-    return exec_text(c->db, &q, err);
+    sqlq_sql_text_add(&q, " ADD COLUMN " SQLQ_COL_SINCE " bigint NULL");
+    r = exec_text(c->db, &q, err);
+    sqlq_sql_text_init(&q, d);
+    sqlq_sql_text_add(&q, "UPDATE ");
+    sqlq_catalog_object(&q, c->names.log_table);
+    sqlq_sql_text_add(&q, " SET " SQLQ_COL_SINCE " = " SQLQ_COL_VERSION " WHERE " SQLQ_COL_OP
+                          " = 'I'");
+    if (r == SQLQ_OK)
+        r = exec_text(c->db, &q, err);
+    else
+        sqlq_sql_text_free(&q);
+    return r;
 }
 
 static sqlq_result create_log_table(const log_ctx *c, char *const *types, sqlq_error *err)

@@ -914,6 +914,62 @@ static void test_capture_pg_prepared_and_killed(void **s)
     env_close(&e);
 }
 
+/* `sqlq setup` on a log of an earlier sqlq (versions were transaction ids, no since column):
+ * the sequence starts above every stored version and sync version, nothing is lost or sent
+ * twice, and old insert rows stay inserts. */
+static void test_capture_pg_upgrade_xid_log(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e, PG);
+    exec(e.db, "CREATE TABLE up (id integer PRIMARY KEY, v text)");
+    install(e.db, "up");
+    sqlq_capture *cap = open_cap(e.db, "up", "a", 60, 100);
+    sqlq_capture_close(cap);
+    /* what an earlier sqlq installed */
+    exec(e.db, "DROP SEQUENCE sqlq.ver_up");
+    exec(e.db, "ALTER TABLE sqlq.log_up DROP COLUMN sqlq_since");
+    exec(e.db, "CREATE OR REPLACE FUNCTION sqlq.capture_up() RETURNS trigger LANGUAGE plpgsql AS "
+               "$f$ BEGIN IF TG_OP = 'DELETE' THEN INSERT INTO sqlq.log_up (id, sqlq_version, "
+               "sqlq_op) VALUES (OLD.id, CAST(CAST(pg_current_xact_id() AS text) AS bigint), 'D') "
+               "ON CONFLICT (id) DO UPDATE SET sqlq_version = excluded.sqlq_version, sqlq_op = "
+               "excluded.sqlq_op; ELSE INSERT INTO sqlq.log_up (id, sqlq_version, sqlq_op) VALUES "
+               "(NEW.id, CAST(CAST(pg_current_xact_id() AS text) AS bigint), CASE WHEN TG_OP = "
+               "'INSERT' THEN 'I' ELSE 'U' END) ON CONFLICT (id) DO UPDATE SET sqlq_version = "
+               "excluded.sqlq_version, sqlq_op = excluded.sqlq_op; END IF; RETURN NULL; END $f$");
+    exec(e.db, "INSERT INTO up VALUES (1, 'one')");
+    exec(e.db, "INSERT INTO up VALUES (2, 'two')");
+    exec(e.db, "INSERT INTO up VALUES (3, 'three')");
+    int64_t v2 = scalar(e.db, "SELECT sqlq_version FROM sqlq.log_up WHERE id = 2");
+    assert_true(v2 > 3); /* an xid */
+    /* the earlier bridge had delivered key 1 */
+    exec(e.db, "UPDATE sqlq.state SET sync_version = (SELECT sqlq_version FROM sqlq.log_up "
+               "WHERE id = 1)");
+    install(e.db, "up"); /* the upgrade */
+    install(e.db, "up"); /* idempotent */
+    exec(e.db, "INSERT INTO up VALUES (4, 'four')");
+    exec(e.db, "UPDATE up SET v = 'two, updated' WHERE id = 2");
+    cap = open_cap(e.db, "up", "a", 60, 100);
+    sqlq_change_batch b;
+    poll_now(cap, &b);
+    assert_int_equal(ids_of(&b), BIT(2) | BIT(3) | BIT(4));
+    for (size_t i = 0; i < b.count; i++) {
+        /* 2 was inserted (before the upgrade) since the last delivery: still an insert */
+        assert_int_equal(b.items[i].op, SQLQ_OP_INSERT);
+        if (key_int(&b.items[i], "id") == 2) {
+            assert_true(b.items[i].version > v2);
+            assert_string_equal(row_str(&b.items[i], "v"), "two, updated");
+        }
+    }
+    assert_int_equal(key_int(&b.items[0], "id"), 3); /* the old version first */
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    advance(cap);
+    assert_int_equal(pending(cap), 0);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
 /* ---- concurrent writers and two instances: nothing lost, nothing delivered twice ----------- */
 
 #define CC_KEYS 100
@@ -1118,6 +1174,7 @@ int main(void)
         cmocka_unit_test(test_capture_pg_xid_early),
         cmocka_unit_test(test_capture_pg_savepoints),
         cmocka_unit_test(test_capture_pg_prepared_and_killed),
+        cmocka_unit_test(test_capture_pg_upgrade_xid_log),
         cmocka_unit_test(test_capture_sqlite_concurrent),
         cmocka_unit_test(test_capture_pg_concurrent),
     };
