@@ -12,7 +12,7 @@
 #include <string.h>
 
 /* A blocker older than this is worth a warning; the warning repeats at most this often. */
-#define HELD_WARN_AFTER_MS 10000
+#define HELD_WARN_AFTER_MS 5000
 #define HELD_WARN_EVERY_MS 30000
 
 static sqlq_result parse_writers(const sqlq_capture *cap, json_t *rows, sqlq_horizon_writer **out,
@@ -118,7 +118,7 @@ void sqlq_capture_writers_report(sqlq_capture *cap, uint64_t now_ms)
     json_t *d = describe(cap, w, now_ms);
     SQLQ_WARN("capture_held_back",
               "bridge=%s table=%s horizon=%" PRId64 " newest_version=%" PRId64 " xid=%s pid=%d "
-              "application_name=\"%s\" database=%s state=%s age_s=%lld gid=%s note=\"an open "
+              "application_name=\"%s\" database=%s state=\"%s\" age_s=%lld gid=%s note=\"an open "
               "transaction wrote the change log: changes after version %" PRId64
               " wait for it to end\"",
               cap->bridge, cap->names.table_key, cap->horizon.value, cap->horizon.last_s, w->xid,
