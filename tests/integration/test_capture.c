@@ -109,9 +109,8 @@ static void poll_now(sqlq_capture *cap, sqlq_change_batch *b)
     OK(sqlq_capture_poll(cap, b, err));
 }
 
-/* A poll that expects changes. On PostgreSQL a change is read only once every transaction older
- * than it has finished, cluster-wide: a transaction of a test running in parallel in another
- * database can hold it back for a moment. Nothing is lost; wait for it (up to 5 s). */
+/* A poll that expects changes (waits up to 5 s for them: a concurrent writer of the same log,
+ * such as the concurrent-writers test's, holds later versions back until it ends). */
 static void poll(sqlq_capture *cap, sqlq_change_batch *b)
 {
     for (int i = 0; i < 50; i++) {
