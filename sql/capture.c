@@ -3,7 +3,7 @@
  *
  * Semantics (statements in capture_sql.c):
  *  poll     one transaction under the lock of this (bridge, table) only. Changes with version
- *           > sync version (PostgreSQL: and < the oldest running xid) whose lease is free:
+ *           > sync version (PostgreSQL: and <= the read horizon, capture_horizon.h) whose lease is free:
  *           never leased, released at an older version, or expired (crash, abandon). Ordered
  *           by (version, key), at most max_batch_size. Each is leased in the same transaction
  *           (one statement; SQLite: two under its write lock): version, attempts (+1 for the

@@ -75,7 +75,7 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq
                                                  sqlq_capture_stmt *lease, sqlq_error *err);
 /* The same poll resumed after the last change the previous one leased: only changes after
  * (version, key) = (SQLQ_P_RESUME_VERSION, SQLQ_P_RESUME_KEY + i...) in poll order. Changes of
- * one version (PostgreSQL: one writing transaction, however large) stay after the sync version
+ * one version (SQLite: one statement, however large) stay after the sync version
  * until all are processed; a poll from the sync version walks past every one already leased,
  * so draining a bulk load was quadratic. Change log only (sql NULL for change tracking, and
  * for keys of more than SQLQ_CAPTURE_RESUME_MAX_KEY parts or, on PostgreSQL, unknown types). */

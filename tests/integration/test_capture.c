@@ -408,7 +408,7 @@ static int ov_index(const sqlq_change *c)
     return (region[1] - '0') * 100 + (int)(id - 1);
 }
 
-/* 1000 changes written by one statement (on PostgreSQL one transaction: one version for all),
+/* 1000 changes written by one statement (one transaction),
  * keyed by (text, integer): polls resume after the last change they leased and advance scans
  * after the first unprocessed change they found. Nothing behind those positions is lost: a
  * change abandoned mid-sweep comes back at once, and the changes of an instance whose leases
@@ -650,19 +650,19 @@ static void test_capture_pg_late_commit(void **s)
     sqlq_db *ta = connect_db(e.conn);
     sqlq_db *tb = connect_db(e.conn);
     OK(sqlq_db_begin(ta, err));
-    exec(ta, "INSERT INTO lc VALUES (1, 'from A')"); /* A has its xid and stays open */
+    exec(ta, "INSERT INTO lc VALUES (1, 'from A')"); /* A wrote the log and stays open */
     OK(sqlq_db_begin(tb, err));
-    exec(tb, "INSERT INTO lc VALUES (2, 'from B')"); /* B's xid is larger */
+    exec(tb, "INSERT INTO lc VALUES (2, 'from B')"); /* B's version is larger */
     OK(sqlq_db_commit(tb, err));
     sqlq_change_batch b;
-    poll_now(cap, &b); /* B committed, but A (older) still runs: nothing past A is read yet */
+    poll_now(cap, &b); /* B committed, but A (older version) still runs: nothing past A is read */
     assert_int_equal(b.count, 0);
     sqlq_change_batch_free(&b);
     assert_int_equal(advance(cap), 0);
     OK(sqlq_db_commit(ta, err));
     poll(cap, &b);
     assert_int_equal(b.count, 2);
-    assert_int_equal(key_int(&b.items[0], "id"), 1); /* A's xid is older */
+    assert_int_equal(key_int(&b.items[0], "id"), 1); /* A's version is older */
     assert_int_equal(key_int(&b.items[1], "id"), 2);
     assert_int_equal(release(cap, &b), 0);
     sqlq_change_batch_free(&b);
