@@ -105,6 +105,15 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
                                "the change log of table %s is not installed: run "
                                "`sqlq setup --table %s` first",
                                cap->names.table_key, user_table);
+        char seq[72];
+        sqlq_change_log_sequence(&cap->names, seq, sizeof(seq));
+        if (r == SQLQ_OK && cap->spec.dialect == SQLQ_DIALECT_POSTGRES &&
+            (r = sqlq_catalog_object_exists(cap->db, seq, &ok, err)) == SQLQ_OK && !ok)
+            r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
+                               "the change log of table %s was installed by an earlier sqlq "
+                               "(transaction-id versions): run `sqlq setup --table %s` to "
+                               "upgrade it",
+                               cap->names.table_key, user_table);
         return r;
     }
     json_t *rows = NULL;

@@ -944,6 +944,13 @@ static void test_capture_pg_upgrade_xid_log(void **s)
     /* the earlier bridge had delivered key 1 */
     exec(e.db, "UPDATE sqlq.state SET sync_version = (SELECT sqlq_version FROM sqlq.log_up "
                "WHERE id = 1)");
+    sqlq_capture_config cfg;
+    sqlq_capture_config_default(&cfg);
+    cfg.table = "up";
+    sqlq_error oe;
+    sqlq_error_clear(&oe);
+    assert_int_equal(sqlq_capture_open(e.db, &cfg, &cap, &oe), SQLQ_E_NOT_FOUND);
+    assert_non_null(strstr(oe.message, "installed by an earlier sqlq"));
     install(e.db, "up"); /* the upgrade */
     install(e.db, "up"); /* idempotent */
     exec(e.db, "INSERT INTO up VALUES (4, 'four')");
