@@ -3,8 +3,8 @@
  *
  * Semantics (statements in capture_sql.c):
  *  poll     one transaction under the lock of this (bridge, table) only. Changes with version
- *           > sync version (PostgreSQL: and <= the read horizon, capture_horizon.h) whose lease is free:
- *           never leased, released at an older version, or expired (crash, abandon). Ordered
+ *           > sync version (PostgreSQL: and <= the read horizon, capture_horizon.h) whose
+ *           lease is free: never leased, released at an older version, or expired. Ordered
  *           by (version, key), at most max_batch_size. Each is leased in the same transaction
  *           (one statement; SQLite: two under its write lock): version, attempts (+1 for the
  *           same version, 1 for a newer one, capped at max_attempts + 1), expiry now +

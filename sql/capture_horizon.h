@@ -31,9 +31,9 @@ typedef struct sqlq_horizon_writer {
 } sqlq_horizon_writer;
 
 typedef struct sqlq_horizon {
-    bool observed;          /* at least one observation */
-    int64_t last_s;         /* s of the last observation */
-    int64_t value;          /* the horizon of the last observation */
+    bool observed;                /* at least one observation */
+    int64_t last_s;               /* s of the last observation */
+    int64_t value;                /* the horizon of the last observation */
     sqlq_horizon_writer *writers; /* W of the last observation */
     size_t count, capacity;
 } sqlq_horizon;

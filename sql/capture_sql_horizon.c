@@ -39,12 +39,13 @@ sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, sqlq_capture_stmt
     }
     sqlq_sql_text_literal(&b.t, log);
     free(log);
-    sqlq_sql_text_add(&b.t, ") AND l.pid IS DISTINCT FROM pg_backend_pid()) "
-                            "SELECT s.sync_version AS m_sync, w.m_pid, (SELECT CAST(x.transactionid "
-                            "AS text) FROM k AS x WHERE x.locktype = 'transactionid' AND x.mode = "
-                            "'ExclusiveLock' AND x.granted AND x.virtualtransaction = w.vx ORDER BY "
-                            "age(x.transactionid) DESC LIMIT 1) AS m_xid FROM (SELECT sync_version "
-                            "FROM ");
+    sqlq_sql_text_add(&b.t,
+                      ") AND l.pid IS DISTINCT FROM pg_backend_pid()) "
+                      "SELECT s.sync_version AS m_sync, w.m_pid, (SELECT CAST(x.transactionid "
+                      "AS text) FROM k AS x WHERE x.locktype = 'transactionid' AND x.mode = "
+                      "'ExclusiveLock' AND x.granted AND x.virtualtransaction = w.vx ORDER BY "
+                      "age(x.transactionid) DESC LIMIT 1) AS m_xid FROM (SELECT sync_version "
+                      "FROM ");
     obj(&b, "state");
     state_row(&b);
     sqlq_sql_text_add(&b.t, ") AS s LEFT JOIN w ON true");

@@ -53,7 +53,8 @@ static sqlq_result read_owners(sqlq_capture *cap, sqlq_capture_values *v, sqlq_c
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     size_t i;
     json_t *row;
-    json_array_foreach(rows, i, row) {
+    json_array_foreach(rows, i, row)
+    {
         int64_t n = 0;
         const char *owner = json_string_value(json_object_get(row, "owner"));
         if (r != SQLQ_OK || !sqlq_capture_json_int64(json_object_get(row, "n"), &n))

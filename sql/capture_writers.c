@@ -28,7 +28,8 @@ static sqlq_result parse_writers(const sqlq_capture *cap, json_t *rows, sqlq_hor
                               cap->bridge, cap->names.table_key);
     size_t i;
     json_t *row;
-    json_array_foreach(rows, i, row) {
+    json_array_foreach(rows, i, row)
+    {
         const char *xid = json_string_value(json_object_get(row, "m_xid"));
         int64_t pid = 0;
         if (!xid || !*xid)
@@ -48,7 +49,8 @@ sqlq_result sqlq_capture_writers_observe(sqlq_capture *cap, bool with_lock, sqlq
     json_t *rows = NULL;
     int64_t s = 0;
     sqlq_result r = sqlq_capture_query(cap, with_lock ? &cap->seq_lock : &cap->seq, v, &rows, err);
-    if (r == SQLQ_OK && !sqlq_capture_json_int64(json_object_get(json_array_get(rows, 0), "m_seq"), &s))
+    if (r == SQLQ_OK &&
+        !sqlq_capture_json_int64(json_object_get(json_array_get(rows, 0), "m_seq"), &s))
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
                            "the version sequence of %s is missing: run `sqlq setup --table %s`",
                            cap->names.table_key, cap->names.table_key);
@@ -92,12 +94,12 @@ static json_t *describe(sqlq_capture *cap, const sqlq_horizon_writer *w, uint64_
     int64_t age = 0;
     if (!sqlq_capture_json_int64(json_object_get(row, "age_s"), &age))
         age = (int64_t)((now_ms - w->first_seen_ms) / 1000);
-    json_t *d = json_pack("{s:s, s:I, s:O, s:O, s:O, s:I, s:O}", "xid", w->xid, "pid",
-                          (json_int_t)w->pid, "application_name",
-                          row ? json_object_get(row, "app") : json_null(), "database",
-                          row ? json_object_get(row, "db") : json_null(), "state",
-                          row ? json_object_get(row, "state") : json_null(), "age_s",
-                          (json_int_t)age, "gid", row ? json_object_get(row, "gid") : json_null());
+    json_t *d =
+        json_pack("{s:s, s:I, s:O, s:O, s:O, s:I, s:O}", "xid", w->xid, "pid", (json_int_t)w->pid,
+                  "application_name", row ? json_object_get(row, "app") : json_null(), "database",
+                  row ? json_object_get(row, "db") : json_null(), "state",
+                  row ? json_object_get(row, "state") : json_null(), "age_s", (json_int_t)age,
+                  "gid", row ? json_object_get(row, "gid") : json_null());
     json_decref(rows);
     return d;
 }
