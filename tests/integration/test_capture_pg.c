@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct env {
     char *conn;
@@ -403,6 +404,59 @@ static void test_capture_pg_upgrade_xid_log(void **s)
     env_close(&e);
 }
 
+/* A bridge role without superuser rights (only the grants on sqlq's objects a bridge needs)
+ * still sees another role's lock on the log in pg_locks: its reads wait for that writer, and
+ * go on once it commits. */
+static void test_capture_pg_unprivileged_reader(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e);
+    char role[64], sql[512];
+    snprintf(role, sizeof(role), "sqlq_ro_%d", (int)getpid());
+    snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN NOSUPERUSER", role);
+    exec(e.db, sql);
+    exec(e.db, "CREATE TABLE pr (id integer PRIMARY KEY)");
+    install(e.db, "pr");
+    sqlq_capture *owner = open_cap(e.db, "pr"); /* state and leases tables exist from here */
+    sqlq_capture_close(owner);
+    snprintf(sql, sizeof(sql),
+             "GRANT USAGE ON SCHEMA sqlq TO %s; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL "
+             "TABLES IN SCHEMA sqlq TO %s; GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA sqlq "
+             "TO %s; GRANT SELECT ON pr TO %s",
+             role, role, role, role);
+    exec(e.db, sql);
+    char *conn = strdup(e.conn);
+    char *uid = strstr(conn, "UID=sqlq;");
+    assert_non_null(uid);
+    size_t n = strlen(conn) + strlen(role) + 8;
+    char *ro_conn = malloc(n);
+    snprintf(ro_conn, n, "%.*sUID=%s;%s", (int)(uid - conn), conn, role, uid + strlen("UID=sqlq;"));
+    sqlq_db *ro = connect_db(ro_conn);
+    assert_int_equal(scalar(ro, "SELECT CASE WHEN current_setting('is_superuser') = 'off' THEN 1 "
+                                "ELSE 0 END"), 1);
+    sqlq_capture *cap = open_cap(ro, "pr");
+    sqlq_db *a = connect_db(e.conn); /* the writer: another role */
+    OK(sqlq_db_begin(a, err));
+    exec(a, "INSERT INTO pr VALUES (1)");
+    exec(e.db, "INSERT INTO pr VALUES (2)");
+    assert_int_equal(deliver_now(cap), 0); /* the writer's lock is visible to this role */
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(cap, &st, err));
+    assert_int_equal(json_array_size(st.writers), 1);
+    sqlq_capture_status_free(&st);
+    OK(sqlq_db_commit(a, err));
+    assert_int_equal(deliver_now(cap), BIT(1) | BIT(2));
+    sqlq_capture_close(cap);
+    sqlq_db_close(ro);
+    sqlq_db_close(a);
+    snprintf(sql, sizeof(sql), "DROP OWNED BY %s; DROP ROLE %s", role, role);
+    exec(e.db, sql);
+    free(ro_conn);
+    free(conn);
+    env_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -411,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_capture_pg_savepoints),
         cmocka_unit_test(test_capture_pg_prepared_and_killed),
         cmocka_unit_test(test_capture_pg_upgrade_xid_log),
+        cmocka_unit_test(test_capture_pg_unprivileged_reader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
