@@ -28,7 +28,7 @@ struct sqlq_capture {
     sqlq_catalog_names names;
     sqlq_capture_sql spec;
     sqlq_capture_stmt lock, poll, lease, bump, base, pending, scan, set_sync, trim_leases,
-        trim_log, release, renew, abandon_count, abandon_free, read_sync, owners, bounds,
+        trim_log, release, renew, abandon_count, abandon_free, read_sync, owners, bounds, bounds_sync,
         poll_resume, lease_resume, scan_resume, seq_lock, seq, newest;
     char **key_types; /* declared type of each key part */
     unsigned moves;

@@ -59,7 +59,9 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_poll_resume(s, &cap->poll_resume, &cap->lease_resume, err);
     if (r == SQLQ_OK)
-        r = sqlq_capture_sql_bounds(s, &cap->bounds, err);
+        r = sqlq_capture_sql_bounds(s, true, &cap->bounds, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_bounds(s, false, &cap->bounds_sync, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_sequence(s, true, &cap->seq_lock, err);
     if (r == SQLQ_OK)
@@ -304,7 +306,8 @@ void sqlq_capture_close(sqlq_capture *cap)
                                 &cap->abandon_count, &cap->abandon_free, &cap->read_sync,
                                 &cap->owners, &cap->bounds,
                                 &cap->poll_resume,   &cap->lease_resume, &cap->scan_resume,
-                                &cap->seq_lock,      &cap->seq,          &cap->newest};
+                                &cap->seq_lock,      &cap->seq,          &cap->newest,
+                                &cap->bounds_sync};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         sqlq_capture_stmt_free(all[i]);
     if (cap->table)

@@ -89,8 +89,9 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *
  * and sorting all of it (a poll cost grew with the backlog). Rows: m_sync, m_pid, m_xid, one
  * per holder of the log's ROW EXCLUSIVE lock but this session (m_pid NULL: a prepared
  * transaction; m_xid NULL: no transaction id, hence no version), or one row with both NULL.
- * Other dialects: sql NULL. */
-SQLQ_NODISCARD sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c,
+ * Without with_writers: m_sync only (an observation that needs no lock holders, see
+ * sqlq_capture_writers_observe). Other dialects: sql NULL. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, bool with_writers,
                                                    sqlq_capture_stmt *out, sqlq_error *err);
 /* PostgreSQL: step 1 of a horizon observation, m_seq (the last version handed out), with
  * the poll's lock first (m_lock) when with_lock: one round trip. Other dialects: sql NULL. */

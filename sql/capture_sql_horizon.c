@@ -8,14 +8,21 @@
 
 #include <stdio.h>
 
-sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
-                                    sqlq_error *err)
+sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, bool with_writers,
+                                    sqlq_capture_stmt *out, sqlq_error *err)
 {
     builder b;
     b_init(&b, c, out);
     if (!is_pg(&b) || c->change_tracking) {
         sqlq_sql_text_free(&b.t);
         return SQLQ_OK;
+    }
+    if (!with_writers) {
+        direct(&b);
+        sqlq_sql_text_add(&b.t, "SELECT sync_version AS m_sync FROM ");
+        obj(&b, "state");
+        state_row(&b);
+        return b_done(&b, err);
     }
     /* One read of the lock table (pg_locks calls pg_lock_status() per reference): holders of
      * the log's ROW EXCLUSIVE lock in this database but this session, each with the top

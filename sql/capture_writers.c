@@ -56,8 +56,13 @@ sqlq_result sqlq_capture_writers_observe(sqlq_capture *cap, bool with_lock, sqlq
                            cap->names.table_key, cap->names.table_key);
     json_decref(rows);
     rows = NULL;
+    /* No version handed out since an observation that found no writer: every version up to s
+     * was taken before that one's step 1 by a transaction that had ended by its step 2, so s
+     * is final without reading the lock table again (an idle or draining log). */
+    const sqlq_horizon *h = &cap->horizon;
+    bool quiet = h->observed && h->count == 0 && s == h->last_s;
     if (r == SQLQ_OK)
-        r = sqlq_capture_query(cap, &cap->bounds, v, &rows, err);
+        r = sqlq_capture_query(cap, quiet ? &cap->bounds_sync : &cap->bounds, v, &rows, err);
     sqlq_horizon_writer *seen = NULL;
     size_t n = 0;
     if (r == SQLQ_OK)

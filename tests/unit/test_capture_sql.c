@@ -246,7 +246,7 @@ static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
     assert_int_equal(strncmp(a.sql, "/* sqlq poll */ WITH b AS (", 27), 0);
     assert_int_equal(count(a.sql, "pg_snapshot_xmin"), 0); /* no cluster-wide horizon */
     sqlq_capture_stmt_free(&a);
-    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, &a, &err), SQLQ_OK);
+    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
     contains(a.sql, "l.mode = 'RowExclusiveLock'");
     contains(a.sql, "to_regclass('\"sqlq\".\"log_orders\"')");
     contains(a.sql, "l.pid IS DISTINCT FROM pg_backend_pid()");
@@ -266,8 +266,12 @@ static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
     /* one round trip each: not wrapped in DECLARE CURSOR by psqlODBC (UseDeclareFetch=1) */
     assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT ", 18), 0);
     sqlq_capture_stmt_free(&a);
-    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, &a, &err), SQLQ_OK);
+    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
     assert_int_equal(strncmp(a.sql, "/* sqlq */ WITH ", 16), 0);
+    sqlq_capture_stmt_free(&a);
+    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, false, &a, &err), SQLQ_OK);
+    assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT sync_version AS m_sync FROM", 45), 0);
+    assert_int_equal(count(a.sql, "pg_locks"), 0);
     sqlq_capture_stmt_free(&a);
     assert_int_equal(sqlq_capture_sql_sequence(&f.spec, false, &a, &err), SQLQ_OK);
     assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT (SELECT CASE", 30), 0);
@@ -276,7 +280,7 @@ static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
     assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT ", 18), 0);
     sqlq_capture_stmt_free(&a);
     make(&f, SQLQ_DIALECT_SQLITE, "", "orders", false);
-    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, &a, &err), SQLQ_OK);
+    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
     assert_null(a.sql); /* SQLite's planner walks the index with the subquery bound */
     assert_int_equal(sqlq_capture_sql_sequence(&f.spec, true, &a, &err), SQLQ_OK);
     assert_null(a.sql); /* one writer at a time: no horizon */
