@@ -63,6 +63,33 @@ static void print_err(const char *what, const sqlq_error *err)
     fprintf(stderr, "sqlq status: %s: %s\n", what, line);
 }
 
+/* PostgreSQL: the open transactions that wrote the change log and hold delivery back. */
+static void print_writers(const sqlq_capture_status *st)
+{
+    if (json_array_size(st->writers) == 0)
+        return;
+    printf("    held back: %lld committed change(s) after version %lld wait for open "
+           "transactions that wrote the change log:\n",
+           st->held_back, (long long)st->horizon);
+    size_t i;
+    json_t *w;
+    json_array_foreach(st->writers, i, w) {
+        const char *app = json_string_value(json_object_get(w, "application_name"));
+        const char *db = json_string_value(json_object_get(w, "database"));
+        const char *state = json_string_value(json_object_get(w, "state"));
+        const char *gid = json_string_value(json_object_get(w, "gid"));
+        json_int_t pid = json_integer_value(json_object_get(w, "pid"));
+        if (gid)
+            printf("      prepared transaction gid '%s'", gid);
+        else
+            printf("      pid %lld", (long long)pid);
+        printf(", application_name '%s', database %s, state %s, open %llds, xid %s\n",
+               app ? app : "", db ? db : "?", state ? state : "?",
+               (long long)json_integer_value(json_object_get(w, "age_s")),
+               json_string_value(json_object_get(w, "xid")));
+    }
+}
+
 /* One bridge of one table; appends to `bridges` (JSON) and prints in text mode. */
 static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge, bool json,
                          json_t *bridges)
@@ -90,10 +117,15 @@ static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge,
         return SQLQ_EXIT_FAILED;
     }
     if (json) {
-        json_array_append_new(bridges, json_pack("{s:s, s:I, s:I, s:I, s:O}", "bridge", bridge,
-                                                 "sync_version", (json_int_t)st.sync_version,
-                                                 "pending", (json_int_t)st.pending, "leased",
-                                                 (json_int_t)st.leased, "owners", st.owners));
+        json_t *b = json_pack("{s:s, s:I, s:I, s:I, s:O}", "bridge", bridge, "sync_version",
+                              (json_int_t)st.sync_version, "pending", (json_int_t)st.pending,
+                              "leased", (json_int_t)st.leased, "owners", st.owners);
+        if (b && st.writers) {
+            json_object_set_new(b, "horizon", json_integer((json_int_t)st.horizon));
+            json_object_set_new(b, "held_back", json_integer((json_int_t)st.held_back));
+            json_object_set(b, "blocking_transactions", st.writers);
+        }
+        json_array_append_new(bridges, b);
     } else {
         printf("  bridge %s: sync version %lld, pending %lld, leased %lld", bridge,
                (long long)st.sync_version, st.pending, st.leased);
@@ -105,6 +137,7 @@ static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge,
             sep = ", ";
         }
         printf("%s\n", *sep == ',' ? ")" : "");
+        print_writers(&st);
     }
     sqlq_capture_status_free(&st);
     return SQLQ_EXIT_OK;

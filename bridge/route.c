@@ -81,6 +81,9 @@ static void init_metrics(sqlq_route *r)
     r->m_renewals = sqlq_metrics_counter(m, SQLQ_METRIC_LEASE_RENEWALS, NULL, t, 1);
     r->m_publish_s = sqlq_metrics_histogram(m, SQLQ_METRIC_PUBLISH_SECONDS, NULL, NULL, 0, q, 1);
     r->m_pending = sqlq_metrics_gauge(m, SQLQ_METRIC_PENDING_CHANGES, NULL, t, 1);
+    r->m_pending_age = sqlq_metrics_gauge(m, "sqlq_oldest_pending_change_age_seconds",
+                                          "Age of the oldest captured change not yet delivered "
+                                          "(to within 5 s), per table.", t, 1);
     sqlq_label rq[] = {{"reason", "queue_unavailable"}};
     sqlq_label rd[] = {{"reason", "database_unavailable"}};
     sqlq_label rl[] = {{"reason", "lease_lost"}};
@@ -403,6 +406,7 @@ static void refresh_metrics(sqlq_route *r, uint64_t now)
     sqlq_error_clear(&e);
     if (r->cap && sqlq_capture_status_get(r->cap, &st, &e) == SQLQ_OK) {
         sqlq_gauge_set(r->m_pending, (double)st.pending);
+        sqlq_gauge_set(r->m_pending_age, st.oldest_pending_age_s);
         sqlq_capture_status_free(&st);
     }
 }

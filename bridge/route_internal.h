@@ -43,6 +43,7 @@ struct sqlq_route {
     sqlq_counter *m_retry_queue, *m_retry_db, *m_lease_lost; /* sqlq_retries_total{reason} */
     sqlq_histogram *m_publish_s;
     sqlq_gauge *m_pending;
+    sqlq_gauge *m_pending_age; /* sqlq_oldest_pending_change_age_seconds */
 };
 
 /* The next batch, polled on the route's connection by a helper thread while the current one is

@@ -3,8 +3,8 @@
  *
  * Semantics (statements in capture_sql.c):
  *  poll     one transaction under the lock of this (bridge, table) only. Changes with version
- *           > sync version (PostgreSQL: and < the oldest running xid) whose lease is free:
- *           never leased, released at an older version, or expired (crash, abandon). Ordered
+ *           > sync version (PostgreSQL: and <= the read horizon, capture_horizon.h) whose
+ *           lease is free: never leased, released at an older version, or expired. Ordered
  *           by (version, key), at most max_batch_size. Each is leased in the same transaction
  *           (one statement; SQLite: two under its write lock): version, attempts (+1 for the
  *           same version, 1 for a newer one, capped at max_attempts + 1), expiry now +
@@ -64,14 +64,6 @@ void sqlq_change_batch_free(sqlq_change_batch *b)
     }
     free(b->items);
     memset(b, 0, sizeof(*b));
-}
-
-void sqlq_capture_status_free(sqlq_capture_status *s)
-{
-    if (!s)
-        return;
-    json_decref(s->owners);
-    memset(s, 0, sizeof(*s));
 }
 
 const sqlq_table *sqlq_capture_table(const sqlq_capture *cap)
@@ -256,23 +248,6 @@ static sqlq_result ct_retention(sqlq_capture *cap, sqlq_error *err)
     return r;
 }
 
-/* PostgreSQL: the poll's range bounds, read under the lock (a later statement of the same
- * transaction sees every advance committed before the lock was granted). */
-static sqlq_result read_bounds(sqlq_capture *cap, sqlq_capture_values *v, sqlq_error *err)
-{
-    if (!cap->bounds.sql)
-        return SQLQ_OK;
-    json_t *rows = NULL;
-    sqlq_result r = sqlq_capture_query(cap, &cap->bounds, v, &rows, err);
-    json_t *row = json_array_get(rows, 0);
-    if (r == SQLQ_OK && (!sqlq_capture_json_int64(json_object_get(row, "m_sync"), &v->sync) ||
-                         !sqlq_capture_json_int64(json_object_get(row, "m_horizon"), &v->horizon)))
-        r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false, "no state row for bridge %s table %s",
-                           cap->bridge, cap->names.table_key);
-    json_decref(rows);
-    return r;
-}
-
 static void position_clear(sqlq_capture_position *p)
 {
     json_decref(p->key);
@@ -341,9 +316,12 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
         position_clear(&cap->resume);
         return r;
     }
-    r = sqlq_capture_run(cap, &cap->lock, &v, NULL, err);
-    if (r == SQLQ_OK)
-        r = read_bounds(cap, &v, err);
+    /* PostgreSQL: the lock, then the horizon observation under it (capture_horizon.h); the
+     * poll statement's snapshot comes after both. */
+    if (cap->seq_lock.sql)
+        r = sqlq_capture_writers_observe(cap, true, &v, err);
+    else
+        r = sqlq_capture_run(cap, &cap->lock, &v, NULL, err);
     if (r == SQLQ_OK && cap->spec.change_tracking)
         r = ct_retention(cap, err);
     if (r == SQLQ_OK && cap->bump.sql) {
@@ -366,6 +344,8 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
     if (json_array_size(rows) == 0) /* nothing read: the key is checked on its own */
         r = sqlq_capture_shape_check_key(cap, err);
     resume_after(cap, rows, (uint64_t)v.now);
+    if (cap->seq_lock.sql)
+        sqlq_capture_writers_report(cap, (uint64_t)v.now);
     if (r == SQLQ_OK)
         r = rows_to_batch(cap, rows, out, err);
     json_decref(rows);
@@ -500,6 +480,8 @@ sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version, sqlq_e
     if (r != SQLQ_OK)
         return r;
     bool resume = cap->scan_from.active;
+    /* PostgreSQL: only versions final at the last observation (none before the first). */
+    v.horizon = cap->horizon.observed ? cap->horizon.value : INT64_MIN;
     v.resume_version = cap->scan_from.version;
     v.resume_key = cap->scan_from.key;
     r = sqlq_capture_run(cap, &cap->lock, &v, NULL, err);
@@ -550,41 +532,3 @@ sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version, sqlq_e
         *out_version = moved ? target : sync;
     return SQLQ_OK;
 }
-
-/* ---- status ------------------------------------------------------------------------------ */
-
-sqlq_result sqlq_capture_status_get(sqlq_capture *cap, sqlq_capture_status *out, sqlq_error *err)
-{
-    memset(out, 0, sizeof(*out));
-    if (cap->cursor)
-        return sqlq_cursor_source_status_get(cap->cursor, out, err);
-    sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
-    int64_t sync = 0, pending = 0;
-    json_t *rows = NULL;
-    sqlq_result r = sqlq_capture_query_int(cap, &cap->read_sync, &v, &sync, err);
-    if (r == SQLQ_OK)
-        r = sqlq_capture_query_int(cap, &cap->pending, &v, &pending, err);
-    if (r == SQLQ_OK)
-        r = sqlq_capture_query(cap, &cap->owners, &v, &rows, err);
-    out->owners = json_object();
-    if (r == SQLQ_OK && !out->owners)
-        r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    size_t i;
-    json_t *row;
-    json_array_foreach(rows, i, row) {
-        int64_t n = 0;
-        const char *owner = json_string_value(json_object_get(row, "owner"));
-        if (r != SQLQ_OK || !sqlq_capture_json_int64(json_object_get(row, "n"), &n))
-            continue;
-        out->leased += n;
-        if (json_object_set_new(out->owners, owner ? owner : "", json_integer(n)) != 0)
-            r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    }
-    json_decref(rows);
-    out->sync_version = sync;
-    out->pending = pending;
-    if (r != SQLQ_OK)
-        sqlq_capture_status_free(out);
-    return r;
-}
-

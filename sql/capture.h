@@ -114,6 +114,16 @@ typedef struct sqlq_capture_status {
     long long pending;      /* changes not yet delivered (what an autoscaler would read) */
     long long leased;       /* leases currently held */
     json_t *owners;         /* object: instance id → leases held */
+    /* Change log: */
+    int64_t horizon;        /* PostgreSQL: every version up to this is final (readable) now;
+                             * elsewhere the sync version */
+    long long held_back;    /* PostgreSQL: changes committed above the horizon, waiting for the
+                             * open transactions in `writers` to end */
+    json_t *writers;        /* PostgreSQL: array of open transactions that wrote the change log
+                             * and hold delivery back, oldest first: {xid, pid (0: prepared),
+                             * application_name, database, state, age_s, gid}; NULL elsewhere */
+    double oldest_pending_age_s; /* age of the oldest change the sync version has not passed,
+                                  * measured from when this process first saw it (0: none) */
 } sqlq_capture_status;
 SQLQ_NODISCARD sqlq_result sqlq_capture_status_get(sqlq_capture *cap, sqlq_capture_status *out,
                                                    sqlq_error *err);

@@ -4,6 +4,7 @@
 #define SQLQ_CAPTURE_INTERNAL_H
 
 #include "capture.h"
+#include "capture_horizon.h"
 #include "capture_sql.h"
 #include "catalog.h"
 #include "cursor_source.h"
@@ -27,8 +28,8 @@ struct sqlq_capture {
     sqlq_catalog_names names;
     sqlq_capture_sql spec;
     sqlq_capture_stmt lock, poll, lease, bump, base, pending, scan, set_sync, trim_leases,
-        trim_log, release, renew, abandon_count, abandon_free, read_sync, owners, bounds,
-        poll_resume, lease_resume, scan_resume;
+        trim_log, release, renew, abandon_count, abandon_free, read_sync, owners, bounds, bounds_sync,
+        poll_resume, lease_resume, scan_resume, seq_lock, seq, newest;
     char **key_types; /* declared type of each key part */
     unsigned moves;
     /* Where the next poll resumes (sqlq_capture_sql_poll_resume): after the last change of a
@@ -46,6 +47,13 @@ struct sqlq_capture {
     /* The description changed since the poll statements were built (their exact-value
      * columns follow the description): rebuild them and poll again. */
     bool shape_moved;
+    /* PostgreSQL: the safe read horizon and the writers holding the log (capture_horizon.h). */
+    sqlq_horizon horizon;
+    uint64_t held_logged_ms; /* last capture_held_back line (rate limit) */
+    /* The newest log version seen by status, with when it was first seen: the age of the
+     * oldest change the sync version has not passed (a metric), to within the status period. */
+    struct { int64_t version; uint64_t seen_ms; } marks[32];
+    size_t nmarks;
 };
 
 typedef struct sqlq_capture_values {
@@ -57,6 +65,16 @@ typedef struct sqlq_capture_values {
     int64_t resume_version;   /* resumed poll */
     const json_t *resume_key; /* resumed poll: array of key parts */
 } sqlq_capture_values;
+
+/* PostgreSQL: one horizon observation (capture_horizon.h): the sequence (with the poll's lock
+ * first when with_lock), then the writers; sets v->sync and v->horizon. */
+sqlq_result sqlq_capture_writers_observe(sqlq_capture *cap, bool with_lock, sqlq_capture_values *v,
+                                         sqlq_error *err);
+/* After a poll: a rate-limited warning naming the transaction that holds delivery back. */
+void sqlq_capture_writers_report(sqlq_capture *cap, uint64_t now_ms);
+/* The writers holding delivery back as JSON objects (pid, xid, application_name, database,
+ * state, age_s, gid for a prepared transaction), oldest first. */
+sqlq_result sqlq_capture_writers_describe(sqlq_capture *cap, json_t **out, sqlq_error *err);
 
 sqlq_result sqlq_capture_run(sqlq_capture *cap, const sqlq_capture_stmt *st,
                              const sqlq_capture_values *v, long long *out_rows, sqlq_error *err);

@@ -59,7 +59,15 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_poll_resume(s, &cap->poll_resume, &cap->lease_resume, err);
     if (r == SQLQ_OK)
-        r = sqlq_capture_sql_bounds(s, &cap->bounds, err);
+        r = sqlq_capture_sql_bounds(s, true, &cap->bounds, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_bounds(s, false, &cap->bounds_sync, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_sequence(s, true, &cap->seq_lock, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_sequence(s, false, &cap->seq, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_sql_newest(s, &cap->newest, err);
     if (r == SQLQ_OK && s->dialect == SQLQ_DIALECT_SQLITE)
         r = sqlq_capture_sql_reserve(s, &cap->bump, &cap->base, err);
     if (r == SQLQ_OK)
@@ -110,6 +118,15 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
             r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
                                "the change log of table %s is not installed: run "
                                "`sqlq setup --table %s` first",
+                               cap->names.table_key, user_table);
+        char seq[72];
+        sqlq_change_log_sequence(&cap->names, seq, sizeof(seq));
+        if (r == SQLQ_OK && cap->spec.dialect == SQLQ_DIALECT_POSTGRES &&
+            (r = sqlq_catalog_object_exists(cap->db, seq, &ok, err)) == SQLQ_OK && !ok)
+            r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
+                               "the change log of table %s was installed by an earlier sqlq "
+                               "(transaction-id versions): run `sqlq setup --table %s` to "
+                               "upgrade it",
                                cap->names.table_key, user_table);
         return r;
     }
@@ -302,7 +319,9 @@ void sqlq_capture_close(sqlq_capture *cap)
                                 &cap->trim_log,      &cap->release,      &cap->renew,
                                 &cap->abandon_count, &cap->abandon_free, &cap->read_sync,
                                 &cap->owners, &cap->bounds,
-                                &cap->poll_resume,   &cap->lease_resume, &cap->scan_resume};
+                                &cap->poll_resume,   &cap->lease_resume, &cap->scan_resume,
+                                &cap->seq_lock,      &cap->seq,          &cap->newest,
+                                &cap->bounds_sync};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         sqlq_capture_stmt_free(all[i]);
     sqlq_capture_shape_close(cap);
@@ -310,6 +329,7 @@ void sqlq_capture_close(sqlq_capture *cap)
         sqlq_catalog_key_types_free(cap->key_types, cap->table->nkey);
     json_decref(cap->resume.key);
     json_decref(cap->scan_from.key);
+    sqlq_horizon_free(&cap->horizon);
     sqlq_table_free(cap->table);
     free(cap->quoted_table);
     free(cap->bridge);

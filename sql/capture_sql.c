@@ -58,25 +58,10 @@ static void lease_join(builder *b)
     key_match(b, "l.", "c.", false);
 }
 
-/* PostgreSQL: psqlODBC with UseDeclareFetch=1 runs a statement it sees starting with SELECT or
- * WITH as DECLARE CURSOR, FETCH and CLOSE: three round trips (with a savepoint around each in
- * a transaction). The statements of every batch return one row: a leading comment has them
- * sent as they are, one round trip. */
-static void direct(builder *b)
-{
-    if (is_pg(b))
-        sqlq_sql_text_add(&b->t, "/* sqlq */ ");
-}
-
-static void horizon(builder *b)
-{
-    sqlq_sql_text_add(&b->t, "CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS bigint)");
-}
-
-/* Versions after the stored sync version; on PostgreSQL only those of transactions older than
- * every running one (versions are xids: a lower one may still commit). The CHANGETABLE source
- * bounds by @sync itself and adds nothing. `bound_params`: PostgreSQL's poll takes both bounds
- * as parameters read by sqlq_capture_sql_bounds (see there why). */
+/* Versions after the stored sync version; on PostgreSQL only those at or below the horizon
+ * (capture_horizon.h: a version above it may still commit), a parameter. The CHANGETABLE
+ * source bounds by @sync itself and adds nothing. `bound_params`: PostgreSQL's poll takes the
+ * sync version as a parameter too, read by sqlq_capture_sql_bounds (see there why). */
 static void sync_bound(builder *b, bool bound_params)
 {
     if (b->c->change_tracking) {
@@ -86,16 +71,38 @@ static void sync_bound(builder *b, bool bound_params)
     if (bound_params && is_pg(b)) {
         sqlq_sql_text_add(&b->t, "%s > ", ver(b));
         param(b, SQLQ_P_SYNC);
-        sqlq_sql_text_add(&b->t, " AND %s < ", ver(b));
+        sqlq_sql_text_add(&b->t, " AND %s <= ", ver(b));
         param(b, SQLQ_P_HORIZON);
         return;
     }
     sqlq_sql_text_add(&b->t, "%s > ", ver(b));
     sync_subquery(b);
     if (is_pg(b)) {
-        sqlq_sql_text_add(&b->t, " AND %s < ", ver(b));
-        horizon(b);
+        sqlq_sql_text_add(&b->t, " AND %s <= ", ver(b));
+        param(b, SQLQ_P_HORIZON);
     }
+}
+
+/* The operation as change tracking reports it against what this bridge delivered (its sync
+ * version, or a released lease of the key at a newer version): a key whose current row was
+ * inserted after that is an insert whatever followed; deletes stay deletes (a row created and
+ * deleted in between is one delete: it may have been published before its lease was
+ * released). Change tracking does this itself. */
+static void op_column(builder *b)
+{
+    if (b->c->change_tracking) {
+        sqlq_sql_text_add(&b->t, "%s", opcol(b));
+        return;
+    }
+    sqlq_sql_text_add(&b->t, "CASE WHEN c." SQLQ_COL_OP " <> 'U' THEN c." SQLQ_COL_OP
+                             " WHEN c." SQLQ_COL_SINCE " > ");
+    if (is_pg(b))
+        param(b, SQLQ_P_SYNC);
+    else
+        sync_subquery(b);
+    sqlq_sql_text_add(&b->t, " AND (l." SQLQ_COL_VERSION " IS NULL OR l." SQLQ_COL_EXPIRES
+                             " IS NOT NULL OR l." SQLQ_COL_VERSION " < c." SQLQ_COL_SINCE
+                             ") THEN 'I' ELSE 'U' END");
 }
 
 /* Resumed poll: (version, key...) after the bound position, in poll order (a row comparison:
@@ -185,11 +192,13 @@ static void batch_select(builder *b, bool sqlite_tokens, bool ms_into)
         sqlq_sql_text_col(&b->t, "c.", key_name(b, i));
         sqlq_sql_text_add(&b->t, " AS k%zu, ", i);
     }
+    sqlq_sql_text_add(&b->t, "%s AS m_v, ", ver(b));
+    op_column(b);
     sqlq_sql_text_add(&b->t,
-                      "%s AS m_v, %s AS m_op, CASE WHEN l." SQLQ_COL_VERSION " = %s AND l."
-                      SQLQ_COL_ATTEMPTS " >= %d THEN %d WHEN l." SQLQ_COL_VERSION " = %s THEN l."
-                      SQLQ_COL_ATTEMPTS " + 1 ELSE 1 END AS m_att",
-                      ver(b), opcol(b), ver(b), m, m + 1, ver(b));
+                      " AS m_op, CASE WHEN l." SQLQ_COL_VERSION " = %s AND l." SQLQ_COL_ATTEMPTS
+                      " >= %d THEN %d WHEN l." SQLQ_COL_VERSION " = %s THEN l." SQLQ_COL_ATTEMPTS
+                      " + 1 ELSE 1 END AS m_att",
+                      ver(b), m, m + 1, ver(b));
     if (sqlite_tokens) {
         sqlq_sql_text_add(&b->t, ", ");
         param(b, SQLQ_P_TOKEN_BASE);
@@ -402,24 +411,6 @@ sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *c, sqlq_capture
     if (!resumable(c))
         return SQLQ_OK;
     return poll_sql(c, true, select, lease, err);
-}
-
-sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
-                                    sqlq_error *err)
-{
-    builder b;
-    b_init(&b, c, out);
-    if (!is_pg(&b) || c->change_tracking) {
-        sqlq_sql_text_free(&b.t);
-        return SQLQ_OK;
-    }
-    direct(&b);
-    sqlq_sql_text_add(&b.t, "SELECT sync_version AS m_sync, ");
-    horizon(&b);
-    sqlq_sql_text_add(&b.t, " AS m_horizon FROM ");
-    obj(&b, "state");
-    state_row(&b);
-    return b_done(&b, err);
 }
 
 sqlq_result sqlq_capture_sql_reserve(const sqlq_capture_sql *c, sqlq_capture_stmt *bump,

@@ -25,7 +25,7 @@ typedef enum {
     SQLQ_P_LOCK,       /* lock key: PostgreSQL advisory-lock text, SQL Server app-lock resource */
     SQLQ_P_NOW,        /* SQLite only: the current time in ms (int64), one value per poll */
     SQLQ_P_SYNC,       /* PostgreSQL poll: the stored sync version, read by `bounds` (int64) */
-    SQLQ_P_HORIZON,    /* PostgreSQL poll: the oldest running xid, read by `bounds` (int64) */
+    SQLQ_P_HORIZON,    /* PostgreSQL: the highest final version (capture_horizon.h) (int64) */
     SQLQ_P_RESUME_VERSION, /* resumed poll: version of the last change of the previous poll */
     SQLQ_P_RESUME_KEY      /* resumed poll: its key part i is role SQLQ_P_RESUME_KEY + i */
 } sqlq_capture_param;
@@ -80,7 +80,7 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq
                                                  sqlq_capture_stmt *lease, sqlq_error *err);
 /* The same poll resumed after the last change the previous one leased: only changes after
  * (version, key) = (SQLQ_P_RESUME_VERSION, SQLQ_P_RESUME_KEY + i...) in poll order. Changes of
- * one version (PostgreSQL: one writing transaction, however large) stay after the sync version
+ * one version (SQLite: one statement, however large) stay after the sync version
  * until all are processed; a poll from the sync version walks past every one already leased,
  * so draining a bulk load was quadratic. Change log only (sql NULL for change tracking, and
  * for keys of more than SQLQ_CAPTURE_RESUME_MAX_KEY parts or, on PostgreSQL, unknown types). */
@@ -97,12 +97,25 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *
 int sqlq_capture_sql_source_objects(const sqlq_capture_sql *c);
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c,
                                                       sqlq_capture_stmt *out, sqlq_error *err);
-/* PostgreSQL: one row, m_sync (stored sync version) and m_horizon (oldest running xid), read
- * under the lock just before the poll, which takes them as parameters: the planner then knows
- * how many log rows lie in the range and walks the version index in order up to the batch
- * limit, where subqueries in the range left it guessing 0.5% of the log and sorting all of it
- * (a poll cost grew with the backlog). Other dialects: sql NULL. */
-SQLQ_NODISCARD sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c,
+/* PostgreSQL: step 2 of a horizon observation (capture_horizon.h), and the stored sync
+ * version, under the lock just before the poll, which takes the sync version as a parameter:
+ * the planner then knows how many log rows lie in the range and walks the version index in
+ * order up to the batch limit, where subqueries in the range left it guessing 0.5% of the log
+ * and sorting all of it (a poll cost grew with the backlog). Rows: m_sync, m_pid, m_xid, one
+ * per holder of the log's ROW EXCLUSIVE lock but this session (m_pid NULL: a prepared
+ * transaction; m_xid NULL: no transaction id, hence no version), or one row with both NULL.
+ * Without with_writers: m_sync only (an observation that needs no lock holders, see
+ * sqlq_capture_writers_observe). Other dialects: sql NULL. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, bool with_writers,
+                                                   sqlq_capture_stmt *out, sqlq_error *err);
+/* PostgreSQL: step 1 of a horizon observation, m_seq (the last version handed out), with
+ * the poll's lock first (m_lock) when with_lock: one round trip. Other dialects: sql NULL. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_sequence(const sqlq_capture_sql *c, bool with_lock,
+                                                     sqlq_capture_stmt *out, sqlq_error *err);
+/* Change log: one row, m_newest (the log's largest version, NULL when empty) and m_held
+ * (PostgreSQL: changes after the sync version above the SQLQ_P_HORIZON parameter, committed
+ * but not yet readable; SQLite: 0). Change tracking: sql NULL. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_newest(const sqlq_capture_sql *c,
                                                    sqlq_capture_stmt *out, sqlq_error *err);
 /* SQLite: reserve max_batch_size lease tokens: an UPDATE, then a SELECT of the base. */
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_reserve(const sqlq_capture_sql *c,

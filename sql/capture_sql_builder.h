@@ -79,6 +79,16 @@ static inline void sync_subquery(builder *b)
     sqlq_sql_text_add(&b->t, ")");
 }
 
+/* PostgreSQL: psqlODBC with UseDeclareFetch=1 runs a statement it sees starting with SELECT or
+ * WITH as DECLARE CURSOR, FETCH and CLOSE: three round trips (with a savepoint around each in
+ * a transaction). The statements of every batch return one row: a leading comment has them
+ * sent as they are, one round trip. */
+static inline void direct(builder *b)
+{
+    if (is_pg(b))
+        sqlq_sql_text_add(&b->t, "/* sqlq */ ");
+}
+
 /* Version and operation columns of the changes relation `c`. */
 static inline const char *ver(const builder *b)
 {

@@ -3,6 +3,7 @@
 #include "capture_sql.h"
 
 #include "capture_sql_builder.h"
+#include "change_log.h"
 
 #include <stdio.h>
 
@@ -235,9 +236,13 @@ sqlq_result sqlq_capture_sql_start_version(const sqlq_capture_sql *c, sqlq_start
     } else if (from == SQLQ_START_BEGINNING) {
         sqlq_sql_text_add(&b.t, "SELECT 0");
     } else if (is_pg(&b)) {
-        /* Everything of transactions older than every running one is "before now". */
-        sqlq_sql_text_add(&b.t, "SELECT CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS "
-                                "text) AS bigint) - 1");
+        /* Every version handed out so far is "before now" (a transaction still open with one
+         * of them is skipped: it began before the bridge). */
+        char seq[72];
+        sqlq_change_log_sequence(c->names, seq, sizeof(seq));
+        sqlq_sql_text_add(&b.t, "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 "
+                                "END FROM ");
+        obj(&b, seq);
     } else {
         sqlq_sql_text_add(&b.t, "SELECT value FROM ");
         obj(&b, "counter");

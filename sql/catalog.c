@@ -254,7 +254,8 @@ sqlq_result sqlq_catalog_lookup(sqlq_db *db, const char *table_text, const char 
 sqlq_result sqlq_catalog_check_key(const sqlq_table *t, sqlq_error *err)
 {
     static const char *const reserved[] = {SQLQ_COL_VERSION,  SQLQ_COL_OP,    SQLQ_COL_ATTEMPTS,
-                                           SQLQ_COL_EXPIRES, SQLQ_COL_OWNER, SQLQ_COL_TOKEN};
+                                           SQLQ_COL_EXPIRES, SQLQ_COL_OWNER, SQLQ_COL_TOKEN,
+                                           SQLQ_COL_SINCE};
     if (t->nkey == 0)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "table %s has no primary key",
                               t->name.name);

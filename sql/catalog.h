@@ -26,6 +26,7 @@
 #define SQLQ_COL_EXPIRES "sqlq_expires_ms"
 #define SQLQ_COL_OWNER "sqlq_owner"
 #define SQLQ_COL_TOKEN "sqlq_token"
+#define SQLQ_COL_SINCE "sqlq_since" /* change log: version that created the key's current row */
 
 #define SQLQ_TABLE_KEY_MAX 1100
 #define SQLQ_BRIDGE_NAME_MAX 128

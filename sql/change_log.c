@@ -1,14 +1,16 @@
 /* change_log: log table + row triggers keeping the latest version and operation per key.
  *
  * Log table (catalog.h names): the key columns with the user's types, sqlq_version, sqlq_op
- * ('I', 'U', 'D'), primary key = the key. Every row trigger upserts the key's row, so the log
- * holds one row per key with its latest change. An UPDATE that changes the key logs a delete
- * of the old key and an insert of the new one.
+ * ('I', 'U', 'D'), sqlq_since (the version whose insert created the key's current row; NULL
+ * when that is older than the log), primary key = the key. Every row trigger upserts the key's
+ * row, so the log holds one row per key with its latest change. An UPDATE that changes the key
+ * logs a delete of the old key and an insert of the new one.
  *
  * Versions. SQLite: a counter row bumped inside the trigger; SQLite has one writer at a time, so
- * versions commit in order. PostgreSQL: the writing transaction's id (xid8 as bigint); readers
- * take only versions below the oldest running transaction (capture_sql.c), so a transaction
- * that commits late is still read. Rows of one transaction share a version. */
+ * versions commit in order. PostgreSQL: nextval of the log's sequence, taken after the trigger
+ * locked the log in ROW EXCLUSIVE mode; readers bound what they read by the holders of that
+ * lock (capture_horizon.h), so a transaction that commits late is still read, and a key's
+ * later writer (serialized by the row lock) always has the larger version. */
 #include "change_log.h"
 
 #include "catalog.h"
@@ -40,11 +42,14 @@ static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, log_ctx *c, sqlq_e
     return r;
 }
 
-/* INSERT INTO log (key…, sqlq_version, sqlq_op) VALUES (<row>.key…, <version>, '<op>')
- * ON CONFLICT (key…) DO UPDATE SET version, op. */
+/* INSERT INTO log (key…, sqlq_version, sqlq_op, sqlq_since) VALUES (<row>.key…, <version>,
+ * '<op>', <since>) ON CONFLICT (key…) DO UPDATE SET version, op[, since]. An insert starts a new
+ * incarnation of the key: since = its version. An update or a delete keeps the since of the
+ * incarnation it changes (NULL when the log holds no row of the key: older than the log). */
 static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
                    const char *version_sql)
 {
+    bool born = op == 'I';
     sqlq_sql_text_add(q, "INSERT INTO ");
     if (q->dialect == SQLQ_DIALECT_SQLITE) {
         char name[96];
@@ -55,12 +60,14 @@ static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
     }
     sqlq_sql_text_add(q, " (");
     sqlq_catalog_key_list(q, c->t, "");
-    sqlq_sql_text_add(q, ", " SQLQ_COL_VERSION ", " SQLQ_COL_OP ") VALUES (");
+    sqlq_sql_text_add(q, ", " SQLQ_COL_VERSION ", " SQLQ_COL_OP ", " SQLQ_COL_SINCE ") VALUES (");
     sqlq_catalog_key_list(q, c->t, row);
-    sqlq_sql_text_add(q, ", %s, '%c') ON CONFLICT (", version_sql, op);
+    sqlq_sql_text_add(q, ", %s, '%c', %s) ON CONFLICT (", version_sql, op,
+                      born ? version_sql : "NULL");
     sqlq_catalog_key_list(q, c->t, "");
     sqlq_sql_text_add(q, ") DO UPDATE SET " SQLQ_COL_VERSION " = excluded." SQLQ_COL_VERSION
-                         ", " SQLQ_COL_OP " = excluded." SQLQ_COL_OP ";");
+                         ", " SQLQ_COL_OP " = excluded." SQLQ_COL_OP "%s;",
+                      born ? ", " SQLQ_COL_SINCE " = excluded." SQLQ_COL_SINCE : "");
 }
 
 /* old key IS new key, column by column (NULL-safe). */
@@ -127,6 +134,44 @@ static sqlq_result exec_text(sqlq_db *db, sqlq_sql_text *q, sqlq_error *err)
     return r;
 }
 
+/* A log created by an earlier sqlq has no since column: add it. Its insert rows began their
+ * key's current row (since = version); for the others that is older than the log (NULL: an
+ * update stays an update). */
+static sqlq_result add_since_column(const log_ctx *c, sqlq_error *err)
+{
+    sqlq_dialect_kind d = sqlq_db_dialect(c->db);
+    char name[96];
+    snprintf(name, sizeof(name), "%s%s", d == SQLQ_DIALECT_SQLITE ? "sqlq_" : "sqlq.",
+             c->names.log_table);
+    sqlq_param p[2] = {sqlq_param_text(name), sqlq_param_text(SQLQ_COL_SINCE)};
+    int64_t n = 0;
+    sqlq_result r = sqlq_db_query_int(
+        c->db,
+        d == SQLQ_DIALECT_SQLITE
+            ? "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?"
+            : "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(CAST(? AS text)) "
+              "AND attname = CAST(? AS text) AND NOT attisdropped",
+        p, 2, &n, err);
+    if (r != SQLQ_OK || n > 0)
+        return r;
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, d);
+    sqlq_sql_text_add(&q, "ALTER TABLE ");
+    sqlq_catalog_object(&q, c->names.log_table);
+    sqlq_sql_text_add(&q, " ADD COLUMN " SQLQ_COL_SINCE " bigint NULL");
+    r = exec_text(c->db, &q, err);
+    sqlq_sql_text_init(&q, d);
+    sqlq_sql_text_add(&q, "UPDATE ");
+    sqlq_catalog_object(&q, c->names.log_table);
+    sqlq_sql_text_add(&q, " SET " SQLQ_COL_SINCE " = " SQLQ_COL_VERSION " WHERE " SQLQ_COL_OP
+                          " = 'I'");
+    if (r == SQLQ_OK)
+        r = exec_text(c->db, &q, err);
+    else
+        sqlq_sql_text_free(&q);
+    return r;
+}
+
 static sqlq_result create_log_table(const log_ctx *c, char *const *types, sqlq_error *err)
 {
     sqlq_dialect_kind d = sqlq_db_dialect(c->db);
@@ -137,10 +182,12 @@ static sqlq_result create_log_table(const log_ctx *c, char *const *types, sqlq_e
     sqlq_sql_text_add(&q, " (");
     sqlq_catalog_key_defs(&q, c->t, types);
     sqlq_sql_text_add(&q, ", " SQLQ_COL_VERSION " bigint NOT NULL, " SQLQ_COL_OP
-                          " char(1) NOT NULL, PRIMARY KEY (");
+                          " char(1) NOT NULL, " SQLQ_COL_SINCE " bigint NULL, PRIMARY KEY (");
     sqlq_catalog_key_list(&q, c->t, "");
     sqlq_sql_text_add(&q, "))");
     sqlq_result r = exec_text(c->db, &q, err);
+    if (r == SQLQ_OK)
+        r = add_since_column(c, err);
     if (r != SQLQ_OK)
         return r;
     /* The poll reads in (version, key) order up to the batch limit: an index in that order
@@ -207,28 +254,61 @@ static void dollar_tag(const char *body, char *tag, size_t size)
         snprintf(tag, size, "$sqlq%d$", n);
 }
 
+void sqlq_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t size)
+{
+    snprintf(out, size, "ver_%s", n->log_table + strlen("log_"));
+}
+
+/* The version sequence as a string literal of its qualified name, for nextval() and setval(). */
+static sqlq_result sequence_literal(const log_ctx *c, sqlq_sql_text *into, sqlq_error *err)
+{
+    char seq[72];
+    sqlq_change_log_sequence(&c->names, seq, sizeof(seq));
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_catalog_object(&q, seq);
+    char *name = NULL;
+    sqlq_result r = sqlq_sql_text_take(&q, &name, err);
+    if (r == SQLQ_OK)
+        sqlq_sql_text_literal(into, name);
+    free(name);
+    return r;
+}
+
+/* The trigger function. Its version comes from the log's sequence, taken only once the
+ * transaction holds ROW EXCLUSIVE on the log (to its end) and the row lock of the key: a
+ * key's later writer gets a larger version, and a reader that finds no such lock holder
+ * knows every version up to the sequence value it read before is final (docs/capture.md). */
 static sqlq_result pg_function_sql(const log_ctx *c, char **out, sqlq_error *err)
 {
-    static const char xid[] = "CAST(CAST(pg_current_xact_id() AS text) AS bigint)";
+    static const char v[] = "sqlq_new_version";
     sqlq_sql_text body;
     sqlq_sql_text_init(&body, SQLQ_DIALECT_POSTGRES);
-    sqlq_sql_text_add(&body, " BEGIN IF TG_OP = 'INSERT' THEN ");
-    upsert(&body, c, "NEW.", 'I', xid);
+    sqlq_sql_text_add(&body, " #variable_conflict use_column\nDECLARE %s bigint; BEGIN LOCK TABLE ",
+                      v);
+    sqlq_catalog_object(&body, c->names.log_table);
+    sqlq_sql_text_add(&body, " IN ROW EXCLUSIVE MODE; %s := nextval(", v);
+    sqlq_result r = sequence_literal(c, &body, err);
+    sqlq_sql_text_add(&body, "); IF TG_OP = 'INSERT' THEN ");
+    upsert(&body, c, "NEW.", 'I', v);
     sqlq_sql_text_add(&body, " ELSIF TG_OP = 'UPDATE' THEN IF (");
     sqlq_catalog_key_list(&body, c->t, "OLD.");
     sqlq_sql_text_add(&body, ") IS NOT DISTINCT FROM (");
     sqlq_catalog_key_list(&body, c->t, "NEW.");
     sqlq_sql_text_add(&body, ") THEN ");
-    upsert(&body, c, "NEW.", 'U', xid);
+    upsert(&body, c, "NEW.", 'U', v);
     sqlq_sql_text_add(&body, " ELSE ");
-    upsert(&body, c, "OLD.", 'D', xid);
+    upsert(&body, c, "OLD.", 'D', v);
     sqlq_sql_text_add(&body, " ");
-    upsert(&body, c, "NEW.", 'I', xid);
+    upsert(&body, c, "NEW.", 'I', v);
     sqlq_sql_text_add(&body, " END IF; ELSE ");
-    upsert(&body, c, "OLD.", 'D', xid);
+    upsert(&body, c, "OLD.", 'D', v);
     sqlq_sql_text_add(&body, " END IF; RETURN NULL; END ");
     char *text = NULL;
-    sqlq_result r = sqlq_sql_text_take(&body, &text, err);
+    if (r == SQLQ_OK)
+        r = sqlq_sql_text_take(&body, &text, err);
+    else
+        sqlq_sql_text_free(&body);
     if (r != SQLQ_OK)
         return r;
     char tag[16];
@@ -240,6 +320,52 @@ static sqlq_result pg_function_sql(const log_ctx *c, char **out, sqlq_error *err
     sqlq_sql_text_add(&q, "() RETURNS trigger LANGUAGE plpgsql AS %s%s%s", tag, text, tag);
     free(text);
     return sqlq_sql_text_take(&q, out, err);
+}
+
+/* The version sequence, created when missing (a first setup, or a log of an earlier sqlq
+ * whose versions were transaction ids). It starts above every version that can exist: the
+ * log's, every bridge's sync version, and the current transaction id (an older log's
+ * versions were ids of transactions that have all ended: the caller holds the watched
+ * table's SHARE ROW EXCLUSIVE lock, so no writer of the old trigger is still open, and writers
+ * waiting on that lock run the new trigger once it is released). */
+static sqlq_result pg_sequence(const log_ctx *c, sqlq_error *err)
+{
+    char seq[72];
+    sqlq_change_log_sequence(&c->names, seq, sizeof(seq));
+    bool exists = false;
+    sqlq_result r = sqlq_catalog_object_exists(c->db, seq, &exists, err);
+    if (r != SQLQ_OK || exists)
+        return r;
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_add(&q, "CREATE SEQUENCE ");
+    sqlq_catalog_object(&q, seq);
+    /* CACHE 1 (the default, said aloud): a reader's "last value" must be the last one handed
+     * out, not the end of a range some session holds in memory. */
+    sqlq_sql_text_add(&q, " AS bigint CACHE 1 OWNED BY ");
+    sqlq_catalog_object(&q, c->names.log_table);
+    sqlq_sql_text_add(&q, "." SQLQ_COL_VERSION);
+    r = exec_text(c->db, &q, err);
+    if (r != SQLQ_OK)
+        return r;
+    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_add(&q, "SELECT setval(");
+    r = sequence_literal(c, &q, err);
+    sqlq_sql_text_add(&q, ", greatest(1, (SELECT max(" SQLQ_COL_VERSION ") FROM ");
+    sqlq_catalog_object(&q, c->names.log_table);
+    sqlq_sql_text_add(&q, "), (SELECT max(sync_version) FROM ");
+    sqlq_catalog_object(&q, "state");
+    sqlq_sql_text_add(&q, " WHERE table_name = ");
+    sqlq_sql_text_literal(&q, c->names.table_key);
+    sqlq_sql_text_add(&q, "), CAST(CAST(pg_current_xact_id() AS text) AS bigint)))");
+    if (r == SQLQ_OK)
+        r = exec_text(c->db, &q, err);
+    else
+        sqlq_sql_text_free(&q);
+    if (r == SQLQ_OK)
+        SQLQ_INFO("change_log_sequence_created", "table=%s sequence=sqlq.%s",
+                  c->names.table_key, seq);
+    return r;
 }
 
 static sqlq_result pg_trigger(const log_ctx *c, bool create, sqlq_error *err)
@@ -264,10 +390,25 @@ static sqlq_result pg_trigger(const log_ctx *c, bool create, sqlq_error *err)
     return exec_text(c->db, &q, err);
 }
 
+/* The watched table's SHARE ROW EXCLUSIVE lock (what DROP TRIGGER takes anyway), first: open
+ * writers finish before the version sequence is started and the trigger replaced, and this
+ * setup takes its locks in the order writers do (table, then log). */
+static sqlq_result pg_lock_table(const log_ctx *c, sqlq_error *err)
+{
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_add(&q, "LOCK TABLE ");
+    sqlq_sql_text_table(&q, &c->names.table);
+    sqlq_sql_text_add(&q, " IN SHARE ROW EXCLUSIVE MODE");
+    return exec_text(c->db, &q, err);
+}
+
 static sqlq_result pg_install(const log_ctx *c, sqlq_error *err)
 {
     char *fn = NULL;
-    sqlq_result r = pg_function_sql(c, &fn, err);
+    sqlq_result r = pg_sequence(c, err);
+    if (r == SQLQ_OK)
+        r = pg_function_sql(c, &fn, err);
     if (r == SQLQ_OK)
         r = sqlq_db_exec(c->db, fn, NULL, 0, NULL, err);
     free(fn);
@@ -304,6 +445,8 @@ sqlq_result sqlq_change_log_install(sqlq_db *db, const sqlq_table *t, sqlq_error
     r = sqlq_db_begin(db, err);
     if (r == SQLQ_OK)
         r = sqlq_catalog_ddl_lock(db, err);
+    if (r == SQLQ_OK && sqlq_db_dialect(db) == SQLQ_DIALECT_POSTGRES)
+        r = pg_lock_table(&c, err);
     if (r == SQLQ_OK)
         r = create_log_table(&c, types, err);
     if (r == SQLQ_OK)

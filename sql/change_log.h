@@ -3,14 +3,20 @@
 #ifndef SQLQ_CHANGE_LOG_H
 #define SQLQ_CHANGE_LOG_H
 
+#include "catalog.h"
 #include "db.h"
 #include "result.h"
 #include "table.h"
 
-/* Install (idempotently) the log table, version source and triggers for one table.
- * PostgreSQL versions are transaction ids (xid8) read only below the oldest running
- * transaction, so a change committed late is never skipped (REFERENCE.md §6). */
+/* Install (idempotently) the log table, version source and triggers for one table, and
+ * upgrade a log of an earlier sqlq (since column; PostgreSQL: a version sequence instead of
+ * transaction ids, started above every version already stored). PostgreSQL versions come
+ * from a sequence taken under the log's ROW EXCLUSIVE lock; readers bound them by the lock
+ * holders (docs/capture.md). */
 SQLQ_NODISCARD sqlq_result sqlq_change_log_install(sqlq_db *db, const sqlq_table *t, sqlq_error *err);
+/* The bare name of a PostgreSQL log's version sequence: ver_<base> (qualify with
+ * sqlq_catalog_object). Dropped with the log (OWNED BY its version column). */
+void sqlq_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t size);
 /* Remove the triggers and the log table of one table. */
 SQLQ_NODISCARD sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, sqlq_error *err);
 /* Whether the triggers and log are present. */

@@ -1,4 +1,7 @@
 # sql/ change capture (capture engineer): change log, leases, SQL Server change-tracking SQL.
 sqlq_integration_test(capture FIXTURES postgres LIBS sqlq_sql TIMEOUT 180)
+sqlq_integration_test(capture_pg FIXTURES postgres LIBS sqlq_sql TIMEOUT 180)
 sqlq_unit_test(capture_sql sqlq_sql)
+sqlq_unit_test(capture_horizon sqlq_sql)
 sqlq_integration_test(setup_cli FIXTURES postgres TIMEOUT 120)
+sqlq_integration_test(capture_pg_writers FIXTURES azurite postgres TIMEOUT 180)

@@ -137,6 +137,45 @@ static void test_bridge_pg_schema_composite_key(void **state)
     sqlq_db_close(db);
 }
 
+/* op is what change tracking reports (issue 11.5): a row created since the last delivery is an
+ * insert whatever followed, one created and deleted in between is one delete, a delivered row
+ * updated is an update. */
+static void test_bridge_pg_op_as_change_tracking(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE ops (id int PRIMARY KEY, v text)");
+    bt_setup(c->conn, "ops");
+    bt_exec(db, "INSERT INTO ops VALUES (1, 'a')");
+    bt_exec(db, "UPDATE ops SET v = 'b' WHERE id = 1");
+    bt_exec(db, "INSERT INTO ops VALUES (2, 'x')");
+    bt_exec(db, "DELETE FROM ops WHERE id = 2");
+    run_once(c, "ops");
+    bt_exec(db, "UPDATE ops SET v = 'c' WHERE id = 1");
+    run_once(c, "ops");
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 3);
+    json_t *by = bt_by_key(msgs);
+    json_t *l1 = json_object_get(by, "{\"id\":1}");
+    assert_int_equal(json_array_size(l1), 2);
+    json_t *first = json_array_get(l1, 0), *second = json_array_get(l1, 1);
+    if (json_integer_value(json_object_get(first, "version")) >
+        json_integer_value(json_object_get(second, "version"))) {
+        json_t *t = first;
+        first = second;
+        second = t;
+    }
+    assert_string_equal(json_string_value(json_object_get(first, "op")), "insert");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(first, "row"), "v")), "b");
+    assert_string_equal(json_string_value(json_object_get(second, "op")), "update");
+    json_t *l2 = json_object_get(by, "{\"id\":2}");
+    assert_int_equal(json_array_size(l2), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(l2, 0), "op")), "delete");
+    json_decref(by);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
 /* Collect messages until `want` distinct keys have arrived or max_ms passes. */
 static json_t *collect_keys(ctx *c, size_t want, int max_ms, json_t *into)
 {
@@ -245,6 +284,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bridge_pg_column_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_pg_schema_composite_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_pg_op_as_change_tracking, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_pg_out_of_order_commits_not_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_pg_connection_killed_reconnects, setup, teardown),
     };

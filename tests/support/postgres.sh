@@ -27,7 +27,7 @@ case "$cmd" in
         as_pg "$bindir/pg_ctl" -D "$dir/data" stop -m immediate >/dev/null 2>&1 || true
         port=${3:-$("$here/free_port.sh")}
         as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-            -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" >/dev/null \
+            -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c max_prepared_transactions=20" >/dev/null \
             || { cat "$dir/server.log" >&2; exit 1; }
         echo "$port" >"$dir/port"
         echo "Driver={PostgreSQL Unicode};Server=127.0.0.1;Port=$port;UID=sqlq;PWD=;BoolsAsChar=0;UseDeclareFetch=1;Fetch=1000;" >"$dir/odbc"

@@ -298,7 +298,7 @@ static void test_capture_sql_params_match_markers(void **state)
     }
 }
 
-static void test_capture_sql_postgres_reads_below_xmin(void **state)
+static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
 {
     (void)state;
     fixture f;
@@ -307,33 +307,55 @@ static void test_capture_sql_postgres_reads_below_xmin(void **state)
     sqlq_error_clear(&err);
     sqlq_capture_stmt a, b;
     assert_int_equal(sqlq_capture_sql_poll(&f.spec, &a, &b, &err), SQLQ_OK);
-    /* The poll takes its range as parameters, read under the lock by `bounds`. */
-    contains(a.sql, "c.sqlq_version > ? AND c.sqlq_version < ? AND");
+    /* The poll takes its range as parameters: the sync version read under the lock by
+     * `bounds`, the horizon computed from the log's lock holders (capture_horizon.h). */
+    contains(a.sql, "c.sqlq_version > ? AND c.sqlq_version <= ? AND");
+    /* op: the key's incarnation against the sync version (a parameter too) and its lease */
+    contains(a.sql, "CASE WHEN c.sqlq_op <> 'U' THEN c.sqlq_op WHEN c.sqlq_since > ? AND");
     assert_int_equal(a.params[0], SQLQ_P_SYNC);
-    assert_int_equal(a.params[1], SQLQ_P_HORIZON);
+    assert_int_equal(a.params[1], SQLQ_P_SYNC);
+    assert_int_equal(a.params[2], SQLQ_P_HORIZON);
     assert_int_equal(strncmp(a.sql, "/* sqlq poll */ WITH b AS (", 27), 0);
+    assert_int_equal(count(a.sql, "pg_snapshot_xmin"), 0); /* no cluster-wide horizon */
     sqlq_capture_stmt_free(&a);
-    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, &a, &err), SQLQ_OK);
-    contains(a.sql, "SELECT sync_version AS m_sync, CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) "
-                    "AS text) AS bigint) AS m_horizon FROM \"sqlq\".\"state\" WHERE bridge_name = ?");
+    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
+    contains(a.sql, "l.mode = 'RowExclusiveLock'");
+    contains(a.sql, "to_regclass('\"sqlq\".\"log_orders\"')");
+    contains(a.sql, "l.pid IS DISTINCT FROM pg_backend_pid()");
+    contains(a.sql, "ORDER BY age(x.transactionid) DESC LIMIT 1) AS m_xid");
+    assert_int_equal(count(a.sql, "pg_locks"), 1); /* one read of the lock table */
+    sqlq_capture_stmt_free(&a);
+    assert_int_equal(sqlq_capture_sql_sequence(&f.spec, true, &a, &err), SQLQ_OK);
+    contains(a.sql, "pg_advisory_xact_lock(hashtextextended(");
+    contains(a.sql, "last_value - 1 END FROM \"sqlq\".\"ver_orders\") AS m_seq");
+    assert_int_equal(a.params[0], SQLQ_P_LOCK);
     sqlq_capture_stmt_free(&a);
     assert_int_equal(sqlq_capture_sql_advance_scan(&f.spec, &a, &err), SQLQ_OK);
-    assert_int_equal(count(a.sql, "pg_snapshot_xmin"), 2); /* both min and max are bounded */
+    assert_int_equal(count(a.sql, "c.sqlq_version <= ?"), 2); /* both min and max are bounded */
     sqlq_capture_stmt_free(&a);
     assert_int_equal(sqlq_capture_sql_lock(&f.spec, &a, &err), SQLQ_OK);
     contains(a.sql, "pg_advisory_xact_lock(hashtextextended(");
     /* one round trip each: not wrapped in DECLARE CURSOR by psqlODBC (UseDeclareFetch=1) */
     assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT ", 18), 0);
     sqlq_capture_stmt_free(&a);
-    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, &a, &err), SQLQ_OK);
-    assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT ", 18), 0);
+    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
+    assert_int_equal(strncmp(a.sql, "/* sqlq */ WITH ", 16), 0);
+    sqlq_capture_stmt_free(&a);
+    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, false, &a, &err), SQLQ_OK);
+    assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT sync_version AS m_sync FROM", 45), 0);
+    assert_int_equal(count(a.sql, "pg_locks"), 0);
+    sqlq_capture_stmt_free(&a);
+    assert_int_equal(sqlq_capture_sql_sequence(&f.spec, false, &a, &err), SQLQ_OK);
+    assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT (SELECT CASE", 30), 0);
     sqlq_capture_stmt_free(&a);
     assert_int_equal(sqlq_capture_sql_advance_scan(&f.spec, &a, &err), SQLQ_OK);
     assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT ", 18), 0);
     sqlq_capture_stmt_free(&a);
     make(&f, SQLQ_DIALECT_SQLITE, "", "orders", false);
-    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, &a, &err), SQLQ_OK);
+    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
     assert_null(a.sql); /* SQLite's planner walks the index with the subquery bound */
+    assert_int_equal(sqlq_capture_sql_sequence(&f.spec, true, &a, &err), SQLQ_OK);
+    assert_null(a.sql); /* one writer at a time: no horizon */
 }
 
 static void test_capture_sql_ct_retention(void **state)
@@ -478,7 +500,7 @@ int main(void)
         cmocka_unit_test(test_capture_sql_mssql_composite_key),
         cmocka_unit_test(test_capture_sql_mssql_other_statements),
         cmocka_unit_test(test_capture_sql_params_match_markers),
-        cmocka_unit_test(test_capture_sql_postgres_reads_below_xmin),
+        cmocka_unit_test(test_capture_sql_postgres_reads_up_to_horizon),
         cmocka_unit_test(test_capture_sql_ct_retention),
         cmocka_unit_test(test_capture_sql_ct_enable_and_types),
         cmocka_unit_test(test_capture_sql_catalog_names),

@@ -1,0 +1,471 @@
+/* PostgreSQL change capture with concurrent writers, on a real server through psqlODBC (issue
+ * 20.1): only open transactions that wrote a table's change log hold its delivery back, and
+ * exactly as long as they must (early xid, savepoints, PREPARE TRANSACTION, a killed session, a
+ * restarted reader); a key's later state has the larger version; status names the writer; an
+ * xid-versioned log of an earlier sqlq is upgraded without loss. More: test_capture.c. */
+#include "capture.h"
+#include "catalog.h"
+#include "change_log.h"
+#include "db.h"
+#include "testenv.h"
+
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+// clang-format on
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct env {
+    char *conn;
+    sqlq_db *db;
+} env;
+
+#define OK(call)                                                                                   \
+    do {                                                                                           \
+        sqlq_error err_;                                                                           \
+        sqlq_error_clear(&err_);                                                                   \
+        sqlq_error *err = &err_;                                                                   \
+        if ((call) != SQLQ_OK)                                                                     \
+            fail_msg("%s: %s (sqlstate %s)", #call, err->message, err->sqlstate);                  \
+    } while (0)
+
+static sqlq_db *connect_db(const char *conn)
+{
+    sqlq_db *db = NULL;
+    OK(sqlq_db_connect(conn, &db, err));
+    return db;
+}
+
+static void env_open(env *e)
+{
+    e->conn = sqlq_test_pg_create_db("capture_pg");
+    e->db = connect_db(e->conn);
+}
+
+static void env_close(env *e)
+{
+    sqlq_db_close(e->db);
+    free(e->conn);
+}
+
+static void exec(sqlq_db *db, const char *sql)
+{
+    OK(sqlq_db_exec(db, sql, NULL, 0, NULL, err));
+}
+
+static int64_t scalar(sqlq_db *db, const char *sql)
+{
+    int64_t v = -1;
+    OK(sqlq_db_query_int(db, sql, NULL, 0, &v, err));
+    return v;
+}
+
+static void install(sqlq_db *db, const char *table)
+{
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    OK(sqlq_catalog_lookup(db, table, NULL, &t, &n, err));
+    OK(sqlq_change_log_install(db, t, err));
+    sqlq_table_free(t);
+}
+
+static sqlq_capture *open_cap(sqlq_db *db, const char *table)
+{
+    sqlq_capture_config cfg;
+    sqlq_capture_config_default(&cfg);
+    cfg.table = table;
+    cfg.instance_id = "a";
+    sqlq_capture *cap = NULL;
+    OK(sqlq_capture_open(db, &cfg, &cap, err));
+    return cap;
+}
+
+static void poll_now(sqlq_capture *cap, sqlq_change_batch *b)
+{
+    OK(sqlq_capture_poll(cap, b, err));
+}
+
+static size_t release(sqlq_capture *cap, const sqlq_change_batch *b)
+{
+    size_t lost = 99;
+    OK(sqlq_capture_release(cap, b->items, b->count, &lost, err));
+    return lost;
+}
+
+static void advance(sqlq_capture *cap)
+{
+    int64_t v = -1;
+    OK(sqlq_capture_advance(cap, &v, err));
+}
+
+static long long pending(sqlq_capture *cap)
+{
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(cap, &st, err));
+    long long p = st.pending;
+    sqlq_capture_status_free(&st);
+    return p;
+}
+
+static long long key_int(const sqlq_change *c, const char *col)
+{
+    json_t *v = json_object_get(c->key, col);
+    assert_true(json_is_integer(v));
+    return (long long)json_integer_value(v);
+}
+
+static const char *row_str(const sqlq_change *c, const char *col)
+{
+    assert_non_null(c->row);
+    return json_string_value(json_object_get(c->row, col));
+}
+
+/* Keys of a batch as a bit set (ids 0..63), for compact checks. */
+static unsigned long long ids_of(const sqlq_change_batch *b)
+{
+    unsigned long long set = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        long long id = key_int(&b->items[i], "id");
+        assert_true(id >= 0 && id < 64);
+        set |= 1ull << id;
+    }
+    return set;
+}
+
+/* One poll (no waiting: whatever is readable now), released and advanced: the ids it gave. */
+static unsigned long long deliver_now(sqlq_capture *cap)
+{
+    sqlq_change_batch b;
+    poll_now(cap, &b);
+    unsigned long long set = ids_of(&b);
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    advance(cap);
+    return set;
+}
+
+#define BIT(n) (1ull << (n))
+
+/* Open transactions elsewhere (another database, another table of this one, a read-only
+ * report) delay nothing: the very next poll reads what committed. */
+static void test_capture_pg_unrelated_transactions(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e);
+    char *other_conn = sqlq_test_pg_create_db("capture_other");
+    sqlq_db *other = connect_db(other_conn);
+    exec(other, "CREATE TABLE jobs (id integer PRIMARY KEY)");
+    exec(e.db, "CREATE TABLE w (id integer PRIMARY KEY, v text)");
+    exec(e.db, "CREATE TABLE side (id integer PRIMARY KEY)");
+    install(e.db, "w");
+    sqlq_capture *cap = open_cap(e.db, "w");
+    sqlq_db *same = connect_db(e.conn), *report = connect_db(e.conn);
+    OK(sqlq_db_begin(other, err));
+    exec(other, "INSERT INTO jobs VALUES (1)"); /* has an xid, in another database */
+    OK(sqlq_db_begin(same, err));
+    exec(same, "INSERT INTO side VALUES (1)"); /* has an xid, same database, another table */
+    OK(sqlq_db_begin(report, err));
+    assert_int_equal(scalar(report, "SELECT count(*) FROM w"), 0); /* read-only, on w itself */
+    for (int i = 1; i <= 20; i++) {
+        char sql[64];
+        snprintf(sql, sizeof(sql), "INSERT INTO w VALUES (%d, 'x')", i);
+        exec(e.db, sql);
+    }
+    sqlq_change_batch b;
+    poll_now(cap, &b);
+    assert_int_equal(b.count, 20);
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(cap, &st, err));
+    assert_int_equal(json_array_size(st.writers), 0); /* nobody holds the log */
+    assert_int_equal(st.held_back, 0);
+    sqlq_capture_status_free(&st);
+    OK(sqlq_db_commit(other, err));
+    OK(sqlq_db_commit(same, err));
+    OK(sqlq_db_commit(report, err));
+    sqlq_db_close(report);
+    sqlq_db_close(same);
+    sqlq_db_close(other);
+    free(other_conn);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+/* A transaction that takes its xid early (writes another table first) and writes the watched
+ * table later: what committed before it wrote the log is delivered at once; what commits after
+ * waits for it (a smaller version may still come), `status` names it; when it commits every
+ * change arrives exactly once, and a key's later state has the larger version. */
+static void test_capture_pg_xid_early(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e);
+    exec(e.db, "CREATE TABLE x (id integer PRIMARY KEY, v text)");
+    exec(e.db, "CREATE TABLE side (id integer PRIMARY KEY)");
+    install(e.db, "x");
+    exec(e.db, "INSERT INTO x VALUES (1, 'initial')");
+    sqlq_capture *cap = open_cap(e.db, "x");
+    assert_int_equal(deliver_now(cap), BIT(1));
+    sqlq_db *a = connect_db(e.conn), *b = connect_db(e.conn);
+    exec(a, "SET application_name = 'sqlq-test-writer-a'");
+    int64_t a_pid = scalar(a, "SELECT pg_backend_pid()");
+    OK(sqlq_db_begin(a, err));
+    exec(a, "INSERT INTO side VALUES (1)"); /* A's xid, early */
+    exec(b, "UPDATE x SET v = 'B' WHERE id = 1"); /* B: key 1, commits */
+    exec(b, "INSERT INTO x VALUES (2, 'B')");
+    sqlq_change_batch bt;
+    poll_now(cap, &bt); /* A has not written the log: nothing waits for it */
+    assert_int_equal(ids_of(&bt), BIT(1) | BIT(2));
+    int64_t v_b = bt.items[0].version;
+    assert_int_equal(bt.items[0].op, SQLQ_OP_UPDATE);
+    assert_int_equal(release(cap, &bt), 0);
+    sqlq_change_batch_free(&bt);
+    advance(cap);
+    exec(a, "UPDATE x SET v = 'A' WHERE id = 1"); /* A: key 1 after B, still open */
+    exec(b, "INSERT INTO x VALUES (3, 'after A wrote')");
+    assert_int_equal(deliver_now(cap), 0); /* 3 may be preceded by A's version: it waits */
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(cap, &st, err));
+    assert_int_equal(json_array_size(st.writers), 1);
+    json_t *w = json_array_get(st.writers, 0);
+    assert_int_equal(json_integer_value(json_object_get(w, "pid")), a_pid);
+    assert_string_equal(json_string_value(json_object_get(w, "application_name")),
+                        "sqlq-test-writer-a");
+    assert_non_null(json_string_value(json_object_get(w, "database")));
+    assert_string_equal(json_string_value(json_object_get(w, "state")), "idle in transaction");
+    assert_int_equal(st.held_back, 1); /* key 3; A's own change is not committed */
+    sqlq_capture_status_free(&st);
+    OK(sqlq_db_commit(a, err));
+    poll_now(cap, &bt);
+    assert_int_equal(ids_of(&bt), BIT(1) | BIT(3));
+    for (size_t i = 0; i < bt.count; i++)
+        if (key_int(&bt.items[i], "id") == 1) {
+            assert_true(bt.items[i].version > v_b); /* A's newer state, larger version */
+            assert_string_equal(row_str(&bt.items[i], "v"), "A");
+            assert_int_equal(bt.items[i].op, SQLQ_OP_UPDATE);
+        }
+    assert_int_equal(release(cap, &bt), 0);
+    sqlq_change_batch_free(&bt);
+    advance(cap);
+    assert_int_equal(pending(cap), 0);
+    sqlq_db_close(a);
+    sqlq_db_close(b);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+/* Savepoints: a log write rolled back with its savepoint is never delivered (and releases
+ * nothing it should not); one kept is delivered when the transaction commits. */
+static void test_capture_pg_savepoints(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e);
+    exec(e.db, "CREATE TABLE sp (id integer PRIMARY KEY)");
+    install(e.db, "sp");
+    sqlq_capture *cap = open_cap(e.db, "sp");
+    sqlq_db *a = connect_db(e.conn);
+    OK(sqlq_db_begin(a, err));
+    exec(a, "SAVEPOINT s1");
+    exec(a, "INSERT INTO sp VALUES (10)");
+    exec(a, "ROLLBACK TO SAVEPOINT s1");
+    exec(e.db, "INSERT INTO sp VALUES (12)");
+    assert_int_equal(deliver_now(cap), BIT(12)); /* A holds nothing of the log any more */
+    exec(a, "SAVEPOINT s2");
+    exec(a, "INSERT INTO sp VALUES (11)");
+    exec(a, "RELEASE SAVEPOINT s2");
+    exec(e.db, "INSERT INTO sp VALUES (13)");
+    assert_int_equal(deliver_now(cap), 0); /* A (through its released savepoint) holds the log */
+    OK(sqlq_db_commit(a, err));
+    assert_int_equal(deliver_now(cap), BIT(11) | BIT(13));
+    assert_int_equal(pending(cap), 0);
+    sqlq_db_close(a);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+/* A prepared transaction (pid NULL in pg_locks, a new virtual transaction) keeps holding back
+ * what it must, is named by status, and is delivered after COMMIT PREPARED. A writer whose
+ * session dies while open (pg_terminate_backend, as a client killed with -9 would leave it)
+ * holds nothing back afterwards. A capture reopened (a restarted bridge) while a writer is
+ * open waits for it too. */
+static void test_capture_pg_prepared_and_killed(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e);
+    exec(e.db, "CREATE TABLE tp (id integer PRIMARY KEY)");
+    install(e.db, "tp");
+    sqlq_capture *cap = open_cap(e.db, "tp");
+    sqlq_db *a = connect_db(e.conn);
+    OK(sqlq_db_begin(a, err));
+    exec(a, "INSERT INTO tp VALUES (20)");
+    assert_int_equal(deliver_now(cap), 0); /* A is known by its xid from here on */
+    exec(a, "PREPARE TRANSACTION 'sqlq-test-tp'");
+    exec(e.db, "INSERT INTO tp VALUES (21)");
+    assert_int_equal(deliver_now(cap), 0);
+    sqlq_capture_close(cap); /* restarted while the prepared transaction is open */
+    cap = open_cap(e.db, "tp");
+    assert_int_equal(deliver_now(cap), 0);
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(cap, &st, err));
+    assert_int_equal(json_array_size(st.writers), 1);
+    json_t *w = json_array_get(st.writers, 0);
+    assert_string_equal(json_string_value(json_object_get(w, "gid")), "sqlq-test-tp");
+    assert_int_equal(json_integer_value(json_object_get(w, "pid")), 0);
+    sqlq_capture_status_free(&st);
+    exec(e.db, "COMMIT PREPARED 'sqlq-test-tp'");
+    assert_int_equal(deliver_now(cap), BIT(20) | BIT(21));
+
+    sqlq_db *k = connect_db(e.conn);
+    int64_t k_pid = scalar(k, "SELECT pg_backend_pid()");
+    OK(sqlq_db_begin(k, err));
+    exec(k, "INSERT INTO tp VALUES (30)");
+    exec(e.db, "INSERT INTO tp VALUES (31)");
+    assert_int_equal(deliver_now(cap), 0);
+    char sql[96];
+    snprintf(sql, sizeof(sql), "SELECT CASE WHEN pg_terminate_backend(%lld, 5000) THEN 1 ELSE 0 END", (long long)k_pid);
+    assert_int_equal(scalar(e.db, sql), 1);
+    assert_int_equal(deliver_now(cap), BIT(31)); /* 30 died with its session */
+    assert_int_equal(pending(cap), 0);
+    sqlq_db_close(k);
+    sqlq_db_close(a);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+/* `sqlq setup` on a log of an earlier sqlq (versions were transaction ids, no since column):
+ * the sequence starts above every stored version and sync version, nothing is lost or sent
+ * twice, and old insert rows stay inserts. */
+static void test_capture_pg_upgrade_xid_log(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e);
+    exec(e.db, "CREATE TABLE up (id integer PRIMARY KEY, v text)");
+    install(e.db, "up");
+    sqlq_capture *cap = open_cap(e.db, "up");
+    sqlq_capture_close(cap);
+    /* what an earlier sqlq installed */
+    exec(e.db, "DROP SEQUENCE sqlq.ver_up");
+    exec(e.db, "ALTER TABLE sqlq.log_up DROP COLUMN sqlq_since");
+    exec(e.db, "CREATE OR REPLACE FUNCTION sqlq.capture_up() RETURNS trigger LANGUAGE plpgsql AS "
+               "$f$ BEGIN IF TG_OP = 'DELETE' THEN INSERT INTO sqlq.log_up (id, sqlq_version, "
+               "sqlq_op) VALUES (OLD.id, CAST(CAST(pg_current_xact_id() AS text) AS bigint), 'D') "
+               "ON CONFLICT (id) DO UPDATE SET sqlq_version = excluded.sqlq_version, sqlq_op = "
+               "excluded.sqlq_op; ELSE INSERT INTO sqlq.log_up (id, sqlq_version, sqlq_op) VALUES "
+               "(NEW.id, CAST(CAST(pg_current_xact_id() AS text) AS bigint), CASE WHEN TG_OP = "
+               "'INSERT' THEN 'I' ELSE 'U' END) ON CONFLICT (id) DO UPDATE SET sqlq_version = "
+               "excluded.sqlq_version, sqlq_op = excluded.sqlq_op; END IF; RETURN NULL; END $f$");
+    exec(e.db, "INSERT INTO up VALUES (1, 'one')");
+    exec(e.db, "INSERT INTO up VALUES (2, 'two')");
+    exec(e.db, "INSERT INTO up VALUES (3, 'three')");
+    int64_t v2 = scalar(e.db, "SELECT sqlq_version FROM sqlq.log_up WHERE id = 2");
+    assert_true(v2 > 3); /* an xid */
+    /* the earlier bridge had delivered key 1 */
+    exec(e.db, "UPDATE sqlq.state SET sync_version = (SELECT sqlq_version FROM sqlq.log_up "
+               "WHERE id = 1)");
+    sqlq_capture_config cfg;
+    sqlq_capture_config_default(&cfg);
+    cfg.table = "up";
+    sqlq_error oe;
+    sqlq_error_clear(&oe);
+    assert_int_equal(sqlq_capture_open(e.db, &cfg, &cap, &oe), SQLQ_E_NOT_FOUND);
+    assert_non_null(strstr(oe.message, "installed by an earlier sqlq"));
+    install(e.db, "up"); /* the upgrade */
+    install(e.db, "up"); /* idempotent */
+    exec(e.db, "INSERT INTO up VALUES (4, 'four')");
+    exec(e.db, "UPDATE up SET v = 'two, updated' WHERE id = 2");
+    cap = open_cap(e.db, "up");
+    sqlq_change_batch b;
+    poll_now(cap, &b);
+    assert_int_equal(ids_of(&b), BIT(2) | BIT(3) | BIT(4));
+    for (size_t i = 0; i < b.count; i++) {
+        /* 2 was inserted (before the upgrade) since the last delivery: still an insert */
+        assert_int_equal(b.items[i].op, SQLQ_OP_INSERT);
+        if (key_int(&b.items[i], "id") == 2) {
+            assert_true(b.items[i].version > v2);
+            assert_string_equal(row_str(&b.items[i], "v"), "two, updated");
+        }
+    }
+    assert_int_equal(key_int(&b.items[0], "id"), 3); /* the old version first */
+    assert_int_equal(release(cap, &b), 0);
+    sqlq_change_batch_free(&b);
+    advance(cap);
+    assert_int_equal(pending(cap), 0);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+/* A bridge role without superuser rights (only the grants on sqlq's objects a bridge needs)
+ * still sees another role's lock on the log in pg_locks: its reads wait for that writer, and
+ * go on once it commits. */
+static void test_capture_pg_unprivileged_reader(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e);
+    char role[64], sql[512];
+    snprintf(role, sizeof(role), "sqlq_ro_%d", (int)getpid());
+    snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN NOSUPERUSER", role);
+    exec(e.db, sql);
+    exec(e.db, "CREATE TABLE pr (id integer PRIMARY KEY)");
+    install(e.db, "pr");
+    sqlq_capture *owner = open_cap(e.db, "pr"); /* state and leases tables exist from here */
+    sqlq_capture_close(owner);
+    snprintf(sql, sizeof(sql),
+             "GRANT USAGE ON SCHEMA sqlq TO %s; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL "
+             "TABLES IN SCHEMA sqlq TO %s; GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA sqlq "
+             "TO %s; GRANT SELECT ON pr TO %s",
+             role, role, role, role);
+    exec(e.db, sql);
+    char *conn = strdup(e.conn);
+    char *uid = strstr(conn, "UID=sqlq;");
+    assert_non_null(uid);
+    size_t n = strlen(conn) + strlen(role) + 8;
+    char *ro_conn = malloc(n);
+    snprintf(ro_conn, n, "%.*sUID=%s;%s", (int)(uid - conn), conn, role, uid + strlen("UID=sqlq;"));
+    sqlq_db *ro = connect_db(ro_conn);
+    assert_int_equal(scalar(ro, "SELECT CASE WHEN current_setting('is_superuser') = 'off' THEN 1 "
+                                "ELSE 0 END"), 1);
+    sqlq_capture *cap = open_cap(ro, "pr");
+    sqlq_db *a = connect_db(e.conn); /* the writer: another role */
+    OK(sqlq_db_begin(a, err));
+    exec(a, "INSERT INTO pr VALUES (1)");
+    exec(e.db, "INSERT INTO pr VALUES (2)");
+    assert_int_equal(deliver_now(cap), 0); /* the writer's lock is visible to this role */
+    sqlq_capture_status st;
+    OK(sqlq_capture_status_get(cap, &st, err));
+    assert_int_equal(json_array_size(st.writers), 1);
+    sqlq_capture_status_free(&st);
+    OK(sqlq_db_commit(a, err));
+    assert_int_equal(deliver_now(cap), BIT(1) | BIT(2));
+    sqlq_capture_close(cap);
+    sqlq_db_close(ro);
+    sqlq_db_close(a);
+    snprintf(sql, sizeof(sql), "DROP OWNED BY %s; DROP ROLE %s", role, role);
+    exec(e.db, sql);
+    free(ro_conn);
+    free(conn);
+    env_close(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_capture_pg_unrelated_transactions),
+        cmocka_unit_test(test_capture_pg_xid_early),
+        cmocka_unit_test(test_capture_pg_savepoints),
+        cmocka_unit_test(test_capture_pg_prepared_and_killed),
+        cmocka_unit_test(test_capture_pg_upgrade_xid_log),
+        cmocka_unit_test(test_capture_pg_unprivileged_reader),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
