@@ -54,9 +54,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ "$npm" = yes ]; then
-    if [ ! -x "$here/node_modules/.bin/azurite-queue" ] || [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]; then
+    # The stamp holds the hash of the lock file node_modules was installed from: a content check,
+    # so a fresh clone (whose files are all new) does not reinstall what is already there.
+    want=$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)
+    stamp="$here/node_modules/.sqlq-lock-sha256"
+    if [ ! -x "$here/node_modules/.bin/azurite-queue" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         echo "install-deps: npm ci (azurite, @azure/storage-queue, pinned by package-lock.json)"
         (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+        echo "$want" >"$stamp"
     fi
 fi
 echo "install-deps: ok"
