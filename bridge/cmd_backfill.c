@@ -233,6 +233,7 @@ static sqlq_result publish(const run_ctx *ctx, const sqlq_backfill_page *page, s
         items[i].len = b.lens[i];
     }
     sqlq_put_options po = {0};
+    po.ttl_s = -1; /* never expires, as the bridge's messages (docs/messages.md) */
     if (r == SQLQ_OK) {
         r = sqlq_queue_put_many(ctx->qc, ctx->s->queue, items, b.count,
                                 (size_t)ctx->s->max_in_flight, &po);

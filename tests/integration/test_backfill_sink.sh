@@ -107,6 +107,13 @@ for kind in sqlite postgres; do
     "$bin" backfill --db "$src_conn" --table items --queue "$q" 2>"$tmp/backfill.log" \
         || fail "backfill exited $?"
     grep -q 'source=change_log' "$tmp/backfill.log" || fail "backfill did not read the change log's versions"
+    # Backfill's messages never expire, as the bridge's (issue 11.3): checked with the SDK.
+    node "$(dirname "$0")/../support/queue_sas.js" peek "$SQLQ_QUEUE_CONNECTION" "$q" >"$tmp/peek.json" \
+        || fail "peek failed"
+    [ -s "$tmp/peek.json" ] || fail "no backfill message to peek at"
+    if grep -v '"expiresOn":"9999-12-31' "$tmp/peek.json" | grep -q .; then
+        fail "a backfill message expires: $(head -c 300 "$tmp/peek.json")"
+    fi
     consume "$q"
     converge "change log: seeded by backfill"
     start bridge "$bin" bridge --db "$src_conn" --table items --queue "$q" --polling-interval-ms 100
