@@ -447,8 +447,8 @@ def main():
                     f"{FULL}; --quick {QUICK})")
     ap.add_argument("--no-round-trips", action="store_true")
     ap.add_argument("--pg-txn-rows", type=int, default=100,
-                    help="PostgreSQL backlog: rows per writing transaction (default 100; all the "
-                    "rows of one transaction share one change-log version)")
+                    help="PostgreSQL backlog: rows per writing transaction (default 100; each row "
+                    "change gets its own change-log version)")
     a = ap.parse_args()
     Postgres.txn_rows = a.pg_txn_rows
     plan = parse_plan(a.runs or (QUICK if a.quick else FULL))
