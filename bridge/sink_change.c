@@ -7,29 +7,13 @@
 #include <string.h>
 #include <strings.h>
 
-const sqlq_column *sqlq_sink_find_column(const sqlq_table *t, const char *name)
-{
-    const sqlq_column *c = sqlq_table_column(t, name);
-    if (c)
-        return c;
-    const sqlq_column *found = NULL;
-    for (size_t i = 0; i < t->ncolumns; i++) {
-        if (strcasecmp(t->columns[i].name, name) == 0) {
-            if (found)
-                return NULL;
-            found = &t->columns[i];
-        }
-    }
-    return found;
-}
-
 json_t *sqlq_sink_key_value(const sqlq_table *t, json_t *key, const sqlq_column *col)
 {
     const char *name;
     json_t *v;
     json_object_foreach(key, name, v)
     {
-        if (sqlq_sink_find_column(t, name) == col)
+        if (sqlq_table_column(t, name) == col)
             return v;
     }
     return NULL;
@@ -64,7 +48,7 @@ static sqlq_result check_key(const parse_ctx *p, json_t *key, sqlq_error *err)
     size_t matched = 0;
     json_object_foreach(key, name, v)
     {
-        const sqlq_column *c = sqlq_sink_find_column(p->t, name);
+        const sqlq_column *c = sqlq_table_column(p->t, name);
         if (!c || !c->in_key)
             return sqlq_error_set(err, SQLQ_E_INVALID, false,
                                   "message key column %s is not in the primary key of %s (%s)",
@@ -86,7 +70,7 @@ static sqlq_result check_row(const parse_ctx *p, json_t *key, json_t *row, sqlq_
     json_t *v;
     json_object_foreach(row, name, v)
     {
-        const sqlq_column *c = sqlq_sink_find_column(p->t, name);
+        const sqlq_column *c = sqlq_table_column(p->t, name);
         if (!c)
             return sqlq_error_set(err, SQLQ_E_INVALID, false,
                                   "column %s of the message is not in table %s", name, p->shown);

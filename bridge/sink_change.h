@@ -47,9 +47,6 @@ SQLQ_NODISCARD sqlq_result sqlq_sink_changes_parse(const sqlq_table *t, const ch
                                                    sqlq_sink_changes *out, sqlq_error *err);
 void sqlq_sink_changes_free(sqlq_sink_changes *l);
 
-/* The table column named name: exact first, then a unique case-insensitive match (SQL Server
- * "CustomerId" onto a PostgreSQL "customerid"). NULL when there is none. */
-const sqlq_column *sqlq_sink_find_column(const sqlq_table *t, const char *name);
 /* The value the key object holds for column col (NULL when absent). */
 json_t *sqlq_sink_key_value(const sqlq_table *t, json_t *key, const sqlq_column *col);
 

@@ -148,7 +148,7 @@ static sqlq_result apply_upsert(sqlq_sql_sink *s, sqlq_db *db, const sqlq_sink_c
     json_t *v;
     json_object_foreach(c->row, name, v)
     {
-        const sqlq_column *col = sqlq_sink_find_column(s->table, name);
+        const sqlq_column *col = sqlq_table_column(s->table, name);
         if (r == SQLQ_OK && col) {
             names[n++] = col->name;
             r = sqlq_sink_params_add(&ps, s->dialect, col, v, err);

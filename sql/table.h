@@ -42,6 +42,9 @@ SQLQ_NODISCARD sqlq_result sqlq_table_describe_params(sqlq_dialect_kind d,
                                                       size_t *nparams);
 /* The ODBC SQL_* type for a declared type name as the catalog gives it. */
 short sqlq_table_sql_type(sqlq_dialect_kind d, const char *type_name);
+/* The column named name: the exact name first, else a unique case-insensitive match (SQLite
+ * and SQL Server compare identifiers without case; a SQL Server "CustomerId" onto a PostgreSQL
+ * "customerid"). NULL when there is none or the match is ambiguous. */
 const sqlq_column *sqlq_table_column(const sqlq_table *t, const char *name);
 
 /* How a table described again differs from an earlier description. */
