@@ -1,7 +1,10 @@
 /* sink_change: parsing and checking a change message for the --sql sink (see the header). */
 #include "sink_change.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <sql.h>
+#include <sqlext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,86 @@ static void key_names(const sqlq_table *t, char *out, size_t size)
             break;
         at += (size_t)n;
     }
+}
+
+static bool integer_column(const sqlq_column *c)
+{
+    return c->sql_type == SQL_TINYINT || c->sql_type == SQL_SMALLINT ||
+           c->sql_type == SQL_INTEGER || c->sql_type == SQL_BIGINT;
+}
+
+static bool text_column(const sqlq_column *c)
+{
+    return c->sql_type == SQL_CHAR || c->sql_type == SQL_VARCHAR ||
+           c->sql_type == SQL_LONGVARCHAR || c->sql_type == SQL_WCHAR ||
+           c->sql_type == SQL_WVARCHAR || c->sql_type == SQL_WLONGVARCHAR;
+}
+
+/* Decimal digits as the bridge writes an integer too large for a JSON number (no sign but -,
+ * no leading zero, no space). */
+static bool integer_text(const char *s)
+{
+    if (*s == '-')
+        s++;
+    if (*s < '0' || *s > '9' || (*s == '0' && s[1]))
+        return false;
+    while (*s >= '0' && *s <= '9')
+        s++;
+    return *s == '\0';
+}
+
+/* The one form of a key value the sink remembers versions under and binds: the database would
+ * coerce "12", "12 " and 12 to one key, so a key spelled another way must not get a version
+ * history of its own (it would let an old change overwrite a newer one). Integer columns take a
+ * JSON integer or the bridge's digits for a value beyond 2^53 (an integer again when it fits
+ * 64 bits); text columns take a string; no key value is null, an object or an array. NULL with
+ * err set when v cannot be this column's key. */
+static json_t *canonical_value(const parse_ctx *p, const sqlq_column *c, json_t *v,
+                               sqlq_error *err)
+{
+    if (!v || json_is_null(v) || json_is_object(v) || json_is_array(v) ||
+        (integer_column(c) && !json_is_integer(v) &&
+         !(json_is_string(v) && integer_text(json_string_value(v)))) ||
+        (text_column(c) && !json_is_string(v))) {
+        char *shown = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        sqlq_error_set(err, SQLQ_E_INVALID, false,
+                       "key column %s of %s is %s: the message gives %.100s, which the database "
+                       "would read as another spelling of a key (refused: its version history "
+                       "would be another key's)",
+                       c->name, p->shown,
+                       integer_column(c) ? "an integer column"
+                       : text_column(c)  ? "a text column"
+                                         : "part of the primary key",
+                       shown ? shown : "nothing");
+        free(shown);
+        return NULL;
+    }
+    if (json_is_string(v) && integer_column(c)) {
+        errno = 0;
+        long long n = strtoll(json_string_value(v), NULL, 10);
+        if (errno == 0)
+            return json_integer((json_int_t)n);
+    }
+    return json_incref(v);
+}
+
+/* The message's key in its one canonical form (canonical_value), under the table's column
+ * names: what the sink binds, and what the version guard hashes. */
+static sqlq_result canonical_key(const parse_ctx *p, json_t *key, json_t **out, sqlq_error *err)
+{
+    *out = json_object();
+    if (!*out)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    for (size_t i = 0; i < p->t->nkey; i++) {
+        const sqlq_column *c = &p->t->columns[p->t->key[i]];
+        json_t *v = canonical_value(p, c, sqlq_sink_key_value(p->t, key, c), err);
+        if (!v || json_object_set_new(*out, c->name, v) != 0) {
+            json_decref(*out);
+            *out = NULL;
+            return v ? sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory") : err->code;
+        }
+    }
+    return SQLQ_OK;
 }
 
 static sqlq_result check_key(const parse_ctx *p, json_t *key, sqlq_error *err)
@@ -75,7 +158,11 @@ static sqlq_result check_row(const parse_ctx *p, json_t *key, json_t *row, sqlq_
             return sqlq_error_set(err, SQLQ_E_INVALID, false,
                                   "column %s of the message is not in table %s", name, p->shown);
         json_t *k = c->in_key ? sqlq_sink_key_value(p->t, key, c) : NULL;
-        if (k && !json_equal(k, v)) {
+        sqlq_error ignored;
+        json_t *rv_canon = k ? canonical_value(p, c, v, &ignored) : NULL;
+        bool differs = k && (!rv_canon || !json_equal(k, rv_canon));
+        json_decref(rv_canon);
+        if (differs) {
             char *kv = json_dumps(k, JSON_ENCODE_ANY | JSON_COMPACT);
             char *rv = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
             sqlq_result r = sqlq_error_set(err, SQLQ_E_INVALID, false,
@@ -124,20 +211,51 @@ static sqlq_result take_version(json_t *o, sqlq_sink_change *c, sqlq_error *err)
     return SQLQ_OK;
 }
 
+static sqlq_result row_change_kind(const parse_ctx *p, json_t *o, const char *op,
+                                   sqlq_sink_change *out, sqlq_error *err);
+
 static sqlq_result row_change(const parse_ctx *p, json_t *o, sqlq_error *err)
 {
     const char *op = json_string_value(json_object_get(o, "op"));
     if (!op)
         return sqlq_error_set(err, SQLQ_E_PARSE, false, "change without \"op\"");
-    json_t *key = json_object_get(o, "key");
-    sqlq_result r = check_key(p, key, err);
+    json_t *key = NULL;
+    sqlq_result r = check_key(p, json_object_get(o, "key"), err);
+    if (r == SQLQ_OK)
+        r = canonical_key(p, json_object_get(o, "key"), &key, err);
     sqlq_sink_change c = {.key = key};
     if (r == SQLQ_OK)
         r = take_version(o, &c, err);
-    if (r != SQLQ_OK)
+    if (r == SQLQ_OK)
+        r = row_change_kind(p, o, op, &c, err);
+    if (r == SQLQ_OK && !c.has_version)
+        r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                           "%s without a \"version\": every row and batch message carries one "
+                           "(refused: its order cannot be checked)",
+                           op);
+    if (r != SQLQ_OK) {
+        json_decref(key);
         return r;
+    }
+    return add_change(p->l, c) == SQLQ_OK
+               ? SQLQ_OK
+               : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+}
+
+/* What the change does, and its row checked against the (canonical) key. */
+static sqlq_result row_change_kind(const parse_ctx *p, json_t *o, const char *op,
+                                   sqlq_sink_change *out, sqlq_error *err)
+{
+    sqlq_sink_change c = *out;
+    json_t *key = c.key;
+    sqlq_result r = SQLQ_OK;
     if (strcmp(op, "delete") == 0) {
         c.kind = SQLQ_SINK_DELETE;
+        json_t *row = json_object_get(o, "row");
+        if (json_is_object(row)) /* the bridge sends null; a row given must name this key */
+            r = check_row(p, key, row, err);
+        if (r != SQLQ_OK)
+            return r;
     } else if (strcmp(op, "insert") == 0 || strcmp(op, "update") == 0 ||
                strcmp(op, "read") == 0) { /* read: a row sent by sqlq backfill */
         c.kind = SQLQ_SINK_UPSERT;
@@ -159,10 +277,8 @@ static sqlq_result row_change(const parse_ctx *p, json_t *o, sqlq_error *err)
     } else {
         return sqlq_error_set(err, SQLQ_E_PARSE, false, "unknown op \"%s\"", op);
     }
-    json_incref(key);
-    return add_change(p->l, c) == SQLQ_OK
-               ? SQLQ_OK
-               : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    *out = c;
+    return SQLQ_OK;
 }
 
 /* The Functions shape: the key is the item's primary-key fields. */
@@ -186,7 +302,12 @@ static sqlq_result functions_change(const parse_ctx *p, json_t *o, sqlq_error *e
             return sqlq_error_set(err, SQLQ_E_INVALID, false,
                                   "Item lacks primary-key column %s of %s", col->name, p->shown);
         }
-        json_object_set(c.key, col->name, found);
+        json_t *v = canonical_value(p, col, found, err);
+        if (!v) {
+            json_decref(c.key);
+            return err->code;
+        }
+        json_object_set_new(c.key, col->name, v);
     }
     if (!c.key)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
