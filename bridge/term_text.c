@@ -60,7 +60,9 @@ static void escape_of(const unsigned char *s, size_t n, bool multiline, char *es
     unsigned cp = code_point(s, n);
     if (multiline && (cp == '\n' || cp == '\t'))
         return;
-    if (cp < 0x20 || cp == 0x7F)
+    if (cp == '\\') /* escaped too, so "\\x1b" in a body cannot pass for an escaped ESC */
+        snprintf(esc, size, "\\\\");
+    else if (cp < 0x20 || cp == 0x7F)
         snprintf(esc, size, "\\x%02x", cp);
     else if (cp >= 0x80 && cp <= 0x9F)
         snprintf(esc, size, "\\u%04x", cp);

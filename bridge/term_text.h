@@ -1,5 +1,6 @@
 /* term_text: bytes from messages made safe to print on a terminal. C0 and C1 controls, DEL
- * and bytes that are not UTF-8 become visible escapes (\x1b, \u009b), so a poison message
+ * and bytes that are not UTF-8 become visible escapes (\x1b, \u009b), and a backslash is
+ * written \\ so that no text can pass for an escape, so a poison message
  * cannot clear the screen, fake output or set the clipboard; previews are cut on a
  * character boundary. */
 #ifndef SQLQ_TERM_TEXT_H

@@ -6,6 +6,7 @@
 
 #include "term_text.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static void preview(const char *s, size_t width, char *out, size_t size)
@@ -69,6 +70,16 @@ static void test_term_text_escapes_controls(void **state)
     sqlq_buf_reset(&out);
     assert_int_equal(sqlq_term_text_escape("x\ny\r", 4, false, &out), SQLQ_OK);
     assert_string_equal(sqlq_buf_str(&out), "x\\x0ay\\x0d");
+    /* A body holding the text \x1b must not look like one holding ESC. */
+    char esc_shown[64], text_shown[64];
+    sqlq_buf_reset(&out);
+    assert_int_equal(sqlq_term_text_escape("A\x1b[2JB", 6, false, &out), SQLQ_OK);
+    snprintf(esc_shown, sizeof(esc_shown), "%s", sqlq_buf_str(&out));
+    sqlq_buf_reset(&out);
+    assert_int_equal(sqlq_term_text_escape("A\\x1b[2JB", 9, false, &out), SQLQ_OK);
+    snprintf(text_shown, sizeof(text_shown), "%s", sqlq_buf_str(&out));
+    assert_string_equal(esc_shown, "A\\x1b[2JB");
+    assert_string_equal(text_shown, "A\\\\x1b[2JB");
     sqlq_buf_free(&out);
     char p[64];
     preview("\x1b[2Jhi\r\nthere", 40, p, sizeof(p));
