@@ -47,7 +47,9 @@ bool sqlq_bridge_ready(void *health, char *reason, size_t reason_size)
     }
     int db_down = atomic_load(&h->db_down), queue_down = atomic_load(&h->queue_down);
     if (db_down || queue_down) {
-        snprintf(reason, reason_size, "%d route(s) cannot reach the database, %d the queue service",
+        snprintf(reason, reason_size,
+                 "%d route(s) failing on the database (unreachable, or capture stopped: see the "
+                 "log), %d on the queue service",
                  db_down, queue_down);
         return false;
     }
