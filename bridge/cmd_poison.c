@@ -185,6 +185,25 @@ static size_t report_missing(const ctx *c, const bool *found, size_t shown)
     return missing;
 }
 
+/* The poison queue does not exist: "nothing was ever poisoned" (exit 0) when the main queue
+ * does, else a misspelled name is the likelier story (exit 1): a typo must not read as
+ * success. With a queue-scoped SAS the main queue's properties may be unreadable: then 0. */
+static int poison_queue_missing(const ctx *c, const char *verb)
+{
+    sqlq_queue_props props = {0};
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_queue_properties(c->client, c->queue, &props, &err) == SQLQ_E_NOT_FOUND) {
+        fprintf(stderr,
+                "sqlq poison %s: neither %s nor %s exists: check the queue name (a queue name "
+                "is lowercase letters, digits and dashes)\n",
+                c->name, c->queue, c->poison);
+        return SQLQ_EXIT_FAILED;
+    }
+    fprintf(stderr, "%s does not exist: nothing was ever poisoned%s\n", c->poison, verb);
+    return SQLQ_EXIT_OK;
+}
+
 static int run_list(ctx *c, bool show)
 {
     sqlq_message_list list = {0};
@@ -193,8 +212,8 @@ static int run_list(ctx *c, bool show)
     sqlq_result r = sqlq_queue_peek(c->client, c->poison, show ? 32 : (int)c->s.limit, &list,
                                     &err);
     if (r == SQLQ_E_NOT_FOUND && c->res.npositional <= 1) {
-        fprintf(stderr, "%s does not exist: nothing was ever poisoned\n", c->poison);
-        return SQLQ_EXIT_OK;
+        sqlq_message_list_free(&list);
+        return poison_queue_missing(c, "");
     }
     if (r != SQLQ_OK && r != SQLQ_E_NOT_FOUND)
         return fail(c, &err);
@@ -322,6 +341,11 @@ static int cmd_requeue(ctx *c)
         return usage_error(c, "choose exactly one of --all, --id ID or --where FIELD=VALUE");
     if (c->res.npositional > 1 && !c->s.id)
         return usage_error(c, "extra arguments are message ids: use them with --id");
+    sqlq_queue_props props = {0};
+    sqlq_error perr;
+    sqlq_error_clear(&perr);
+    if (sqlq_queue_properties(c->client, c->poison, &props, &perr) == SQLQ_E_NOT_FOUND)
+        return poison_queue_missing(c, ": nothing to requeue");
     sqlq_requeue_options o;
     sqlq_requeue_options_default(&o);
     o.all = c->s.all;
@@ -367,6 +391,11 @@ static int cmd_requeue(ctx *c)
 static int cmd_export(ctx *c)
 {
     const char *path = c->res.positional[1];
+    sqlq_queue_props props = {0};
+    sqlq_error perr;
+    sqlq_error_clear(&perr);
+    if (sqlq_queue_properties(c->client, c->poison, &props, &perr) == SQLQ_E_NOT_FOUND)
+        return poison_queue_missing(c, ": nothing to export (no file written)");
     bool to_stdout = strcmp(path, "-") == 0;
     if (to_stdout && c->s.delete_after)
         return usage_error(c, "--delete needs a real file (stdout cannot be fsync'ed)");
@@ -463,10 +492,8 @@ static int cmd_purge(ctx *c)
     sqlq_error err;
     sqlq_error_clear(&err);
     sqlq_result r = sqlq_queue_clear(c->client, c->poison, &err);
-    if (r == SQLQ_E_NOT_FOUND) {
-        printf("%s does not exist: nothing to purge\n", c->poison);
-        return SQLQ_EXIT_OK;
-    }
+    if (r == SQLQ_E_NOT_FOUND)
+        return poison_queue_missing(c, ": nothing to purge");
     if (r != SQLQ_OK)
         return fail(c, &err);
     printf("purged %s\n", c->poison);

@@ -109,3 +109,20 @@ printf '%s' "$foreign" | "$SQLQ_BIN" queue put "$p" >/dev/null
 "$SQLQ_BIN" poison requeue "$q" --all >/dev/null
 [ "$(drain_main)" = "$foreign" ] || fail "an unmarked envelope was changed on requeue: $(cat "$work/drained")"
 echo "poison_tools: sqlq envelope unwrapped, foreign one kept byte-identical on requeue: ok"
+
+# A misspelled queue name is not "nothing was ever poisoned": neither QUEUE nor QUEUE-poison
+# exists, so every poison command says so and exits 1 (found by a user-play session).
+typo="ptools-typo-$$"
+for args in "list $typo" "requeue $typo --all" "export $typo $work/typo.jsonl" "purge $typo --yes"; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$SQLQ_BIN" poison $args >/dev/null 2>"$work/typo.err" || rc=$?
+    [ "$rc" -eq 1 ] || fail "poison $args on a missing queue exited $rc, want 1"
+    grep -q "neither $typo nor $typo-poison exists" "$work/typo.err" || fail "poison $args: $(cat "$work/typo.err")"
+done
+[ ! -e "$work/typo.jsonl" ] || fail "export on a missing queue wrote a file"
+# The main queue exists and its poison queue does not: nothing was ever poisoned, exit 0.
+"$SQLQ_BIN" queue delete "$p" >/dev/null
+"$SQLQ_BIN" poison list "$q" >/dev/null 2>"$work/none.err" || fail "poison list with no poison queue exited $?"
+grep -q "nothing was ever poisoned" "$work/none.err" || fail "poison list: $(cat "$work/none.err")"
+echo "poison_tools: a misspelled queue exits 1, a queue never poisoned exits 0: ok"
