@@ -5,15 +5,18 @@
 # killed with SIGKILL half way and run again: every message arrives, at most one twice.
 set -euo pipefail
 : "${SQLQ_BIN:?}" "${SQLQ_TEST_ENV_DIR:?}"
-export SQLQ_QUEUE_CONNECTION="$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")"
+support=$(cd "$(dirname "$0")/../support" && pwd)
 work=$(mktemp -d)
+# An Azurite of its own: hundreds of messages moved back and forth, and a requeue killed half
+# way, are load that left the shared one answering nothing for 15-30 s at a time.
+"$support/azurite.sh" start "$work/azurite" >/dev/null
+export SQLQ_QUEUE_CONNECTION="$(cat "$work/azurite/conn")"
 q="ptools-$$"
 p="$q-poison"
 pid=
 cleanup() {
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
-    "$SQLQ_BIN" queue delete "$q" >/dev/null 2>&1 || true
-    "$SQLQ_BIN" queue delete "$p" >/dev/null 2>&1 || true
+    "$support/azurite.sh" stop "$work/azurite" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT

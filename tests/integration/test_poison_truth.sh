@@ -4,12 +4,15 @@
 # errors) and checked with the official SDK (tests/support/poison_interop.js).
 set -euo pipefail
 : "${SQLQ_BIN:?}" "${SQLQ_TEST_ENV_DIR:?}" "${SQLQ_SOURCE_DIR:?}"
-conn=$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")
-aport=$(cat "$SQLQ_TEST_ENV_DIR/azurite/port")
-export SQLQ_QUEUE_CONNECTION="$conn"
 unset SQLQ_CONFIG
 support="$SQLQ_SOURCE_DIR/tests/support"
 work=$(mktemp -d)
+# An Azurite of its own: this test loads the service with thousands of messages and a consumer
+# that re-poisons them, which left the shared one answering nothing for 15-30 s at a time.
+"$support/azurite.sh" start "$work/azurite" >/dev/null
+conn=$(cat "$work/azurite/conn")
+aport=$(cat "$work/azurite/port")
+export SQLQ_QUEUE_CONNECTION="$conn"
 q="truth-$$"
 p="$q-poison"
 pids=()
@@ -17,7 +20,7 @@ mnt=
 cleanup() {
     for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
     [ -n "$mnt" ] && umount "$mnt" 2>/dev/null || true
-    for x in "$q" "$p" "$q-b" "$q-b-poison"; do "$SQLQ_BIN" queue delete "$x" >/dev/null 2>&1 || true; done
+    "$support/azurite.sh" stop "$work/azurite" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
