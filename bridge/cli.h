@@ -24,7 +24,7 @@ SQLQ_NODISCARD sqlq_result sqlq_cli_account_parse(const sqlq_common_settings *co
  * SQLQ_CLI_REQUEST_TIMEOUT_MS and a failing one is retried with back-off (200 ms doubling up
  * to SQLQ_CLI_RETRY_MAX_DELAY_MS, jittered) for at most SQLQ_CLI_RETRY_BUDGET_MS. A failure
  * that outlasts the budget is an outage: the command stops with exit 1 and the cause. */
-#define SQLQ_CLI_REQUEST_TIMEOUT_MS 10000
+#define SQLQ_CLI_REQUEST_TIMEOUT_MS 30000
 #define SQLQ_CLI_RETRY_MAX_DELAY_MS 2000
 #define SQLQ_CLI_RETRY_BUDGET_MS 20000
 
