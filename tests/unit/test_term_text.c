@@ -32,10 +32,11 @@ static void test_term_text_preview_cuts_on_character_boundaries(void **state)
     for (size_t c = 0; c < 3; c++) {
         for (size_t pad = 0; pad < 6; pad++) {
             char in[256] = "";
+            size_t at = 0;
             for (size_t i = 0; i < pad; i++)
-                strcat(in, "a");
+                at += (size_t)snprintf(in + at, sizeof(in) - at, "a");
             for (size_t i = 0; i < 20; i++)
-                strcat(in, chars[c]);
+                at += (size_t)snprintf(in + at, sizeof(in) - at, "%s", chars[c]);
             char out[64];
             preview(in, 10, out, sizeof(out));
             assert_utf8(out);
