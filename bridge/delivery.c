@@ -136,13 +136,19 @@ static void poison_reason(const sqlq_delivery *d, const sqlq_change *ch, char *o
              ch->attempts - 1, d->cfg.max_attempts);
 }
 
+/* A captured change as the message writer takes it. */
+static sqlq_msg_change as_message(const sqlq_change *c)
+{
+    return (sqlq_msg_change){.op = c->op, .version = c->version, .key = c->key, .row = c->row};
+}
+
 /* Messages for the changes still to publish: main-queue messages (changes within max_attempts)
  * and poison messages (exhausted); indexes refer to changes[]. */
 static sqlq_result build(sqlq_delivery *d, const sqlq_change *changes, size_t n,
                          const sqlq_outcome *outcomes, sqlq_envelope_list *out, sqlq_error *err)
 {
     int64_t ts = sqlq_clock_wall_ms();
-    sqlq_change *sub = malloc((n ? n : 1) * sizeof(*sub));
+    sqlq_msg_change *sub = malloc((n ? n : 1) * sizeof(*sub));
     size_t *map = malloc((n ? n : 1) * sizeof(*map));
     size_t m = 0;
     sqlq_result r = sub && map ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
@@ -152,10 +158,11 @@ static sqlq_result build(sqlq_delivery *d, const sqlq_change *changes, size_t n,
         if (changes[i].attempts > d->cfg.max_attempts) {
             char reason[700];
             poison_reason(d, &changes[i], reason, sizeof(reason));
-            r = sqlq_envelope_add_poison(&d->cfg.envelope, changes, i, reason, ts, out, err);
+            sqlq_msg_change mc = as_message(&changes[i]);
+            r = sqlq_envelope_add_poison(&d->cfg.envelope, &mc, i, reason, ts, out, err);
         } else {
             map[m] = i;
-            sub[m++] = changes[i];
+            sub[m++] = as_message(&changes[i]);
         }
     }
     size_t first = out->count;

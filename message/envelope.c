@@ -1,14 +1,13 @@
-/* envelope: the queue messages the bridge publishes for captured changes (docs/messages.md). */
+/* envelope: writes every message shape sqlq publishes (docs/messages.md; see the header). */
 #include "envelope.h"
 
 #include "buf.h"
+#include "poison_envelope.h"
 
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define REASON_MAX 1024
 
 static const char *const format_names[] = {"row", "batch", "functions"};
 static const char *const oversize_names[] = {"truncate", "poison"};
@@ -126,13 +125,14 @@ void sqlq_envelope_format_ts(int64_t epoch_ms, char out[25])
 }
 
 /* A change whose row is gone although the operation says otherwise is, now, a delete. */
-static sqlq_op effective_op(const sqlq_change *ch)
+static sqlq_op effective_op(const sqlq_msg_change *ch)
 {
     return ch->row ? ch->op : SQLQ_OP_DELETE;
 }
 
-/* The row-mode object of one change; truncated: key only, row omitted. NULL on OOM. */
-static json_t *row_object(const sqlq_envelope_config *cfg, const sqlq_change *ch, int64_t ts_ms,
+/* The row-mode object of one change; truncated: key only, row omitted. NULL on OOM. A read
+ * (backfill) has its row last, as backfill has always written it. */
+static json_t *row_object(const sqlq_envelope_config *cfg, const sqlq_msg_change *ch, int64_t ts_ms,
                           bool truncated, bool with_key)
 {
     char id[33], ts[25];
@@ -140,6 +140,7 @@ static json_t *row_object(const sqlq_envelope_config *cfg, const sqlq_change *ch
         return NULL;
     sqlq_envelope_format_ts(ts_ms, ts);
     sqlq_op op = effective_op(ch);
+    bool row_first = !truncated && op != SQLQ_OP_READ, row_last = !truncated && op == SQLQ_OP_READ;
     json_t *o = json_object();
     if (!o)
         return NULL;
@@ -148,11 +149,13 @@ static json_t *row_object(const sqlq_envelope_config *cfg, const sqlq_change *ch
     rc |= json_object_set_new(o, "table", json_string(cfg->table));
     if (with_key)
         rc |= json_object_set_new(o, "key", json_deep_copy(ch->key));
-    if (!truncated)
+    if (row_first)
         rc |= json_object_set_new(o, "row", op == SQLQ_OP_DELETE ? json_null() : json_deep_copy(ch->row));
     rc |= json_object_set_new(o, "version", json_integer((json_int_t)ch->version));
     rc |= json_object_set_new(o, "bridge", json_string(cfg->bridge_name));
     rc |= json_object_set_new(o, "ts", json_string(ts));
+    if (row_last)
+        rc |= json_object_set_new(o, "row", json_deep_copy(ch->row));
     if (truncated)
         rc |= json_object_set_new(o, "truncated", json_true());
     if (rc != 0) {
@@ -163,7 +166,7 @@ static json_t *row_object(const sqlq_envelope_config *cfg, const sqlq_change *ch
 }
 
 /* The Azure Functions SQL trigger element: {"Operation": 0|1|2, "Item": row or key fields}. */
-static json_t *functions_object(const sqlq_change *ch, bool truncated)
+static json_t *functions_object(const sqlq_msg_change *ch, bool truncated)
 {
     sqlq_op op = effective_op(ch);
     json_t *item = (op == SQLQ_OP_DELETE || truncated) ? json_deep_copy(ch->key) : json_deep_copy(ch->row);
@@ -173,7 +176,8 @@ static json_t *functions_object(const sqlq_change *ch, bool truncated)
         json_decref(item);
         return NULL;
     }
-    int rc = json_object_set_new(o, "Operation", json_integer((json_int_t)op));
+    sqlq_op operation = op == SQLQ_OP_READ ? SQLQ_OP_UPDATE : op; /* the trigger has no read */
+    int rc = json_object_set_new(o, "Operation", json_integer((json_int_t)operation));
     rc |= json_object_set_new(o, "Item", item);
     if (truncated)
         rc |= json_object_set_new(o, "Truncated", json_true());
@@ -184,7 +188,7 @@ static json_t *functions_object(const sqlq_change *ch, bool truncated)
     return o;
 }
 
-static json_t *element(const sqlq_envelope_config *cfg, const sqlq_change *ch, int64_t ts_ms,
+static json_t *element(const sqlq_envelope_config *cfg, const sqlq_msg_change *ch, int64_t ts_ms,
                        bool truncated)
 {
     return cfg->format == SQLQ_FORMAT_FUNCTIONS ? functions_object(ch, truncated)
@@ -192,7 +196,7 @@ static json_t *element(const sqlq_envelope_config *cfg, const sqlq_change *ch, i
 }
 
 /* The element as compact JSON text. */
-static char *element_text(const sqlq_envelope_config *cfg, const sqlq_change *ch, int64_t ts_ms,
+static char *element_text(const sqlq_envelope_config *cfg, const sqlq_msg_change *ch, int64_t ts_ms,
                           bool truncated, size_t *out_len)
 {
     json_t *o = element(cfg, ch, ts_ms, truncated);
@@ -255,7 +259,7 @@ void sqlq_envelope_list_free(sqlq_envelope_list *l)
 }
 
 /* The message one change alone is sent as, as JSON: the element wrapped per format. */
-static json_t *single_message(const sqlq_envelope_config *cfg, const sqlq_change *ch,
+static json_t *single_message(const sqlq_envelope_config *cfg, const sqlq_msg_change *ch,
                               int64_t ts_ms, bool truncated)
 {
     json_t *e = element(cfg, ch, ts_ms, truncated);
@@ -277,7 +281,7 @@ static json_t *single_message(const sqlq_envelope_config *cfg, const sqlq_change
 }
 
 /* {"reason", "message"} as text, or NULL (OOM). stage 0: full, 1: key only, 2: no key. */
-static char *poison_text(const sqlq_envelope_config *cfg, const sqlq_change *ch, const char *reason,
+static char *poison_text(const sqlq_envelope_config *cfg, const sqlq_msg_change *ch, const char *reason,
                          int64_t ts_ms, int stage)
 {
     json_t *m;
@@ -290,24 +294,10 @@ static char *poison_text(const sqlq_envelope_config *cfg, const sqlq_change *ch,
             m = NULL;
         }
     }
-    json_t *o = json_object();
-    if (!m || !o) {
-        json_decref(m);
-        json_decref(o);
-        return NULL;
-    }
-    char cut[REASON_MAX];
-    snprintf(cut, sizeof(cut), "%s", reason ? reason : "unknown");
-    /* The marker tells `sqlq poison requeue` that sqlq wrote this envelope (poison_match.h). */
-    int rc = json_object_set_new(o, "sqlq_poison", json_integer(1));
-    rc |= json_object_set_new(o, "reason", json_string(cut));
-    rc |= json_object_set_new(o, "message", m);
-    char *s = rc == 0 ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    return s;
+    return m ? sqlq_poison_envelope_write(reason, m) : NULL;
 }
 
-sqlq_result sqlq_envelope_add_poison(const sqlq_envelope_config *cfg, const sqlq_change *changes,
+sqlq_result sqlq_envelope_add_poison(const sqlq_envelope_config *cfg, const sqlq_msg_change *ch,
                                      size_t index, const char *reason, int64_t ts_ms,
                                      sqlq_envelope_list *out, sqlq_error *err)
 {
@@ -316,7 +306,7 @@ sqlq_result sqlq_envelope_add_poison(const sqlq_envelope_config *cfg, const sqlq
     if (capped.max_text > SQLQ_MESSAGE_MAX_TEXT)
         capped.max_text = SQLQ_MESSAGE_MAX_TEXT;
     for (int stage = 0; stage < 3; stage++) {
-        char *s = poison_text(cfg, &changes[index], reason, ts_ms, stage);
+        char *s = poison_text(cfg, ch, reason, ts_ms, stage);
         if (!s)
             return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a poison message");
         size_t len = strlen(s);
@@ -371,7 +361,7 @@ static sqlq_result packer_add(packer *p, size_t index, const char *text, size_t 
 
 /* Route one change: its text (possibly key-only) into the packer or a message of its own, or
  * to poison when it cannot fit. */
-static sqlq_result build_one(packer *p, const sqlq_change *changes, size_t i, int64_t ts_ms,
+static sqlq_result build_one(packer *p, const sqlq_msg_change *changes, size_t i, int64_t ts_ms,
                              sqlq_envelope_list *out, sqlq_error *err)
 {
     const sqlq_envelope_config *cfg = p->cfg;
@@ -387,12 +377,12 @@ static sqlq_result build_one(packer *p, const sqlq_change *changes, size_t i, in
         free(text);
         text = NULL;
         if (cfg->oversize == SQLQ_OVERSIZE_POISON)
-            return sqlq_envelope_add_poison(cfg, changes, i, reason, ts_ms, out, err);
+            return sqlq_envelope_add_poison(cfg, &changes[i], i, reason, ts_ms, out, err);
         truncated = true;
         text = element_text(cfg, &changes[i], ts_ms, true, &len);
         if (text && !fits(cfg, over + len)) {
             free(text);
-            return sqlq_envelope_add_poison(cfg, changes, i, "message too large even with the key only",
+            return sqlq_envelope_add_poison(cfg, &changes[i], i, "message too large even with the key only",
                                             ts_ms, out, err);
         }
     }
@@ -405,7 +395,7 @@ static sqlq_result build_one(packer *p, const sqlq_change *changes, size_t i, in
     return r;
 }
 
-sqlq_result sqlq_envelope_build(const sqlq_envelope_config *cfg, const sqlq_change *changes,
+sqlq_result sqlq_envelope_build(const sqlq_envelope_config *cfg, const sqlq_msg_change *changes,
                                 size_t n, int64_t ts_ms, sqlq_envelope_list *out, sqlq_error *err)
 {
     packer p = {cfg, {0}, NULL, 0, false};

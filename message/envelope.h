@@ -1,9 +1,11 @@
-/* envelope: the queue messages the bridge publishes for captured changes (docs/messages.md). */
+/* envelope: writes the messages sqlq publishes for changes (docs/messages.md): the row, batch
+ * and functions shapes, the read shape of `sqlq backfill` (op read), and the poison envelope.
+ * msg_parse.h reads them back. */
 #ifndef SQLQ_ENVELOPE_H
 #define SQLQ_ENVELOPE_H
 
-#include "capture.h"
 #include "codec.h"
+#include "msg_change.h"
 #include "result.h"
 
 #include <stdbool.h>
@@ -77,17 +79,20 @@ void sqlq_envelope_list_free(sqlq_envelope_list *l);
 /* Build the messages for changes[0..n) published at ts_ms. Row mode: one message per change;
  * batch and functions: as many changes per message as fit under max_text, in order. A change too
  * large alone goes key-only ("truncated") or, by policy, to the poison queue; a change whose
- * key-only form is still too large always goes to poison. Appends to out. */
+ * key-only form is still too large always goes to poison. Appends to out.
+ * A read (backfill) change is the row-shape object with "row" written last, after "ts", as
+ * backfill has always written it; the functions shape writes it as Operation 1 (an upsert). */
 SQLQ_NODISCARD sqlq_result sqlq_envelope_build(const sqlq_envelope_config *cfg,
-                                               const sqlq_change *changes, size_t n,
+                                               const sqlq_msg_change *changes, size_t n,
                                                int64_t ts_ms, sqlq_envelope_list *out,
                                                sqlq_error *err);
 
-/* Append one poison message for changes[index]: {"reason": reason, "message": M} where M is the
- * message that change alone would have been sent as (key-only when that would not fit under
- * max_text, and never above the service limit SQLQ_MESSAGE_MAX_TEXT). */
+/* Append one poison message for change ch, recorded as carrying change number index:
+ * {"sqlq_poison":1, "reason": reason, "message": M} (poison_envelope.h) where M is the message
+ * that change alone would have been sent as (key-only when that would not fit under max_text,
+ * and never above the service limit SQLQ_MESSAGE_MAX_TEXT). */
 SQLQ_NODISCARD sqlq_result sqlq_envelope_add_poison(const sqlq_envelope_config *cfg,
-                                                    const sqlq_change *changes, size_t index,
+                                                    const sqlq_msg_change *ch, size_t index,
                                                     const char *reason, int64_t ts_ms,
                                                     sqlq_envelope_list *out, sqlq_error *err);
 

@@ -2,6 +2,7 @@
 
 #include "buf.h"
 #include "log.h"
+#include "poison_envelope.h"
 #include "poison_match.h"
 
 #include <stdlib.h>
@@ -201,7 +202,7 @@ static sqlq_result requeue_text(const sqlq_message *m, sqlq_encoding enc, sqlq_b
     size_t inner_len;
     sqlq_result r = SQLQ_OK;
     if (m->text && sqlq_codec_decode(enc, m->text, m->text_len, &body, NULL) == SQLQ_OK &&
-        sqlq_poison_match_envelope(sqlq_buf_str(&body), body.len, &inner, &inner_len))
+        sqlq_poison_envelope_read(sqlq_buf_str(&body), body.len, &inner, &inner_len))
         r = sqlq_codec_encode(enc, inner, inner_len, out, err);
     else
         r = sqlq_buf_add(out, m->text ? m->text : "", m->text_len);

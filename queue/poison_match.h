@@ -1,7 +1,7 @@
 /* poison_match: what `sqlq poison requeue` moves and what --where compares, read from the
- * message's exact bytes. A change the bridge poisoned is an envelope only sqlq writes,
- *   {"sqlq_poison":1,"reason":"…","message":{…}}
- * and goes back as the exact bytes of its "message"; everything else moves byte-identical.
+ * message's exact bytes. A change the bridge poisoned is an envelope only sqlq writes
+ * (message/poison_envelope.h) and goes back as the exact bytes of its "message"; everything
+ * else moves byte-identical.
  * Numbers compare by value, so 19.99, 1.999e1 and 19.990 are equal and integers beyond 64
  * bits compare exactly; nothing is parsed into a double and printed again. */
 #ifndef SQLQ_POISON_MATCH_H
@@ -9,15 +9,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-
-/* The marker field: written by the bridge's poison envelope (bridge/envelope.c). */
-#define SQLQ_POISON_MARKER "sqlq_poison"
-
-/* When body[0..len) is an envelope sqlq wrote (exactly the members sqlq_poison = 1, reason a
- * string, message an object or array, each once), *out_msg / *out_len point at the exact
- * bytes of its message inside body. */
-bool sqlq_poison_match_envelope(const char *body, size_t len, const char **out_msg,
-                                size_t *out_len);
 
 /* Whether the JSON object body[0..len) has a top-level field equal to value: a string field
  * equals value as text, a number equals value when value is a JSON number of the same value,

@@ -49,11 +49,6 @@ void sqlq_capture_config_default(sqlq_capture_config *c)
     c->safety_lag_ms = -1; /* cursor source: the database's default (cursor_source.h) */
 }
 
-const char *sqlq_op_name(sqlq_op op)
-{
-    return op == SQLQ_OP_INSERT ? "insert" : op == SQLQ_OP_UPDATE ? "update" : "delete";
-}
-
 void sqlq_change_batch_free(sqlq_change_batch *b)
 {
     if (!b)

@@ -3,6 +3,7 @@
 #define SQLQ_CAPTURE_H
 
 #include "db.h"
+#include "msg_change.h"
 #include "result.h"
 #include "table.h"
 
@@ -37,8 +38,7 @@ typedef struct sqlq_capture_config {
 
 void sqlq_capture_config_default(sqlq_capture_config *c);
 
-typedef enum { SQLQ_OP_INSERT = 0, SQLQ_OP_UPDATE = 1, SQLQ_OP_DELETE = 2 } sqlq_op;
-const char *sqlq_op_name(sqlq_op op); /* "insert" | "update" | "delete" */
+/* sqlq_op (insert, update, delete; read is backfill's) is the message's: msg_change.h. */
 
 typedef struct sqlq_change {
     sqlq_op op;

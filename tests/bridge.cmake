@@ -1,5 +1,4 @@
-# bridge: the envelope (pure) and the `sqlq bridge` daemon against real SQLite/PostgreSQL and Azurite.
-sqlq_unit_test(envelope sqlq_app)
+# bridge: the `sqlq bridge` daemon against real SQLite/PostgreSQL and Azurite.
 sqlq_unit_test(delivery sqlq_app)
 sqlq_unit_test(outage sqlq_app)
 

@@ -46,7 +46,14 @@ static bool publish(sqlq_queue_client *qc, const char *queue, const char *table,
     sqlq_envelope_list l = {0};
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (sqlq_envelope_build(&ec, b->items, b->count, sqlq_clock_wall_ms(), &l, &err) != SQLQ_OK) {
+    sqlq_msg_change *mc = calloc(b->count ? b->count : 1, sizeof(*mc));
+    for (size_t i = 0; mc && i < b->count; i++)
+        mc[i] = (sqlq_msg_change){.op = b->items[i].op, .version = b->items[i].version,
+                                  .key = b->items[i].key, .row = b->items[i].row};
+    sqlq_result built = mc ? sqlq_envelope_build(&ec, mc, b->count, sqlq_clock_wall_ms(), &l, &err)
+                           : SQLQ_E_NOMEM;
+    free(mc);
+    if (built != SQLQ_OK) {
         fprintf(stderr, "envelope: %s\n", err.message);
         return false;
     }

@@ -1,4 +1,4 @@
-/* Unit tests of bridge/envelope: ids, row/batch/functions shapes, packing under the limit,
+/* Unit tests of message/envelope: ids, row/batch/functions shapes, packing under the limit,
  * truncation and poison of oversized changes. Pure: no network, no database. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,13 +13,12 @@
 
 #define TS 1714564800123LL /* 2024-05-01T12:00:00.123Z */
 
-static sqlq_change make_change(sqlq_op op, int64_t version, const char *key_json, const char *row_json)
+static sqlq_msg_change make_change(sqlq_op op, int64_t version, const char *key_json, const char *row_json)
 {
-    sqlq_change c;
+    sqlq_msg_change c;
     memset(&c, 0, sizeof(c));
     c.op = op;
     c.version = version;
-    c.attempts = 1;
     c.key = json_loads(key_json, 0, NULL);
     c.row = row_json ? json_loads(row_json, 0, NULL) : NULL;
     assert_non_null(c.key);
@@ -28,7 +27,7 @@ static sqlq_change make_change(sqlq_op op, int64_t version, const char *key_json
     return c;
 }
 
-static void free_change(sqlq_change *c)
+static void free_change(sqlq_msg_change *c)
 {
     json_decref(c->key);
     json_decref(c->row);
@@ -126,7 +125,7 @@ static void test_envelope_row_mode_fields(void **state)
 {
     (void)state;
     sqlq_envelope_config cfg = config(SQLQ_FORMAT_ROW);
-    sqlq_change ch[3] = {
+    sqlq_msg_change ch[3] = {
         make_change(SQLQ_OP_INSERT, 3, "{\"id\":1}", "{\"id\":1,\"name\":\"a\",\"price\":\"9.50\",\"ok\":true}"),
         make_change(SQLQ_OP_UPDATE, 4, "{\"id\":2}", "{\"id\":2,\"name\":null,\"price\":\"1\",\"ok\":false}"),
         make_change(SQLQ_OP_DELETE, 5, "{\"id\":3}", NULL),
@@ -167,7 +166,7 @@ static void test_envelope_row_gone_is_delete(void **state)
 {
     (void)state;
     sqlq_envelope_config cfg = config(SQLQ_FORMAT_ROW);
-    sqlq_change ch = make_change(SQLQ_OP_UPDATE, 9, "{\"a\":1,\"b\":\"x\"}", NULL);
+    sqlq_msg_change ch = make_change(SQLQ_OP_UPDATE, 9, "{\"a\":1,\"b\":\"x\"}", NULL);
     sqlq_envelope_list l = {0};
     assert_int_equal(sqlq_envelope_build(&cfg, &ch, 1, TS, &l, NULL), SQLQ_OK);
     json_t *m = parse(&l.items[0]);
@@ -183,7 +182,7 @@ static void test_envelope_row_gone_is_delete(void **state)
 static void check_packing(sqlq_envelope_format f, size_t n, size_t row_size)
 {
     sqlq_envelope_config cfg = config(f);
-    sqlq_change *ch = calloc(n, sizeof(*ch));
+    sqlq_msg_change *ch = calloc(n, sizeof(*ch));
     for (size_t i = 0; i < n; i++) {
         char key[32];
         snprintf(key, sizeof(key), "{\"id\":%zu}", i);
@@ -250,7 +249,7 @@ static void test_envelope_functions_delete_has_key_only(void **state)
 {
     (void)state;
     sqlq_envelope_config cfg = config(SQLQ_FORMAT_FUNCTIONS);
-    sqlq_change ch[2] = {make_change(SQLQ_OP_DELETE, 2, "{\"a\":1,\"b\":2}", NULL),
+    sqlq_msg_change ch[2] = {make_change(SQLQ_OP_DELETE, 2, "{\"a\":1,\"b\":2}", NULL),
                          make_change(SQLQ_OP_INSERT, 3, "{\"a\":1,\"b\":3}", "{\"a\":1,\"b\":3,\"c\":\"z\"}")};
     sqlq_envelope_list l = {0};
     assert_int_equal(sqlq_envelope_build(&cfg, ch, 2, TS, &l, NULL), SQLQ_OK);
@@ -273,7 +272,7 @@ static void test_envelope_oversize_truncates_to_key(void **state)
     for (int f = 0; f < 3; f++) {
         sqlq_envelope_config cfg = config(formats[f]);
         char *row = big_row(7, 50000); /* 50 KB of JSON: over 64 KiB after base64 */
-        sqlq_change ch[2] = {make_change(SQLQ_OP_UPDATE, 8, "{\"id\":7}", row),
+        sqlq_msg_change ch[2] = {make_change(SQLQ_OP_UPDATE, 8, "{\"id\":7}", row),
                              make_change(SQLQ_OP_INSERT, 9, "{\"id\":8}", "{\"id\":8}")};
         free(row);
         sqlq_envelope_list l = {0};
@@ -309,7 +308,7 @@ static void test_envelope_oversize_poison_policy(void **state)
     cfg.oversize = SQLQ_OVERSIZE_POISON;
     cfg.max_text = 4096; /* a lower limit works the same way */
     char *row = big_row(1, 5000);
-    sqlq_change ch[2] = {make_change(SQLQ_OP_INSERT, 1, "{\"id\":1}", "{\"id\":0}"),
+    sqlq_msg_change ch[2] = {make_change(SQLQ_OP_INSERT, 1, "{\"id\":1}", "{\"id\":0}"),
                          make_change(SQLQ_OP_INSERT, 2, "{\"id\":2}", row)};
     free(row);
     sqlq_envelope_list l = {0};
@@ -336,7 +335,7 @@ static void test_envelope_huge_key_goes_to_poison(void **state)
     sqlq_envelope_config cfg = config(SQLQ_FORMAT_ROW);
     cfg.max_text = 2048;
     char *key = big_row(1, 3000);
-    sqlq_change ch = make_change(SQLQ_OP_INSERT, 1, key, key);
+    sqlq_msg_change ch = make_change(SQLQ_OP_INSERT, 1, key, key);
     free(key);
     sqlq_envelope_list l = {0};
     assert_int_equal(sqlq_envelope_build(&cfg, &ch, 1, TS, &l, NULL), SQLQ_OK);
@@ -356,7 +355,7 @@ static void test_envelope_poison_wraps_original(void **state)
 {
     (void)state;
     sqlq_envelope_config cfg = config(SQLQ_FORMAT_BATCH);
-    sqlq_change ch = make_change(SQLQ_OP_UPDATE, 12, "{\"id\":4}", "{\"id\":4,\"v\":\"q\"}");
+    sqlq_msg_change ch = make_change(SQLQ_OP_UPDATE, 12, "{\"id\":4}", "{\"id\":4,\"v\":\"q\"}");
     sqlq_envelope_list main_l = {0}, poison_l = {0};
     assert_int_equal(sqlq_envelope_build(&cfg, &ch, 1, TS, &main_l, NULL), SQLQ_OK);
     assert_int_equal(sqlq_envelope_add_poison(&cfg, &ch, 0, "HTTP 400 InvalidXmlDocument", TS, &poison_l, NULL),

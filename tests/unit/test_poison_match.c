@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "poison_envelope.h"
 #include "poison_match.h"
 
 #include <stdio.h>
@@ -62,7 +63,7 @@ static void test_poison_match_envelope_exact_bytes(void **state)
     snprintf(env, sizeof(env), "{\"sqlq_poison\":1,\"reason\":\"refused\",\"message\":%s}", inner);
     const char *m;
     size_t n;
-    assert_true(sqlq_poison_match_envelope(env, strlen(env), &m, &n));
+    assert_true(sqlq_poison_envelope_read(env, strlen(env), &m, &n));
     assert_int_equal(n, strlen(inner));
     assert_memory_equal(m, inner, n);
     /* --where sees the message's fields and the envelope's reason */
@@ -71,16 +72,16 @@ static void test_poison_match_envelope_exact_bytes(void **state)
     assert_false(where(env, "sqlq_poison", "1"));
     /* not sqlq's: no marker, another marker value, an extra member, a member twice */
     snprintf(env, sizeof(env), "{\"reason\":\"x\",\"message\":%s}", inner);
-    assert_false(sqlq_poison_match_envelope(env, strlen(env), &m, &n));
+    assert_false(sqlq_poison_envelope_read(env, strlen(env), &m, &n));
     snprintf(env, sizeof(env), "{\"sqlq_poison\":2,\"reason\":\"x\",\"message\":%s}", inner);
-    assert_false(sqlq_poison_match_envelope(env, strlen(env), &m, &n));
+    assert_false(sqlq_poison_envelope_read(env, strlen(env), &m, &n));
     snprintf(env, sizeof(env), "{\"sqlq_poison\":1,\"reason\":\"x\",\"message\":%s,\"z\":1}",
              inner);
-    assert_false(sqlq_poison_match_envelope(env, strlen(env), &m, &n));
+    assert_false(sqlq_poison_envelope_read(env, strlen(env), &m, &n));
     snprintf(env, sizeof(env), "{\"sqlq_poison\":1,\"reason\":\"x\",\"reason\":\"y\"}");
-    assert_false(sqlq_poison_match_envelope(env, strlen(env), &m, &n));
+    assert_false(sqlq_poison_envelope_read(env, strlen(env), &m, &n));
     snprintf(env, sizeof(env), "{\"sqlq_poison\":1,\"reason\":\"x\",\"message\":\"str\"}");
-    assert_false(sqlq_poison_match_envelope(env, strlen(env), &m, &n));
+    assert_false(sqlq_poison_envelope_read(env, strlen(env), &m, &n));
 }
 
 int main(void)

@@ -1,0 +1,2 @@
+# message/: every message shape written and read back, checked against docs/message.schema.json.
+sqlq_unit_test(envelope sqlq_message)
