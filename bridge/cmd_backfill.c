@@ -2,9 +2,8 @@
  * Debezium snapshot), in key order, page by page; resumable after a crash from its own
  * checkpoint, which is committed only after the queue accepted every message of a page.
  *
- * Messages are the row-mode shape of docs/messages.md, built here in one small function
- * (read_object) because sqlq_op has no "read": {"id","op":"read","table","key","row",
- * "version","bridge","ts"}, version = the row's current change version, the one the bridge
+ * Messages are the read shape of docs/messages.md, written by the message library
+ * (message/envelope.h, op read): version = the row's current change version, the one the bridge
  * gives its latest change (sql/backfill.h), so backfill and bridge messages of a key compare and
  * a page sent again after a crash carries the same message ids. --format batch packs them as
  * {"changes":[…]} under the size limit, in key order. */
@@ -99,138 +98,47 @@ typedef struct run_ctx {
     int64_t started_ms, rows_this_run;
 } run_ctx;
 
-/* The message object of one row; key only and "truncated" when the row does not fit. */
-static json_t *read_object(const run_ctx *ctx, json_t *key, json_t *row, int64_t version,
-                           bool truncated)
+/* The page's messages (op read): one per row, or packed {"changes":[…]} in key order. A row
+ * that does not fit goes key-only ("truncated"); a key alone too large fails the page, as
+ * backfill has no poison queue. */
+static sqlq_result build_bodies(const run_ctx *ctx, const sqlq_backfill_page *page,
+                                sqlq_envelope_list *out, sqlq_error *err)
 {
-    char id[33], ts[25];
-    if (sqlq_envelope_id(ctx->s->bridge_name, ctx->s->table, key, version, id, NULL) != SQLQ_OK)
-        return NULL;
-    sqlq_envelope_format_ts(sqlq_clock_wall_ms(), ts);
-    json_t *o = json_pack("{ss ss ss sO sI ss ss}", "id", id, "op", "read", "table", ctx->s->table,
-                          "key", key, "version", (json_int_t)version, "bridge",
-                          ctx->s->bridge_name, "ts", ts);
-    /* as in the bridge's messages: a row that does not fit is left out, flagged truncated */
-    if (o && json_object_set_new(o, truncated ? "truncated" : "row",
-                                 truncated ? json_true() : json_incref(row)) != 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
-static bool fits(const run_ctx *ctx, size_t len)
-{
-    return sqlq_codec_encoded_size(ctx->encoding, len) <= SQLQ_MESSAGE_MAX_TEXT;
-}
-
-/* The JSON text of one row, truncated to its key when needed; NULL when even that is too big. */
-static char *row_text(const run_ctx *ctx, json_t *key, json_t *row, int64_t version, size_t *len,
-                      sqlq_error *err)
-{
-    for (int truncated = 0; truncated < 2; truncated++) {
-        json_t *o = read_object(ctx, key, row, version, truncated);
-        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        json_decref(o);
-        if (!text) {
-            sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a message");
-            return NULL;
-        }
-        *len = strlen(text);
-        if (fits(ctx, *len + (ctx->batch ? 14 : 0)))
-            return text;
-        free(text);
-    }
-    sqlq_error_set(err, SQLQ_E_TOO_LARGE, false, "a row's key alone exceeds the message size limit");
-    return NULL;
-}
-
-typedef struct bodies {
-    char **items;
-    size_t *lens;
-    size_t count, cap;
-} bodies;
-
-static void bodies_free(bodies *b)
-{
-    for (size_t i = 0; i < b->count; i++)
-        free(b->items[i]);
-    free(b->items);
-    free(b->lens);
-    memset(b, 0, sizeof(*b));
-}
-
-static bool bodies_push(bodies *b, char *text, size_t len)
-{
-    if (b->count == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 64;
-        char **items = realloc(b->items, cap * sizeof(*items));
-        if (items)
-            b->items = items;
-        size_t *lens = items ? realloc(b->lens, cap * sizeof(*lens)) : NULL;
-        if (!items || !lens) {
-            free(text);
-            return false;
-        }
-        b->lens = lens;
-        b->cap = cap;
-    }
-    b->items[b->count] = text;
-    b->lens[b->count++] = len;
-    return true;
-}
-
-/* Row texts -> message bodies: one each, or packed {"changes":[…]} in order. */
-static sqlq_result build_bodies(const run_ctx *ctx, const sqlq_backfill_page *page, bodies *out,
-                                sqlq_error *err)
-{
-    sqlq_buf pack;
-    sqlq_buf_init(&pack, 0);
-    sqlq_result r = SQLQ_OK;
-    for (size_t i = 0; r == SQLQ_OK && i < page->count; i++) {
-        size_t len = 0;
-        int64_t version = (int64_t)json_integer_value(json_array_get(page->versions, i));
-        char *text = row_text(ctx, json_array_get(page->keys, i), json_array_get(page->rows, i),
-                              version, &len, err);
-        if (!text)
-            r = err ? err->code : SQLQ_E_NOMEM;
-        else if (!ctx->batch)
-            r = bodies_push(out, text, len) ? SQLQ_OK : SQLQ_E_NOMEM;
-        else {
-            if (pack.len > 0 && !fits(ctx, pack.len + 1 + len + 2)) {
-                r = sqlq_buf_adds(&pack, "]}");
-                size_t n = 0;
-                char *body = r == SQLQ_OK ? sqlq_buf_take(&pack, &n) : NULL;
-                r = body && bodies_push(out, body, n) ? SQLQ_OK : SQLQ_E_NOMEM;
-            }
-            if (r == SQLQ_OK)
-                r = sqlq_buf_adds(&pack, pack.len ? "," : "{\"changes\":[");
-            if (r == SQLQ_OK)
-                r = sqlq_buf_add(&pack, text, len);
-            free(text);
-        }
-    }
-    if (r == SQLQ_OK && pack.len > 0) {
-        size_t n = 0;
-        r = sqlq_buf_adds(&pack, "]}");
-        char *body = r == SQLQ_OK ? sqlq_buf_take(&pack, &n) : NULL;
-        r = body && bodies_push(out, body, n) ? SQLQ_OK : SQLQ_E_NOMEM;
-    }
-    sqlq_buf_free(&pack);
-    return r == SQLQ_OK ? r : sqlq_error_set(err, r, false, "cannot build the page's messages");
+    sqlq_msg_change *ch = calloc(page->count ? page->count : 1, sizeof(*ch));
+    if (!ch)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building messages");
+    for (size_t i = 0; i < page->count; i++)
+        ch[i] = (sqlq_msg_change){
+            .op = SQLQ_OP_READ,
+            .version = (int64_t)json_integer_value(json_array_get(page->versions, i)),
+            .key = json_array_get(page->keys, i),
+            .row = json_array_get(page->rows, i)};
+    sqlq_envelope_config cfg;
+    sqlq_envelope_config_default(&cfg);
+    cfg.bridge_name = ctx->s->bridge_name;
+    cfg.table = ctx->s->table;
+    cfg.format = ctx->batch ? SQLQ_FORMAT_BATCH : SQLQ_FORMAT_ROW;
+    cfg.encoding = ctx->encoding;
+    sqlq_result r = sqlq_envelope_build(&cfg, ch, page->count, sqlq_clock_wall_ms(), out, err);
+    free(ch);
+    for (size_t i = 0; r == SQLQ_OK && i < out->count; i++)
+        if (out->items[i].dest != SQLQ_DEST_MAIN)
+            r = sqlq_error_set(err, SQLQ_E_TOO_LARGE, false,
+                               "a row's key alone exceeds the message size limit");
+    return r;
 }
 
 /* Put every message of the page; SQLQ_OK only when the queue accepted all of them. */
 static sqlq_result publish(const run_ctx *ctx, const sqlq_backfill_page *page, sqlq_error *err)
 {
-    bodies b = {0};
+    sqlq_envelope_list b = {0};
     sqlq_result r = build_bodies(ctx, page, &b, err);
     sqlq_put_item *items = r == SQLQ_OK ? calloc(b.count ? b.count : 1, sizeof(*items)) : NULL;
     if (r == SQLQ_OK && !items)
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     for (size_t i = 0; r == SQLQ_OK && i < b.count; i++) {
-        items[i].body = b.items[i];
-        items[i].len = b.lens[i];
+        items[i].body = b.items[i].body;
+        items[i].len = b.items[i].len;
     }
     sqlq_put_options po = {0};
     po.ttl_s = -1; /* never expires, as the bridge's messages (docs/messages.md) */
@@ -245,7 +153,7 @@ static sqlq_result publish(const run_ctx *ctx, const sqlq_backfill_page *page, s
             r = sqlq_error_set(err, items[i].result, items[i].error.transient, "put failed: %s",
                                items[i].error.message);
     free(items);
-    bodies_free(&b);
+    sqlq_envelope_list_free(&b);
     return r;
 }
 
