@@ -1,8 +1,10 @@
-/* sink_change: parsing and checking a change message for the --sql sink (see the header). */
+/* sink_change: a change message, read by the message library (msg_parse.h), checked against the
+ * --sql sink's table (see the header). */
 #include "sink_change.h"
 
+#include "msg_parse.h"
+
 #include <errno.h>
-#include <inttypes.h>
 #include <sql.h>
 #include <sqlext.h>
 #include <stdio.h>
@@ -190,44 +192,26 @@ static sqlq_result add_change(sqlq_sink_changes *l, sqlq_sink_change c)
     return SQLQ_OK;
 }
 
-static sqlq_result take_version(json_t *o, sqlq_sink_change *c, sqlq_error *err)
+/* A change of the row or batch shape: its key is the table's primary key, its row names that
+ * key, an upsert has its row, and it carries a version to order by. */
+static sqlq_result row_change(const parse_ctx *p, const sqlq_msg_change *m, sqlq_error *err)
 {
-    json_t *version = json_object_get(o, "version");
-    if (!version)
-        return SQLQ_OK;
-    if (!json_is_integer(version))
-        return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                              "\"version\" is not an integer: refusing a change whose order "
-                              "cannot be checked");
-    json_int_t v = json_integer_value(version);
-    if (v > SQLQ_SINK_VERSION_MAX || v < -SQLQ_SINK_VERSION_MAX)
-        return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                              "version %" PRId64 " is implausible (beyond 2^53): refusing to "
-                              "remember it, it would make every later change of this key look "
-                              "older",
-                              (int64_t)v);
-    c->has_version = true;
-    c->version = (int64_t)v;
-    return SQLQ_OK;
-}
-
-static sqlq_result row_change_kind(const parse_ctx *p, json_t *o, const char *op,
-                                   sqlq_sink_change *out, sqlq_error *err);
-
-static sqlq_result row_change(const parse_ctx *p, json_t *o, sqlq_error *err)
-{
-    const char *op = json_string_value(json_object_get(o, "op"));
-    if (!op)
-        return sqlq_error_set(err, SQLQ_E_PARSE, false, "change without \"op\"");
+    const char *op = sqlq_op_name(m->op);
     json_t *key = NULL;
-    sqlq_result r = check_key(p, json_object_get(o, "key"), err);
+    sqlq_result r = check_key(p, m->key, err);
     if (r == SQLQ_OK)
-        r = canonical_key(p, json_object_get(o, "key"), &key, err);
-    sqlq_sink_change c = {.key = key};
-    if (r == SQLQ_OK)
-        r = take_version(o, &c, err);
-    if (r == SQLQ_OK)
-        r = row_change_kind(p, o, op, &c, err);
+        r = canonical_key(p, m->key, &key, err);
+    sqlq_sink_change c = {.key = key, .has_version = m->has_version, .version = m->version};
+    c.kind = m->op == SQLQ_OP_DELETE ? SQLQ_SINK_DELETE : SQLQ_SINK_UPSERT;
+    c.row = c.kind == SQLQ_SINK_UPSERT ? m->row : NULL;
+    if (r == SQLQ_OK && c.kind == SQLQ_SINK_UPSERT && !c.row)
+        r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                           "%s without its row (truncated: the row did not fit in a message); "
+                           "apply it by reading the source row, or raise the bridge's message "
+                           "size",
+                           op);
+    if (r == SQLQ_OK && m->row) /* a delete's row, when given, must name this key too */
+        r = check_row(p, key, m->row, err);
     if (r == SQLQ_OK && !c.has_version)
         r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                            "%s without a \"version\": every row and batch message carries one "
@@ -242,61 +226,15 @@ static sqlq_result row_change(const parse_ctx *p, json_t *o, sqlq_error *err)
                : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
 }
 
-/* What the change does, and its row checked against the (canonical) key. */
-static sqlq_result row_change_kind(const parse_ctx *p, json_t *o, const char *op,
-                                   sqlq_sink_change *out, sqlq_error *err)
-{
-    sqlq_sink_change c = *out;
-    json_t *key = c.key;
-    sqlq_result r = SQLQ_OK;
-    if (strcmp(op, "delete") == 0) {
-        c.kind = SQLQ_SINK_DELETE;
-        json_t *row = json_object_get(o, "row");
-        if (json_is_object(row)) /* the bridge sends null; a row given must name this key */
-            r = check_row(p, key, row, err);
-        if (r != SQLQ_OK)
-            return r;
-    } else if (strcmp(op, "insert") == 0 || strcmp(op, "update") == 0 ||
-               strcmp(op, "read") == 0) { /* read: a row sent by sqlq backfill */
-        c.kind = SQLQ_SINK_UPSERT;
-        c.row = json_object_get(o, "row");
-        if (c.row && !json_is_object(c.row) && !json_is_true(json_object_get(o, "truncated")))
-            return sqlq_error_set(err, SQLQ_E_PARSE, false,
-                                  "%s: \"row\" is not a JSON object (it must map column names "
-                                  "to values)",
-                                  op);
-        if (!json_is_object(c.row))
-            return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                  "%s without its row (truncated: the row did not fit in a "
-                                  "message); apply it by reading the source row, or raise the "
-                                  "bridge's message size",
-                                  op);
-        r = check_row(p, key, c.row, err);
-        if (r != SQLQ_OK)
-            return r;
-    } else {
-        return sqlq_error_set(err, SQLQ_E_PARSE, false, "unknown op \"%s\"", op);
-    }
-    *out = c;
-    return SQLQ_OK;
-}
-
 /* The Functions shape: the key is the item's primary-key fields. */
-static sqlq_result functions_change(const parse_ctx *p, json_t *o, sqlq_error *err)
+static sqlq_result functions_change(const parse_ctx *p, const sqlq_msg_change *m,
+                                    sqlq_error *err)
 {
-    json_t *op = json_object_get(o, "Operation");
-    json_t *item = json_object_get(o, "Item");
-    if (!json_is_integer(op) || !json_is_object(item))
-        return sqlq_error_set(err, SQLQ_E_PARSE, false,
-                              "Functions-shape element without integer Operation and object Item");
-    json_int_t opv = json_integer_value(op);
-    if (opv < 0 || opv > 2)
-        return sqlq_error_set(err, SQLQ_E_PARSE, false, "unknown Operation %" PRId64, (int64_t)opv);
-    sqlq_sink_change c = {.kind = opv == 2 ? SQLQ_SINK_DELETE : SQLQ_SINK_UPSERT};
+    sqlq_sink_change c = {.kind = m->op == SQLQ_OP_DELETE ? SQLQ_SINK_DELETE : SQLQ_SINK_UPSERT};
     c.key = json_object();
     for (size_t i = 0; c.key && i < p->t->nkey; i++) {
         const sqlq_column *col = &p->t->columns[p->t->key[i]];
-        json_t *found = sqlq_sink_key_value(p->t, item, col);
+        json_t *found = sqlq_sink_key_value(p->t, m->row, col);
         if (!found) {
             json_decref(c.key);
             return sqlq_error_set(err, SQLQ_E_INVALID, false,
@@ -312,11 +250,11 @@ static sqlq_result functions_change(const parse_ctx *p, json_t *o, sqlq_error *e
     if (!c.key)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     if (c.kind == SQLQ_SINK_UPSERT) {
-        c.row = item;
-        sqlq_result r = json_is_true(json_object_get(o, "Truncated"))
+        c.row = m->row;
+        sqlq_result r = m->truncated
                             ? sqlq_error_set(err, SQLQ_E_INVALID, false,
                                              "truncated Item (key fields only): cannot upsert")
-                            : check_row(p, c.key, item, err);
+                            : check_row(p, c.key, m->row, err);
         if (r != SQLQ_OK) {
             json_decref(c.key);
             return r;
@@ -327,54 +265,21 @@ static sqlq_result functions_change(const parse_ctx *p, json_t *o, sqlq_error *e
                : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
 }
 
-static sqlq_result collect(const parse_ctx *p, json_t *root, sqlq_error *err)
-{
-    sqlq_result r = SQLQ_OK;
-    size_t i;
-    json_t *e;
-    if (json_is_array(root)) {
-        json_array_foreach(root, i, e)
-        {
-            if (r == SQLQ_OK)
-                r = functions_change(p, e, err);
-        }
-        return r;
-    }
-    json_t *batch = json_object_get(root, "changes");
-    if (json_is_array(batch)) {
-        json_array_foreach(batch, i, e)
-        {
-            if (r == SQLQ_OK)
-                r = json_is_object(e) ? row_change(p, e, err)
-                                      : sqlq_error_set(err, SQLQ_E_PARSE, false,
-                                                       "changes[%zu] is not an object", i);
-        }
-        return r;
-    }
-    if (json_is_object(root) && json_object_get(root, "op"))
-        return row_change(p, root, err);
-    return sqlq_error_set(err, SQLQ_E_PARSE, false,
-                          "not a change message: expected {\"op\",\"key\",\"row\"}, "
-                          "{\"changes\":[…]} or [{\"Operation\",\"Item\"}]");
-}
-
 sqlq_result sqlq_sink_changes_parse(const sqlq_table *t, const char *shown, const char *body,
                                     size_t len, sqlq_sink_changes *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
-    json_error_t je;
-    out->root = json_loadb(body, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
-    if (!out->root) {
-        if (strstr(je.text, "duplicate"))
-            return sqlq_error_set(err, SQLQ_E_PARSE, false,
-                                  "body has duplicate JSON fields (%s, line %d): refusing to "
-                                  "guess which one is meant",
-                                  je.text, je.line);
-        return sqlq_error_set(err, SQLQ_E_PARSE, false, "body is not JSON: %s (line %d)", je.text,
-                              je.line);
-    }
+    sqlq_msg_parsed m;
+    sqlq_result r = sqlq_msg_parse(body, len, &m, err);
+    if (r != SQLQ_OK)
+        return r;
     parse_ctx p = {t, shown, out};
-    sqlq_result r = collect(&p, out->root, err);
+    for (size_t i = 0; r == SQLQ_OK && i < m.n; i++)
+        r = m.format == SQLQ_FORMAT_FUNCTIONS ? functions_change(&p, &m.items[i], err)
+                                              : row_change(&p, &m.items[i], err);
+    out->root = m.root; /* the rows borrowed above live in it */
+    m.root = NULL;
+    sqlq_msg_parsed_free(&m);
     if (r != SQLQ_OK)
         sqlq_sink_changes_free(out);
     return r;

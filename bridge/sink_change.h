@@ -16,13 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Versions above this are refused as implausible: 2^53, the largest integer every JSON reader
- * holds exactly. No producer comes near it (change-log sequence and SQLite counter values,
- * SQL Server change-tracking versions, cursor values; timestamps as microseconds reach it in
- * the year 2255), so such a version is a forged or corrupted message, and storing it would
- * make the sink skip every later change of its key. */
-#define SQLQ_SINK_VERSION_MAX 9007199254740992LL
-
 typedef enum { SQLQ_SINK_UPSERT, SQLQ_SINK_DELETE } sqlq_sink_change_kind;
 
 typedef struct sqlq_sink_change {
@@ -39,9 +32,10 @@ typedef struct sqlq_sink_changes {
     json_t *root; /* the parsed body */
 } sqlq_sink_changes;
 
-/* Parse and check one message body against table t (shown: its name for messages).
- * SQLQ_E_PARSE: not JSON, duplicate fields, not a change message; SQLQ_E_INVALID: does not
- * fit the table or is not trustworthy (see the file comment). */
+/* Read one message body (msg_parse.h: versions beyond 2^53 are refused there, storing one would
+ * make the sink skip every later change of its key) and check it against table t (shown: its
+ * name for messages). SQLQ_E_PARSE: not JSON, duplicate fields, not a change message;
+ * SQLQ_E_INVALID: does not fit the table or is not trustworthy (see the file comment). */
 SQLQ_NODISCARD sqlq_result sqlq_sink_changes_parse(const sqlq_table *t, const char *shown,
                                                    const char *body, size_t len,
                                                    sqlq_sink_changes *out, sqlq_error *err);
