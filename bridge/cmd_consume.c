@@ -151,7 +151,7 @@ static int report(const char *what, const sqlq_error *err, int code)
     return code;
 }
 
-static sqlq_result noop_handle(void *ctx, const sqlq_delivery *d, sqlq_error *err)
+static sqlq_result noop_handle(void *ctx, const sqlq_received *d, sqlq_error *err)
 {
     (void)ctx;
     (void)d;

@@ -107,11 +107,11 @@ static void env_free(child_env *ce)
     free(ce->envp);
 }
 
-static sqlq_result env_build(child_env *ce, const sqlq_delivery *d)
+static sqlq_result env_build(child_env *ce, const sqlq_received *d)
 {
     memset(ce, 0, sizeof(*ce));
     char iso[32];
-    sqlq_delivery_insertion_iso(d, iso, sizeof(iso));
+    sqlq_received_insertion_iso(d, iso, sizeof(iso));
     if (asprintf(&ce->vars[0], "SQLQ_MESSAGE_ID=%s", d->message_id) < 0)
         ce->vars[0] = NULL;
     if (asprintf(&ce->vars[1], "SQLQ_DEQUEUE_COUNT=%ld", d->dequeue_count) < 0)
@@ -150,7 +150,7 @@ typedef struct child {
 
 /* The whole body in an anonymous file, rewound: the handler's stdin exists complete before the
  * handler does, so a consumer that dies mid-way can never hand it a cut body. */
-static int body_file(const sqlq_delivery *d, sqlq_error *err)
+static int body_file(const sqlq_received *d, sqlq_error *err)
 {
     int fd = memfd_create("sqlq-message-body", MFD_CLOEXEC);
     if (fd < 0) {
@@ -232,7 +232,7 @@ static sqlq_result start_process(const exec_plan *plan, pid_t *out_pid, sqlq_err
     return SQLQ_OK;
 }
 
-static sqlq_result child_spawn(sqlq_handler_exec *h, const sqlq_delivery *d, child *ch,
+static sqlq_result child_spawn(sqlq_handler_exec *h, const sqlq_received *d, child *ch,
                                sqlq_error *err)
 {
     int in_fd = body_file(d, err);
@@ -362,7 +362,7 @@ static void tail_lines(const child *ch, char *out, size_t size)
             *p = *p == '"' ? '\'' : '|';
 }
 
-sqlq_result sqlq_handler_exec_run(void *ctx, const sqlq_delivery *d, sqlq_error *err)
+sqlq_result sqlq_handler_exec_run(void *ctx, const sqlq_received *d, sqlq_error *err)
 {
     sqlq_handler_exec *h = ctx;
     child ch = {.err_fd = -1};
@@ -376,8 +376,8 @@ sqlq_result sqlq_handler_exec_run(void *ctx, const sqlq_delivery *d, sqlq_error 
             pump_stderr(&ch);
             break;
         }
-        uint64_t left = sqlq_delivery_remaining_ms(d);
-        if (left == 0 || sqlq_delivery_cancelled(d)) {
+        uint64_t left = sqlq_received_remaining_ms(d);
+        if (left == 0 || sqlq_received_cancelled(d)) {
             timed_out = left == 0;
             cancelled = !timed_out;
             child_kill(h, &ch);

@@ -30,6 +30,6 @@ sqlq_handler sqlq_handler_exec_bind(sqlq_handler_exec *h);
  * (and their _FILE paths), SQLQ_SQL(_FILE), AzureWebJobsStorage*, AZURE_CLIENT_SECRET*. */
 bool sqlq_handler_exec_env_secret(const char *entry);
 /* Run the command for one delivery (what the bound handler calls). */
-SQLQ_NODISCARD sqlq_result sqlq_handler_exec_run(void *h, const sqlq_delivery *d, sqlq_error *err);
+SQLQ_NODISCARD sqlq_result sqlq_handler_exec_run(void *h, const sqlq_received *d, sqlq_error *err);
 
 #endif

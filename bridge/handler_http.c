@@ -22,7 +22,7 @@ typedef struct http_worker {
     CURL *curl;
     char response[RESPONSE_KEEP + 1];
     size_t response_len;
-    const sqlq_delivery *d; /* during a request: for cancellation */
+    const sqlq_received *d; /* during a request: for cancellation */
 } http_worker;
 
 /* The URL for messages: without its query (a function key may be in ?code=) and with a
@@ -91,7 +91,7 @@ static int on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl
     (void)c;
     (void)d;
     http_worker *w = ctx;
-    return w->d && sqlq_delivery_cancelled(w->d) ? 1 : 0; /* non-zero aborts the transfer */
+    return w->d && sqlq_received_cancelled(w->d) ? 1 : 0; /* non-zero aborts the transfer */
 }
 
 static sqlq_result http_open(void *ctx, void **out, sqlq_error *err)
@@ -132,7 +132,7 @@ static bool valid_utf8(const char *s, size_t n)
     return ok;
 }
 
-static const char *content_type(const sqlq_delivery *d)
+static const char *content_type(const sqlq_received *d)
 {
     json_error_t e;
     json_t *j = json_loadb(d->body, d->body_len, JSON_DECODE_ANY, &e);
@@ -144,11 +144,11 @@ static const char *content_type(const sqlq_delivery *d)
                                             : "Content-Type: application/octet-stream";
 }
 
-static struct curl_slist *headers_for(const sqlq_delivery *d)
+static struct curl_slist *headers_for(const sqlq_received *d)
 {
     char line[160], iso[32];
     struct curl_slist *hs = NULL;
-    sqlq_delivery_insertion_iso(d, iso, sizeof(iso));
+    sqlq_received_insertion_iso(d, iso, sizeof(iso));
     /* the id is checked where the reply is parsed; a header value never carries CR or LF */
     snprintf(line, sizeof(line), "X-Sqlq-Message-Id: %.*s", (int)strcspn(d->message_id, "\r\n"),
              d->message_id);
@@ -171,10 +171,10 @@ static void one_line(char *s)
             *s = *s == '"' ? '\'' : ' ';
 }
 
-static sqlq_result http_handle(void *ctx, const sqlq_delivery *d, sqlq_error *err)
+static sqlq_result http_handle(void *ctx, const sqlq_received *d, sqlq_error *err)
 {
     http_worker *w = ctx;
-    uint64_t left = sqlq_delivery_remaining_ms(d);
+    uint64_t left = sqlq_received_remaining_ms(d);
     if (left == 0)
         return sqlq_error_set(err, SQLQ_E_TIMEOUT, false, "message timeout before the request");
     long timeout = w->h->timeout_ms;

@@ -296,7 +296,7 @@ static bool connection_lost(const sqlq_error *err)
     return strncmp(err->sqlstate, "08", 2) == 0 || strcmp(err->sqlstate, "57P01") == 0;
 }
 
-static sqlq_result sink_handle(void *ctx, const sqlq_delivery *d, sqlq_error *err)
+static sqlq_result sink_handle(void *ctx, const sqlq_received *d, sqlq_error *err)
 {
     sink_worker *w = ctx;
     sqlq_sql_sink *s = w->s;

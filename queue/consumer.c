@@ -50,12 +50,12 @@ void sqlq_consumer_options_default(sqlq_consumer_options *o)
     o->encoding = SQLQ_ENCODING_BASE64;
 }
 
-bool sqlq_delivery_cancelled(const sqlq_delivery *d)
+bool sqlq_received_cancelled(const sqlq_received *d)
 {
     return d->cancel && atomic_load(d->cancel) != 0;
 }
 
-uint64_t sqlq_delivery_remaining_ms(const sqlq_delivery *d)
+uint64_t sqlq_received_remaining_ms(const sqlq_received *d)
 {
     if (!d->deadline_ms)
         return UINT64_MAX;
@@ -63,7 +63,7 @@ uint64_t sqlq_delivery_remaining_ms(const sqlq_delivery *d)
     return now >= d->deadline_ms ? 0 : d->deadline_ms - now;
 }
 
-void sqlq_delivery_insertion_iso(const sqlq_delivery *d, char *out, size_t out_size)
+void sqlq_received_insertion_iso(const sqlq_received *d, char *out, size_t out_size)
 {
     time_t t = (time_t)d->insertion_time;
     struct tm tm;

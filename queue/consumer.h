@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* One message handed to a handler. Everything it points to lives until the handler returns. */
-typedef struct sqlq_delivery {
+typedef struct sqlq_received {
     const char *queue;
     const char *message_id;
     const char *body; /* decoded bytes, NUL-terminated (use body_len: binary bodies may hold NUL) */
@@ -33,18 +33,18 @@ typedef struct sqlq_delivery {
     uint64_t deadline_ms;    /* per-message timeout on `clock`; 0 = none */
     const sqlq_clock *clock;
     const atomic_int *cancel; /* non-zero once the deadline passed or shutdown ran out of time */
-} sqlq_delivery;
+} sqlq_received;
 
 /* The handler should give up soon (and report a failure) when this turns true. */
-bool sqlq_delivery_cancelled(const sqlq_delivery *d);
+bool sqlq_received_cancelled(const sqlq_received *d);
 /* Milliseconds until the deadline: UINT64_MAX without one, 0 once it passed. */
-uint64_t sqlq_delivery_remaining_ms(const sqlq_delivery *d);
+uint64_t sqlq_received_remaining_ms(const sqlq_received *d);
 /* insertion_time as ISO 8601 UTC ("2024-05-01T12:00:00Z"). */
-void sqlq_delivery_insertion_iso(const sqlq_delivery *d, char *out, size_t out_size);
+void sqlq_received_insertion_iso(const sqlq_received *d, char *out, size_t out_size);
 
 /* Process one message: SQLQ_OK = success (the message is deleted); anything else is a failure
  * whose reason (err->message) is logged and, on the last attempt, logged with the poisoning. */
-typedef sqlq_result (*sqlq_handler_fn)(void *worker_ctx, const sqlq_delivery *d, sqlq_error *err);
+typedef sqlq_result (*sqlq_handler_fn)(void *worker_ctx, const sqlq_received *d, sqlq_error *err);
 
 typedef struct sqlq_handler {
     sqlq_handler_fn handle;

@@ -271,7 +271,7 @@ static sqlq_result run_handler(consumer_worker *w, const sqlq_message *m, const 
                                sqlq_error *err)
 {
     struct sqlq_consumer *c = w->c;
-    sqlq_delivery d = {
+    sqlq_received d = {
         .queue = c->queue,
         .message_id = m->id,
         .body = sqlq_buf_str(body),

@@ -29,9 +29,9 @@ static uint64_t now_ms(void)
     return sqlq_clock_now_ms(&clock_);
 }
 
-static sqlq_delivery delivery(const char *body, size_t len, uint64_t timeout_ms)
+static sqlq_received delivery(const char *body, size_t len, uint64_t timeout_ms)
 {
-    sqlq_delivery d = {.queue = "orders",
+    sqlq_received d = {.queue = "orders",
                        .message_id = "3f1c-42",
                        .body = body,
                        .body_len = len,
@@ -44,7 +44,7 @@ static sqlq_delivery delivery(const char *body, size_t len, uint64_t timeout_ms)
     return d;
 }
 
-static sqlq_result run(const char *cmd, const sqlq_delivery *d, sqlq_error *err)
+static sqlq_result run(const char *cmd, const sqlq_received *d, sqlq_error *err)
 {
     sqlq_handler_exec *h = NULL;
     sqlq_error_clear(err);
@@ -70,7 +70,7 @@ static void test_handler_exec_stdin_and_environment(void **state)
 {
     (void)state;
     const char body[] = "line one\nbinary \0 zero\xff end";
-    sqlq_delivery d = delivery(body, sizeof(body) - 1, 0);
+    sqlq_received d = delivery(body, sizeof(body) - 1, 0);
     char cmd[1024];
     snprintf(cmd, sizeof(cmd), "cat > '%s/body' && env | grep '^SQLQ_' | sort > '%s/env'", dir,
              dir);
@@ -92,7 +92,7 @@ static void test_handler_exec_stdin_and_environment(void **state)
 static void test_handler_exec_failure_reason_is_stderr_tail(void **state)
 {
     (void)state;
-    sqlq_delivery d = delivery("x", 1, 0);
+    sqlq_received d = delivery("x", 1, 0);
     sqlq_error err;
     sqlq_result r =
         run("for i in 1 2 3 4 5 6 7; do echo \"problem $i\" >&2; done; exit 3", &d, &err);
@@ -111,7 +111,7 @@ static void test_handler_exec_ignores_unread_input(void **state)
     size_t n = 256 * 1024; /* more than a pipe holds */
     char *big = malloc(n);
     memset(big, 'a', n);
-    sqlq_delivery d = delivery(big, n, 10000);
+    sqlq_received d = delivery(big, n, 10000);
     sqlq_error err;
     uint64_t t0 = now_ms();
     assert_int_equal(run("exit 0", &d, &err), SQLQ_OK);
@@ -137,7 +137,7 @@ static bool alive(pid_t pid)
 static void test_handler_exec_timeout_kills_the_group(void **state)
 {
     (void)state;
-    sqlq_delivery d = delivery("", 0, 300);
+    sqlq_received d = delivery("", 0, 300);
     char cmd[1024];
     snprintf(cmd, sizeof(cmd), "sleep 30 & echo $! > '%s/grandchild'; echo started >&2; wait", dir);
     sqlq_error err;
@@ -160,7 +160,7 @@ static void test_handler_exec_timeout_kills_the_group(void **state)
 static void test_handler_exec_sigkill_after_grace(void **state)
 {
     (void)state;
-    sqlq_delivery d = delivery("", 0, 200);
+    sqlq_received d = delivery("", 0, 200);
     sqlq_error err;
     uint64_t t0 = now_ms();
     assert_int_equal(run("trap '' TERM; sleep 30; sleep 30", &d, &err), SQLQ_E_TIMEOUT);
@@ -180,7 +180,7 @@ static void test_handler_exec_cancel(void **state)
 {
     (void)state;
     atomic_store(&cancel_flag, 0);
-    sqlq_delivery d = delivery("", 0, 0);
+    sqlq_received d = delivery("", 0, 0);
     pthread_t t;
     pthread_create(&t, NULL, cancel_later, NULL);
     sqlq_error err;
@@ -202,7 +202,7 @@ static void test_handler_exec_only_standard_descriptors(void **state)
     int p[2];
     assert_true(sock >= 0);
     assert_int_equal(pipe(p), 0);
-    sqlq_delivery d = delivery("x", 1, 5000);
+    sqlq_received d = delivery("x", 1, 5000);
     char cmd[1024];
     /* ls becomes the handler process itself; its 3 is the directory it reads */
     snprintf(cmd, sizeof(cmd), "exec ls /proc/self/fd > '%s/fds'", dir);
@@ -228,7 +228,7 @@ static void test_handler_exec_environment_without_secrets(void **state)
     for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
         setenv(secret[i], "s3cret-value", 1);
     setenv("SQLQ_KEEP_ME", "kept", 1);
-    sqlq_delivery d = delivery("x", 1, 5000);
+    sqlq_received d = delivery("x", 1, 5000);
     char cmd[1024];
     snprintf(cmd, sizeof(cmd), "env > '%s/env'", dir);
     sqlq_error err;
@@ -260,7 +260,7 @@ static void test_handler_exec_dies_with_the_consumer(void **state)
     pid_t consumer = fork();
     assert_true(consumer >= 0);
     if (consumer == 0) {
-        sqlq_delivery d = delivery("", 0, 0);
+        sqlq_received d = delivery("", 0, 0);
         sqlq_error err;
         sqlq_handler_exec *h = NULL;
         if (sqlq_handler_exec_create(cmd, 300, &h, &err) == SQLQ_OK)

@@ -122,7 +122,7 @@ static sqlq_result post(const char *path, const char *body, size_t len, uint64_t
     sqlq_handler hd = sqlq_handler_http_bind(h);
     void *w = NULL;
     assert_int_equal(hd.open(hd.ctx, &w, err), SQLQ_OK);
-    sqlq_delivery d = {.queue = "orders",
+    sqlq_received d = {.queue = "orders",
                        .message_id = "5d1e-77",
                        .body = body,
                        .body_len = len,

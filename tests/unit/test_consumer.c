@@ -261,7 +261,7 @@ typedef struct hstate {
     int stop_at;
 } hstate;
 
-static sqlq_result handler(void *ctx, const sqlq_delivery *d, sqlq_error *err)
+static sqlq_result handler(void *ctx, const sqlq_received *d, sqlq_error *err)
 {
     hstate *h = ctx;
     pthread_mutex_lock(&h->mu);
@@ -271,14 +271,14 @@ static sqlq_result handler(void *ctx, const sqlq_delivery *d, sqlq_error *err)
         h->max_running = h->running;
     snprintf(h->last_body, sizeof(h->last_body), "%.*s", (int)d->body_len, d->body);
     h->last_dq = d->dequeue_count;
-    sqlq_delivery_insertion_iso(d, h->last_iso, sizeof(h->last_iso));
+    sqlq_received_insertion_iso(d, h->last_iso, sizeof(h->last_iso));
     if (h->stop_after && h->calls >= h->stop_at)
         *h->stop_after = 1;
     pthread_mutex_unlock(&h->mu);
     if (h->sleep_ms)
         usleep((useconds_t)h->sleep_ms * 1000u);
     bool cancelled = false;
-    while (h->wait_for_cancel && !(cancelled = sqlq_delivery_cancelled(d)))
+    while (h->wait_for_cancel && !(cancelled = sqlq_received_cancelled(d)))
         usleep(5000);
     pthread_mutex_lock(&h->mu);
     h->running--;
