@@ -277,6 +277,38 @@ static void test_message_refuses_malformed_bodies(void **state)
     sqlq_msg_parsed_free(&p);
 }
 
+/* Backfill's read message, byte for byte as it has always been written: row after ts; key-only
+ * with "truncated" last when the row does not fit. */
+static void test_message_read_shape_bytes(void **state)
+{
+    (void)state;
+    sqlq_msg_change ch = change(SQLQ_OP_READ, 42, "{\"id\":1}", "{\"id\":1,\"v\":1.5,\"n\":null}");
+    sqlq_envelope_config cfg = config(SQLQ_FORMAT_ROW);
+    cfg.table = "t";
+    cfg.bridge_name = "bf";
+    sqlq_envelope_list l = {0};
+    assert_int_equal(sqlq_envelope_build(&cfg, &ch, 1, TS, &l, NULL), SQLQ_OK);
+    char id[33];
+    assert_int_equal(sqlq_envelope_id("bf", "t", ch.key, 42, id, NULL), SQLQ_OK);
+    char want[512];
+    snprintf(want, sizeof(want),
+             "{\"id\":\"%s\",\"op\":\"read\",\"table\":\"t\",\"key\":{\"id\":1},\"version\":42,"
+             "\"bridge\":\"bf\",\"ts\":\"2024-05-01T12:00:00.123Z\",\"row\":{\"id\":1,\"v\":1.5,"
+             "\"n\":null}}",
+             id);
+    assert_string_equal(l.items[0].body, want);
+    sqlq_envelope_list_free(&l);
+    cfg.max_text = 210; /* base64: the full message is 228 bytes, the key-only one 208 */
+    assert_int_equal(sqlq_envelope_build(&cfg, &ch, 1, TS, &l, NULL), SQLQ_OK);
+    snprintf(want, sizeof(want),
+             "{\"id\":\"%s\",\"op\":\"read\",\"table\":\"t\",\"key\":{\"id\":1},\"version\":42,"
+             "\"bridge\":\"bf\",\"ts\":\"2024-05-01T12:00:00.123Z\",\"truncated\":true}",
+             id);
+    assert_string_equal(l.items[0].body, want);
+    sqlq_envelope_list_free(&l);
+    changes_free(&ch, 1);
+}
+
 static void test_message_op_names(void **state)
 {
     (void)state;
@@ -297,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_message_reads_back_what_was_written),
         cmocka_unit_test(test_message_poison_envelope_round_trip),
         cmocka_unit_test(test_message_refuses_malformed_bodies),
+        cmocka_unit_test(test_message_read_shape_bytes),
         cmocka_unit_test(test_message_op_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
