@@ -23,8 +23,7 @@ char *sqlq_poison_envelope_write(const char *reason, json_t *message)
     return s;
 }
 
-bool sqlq_poison_envelope_read(const char *body, size_t len, const char **out_msg,
-                               size_t *out_len)
+bool sqlq_poison_envelope_read(const char *body, size_t len, const char **out_msg, size_t *out_len)
 {
     sqlq_json_member m[4];
     size_t n;

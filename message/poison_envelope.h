@@ -22,7 +22,6 @@ char *sqlq_poison_envelope_write(const char *reason, json_t *message);
 /* When body[0..len) is an envelope sqlq wrote (exactly the members sqlq_poison = 1, reason a
  * string, message an object or array, each once), *out_msg / *out_len point at the exact bytes
  * of its message inside body. */
-bool sqlq_poison_envelope_read(const char *body, size_t len, const char **out_msg,
-                               size_t *out_len);
+bool sqlq_poison_envelope_read(const char *body, size_t len, const char **out_msg, size_t *out_len);
 
 #endif

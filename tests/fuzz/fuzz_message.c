@@ -17,9 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sqlq_error_clear(&err);
     if (sqlq_msg_parse(body, size, &p, &err) == SQLQ_OK) {
         for (size_t i = 0; i < p.n; i++)
-            if (p.items[i].op > SQLQ_OP_READ || (p.items[i].has_version &&
-                                                 (p.items[i].version > SQLQ_MSG_VERSION_MAX ||
-                                                  p.items[i].version < -SQLQ_MSG_VERSION_MAX)))
+            if (p.items[i].op > SQLQ_OP_READ ||
+                (p.items[i].has_version && (p.items[i].version > SQLQ_MSG_VERSION_MAX ||
+                                            p.items[i].version < -SQLQ_MSG_VERSION_MAX)))
                 abort();
         sqlq_msg_parsed_free(&p);
     }

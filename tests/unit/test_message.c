@@ -42,7 +42,8 @@ static void changes_free(sqlq_msg_change *c, size_t n)
 static void samples(sqlq_msg_change out[NSAMPLE])
 {
     out[0] = change(SQLQ_OP_INSERT, 1, "{\"id\":1}", "{\"id\":1,\"name\":\"a\",\"ok\":true}");
-    out[1] = change(SQLQ_OP_UPDATE, 2, "{\"id\":2,\"r\":\"eu\"}", "{\"id\":2,\"r\":\"eu\",\"v\":null}");
+    out[1] =
+        change(SQLQ_OP_UPDATE, 2, "{\"id\":2,\"r\":\"eu\"}", "{\"id\":2,\"r\":\"eu\",\"v\":null}");
     out[2] = change(SQLQ_OP_DELETE, 3, "{\"id\":3}", NULL);
     out[3] = change(SQLQ_OP_READ, 0, "{\"id\":4}", "{\"id\":4,\"name\":\"\\u001f\"}");
     char big[3000];
@@ -97,9 +98,10 @@ static int validate(const char *const *bodies, const size_t *lens, size_t n)
     }
     assert_int_equal(fclose(f), 0);
     const char *src = sqlq_test_source_dir();
-    int rc = sqlq_test_sh("node '%s/tests/support/validate_messages.js' '%s/docs/message.schema.json' "
-                          "< '%s' >/dev/null",
-                          src, src, path);
+    int rc =
+        sqlq_test_sh("node '%s/tests/support/validate_messages.js' '%s/docs/message.schema.json' "
+                     "< '%s' >/dev/null",
+                     src, src, path);
     unlink(path);
     return rc;
 }
@@ -138,9 +140,8 @@ static void assert_same(const sqlq_msg_change *want, const sqlq_msg_change *got,
     if (f == SQLQ_FORMAT_FUNCTIONS) {
         assert_int_equal(got->op, want->op == SQLQ_OP_READ ? SQLQ_OP_UPDATE : want->op);
         assert_false(got->has_version);
-        assert_true(json_equal(got->row, got->truncated || want->op == SQLQ_OP_DELETE
-                                             ? want->key
-                                             : want->row));
+        assert_true(json_equal(got->row, got->truncated || want->op == SQLQ_OP_DELETE ? want->key
+                                                                                      : want->row));
         return;
     }
     assert_int_equal(got->op, want->op);
@@ -250,7 +251,8 @@ static void test_message_refuses_malformed_bodies(void **state)
         {"{\"changes\":[{\"op\":\"delete\",\"key\":{\"id\":1}},3]}", SQLQ_E_PARSE,
          "changes[1] is not an object"},
         {"[{\"Operation\":3,\"Item\":{\"id\":1}}]", SQLQ_E_PARSE, "unknown Operation 3"},
-        {"[{\"Operation\":0,\"Item\":[1]}]", SQLQ_E_PARSE, "without integer Operation and object Item"},
+        {"[{\"Operation\":0,\"Item\":[1]}]", SQLQ_E_PARSE,
+         "without integer Operation and object Item"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         sqlq_msg_parsed p;
