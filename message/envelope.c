@@ -280,7 +280,8 @@ static json_t *single_message(const sqlq_envelope_config *cfg, const sqlq_msg_ch
     return o;
 }
 
-/* {"reason", "message"} as text, or NULL (OOM). stage 0: full, 1: key only, 2: no key. */
+/* The poison envelope {"sqlq_poison":1, "reason", "message"} as text, or NULL (OOM). stage 0:
+ * full, 1: key only, 2: no key. */
 static char *poison_text(const sqlq_envelope_config *cfg, const sqlq_msg_change *ch, const char *reason,
                          int64_t ts_ms, int stage)
 {
