@@ -1,7 +1,7 @@
 # Consumer runtime, handlers, SQL sink and poison tools (the "consumer" area).
-sqlq_unit_test(disposition sqlq_queue)
-sqlq_unit_test(renewal sqlq_queue)
-sqlq_unit_test(consumer sqlq_queue)
+sqlq_unit_test(disposition sqlq_consumer)
+sqlq_unit_test(renewal sqlq_consumer)
+sqlq_unit_test(consumer sqlq_consumer)
 sqlq_unit_test(upsert sqlq_sql)
 sqlq_integration_test(consumer_poison FIXTURES azurite TIMEOUT 120)
 sqlq_integration_test(consumer_interop FIXTURES azurite TIMEOUT 120)
