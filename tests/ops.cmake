@@ -26,3 +26,9 @@ sqlq_integration_test(metrics_endpoint FIXTURES azurite TIMEOUT 120)
 
 # Secrets out of /proc/PID/cmdline and configuration mistakes as exit 2 (issue 12.5, 12.8).
 sqlq_integration_test(cli_hardening FIXTURES azurite TIMEOUT 120)
+
+# Public and private headers (issue 14.4): internals stay out of other libraries' reach.
+add_test(NAME unit.public_headers COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_public_headers.sh
+  ${CMAKE_BINARY_DIR} ${CMAKE_C_COMPILER})
+set_tests_properties(unit.public_headers PROPERTIES LABELS unit TIMEOUT 120
+  ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
