@@ -32,3 +32,8 @@ add_test(NAME unit.public_headers COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/
   ${CMAKE_BINARY_DIR} ${CMAKE_C_COMPILER})
 set_tests_properties(unit.public_headers PROPERTIES LABELS unit TIMEOUT 120
   ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+
+# The command line's one dispatcher and one account set-up (issue 14.3); no servers.
+add_test(NAME unit.cli_dispatch COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cli_dispatch.sh)
+set_tests_properties(unit.cli_dispatch PROPERTIES LABELS unit TIMEOUT 60
+  ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
