@@ -2,7 +2,7 @@
 sqlq_unit_test(metrics sqlq_common)
 
 # The HTTP endpoint on a real socket (no fixtures: it needs no Azurite or PostgreSQL).
-sqlq_integration_test(http_server LIBS sqlq_app CURL::libcurl TIMEOUT 60)
+sqlq_integration_test(http_server LIBS sqlq_health CURL::libcurl TIMEOUT 60)
 
 # docker/: the entrypoint dispatching to the built sqlq, and static checks of the Dockerfile,
 # compose and Kubernetes files. Unit-labelled: no servers, a second each (they also run in
