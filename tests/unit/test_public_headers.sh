@@ -20,9 +20,11 @@ libs=("$pub"/*/)
 
 # The headers a library keeps to itself: *_internal.h and the PRIVATE_HEADERS of its CMakeLists.
 private=()
+dirs=()
+for f in $(grep -l 'sqlq_public_headers(' "$src"/*/CMakeLists.txt); do dirs+=("$(dirname "$f")"); done
+[ "${#dirs[@]}" = "${#libs[@]}" ] || fail "${#dirs[@]} library folders but ${#libs[@]} public sets"
 while IFS= read -r f; do private+=("$(basename "$f")"); done \
-    < <(find "$src"/common "$src"/retry "$src"/queue "$src"/sql "$src"/health "$src"/consumer \
-             "$src"/bridge "$src"/cli -name '*_internal.h')
+    < <(find "${dirs[@]}" -name '*_internal.h')
 while IFS= read -r line; do
     for h in ${line#*PRIVATE_HEADERS}; do private+=("${h%)}"); done
 done < <(grep -ho 'sqlq_public_headers([^)]*PRIVATE_HEADERS[^)]*)' "$src"/*/CMakeLists.txt)
