@@ -311,7 +311,7 @@ static bool check(const backfill_settings *s)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    const char *missing = !s->db ? "db (--db or SQLQ_DB_CONNECTION)"
+    const char *missing = !s->db      ? "db (--db or SQLQ_DB_CONNECTION)"
                           : !s->table ? "table (--table)"
                           : !s->queue ? "queue (--queue)"
                                       : NULL; /* the queue connection: sqlq_cli_queue_open */

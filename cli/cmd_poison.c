@@ -206,8 +206,8 @@ static int run_list(ctx *c, bool show)
     sqlq_message_list list = {0};
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_result r = sqlq_queue_peek(c->q.client, c->poison, show ? 32 : (int)c->s.limit, &list,
-                                    &err);
+    sqlq_result r =
+        sqlq_queue_peek(c->q.client, c->poison, show ? 32 : (int)c->s.limit, &list, &err);
     if (r == SQLQ_E_NOT_FOUND && c->res.npositional <= 1) {
         sqlq_message_list_free(&list);
         return poison_queue_missing(c, "");

@@ -396,9 +396,9 @@ static int run_update(ctx *c)
     sqlq_error_clear(&err);
     char *receipt = NULL;
     int64_t next = 0;
-    sqlq_result r = sqlq_queue_update_message(c->q.client, arg(c, 0), arg(c, 1), arg(c, 2),
-                                              (int)c->s.visibility_s, body, len, false, &receipt,
-                                              &next, &err);
+    sqlq_result r =
+        sqlq_queue_update_message(c->q.client, arg(c, 0), arg(c, 1), arg(c, 2),
+                                  (int)c->s.visibility_s, body, len, false, &receipt, &next, &err);
     free(body);
     if (r != SQLQ_OK)
         return fail(c, &err);
