@@ -9,7 +9,7 @@
 #
 #   bench/backfill.sh [N] [--write-docs]
 #
-# Environment: SQLQ_BIN (default build/bridge/sqlq), ROW_N. --write-docs replaces the
+# Environment: SQLQ_BIN (default build/cli/sqlq), ROW_N. --write-docs replaces the
 # "Backfill" section of docs/benchmarks.md (and nothing else).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +24,7 @@ for a in "$@"; do
 done
 row_n=${ROW_N:-20000}
 [ "$row_n" -le "$n" ] || row_n=$n
-bin=${SQLQ_BIN:-$root/build/bridge/sqlq}
+bin=${SQLQ_BIN:-$root/build/cli/sqlq}
 [ -x "$bin" ] || { echo "backfill.sh: $bin not built (cmake --build build, or set SQLQ_BIN)" >&2; exit 2; }
 tmp=$(mktemp -d)
 chmod 755 "$tmp" # the PostgreSQL server runs as its own user

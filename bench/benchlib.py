@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("SQLQ_BENCH_BUILD", ROOT / "build-bench"))
-SQLQ = Path(os.environ.get("SQLQ_BIN", BUILD / "bridge" / "sqlq"))
+SQLQ = Path(os.environ.get("SQLQ_BIN", BUILD / "cli" / "sqlq"))
 TOOLS = Path(os.environ.get("SQLQ_BENCH_TOOLS", BUILD / "bench-tools"))
 RESULTS = Path(os.environ.get("SQLQ_BENCH_RESULTS", BUILD / "bench-results"))
 DOCS = ROOT / "docs" / "benchmarks.md"

@@ -12,7 +12,7 @@
 #
 #   bench/consume.sh [N] [--write-docs]     N messages per run (default 2000)
 #
-# Environment: SQLQ_BIN (default build/bridge/sqlq), BODY_BYTES (message body size, default 256).
+# Environment: SQLQ_BIN (default build/cli/sqlq), BODY_BYTES (message body size, default 256).
 # --write-docs replaces the "Consumer" section of docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +25,7 @@ for a in "$@"; do
         *) n=$a ;;
     esac
 done
-bin=${SQLQ_BIN:-$root/build/bridge/sqlq}
+bin=${SQLQ_BIN:-$root/build/cli/sqlq}
 [ -x "$bin" ] || { echo "consume.sh: $bin not built (cmake --build build, or set SQLQ_BIN)" >&2; exit 2; }
 body_bytes=${BODY_BYTES:-256}
 tmp=$(mktemp -d)

@@ -6,7 +6,7 @@
 #
 #   bench/enqueue.sh [N] [--write-docs]     N messages per run (default 5000)
 #
-# Environment: SQLQ_BIN (default build/bridge/sqlq), BODY_BYTES (message body size, default 256).
+# Environment: SQLQ_BIN (default build/cli/sqlq), BODY_BYTES (message body size, default 256).
 # --write-docs replaces the "Enqueue (first benchmark)" section of docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +19,7 @@ for a in "$@"; do
         *) n=$a ;;
     esac
 done
-bin=${SQLQ_BIN:-$root/build/bridge/sqlq}
+bin=${SQLQ_BIN:-$root/build/cli/sqlq}
 [ -x "$bin" ] || { echo "enqueue.sh: $bin not built (cmake --build build, or set SQLQ_BIN)" >&2; exit 2; }
 body_bytes=${BODY_BYTES:-256}
 tmp=$(mktemp -d)

@@ -38,7 +38,7 @@ write=()
 
 "$root/bench/setup.sh"
 export SQLQ_BENCH_BUILD=${SQLQ_BENCH_BUILD:-$root/build-bench}
-export SQLQ_BIN=${SQLQ_BIN:-$SQLQ_BENCH_BUILD/bridge/sqlq}
+export SQLQ_BIN=${SQLQ_BIN:-$SQLQ_BENCH_BUILD/cli/sqlq}
 
 started=$(date +%s)
 for s in "${scenarios[@]}"; do

@@ -29,7 +29,7 @@ fi
 if [ -z "${SQLQ_BIN:-}" ]; then
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
     cmake --build "$build" -j"$(nproc)" --target sqlq >/dev/null
-    echo "bench/setup.sh: sqlq (Release) in $build/bridge/sqlq"
+    echo "bench/setup.sh: sqlq (Release) in $build/cli/sqlq"
 fi
 
 mkdir -p "$tools"

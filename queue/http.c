@@ -1,9 +1,9 @@
 #include "http.h"
 
+#include "libcurl.h"
 #include "log.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -79,21 +79,12 @@ static int on_timer(CURLM *multi, long timeout_ms, void *userp)
     return 0;
 }
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static CURLcode global_status = CURLE_FAILED_INIT;
-
-static void global_init(void)
-{
-    global_status = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 sqlq_result sqlq_http_create(long timeout_ms, sqlq_http **out, sqlq_error *err)
 {
     *out = NULL;
-    pthread_once(&global_once, global_init);
-    if (global_status != CURLE_OK)
-        return sqlq_error_set(err, SQLQ_E_NETWORK, false, "libcurl could not initialise: %s",
-                              curl_easy_strerror(global_status));
+    sqlq_result r = sqlq_libcurl_init(err);
+    if (r != SQLQ_OK)
+        return r;
     sqlq_http *h = calloc(1, sizeof(*h));
     if (!h)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");

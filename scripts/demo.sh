@@ -47,7 +47,7 @@ step "2. build (cmake → build-demo/)"
 # Its own build directory: one configured without tests must never be what scripts/test.sh runs.
 cmake -S "$root" -B "$root/build-demo" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSQLQ_BUILD_TESTS=OFF >/dev/null
 cmake --build "$root/build-demo" -j"$(nproc)" --target sqlq >/dev/null
-sqlq="$root/build-demo/bridge/sqlq"
+sqlq="$root/build-demo/cli/sqlq"
 "$sqlq" --version
 
 step "3. queue service"

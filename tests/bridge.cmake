@@ -1,6 +1,6 @@
 # bridge: the `sqlq bridge` daemon against real SQLite/PostgreSQL and Azurite.
-sqlq_unit_test(delivery sqlq_app)
-sqlq_unit_test(outage sqlq_app)
+sqlq_unit_test(delivery sqlq_bridge)
+sqlq_unit_test(outage sqlq_bridge)
 
 add_library(sqlq_bridge_testsupport STATIC integration/bridge_support.c)
 target_link_libraries(sqlq_bridge_testsupport PUBLIC sqlq_queue sqlq_sql sqlq_testsupport PkgConfig::CMOCKA)

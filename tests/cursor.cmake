@@ -11,7 +11,7 @@ sqlq_integration_test(cursor_source FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
 
 # Two poller processes (tests/integration/cursor_poller.c) on one table: kill -9, SIGSTOP.
 add_executable(cursor_poller integration/cursor_poller.c)
-target_link_libraries(cursor_poller PRIVATE sqlq_app)
+target_link_libraries(cursor_poller PRIVATE sqlq_bridge)
 sqlq_integration_test(cursor_failover FIXTURES azurite postgres LIBS sqlq_bridge_testsupport
   TIMEOUT 240)
 add_dependencies(itest_cursor_failover cursor_poller)

@@ -2,7 +2,7 @@
 sqlq_unit_test(metrics sqlq_common)
 
 # The HTTP endpoint on a real socket (no fixtures: it needs no Azurite or PostgreSQL).
-sqlq_integration_test(http_server LIBS sqlq_app CURL::libcurl TIMEOUT 60)
+sqlq_integration_test(http_server LIBS sqlq_health CURL::libcurl TIMEOUT 60)
 
 # docker/: the entrypoint dispatching to the built sqlq, and static checks of the Dockerfile,
 # compose and Kubernetes files. Unit-labelled: no servers, a second each (they also run in
@@ -26,3 +26,14 @@ sqlq_integration_test(metrics_endpoint FIXTURES azurite TIMEOUT 120)
 
 # Secrets out of /proc/PID/cmdline and configuration mistakes as exit 2 (issue 12.5, 12.8).
 sqlq_integration_test(cli_hardening FIXTURES azurite TIMEOUT 120)
+
+# Public and private headers (issue 14.4): internals stay out of other libraries' reach.
+add_test(NAME unit.public_headers COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_public_headers.sh
+  ${CMAKE_BINARY_DIR} ${CMAKE_C_COMPILER})
+set_tests_properties(unit.public_headers PROPERTIES LABELS unit TIMEOUT 120
+  ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+
+# The command line's one dispatcher and one account set-up (issue 14.3); no servers.
+add_test(NAME unit.cli_dispatch COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cli_dispatch.sh)
+set_tests_properties(unit.cli_dispatch PROPERTIES LABELS unit TIMEOUT 60
+  ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")

@@ -1,5 +1,5 @@
 # Operator tools (issue 23 and friends): safe terminal text, poison matching, and the
 # truthfulness of poison/queue commands against Azurite behind a fault-injecting proxy.
-sqlq_unit_test(term_text sqlq_app)
+sqlq_unit_test(term_text sqlq_cli)
 sqlq_unit_test(poison_match sqlq_queue)
 sqlq_integration_test(poison_truth FIXTURES azurite TIMEOUT 400)

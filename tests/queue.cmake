@@ -4,6 +4,8 @@ sqlq_unit_test(account sqlq_queue)
 sqlq_unit_test(xml sqlq_queue)
 sqlq_unit_test(codec sqlq_queue)
 sqlq_unit_test(endpoint sqlq_queue)
+# endpoint (and the http.h it uses) is internal to queue/: its unit test reaches the folder.
+target_include_directories(test_endpoint PRIVATE ${CMAKE_SOURCE_DIR}/queue)
 sqlq_unit_test(queue_names sqlq_queue)
 # A scripted fake service on libmicrohttpd (127.0.0.1, any port) and a fake clock.
 sqlq_unit_test(queue_faults sqlq_queue PkgConfig::MHD)

@@ -1,6 +1,8 @@
 # sql/ core (sql-core): ODBC connection, row-to-JSON, dialects, table discovery.
 sqlq_unit_test(sql_dialect sqlq_sql)
 sqlq_unit_test(row_json sqlq_sql)
+# row_json is internal to sql/ (its header is private there): its unit test reaches the folder.
+target_include_directories(test_row_json PRIVATE ${CMAKE_SOURCE_DIR}/sql)
 sqlq_unit_test(conn_string sqlq_sql)
 sqlq_integration_test(sql_db FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
 sqlq_integration_test(sql_types FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)

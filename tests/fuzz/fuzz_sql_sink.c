@@ -1,7 +1,7 @@
 /* Fuzz: the --sql sink's message-to-change step (body -> JSON -> changes checked against the
  * target table: the row shape, the batch shape and Azure Functions' shape). Applying needs a
  * database, so the harness checks what it would apply against a table described by hand
- * (orders: id, shop key; qty, note) through the sink's public parser (bridge/sink_change.h). */
+ * (orders: id, shop key; qty, note) through the sink's public parser (consumer/sink_change.h). */
 #include "sink_change.h"
 
 #include <sql.h>

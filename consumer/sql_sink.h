@@ -14,7 +14,7 @@
  * All changes of one message are applied in one transaction. Values follow docs/types.md:
  * numbers, strings, true/false, null, {"$base64": "..."} for binary, ISO dates as strings; they
  * are always bound as parameters. A message the sink cannot trust fails with a reason and is
- * poisoned after the usual attempts (bridge/sink_change.h): duplicate JSON fields, a row whose
+ * poisoned after the usual attempts (consumer/sink_change.h): duplicate JSON fields, a row whose
  * key columns disagree with its key, a version that is not an integer or is beyond 2^53, key
  * columns that are not exactly the table's primary key, a column the table lacks, a truncated
  * insert/update (row left out). */

@@ -219,13 +219,10 @@ static bool check(const backfill_settings *s)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    const char *missing = !s->db ? "db (--db or SQLQ_DB_CONNECTION)"
+    const char *missing = !s->db      ? "db (--db or SQLQ_DB_CONNECTION)"
                           : !s->table ? "table (--table)"
                           : !s->queue ? "queue (--queue)"
-                          : !s->common.queue_connection
-                              ? "queue_connection (--queue-connection, SQLQ_QUEUE_CONNECTION or "
-                                "AzureWebJobsStorage)"
-                              : NULL;
+                                      : NULL; /* the queue connection: sqlq_cli_queue_open */
     if (missing) {
         fprintf(stderr, "sqlq backfill: %s is not set\n", missing);
         return false;
@@ -311,18 +308,16 @@ int sqlq_cmd_backfill(int argc, char **argv)
     rc = check(&s) ? SQLQ_EXIT_OK : SQLQ_EXIT_USAGE;
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_account *account = NULL;
-    sqlq_queue_client *qc = NULL;
+    sqlq_cli_queue q;
     sqlq_db *db = NULL;
-    sqlq_clock clock = sqlq_clock_system(&sqlq_stop_flag);
-    sqlq_queue_options qo;
-    sqlq_queue_options_default(&qo);
-    qo.clock = &clock;
     bool created = false;
-    if (rc == SQLQ_EXIT_OK && (!sqlq_encoding_parse(s.common.encoding, &qo.encoding) ||
-                               sqlq_cli_account_parse(&s.common, &account, &err) != SQLQ_OK ||
-                               sqlq_queue_client_create(account, &qo, &qc, &err) != SQLQ_OK ||
-                               sqlq_queue_create(qc, s.queue, &created, &err) != SQLQ_OK ||
+    if (rc == SQLQ_EXIT_OK) {
+        int code = sqlq_cli_queue_open("backfill", &s.common, SQLQ_CLI_PATIENT, &q);
+        rc = code >= 0 ? code : SQLQ_EXIT_OK;
+    } else {
+        memset(&q, 0, sizeof(q));
+    }
+    if (rc == SQLQ_EXIT_OK && (sqlq_queue_create(q.client, s.queue, &created, &err) != SQLQ_OK ||
                                sqlq_db_connect(s.db, &db, &err) != SQLQ_OK)) {
         char line[768];
         sqlq_error_format(&err, line, sizeof(line));
@@ -330,10 +325,9 @@ int sqlq_cmd_backfill(int argc, char **argv)
         rc = err.code == SQLQ_E_INVALID ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED;
     }
     if (rc == SQLQ_EXIT_OK)
-        rc = run(&s, qc, db);
+        rc = run(&s, q.client, db);
     sqlq_db_close(db);
-    sqlq_queue_client_destroy(qc);
-    sqlq_account_destroy(account);
+    sqlq_cli_queue_close(&q);
     sqlq_config_free(&backfill_spec, &s, &res);
     return rc;
 }

@@ -364,30 +364,28 @@ static int bridge_main(int argc, char **argv, bool check_only)
     sqlq_common_settings_apply(&s.common);
     sqlq_route_config *routes = NULL;
     size_t n = 0;
-    sqlq_account *account = NULL;
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    code = SQLQ_EXIT_USAGE;
-    if (!s.db || !*s.db)
-        fprintf(stderr, "sqlq bridge: db is not set (--db, SQLQ_DB_CONNECTION or SQLQ_DB_CONNECTION_FILE)\n");
-    else if (!s.common.queue_connection || !*s.common.queue_connection)
-        fprintf(stderr, "sqlq bridge: queue_connection is not set (--queue-connection, SQLQ_QUEUE_CONNECTION, "
-                        "AzureWebJobsStorage or their _FILE variants)\n");
-    else if (sqlq_cli_account_parse(&s.common, &account, &err) != SQLQ_OK)
-        fprintf(stderr, "sqlq bridge: queue_connection: %s\n", err.message);
-    else if (!build_routes(&s, res.file, &routes, &n) || !routes_reachable(account, routes, n))
+    sqlq_cli_queue q;
+    memset(&q, 0, sizeof(q));
+    if (!s.db || !*s.db) {
+        fprintf(
+            stderr,
+            "sqlq bridge: db is not set (--db, SQLQ_DB_CONNECTION or SQLQ_DB_CONNECTION_FILE)\n");
         code = SQLQ_EXIT_USAGE;
-    else if (!check_only)
-        code = run(&s, account, routes, n);
-    else {
-        sqlq_encoding enc = SQLQ_ENCODING_BASE64;
-        (void)sqlq_encoding_parse(s.common.encoding, &enc);
-        int problems = sqlq_preflight_run(s.db, account, enc, routes, n, stdout);
+    } else {
+        code = sqlq_cli_queue_open("bridge", &s.common, SQLQ_CLI_ACCOUNT_ONLY, &q);
+    }
+    if (code < 0 &&
+        (!build_routes(&s, res.file, &routes, &n) || !routes_reachable(q.account, routes, n)))
+        code = SQLQ_EXIT_USAGE;
+    if (code < 0 && !check_only)
+        code = run(&s, q.account, routes, n);
+    if (code < 0) {
+        int problems = sqlq_preflight_run(s.db, q.account, q.encoding, routes, n, stdout);
         printf("%d problem%s found\n", problems, problems == 1 ? "" : "s");
         code = problems ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
     }
     free(routes);
-    sqlq_account_destroy(account);
+    sqlq_cli_queue_close(&q);
     sqlq_config_free(&bridge_spec, &s, &res);
     return code;
 }

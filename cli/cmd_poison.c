@@ -73,10 +73,7 @@ static const sqlq_setting purge_table[] = {
 typedef struct ctx {
     poison_settings s;
     sqlq_config_result res;
-    sqlq_account *account;
-    sqlq_queue_client *client;
-    sqlq_clock clock;
-    sqlq_encoding encoding;
+    sqlq_cli_queue q; /* account, client and encoding */
     char queue[64];  /* the main queue */
     char poison[64]; /* its poison queue */
     const char *name;
@@ -193,7 +190,7 @@ static int poison_queue_missing(const ctx *c, const char *verb)
     sqlq_queue_props props = {0};
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (sqlq_queue_properties(c->client, c->queue, &props, &err) == SQLQ_E_NOT_FOUND) {
+    if (sqlq_queue_properties(c->q.client, c->queue, &props, &err) == SQLQ_E_NOT_FOUND) {
         fprintf(stderr,
                 "sqlq poison %s: neither %s nor %s exists: check the queue name (a queue name "
                 "is lowercase letters, digits and dashes)\n",
@@ -209,8 +206,8 @@ static int run_list(ctx *c, bool show)
     sqlq_message_list list = {0};
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_result r = sqlq_queue_peek(c->client, c->poison, show ? 32 : (int)c->s.limit, &list,
-                                    &err);
+    sqlq_result r =
+        sqlq_queue_peek(c->q.client, c->poison, show ? 32 : (int)c->s.limit, &list, &err);
     if (r == SQLQ_E_NOT_FOUND && c->res.npositional <= 1) {
         sqlq_message_list_free(&list);
         return poison_queue_missing(c, "");
@@ -231,17 +228,17 @@ static int run_list(ctx *c, bool show)
             continue;
         printed++;
         if (c->s.json)
-            print_json_line(sqlq_poison_view_json(c->encoding, m));
+            print_json_line(sqlq_poison_view_json(c->q.encoding, m));
         else if (show)
-            sqlq_poison_view_print_show(stdout, c->encoding, m);
+            sqlq_poison_view_print_show(stdout, c->q.encoding, m);
         else
-            sqlq_poison_view_print_row(stdout, c->encoding, m);
+            sqlq_poison_view_print_row(stdout, c->q.encoding, m);
     }
     size_t missing = report_missing(c, found, list.count);
     free(found);
     sqlq_queue_props props = {0};
     if (!c->s.json && r == SQLQ_OK &&
-        sqlq_queue_properties(c->client, c->poison, &props, &err) == SQLQ_OK)
+        sqlq_queue_properties(c->q.client, c->poison, &props, &err) == SQLQ_OK)
         fprintf(stderr, "%zu shown of about %lld in %s%s\n", printed, props.approximate_count,
                 c->poison, props.approximate_count > 32 ? " (peek shows at most 32)" : "");
     sqlq_message_list_free(&list);
@@ -282,7 +279,7 @@ static char **collect_ids(ctx *c, char **copy, size_t *n)
 static bool dry_run_peeks(const ctx *c, bool *peek, sqlq_error *err)
 {
     sqlq_queue_props props = {0};
-    sqlq_result r = sqlq_queue_properties(c->client, c->poison, &props, err);
+    sqlq_result r = sqlq_queue_properties(c->q.client, c->poison, &props, err);
     if (r == SQLQ_E_NOT_FOUND) {
         sqlq_error_clear(err);
         *peek = true;
@@ -344,7 +341,7 @@ static int cmd_requeue(ctx *c)
     sqlq_queue_props props = {0};
     sqlq_error perr;
     sqlq_error_clear(&perr);
-    if (sqlq_queue_properties(c->client, c->poison, &props, &perr) == SQLQ_E_NOT_FOUND)
+    if (sqlq_queue_properties(c->q.client, c->poison, &props, &perr) == SQLQ_E_NOT_FOUND)
         return poison_queue_missing(c, ": nothing to requeue");
     sqlq_requeue_options o;
     sqlq_requeue_options_default(&o);
@@ -352,7 +349,7 @@ static int cmd_requeue(ctx *c)
     o.dry_run = c->s.dry_run;
     o.limit = (unsigned long long)c->s.limit;
     o.visibility_s = (int)c->s.visibility_s;
-    o.encoding = c->encoding;
+    o.encoding = c->q.encoding;
     o.stop = &sqlq_stop_flag;
     char *where = NULL, *copy = NULL;
     char **ids = NULL;
@@ -369,7 +366,7 @@ static int cmd_requeue(ctx *c)
     if (o.dry_run && !dry_run_peeks(c, &o.peek, &err))
         r = err.code;
     else
-        r = sqlq_poison_requeue(c->client, c->poison, c->queue, &o, &n, &err);
+        r = sqlq_poison_requeue(c->q.client, c->poison, c->queue, &o, &n, &err);
     progress_end(&p);
     free(where);
     free(ids);
@@ -394,7 +391,7 @@ static int cmd_export(ctx *c)
     sqlq_queue_props props = {0};
     sqlq_error perr;
     sqlq_error_clear(&perr);
-    if (sqlq_queue_properties(c->client, c->poison, &props, &perr) == SQLQ_E_NOT_FOUND)
+    if (sqlq_queue_properties(c->q.client, c->poison, &props, &perr) == SQLQ_E_NOT_FOUND)
         return poison_queue_missing(c, ": nothing to export (no file written)");
     bool to_stdout = strcmp(path, "-") == 0;
     if (to_stdout && c->s.delete_after)
@@ -415,7 +412,7 @@ static int cmd_export(ctx *c)
     sqlq_export_options o = {.delete_after = c->s.delete_after,
                              .limit = (unsigned long long)c->s.limit,
                              .visibility_s = (int)c->s.visibility_s,
-                             .encoding = c->encoding,
+                             .encoding = c->q.encoding,
                              .stop = &sqlq_stop_flag};
     progress p = {.what = "exported"};
     o.progress = progress_fn();
@@ -423,7 +420,7 @@ static int cmd_export(ctx *c)
     sqlq_poison_counts n;
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_result r = sqlq_poison_export(c->client, c->poison, f, &o, &n, &err);
+    sqlq_result r = sqlq_poison_export(c->q.client, c->poison, f, &o, &n, &err);
     progress_end(&p);
     if (!to_stdout && fclose(f) != 0 && r == SQLQ_OK)
         r = sqlq_error_set(&err, SQLQ_E_IO, false, "close %s: %s", path, strerror(errno));
@@ -451,7 +448,7 @@ static int cmd_import(ctx *c)
     sqlq_error err;
     sqlq_error_clear(&err);
     /* import names the target queue exactly (main or poison): no -poison is added. */
-    sqlq_result r = sqlq_poison_import(c->client, f, c->res.positional[1], &sqlq_stop_flag,
+    sqlq_result r = sqlq_poison_import(c->q.client, f, c->res.positional[1], &sqlq_stop_flag,
                                        progress_fn(), &p, &n, &err);
     progress_end(&p);
     if (!from_stdin)
@@ -468,7 +465,7 @@ static bool confirm(const ctx *c)
     sqlq_queue_props props = {0};
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (sqlq_queue_properties(c->client, c->poison, &props, &err) != SQLQ_OK)
+    if (sqlq_queue_properties(c->q.client, c->poison, &props, &err) != SQLQ_OK)
         props.approximate_count = -1;
     fprintf(stderr, "Delete all (about %lld) messages in %s? This cannot be undone. [y/N] ",
             props.approximate_count, c->poison);
@@ -491,7 +488,7 @@ static int cmd_purge(ctx *c)
     }
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_result r = sqlq_queue_clear(c->client, c->poison, &err);
+    sqlq_result r = sqlq_queue_clear(c->q.client, c->poison, &err);
     if (r == SQLQ_E_NOT_FOUND)
         return poison_queue_missing(c, ": nothing to purge");
     if (r != SQLQ_OK)
@@ -598,30 +595,28 @@ static int connect_and_run(const subcommand *sub, ctx *c)
     sqlq_common_settings_apply(&c->s.common);
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (c->s.common.encoding && !sqlq_encoding_parse(c->s.common.encoding, &c->encoding))
-        return usage_error(c, "--encoding: allowed base64 or plain");
     if (!resolve_names(c, c->res.positional[sub->queue_arg], &err) ||
         (sub->run == cmd_import && !sqlq_queue_name_valid(c->res.positional[1], &err)))
         return usage_error(c, err.message);
-    int code = sqlq_cli_queue_client(sub->spec.command, &c->s.common, &c->clock, &c->account,
-                                     &c->client);
+    int code = sqlq_cli_queue_open(sub->spec.command, &c->s.common, SQLQ_CLI_OPERATOR, &c->q);
     const char *needed = sub->run == cmd_import ? c->res.positional[1] : c->poison;
-    if (code < 0 && !sqlq_account_reaches(c->account, needed, &err)) {
+    if (code < 0 && !sqlq_account_reaches(c->q.account, needed, &err)) {
         fprintf(stderr, "sqlq %s: %s\n", sub->spec.command, err.message);
         return SQLQ_EXIT_USAGE; /* a queue-scoped SAS URL reaches only its own queue */
     }
     return code >= 0 ? code : sub->run(c);
 }
 
-static const char *subcommand_name(size_t i)
+static const char *subcommand_name(const void *names, size_t i)
 {
+    (void)names;
     return subcommands[i].spec.command + strlen("poison ");
 }
 
 int sqlq_cmd_poison(int argc, char **argv)
 {
     int code;
-    int pick = sqlq_cli_pick("poison", argc, argv, subcommand_name, NSUB, usage, &code);
+    int pick = sqlq_cli_pick("poison", argc, argv, subcommand_name, NULL, NSUB, usage, &code);
     if (pick < 0)
         return code;
     const subcommand *sub = &subcommands[pick];
@@ -631,8 +626,7 @@ int sqlq_cmd_poison(int argc, char **argv)
     code = sqlq_config_load_or_exit(&sub->spec, &c.s, argc - 1, argv + 1, &c.res);
     if (code < 0)
         code = connect_and_run(sub, &c);
-    sqlq_queue_client_destroy(c.client);
-    sqlq_account_destroy(c.account);
+    sqlq_cli_queue_close(&c.q);
     sqlq_config_free(&sub->spec, &c.s, &c.res);
     return code;
 }

@@ -1,6 +1,7 @@
 #include "handler_http.h"
 
 #include "buf.h"
+#include "libcurl.h"
 #include "log.h"
 
 #include <curl/curl.h>
@@ -52,13 +53,15 @@ sqlq_result sqlq_handler_http_create(const char *url, long timeout_ms, sqlq_hand
     if (!url || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0))
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "the URL must start with http:// or https://");
+    sqlq_result r = sqlq_libcurl_init(err);
+    if (r != SQLQ_OK)
+        return r;
     sqlq_handler_http *h = calloc(1, sizeof(*h));
     if (!h || !(h->url = strdup(url)) || !(h->shown = shown_url(url))) {
         sqlq_handler_http_destroy(h);
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     }
     h->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     *out = h;
     return SQLQ_OK;
 }

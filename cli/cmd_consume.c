@@ -272,16 +272,11 @@ static bool consume_ready(void *ctx, char *reason, size_t reason_size)
     return true;
 }
 
-static int run(consume_settings *s, const char *queue)
+/* The queue and room for its poison queue: -1 when allowed, else the exit code (said why). */
+static int check_queue_name(const char *queue)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_encoding enc;
-    if (!sqlq_encoding_parse(s->common.encoding, &enc))
-        return usage_error("--encoding: allowed base64 or plain");
-    if (!s->common.queue_connection)
-        return usage_error("no storage connection: set --queue-connection, "
-                           "SQLQ_QUEUE_CONNECTION or AzureWebJobsStorage");
     if (!sqlq_queue_name_valid(queue, &err))
         return report("queue name", &err, SQLQ_EXIT_USAGE);
     size_t qlen = strlen(queue);
@@ -295,20 +290,32 @@ static int run(consume_settings *s, const char *queue)
                 queue, qlen, queue);
         return SQLQ_EXIT_USAGE;
     }
-    sqlq_account *account = NULL;
-    if (sqlq_cli_account_parse(&s->common, &account, &err) != SQLQ_OK)
-        return report("--queue-connection", &err, SQLQ_EXIT_USAGE);
-    if (sqlq_account_queue(account, queue, &queue, &err) != SQLQ_OK) {
-        sqlq_account_destroy(account);
-        return report("queue", &err, SQLQ_EXIT_USAGE);
+    return -1;
+}
+
+static int run(consume_settings *s, const char *queue)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_cli_queue q;
+    int code = check_queue_name(queue);
+    if (code >= 0)
+        return code;
+    code = sqlq_cli_queue_open("consume", &s->common, SQLQ_CLI_ACCOUNT_ONLY, &q);
+    if (code < 0 && sqlq_account_queue(q.account, queue, &queue, &err) != SQLQ_OK)
+        code = report("queue", &err, SQLQ_EXIT_USAGE);
+    if (code >= 0) {
+        sqlq_cli_queue_close(&q);
+        return code;
     }
+    sqlq_account *account = q.account;
     if (account->queue) /* a queue-scoped SAS URL reaches this queue only */
         SQLQ_WARN("poison_queue_unreachable",
                   "queue=%s note=\"the queue connection is a SAS URL scoped to this queue: "
                   "messages cannot be moved to the poison queue with it\"",
                   queue);
     handlers h = {0};
-    int code = make_handler(s, &h);
+    code = make_handler(s, &h);
     sqlq_metrics *metrics = NULL;
     sqlq_http_server *server = NULL;
     consume_health health;
@@ -324,7 +331,7 @@ static int run(consume_settings *s, const char *queue)
     sqlq_consumer *c = NULL;
     if (code < 0) {
         sqlq_consumer_options o;
-        fill_options(s, enc, &o);
+        fill_options(s, q.encoding, &o);
         o.metrics = metrics;
         if (sqlq_consumer_create(account, NULL, queue, &o, &h.handler, &c, &err) != SQLQ_OK)
             code = report("start", &err, SQLQ_EXIT_USAGE);
@@ -348,7 +355,7 @@ static int run(consume_settings *s, const char *queue)
     sqlq_consumer_destroy(c);
     sqlq_metrics_destroy(metrics);
     free_handlers(&h);
-    sqlq_account_destroy(account);
+    sqlq_cli_queue_close(&q);
     return code;
 }
 

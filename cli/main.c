@@ -1,4 +1,5 @@
 /* main: the sqlq command line: signal handling and dispatch to the subcommands. */
+#include "cli.h"
 #include "commands.h"
 #include "config.h"
 
@@ -20,11 +21,7 @@ static void on_signal(int sig)
     sqlq_stop_flag = 1;
 }
 
-static const struct {
-    const char *name;
-    int (*run)(int argc, char **argv);
-    const char *summary;
-} commands[] = {
+static const sqlq_cli_command commands[] = {
     {"bridge", sqlq_cmd_bridge, "publish SQL table changes to queues (the main job)"},
     {"setup", sqlq_cmd_setup, "install (or --drop) change capture and state tables"},
     {"status", sqlq_cmd_status, "sync version, pending changes and leases per table"},
@@ -54,22 +51,10 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     sqlq_config_set_known_keys(sqlq_cmd_config_key_known); /* one SQLQ_CONFIG for all */
 
-    if (argc < 2) {
-        usage(stderr);
-        return SQLQ_EXIT_USAGE;
-    }
-    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
-        usage(stdout);
-        return SQLQ_EXIT_OK;
-    }
-    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)) {
         printf("sqlq 0.1.0\n");
         return SQLQ_EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "sqlq: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
-    return SQLQ_EXIT_USAGE;
+    return sqlq_cli_dispatch(NULL, commands, sizeof(commands) / sizeof(commands[0]), argc, argv,
+                             usage);
 }

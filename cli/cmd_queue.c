@@ -61,9 +61,7 @@ static const sqlq_setting update_table[] = {
 typedef struct ctx {
     queue_settings s;
     sqlq_config_result res;
-    sqlq_account *account;
-    sqlq_queue_client *client;
-    sqlq_clock clock;
+    sqlq_cli_queue q; /* account and client */
     const char *name; /* subcommand */
 } ctx;
 
@@ -125,7 +123,7 @@ static void set_body(ctx *c, json_t *o, const sqlq_message *m)
     sqlq_buf_init(&body, 0);
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_encoding enc = sqlq_queue_client_encoding(c->client);
+    sqlq_encoding enc = sqlq_queue_client_encoding(c->q.client);
     if (sqlq_codec_decode(enc, m->text ? m->text : "", m->text_len, &body, &err) != SQLQ_OK) {
         json_t *text = json_stringn(m->text ? m->text : "", m->text_len);
         json_object_set_new(o, "text", text ? text : json_null());
@@ -166,7 +164,7 @@ static int run_create(ctx *c)
     sqlq_error err;
     sqlq_error_clear(&err);
     bool created = false;
-    if (sqlq_queue_create(c->client, arg(c, 0), &created, &err) != SQLQ_OK)
+    if (sqlq_queue_create(c->q.client, arg(c, 0), &created, &err) != SQLQ_OK)
         return fail(c, &err);
     printf("%s %s\n", created ? "created" : "exists", arg(c, 0));
     return SQLQ_EXIT_OK;
@@ -176,7 +174,7 @@ static int run_delete(ctx *c)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (sqlq_queue_delete(c->client, arg(c, 0), &err) != SQLQ_OK)
+    if (sqlq_queue_delete(c->q.client, arg(c, 0), &err) != SQLQ_OK)
         return fail(c, &err);
     printf("deleted %s\n", arg(c, 0));
     return SQLQ_EXIT_OK;
@@ -186,7 +184,7 @@ static int run_clear(ctx *c)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (sqlq_queue_clear(c->client, arg(c, 0), &err) != SQLQ_OK)
+    if (sqlq_queue_clear(c->q.client, arg(c, 0), &err) != SQLQ_OK)
         return fail(c, &err);
     printf("cleared %s\n", arg(c, 0));
     return SQLQ_EXIT_OK;
@@ -198,7 +196,7 @@ static int run_list(ctx *c)
     sqlq_error_clear(&err);
     char **names = NULL;
     size_t n = 0;
-    if (sqlq_queue_list(c->client, c->s.prefix, &names, &n, &err) != SQLQ_OK)
+    if (sqlq_queue_list(c->q.client, c->s.prefix, &names, &n, &err) != SQLQ_OK)
         return fail(c, &err);
     for (size_t i = 0; i < n; i++) {
         char safe[256]; /* names come from the service: shown escaped */
@@ -215,7 +213,7 @@ static int run_stats(ctx *c)
     sqlq_error_clear(&err);
     const char *q = arg(c, 0);
     sqlq_queue_props p;
-    if (sqlq_queue_properties(c->client, q, &p, &err) != SQLQ_OK)
+    if (sqlq_queue_properties(c->q.client, q, &p, &err) != SQLQ_OK)
         return fail(c, &err);
     json_t *o = json_object();
     json_object_set_new(o, "queue", json_string(q));
@@ -223,7 +221,7 @@ static int run_stats(ctx *c)
     char poison[80];
     if (sqlq_queue_poison_name(q, poison, sizeof(poison))) {
         sqlq_queue_props pp;
-        sqlq_result r = sqlq_queue_properties(c->client, poison, &pp, &err);
+        sqlq_result r = sqlq_queue_properties(c->q.client, poison, &pp, &err);
         json_object_set_new(o, "poison_queue", json_string(poison));
         if (r == SQLQ_OK)
             json_object_set_new(o, "poison_approximate_count", json_integer(pp.approximate_count));
@@ -291,7 +289,7 @@ static int put_copies(ctx *c, const sqlq_put_options *opt, const char *body, siz
             items[i].body = body;
             items[i].len = len;
         }
-        r = sqlq_queue_put_many(c->client, arg(c, 0), items, n, (size_t)c->s.in_flight, opt);
+        r = sqlq_queue_put_many(c->q.client, arg(c, 0), items, n, (size_t)c->s.in_flight, opt);
         for (size_t i = 0; i < n; i++) {
             cancelled += items[i].result == SQLQ_E_CANCELLED;
             if (items[i].result != SQLQ_OK && items[i].result != SQLQ_E_CANCELLED) {
@@ -342,7 +340,7 @@ static int run_put(ctx *c)
         sqlq_error err;
         sqlq_error_clear(&err);
         sqlq_message m;
-        if (sqlq_queue_put(c->client, arg(c, 0), body, len, &opt, &m, &err) != SQLQ_OK) {
+        if (sqlq_queue_put(c->q.client, arg(c, 0), body, len, &opt, &m, &err) != SQLQ_OK) {
             code = fail(c, &err);
         } else {
             print_message(c, &m, false);
@@ -359,8 +357,8 @@ static int receive(ctx *c, bool peek)
     sqlq_error err;
     sqlq_error_clear(&err);
     sqlq_message_list l;
-    sqlq_result r = peek ? sqlq_queue_peek(c->client, arg(c, 0), (int)c->s.count, &l, &err)
-                         : sqlq_queue_get(c->client, arg(c, 0), (int)c->s.count,
+    sqlq_result r = peek ? sqlq_queue_peek(c->q.client, arg(c, 0), (int)c->s.count, &l, &err)
+                         : sqlq_queue_get(c->q.client, arg(c, 0), (int)c->s.count,
                                           (int)c->s.visibility_s, &l, &err);
     if (r != SQLQ_OK)
         return fail(c, &err);
@@ -377,7 +375,7 @@ static int run_delete_message(ctx *c)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (sqlq_queue_delete_message(c->client, arg(c, 0), arg(c, 1), arg(c, 2), &err) != SQLQ_OK)
+    if (sqlq_queue_delete_message(c->q.client, arg(c, 0), arg(c, 1), arg(c, 2), &err) != SQLQ_OK)
         return fail(c, &err);
     printf("deleted message %s\n", arg(c, 1));
     return SQLQ_EXIT_OK;
@@ -398,9 +396,9 @@ static int run_update(ctx *c)
     sqlq_error_clear(&err);
     char *receipt = NULL;
     int64_t next = 0;
-    sqlq_result r = sqlq_queue_update_message(c->client, arg(c, 0), arg(c, 1), arg(c, 2),
-                                              (int)c->s.visibility_s, body, len, false, &receipt,
-                                              &next, &err);
+    sqlq_result r =
+        sqlq_queue_update_message(c->q.client, arg(c, 0), arg(c, 1), arg(c, 2),
+                                  (int)c->s.visibility_s, body, len, false, &receipt, &next, &err);
     free(body);
     if (r != SQLQ_OK)
         return fail(c, &err);
@@ -482,8 +480,7 @@ static void usage(FILE *f)
 static int connect_and_run(const subcommand *sub, ctx *c)
 {
     sqlq_common_settings_apply(&c->s.common);
-    int code = sqlq_cli_queue_client(sub->spec.command, &c->s.common, &c->clock, &c->account,
-                                     &c->client);
+    int code = sqlq_cli_queue_open(sub->spec.command, &c->s.common, SQLQ_CLI_OPERATOR, &c->q);
     if (code >= 0)
         return code;
     sqlq_error err;
@@ -493,22 +490,23 @@ static int connect_and_run(const subcommand *sub, ctx *c)
         fprintf(stderr, "sqlq %s: %s\n", sub->spec.command, err.message);
         return SQLQ_EXIT_USAGE;
     }
-    if (sub->spec.min_positional > 0 && sqlq_account_queue(c->account, q, &q, &err) != SQLQ_OK) {
+    if (sub->spec.min_positional > 0 && sqlq_account_queue(c->q.account, q, &q, &err) != SQLQ_OK) {
         fprintf(stderr, "sqlq %s: %s\n", sub->spec.command, err.message);
         return SQLQ_EXIT_USAGE; /* a queue-scoped SAS URL for another queue */
     }
     return sub->run(c);
 }
 
-static const char *subcommand_name(size_t i)
+static const char *subcommand_name(const void *names, size_t i)
 {
+    (void)names;
     return subcommands[i].spec.command + strlen("queue ");
 }
 
 int sqlq_cmd_queue(int argc, char **argv)
 {
     int code;
-    int pick = sqlq_cli_pick("queue", argc, argv, subcommand_name, NSUB, usage, &code);
+    int pick = sqlq_cli_pick("queue", argc, argv, subcommand_name, NULL, NSUB, usage, &code);
     if (pick < 0)
         return code;
     const subcommand *sub = &subcommands[pick];
@@ -518,8 +516,7 @@ int sqlq_cmd_queue(int argc, char **argv)
     code = sqlq_config_load_or_exit(&sub->spec, &c.s, argc - 1, argv + 1, &c.res);
     if (code < 0)
         code = connect_and_run(sub, &c);
-    sqlq_queue_client_destroy(c.client);
-    sqlq_account_destroy(c.account);
+    sqlq_cli_queue_close(&c.q);
     sqlq_config_free(&sub->spec, &c.s, &c.res);
     return code;
 }
