@@ -55,9 +55,7 @@ static sqlq_result open_capture(sqlq_lease_renewer *r, sqlq_error *err)
 /* After a failed renewal: reconnect when the failure was transient (the next tick retries). */
 static void recover(sqlq_lease_renewer *r, const sqlq_error *failed)
 {
-    char msg[600];
-    sqlq_error_format(failed, msg, sizeof(msg));
-    SQLQ_WARN("lease_renew_failed", "table=%s err=\"%s\"", r->table, msg);
+    SQLQ_LOG_ERR(SQLQ_LOG_WARN, "lease_renew_failed", failed, "table=%s", r->table);
     if (!failed->transient)
         return;
     sqlq_error err;

@@ -177,12 +177,10 @@ void sqlq_route_stats_add(const sqlq_route *r, sqlq_bridge_stats *sum)
 
 void sqlq_route_log_error(const char *event, const sqlq_route *r, const sqlq_error *e)
 {
-    char msg[600];
-    sqlq_error_format(e, msg, sizeof(msg));
     if (e->transient)
-        SQLQ_WARN(event, "table=%s queue=%s transient=true err=\"%s\"", r->cfg.table, r->cfg.queue, msg);
+        SQLQ_LOG_ERR(SQLQ_LOG_WARN, event, e, "table=%s queue=%s transient=true", r->cfg.table, r->cfg.queue);
     else
-        SQLQ_ERROR(event, "table=%s queue=%s err=\"%s\"", r->cfg.table, r->cfg.queue, msg);
+        SQLQ_LOG_ERR(SQLQ_LOG_ERROR, event, e, "table=%s queue=%s", r->cfg.table, r->cfg.queue);
 }
 
 /* With --once: what is left of the outage budget when an outage began at since_ms. */
