@@ -146,6 +146,7 @@ static sqlq_result copy_config(sqlq_lease_renewer *r, const char *conn, const sq
     r->cfg.bridge_name = r->bridge_name;
     r->cfg.table = r->table;
     r->cfg.instance_id = r->instance_id;
+    r->cfg.quiet = true; /* the route logged capture_opened for this table already */
     return SQLQ_OK;
 }
 
