@@ -241,7 +241,7 @@ static void run_operations(int kind)
         assert_true(b.items[i].lease_token > 0);
     }
     assert_true(b.items[0].version < b.items[1].version || kind == PG);
-    assert_int_equal(pending(cap), 0); /* leased */
+    assert_int_equal(pending(cap), 3); /* leased, not yet delivered: still pending (issue 14.5) */
     assert_int_equal(release(cap, &b), 0);
     sqlq_change_batch_free(&b);
     assert_true(advance(cap) > 0);
