@@ -2,6 +2,7 @@
 sqlq_unit_test(envelope sqlq_app)
 sqlq_unit_test(delivery sqlq_app)
 sqlq_unit_test(outage sqlq_app)
+sqlq_unit_test(route_state sqlq_app)
 
 add_library(sqlq_bridge_testsupport STATIC integration/bridge_support.c)
 target_link_libraries(sqlq_bridge_testsupport PUBLIC sqlq_queue sqlq_sql sqlq_testsupport PkgConfig::CMOCKA)
