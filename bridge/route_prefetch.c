@@ -60,8 +60,10 @@ void sqlq_route_helper_start(sqlq_route *r)
     if (!h->running) {
         pthread_cond_destroy(&h->cv);
         pthread_mutex_destroy(&h->mu);
-        SQLQ_WARN("route_helper_failed", "table=%s note=\"cannot start a thread: the route "
-                  "polls and publishes in turn\"", r->cfg.table);
+        SQLQ_WARN("route_helper_failed",
+                  "table=%s note=\"cannot start a thread: the route "
+                  "polls and publishes in turn\"",
+                  r->cfg.table);
     }
 }
 

@@ -76,7 +76,8 @@ void sqlq_route_publish_round(sqlq_route *r, sqlq_route_facts *f)
     uint64_t t0 = sqlq_clock_now_ms(&r->clock);
     r->probe = r->outage.down;
     size_t from = r->probe ? first_undone(r) : 0, n = r->probe ? 1 : r->batch.count;
-    if (sqlq_delivery_publish(r->delivery, r->batch.items + from, n, r->outcomes + from, &e) != SQLQ_OK)
+    if (sqlq_delivery_publish(r->delivery, r->batch.items + from, n, r->outcomes + from, &e) !=
+        SQLQ_OK)
         sqlq_route_log_error("publish_failed", r, &e);
     sqlq_histogram_observe(r->m_publish_s, (double)(sqlq_clock_now_ms(&r->clock) - t0) / 1000.0);
     if (first)
@@ -98,9 +99,9 @@ void sqlq_route_publish_wait(sqlq_route *r, sqlq_route_facts *f)
     sqlq_route_refresh_metrics(r, sqlq_clock_now_ms(&r->clock));
     if (r->probe && !r->outage.down)
         return; /* the probe went through: the rest at once */
-    bool give_back = (r->outage.down && sqlq_route_queue_give_up(r)) || sqlq_route_stopping(r) ||
-                     !sqlq_route_backoff_sleep(r, &r->publish_backoff,
-                                               r->outage.down ? r->outage.since_ms : 0);
+    bool give_back =
+        (r->outage.down && sqlq_route_queue_give_up(r)) || sqlq_route_stopping(r) ||
+        !sqlq_route_backoff_sleep(r, &r->publish_backoff, r->outage.down ? r->outage.since_ms : 0);
     if (give_back) {
         sqlq_route_abandon_rest(r, &r->batch, r->done); /* not counted: not their fault */
         f->batch_done = true;

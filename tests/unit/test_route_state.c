@@ -41,7 +41,8 @@ static void test_route_state_idle(void **state)
 {
     (void)state;
     assert_int_equal(after(SQLQ_ROUTE_IDLE, (sqlq_route_facts){0}), SQLQ_ROUTE_POLL);
-    assert_int_equal(after(SQLQ_ROUTE_IDLE, (sqlq_route_facts){.drained = true}), SQLQ_ROUTE_STOPPING);
+    assert_int_equal(after(SQLQ_ROUTE_IDLE, (sqlq_route_facts){.drained = true}),
+                     SQLQ_ROUTE_STOPPING);
     assert_int_equal(after(SQLQ_ROUTE_IDLE, (sqlq_route_facts){.end = true}), SQLQ_ROUTE_STOPPING);
 }
 
@@ -53,12 +54,14 @@ static void test_route_state_batch_always_settled(void **state)
     assert_int_equal(after(SQLQ_ROUTE_PUBLISH, (sqlq_route_facts){.batch_done = true}),
                      SQLQ_ROUTE_SETTLED);
     assert_int_equal(after(SQLQ_ROUTE_PUBLISH, (sqlq_route_facts){0}), SQLQ_ROUTE_BACKOFF);
-    assert_int_equal(after(SQLQ_ROUTE_PUBLISH, (sqlq_route_facts){.end = true}), SQLQ_ROUTE_BACKOFF);
+    assert_int_equal(after(SQLQ_ROUTE_PUBLISH, (sqlq_route_facts){.end = true}),
+                     SQLQ_ROUTE_BACKOFF);
     assert_int_equal(after(SQLQ_ROUTE_BACKOFF, (sqlq_route_facts){0}), SQLQ_ROUTE_PUBLISH);
     assert_int_equal(after(SQLQ_ROUTE_BACKOFF, (sqlq_route_facts){.batch_done = true}),
                      SQLQ_ROUTE_SETTLED);
     assert_int_equal(after(SQLQ_ROUTE_SETTLED, (sqlq_route_facts){0}), SQLQ_ROUTE_POLL);
-    assert_int_equal(after(SQLQ_ROUTE_SETTLED, (sqlq_route_facts){.end = true}), SQLQ_ROUTE_STOPPING);
+    assert_int_equal(after(SQLQ_ROUTE_SETTLED, (sqlq_route_facts){.end = true}),
+                     SQLQ_ROUTE_STOPPING);
     assert_int_equal(after(SQLQ_ROUTE_STOPPING, (sqlq_route_facts){0}), SQLQ_ROUTE_DONE);
 }
 
