@@ -3,16 +3,16 @@
 #include "bridge.h"
 
 #include "clock.h"
+#include "instance.h"
 #include "log.h"
 #include "route.h"
 
-#include <fcntl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 typedef struct worker {
     sqlq_route *route;
@@ -26,6 +26,7 @@ typedef struct worker {
 /* What the threads share; left allocated when a shutdown times out with threads still running. */
 typedef struct shared {
     pthread_mutex_t mu;
+    pthread_cond_t cv; /* signalled when a route finishes */
     sqlq_stop stop;
     size_t finished;
     size_t nworkers;
@@ -58,17 +59,7 @@ bool sqlq_bridge_ready(void *health, char *reason, size_t reason_size)
 
 void sqlq_bridge_instance_id(char *out, size_t out_size)
 {
-    char host[128] = "localhost";
-    if (gethostname(host, sizeof(host) - 1) != 0)
-        snprintf(host, sizeof(host), "localhost");
-    host[sizeof(host) - 1] = '\0';
-    unsigned int rnd = 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || read(fd, &rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd))
-        rnd = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16) ^ (unsigned)sqlq_clock_wall_ms();
-    if (fd >= 0)
-        close(fd);
-    snprintf(out, out_size, "%s:%d:%08x", host, (int)getpid(), rnd);
+    sqlq_instance_id_make(out, out_size);
 }
 
 static void *worker_main(void *arg)
@@ -80,6 +71,7 @@ static void *worker_main(void *arg)
     w->shared->finished++;
     if (w->result != SQLQ_OK)
         w->shared->stop = 1; /* one route failing for good stops the process: exit 1 */
+    pthread_cond_broadcast(&w->shared->cv);
     pthread_mutex_unlock(&w->shared->mu);
     return NULL;
 }
@@ -91,6 +83,7 @@ static void shared_free(shared *s)
     for (size_t i = 0; i < s->nworkers; i++)
         sqlq_route_destroy(s->workers[i].route);
     free(s->workers);
+    pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -109,31 +102,47 @@ static sqlq_result create_routes(const sqlq_bridge_config *cfg, shared *s, sqlq_
     return SQLQ_OK;
 }
 
-/* Wait for the workers, passing a stop request on; false when they overran the shutdown timeout. */
+/* A signal handler sets cfg->stop and cannot signal a condition variable: until a stop
+ * request, the wait also ends this often to pass the signal's flag on to the routes. */
+#define SIGNAL_CHECK_MS 50
+
+static struct timespec monotonic_after(uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000u);
+    ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+/* Wait for the workers (each finishing signals s->cv), passing a stop request on; false when
+ * they overran the shutdown timeout. */
 static bool supervise(const sqlq_bridge_config *cfg, shared *s)
 {
-    uint64_t deadline = 0;
-    for (;;) {
-        pthread_mutex_lock(&s->mu);
-        bool all_done = s->finished == s->nworkers;
+    uint64_t timeout_ms = (uint64_t)(cfg->shutdown_timeout_s > 0 ? cfg->shutdown_timeout_s : 30) * 1000u;
+    struct timespec deadline = {0, 0};
+    bool stopping = false, in_time = true;
+    pthread_mutex_lock(&s->mu);
+    while (s->finished < s->nworkers && in_time) {
         if (cfg->stop && *cfg->stop)
             s->stop = 1;
-        bool stop = s->stop != 0;
-        pthread_mutex_unlock(&s->mu);
-        if (all_done)
-            return true;
-        uint64_t now = sqlq_clock_wall_ms() < 0 ? 0 : (uint64_t)sqlq_clock_wall_ms();
-        if (stop && cfg->health)
-            atomic_store(&cfg->health->stopping, 1);
-        if (stop && deadline == 0) {
-            deadline = now + (uint64_t)(cfg->shutdown_timeout_s > 0 ? cfg->shutdown_timeout_s : 30) * 1000u;
+        if (s->stop && !stopping) { /* from the signal or a route that failed for good */
+            stopping = true;
+            deadline = monotonic_after(timeout_ms);
+            if (cfg->health)
+                atomic_store(&cfg->health->stopping, 1);
             SQLQ_INFO("bridge_stopping", "timeout_s=%d", cfg->shutdown_timeout_s);
         }
-        if (deadline && now > deadline)
-            return false;
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        struct timespec until = stopping ? deadline : monotonic_after(SIGNAL_CHECK_MS);
+        int rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
+        in_time = !(stopping && rc == ETIMEDOUT && s->finished < s->nworkers);
     }
+    pthread_mutex_unlock(&s->mu);
+    return in_time;
 }
 
 sqlq_result sqlq_bridge_run(const sqlq_bridge_config *cfg, sqlq_bridge_stats *out_stats, sqlq_error *err)
@@ -150,6 +159,11 @@ sqlq_result sqlq_bridge_run(const sqlq_bridge_config *cfg, sqlq_bridge_stats *ou
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     }
     pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
     s->workers = workers;
     s->nworkers = cfg->nroutes;
     if (cfg->instance_id)

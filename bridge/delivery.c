@@ -248,14 +248,12 @@ static void put_dest(sqlq_delivery *d, const sqlq_envelope_list *l, sqlq_envelop
 static void log_failure(const sqlq_delivery *d, const sqlq_envelope *e, const sqlq_put_item *it,
                         sqlq_outcome o)
 {
-    char msg[600];
-    sqlq_error_format(&it->error, msg, sizeof(msg));
     if (o == SQLQ_OUTCOME_TRANSIENT)
-        SQLQ_DEBUG("publish_retry", "queue=%s table=%s changes=%zu err=\"%s\"", d->cfg.queue,
-                   d->cfg.envelope.table, e->nchanges, msg);
+        SQLQ_LOG_ERR(SQLQ_LOG_DEBUG, "publish_retry", &it->error, "queue=%s table=%s changes=%zu", d->cfg.queue,
+                     d->cfg.envelope.table, e->nchanges);
     else
-        SQLQ_WARN("publish_failed", "queue=%s table=%s changes=%zu dest=%s err=\"%s\"", d->cfg.queue,
-                  d->cfg.envelope.table, e->nchanges, e->dest == SQLQ_DEST_MAIN ? "main" : "poison", msg);
+        SQLQ_LOG_ERR(SQLQ_LOG_WARN, "publish_failed", &it->error, "queue=%s table=%s changes=%zu dest=%s", d->cfg.queue,
+                     d->cfg.envelope.table, e->nchanges, e->dest == SQLQ_DEST_MAIN ? "main" : "poison");
 }
 
 /* The first service-wide fault of this round, for the outage report. */

@@ -55,9 +55,7 @@ static sqlq_result open_capture(sqlq_lease_renewer *r, sqlq_error *err)
 /* After a failed renewal: reconnect when the failure was transient (the next tick retries). */
 static void recover(sqlq_lease_renewer *r, const sqlq_error *failed)
 {
-    char msg[600];
-    sqlq_error_format(failed, msg, sizeof(msg));
-    SQLQ_WARN("lease_renew_failed", "table=%s err=\"%s\"", r->table, msg);
+    SQLQ_LOG_ERR(SQLQ_LOG_WARN, "lease_renew_failed", failed, "table=%s", r->table);
     if (!failed->transient)
         return;
     sqlq_error err;
@@ -148,6 +146,7 @@ static sqlq_result copy_config(sqlq_lease_renewer *r, const char *conn, const sq
     r->cfg.bridge_name = r->bridge_name;
     r->cfg.table = r->table;
     r->cfg.instance_id = r->instance_id;
+    r->cfg.quiet = true; /* the route logged capture_opened for this table already */
     return SQLQ_OK;
 }
 

@@ -1,19 +1,17 @@
-/* route: one watched table published to one queue: poll → publish → release → advance. */
+/* route: one watched table published to one queue: poll → publish → release → advance, as a
+ * state machine (route_state.h): sqlq_route_run runs one state's work at a time and lets
+ * sqlq_route_transition pick the next. */
 #include "route_internal.h"
 
 #include "log.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define PROGRESS_LOG_MS 30000u
-/* Under load the sync version moves at most this often. Delivered changes are recorded by
- * their released leases, which a poll never hands out again, so advancing is bookkeeping (how
- * far the log may be trimmed), not what keeps a delivered change from coming back: per batch
- * it cost a transaction of five round trips. */
-#define ADVANCE_EVERY_MS 1000u
 
 bool sqlq_route_stopping(const sqlq_route *r)
 {
@@ -62,6 +60,16 @@ static bool queue_clock_sleep(void *ctx, uint64_t ms)
 static double queue_clock_random(void *ctx)
 {
     return sqlq_clock_random(&((sqlq_route *)ctx)->clock);
+}
+
+/* The queue client is about to retry a failed request: a fault of the service (what delivery
+ * treats as an outage, not a refusal of one message) turns /readyz to 503 at this first
+ * failure, not when the client's retries are spent. The route thread's own client: no lock. */
+static void queue_retrying(void *ctx, const sqlq_error *e)
+{
+    sqlq_route *r = ctx;
+    if (sqlq_delivery_classify(e->code, e) == SQLQ_OUTCOME_TRANSIENT)
+        sqlq_route_mark_down(r, &r->queue_down, true, false);
 }
 
 static sqlq_backoff_policy wait_policy(void)
@@ -126,6 +134,8 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     sqlq_queue_options_default(&qo);
     qo.encoding = env->encoding;
     qo.clock = &r->queue_clock;
+    qo.on_retry = queue_retrying;
+    qo.retry_ctx = r;
     qo.timeout_ms = 10000;
     /* The client retries a put for a few seconds; past that the route takes over (logs the
      * outage, keeps the leases renewed and retries with its own back-off). */
@@ -154,7 +164,12 @@ void sqlq_route_destroy(sqlq_route *r)
 {
     if (!r)
         return;
-    sqlq_change_batch_free(&r->pend); /* normally empty: the loop releases it before it ends */
+    sqlq_route_helper_stop(r); /* normally stopped: STOPPING stops it */
+    sqlq_change_batch_free(&r->pend); /* normally empty: STOPPING releases it */
+    sqlq_change_batch_free(&r->next);
+    sqlq_change_batch_free(&r->batch);
+    free(r->outcomes);
+    free(r->done);
     sqlq_lease_renewer_stop(r->renewer);
     sqlq_capture_close(r->cap);
     sqlq_db_close(r->db);
@@ -177,12 +192,10 @@ void sqlq_route_stats_add(const sqlq_route *r, sqlq_bridge_stats *sum)
 
 void sqlq_route_log_error(const char *event, const sqlq_route *r, const sqlq_error *e)
 {
-    char msg[600];
-    sqlq_error_format(e, msg, sizeof(msg));
     if (e->transient)
-        SQLQ_WARN(event, "table=%s queue=%s transient=true err=\"%s\"", r->cfg.table, r->cfg.queue, msg);
+        SQLQ_LOG_ERR(SQLQ_LOG_WARN, event, e, "table=%s queue=%s transient=true", r->cfg.table, r->cfg.queue);
     else
-        SQLQ_ERROR(event, "table=%s queue=%s err=\"%s\"", r->cfg.table, r->cfg.queue, msg);
+        SQLQ_LOG_ERR(SQLQ_LOG_ERROR, event, e, "table=%s queue=%s", r->cfg.table, r->cfg.queue);
 }
 
 /* With --once: what is left of the outage budget when an outage began at since_ms. */
@@ -205,9 +218,7 @@ static bool give_up(sqlq_route *r, uint64_t since_ms, const char *what, const ch
     return true;
 }
 
-/* Sleep the next back-off step (with --once, never past the outage budget of an outage that
- * began at since_ms, 0 = none); false when a stop request cut it short. */
-static bool backoff_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms)
+bool sqlq_route_backoff_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms)
 {
     uint64_t delay = 30000;
     if (!sqlq_backoff_next(b, 0, &delay))
@@ -217,8 +228,7 @@ static bool backoff_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms)
     return sqlq_clock_sleep_ms(&r->clock, delay) && !sqlq_route_stopping(r);
 }
 
-/* With --once: the queue service's outage outlasted the budget. */
-static bool queue_give_up(sqlq_route *r)
+bool sqlq_route_queue_give_up(sqlq_route *r)
 {
     return give_up(r, r->outage.since_ms, "queue service", r->outage.cause, SQLQ_E_NETWORK);
 }
@@ -248,7 +258,7 @@ bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *fa
     if (sqlq_route_stopping(r) || (!failed->transient && r->env.once) ||
         give_up(r, r->db_down_since_ms, "database", failed->message, SQLQ_E_SQL))
         return false;
-    if (!backoff_sleep(r, &r->db_backoff, r->db_down_since_ms))
+    if (!sqlq_route_backoff_sleep(r, &r->db_backoff, r->db_down_since_ms))
         return false;
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -309,77 +319,19 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
             sqlq_db_close(r->db);
             r->db = NULL;
         }
-        if (!backoff_sleep(r, &r->db_backoff, r->db_down_since_ms))
+        if (!sqlq_route_backoff_sleep(r, &r->db_backoff, r->db_down_since_ms))
             return sqlq_error_set(err, SQLQ_E_CANCELLED, false, "stopped before the route started");
     }
 }
 
-/* The first change of b not yet done: during an outage one message probes the service, so
- * that a long outage costs one request per back-off step, not one per change. */
-static size_t first_undone(const sqlq_change_batch *b, const bool *done)
+bool sqlq_route_ending(const sqlq_route *r)
 {
-    size_t i = 0;
-    while (i < b->count && done[i])
-        i++;
-    return i;
+    return sqlq_route_stopping(r) || r->fatal || r->gave_up;
 }
 
-/* Publish one polled batch until every change is accepted, poisoned or refused for good;
- * during an outage keep retrying with back-off (leases renewed meanwhile, attempts not
- * counted); with --once give up after once_outage_s. `pf` (may be NULL): poll the next batch
- * while the first publish round is on the wire; *have_next tells whether pf->batch holds it. */
-static void deliver(sqlq_route *r, const sqlq_change_batch *b, sqlq_route_prefetch *pf, bool *have_next)
+void sqlq_route_advance(sqlq_route *r)
 {
-    sqlq_route_prefetch helper = {.r = r};
-    if (!pf && r->pend.count > 0)
-        pf = &helper; /* a helper only to release the previous batch */
-    sqlq_outcome *outcomes = calloc(b->count, sizeof(*outcomes));
-    bool *done = calloc(b->count, sizeof(*done));
-    sqlq_backoff qb;
-    sqlq_backoff_policy p = sqlq_backoff_policy_outage(); /* catch up within 10 s of a recovery */
-    sqlq_backoff_init(&qb, &p, &r->clock);
-    const sqlq_change_batch *next = NULL;
-    sqlq_route_set_in_flight(r, b, NULL, &r->pend);
-    for (unsigned round = 0; outcomes && done; round++) {
-        sqlq_error e;
-        sqlq_error_clear(&e);
-        if (round == 0 && pf)
-            sqlq_route_prefetch_start(pf, b, pf != &helper);
-        uint64_t t0 = sqlq_clock_now_ms(&r->clock);
-        bool probe = r->outage.down;
-        size_t from = probe ? first_undone(b, done) : 0, n = probe ? 1 : b->count;
-        if (sqlq_delivery_publish(r->delivery, b->items + from, n, outcomes + from, &e) != SQLQ_OK)
-            sqlq_route_log_error("publish_failed", r, &e);
-        sqlq_histogram_observe(r->m_publish_s, (double)(sqlq_clock_now_ms(&r->clock) - t0) / 1000.0);
-        if (round == 0 && pf && sqlq_route_prefetch_join(pf)) {
-            *have_next = true;
-            next = &pf->batch;
-        }
-        sqlq_route_note_round(r);
-        /* Accepted in the first round with more already polled: its release rides along with
-         * the next batch. */
-        sqlq_route_settle(r, b, outcomes, done, round == 0 && next && next->count > 0);
-        if (first_undone(b, done) == b->count)
-            break;
-        sqlq_route_set_in_flight(r, b, done, next);
-        if (probe && !r->outage.down)
-            continue; /* the probe went through: the rest at once */
-        if (r->outage.down && queue_give_up(r)) {
-            sqlq_route_abandon_rest(r, b, done); /* not counted: the outage is not their fault */
-            break;
-        }
-        if (sqlq_route_stopping(r) || !backoff_sleep(r, &qb, r->outage.down ? r->outage.since_ms : 0)) {
-            sqlq_route_abandon_rest(r, b, done);
-            break;
-        }
-    }
-    sqlq_route_set_in_flight(r, &r->pend, NULL, next); /* what stays leased until the next batch */
-    free(outcomes);
-    free(done);
-}
-
-static void advance(sqlq_route *r)
-{
+    assert(!r->helper_owns_conn);
     if (!r->cap)
         return;
     r->last_advance_ms = sqlq_clock_now_ms(&r->clock);
@@ -392,9 +344,11 @@ static void advance(sqlq_route *r)
         SQLQ_DEBUG("advanced", "table=%s sync_version=%lld", r->cfg.table, (long long)v);
 }
 
-/* Metrics read from elsewhere: pending changes (a query) and lease renewals, every 5 s. */
-static void refresh_metrics(sqlq_route *r, uint64_t now)
+/* Metrics read from elsewhere: pending changes (a query on the route's connection, so never
+ * while the helper owns it) and lease renewals, every 5 s. */
+void sqlq_route_refresh_metrics(sqlq_route *r, uint64_t now)
 {
+    assert(!r->helper_owns_conn);
     if (!r->env.metrics || now - r->last_status_ms < 5000)
         return;
     r->last_status_ms = now;
@@ -411,10 +365,10 @@ static void refresh_metrics(sqlq_route *r, uint64_t now)
     }
 }
 
-static void progress(sqlq_route *r, bool force)
+void sqlq_route_progress(sqlq_route *r, bool force)
 {
     uint64_t now = sqlq_clock_now_ms(&r->clock);
-    refresh_metrics(r, now);
+    sqlq_route_refresh_metrics(r, now);
     if (!force && now - r->last_progress_ms < PROGRESS_LOG_MS)
         return;
     r->last_progress_ms = now;
@@ -426,9 +380,10 @@ static void progress(sqlq_route *r, bool force)
 }
 
 /* One poll; false when polling failed (after waiting and reconnecting) and the loop should
- * look at the stop flag; *fatal when it must end (permanent failure in --once mode). */
-static bool poll_once(sqlq_route *r, sqlq_change_batch *b, bool *fatal, sqlq_error *err)
+ * look at the stop flag; r->fatal when it must end (permanent failure in --once mode). */
+static bool poll_once(sqlq_route *r, sqlq_change_batch *b, sqlq_error *err)
 {
+    assert(!r->helper_owns_conn);
     sqlq_error e;
     sqlq_error_clear(&e);
     sqlq_result rc = r->cap ? sqlq_capture_poll(r->cap, b, &e)
@@ -443,85 +398,135 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, bool *fatal, sqlq_err
     sqlq_route_mark_down(r, &r->db_down, true, true);
     sqlq_counter_inc(r->m_retry_db);
     if (!sqlq_route_recover_db(r, "poll_failed", &e) && !sqlq_route_stopping(r)) {
-        *fatal = true;
+        r->fatal = true;
         if (err && err->code == SQLQ_OK)
             *err = e;
     }
     return false;
 }
 
-sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
+/* START: connect, open the capture, start lease renewal and the helper. */
+static void state_start(sqlq_route *r, sqlq_route_facts *f, sqlq_error *err)
 {
-    sqlq_result rc = start(r, err);
-    if (rc != SQLQ_OK)
-        return sqlq_route_stopping(r) ? SQLQ_OK : rc;
-    r->last_progress_ms = sqlq_clock_now_ms(&r->clock);
-    bool idle_advanced = false, fatal = false;
-    sqlq_route_prefetch pf = {.r = r};
-    sqlq_change_batch next = {0};
-    bool polled_ahead = false;
-    sqlq_backoff idle_backoff;
-    sqlq_backoff_policy op = sqlq_backoff_policy_outage();
-    sqlq_backoff_init(&idle_backoff, &op, &r->clock);
-    while (!sqlq_route_stopping(r) && !fatal && !r->gave_up) {
-        sqlq_change_batch b = {0};
-        if (polled_ahead) {
-            b = next;
-            memset(&next, 0, sizeof(next));
-        } else if (!poll_once(r, &b, &fatal, err)) {
-            continue;
-        }
-        polled_ahead = false;
-        if (b.count == 0) {
-            sqlq_change_batch_free(&b);
-            sqlq_route_release_pending(r);
-            if (!idle_advanced)
-                advance(r);
-            idle_advanced = true;
-            refresh_metrics(r, sqlq_clock_now_ms(&r->clock));
-            sqlq_route_probe_queue(r);
-            /* --once ends when drained, but not silently while the queue service is down. */
-            if (r->env.once && r->queue_down && !queue_give_up(r)) {
-                (void)backoff_sleep(r, &idle_backoff, r->outage.since_ms);
-                continue;
-            }
-            if (r->env.once)
-                break;
-            (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
-            continue;
-        }
-        idle_advanced = false;
-        r->changes += b.count;
-        uint64_t t0 = sqlq_clock_now_ms(&r->clock);
-        /* A full batch: more is likely waiting, poll it while this one is on the wire. */
-        deliver(r, &b, b.full && !sqlq_route_stopping(r) ? &pf : NULL, &polled_ahead);
-        if (!b.full || sqlq_clock_now_ms(&r->clock) - r->last_advance_ms >= ADVANCE_EVERY_MS)
-            advance(r);
-        SQLQ_DEBUG("batch", "table=%s changes=%zu full=%d ms=%llu", r->cfg.table, b.count, (int)b.full,
-                   (unsigned long long)(sqlq_clock_now_ms(&r->clock) - t0));
-        bool full = b.full;
-        sqlq_change_batch_free(&b);
-        if (polled_ahead) {
-            next = pf.batch;
-            memset(&pf.batch, 0, sizeof(pf.batch));
-        }
-        progress(r, false);
-        if (!full && !r->env.once)
-            (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
+    r->start_rc = start(r, err);
+    if (r->start_rc == SQLQ_OK) {
+        r->last_progress_ms = sqlq_clock_now_ms(&r->clock);
+        sqlq_backoff_policy op = sqlq_backoff_policy_outage();
+        sqlq_backoff_init(&r->idle_backoff, &op, &r->clock);
+        sqlq_route_helper_start(r);
     }
+    f->end = r->start_rc != SQLQ_OK;
+}
+
+/* POLL: the batch polled ahead (the previous one is settled by now), or a poll. */
+static void state_poll(sqlq_route *r, sqlq_route_facts *f, sqlq_error *err)
+{
+    assert(r->batch.count == 0 && !r->outcomes && !r->helper_owns_conn);
+    f->end = sqlq_route_ending(r);
+    if (f->end)
+        return;
+    if (r->have_next) {
+        r->batch = r->next;
+        memset(&r->next, 0, sizeof(r->next));
+        r->have_next = false;
+        f->got_batch = true;
+    } else {
+        f->got_batch = poll_once(r, &r->batch, err);
+        f->end = sqlq_route_ending(r) && !f->got_batch;
+    }
+    f->empty = r->batch.count == 0;
+    if (f->got_batch && f->empty)
+        sqlq_change_batch_free(&r->batch);
+    else if (f->got_batch)
+        sqlq_route_publish_begin(r, f);
+}
+
+/* IDLE: nothing new. Release what is pending, advance once, keep the metrics and /readyz
+ * true, then wait for the next poll; --once ends here, but not silently while the queue
+ * service is down. */
+static void state_idle(sqlq_route *r, sqlq_route_facts *f)
+{
     sqlq_route_release_pending(r);
-    if (next.count > 0) { /* polled ahead, then asked to stop: give them back as they were */
-        bool *none = calloc(next.count, sizeof(*none));
+    assert(r->pend.count == 0 && r->next.count == 0);
+    if (!r->idle_advanced)
+        sqlq_route_advance(r);
+    r->idle_advanced = true;
+    sqlq_route_refresh_metrics(r, sqlq_clock_now_ms(&r->clock));
+    sqlq_route_probe_queue(r);
+    if (r->env.once && r->queue_down && !sqlq_route_queue_give_up(r))
+        (void)sqlq_route_backoff_sleep(r, &r->idle_backoff, r->outage.since_ms);
+    else if (r->env.once)
+        f->drained = true;
+    else
+        (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
+    f->end = sqlq_route_ending(r);
+}
+
+/* STOPPING: release what was accepted; what was polled ahead goes back as it was. */
+static void state_stopping(sqlq_route *r)
+{
+    sqlq_route_helper_stop(r);
+    sqlq_route_release_pending(r);
+    if (r->next.count > 0) {
+        bool *none = calloc(r->next.count, sizeof(*none));
         if (none)
-            sqlq_route_abandon_rest(r, &next, none);
+            sqlq_route_abandon_rest(r, &r->next, none);
         free(none);
     }
-    sqlq_change_batch_free(&next);
-    progress(r, true);
+    sqlq_change_batch_free(&r->next);
+    r->have_next = false;
+    assert(r->pend.count == 0 && r->batch.count == 0);
+    sqlq_route_progress(r, true);
     SQLQ_INFO("route_stopped", "table=%s queue=%s", r->cfg.table, r->cfg.queue);
+}
+
+/* Run the current state's work, then move to the state its facts lead to. */
+static void step(sqlq_route *r, sqlq_error *err)
+{
+    sqlq_route_facts f;
+    memset(&f, 0, sizeof(f));
+    switch (r->state) {
+    case SQLQ_ROUTE_START:
+        state_start(r, &f, err);
+        break;
+    case SQLQ_ROUTE_POLL:
+        state_poll(r, &f, err);
+        break;
+    case SQLQ_ROUTE_IDLE:
+        state_idle(r, &f);
+        break;
+    case SQLQ_ROUTE_PUBLISH:
+        sqlq_route_publish_round(r, &f);
+        break;
+    case SQLQ_ROUTE_BACKOFF:
+        sqlq_route_publish_wait(r, &f);
+        break;
+    case SQLQ_ROUTE_SETTLED:
+        sqlq_route_publish_settled(r, &f);
+        break;
+    case SQLQ_ROUTE_STOPPING:
+        state_stopping(r);
+        break;
+    case SQLQ_ROUTE_DONE:
+    case SQLQ_ROUTE_NSTATES:
+        break;
+    }
+    sqlq_route_state next = sqlq_route_transition(r->state, &f);
+    SQLQ_TRACE("route_state", "table=%s from=%s to=%s", r->cfg.table,
+               sqlq_route_state_name(r->state), sqlq_route_state_name(next));
+    r->state = next;
+}
+
+sqlq_result sqlq_route_run(sqlq_route *r, sqlq_error *err)
+{
+    r->state = SQLQ_ROUTE_START;
+    while (r->state != SQLQ_ROUTE_DONE)
+        step(r, err);
+    if (r->start_rc != SQLQ_OK)
+        return sqlq_route_stopping(r) ? SQLQ_OK : r->start_rc;
     if (r->gave_up && err && err->code == SQLQ_OK)
         *err = r->gave_up_err;
     if (r->gave_up)
         return r->gave_up_err.code;
-    return fatal ? (err && err->code ? err->code : SQLQ_E_SQL) : SQLQ_OK;
+    return r->fatal ? (err && err->code ? err->code : SQLQ_E_SQL) : SQLQ_OK;
 }

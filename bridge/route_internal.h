@@ -1,6 +1,8 @@
-/* route_internal: what the files of one route share (route.c: the loop; route_settle.c:
- * releasing and giving back changes; route_prefetch.c: the helper that polls ahead;
- * route_queue.c: the queue service's health as the route sees it). Not for other modules. */
+/* route_internal: what the files of one route share (route.c: start, recovery and the state
+ * loop; route_state.c: the transition function; route_publish.c: the states of one batch;
+ * route_settle.c: releasing and giving back changes; route_prefetch.c: the helper thread that
+ * polls ahead; route_queue.c: the queue service's health as the route sees it). Not for other
+ * modules. */
 #ifndef SQLQ_ROUTE_INTERNAL_H
 #define SQLQ_ROUTE_INTERNAL_H
 
@@ -10,8 +12,29 @@
 #include "delivery.h"
 #include "lease_renewer.h"
 #include "outage.h"
+#include "route_state.h"
 
 #include <pthread.h>
+
+/* The route's one helper thread, alive from start to stop: while a batch is on the wire it
+ * releases what the previous batch had accepted (r->pend) and polls the next batch on the
+ * route's connection, so the database and the queue service work at the same time. The
+ * connection has one user at a time: between sqlq_route_helper_post and
+ * sqlq_route_helper_wait the helper owns it (r->helper_owns_conn) and the route thread only
+ * publishes. */
+typedef struct sqlq_route_helper {
+    struct sqlq_route *r;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool running;                     /* else jobs run inline and nothing is polled ahead */
+    bool job, quit;                   /* under mu */
+    bool poll;                        /* the job: poll the next batch after releasing pend */
+    const sqlq_change_batch *current; /* on the wire meanwhile */
+    sqlq_result rc;
+    sqlq_error err;
+    sqlq_change_batch batch;
+} sqlq_route_helper;
 
 struct sqlq_route {
     sqlq_route_env env;
@@ -25,9 +48,29 @@ struct sqlq_route {
     sqlq_queue_client *client;
     sqlq_delivery *delivery;
     sqlq_lease_renewer *renewer;
-    /* Accepted by the queue, not yet released: released by the helper of the next batch while
-     * that batch is on the wire (see prefetch), or at once when there is none. */
+    sqlq_route_state state;
+    /* Accepted by the queue, not yet released: released by the helper while the next batch is
+     * on the wire, or at once when there is none (IDLE, STOPPING). */
     sqlq_change_batch pend;
+    /* Polled ahead by the helper (have_next: a poll answered, maybe with no change): the
+     * next batch, taken by POLL only once the current one is settled. */
+    sqlq_change_batch next;
+    bool have_next;
+    /* The batch of PUBLISH and BACKOFF: per change its outcome and whether it is done
+     * (accepted, poisoned, refused or given back). */
+    sqlq_change_batch batch;
+    sqlq_outcome *outcomes;
+    bool *done;
+    unsigned round;
+    bool probe;                /* this round sends one message: the queue service is down */
+    sqlq_backoff publish_backoff;
+    uint64_t batch_t0_ms;
+    bool idle_advanced;        /* advanced since the last batch: not again while idle */
+    sqlq_backoff idle_backoff; /* --once, idle while the queue service is down */
+    bool fatal;                /* a permanent failure ends the run */
+    sqlq_result start_rc;
+    sqlq_route_helper helper;
+    bool helper_owns_conn; /* route thread only: a job is posted and not yet waited for */
     unsigned long long changes, released, lost, renewals_seen;
     unsigned db_failures; /* consecutive failed database calls */
     uint64_t last_progress_ms, last_status_ms, last_advance_ms;
@@ -46,24 +89,19 @@ struct sqlq_route {
     sqlq_gauge *m_pending_age; /* sqlq_oldest_pending_change_age_seconds */
 };
 
-/* The next batch, polled on the route's connection by a helper thread while the current one is
- * on the wire: the database and the queue service work at the same time instead of in turn.
- * The current batch is settled only after the helper is joined (one user of the connection
- * at a time), and the next batch is published only after the current one is settled, so the
- * order of messages and the rule "publish, then release, then advance" are unchanged. */
-typedef struct sqlq_route_prefetch {
-    sqlq_route *r;
-    const sqlq_change_batch *current; /* on the wire meanwhile */
-    bool poll;                        /* poll the next batch (after releasing r->pend) */
-    pthread_t thread;
-    bool started;
-    sqlq_result rc;
-    sqlq_error err;
-    sqlq_change_batch batch;
-} sqlq_route_prefetch;
-
 /* route.c */
 bool sqlq_route_stopping(const sqlq_route *r);
+/* A stop request, a permanent failure or --once giving up: the run ends. */
+bool sqlq_route_ending(const sqlq_route *r);
+/* Sleep the next back-off step (with --once, never past the outage budget of an outage that
+ * began at since_ms, 0 = none); false when a stop request cut it short. */
+bool sqlq_route_backoff_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms);
+/* With --once: the queue service's outage outlasted the budget. */
+bool sqlq_route_queue_give_up(sqlq_route *r);
+void sqlq_route_advance(sqlq_route *r);
+/* Pending changes and lease renewals into the metrics, every 5 s (route thread, helper idle). */
+void sqlq_route_refresh_metrics(sqlq_route *r, uint64_t now);
+void sqlq_route_progress(sqlq_route *r, bool force);
 /* Keep the health counters /readyz reads in step with this route's state. */
 void sqlq_route_mark_down(sqlq_route *r, bool *flag, bool down, bool is_db);
 void sqlq_route_log_error(const char *event, const sqlq_route *r, const sqlq_error *e);
@@ -82,10 +120,20 @@ void sqlq_route_settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_out
 /* Give back what is still undelivered without counting the attempt. */
 void sqlq_route_abandon_rest(sqlq_route *r, const sqlq_change_batch *b, bool *done);
 
-/* route_prefetch.c */
-void sqlq_route_prefetch_start(sqlq_route_prefetch *p, const sqlq_change_batch *current, bool poll);
-/* Join the helper; false when nothing usable came of it. */
-bool sqlq_route_prefetch_join(sqlq_route_prefetch *p);
+/* route_publish.c: the states of one batch */
+void sqlq_route_publish_begin(sqlq_route *r, sqlq_route_facts *f);  /* POLL got a batch */
+void sqlq_route_publish_round(sqlq_route *r, sqlq_route_facts *f);  /* PUBLISH */
+void sqlq_route_publish_wait(sqlq_route *r, sqlq_route_facts *f);   /* BACKOFF */
+void sqlq_route_publish_settled(sqlq_route *r, sqlq_route_facts *f); /* SETTLED */
+
+/* route_prefetch.c: the helper */
+void sqlq_route_helper_start(sqlq_route *r);
+/* Give the helper a job: release r->pend, then (poll) poll the next batch, while `current` is
+ * on the wire. Without a helper thread the release runs now and nothing is polled. */
+void sqlq_route_helper_post(sqlq_route *r, const sqlq_change_batch *current, bool poll);
+/* Wait for the job; true when r->helper.batch holds a polled batch. */
+bool sqlq_route_helper_wait(sqlq_route *r);
+void sqlq_route_helper_stop(sqlq_route *r);
 /* Lease renewal covers what is still undelivered of `b` and all of `next` (already leased). */
 void sqlq_route_set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool *done,
                               const sqlq_change_batch *next);

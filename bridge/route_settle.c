@@ -3,6 +3,7 @@
 
 #include "log.h"
 
+#include <assert.h>
 #include <stdlib.h>
 
 /* Release (or abandon) until the database takes it. Giving up is safe: the leases expire and
@@ -53,6 +54,7 @@ void sqlq_route_settle_list(sqlq_route *r, const sqlq_change *list, size_t k, bo
 /* Keep `list` (deep copies) in r->pend, released later by release_pending. */
 static bool defer_release(sqlq_route *r, const sqlq_change *list, size_t k)
 {
+    assert(r->pend.count == 0); /* the previous batch's was released while this one published */
     sqlq_change *copy = malloc((k ? k : 1) * sizeof(*copy));
     if (!copy || r->pend.count > 0) {
         free(copy);
@@ -80,6 +82,7 @@ void sqlq_route_release_pending(sqlq_route *r)
 void sqlq_route_settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_outcome *outcomes,
                        bool *done, bool defer)
 {
+    assert(!r->helper_owns_conn);
     sqlq_change *rel = malloc(b->count * sizeof(*rel));
     sqlq_change *fail = malloc(b->count * sizeof(*fail));
     size_t nr = 0, nf = 0;
@@ -111,6 +114,7 @@ void sqlq_route_settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_out
 /* Give back what is still undelivered without counting the attempt (stop request). */
 void sqlq_route_abandon_rest(sqlq_route *r, const sqlq_change_batch *b, bool *done)
 {
+    assert(!r->helper_owns_conn);
     sqlq_change *rest = malloc(b->count * sizeof(*rest));
     size_t k = 0;
     for (size_t i = 0; rest && i < b->count; i++)

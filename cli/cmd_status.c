@@ -42,7 +42,7 @@ static const sqlq_config_spec status_spec = {
     "status",
     "sqlq status --db CONN [--table T] [--bridge-name NAME] [--json]",
     "Show, per table and bridge: the sync version (every change at or below it is delivered),\n"
-    "pending changes (what the next polls would deliver, as an autoscaler would count them),\n"
+    "pending changes (not delivered yet, leased ones included: the backlog an autoscaler reads),\n"
     "and the leases held now, by owner (host:pid:random of the bridge instance).\n"
     "Exit code 1 when a table asked for is not set up or cannot be read.",
     status_table,

@@ -155,6 +155,24 @@ char *sqlq_log_render(sqlq_log_format format, sqlq_log_level level, const char *
     return line;
 }
 
+/* Hands a built record to the sink (or stderr) and frees it. Called with g_lock held. */
+static void emit(sqlq_log_level level, const char *event, sqlq_log_record *rec)
+{
+    if (g_sink) {
+        sqlq_buf text;
+        sqlq_buf_init(&text, 1024 * 1024);
+        if (sqlq_log_record_text(rec, &text) == SQLQ_OK)
+            g_sink(g_sink_ctx, level, event, sqlq_buf_str(&text));
+        sqlq_buf_free(&text);
+    } else {
+        char *line = render((sqlq_log_format)atomic_load(&g_format), level, event, rec);
+        if (line) {
+            fprintf(stderr, "%s\n", line);
+            free(line);
+        }
+    }
+}
+
 void sqlq_log_write(sqlq_log_level level, const char *event, const char *fields_fmt, ...)
 {
     if (!sqlq_log_enabled(level))
@@ -165,19 +183,37 @@ void sqlq_log_write(sqlq_log_level level, const char *event, const char *fields_
     pthread_mutex_lock(&g_lock);
     build(&rec, fields_fmt, &ap);
     va_end(ap);
-    if (g_sink) {
-        sqlq_buf text;
-        sqlq_buf_init(&text, 1024 * 1024);
-        if (sqlq_log_record_text(&rec, &text) == SQLQ_OK)
-            g_sink(g_sink_ctx, level, event, sqlq_buf_str(&text));
-        sqlq_buf_free(&text);
-    } else {
-        char *line = render((sqlq_log_format)atomic_load(&g_format), level, event, &rec);
-        if (line) {
-            fprintf(stderr, "%s\n", line);
-            free(line);
+    emit(level, event, &rec);
+    pthread_mutex_unlock(&g_lock);
+    sqlq_log_record_free(&rec);
+}
+
+/* The fields, then err="<the error as sqlq_error_format writes it>" as the last field. */
+void sqlq_log_write_error(sqlq_log_level level, const char *event, const sqlq_error *err,
+                          const char *fields_fmt, ...)
+{
+    if (!sqlq_log_enabled(level))
+        return;
+    char msg[SQLQ_LOG_ERROR_TEXT];
+    sqlq_error_format(err, msg, sizeof(msg));
+    va_list ap;
+    va_start(ap, fields_fmt);
+    sqlq_log_record rec;
+    pthread_mutex_lock(&g_lock);
+    sqlq_result r = sqlq_log_record_format(&rec, fields_fmt, &ap);
+    va_end(ap);
+    if (r == SQLQ_OK && rec.n < SQLQ_LOG_MAX_FIELDS) {
+        sqlq_log_field *f = &rec.fields[rec.n++];
+        f->key = sqlq_slice_of("err");
+        f->quoted = true;
+        sqlq_buf_init(&f->value, sizeof(msg));
+        if (sqlq_buf_adds(&f->value, msg) != SQLQ_OK) {
+            sqlq_buf_free(&f->value);
+            rec.n--;
         }
     }
+    sqlq_log_record_each_value(&rec, redact);
+    emit(level, event, &rec);
     pthread_mutex_unlock(&g_lock);
     sqlq_log_record_free(&rec);
 }

@@ -41,6 +41,14 @@ const char *sqlq_log_level_name(sqlq_log_level level);
 void sqlq_log_write(sqlq_log_level level, const char *event, const char *fields_fmt, ...)
     SQLQ_PRINTF(3, 4);
 
+/* Log an error: the fields of fields_fmt, then err="…" (sqlq_error_format: the message with
+ * its HTTP status, service code and transience), the one way every library logs a failure:
+ *     SQLQ_LOG_ERR(SQLQ_LOG_WARN, "lease_renew_failed", &err, "table=%s", table);
+ * The error text is cut at SQLQ_LOG_ERROR_TEXT bytes. */
+#define SQLQ_LOG_ERROR_TEXT 700
+void sqlq_log_write_error(sqlq_log_level level, const char *event, const sqlq_error *err,
+                          const char *fields_fmt, ...) SQLQ_PRINTF(4, 5);
+
 #define SQLQ_LOG(level, event, ...)                                                                \
     do {                                                                                           \
         if (sqlq_log_enabled(level))                                                               \
@@ -51,6 +59,11 @@ void sqlq_log_write(sqlq_log_level level, const char *event, const char *fields_
 #define SQLQ_INFO(event, ...) SQLQ_LOG(SQLQ_LOG_INFO, event, __VA_ARGS__)
 #define SQLQ_DEBUG(event, ...) SQLQ_LOG(SQLQ_LOG_DEBUG, event, __VA_ARGS__)
 #define SQLQ_TRACE(event, ...) SQLQ_LOG(SQLQ_LOG_TRACE, event, __VA_ARGS__)
+#define SQLQ_LOG_ERR(level, event, err, ...)                                                       \
+    do {                                                                                           \
+        if (sqlq_log_enabled(level))                                                               \
+            sqlq_log_write_error(level, event, err, __VA_ARGS__);                                  \
+    } while (0)
 
 /* Render a record as one line (no newline) in the given format, as the stderr sink writes it;
  * for tests. Returns a malloc'd string or NULL. */

@@ -47,16 +47,16 @@ typedef struct poll_state {
 
 static void note_poll_error(sqlq_consumer *c, poll_state *ps, sqlq_result r, const sqlq_error *err)
 {
-    char e[700];
-    sqlq_error_format(err, e, sizeof(e));
     atomic_fetch_add(&c->n.poll_errors, 1);
     atomic_fetch_add(&c->n.poll_failing, 1);
     if (r == SQLQ_E_PARSE) {
         atomic_fetch_add(&c->n.rejected_replies, 1);
-        SQLQ_ERROR("consumer.bad_reply",
-                   "queue=%s err=\"%s\" note=\"a service error: nothing of this reply is used; "
+        SQLQ_LOG_ERR(SQLQ_LOG_ERROR, "consumer.bad_reply", err,
+                   "queue=%s note=\"a service error: nothing of this reply is used; "
                    "its messages are visible again when their lease ends\"",
-                   c->queue, e);
+                   c->queue);
+    } else if (c->opt.exit_when_empty) { /* a drain stops here: drain_failed says so, no retry */
+        SQLQ_LOG_ERR(SQLQ_LOG_DEBUG, "consumer.poll_failed", err, "queue=%s", c->queue);
     } else if (r == SQLQ_E_NOT_FOUND) {
         if (!ps->logged_missing)
             SQLQ_WARN("consumer.queue_missing",
@@ -65,15 +65,14 @@ static void note_poll_error(sqlq_consumer *c, poll_state *ps, sqlq_result r, con
                       c->queue);
         ps->logged_missing = true;
     } else if (ps->last_error != r) {
-        SQLQ_WARN("consumer.poll_failed",
-                  "queue=%s cause=\"%s\" err=\"%s\" note=\"retrying with back-off; messages are "
+        SQLQ_LOG_ERR(SQLQ_LOG_WARN, "consumer.poll_failed", err,
+                  "queue=%s cause=\"%s\" note=\"retrying with back-off; messages are "
                   "not touched\"",
                   c->queue,
                   sqlq_disposition_is_outage(err) ? sqlq_disposition_outage_cause(err)
-                                                  : "the queue service refused the request",
-                  e);
+                                                  : "the queue service refused the request");
     } else {
-        SQLQ_DEBUG("consumer.poll_failed", "queue=%s err=\"%s\"", c->queue, e);
+        SQLQ_LOG_ERR(SQLQ_LOG_DEBUG, "consumer.poll_failed", err, "queue=%s", c->queue);
     }
     ps->last_error = r;
 }
@@ -179,12 +178,10 @@ static bool drain_over(sqlq_consumer *c, const poll_state *ps, bool idle_before)
                       "message: queue empty, stopping\"", c->queue);
         return idle_before;
     }
-    char e[700];
-    sqlq_error_format(&ps->err, e, sizeof(e));
-    SQLQ_ERROR("consumer.drain_failed",
-               "queue=%s err=\"%s\" note=\"the queue could not be read (after the poll's "
+    SQLQ_LOG_ERR(SQLQ_LOG_ERROR, "consumer.drain_failed", &ps->err,
+               "queue=%s note=\"the queue could not be read (after the poll's "
                "retries): not empty, stopping with an error\"",
-               c->queue, e);
+               c->queue);
     c->drain_result = ps->result;
     c->drain_err = ps->err;
     return true;

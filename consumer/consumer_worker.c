@@ -73,13 +73,11 @@ void sqlq_consumer_note_failure(struct sqlq_consumer *c, const char *op, const s
     pthread_mutex_unlock(&c->outage_mu);
     if (!log_it)
         return;
-    char e[700];
-    sqlq_error_format(err, e, sizeof(e));
-    SQLQ_ERROR("consumer.outage",
-               "queue=%s op=%s failing=%llu cause=\"%s\" err=\"%s\" note=\"a fault of the queue "
+    SQLQ_LOG_ERR(SQLQ_LOG_ERROR, "consumer.outage", err,
+               "queue=%s op=%s failing=%llu cause=\"%s\" note=\"a fault of the queue "
                "service or the credential, not of the message: never counted toward poison; "
                "polling backs off until a request works again\"",
-               c->queue, op, failing, cause, e);
+               c->queue, op, failing, cause);
 }
 
 void sqlq_consumer_note_ok(struct sqlq_consumer *c)
@@ -94,12 +92,10 @@ void sqlq_consumer_note_ok(struct sqlq_consumer *c)
 static void log_lost(const struct sqlq_consumer *c, const sqlq_message *m, const char *when,
                      const sqlq_error *err)
 {
-    char e[700];
-    sqlq_error_format(err, e, sizeof(e));
-    SQLQ_WARN("consumer.ownership_lost",
-              "queue=%s msg_id=%s dequeue_count=%ld when=%s err=\"%s\" note=\"another consumer may "
+    SQLQ_LOG_ERR(SQLQ_LOG_WARN, "consumer.ownership_lost", err,
+              "queue=%s msg_id=%s dequeue_count=%ld when=%s note=\"another consumer may "
               "hold it; not deleted or poisoned with a stale pop receipt\"",
-              c->queue, m->id, m->dequeue_count, when, e);
+              c->queue, m->id, m->dequeue_count, when);
 }
 
 static void finish_delete(consumer_worker *w, const sqlq_message *m, const char *receipt)
@@ -121,11 +117,9 @@ static void finish_delete(consumer_worker *w, const sqlq_message *m, const char 
         atomic_fetch_add(&c->n.ownership_lost, 1);
         log_lost(c, m, "delete", &err);
     } else {
-        char e[700];
-        sqlq_error_format(&err, e, sizeof(e));
-        SQLQ_ERROR("consumer.delete_failed",
-                   "queue=%s msg_id=%s err=\"%s\" note=\"handled, but it will be delivered again\"",
-                   c->queue, m->id, e);
+        SQLQ_LOG_ERR(SQLQ_LOG_ERROR, "consumer.delete_failed", &err,
+                   "queue=%s msg_id=%s note=\"handled, but it will be delivered again\"",
+                   c->queue, m->id);
     }
 }
 
@@ -149,11 +143,9 @@ static void finish_release(consumer_worker *w, const sqlq_message *m, const char
         atomic_fetch_add(&c->n.ownership_lost, 1);
         log_lost(c, m, "release", &err);
     } else {
-        char e[700];
-        sqlq_error_format(&err, e, sizeof(e));
-        SQLQ_WARN("consumer.release_failed",
-                  "queue=%s msg_id=%s err=\"%s\" note=\"visible again when its lease ends\"",
-                  c->queue, m->id, e);
+        SQLQ_LOG_ERR(SQLQ_LOG_WARN, "consumer.release_failed", &err,
+                  "queue=%s msg_id=%s note=\"visible again when its lease ends\"",
+                  c->queue, m->id);
     }
 }
 
@@ -183,12 +175,10 @@ static void finish_poison(consumer_worker *w, const sqlq_message *m, const char 
     if (r != SQLQ_OK)
         sqlq_consumer_note_failure(c, "poison put", &err);
     if (r != SQLQ_OK) {
-        char e[700];
-        sqlq_error_format(&err, e, sizeof(e));
-        SQLQ_ERROR("consumer.poison_failed",
-                   "queue=%s poison_queue=%s msg_id=%s dequeue_count=%ld err=\"%s\" "
+        SQLQ_LOG_ERR(SQLQ_LOG_ERROR, "consumer.poison_failed", &err,
+                   "queue=%s poison_queue=%s msg_id=%s dequeue_count=%ld "
                    "note=\"kept in the queue; poisoned on its next delivery\"",
-                   c->queue, c->poison, m->id, m->dequeue_count, e);
+                   c->queue, c->poison, m->id, m->dequeue_count);
         finish_release(w, m, receipt,
                        sqlq_disposition_release_visibility(&c->policy, m->dequeue_count));
         return;
@@ -201,12 +191,10 @@ static void finish_poison(consumer_worker *w, const sqlq_message *m, const char 
     sqlq_error_clear(&err);
     r = c->transport.remove(w->conn, c->queue, m->id, receipt, &err);
     if (r != SQLQ_OK) {
-        char e[700];
-        sqlq_error_format(&err, e, sizeof(e));
-        SQLQ_WARN("consumer.poison_delete_failed",
-                  "queue=%s msg_id=%s err=\"%s\" note=\"copied to %s; the original may be "
+        SQLQ_LOG_ERR(SQLQ_LOG_WARN, "consumer.poison_delete_failed", &err,
+                  "queue=%s msg_id=%s note=\"copied to %s; the original may be "
                   "delivered once more\"",
-                  c->queue, m->id, e, c->poison);
+                  c->queue, m->id, c->poison);
     }
 }
 
@@ -327,13 +315,13 @@ static void process_message(consumer_worker *w, const sqlq_message *m)
                                                        (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     bool lost, timed_out;
     char *receipt = slot_end(w, &lost, &timed_out);
-    if (r != SQLQ_OK) {
+    bool shutdown_cancel = r != SQLQ_OK && !timed_out && atomic_load(&w->slot.cancel) != 0;
+    if (r != SQLQ_OK && !shutdown_cancel) { /* a shutdown's cancel is logged as consumer.cancelled */
         atomic_fetch_add(&c->n.failed, 1);
         sqlq_counter_inc(c->n.m_failed);
         SQLQ_WARN("consumer.handler_failed", "queue=%s msg_id=%s dequeue_count=%ld err=\"%s\"",
                   c->queue, m->id, m->dequeue_count, err.message);
     }
-    bool shutdown_cancel = r != SQLQ_OK && !timed_out && atomic_load(&w->slot.cancel) != 0;
     if (shutdown_cancel && !lost) {
         /* cancelled because the consumer stops: not the message's fault, never poisoned */
         SQLQ_INFO("consumer.cancelled",
@@ -459,9 +447,6 @@ static void renew_slot(struct sqlq_consumer *c, consumer_slot *s, uint64_t *next
         sqlq_result r = c->transport.update(c->renew_conn, c->queue, s->msg->id, s->pop_receipt,
                                             c->opt.lease_s, &receipt, &err);
         sqlq_renewal_outcome o = sqlq_renewal_record(&s->renewal, sqlq_clock_now_ms(c->clock), r);
-        char e[700];
-        if (o != SQLQ_RENEWAL_RENEWED)
-            sqlq_error_format(&err, e, sizeof(e));
         if (o == SQLQ_RENEWAL_RENEWED)
             sqlq_consumer_note_ok(c);
         else
@@ -475,14 +460,14 @@ static void renew_slot(struct sqlq_consumer *c, consumer_slot *s, uint64_t *next
             SQLQ_DEBUG("consumer.renewed", "queue=%s msg_id=%s lease_s=%d", c->queue, s->msg->id,
                        c->opt.lease_s);
         } else if (o == SQLQ_RENEWAL_LOST) {
-            SQLQ_WARN("consumer.renewal_lost",
-                      "queue=%s msg_id=%s err=\"%s\" note=\"ownership lost: renewal stopped\"",
-                      c->queue, s->msg->id, e);
+            SQLQ_LOG_ERR(SQLQ_LOG_WARN, "consumer.renewal_lost", &err,
+                      "queue=%s msg_id=%s note=\"ownership lost: renewal stopped\"",
+                      c->queue, s->msg->id);
         } else {
             atomic_fetch_add(&c->n.renewal_failures, 1);
-            SQLQ_WARN("consumer.renewal_failed", "queue=%s msg_id=%s retry_in_ms=%llu err=\"%s\"",
+            SQLQ_LOG_ERR(SQLQ_LOG_WARN, "consumer.renewal_failed", &err, "queue=%s msg_id=%s retry_in_ms=%llu",
                       c->queue, s->msg->id,
-                      (unsigned long long)(s->renewal.next_ms - sqlq_clock_now_ms(c->clock)), e);
+                      (unsigned long long)(s->renewal.next_ms - sqlq_clock_now_ms(c->clock)));
         }
         free(receipt);
     }

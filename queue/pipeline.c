@@ -159,6 +159,8 @@ static void on_done(run *rn, sqlq_http_exchange *ex)
                        rn->job->queue, ex->tag, s->backoff.retries, delay, e.message);
             s->state = SLOT_WAITING;
             s->due_ms = sqlq_clock_now_ms(rn->job->clock) + delay;
+            if (rn->job->on_retry)
+                rn->job->on_retry(rn->job->retry_ctx, &e);
             return;
         }
     }

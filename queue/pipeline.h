@@ -19,6 +19,8 @@ typedef struct sqlq_pipeline_job {
     sqlq_encoding encoding;      /* SQLQ_ENCODING_PLAIN for verbatim text */
     const sqlq_backoff_policy *retry;
     const sqlq_clock *clock;     /* its sleep doubles as the shutdown check */
+    void (*on_retry)(void *ctx, const sqlq_error *err); /* optional: sqlq_queue_options' */
+    void *retry_ctx;
 } sqlq_pipeline_job;
 
 /* http and ep must outlive the pipeline. */

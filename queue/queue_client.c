@@ -190,6 +190,8 @@ static sqlq_result call_service(sqlq_queue_client *c, const sqlq_call *call, sql
         }
         SQLQ_WARN("queue.retry", "op=\"%s\" queue=%s retry=%u delay_ms=%" PRIu64 " err=\"%s\"",
                   call->op, call->queue ? call->queue : "-", b.retries, delay, e.message);
+        if (c->opt.on_retry)
+            c->opt.on_retry(c->opt.retry_ctx, &e);
         if (!sqlq_clock_sleep_ms(c->clock, delay))
             return sqlq_error_set(err, SQLQ_E_CANCELLED, true, "%s: cancelled while waiting to retry",
                                   call->op);
@@ -402,7 +404,7 @@ sqlq_result sqlq_queue_put_many(sqlq_queue_client *c, const char *queue, sqlq_pu
         return r;
     }
     sqlq_pipeline_job job = {queue, opt, opt->verbatim ? SQLQ_ENCODING_PLAIN : c->opt.encoding,
-                             &c->opt.retry, c->clock};
+                             &c->opt.retry, c->clock, c->opt.on_retry, c->opt.retry_ctx};
     return sqlq_pipeline_put(c->pipeline, &job, items, count, max_in_flight);
 }
 

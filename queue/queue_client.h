@@ -26,6 +26,10 @@ typedef struct sqlq_queue_options {
     void *abort_ctx;
     bool abort_on_stop;        /* a stop (the clock's sleep refusing) also aborts a request on
                                 * the wire, within ~100 ms (operator tools; daemons finish it) */
+    /* Optional: told of every failed attempt about to be retried (before the wait), so a
+     * caller can report an outage at its first failure, not when the retries are spent. */
+    void (*on_retry)(void *ctx, const sqlq_error *err);
+    void *retry_ctx;
 } sqlq_queue_options;
 
 void sqlq_queue_options_default(sqlq_queue_options *o);

@@ -30,6 +30,7 @@ typedef struct sqlq_capture_config {
     int max_attempts;          /* 5: after that a change is handed back as poison */
     sqlq_start_from start_from;
     bool allow_retention_gap;  /* SQL Server: continue (and say so) when retention overran */
+    bool quiet;                /* no capture_opened line: a second handle of the same route */
     /* SQLQ_SOURCE_CURSOR only: */
     const char *cursor_column;      /* monotonic integer, timestamp or version column, NOT NULL */
     const char *soft_delete_column; /* rows with it set (non-NULL, non-false) publish as deletes */

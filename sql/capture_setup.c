@@ -6,6 +6,7 @@
 #include "change_log.h"
 #include "clock.h"
 #include "ct_query.h"
+#include "instance.h"
 #include "cursor_column.h"
 #include "log.h"
 #include "sql_text.h"
@@ -41,12 +42,8 @@ static sqlq_result check_config(const sqlq_capture_config *cfg, sqlq_error *err)
 /* host:pid:random when the caller gave no instance id. */
 static char *default_instance(void)
 {
-    char host[128] = "host";
-    gethostname(host, sizeof(host) - 1);
-    host[sizeof(host) - 1] = '\0';
     char id[200];
-    unsigned rnd = (unsigned)(sqlq_clock_wall_ms() ^ ((int64_t)getpid() << 16));
-    snprintf(id, sizeof(id), "%s:%d:%08x", host, (int)getpid(), rnd * 2654435761u);
+    sqlq_instance_id_make(id, sizeof(id));
     return strdup(id);
 }
 
@@ -261,7 +258,7 @@ sqlq_result sqlq_capture_open(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_
         sqlq_capture_close(cap);
         return r;
     }
-    if (!cap->cursor)
+    if (!cap->cursor && !cfg->quiet)
         SQLQ_INFO("capture_opened", "bridge=%s table=%s source=%s leases=%s instance=%s",
                   cap->bridge, cap->names.table_key,
                   cap->spec.change_tracking ? "change_tracking" : "change_log",

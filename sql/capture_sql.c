@@ -475,7 +475,7 @@ sqlq_result sqlq_capture_sql_pending(const sqlq_capture_sql *c, sqlq_capture_stm
     sqlq_sql_text_add(&b.t, " WHERE ");
     sync_bound(&b, false);
     sqlq_sql_text_add(&b.t, " AND ");
-    available(&b);
+    unprocessed(&b); /* leased counts: not delivered yet (during an outage the backlog grows) */
     return b_done(&b, err);
 }
 

@@ -8,6 +8,7 @@
 
 #include "catalog.h"
 #include "dialect.h"
+#include "instance.h"
 #include "log.h"
 #include "sql_text.h"
 
@@ -81,14 +82,7 @@ sqlq_result sqlq_checkpoint_copy(sqlq_checkpoint *dst, const sqlq_checkpoint *sr
 
 void sqlq_cursor_state_default_owner(char *out, size_t size)
 {
-    char host[128] = "host";
-    if (gethostname(host, sizeof(host) - 1) != 0)
-        snprintf(host, sizeof(host), "host");
-    host[sizeof(host) - 1] = '\0';
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    unsigned seed = (unsigned)ts.tv_nsec ^ (unsigned)getpid() ^ (unsigned)ts.tv_sec;
-    snprintf(out, size, "%s:%d:%08x", host, (int)getpid(), (unsigned)rand_r(&seed));
+    sqlq_instance_id_make(out, size);
 }
 
 /* Append s with every '@' replaced by the database's now in ms. */

@@ -1,6 +1,7 @@
 # bridge: the `sqlq bridge` daemon against real SQLite/PostgreSQL and Azurite.
 sqlq_unit_test(delivery sqlq_bridge)
 sqlq_unit_test(outage sqlq_bridge)
+sqlq_unit_test(route_state sqlq_bridge)
 
 add_library(sqlq_bridge_testsupport STATIC integration/bridge_support.c)
 target_link_libraries(sqlq_bridge_testsupport PUBLIC sqlq_queue sqlq_sql sqlq_testsupport PkgConfig::CMOCKA)
@@ -11,6 +12,7 @@ sqlq_integration_test(bridge_postgres FIXTURES azurite postgres LIBS sqlq_bridge
 sqlq_integration_test(bridge_crash FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 400)
 sqlq_integration_test(bridge_instances FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 300)
 sqlq_integration_test(bridge_outage LIBS sqlq_bridge_testsupport TIMEOUT 300)
+sqlq_integration_test(bridge_outage_metrics TIMEOUT 180)
 sqlq_integration_test(bridge_cli FIXTURES azurite TIMEOUT 120)
 sqlq_integration_test(bridge_credentials TIMEOUT 180)
 sqlq_integration_test(bridge_once FIXTURES azurite TIMEOUT 300)

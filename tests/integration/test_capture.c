@@ -241,7 +241,7 @@ static void run_operations(int kind)
         assert_true(b.items[i].lease_token > 0);
     }
     assert_true(b.items[0].version < b.items[1].version || kind == PG);
-    assert_int_equal(pending(cap), 0); /* leased */
+    assert_int_equal(pending(cap), 3); /* leased, not yet delivered: still pending (issue 14.5) */
     assert_int_equal(release(cap, &b), 0);
     sqlq_change_batch_free(&b);
     assert_true(advance(cap) > 0);
@@ -528,7 +528,7 @@ static void run_fencing(int kind)
     OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
     /* and A cannot move the sync version past B's unprocessed work */
     int64_t before = advance(a);
-    assert_int_equal(pending(a), 0);
+    assert_int_equal(pending(a), 2); /* B holds them, not delivered yet: pending (issue 14.5) */
     sqlq_change_batch_free(&ba);
     poll_now(a, &ba);
     assert_int_equal(ba.count, 0); /* B's leases hold (A's abandon did not free them) */

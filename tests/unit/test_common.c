@@ -102,6 +102,27 @@ static void test_common_log_json_render(void **state)
     free(line);
 }
 
+/* Issue 14.5: one helper logs an error: the fields, then err="…" as sqlq_error_format writes
+ * it, redacted like any value; nothing is formatted below the level. */
+static void test_common_log_error_helper(void **state)
+{
+    (void)state;
+    captured c = {0};
+    sqlq_log_set_sink(capture_sink, &c);
+    sqlq_log_set_level(SQLQ_LOG_INFO);
+    sqlq_log_add_secret("s3cr3t");
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    sqlq_error_set(&e, SQLQ_E_HTTP, true, "refused s3cr3t");
+    e.http_status = 503;
+    SQLQ_LOG_ERR(SQLQ_LOG_WARN, "put_failed", &e, "queue=%s n=%d", "orders", 2);
+    assert_string_equal(c.last, "put_failed queue=orders n=2 err=\"refused *** (http=503)\"");
+    SQLQ_LOG_ERR(SQLQ_LOG_DEBUG, "hidden", &e, "n=%d", 1);
+    assert_int_equal(c.count, 1);
+    sqlq_log_set_sink(NULL, NULL);
+    sqlq_log_clear_secrets();
+}
+
 /* Issue 12.2: values cannot forge fields or lines, in text or JSON. */
 static void test_common_log_hostile_values_escaped(void **state)
 {
@@ -142,6 +163,7 @@ int main(void)
         cmocka_unit_test(test_common_buf_cap_frees),
         cmocka_unit_test(test_common_error_first_wins),
         cmocka_unit_test(test_common_log_redacts_and_filters),
+        cmocka_unit_test(test_common_log_error_helper),
         cmocka_unit_test(test_common_log_hostile_values_escaped),
         cmocka_unit_test(test_common_log_json_render),
     };

@@ -712,12 +712,65 @@ static void quiet(void *ctx, sqlq_log_level level, const char *event, const char
     (void)fields;
 }
 
+/* The log lines of one run, event and fields, for the tests of what is logged. */
+typedef struct log_seen {
+    char text[16384];
+    size_t len;
+} log_seen;
+
+static void record_log(void *ctx, sqlq_log_level level, const char *event, const char *fields)
+{
+    (void)level;
+    log_seen *l = ctx;
+    int n = snprintf(l->text + l->len, sizeof(l->text) - l->len, "%s %s\n", event, fields);
+    if (n > 0 && l->len + (size_t)n < sizeof(l->text))
+        l->len += (size_t)n;
+}
+
+/* Issue 14.5: a handler cancelled by the shutdown is not a failed handler (logged
+ * consumer.cancelled only, not counted as failed); a drain that stops at a failed poll never
+ * says it is retrying. */
+static void test_consumer_cancel_and_drain_log_what_happens(void **state)
+{
+    (void)state;
+    static log_seen seen;
+    memset(&seen, 0, sizeof(seen));
+    sqlq_log_set_sink(record_log, &seen);
+    run_ctx r;
+    setup_run(&r);
+    fq_add(&r.f, "orders", "forever", 0);
+    r.h.wait_for_cancel = true;
+    r.h.stop_after = &r.stop;
+    r.h.stop_at = 1;
+    r.o.shutdown_timeout_ms = 200;
+    run_consumer(&r);
+    assert_true(r.h.saw_cancel);
+    assert_non_null(strstr(seen.text, "consumer.cancelled "));
+    assert_null(strstr(seen.text, "consumer.handler_failed"));
+    assert_int_equal(r.stats.failed, 0);
+    teardown_run(&r);
+
+    memset(&seen, 0, sizeof(seen));
+    setup_run(&r);
+    fq_add(&r.f, "orders", "m", 0);
+    r.f.main_missing = true;
+    r.o.exit_when_empty = true;
+    run_consumer(&r);
+    assert_int_equal(r.result, SQLQ_E_NOT_FOUND);
+    assert_non_null(strstr(seen.text, "consumer.drain_failed "));
+    assert_null(strstr(seen.text, "retry"));
+    assert_null(strstr(seen.text, "polling continues"));
+    teardown_run(&r);
+    sqlq_log_set_sink(getenv("SQLQ_TEST_VERBOSE") ? NULL : quiet, NULL);
+}
+
 int main(void)
 {
     if (!getenv("SQLQ_TEST_VERBOSE"))
         sqlq_log_set_sink(quiet, NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_consumer_failing_message_poisoned_after_five),
+        cmocka_unit_test(test_consumer_cancel_and_drain_log_what_happens),
         cmocka_unit_test(test_consumer_over_limit_on_receipt_goes_to_poison),
         cmocka_unit_test(test_consumer_undecodable_goes_to_poison_at_once),
         cmocka_unit_test(test_consumer_renews_with_latest_receipt),
