@@ -144,9 +144,9 @@ static void print_error(const char *table, const sqlq_error *err)
     fprintf(stderr, "sqlq setup: %s: %s\n", table, line);
 }
 
-static const char *object_prefix(sqlq_dialect_kind d)
+static const char *object_prefix(const sqlq_dialect *d)
 {
-    return d == SQLQ_DIALECT_SQLITE ? "sqlq_" : "sqlq.";
+    return d == &sqlq_dialect_sqlite ? "sqlq_" : "sqlq.";
 }
 
 static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *key, int days)
@@ -181,15 +181,15 @@ static int install_one(sqlq_db *db, const char *table, int retention_days)
         print_error(table, &err);
         return SQLQ_EXIT_FAILED;
     }
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     int rc = SQLQ_EXIT_OK;
     bool before = false;
-    if (d == SQLQ_DIALECT_MSSQL)
+    if (d == &sqlq_dialect_mssql)
         rc = enable_change_tracking(db, t, n.table_key, retention_days);
     else if (sqlq_change_log_installed(db, t, &before, &err) != SQLQ_OK ||
              sqlq_change_log_install(db, t, &err) != SQLQ_OK)
         rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
-    else if (d == SQLQ_DIALECT_SQLITE)
+    else if (d == &sqlq_dialect_sqlite)
         printf("%s: change log %s: table %s%s, triggers %s_ai/_au/_ak/_ad\n", n.table_key,
                before ? "already installed (triggers refreshed)" : "installed",
                object_prefix(d), n.log_table, n.trigger);
@@ -284,8 +284,8 @@ static int drop_one(sqlq_db *db, const char *table, const char *bridge)
         printf("%s: sync state and leases of %zu bridge%s removed\n", n.table_key, forgotten,
                forgotten == 1 ? "" : "s");
     int rc = SQLQ_EXIT_OK;
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
-    if (!bridge && d != SQLQ_DIALECT_MSSQL) {
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    if (!bridge && d != &sqlq_dialect_mssql) {
         if (sqlq_change_log_drop(db, t, &err) != SQLQ_OK)
             rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
         else

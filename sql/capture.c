@@ -98,7 +98,7 @@ static void bind(const sqlq_capture *cap, const sqlq_capture_stmt *st, const sql
             break;
         }
         case SQLQ_P_LOCK:
-            out[i] = sqlq_param_text(cap->spec.dialect == SQLQ_DIALECT_MSSQL
+            out[i] = sqlq_param_text(cap->spec.dialect == &sqlq_dialect_mssql
                                          ? cap->names.lock_hash
                                          : cap->names.lock_key);
             break;

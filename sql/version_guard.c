@@ -7,11 +7,11 @@
 
 sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_table_name *state, sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     sqlq_buf sql;
     sqlq_buf_init(&sql, 0);
     sqlq_result r;
-    if (d == SQLQ_DIALECT_MSSQL) {
+    if (d == &sqlq_dialect_mssql) {
         sqlq_buf lit;
         sqlq_buf_init(&lit, 0);
         r = sqlq_dialect_quote_table(d, state, &lit);
@@ -44,11 +44,11 @@ sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_table_name *state
     return r;
 }
 
-sqlq_result sqlq_version_guard_claim_sql(sqlq_dialect_kind d, const sqlq_table_name *state,
+sqlq_result sqlq_version_guard_claim_sql(const sqlq_dialect *d, const sqlq_table_name *state,
                                          sqlq_buf *out, sqlq_error *err)
 {
     sqlq_result r;
-    if (d == SQLQ_DIALECT_MSSQL) {
+    if (d == &sqlq_dialect_mssql) {
         r = sqlq_buf_adds(out, "MERGE INTO ");
         if (r == SQLQ_OK)
             r = sqlq_dialect_quote_table(d, state, out);
@@ -100,7 +100,7 @@ sqlq_result sqlq_version_guard_claim(sqlq_db *db, const sqlq_table_name *state, 
 }
 
 /* "<verb> <state> WHERE target_table = ?[ AND key_hash = ?]" */
-static sqlq_result keyed_sql(sqlq_dialect_kind d, const char *verb, const sqlq_table_name *state,
+static sqlq_result keyed_sql(const sqlq_dialect *d, const char *verb, const sqlq_table_name *state,
                              bool one_key, sqlq_buf *out, sqlq_error *err)
 {
     sqlq_result r = sqlq_buf_adds(out, verb);
