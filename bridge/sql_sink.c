@@ -308,7 +308,7 @@ static sqlq_result sink_handle(void *ctx, const sqlq_delivery *d, sqlq_error *er
             return r;
         w->broken = false;
     }
-    bool serial = s->dialect == &sqlq_dialect_sqlite;
+    bool serial = s->dialect->serial_writer;
     if (serial)
         pthread_mutex_lock(&s->write_lock);
     sqlq_result r = apply(s, w->db, d->body, d->body_len, err);

@@ -87,7 +87,7 @@ sqlq_result sqlq_backfill_page_sql(const sqlq_dialect *d, const sqlq_table *t, c
         order[i] = (sqlq_keyset_col){c->name, c->type, cls};
     }
     sqlq_result r = sqlq_buf_adds(out, "SELECT ");
-    if (r == SQLQ_OK && d == &sqlq_dialect_mssql)
+    if (r == SQLQ_OK && d->limit_top)
         r = sqlq_buf_printf(out, "TOP (%d) ", page_size);
     for (size_t i = 0; r == SQLQ_OK && i < t->ncolumns; i++) {
         r = sqlq_buf_adds(out, i ? ", " : "");
@@ -129,7 +129,7 @@ sqlq_result sqlq_backfill_page_sql(const sqlq_dialect *d, const sqlq_table *t, c
         r = sqlq_buf_adds(out, " ORDER BY ");
     if (r == SQLQ_OK)
         r = sqlq_keyset_order_sql(d, order, t->nkey, out);
-    if (r == SQLQ_OK && d != &sqlq_dialect_mssql)
+    if (r == SQLQ_OK && !d->limit_top)
         r = sqlq_buf_printf(out, " LIMIT %d", page_size);
     return r == SQLQ_OK ? r : sqlq_error_set(err, r, false, "cannot build the backfill query");
 }
@@ -167,7 +167,7 @@ static sqlq_result ct_version_sql(const sqlq_backfill *bf, char **out, sqlq_erro
 {
     const sqlq_table *t = bf->table;
     sqlq_sql_text q;
-    sqlq_sql_text_init(&q, &sqlq_dialect_mssql);
+    sqlq_sql_text_init(&q, sqlq_db_dialect(bf->db));
     sqlq_sql_text_add(&q, "COALESCE((SELECT ct.SYS_CHANGE_VERSION FROM CHANGETABLE(VERSION ");
     sqlq_sql_text_table(&q, &t->name);
     sqlq_sql_text_add(&q, ", (");
@@ -190,7 +190,7 @@ static sqlq_result ct_enabled(sqlq_db *db, const sqlq_table *t, bool *out, sqlq_
 {
     sqlq_buf name;
     sqlq_buf_init(&name, 0);
-    sqlq_result r = sqlq_dialect_quote_table(&sqlq_dialect_mssql, &t->name, &name);
+    sqlq_result r = sqlq_dialect_quote_table(sqlq_db_dialect(db), &t->name, &name);
     sqlq_param p = sqlq_param_text(sqlq_buf_str(&name));
     int64_t n = 0;
     if (r == SQLQ_OK)
@@ -234,7 +234,7 @@ static sqlq_result choose_version(sqlq_backfill *bf, const sqlq_backfill_config 
     }
     bool have = false;
     sqlq_result r;
-    if (sqlq_db_dialect(bf->db) == &sqlq_dialect_mssql) {
+    if (sqlq_db_dialect(bf->db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING) {
         r = ct_enabled(bf->db, bf->table, &have, err);
         if (r == SQLQ_OK && have)
             bf->vsource = SQLQ_BACKFILL_VERSION_CHANGE_TRACKING;

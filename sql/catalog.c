@@ -69,8 +69,8 @@ static bool key_part(char *out, size_t size, size_t *pos, const char *part, bool
     return true;
 }
 
-static void make_base(const sqlq_dialect *d, const sqlq_table_name *t, const char *key,
-                      char *out, size_t size)
+static void make_base(const sqlq_dialect *d, const sqlq_table_name *t, const char *key, char *out,
+                      size_t size)
 {
     bool home_schema = !d->schemas || strcmp(t->schema, d->home_schema) == 0;
     if (home_schema && strlen(t->name) <= BASE_PLAIN_MAX &&

@@ -28,8 +28,7 @@ static sqlq_result run_all(sqlq_db *db, const char *const *sql, sqlq_error *err)
  * checks CREATE privileges before IF NOT EXISTS, and a bridge may run without them). */
 static sqlq_result all_present(sqlq_db *db, bool *out, sqlq_error *err)
 {
-    const char *const objects[] = {
-        "tables", "state", sqlq_db_dialect(db)->catalog_token_object};
+    const char *const objects[] = {"tables", "state", sqlq_db_dialect(db)->catalog_token_object};
     *out = true;
     sqlq_result r = SQLQ_OK;
     for (size_t i = 0; r == SQLQ_OK && *out && i < 3; i++)

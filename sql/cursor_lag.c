@@ -23,7 +23,6 @@ int sqlq_cursor_lag_resolve(const sqlq_dialect *d, sqlq_value_class cls, int con
     }
     snprintf(rule, rule_size,
              "lag %d ms (%s default: a commit up to %d s after its cursor value is still read)",
-             SQLQ_CURSOR_DEFAULT_LAG_MS, d->title,
-             SQLQ_CURSOR_DEFAULT_LAG_MS / 1000);
+             SQLQ_CURSOR_DEFAULT_LAG_MS, d->title, SQLQ_CURSOR_DEFAULT_LAG_MS / 1000);
     return SQLQ_CURSOR_DEFAULT_LAG_MS;
 }

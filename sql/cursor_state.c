@@ -468,3 +468,25 @@ sqlq_result sqlq_cursor_state_resign(sqlq_cursor_state *st, sqlq_error *err)
     st->leader = false;
     return sqlq_db_exec(st->db, st->sql_resign, p, 4, NULL, err);
 }
+
+sqlq_result sqlq_cursor_state_forget(sqlq_db *db, const char *table_key, const char *bridge,
+                                     long long *out_removed, sqlq_error *err)
+{
+    *out_removed = 0;
+    bool have = false;
+    sqlq_result r = sqlq_catalog_object_exists(db, SQLQ_CURSOR_STATE_OBJECT, &have, err);
+    if (r != SQLQ_OK || !have)
+        return r;
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(db));
+    sqlq_sql_text_add(&q, "DELETE FROM ");
+    sqlq_catalog_object(&q, SQLQ_CURSOR_STATE_OBJECT);
+    sqlq_sql_text_add(&q, " WHERE table_name = ?%s", bridge ? " AND bridge_name = ?" : "");
+    char *sql = NULL;
+    r = sqlq_sql_text_take(&q, &sql, err);
+    sqlq_param p[2] = {sqlq_param_text(table_key), sqlq_param_text(bridge)};
+    if (r == SQLQ_OK)
+        r = sqlq_db_exec(db, sql, p, bridge ? 2 : 1, out_removed, err);
+    free(sql);
+    return r;
+}

@@ -15,7 +15,8 @@
 static sqlq_result has_column(sqlq_db *db, bool *out, sqlq_error *err)
 {
     int64_t n = 0;
-    sqlq_result r = sqlq_db_query_int(db, sqlq_db_dialect(db)->cursor_lag_rule_exists, NULL, 0, &n, err);
+    sqlq_result r =
+        sqlq_db_query_int(db, sqlq_db_dialect(db)->cursor_lag_rule_exists, NULL, 0, &n, err);
     *out = r == SQLQ_OK && n > 0;
     return r;
 }

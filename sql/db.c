@@ -321,7 +321,8 @@ static sqlq_result bind_params(sqlq_db *db, db_stmt *s, const sqlq_param *params
         } else if (p->type == SQLQ_PARAM_BINARY && (p->text || p->len == 0)) {
             s->ind[i] = (SQLLEN)p->len;
             rc = SQLBindParameter(s->h, num, SQL_PARAM_INPUT, SQL_C_BINARY,
-                                  db->dialect->long_binary_over && p->len > db->dialect->long_binary_over
+                                  db->dialect->long_binary_over &&
+                                          p->len > db->dialect->long_binary_over
                                       ? SQL_LONGVARBINARY
                                       : SQL_VARBINARY,
                                   p->len ? p->len : 1, 0, unconst(p->text ? p->text : ""),

@@ -95,8 +95,8 @@ sqlq_result sqlq_dialect_quote_literal(const sqlq_dialect *d, const char *s, sql
     /* PostgreSQL: E'' makes backslashes mean the same whatever standard_conforming_strings
      * says; SQL Server: N'' keeps non-ASCII text out of the code page. */
     bool escape_backslash = d->literal_backslash_e && strchr(s, '\\') != NULL;
-    sqlq_result r = escape_backslash ? sqlq_buf_addc(out, 'E')
-                                     : sqlq_buf_adds(out, d->literal_prefix);
+    sqlq_result r =
+        escape_backslash ? sqlq_buf_addc(out, 'E') : sqlq_buf_adds(out, d->literal_prefix);
     if (r == SQLQ_OK)
         r = sqlq_buf_addc(out, '\'');
     for (size_t i = 0; i < len && r == SQLQ_OK; i++) {
@@ -123,6 +123,11 @@ static const sqlq_dialect *const DIALECTS[] = {
     &sqlq_dialect_postgres,
     &sqlq_dialect_mssql,
 };
+
+const sqlq_dialect *sqlq_dialect_at(size_t i)
+{
+    return i < sizeof(DIALECTS) / sizeof(DIALECTS[0]) ? DIALECTS[i] : NULL;
+}
 
 const sqlq_dialect *sqlq_dialect_find(const char *dbms_name)
 {

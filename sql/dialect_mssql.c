@@ -68,8 +68,14 @@ const sqlq_dialect sqlq_dialect_mssql = {
 
     .session_sql = NULL,
     .serial_writer = false,
-    .wide_text = true,        /* N'' text: no code page between UTF-8 and the column */
+    .wide_text = true, /* N'' text: no code page between UTF-8 and the column */
+    .drop_if_exists = false,
     .long_binary_over = 8000, /* varbinary(max) beyond 8000 bytes */
+
+    .dynamic_types = false,
+    .tz_text_in_utc = false,
+    .exact_time_text = false,
+    .bool_as_text = false,
 
     .ident_open = '[',
     .ident_close = ']',
@@ -97,6 +103,7 @@ const sqlq_dialect sqlq_dialect_mssql = {
     .schema_create_sql = "IF SCHEMA_ID(N'sqlq') IS NULL EXEC(N'CREATE SCHEMA sqlq')",
     .resolve_sql = "SELECT OBJECT_SCHEMA_NAME(OBJECT_ID(?)) AS s, OBJECT_NAME(OBJECT_ID(?)) AS n",
     .resolve_nparams = 2,
+    .column_exists_sql = "SELECT CASE WHEN COL_LENGTH(?, ?) IS NULL THEN 0 ELSE 1 END",
     .key_types_sql = "SELECT c.name AS n, TYPE_NAME(c.user_type_id) AS t, c.max_length AS ml, "
                      "c.precision AS p, c.scale AS sc FROM sys.columns c "
                      "WHERE c.object_id = OBJECT_ID(?)",
@@ -123,11 +130,15 @@ const sqlq_dialect sqlq_dialect_mssql = {
 
     .capture_shape = SQLQ_CAPTURE_CHANGE_TRACKING,
 
+    .lag_shape = SQLQ_LAG_DATEADD,
     .rowversion = true,
     .row_values = false, /* no row-value comparison: expanded to ORs */
     .keyset_value_sql = sqlq_keyset_value_sql_mssql,
     .keyset_param_sql = sqlq_keyset_param_sql_mssql,
 
+    .upsert_sql = sqlq_upsert_sql_merge,
     .upsert_excluded = NULL, /* MERGE */
     .limit_top = true,
+    .version_guard_create_sql = sqlq_version_guard_create_sql_mssql,
+    .version_guard_claim_sql = sqlq_version_guard_claim_sql_merge,
 };

@@ -37,4 +37,29 @@ SQLQ_NODISCARD sqlq_result sqlq_keyset_param_sql_plain(const sqlq_keyset_col *c,
 SQLQ_NODISCARD sqlq_result sqlq_keyset_param_sql_postgres(const sqlq_keyset_col *c, sqlq_buf *out);
 SQLQ_NODISCARD sqlq_result sqlq_keyset_param_sql_mssql(const sqlq_keyset_col *c, sqlq_buf *out);
 
+/* upsert.c: the sink's upsert. */
+SQLQ_NODISCARD sqlq_result sqlq_upsert_sql_on_conflict(const sqlq_dialect *d,
+                                                       const sqlq_table_name *t,
+                                                       const char *const *cols, size_t ncols,
+                                                       const char *const *key, size_t nkey,
+                                                       sqlq_buf *out);
+SQLQ_NODISCARD sqlq_result sqlq_upsert_sql_merge(const sqlq_dialect *d, const sqlq_table_name *t,
+                                                 const char *const *cols, size_t ncols,
+                                                 const char *const *key, size_t nkey,
+                                                 sqlq_buf *out);
+
+/* version_guard.c: the sink's version table. */
+SQLQ_NODISCARD sqlq_result sqlq_version_guard_create_sql_if_not_exists(const sqlq_dialect *d,
+                                                                       const sqlq_table_name *state,
+                                                                       sqlq_buf *out);
+SQLQ_NODISCARD sqlq_result sqlq_version_guard_create_sql_mssql(const sqlq_dialect *d,
+                                                               const sqlq_table_name *state,
+                                                               sqlq_buf *out);
+SQLQ_NODISCARD sqlq_result sqlq_version_guard_claim_sql_on_conflict(const sqlq_dialect *d,
+                                                                    const sqlq_table_name *state,
+                                                                    sqlq_buf *out);
+SQLQ_NODISCARD sqlq_result sqlq_version_guard_claim_sql_merge(const sqlq_dialect *d,
+                                                              const sqlq_table_name *state,
+                                                              sqlq_buf *out);
+
 #endif

@@ -55,7 +55,13 @@ const sqlq_dialect sqlq_dialect_postgres = {
     .session_sql = "SET TIME ZONE 'UTC'",
     .serial_writer = false,
     .wide_text = false,
+    .drop_if_exists = true,
     .long_binary_over = 0,
+
+    .dynamic_types = false,
+    .tz_text_in_utc = true,
+    .exact_time_text = true,
+    .bool_as_text = true,
 
     .ident_open = '"',
     .ident_close = '"',
@@ -82,6 +88,9 @@ const sqlq_dialect sqlq_dialect_postgres = {
                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
                    "WHERE c.oid = to_regclass(CAST(? AS text))",
     .resolve_nparams = 1,
+    .column_exists_sql =
+        "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(CAST(? AS text)) "
+        "AND attname = CAST(? AS text) AND NOT attisdropped",
     .key_types_sql = "SELECT a.attname AS n, format_type(a.atttypid, a.atttypmod) AS t "
                      "FROM pg_attribute a WHERE a.attrelid = to_regclass(CAST(? AS text)) "
                      "AND a.attnum > 0 AND NOT a.attisdropped",
@@ -105,11 +114,15 @@ const sqlq_dialect sqlq_dialect_postgres = {
 
     .capture_shape = SQLQ_CAPTURE_LOG_SEQUENCE,
 
+    .lag_shape = SQLQ_LAG_INTERVAL,
     .rowversion = false,
     .row_values = true,
     .keyset_value_sql = sqlq_keyset_value_sql_postgres,
     .keyset_param_sql = sqlq_keyset_param_sql_postgres,
 
+    .upsert_sql = sqlq_upsert_sql_on_conflict,
     .upsert_excluded = "EXCLUDED.",
     .limit_top = false,
+    .version_guard_create_sql = sqlq_version_guard_create_sql_if_not_exists,
+    .version_guard_claim_sql = sqlq_version_guard_claim_sql_on_conflict,
 };

@@ -50,7 +50,13 @@ const sqlq_dialect sqlq_dialect_sqlite = {
     .session_sql = NULL,
     .serial_writer = true,
     .wide_text = false,
+    .drop_if_exists = true,
     .long_binary_over = 0,
+
+    .dynamic_types = true,
+    .tz_text_in_utc = false,
+    .exact_time_text = false,
+    .bool_as_text = false,
 
     .ident_open = '"',
     .ident_close = '"',
@@ -75,6 +81,7 @@ const sqlq_dialect sqlq_dialect_sqlite = {
     .resolve_sql = "SELECT '' AS s, name AS n FROM sqlite_master WHERE type = 'table' "
                    "AND name = ? COLLATE NOCASE",
     .resolve_nparams = 1,
+    .column_exists_sql = "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?",
     .key_types_sql = "SELECT name AS n, type AS t FROM pragma_table_info(?)",
     .key_type = sqlq_catalog_key_type_sqlite,
     .registry_upsert_head = "INSERT INTO ",
@@ -95,11 +102,15 @@ const sqlq_dialect sqlq_dialect_sqlite = {
 
     .capture_shape = SQLQ_CAPTURE_LOG_COUNTER,
 
+    .lag_shape = SQLQ_LAG_JULIANDAY,
     .rowversion = false,
     .row_values = true,
     .keyset_value_sql = sqlq_keyset_value_sql_sqlite,
     .keyset_param_sql = sqlq_keyset_param_sql_plain,
 
+    .upsert_sql = sqlq_upsert_sql_on_conflict,
     .upsert_excluded = "excluded.",
     .limit_top = false,
+    .version_guard_create_sql = sqlq_version_guard_create_sql_if_not_exists,
+    .version_guard_claim_sql = sqlq_version_guard_claim_sql_on_conflict,
 };

@@ -124,8 +124,7 @@ sqlq_result sqlq_keyset_value_sql_postgres(const sqlq_keyset_col *c, sqlq_buf *o
     switch (c->cls) {
     case SQLQ_VALUE_INT:
     case SQLQ_VALUE_TEXT:
-    case SQLQ_VALUE_ROWVERSION:
-        return add_ident(&sqlq_dialect_postgres, c->name, out);
+    case SQLQ_VALUE_ROWVERSION: return add_ident(&sqlq_dialect_postgres, c->name, out);
     case SQLQ_VALUE_EXACT:
         if ((r = sqlq_buf_adds(out, "CAST(")) == SQLQ_OK &&
             (r = add_ident(&sqlq_dialect_postgres, c->name, out)) == SQLQ_OK)
@@ -218,14 +217,10 @@ sqlq_result sqlq_keyset_param_sql_postgres(const sqlq_keyset_col *c, sqlq_buf *o
     char tbuf[64];
     const char *t = plain_type(c->type, tbuf, sizeof(tbuf));
     switch (c->cls) {
-    case SQLQ_VALUE_TIMESTAMP:
-        return cast_param("timestamp", out);
-    case SQLQ_VALUE_TIMESTAMPTZ:
-        return cast_param("timestamptz", out);
-    case SQLQ_VALUE_EXACT:
-        return t ? cast_param(t, out) : sqlq_buf_adds(out, "?");
-    default:
-        return sqlq_buf_adds(out, "?");
+    case SQLQ_VALUE_TIMESTAMP: return cast_param("timestamp", out);
+    case SQLQ_VALUE_TIMESTAMPTZ: return cast_param("timestamptz", out);
+    case SQLQ_VALUE_EXACT: return t ? cast_param(t, out) : sqlq_buf_adds(out, "?");
+    default: return sqlq_buf_adds(out, "?");
     }
 }
 
@@ -234,19 +229,17 @@ sqlq_result sqlq_keyset_param_sql_mssql(const sqlq_keyset_col *c, sqlq_buf *out)
     char tbuf[64];
     const char *t = plain_type(c->type, tbuf, sizeof(tbuf));
     switch (c->cls) {
-    case SQLQ_VALUE_ROWVERSION:
-        return cast_param("binary(8)", out);
+    case SQLQ_VALUE_ROWVERSION: return cast_param("binary(8)", out);
     case SQLQ_VALUE_TIMESTAMP:
     case SQLQ_VALUE_TIMESTAMPTZ:
         /* The column's own type: datetime '…003' and datetime2 '…0030000' differ. */
         return t ? cast_param(t, out) : sqlq_buf_adds(out, "?");
-    default:
-        return sqlq_buf_adds(out, "?");
+    default: return sqlq_buf_adds(out, "?");
     }
 }
 
-static sqlq_result add_list(const sqlq_dialect *d, const sqlq_keyset_col *cols, size_t n, bool params,
-                            sqlq_buf *out)
+static sqlq_result add_list(const sqlq_dialect *d, const sqlq_keyset_col *cols, size_t n,
+                            bool params, sqlq_buf *out)
 {
     sqlq_result r = SQLQ_OK;
     for (size_t i = 0; i < n && r == SQLQ_OK; i++) {

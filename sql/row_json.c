@@ -63,10 +63,9 @@ static value_kind kind_of(short sql_type, const char *type_name, const sqlq_dial
 {
     if (type_is(type_name, "bool"))
         return KIND_BOOL;
-    if (d == &sqlq_dialect_sqlite &&
-        (type_is(type_name, "numeric") || type_is(type_name, "decimal")))
+    if (d->dynamic_types && (type_is(type_name, "numeric") || type_is(type_name, "decimal")))
         return KIND_DECIMAL;
-    if (d == &sqlq_dialect_postgres && strcasecmp(type_name, "timestamptz") == 0)
+    if (d->tz_text_in_utc && strcasecmp(type_name, "timestamptz") == 0)
         return KIND_TIMESTAMP_UTC;
     switch (sql_type) {
     case SQL_BIT: return KIND_BOOL;
@@ -150,7 +149,7 @@ static json_t *int_value(const char *text, size_t len, const sqlq_dialect *d)
     long long v = strtoll(text, &end, 10);
     if (end == text || (size_t)(end - text) != len) {
         /* SQLite keeps whatever was stored: a REAL or text in an INTEGER column. */
-        return d == &sqlq_dialect_sqlite ? float_value(text, len) : text_value(text, len);
+        return d->dynamic_types ? float_value(text, len) : text_value(text, len);
     }
     if (errno == ERANGE || v > MAX_SAFE_INT || v < -MAX_SAFE_INT)
         return json_stringn(text, len); /* exact digits, beyond what a double holds */
@@ -283,7 +282,7 @@ json_t *sqlq_row_json_value(short sql_type, const char *type_name, const sqlq_di
 /* SQL Server's narrow calls follow the client code page; its text is read as UTF-16. */
 static bool wide_text(const sqlq_row_json *r, value_kind kind)
 {
-    return r->dialect == &sqlq_dialect_mssql && kind != KIND_BINARY;
+    return r->dialect->wide_text && kind != KIND_BINARY;
 }
 
 /* Read column col (1-based) whole into r->value with SQLGetData, piece by piece (01004 =
@@ -459,7 +458,7 @@ static char *column_name(SQLHSTMT stmt, SQLUSMALLINT col, const sqlq_dialect *d,
 {
     SQLULEN size = 0;
     SQLSMALLINT digits = 0, nullable = 0, len = 0;
-    if (d == &sqlq_dialect_mssql) {
+    if (d->wide_text) {
         SQLWCHAR w[512];
         *rc = SQLDescribeColW(stmt, col, w, (SQLSMALLINT)(sizeof(w) / sizeof(w[0])), &len, sql_type,
                               &size, &digits, &nullable);
@@ -556,7 +555,7 @@ short sqlq_row_json_sql_type(const sqlq_row_json *r, size_t i)
 
 bool sqlq_row_json_needs_text(const sqlq_dialect *d, const sqlq_column *c)
 {
-    if (d != &sqlq_dialect_postgres)
+    if (!d->exact_time_text)
         return false;
     switch (c->sql_type) {
     case SQL_TYPE_DATE:
@@ -599,12 +598,12 @@ static sqlq_result exact_sql(const char *prefix, const char *name, sqlq_buf *out
     return r;
 }
 
-sqlq_result sqlq_row_json_select_sql(const sqlq_dialect *d, const char *prefix, const sqlq_column *c,
-                                     sqlq_buf *out)
+sqlq_result sqlq_row_json_select_sql(const sqlq_dialect *d, const char *prefix,
+                                     const sqlq_column *c, sqlq_buf *out)
 {
     bool text = sqlq_row_json_needs_text(d, c);
     sqlq_result r = SQLQ_OK;
-    if (d == &sqlq_dialect_sqlite && sqlite_may_hold_real(c))
+    if (d->dynamic_types && sqlite_may_hold_real(c))
         r = exact_sql(prefix, c->name, out);
     if (r == SQLQ_OK && text)
         r = sqlq_buf_adds(out, "(to_json(");
@@ -619,7 +618,7 @@ sqlq_result sqlq_row_json_select_sql(const sqlq_dialect *d, const char *prefix, 
 
 bool sqlq_row_json_needs_fixup(const sqlq_dialect *d, const sqlq_column *c)
 {
-    return sqlq_row_json_needs_text(d, c) || (d == &sqlq_dialect_sqlite && sqlite_may_hold_real(c));
+    return sqlq_row_json_needs_text(d, c) || (d->dynamic_types && sqlite_may_hold_real(c));
 }
 
 sqlq_result sqlq_row_json_fixup_sql(const sqlq_dialect *d, const char *prefix, const sqlq_column *c,
@@ -640,7 +639,8 @@ sqlq_result sqlq_row_json_fixup_sql(const sqlq_dialect *d, const char *prefix, c
     return r;
 }
 
-json_t *sqlq_row_json_fixup(const sqlq_dialect *d, const sqlq_column *c, json_t *v, const json_t *fix)
+json_t *sqlq_row_json_fixup(const sqlq_dialect *d, const sqlq_column *c, json_t *v,
+                            const json_t *fix)
 {
     const char *text = json_string_value(fix);
     if (!text || json_is_null(v))

@@ -23,8 +23,7 @@ const char *sqlq_table_describe_sql(const sqlq_dialect *d)
 }
 
 sqlq_result sqlq_table_describe_params_sqlite(const sqlq_dialect *d, const sqlq_table_name *name,
-                                              sqlq_buf *quoted, sqlq_param *params,
-                                              size_t *nparams)
+                                              sqlq_buf *quoted, sqlq_param *params, size_t *nparams)
 {
     (void)d;
     (void)quoted;
@@ -38,8 +37,7 @@ sqlq_result sqlq_table_describe_params_sqlite(const sqlq_dialect *d, const sqlq_
 }
 
 sqlq_result sqlq_table_describe_params_quoted(const sqlq_dialect *d, const sqlq_table_name *name,
-                                              sqlq_buf *quoted, sqlq_param *params,
-                                              size_t *nparams)
+                                              sqlq_buf *quoted, sqlq_param *params, size_t *nparams)
 {
     sqlq_result r = sqlq_dialect_quote_table(d, name, quoted);
     if (r != SQLQ_OK)

@@ -37,9 +37,8 @@ void sqlq_table_free(sqlq_table *t);
  * quoted name is built in quoted, which must outlive params). Exposed for unit tests. */
 const char *sqlq_table_describe_sql(const sqlq_dialect *d);
 SQLQ_NODISCARD sqlq_result sqlq_table_describe_params(const sqlq_dialect *d,
-                                                      const sqlq_table_name *name,
-                                                      sqlq_buf *quoted, sqlq_param *params,
-                                                      size_t *nparams);
+                                                      const sqlq_table_name *name, sqlq_buf *quoted,
+                                                      sqlq_param *params, size_t *nparams);
 /* The ODBC SQL_* type for a declared type name as the catalog gives it. */
 short sqlq_table_sql_type(const sqlq_dialect *d, const char *type_name);
 /* The column named name: the exact name first, else a unique case-insensitive match (SQLite

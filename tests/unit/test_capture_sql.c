@@ -127,8 +127,9 @@ static void test_capture_sql_row_read_whole(void **state)
         const char *key_from; /* the catalog lookup of the key, in m_key and in key_shape */
         const char *src;      /* key_shape's m_src: the change source's objects */
     } cases[] = {
-        {&sqlq_dialect_sqlite, "", "FROM pragma_table_info('O''Brien', 'main') WHERE pk > 0 "
-                                  "ORDER BY pk))",
+        {&sqlq_dialect_sqlite, "",
+         "FROM pragma_table_info('O''Brien', 'main') WHERE pk > 0 "
+         "ORDER BY pk))",
          ", (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'O''Brien' "
          "AND substr(name, 1, 29) = 'sqlq_log_o_brien_"},
         {&sqlq_dialect_postgres, "public",
@@ -438,7 +439,8 @@ static void test_capture_sql_catalog_names(void **state)
     char h[13];
     sqlq_catalog_hash12("orders", NULL, h);
     assert_string_equal(h, "1c168adb00d2");
-    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_postgres, &t, "default", &n, &err), SQLQ_OK);
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_postgres, &t, "default", &n, &err),
+                     SQLQ_OK);
     assert_string_equal(n.table_key, "public.orders");
     assert_string_equal(n.log_table, "log_orders");
     assert_string_equal(n.log_function, "capture_orders");
@@ -462,12 +464,14 @@ static void test_capture_sql_catalog_names(void **state)
     for (const char *p = m.log_table; *p; p++)
         assert_true((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_');
     sqlq_table_name upper = {.schema = "public", .name = "Orders"};
-    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_postgres, &upper, NULL, &m, &err), SQLQ_OK);
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_postgres, &upper, NULL, &m, &err),
+                     SQLQ_OK);
     assert_string_not_equal(m.log_table, "log_orders"); /* "Orders" is not orders in PostgreSQL */
     assert_string_equal(m.table_key, "public.\"Orders\"");
     /* SQLite: names are case-insensitive there, so a plain mixed-case name stays readable */
     sqlq_table_name lite = {.name = "Orders"};
-    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_sqlite, &lite, "default", &m, &err), SQLQ_OK);
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_sqlite, &lite, "default", &m, &err),
+                     SQLQ_OK);
     assert_string_equal(m.log_table, "log_orders");
     assert_string_equal(m.trigger, "sqlq_log_orders");
     assert_string_equal(m.table_key, "Orders");

@@ -57,14 +57,16 @@ static void test_cursor_column_unsafe_types(void **state)
     (void)state;
     expect_refused(&sqlq_dialect_postgres, col("timestamptz", SQL_TYPE_TIMESTAMP, true, false),
                    "nullable");
-    expect_refused(&sqlq_dialect_postgres, col("float8", SQL_DOUBLE, false, false), "floating-point");
+    expect_refused(&sqlq_dialect_postgres, col("float8", SQL_DOUBLE, false, false),
+                   "floating-point");
     expect_refused(&sqlq_dialect_sqlite, col("real", SQL_REAL, false, false), "floating-point");
     expect_refused(&sqlq_dialect_postgres, col("text", SQL_LONGVARCHAR, false, false), "collation");
     expect_refused(&sqlq_dialect_postgres, col("date", SQL_TYPE_DATE, false, false), "time of day");
     expect_refused(&sqlq_dialect_postgres, col("numeric", SQL_NUMERIC, false, false), "bigint");
     expect_refused(&sqlq_dialect_postgres, col("bytea", SQL_VARBINARY, false, false), "binary");
     /* A SQLite text primary key may hold NULL. */
-    expect_refused(&sqlq_dialect_sqlite, col("datetime", SQL_TYPE_TIMESTAMP, true, true), "nullable");
+    expect_refused(&sqlq_dialect_sqlite, col("datetime", SQL_TYPE_TIMESTAMP, true, true),
+                   "nullable");
 }
 
 static void test_cursor_column_soft_deleted_values(void **state)

@@ -43,9 +43,9 @@ static void test_cursor_lag_set_by_the_user(void **state)
                                              rule, sizeof(rule)),
                      0);
     assert_string_equal(rule, "lag 0 ms (set by safety_lag_ms)");
-    assert_int_equal(sqlq_cursor_lag_resolve(&sqlq_dialect_sqlite, SQLQ_VALUE_INT, 2500, rule,
-                                             sizeof(rule)),
-                     2500);
+    assert_int_equal(
+        sqlq_cursor_lag_resolve(&sqlq_dialect_sqlite, SQLQ_VALUE_INT, 2500, rule, sizeof(rule)),
+        2500);
     assert_string_equal(rule, "lag 2500 ms (set by safety_lag_ms)");
 }
 

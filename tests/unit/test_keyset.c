@@ -103,7 +103,8 @@ static void expect_value_sql(const sqlq_dialect *d, sqlq_keyset_col c, const cha
 static void test_keyset_checkpoint_forms(void **state)
 {
     (void)state;
-    expect_value_sql(&sqlq_dialect_postgres, (sqlq_keyset_col){"ts", "timestamp", SQLQ_VALUE_TIMESTAMP},
+    expect_value_sql(&sqlq_dialect_postgres,
+                     (sqlq_keyset_col){"ts", "timestamp", SQLQ_VALUE_TIMESTAMP},
                      "to_char(\"ts\", 'YYYY-MM-DD\"T\"HH24:MI:SS.US')", "CAST(? AS timestamp)");
     expect_value_sql(&sqlq_dialect_postgres,
                      (sqlq_keyset_col){"ts", "timestamptz", SQLQ_VALUE_TIMESTAMPTZ},
@@ -112,23 +113,25 @@ static void test_keyset_checkpoint_forms(void **state)
     expect_value_sql(&sqlq_dialect_postgres,
                      (sqlq_keyset_col){"amount", "numeric(10,2)", SQLQ_VALUE_EXACT},
                      "CAST(\"amount\" AS text)", "CAST(? AS numeric)");
-    expect_value_sql(&sqlq_dialect_postgres, (sqlq_keyset_col){"id", "int4", SQLQ_VALUE_INT}, "\"id\"",
-                     "?");
-    expect_value_sql(&sqlq_dialect_sqlite, (sqlq_keyset_col){"ts", "datetime", SQLQ_VALUE_TIMESTAMP},
+    expect_value_sql(&sqlq_dialect_postgres, (sqlq_keyset_col){"id", "int4", SQLQ_VALUE_INT},
+                     "\"id\"", "?");
+    expect_value_sql(&sqlq_dialect_sqlite,
+                     (sqlq_keyset_col){"ts", "datetime", SQLQ_VALUE_TIMESTAMP},
                      "CAST(\"ts\" AS TEXT)", "?");
     expect_value_sql(&sqlq_dialect_mssql, (sqlq_keyset_col){"ts", "datetime", SQLQ_VALUE_TIMESTAMP},
                      "CONVERT(varchar(33), [ts], 126)", "CAST(? AS datetime)");
+    expect_value_sql(
+        &sqlq_dialect_mssql, (sqlq_keyset_col){"ts", "datetimeoffset", SQLQ_VALUE_TIMESTAMPTZ},
+        "CONVERT(varchar(33), CAST(SWITCHOFFSET([ts], '+00:00') AS datetime2(7)), 126) "
+        "+ 'Z'",
+        "CAST(? AS datetimeoffset)");
     expect_value_sql(&sqlq_dialect_mssql,
-                     (sqlq_keyset_col){"ts", "datetimeoffset", SQLQ_VALUE_TIMESTAMPTZ},
-                     "CONVERT(varchar(33), CAST(SWITCHOFFSET([ts], '+00:00') AS datetime2(7)), 126) "
-                     "+ 'Z'",
-                     "CAST(? AS datetimeoffset)");
-    expect_value_sql(&sqlq_dialect_mssql, (sqlq_keyset_col){"rv", "timestamp", SQLQ_VALUE_ROWVERSION},
+                     (sqlq_keyset_col){"rv", "timestamp", SQLQ_VALUE_ROWVERSION},
                      "CAST([rv] AS bigint)", "CAST(? AS binary(8))");
     /* A type name that is not a plain word is never pasted into SQL. */
     expect_value_sql(&sqlq_dialect_postgres,
-                     (sqlq_keyset_col){"x", "my\"type; drop", SQLQ_VALUE_EXACT}, "CAST(\"x\" AS text)",
-                     "?");
+                     (sqlq_keyset_col){"x", "my\"type; drop", SQLQ_VALUE_EXACT},
+                     "CAST(\"x\" AS text)", "?");
 }
 
 static sqlq_column col(const char *type, short sql_type)

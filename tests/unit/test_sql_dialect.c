@@ -239,6 +239,71 @@ static void test_sql_dialect_sql_types(void **state)
     assert_int_equal(sqlq_table_sql_type(&sqlq_dialect_sqlite, "datetime"), SQL_TYPE_TIMESTAMP);
 }
 
+/* The registry: each database by its SQL_DBMS_NAME (any case); an unknown one gets no dialect
+ * (sqlq_db_connect then fails naming the supported ones), never another's. */
+static void test_sql_dialect_find(void **state)
+{
+    (void)state;
+    assert_ptr_equal(sqlq_dialect_find("SQLite"), &sqlq_dialect_sqlite);
+    assert_ptr_equal(sqlq_dialect_find("postgresql"), &sqlq_dialect_postgres);
+    assert_ptr_equal(sqlq_dialect_find("Microsoft SQL Server"), &sqlq_dialect_mssql);
+    assert_null(sqlq_dialect_find("MySQL"));
+    assert_null(sqlq_dialect_find(""));
+    assert_null(sqlq_dialect_find(NULL));
+    char titles[256];
+    sqlq_dialect_titles(titles, sizeof(titles));
+    assert_string_equal(titles, "SQLite, PostgreSQL, SQL Server");
+    char tiny[8];
+    sqlq_dialect_titles(tiny, sizeof(tiny)); /* cut, never overrun */
+    assert_true(strlen(tiny) < sizeof(tiny));
+}
+
+/* Every registered dialect fills every entry a caller uses without checking (docs/dialects.md):
+ * a new dialect that forgets one fails here, not at a user's first poll. */
+static void test_sql_dialect_tables_complete(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    for (const sqlq_dialect *d; (d = sqlq_dialect_at(n)) != NULL; n++) {
+        assert_non_null(d->name);
+        assert_non_null(d->title);
+        assert_non_null(d->dbms_name);
+        assert_ptr_equal(sqlq_dialect_find(d->dbms_name), d);
+        assert_true(d->ident_open && d->ident_close);
+        assert_non_null(d->literal_prefix);
+        assert_non_null(d->home_schema);
+        assert_true(d->schemas == (d->home_schema[0] != '\0'));
+        assert_true(d->schemas == (d->schema_exists_sql != NULL));
+        assert_true(d->schemas == (d->schema_create_sql != NULL));
+        assert_non_null(d->object_prefix);
+        assert_non_null(d->now_ms);
+        assert_non_null(d->catalog_create);
+        assert_non_null(d->catalog_drop);
+        assert_non_null(d->catalog_token_object);
+        assert_non_null(d->object_exists_sql);
+        assert_non_null(d->resolve_sql);
+        assert_true(d->resolve_nparams >= 1 && d->resolve_nparams <= 2);
+        assert_non_null(d->column_exists_sql);
+        assert_non_null(d->key_types_sql);
+        assert_non_null(d->key_type);
+        assert_non_null(d->registry_upsert_head);
+        assert_non_null(d->registry_upsert_tail);
+        assert_non_null(d->describe_sql);
+        assert_non_null(d->describe_params);
+        assert_non_null(d->sql_type);
+        assert_non_null(d->cursor_state_create);
+        assert_non_null(d->cursor_lag_rule_exists);
+        assert_non_null(d->cursor_lag_rule_add);
+        assert_non_null(d->keyset_value_sql);
+        assert_non_null(d->keyset_param_sql);
+        assert_non_null(d->upsert_sql);
+        assert_non_null(d->version_guard_create_sql);
+        assert_non_null(d->version_guard_claim_sql);
+    }
+    assert_int_equal(n, 3);
+    assert_null(sqlq_dialect_at(n));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -250,6 +315,8 @@ int main(void)
         cmocka_unit_test(test_sql_dialect_mssql_key_discovery_sql),
         cmocka_unit_test(test_sql_dialect_catalog_sql_uses_parameters),
         cmocka_unit_test(test_sql_dialect_sql_types),
+        cmocka_unit_test(test_sql_dialect_find),
+        cmocka_unit_test(test_sql_dialect_tables_complete),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
