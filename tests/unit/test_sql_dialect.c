@@ -1,4 +1,5 @@
 /* sql/dialect and the SQL text of sql/table: quoting, table-name parsing, catalog queries. */
+#include "cursor_query.h"
 #include "dialect.h"
 #include "table.h"
 
@@ -304,6 +305,35 @@ static void test_sql_dialect_tables_complete(void **state)
     assert_null(sqlq_dialect_at(n));
 }
 
+/* A new database is a new table: quoting follows its entries with no code of its own, and a
+ * dialect without a lag shape gets no cursor bound (loud), never another database's SQL. */
+static void test_sql_dialect_new_table(void **state)
+{
+    (void)state;
+    sqlq_dialect other = sqlq_dialect_sqlite;
+    other.title = "Other";
+    other.ident_open = '`';
+    other.ident_close = '`';
+    other.literal_prefix = "_utf8mb4";
+    other.lag_shape = SQLQ_LAG_NONE;
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    assert_int_equal(sqlq_dialect_quote_ident(&other, "a`b", &b), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&b), "`a``b`");
+    sqlq_buf_free(&b);
+    sqlq_buf_init(&b, 0);
+    assert_int_equal(sqlq_dialect_quote_literal(&other, "it's", &b), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&b), "_utf8mb4'it''s'");
+    sqlq_buf_free(&b);
+    sqlq_keyset_col ts = {"ts", "datetime", SQLQ_VALUE_TIMESTAMP};
+    sqlq_buf_init(&b, 0);
+    assert_int_equal(sqlq_cursor_bound_sql(&other, &ts, 1000, &b), SQLQ_E_INVALID);
+    sqlq_buf_free(&b);
+    sqlq_buf_init(&b, 0);
+    assert_int_equal(sqlq_cursor_bound_sql(&sqlq_dialect_sqlite, &ts, 1000, &b), SQLQ_OK);
+    sqlq_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_sql_dialect_sql_types),
         cmocka_unit_test(test_sql_dialect_find),
         cmocka_unit_test(test_sql_dialect_tables_complete),
+        cmocka_unit_test(test_sql_dialect_new_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
