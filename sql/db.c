@@ -121,9 +121,8 @@ static sqlq_result detect_dialect(sqlq_db *db, sqlq_error *err)
     return SQLQ_OK;
 }
 
-/* psqlODBC drops the offset when it converts a timestamptz to text (convert.c: "time zone
- * stuff is unreliable") and writes the wall time of the session's TimeZone. With the session
- * in UTC that wall time is exact, and row_json marks it +00:00. */
+/* The dialect's session set-up, once per connection (PostgreSQL: TIME ZONE 'UTC', see
+ * dialect_postgres.c). */
 static sqlq_result session_setup(sqlq_db *db, sqlq_error *err)
 {
     if (!db->dialect->session_sql)

@@ -50,8 +50,9 @@ const sqlq_dialect sqlq_dialect_postgres = {
     .title = "PostgreSQL",
     .dbms_name = "PostgreSQL",
 
-    /* psqlODBC drops the offset when it converts a timestamptz to text and writes the wall
-     * time of the session's TimeZone: in UTC that wall time is exact (row_json marks it). */
+    /* psqlODBC drops the offset when it converts a timestamptz to text (convert.c: "time zone
+     * stuff is unreliable") and writes the wall time of the session's TimeZone: in UTC that
+     * wall time is exact, and row_json marks it +00:00 (tz_text_in_utc). */
     .session_sql = "SET TIME ZONE 'UTC'",
     .serial_writer = false,
     .wide_text = false,
