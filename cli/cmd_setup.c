@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "config.h"
 #include "ct_query.h"
+#include "cursor_state.h"
 #include "db.h"
 #include "log.h"
 
@@ -144,11 +145,6 @@ static void print_error(const char *table, const sqlq_error *err)
     fprintf(stderr, "sqlq setup: %s: %s\n", table, line);
 }
 
-static const char *object_prefix(sqlq_dialect_kind d)
-{
-    return d == SQLQ_DIALECT_SQLITE ? "sqlq_" : "sqlq.";
-}
-
 static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *key, int days)
 {
     char *on_db = NULL, *on_table = NULL;
@@ -181,22 +177,20 @@ static int install_one(sqlq_db *db, const char *table, int retention_days)
         print_error(table, &err);
         return SQLQ_EXIT_FAILED;
     }
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     int rc = SQLQ_EXIT_OK;
     bool before = false;
-    if (d == SQLQ_DIALECT_MSSQL)
+    char objects[512];
+    if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         rc = enable_change_tracking(db, t, n.table_key, retention_days);
     else if (sqlq_change_log_installed(db, t, &before, &err) != SQLQ_OK ||
              sqlq_change_log_install(db, t, &err) != SQLQ_OK)
         rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
-    else if (d == SQLQ_DIALECT_SQLITE)
-        printf("%s: change log %s: table %s%s, triggers %s_ai/_au/_ak/_ad\n", n.table_key,
-               before ? "already installed (triggers refreshed)" : "installed",
-               object_prefix(d), n.log_table, n.trigger);
-    else
-        printf("%s: change log %s: table %s%s, function %s%s, trigger %s\n", n.table_key,
-               before ? "already installed (triggers refreshed)" : "installed",
-               object_prefix(d), n.log_table, object_prefix(d), n.log_function, n.trigger);
+    else {
+        sqlq_change_log_objects(d, &n, objects, sizeof(objects));
+        printf("%s: change log %s: %s\n", n.table_key,
+               before ? "already installed (triggers refreshed)" : "installed", objects);
+    }
     sqlq_table_free(t);
     return rc;
 }
@@ -240,18 +234,10 @@ static int cursor_drop(sqlq_db *db, const char *table, const char *bridge)
     sqlq_error_clear(&err);
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
-    bool have = false;
     long long removed = 0;
     sqlq_result r = sqlq_catalog_lookup(db, table, NULL, &t, &n, &err);
     if (r == SQLQ_OK)
-        r = sqlq_catalog_object_exists(db, "cursor_state", &have, &err);
-    if (r == SQLQ_OK && have) {
-        char sql[160];
-        snprintf(sql, sizeof(sql), "DELETE FROM %scursor_state WHERE table_name = ?%s",
-                 object_prefix(sqlq_db_dialect(db)), bridge ? " AND bridge_name = ?" : "");
-        sqlq_param p[2] = {sqlq_param_text(n.table_key), sqlq_param_text(bridge)};
-        r = sqlq_db_exec(db, sql, p, bridge ? 2 : 1, &removed, &err);
-    }
+        r = sqlq_cursor_state_forget(db, n.table_key, bridge, &removed, &err);
     if (r == SQLQ_OK)
         r = sqlq_catalog_drop_if_unused(db, NULL, &err);
     sqlq_table_free(t);
@@ -284,8 +270,8 @@ static int drop_one(sqlq_db *db, const char *table, const char *bridge)
         printf("%s: sync state and leases of %zu bridge%s removed\n", n.table_key, forgotten,
                forgotten == 1 ? "" : "s");
     int rc = SQLQ_EXIT_OK;
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
-    if (!bridge && d != SQLQ_DIALECT_MSSQL) {
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    if (!bridge && d->capture_shape != SQLQ_CAPTURE_CHANGE_TRACKING) {
         if (sqlq_change_log_drop(db, t, &err) != SQLQ_OK)
             rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
         else

@@ -145,7 +145,7 @@ static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge,
 
 static const char *source_name(sqlq_db *db, bool key)
 {
-    bool ct = sqlq_db_dialect(db) == SQLQ_DIALECT_MSSQL;
+    bool ct = sqlq_db_dialect(db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING;
     return ct ? (key ? "change_tracking" : "change tracking") : (key ? "change_log" : "change log");
 }
 

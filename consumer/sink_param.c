@@ -45,10 +45,11 @@ static bool float_column(short t)
 
 /* "Inf", "-Inf" (how sqliteodbc writes an infinite REAL) or "Infinity" for a SQLite column of
  * REAL or NUMERIC affinity: as text, SQLite would store the word, not the number. */
-static bool sqlite_infinity(sqlq_dialect_kind d, const sqlq_column *col, const char *s, double *out)
+static bool sqlite_infinity(const sqlq_dialect *d, const sqlq_column *col, const char *s,
+                            double *out)
 {
-    if (d != SQLQ_DIALECT_SQLITE || !(float_column(col->sql_type) || col->sql_type == SQL_NUMERIC ||
-                                      col->sql_type == SQL_DECIMAL))
+    if (!d->dynamic_types || !(float_column(col->sql_type) || col->sql_type == SQL_NUMERIC ||
+                               col->sql_type == SQL_DECIMAL))
         return false;
     bool neg = *s == '-';
     const char *w = neg || *s == '+' ? s + 1 : s;
@@ -58,8 +59,8 @@ static bool sqlite_infinity(sqlq_dialect_kind d, const sqlq_column *col, const c
     return true;
 }
 
-sqlq_result sqlq_sink_params_add(sqlq_sink_params *ps, sqlq_dialect_kind d, const sqlq_column *col,
-                                 json_t *v, sqlq_error *err)
+sqlq_result sqlq_sink_params_add(sqlq_sink_params *ps, const sqlq_dialect *d,
+                                 const sqlq_column *col, json_t *v, sqlq_error *err)
 {
     size_t i = ps->n++;
     sqlq_param *p = &ps->p[i];
@@ -69,8 +70,8 @@ sqlq_result sqlq_sink_params_add(sqlq_sink_params *ps, sqlq_dialect_kind d, cons
         *p = sqlq_param_null();
     } else if (json_is_boolean(v)) {
         /* PostgreSQL takes 'true'/'false' for boolean; SQLite and SQL Server bit take 1/0. */
-        *p = d == SQLQ_DIALECT_POSTGRES ? sqlq_param_text(json_is_true(v) ? "true" : "false")
-                                        : sqlq_param_int(json_is_true(v) ? 1 : 0);
+        *p = d->bool_as_text ? sqlq_param_text(json_is_true(v) ? "true" : "false")
+                             : sqlq_param_int(json_is_true(v) ? 1 : 0);
     } else if (json_is_integer(v) && integer_column(col->sql_type)) {
         *p = sqlq_param_int((int64_t)json_integer_value(v));
     } else if (json_is_integer(v)) {

@@ -25,7 +25,7 @@ void sqlq_sink_params_free(sqlq_sink_params *ps);
  * PostgreSQL, 1/0 elsewhere; integers -> int64 for integer columns, else exact text; reals ->
  * double for float columns, else text; strings as they are; {"$base64": …} -> binary; other
  * objects and arrays -> their JSON text. The value (and v) must outlive the statement. */
-SQLQ_NODISCARD sqlq_result sqlq_sink_params_add(sqlq_sink_params *ps, sqlq_dialect_kind d,
+SQLQ_NODISCARD sqlq_result sqlq_sink_params_add(sqlq_sink_params *ps, const sqlq_dialect *d,
                                                 const sqlq_column *col, json_t *v, sqlq_error *err);
 
 #endif

@@ -28,7 +28,7 @@ struct sqlq_sql_sink {
     sqlq_table_name name;
     char shown[600]; /* the table as the user wrote it, for messages */
     sqlq_table *table;
-    sqlq_dialect_kind dialect;
+    const sqlq_dialect *dialect;
     bool guard;                 /* skip changes not newer than the last applied (version) */
     sqlq_table_name versions;   /* the guard's state table */
     char target[600];           /* the target as stored in the state table */
@@ -308,7 +308,7 @@ static sqlq_result sink_handle(void *ctx, const sqlq_received *d, sqlq_error *er
             return r;
         w->broken = false;
     }
-    bool serial = s->dialect == SQLQ_DIALECT_SQLITE;
+    bool serial = s->dialect->serial_writer;
     if (serial)
         pthread_mutex_lock(&s->write_lock);
     sqlq_result r = apply(s, w->db, d->body, d->body_len, err);

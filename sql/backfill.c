@@ -66,7 +66,7 @@ static sqlq_result add_filter(sqlq_buf *out, const char *where, bool *open_where
     return sqlq_buf_printf(out, " WHERE (\n%s\n)", where);
 }
 
-sqlq_result sqlq_backfill_page_sql(sqlq_dialect_kind d, const sqlq_table *t, const char *where,
+sqlq_result sqlq_backfill_page_sql(const sqlq_dialect *d, const sqlq_table *t, const char *where,
                                    const char *version_sql, bool after, int page_size,
                                    sqlq_buf *out, size_t *map, size_t map_cap, size_t *out_nmap,
                                    sqlq_error *err)
@@ -87,7 +87,7 @@ sqlq_result sqlq_backfill_page_sql(sqlq_dialect_kind d, const sqlq_table *t, con
         order[i] = (sqlq_keyset_col){c->name, c->type, cls};
     }
     sqlq_result r = sqlq_buf_adds(out, "SELECT ");
-    if (r == SQLQ_OK && d == SQLQ_DIALECT_MSSQL)
+    if (r == SQLQ_OK && d->limit_top)
         r = sqlq_buf_printf(out, "TOP (%d) ", page_size);
     for (size_t i = 0; r == SQLQ_OK && i < t->ncolumns; i++) {
         r = sqlq_buf_adds(out, i ? ", " : "");
@@ -129,7 +129,7 @@ sqlq_result sqlq_backfill_page_sql(sqlq_dialect_kind d, const sqlq_table *t, con
         r = sqlq_buf_adds(out, " ORDER BY ");
     if (r == SQLQ_OK)
         r = sqlq_keyset_order_sql(d, order, t->nkey, out);
-    if (r == SQLQ_OK && d != SQLQ_DIALECT_MSSQL)
+    if (r == SQLQ_OK && !d->limit_top)
         r = sqlq_buf_printf(out, " LIMIT %d", page_size);
     return r == SQLQ_OK ? r : sqlq_error_set(err, r, false, "cannot build the backfill query");
 }
@@ -167,7 +167,7 @@ static sqlq_result ct_version_sql(const sqlq_backfill *bf, char **out, sqlq_erro
 {
     const sqlq_table *t = bf->table;
     sqlq_sql_text q;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_MSSQL);
+    sqlq_sql_text_init(&q, sqlq_db_dialect(bf->db));
     sqlq_sql_text_add(&q, "COALESCE((SELECT ct.SYS_CHANGE_VERSION FROM CHANGETABLE(VERSION ");
     sqlq_sql_text_table(&q, &t->name);
     sqlq_sql_text_add(&q, ", (");
@@ -190,7 +190,7 @@ static sqlq_result ct_enabled(sqlq_db *db, const sqlq_table *t, bool *out, sqlq_
 {
     sqlq_buf name;
     sqlq_buf_init(&name, 0);
-    sqlq_result r = sqlq_dialect_quote_table(SQLQ_DIALECT_MSSQL, &t->name, &name);
+    sqlq_result r = sqlq_dialect_quote_table(sqlq_db_dialect(db), &t->name, &name);
     sqlq_param p = sqlq_param_text(sqlq_buf_str(&name));
     int64_t n = 0;
     if (r == SQLQ_OK)
@@ -234,7 +234,7 @@ static sqlq_result choose_version(sqlq_backfill *bf, const sqlq_backfill_config 
     }
     bool have = false;
     sqlq_result r;
-    if (sqlq_db_dialect(bf->db) == SQLQ_DIALECT_MSSQL) {
+    if (sqlq_db_dialect(bf->db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING) {
         r = ct_enabled(bf->db, bf->table, &have, err);
         if (r == SQLQ_OK && have)
             bf->vsource = SQLQ_BACKFILL_VERSION_CHANGE_TRACKING;
@@ -269,7 +269,7 @@ sqlq_backfill_version_source sqlq_backfill_version_source_of(const sqlq_backfill
 
 static sqlq_result build(sqlq_backfill *bf, const sqlq_backfill_config *cfg, sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(bf->db);
+    const sqlq_dialect *d = sqlq_db_dialect(bf->db);
     const sqlq_table *t = bf->table;
     sqlq_buf b;
     size_t map[2 * MAX_KEY], n = 0;

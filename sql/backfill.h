@@ -84,7 +84,7 @@ SQLQ_NODISCARD sqlq_result sqlq_backfill_finish(sqlq_backfill *bf, sqlq_error *e
 /* The SELECT of one page, exposed for unit tests: cols, then checkpoint forms of the key as
  * __sqlq_v<i>, then version_sql (NULL: 0) AS __sqlq_version; WHERE (user filter) AND
  * (key) > (?, …); ORDER BY key; LIMIT/TOP page_size. */
-SQLQ_NODISCARD sqlq_result sqlq_backfill_page_sql(sqlq_dialect_kind d, const sqlq_table *t,
+SQLQ_NODISCARD sqlq_result sqlq_backfill_page_sql(const sqlq_dialect *d, const sqlq_table *t,
                                                   const char *where, const char *version_sql,
                                                   bool after, int page_size, sqlq_buf *out,
                                                   size_t *map, size_t map_cap, size_t *out_nmap,

@@ -93,9 +93,10 @@ static void bind(const sqlq_capture *cap, const sqlq_capture_stmt *st, const sql
             break;
         }
         case SQLQ_P_LOCK:
-            out[i] = sqlq_param_text(cap->spec.dialect == SQLQ_DIALECT_MSSQL
-                                         ? cap->names.lock_hash
-                                         : cap->names.lock_key);
+            out[i] =
+                sqlq_param_text(cap->spec.dialect->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING
+                                    ? cap->names.lock_hash
+                                    : cap->names.lock_key);
             break;
         }
     }

@@ -65,7 +65,7 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
         r = sqlq_capture_sql_sequence(s, false, &cap->seq, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_newest(s, &cap->newest, err);
-    if (r == SQLQ_OK && s->dialect == SQLQ_DIALECT_SQLITE)
+    if (r == SQLQ_OK && s->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER)
         r = sqlq_capture_sql_reserve(s, &cap->bump, &cap->base, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_pending(s, &cap->pending, err);
@@ -118,7 +118,7 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
                                cap->names.table_key, user_table);
         char seq[72];
         sqlq_change_log_sequence(&cap->names, seq, sizeof(seq));
-        if (r == SQLQ_OK && cap->spec.dialect == SQLQ_DIALECT_POSTGRES &&
+        if (r == SQLQ_OK && cap->spec.dialect->capture_shape == SQLQ_CAPTURE_LOG_SEQUENCE &&
             (r = sqlq_catalog_object_exists(cap->db, seq, &ok, err)) == SQLQ_OK && !ok)
             r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
                                "the change log of table %s was installed by an earlier sqlq "
@@ -161,8 +161,7 @@ static sqlq_result init_state(sqlq_capture *cap, sqlq_start_from from, sqlq_erro
     }
     bool begun = r == SQLQ_OK && (r = sqlq_db_begin(cap->db, err)) == SQLQ_OK;
     char display[128];
-    snprintf(display, sizeof(display), "%s%s",
-             cap->spec.dialect == SQLQ_DIALECT_SQLITE ? "sqlq_" : "sqlq.",
+    snprintf(display, sizeof(display), "%s%s", cap->spec.dialect->object_prefix,
              cap->names.leases_table);
     sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
     if (r == SQLQ_OK && !have)
@@ -192,16 +191,20 @@ static sqlq_result init_state(sqlq_capture *cap, sqlq_start_from from, sqlq_erro
 static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg, bool check_only,
                                sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(cap->db);
+    const sqlq_dialect *d = sqlq_db_dialect(cap->db);
     sqlq_source_kind src = cfg->source;
     if (src == SQLQ_SOURCE_AUTO)
-        src = d == SQLQ_DIALECT_MSSQL ? SQLQ_SOURCE_CHANGE_TRACKING : SQLQ_SOURCE_CHANGE_LOG;
-    if (src == SQLQ_SOURCE_CHANGE_TRACKING && d != SQLQ_DIALECT_MSSQL)
+        src = d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING ? SQLQ_SOURCE_CHANGE_TRACKING
+                                                               : SQLQ_SOURCE_CHANGE_LOG;
+    if (d->capture_shape == SQLQ_CAPTURE_NONE)
+        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+                              "sqlq cannot capture changes of %s tables", d->title);
+    if (src == SQLQ_SOURCE_CHANGE_TRACKING && d->capture_shape != SQLQ_CAPTURE_CHANGE_TRACKING)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "change tracking is a SQL Server feature; use the change log");
-    if (src == SQLQ_SOURCE_CHANGE_LOG && d == SQLQ_DIALECT_MSSQL)
+    if (src == SQLQ_SOURCE_CHANGE_LOG && d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "SQL Server tables are captured with change tracking");
+                              "%s tables are captured with change tracking", d->title);
     sqlq_result r = sqlq_catalog_lookup(cap->db, cfg->table, cap->bridge, &cap->table,
                                         &cap->names, err);
     sqlq_sql_text q;
@@ -339,7 +342,7 @@ void sqlq_capture_close(sqlq_capture *cap)
 static sqlq_result forget_bridge(sqlq_db *db, const sqlq_table *t, const char *bridge,
                                  sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     sqlq_catalog_names n;
     sqlq_result r = sqlq_catalog_names_make(d, &t->name, bridge, &n, err);
     sqlq_sql_text q;
@@ -351,7 +354,7 @@ static sqlq_result forget_bridge(sqlq_db *db, const sqlq_table *t, const char *b
         r = sqlq_sql_text_take(&q, &drop, err);
     else
         sqlq_sql_text_free(&q);
-    if (d == SQLQ_DIALECT_MSSQL && drop) {
+    if (!d->drop_if_exists && drop) {
         /* SQL Server 2016+ knows DROP TABLE IF EXISTS; older ones do not: test first. */
         char buf[256];
         snprintf(buf, sizeof(buf), "IF OBJECT_ID(N'sqlq.%s', N'U') IS NOT NULL DROP TABLE "

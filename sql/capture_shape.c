@@ -159,8 +159,9 @@ static sqlq_result check_log_key(sqlq_capture *cap, sqlq_error *err)
 {
     sqlq_table_name log;
     memset(&log, 0, sizeof(log));
-    if (cap->spec.dialect == SQLQ_DIALECT_SQLITE) {
-        snprintf(log.name, sizeof(log.name), "sqlq_%s", cap->names.log_table);
+    if (!cap->spec.dialect->schemas) {
+        snprintf(log.name, sizeof(log.name), "%s%s", cap->spec.dialect->object_prefix,
+                 cap->names.log_table);
     } else {
         snprintf(log.schema, sizeof(log.schema), "sqlq");
         snprintf(log.name, sizeof(log.name), "%s", cap->names.log_table);

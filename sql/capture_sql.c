@@ -133,7 +133,7 @@ static void resume_bound(builder *b, const char *op)
  * 1M-row log), and it never ranges by a row value. */
 static void changes_after(builder *b, bool bound_params, bool resume, const char *op)
 {
-    if (resume && b->c->dialect == SQLQ_DIALECT_SQLITE) {
+    if (resume && b->c->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER) {
         sqlq_sql_text_add(&b->t, "%s >= max(", ver(b));
         param(b, SQLQ_P_RESUME_VERSION);
         sqlq_sql_text_add(&b->t, ", ");
@@ -356,7 +356,7 @@ static bool resumable(const sqlq_capture_sql *c)
 {
     if (c->change_tracking || c->table->nkey > SQLQ_CAPTURE_RESUME_MAX_KEY)
         return false;
-    if (c->dialect != SQLQ_DIALECT_POSTGRES)
+    if (c->dialect->capture_shape != SQLQ_CAPTURE_LOG_SEQUENCE)
         return true;
     for (size_t i = 0; i < c->table->nkey; i++)
         if (!c->key_types || !c->key_types[i])
@@ -371,9 +371,9 @@ static sqlq_result poll_sql(const sqlq_capture_sql *c, bool resume, sqlq_capture
     memset(lease, 0, sizeof(*lease));
     b_init(&b, c, select);
     b.resume = resume;
-    if (c->dialect == SQLQ_DIALECT_POSTGRES)
+    if (c->dialect->capture_shape == SQLQ_CAPTURE_LOG_SEQUENCE)
         return poll_postgres(&b, err);
-    if (c->dialect == SQLQ_DIALECT_MSSQL)
+    if (c->dialect->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         return poll_mssql(&b, err);
     batch_with_rows(&b, FROM_SQLITE_SUBQUERY);
     sqlq_result r = b_done(&b, err);
@@ -440,11 +440,11 @@ sqlq_result sqlq_capture_sql_lock(const sqlq_capture_sql *c, sqlq_capture_stmt *
 {
     builder b;
     b_init(&b, c, out);
-    if (c->dialect == SQLQ_DIALECT_SQLITE) {
+    if (c->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER) {
         sqlq_sql_text_free(&b.t);
         return SQLQ_OK;
     }
-    if (c->dialect == SQLQ_DIALECT_POSTGRES) {
+    if (c->dialect->capture_shape == SQLQ_CAPTURE_LOG_SEQUENCE) {
         direct(&b);
         sqlq_sql_text_add(&b.t, "SELECT pg_advisory_xact_lock(hashtextextended(CAST(");
         param(&b, SQLQ_P_LOCK);

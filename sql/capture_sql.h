@@ -44,7 +44,7 @@ typedef struct sqlq_capture_stmt {
 void sqlq_capture_stmt_free(sqlq_capture_stmt *s);
 
 typedef struct sqlq_capture_sql {
-    sqlq_dialect_kind dialect;
+    const sqlq_dialect *dialect;
     bool change_tracking; /* CHANGETABLE (SQL Server) instead of a change-log table */
     const sqlq_table *table; /* canonical name, columns, key */
     const sqlq_catalog_names *names;

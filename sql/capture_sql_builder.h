@@ -42,13 +42,19 @@ static inline void param(builder *b, sqlq_capture_param p)
     sqlq_sql_text_add(&b->t, "?");
 }
 
-static inline bool is_pg(const builder *b) { return b->c->dialect == SQLQ_DIALECT_POSTGRES; }
-static inline bool is_ms(const builder *b) { return b->c->dialect == SQLQ_DIALECT_MSSQL; }
+static inline bool is_pg(const builder *b)
+{
+    return b->c->dialect->capture_shape == SQLQ_CAPTURE_LOG_SEQUENCE;
+}
+static inline bool is_ms(const builder *b)
+{
+    return b->c->dialect->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING;
+}
 /* The current time in ms. SQLite: a parameter the caller fills from its own clock (the
  * database file is local: same clock), so the two statements of a SQLite poll agree on it. */
 static inline void now(builder *b)
 {
-    if (b->c->dialect == SQLQ_DIALECT_SQLITE)
+    if (b->c->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER)
         param(b, SQLQ_P_NOW);
     else
         sqlq_sql_text_add(&b->t, "%s", sqlq_dialect_now_ms(b->c->dialect));

@@ -36,7 +36,7 @@ sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, bool with_writers
                             "'RowExclusiveLock' AND l.database = (SELECT oid FROM pg_database "
                             "WHERE datname = current_database()) AND l.relation = to_regclass(");
     sqlq_sql_text t;
-    sqlq_sql_text_init(&t, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_init(&t, &sqlq_dialect_postgres);
     sqlq_catalog_object(&t, c->names->log_table);
     char *log = NULL;
     sqlq_result r = sqlq_sql_text_take(&t, &log, err);

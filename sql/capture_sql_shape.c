@@ -13,7 +13,7 @@
 static void table_literal(builder *b)
 {
     const sqlq_table_name *n = &b->c->table->name;
-    if (b->c->dialect == SQLQ_DIALECT_SQLITE) {
+    if (b->c->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER) {
         sqlq_sql_text_literal(&b->t, n->name);
         sqlq_sql_text_add(&b->t, ", ");
         sqlq_sql_text_literal(&b->t, n->schema[0] ? n->schema : "main");
@@ -97,7 +97,7 @@ static void source_objects(builder *b)
 
 int sqlq_capture_sql_source_objects(const sqlq_capture_sql *c)
 {
-    return c->dialect == SQLQ_DIALECT_SQLITE ? 4 : 1;
+    return c->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER ? 4 : 1;
 }
 
 sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c, sqlq_capture_stmt *out,

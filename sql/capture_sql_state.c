@@ -59,7 +59,7 @@ sqlq_result sqlq_capture_sql_leases_ddl(const sqlq_capture_sql *c, char *const *
         return r;
     b_init(&b, c, out_index);
     sqlq_sql_text_add(&b.t, "CREATE INDEX IF NOT EXISTS ");
-    if (c->dialect == SQLQ_DIALECT_SQLITE)
+    if (!c->dialect->schemas) /* one namespace: the index takes sqlq's prefix */
         obj(&b, ix);
     else
         sqlq_sql_text_ident(&b.t, ix);
@@ -116,7 +116,7 @@ static void tokens_match(builder *b)
         return;
     }
     sqlq_sql_text_add(&b->t, " AND " SQLQ_COL_TOKEN " IN (");
-    if (b->c->dialect == SQLQ_DIALECT_SQLITE) {
+    if (b->c->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER) {
         sqlq_sql_text_add(&b->t, "SELECT value FROM json_each(");
         param(b, SQLQ_P_TOKENS);
         sqlq_sql_text_add(&b->t, ")");

@@ -2,6 +2,7 @@
  * canonical names, and the types of their key columns. catalog_objects.c has the rest of
  * catalog.h (shared objects and the registry). */
 #include "catalog.h"
+#include "dialect_parts.h"
 
 #include "ct_query.h"
 
@@ -68,13 +69,12 @@ static bool key_part(char *out, size_t size, size_t *pos, const char *part, bool
     return true;
 }
 
-static void make_base(sqlq_dialect_kind d, const sqlq_table_name *t, const char *key,
-                      char *out, size_t size)
+static void make_base(const sqlq_dialect *d, const sqlq_table_name *t, const char *key, char *out,
+                      size_t size)
 {
-    const char *home = d == SQLQ_DIALECT_POSTGRES ? "public" : d == SQLQ_DIALECT_MSSQL ? "dbo" : "";
-    bool home_schema = d == SQLQ_DIALECT_SQLITE || strcmp(t->schema, home) == 0;
+    bool home_schema = !d->schemas || strcmp(t->schema, d->home_schema) == 0;
     if (home_schema && strlen(t->name) <= BASE_PLAIN_MAX &&
-        plain_ident(t->name, d != SQLQ_DIALECT_SQLITE)) {
+        plain_ident(t->name, !d->names_ignore_case)) {
         size_t i = 0;
         for (; t->name[i] && i + 1 < size; i++)
             out[i] = (char)tolower((unsigned char)t->name[i]);
@@ -96,7 +96,7 @@ static void make_base(sqlq_dialect_kind d, const sqlq_table_name *t, const char 
     snprintf(out, size, "%s%s%s", n ? prefix : "t", "_", hash);
 }
 
-sqlq_result sqlq_catalog_names_make(sqlq_dialect_kind d, const sqlq_table_name *t,
+sqlq_result sqlq_catalog_names_make(const sqlq_dialect *d, const sqlq_table_name *t,
                                     const char *bridge, sqlq_catalog_names *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -109,8 +109,8 @@ sqlq_result sqlq_catalog_names_make(sqlq_dialect_kind d, const sqlq_table_name *
                               "bridge name must be 1..%d bytes", SQLQ_BRIDGE_NAME_MAX);
     size_t pos = 0;
     bool ok = true;
-    bool fold = d == SQLQ_DIALECT_POSTGRES;
-    if (d != SQLQ_DIALECT_SQLITE && t->schema[0]) {
+    bool fold = d->folds_case;
+    if (d->schemas && t->schema[0]) {
         ok = key_part(out->table_key, sizeof(out->table_key), &pos, t->schema, fold);
         if (ok && pos + 1 < sizeof(out->table_key)) {
             out->table_key[pos++] = '.';
@@ -124,7 +124,7 @@ sqlq_result sqlq_catalog_names_make(sqlq_dialect_kind d, const sqlq_table_name *
     make_base(d, t, out->table_key, base, sizeof(base));
     snprintf(out->log_table, sizeof(out->log_table), "log_%s", base);
     snprintf(out->log_function, sizeof(out->log_function), "capture_%s", base);
-    if (d == SQLQ_DIALECT_SQLITE)
+    if (!d->schemas) /* one namespace: a trigger's name must differ per table */
         snprintf(out->trigger, sizeof(out->trigger), "sqlq_log_%s", base);
     else
         snprintf(out->trigger, sizeof(out->trigger), "sqlq_capture");
@@ -141,9 +141,9 @@ sqlq_result sqlq_catalog_names_make(sqlq_dialect_kind d, const sqlq_table_name *
 
 void sqlq_catalog_object(sqlq_sql_text *s, const char *bare)
 {
-    if (s->dialect == SQLQ_DIALECT_SQLITE) {
+    if (!s->dialect->schemas) {
         char name[96];
-        snprintf(name, sizeof(name), "sqlq_%s", bare);
+        snprintf(name, sizeof(name), "%s%s", s->dialect->object_prefix, bare);
         sqlq_sql_text_ident(s, name);
         return;
     }
@@ -169,22 +169,13 @@ static sqlq_result first_row_names(json_t *rows, sqlq_table_name *out, sqlq_erro
     return SQLQ_OK;
 }
 
-static const char *const RESOLVE_SQL[] = {
-    [SQLQ_DIALECT_SQLITE] = "SELECT '' AS s, name AS n FROM sqlite_master WHERE type = 'table' "
-                            "AND name = ? COLLATE NOCASE",
-    [SQLQ_DIALECT_POSTGRES] = "SELECT n.nspname AS s, c.relname AS n FROM pg_class c "
-                              "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                              "WHERE c.oid = to_regclass(CAST(? AS text))",
-    [SQLQ_DIALECT_MSSQL] = "SELECT OBJECT_SCHEMA_NAME(OBJECT_ID(?)) AS s, OBJECT_NAME(OBJECT_ID(?)) AS n",
-};
-
 static sqlq_result resolve_query(sqlq_db *db, const char *arg, sqlq_table_name *out,
                                  sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     sqlq_param p[2] = {sqlq_param_text(arg), sqlq_param_text(arg)};
     json_t *rows = NULL;
-    sqlq_result r = sqlq_db_query(db, RESOLVE_SQL[d], p, d == SQLQ_DIALECT_MSSQL ? 2 : 1, &rows, err);
+    sqlq_result r = sqlq_db_query(db, d->resolve_sql, p, (size_t)d->resolve_nparams, &rows, err);
     if (r == SQLQ_OK)
         r = first_row_names(rows, out, err);
     json_decref(rows);
@@ -195,12 +186,12 @@ static sqlq_result resolve_query(sqlq_db *db, const char *arg, sqlq_table_name *
 sqlq_result sqlq_catalog_resolve(sqlq_db *db, const char *raw, const sqlq_table_name *parsed,
                                  sqlq_table_name *out, sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
-    if (d == SQLQ_DIALECT_SQLITE) {
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    if (!d->schemas) {
         if (parsed->schema[0] && strcasecmp(parsed->schema, "main") != 0)
             return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                                  "SQLite: only tables of the main database can be watched, not %s.%s",
-                                  parsed->schema, parsed->name);
+                                  "%s: only tables of the main database can be watched, not %s.%s",
+                                  d->title, parsed->schema, parsed->name);
         sqlq_result r = resolve_query(db, parsed->name, out, err);
         if (r == SQLQ_E_NOT_FOUND)
             return sqlq_error_set(err, r, false, "table %s does not exist", parsed->name);
@@ -214,7 +205,7 @@ sqlq_result sqlq_catalog_resolve(sqlq_db *db, const char *raw, const sqlq_table_
     if (r != SQLQ_OK)
         return r;
     r = resolve_query(db, quoted, out, err);
-    if (r == SQLQ_E_NOT_FOUND && raw && d == SQLQ_DIALECT_POSTGRES && strcmp(raw, quoted) != 0) {
+    if (r == SQLQ_E_NOT_FOUND && raw && d->folds_case && strcmp(raw, quoted) != 0) {
         /* Resolve as the server would the text the user typed: unquoted names fold to lowercase
          * and an unqualified name follows search_path. A syntax error only means "not this". */
         sqlq_error ignored;
@@ -292,25 +283,23 @@ static bool safe_sqlite_type(const char *t)
     return *p == '\0' && strlen(t) < 64;
 }
 
-static const char *const KEY_TYPES_SQL[] = {
-    [SQLQ_DIALECT_SQLITE] = "SELECT name AS n, type AS t FROM pragma_table_info(?)",
-    [SQLQ_DIALECT_POSTGRES] = "SELECT a.attname AS n, format_type(a.atttypid, a.atttypmod) AS t "
-                              "FROM pg_attribute a WHERE a.attrelid = to_regclass(CAST(? AS text)) "
-                              "AND a.attnum > 0 AND NOT a.attisdropped",
-    [SQLQ_DIALECT_MSSQL] = "SELECT c.name AS n, TYPE_NAME(c.user_type_id) AS t, c.max_length AS ml, "
-                           "c.precision AS p, c.scale AS sc FROM sys.columns c "
-                           "WHERE c.object_id = OBJECT_ID(?)",
-};
+char *sqlq_catalog_key_type_sqlite(json_t *row)
+{
+    const char *t = json_string_value(json_object_get(row, "t"));
+    return strdup(t && safe_sqlite_type(t) ? t : "");
+}
 
-static char *type_of_row(sqlq_dialect_kind d, json_t *row)
+char *sqlq_catalog_key_type_postgres(json_t *row)
+{
+    const char *t = json_string_value(json_object_get(row, "t"));
+    return strdup(t ? t : ""); /* format_type quotes what needs quoting */
+}
+
+char *sqlq_catalog_key_type_mssql(json_t *row)
 {
     const char *t = json_string_value(json_object_get(row, "t"));
     if (!t)
         return strdup("");
-    if (d == SQLQ_DIALECT_SQLITE)
-        return strdup(safe_sqlite_type(t) ? t : "");
-    if (d == SQLQ_DIALECT_POSTGRES)
-        return strdup(t); /* format_type quotes what needs quoting */
     char decl[96];
     sqlq_ct_type_decl(t, (long)json_integer_value(json_object_get(row, "ml")),
                       (int)json_integer_value(json_object_get(row, "p")),
@@ -330,10 +319,10 @@ void sqlq_catalog_key_types_free(char **types, size_t n)
 sqlq_result sqlq_catalog_key_types(sqlq_db *db, const sqlq_table *t, char ***out, sqlq_error *err)
 {
     *out = NULL;
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     char *target = NULL;
     sqlq_result r = SQLQ_OK;
-    if (d == SQLQ_DIALECT_SQLITE) {
+    if (!d->schemas) {
         target = strdup(t->name.name);
     } else {
         sqlq_sql_text q;
@@ -346,7 +335,7 @@ sqlq_result sqlq_catalog_key_types(sqlq_db *db, const sqlq_table *t, char ***out
     json_t *rows = NULL;
     sqlq_param p = sqlq_param_text(target);
     if (r == SQLQ_OK)
-        r = sqlq_db_query(db, KEY_TYPES_SQL[d], &p, 1, &rows, err);
+        r = sqlq_db_query(db, d->key_types_sql, &p, 1, &rows, err);
     char **types = r == SQLQ_OK ? calloc(t->nkey, sizeof(char *)) : NULL;
     if (r == SQLQ_OK && !types)
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
@@ -357,7 +346,7 @@ sqlq_result sqlq_catalog_key_types(sqlq_db *db, const sqlq_table *t, char ***out
         json_array_foreach(rows, j, row) {
             const char *n = json_string_value(json_object_get(row, "n"));
             if (n && strcmp(n, col) == 0) {
-                types[i] = type_of_row(d, row);
+                types[i] = d->key_type(row);
                 break;
             }
         }
@@ -381,7 +370,7 @@ void sqlq_catalog_key_defs(sqlq_sql_text *s, const sqlq_table *t, char *const *t
         sqlq_sql_text_add(s, "%s", i ? ", " : "");
         sqlq_sql_text_ident(s, t->columns[t->key[i]].name);
         sqlq_sql_text_add(s, "%s%s%s", types[i][0] ? " " : "", types[i],
-                          s->dialect == SQLQ_DIALECT_SQLITE ? "" : " NOT NULL");
+                          s->dialect->key_may_be_null ? "" : " NOT NULL");
     }
 }
 

@@ -32,7 +32,7 @@
 #define SQLQ_BRIDGE_NAME_MAX 128
 
 typedef struct sqlq_catalog_names {
-    sqlq_dialect_kind dialect;
+    const sqlq_dialect *dialect;
     sqlq_table_name table;              /* canonical user table */
     char table_key[SQLQ_TABLE_KEY_MAX]; /* canonical text in state/registry: public.orders */
     char log_table[64];                 /* bare: log_<base> (qualify with sqlq_catalog_object) */
@@ -45,7 +45,7 @@ typedef struct sqlq_catalog_names {
 } sqlq_catalog_names;
 
 /* Pure: derive every name from a canonical table (and bridge, may be NULL). */
-SQLQ_NODISCARD sqlq_result sqlq_catalog_names_make(sqlq_dialect_kind d, const sqlq_table_name *t,
+SQLQ_NODISCARD sqlq_result sqlq_catalog_names_make(const sqlq_dialect *d, const sqlq_table_name *t,
                                                    const char *bridge, sqlq_catalog_names *out,
                                                    sqlq_error *err);
 /* 12 lowercase hex digits of SHA-256(a '\n' b); b may be NULL. */

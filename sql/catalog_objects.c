@@ -10,67 +10,10 @@
 
 /* ---- shared objects ---------------------------------------------------------------------- */
 
-static const char *const ENSURE_SQLITE[] = {
-    "CREATE TABLE IF NOT EXISTS sqlq_tables (kind TEXT NOT NULL, bridge_name TEXT NOT NULL, "
-    "table_name TEXT NOT NULL, object_name TEXT NOT NULL, created_ms INTEGER NOT NULL, "
-    "PRIMARY KEY (kind, bridge_name, table_name))",
-    "CREATE TABLE IF NOT EXISTS sqlq_state (bridge_name TEXT NOT NULL, table_name TEXT NOT NULL, "
-    "sync_version INTEGER NOT NULL, updated_ms INTEGER NOT NULL, "
-    "PRIMARY KEY (bridge_name, table_name))",
-    /* One writer at a time: a counter bumped inside the triggers gives versions in commit
-     * order. lease_token numbers lease grants (fencing). */
-    "CREATE TABLE IF NOT EXISTS sqlq_counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-    "INSERT OR IGNORE INTO sqlq_counter (name, value) VALUES ('version', 0), ('lease_token', 0)",
-    NULL};
-
-static const char *const ENSURE_POSTGRES[] = {
-    "CREATE SCHEMA IF NOT EXISTS sqlq",
-    "CREATE TABLE IF NOT EXISTS sqlq.tables (kind text NOT NULL, bridge_name text NOT NULL, "
-    "table_name text NOT NULL, object_name text NOT NULL, created_ms bigint NOT NULL, "
-    "PRIMARY KEY (kind, bridge_name, table_name))",
-    "CREATE TABLE IF NOT EXISTS sqlq.state (bridge_name text NOT NULL, table_name text NOT NULL, "
-    "sync_version bigint NOT NULL, updated_ms bigint NOT NULL, "
-    "PRIMARY KEY (bridge_name, table_name))",
-    "CREATE SEQUENCE IF NOT EXISTS sqlq.lease_token",
-    NULL};
-
-static const char *const ENSURE_MSSQL[] = {
-    "IF SCHEMA_ID(N'sqlq') IS NULL EXEC(N'CREATE SCHEMA sqlq')",
-    "IF OBJECT_ID(N'sqlq.tables', N'U') IS NULL CREATE TABLE sqlq.tables ("
-    "kind nvarchar(16) NOT NULL, bridge_name nvarchar(128) NOT NULL, table_name nvarchar(256) "
-    "NOT NULL, object_name nvarchar(600) NOT NULL, created_ms bigint NOT NULL, "
-    "PRIMARY KEY (kind, bridge_name, table_name))",
-    "IF OBJECT_ID(N'sqlq.state', N'U') IS NULL CREATE TABLE sqlq.state ("
-    "bridge_name nvarchar(128) NOT NULL, table_name nvarchar(300) NOT NULL, "
-    "sync_version bigint NOT NULL, updated_ms bigint NOT NULL, "
-    "PRIMARY KEY (bridge_name, table_name))",
-    "IF OBJECT_ID(N'sqlq.lease_token', N'SO') IS NULL "
-    "CREATE SEQUENCE sqlq.lease_token AS bigint START WITH 1",
-    NULL};
-
-static const char *const *ensure_sql(sqlq_dialect_kind d)
-{
-    return d == SQLQ_DIALECT_SQLITE ? ENSURE_SQLITE
-           : d == SQLQ_DIALECT_POSTGRES ? ENSURE_POSTGRES
-                                        : ENSURE_MSSQL;
-}
-
 sqlq_result sqlq_catalog_ddl_lock(sqlq_db *db, sqlq_error *err)
 {
-    switch (sqlq_db_dialect(db)) {
-    case SQLQ_DIALECT_POSTGRES:
-        return sqlq_db_exec(db, "SELECT pg_advisory_xact_lock(hashtextextended('sqlq:ddl', 0))",
-                            NULL, 0, NULL, err);
-    case SQLQ_DIALECT_MSSQL:
-        return sqlq_db_exec(db,
-                            "DECLARE @rc int; EXEC @rc = sp_getapplock @Resource = N'sqlq:ddl', "
-                            "@LockMode = 'Exclusive', @LockOwner = 'Transaction', "
-                            "@LockTimeout = 30000; IF @rc < 0 THROW 51000, "
-                            "'sqlq: timed out waiting for the sqlq:ddl lock', 1;",
-                            NULL, 0, NULL, err);
-    default:
-        return SQLQ_OK; /* BEGIN IMMEDIATE holds the only write lock */
-    }
+    const char *sql = sqlq_db_dialect(db)->ddl_lock_sql;
+    return sql ? sqlq_db_exec(db, sql, NULL, 0, NULL, err) : SQLQ_OK;
 }
 
 static sqlq_result run_all(sqlq_db *db, const char *const *sql, sqlq_error *err)
@@ -85,8 +28,7 @@ static sqlq_result run_all(sqlq_db *db, const char *const *sql, sqlq_error *err)
  * checks CREATE privileges before IF NOT EXISTS, and a bridge may run without them). */
 static sqlq_result all_present(sqlq_db *db, bool *out, sqlq_error *err)
 {
-    const char *const objects[] = {
-        "tables", "state", sqlq_db_dialect(db) == SQLQ_DIALECT_SQLITE ? "counter" : "lease_token"};
+    const char *const objects[] = {"tables", "state", sqlq_db_dialect(db)->catalog_token_object};
     *out = true;
     sqlq_result r = SQLQ_OK;
     for (size_t i = 0; r == SQLQ_OK && *out && i < 3; i++)
@@ -105,7 +47,7 @@ sqlq_result sqlq_catalog_ensure(sqlq_db *db, sqlq_error *err)
         return r;
     r = sqlq_catalog_ddl_lock(db, err);
     if (r == SQLQ_OK)
-        r = run_all(db, ensure_sql(sqlq_db_dialect(db)), err);
+        r = run_all(db, sqlq_db_dialect(db)->catalog_create, err);
     if (r == SQLQ_OK)
         r = sqlq_db_commit(db, err);
     if (r != SQLQ_OK)
@@ -113,20 +55,12 @@ sqlq_result sqlq_catalog_ensure(sqlq_db *db, sqlq_error *err)
     return r;
 }
 
-static const char *const OBJECT_EXISTS_SQL[] = {
-    [SQLQ_DIALECT_SQLITE] = "SELECT count(*) FROM sqlite_master WHERE name = 'sqlq_' || ?",
-    [SQLQ_DIALECT_POSTGRES] = "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON "
-                              "n.oid = c.relnamespace WHERE n.nspname = 'sqlq' AND c.relname = ?",
-    [SQLQ_DIALECT_MSSQL] = "SELECT count(*) FROM sys.objects WHERE schema_id = SCHEMA_ID(N'sqlq') "
-                           "AND name = ?",
-};
-
 sqlq_result sqlq_catalog_object_exists(sqlq_db *db, const char *bare, bool *out, sqlq_error *err)
 {
     *out = false;
     sqlq_param p = sqlq_param_text(bare);
     int64_t n = 0;
-    sqlq_result r = sqlq_db_query_int(db, OBJECT_EXISTS_SQL[sqlq_db_dialect(db)], &p, 1, &n, err);
+    sqlq_result r = sqlq_db_query_int(db, sqlq_db_dialect(db)->object_exists_sql, &p, 1, &n, err);
     *out = r == SQLQ_OK && n > 0;
     return r;
 }
@@ -155,26 +89,9 @@ static sqlq_result registry_sql(sqlq_db *db, const char *head, const char *tail,
 sqlq_result sqlq_catalog_register(sqlq_db *db, const char *kind, const char *bridge,
                                   const char *table_key, const char *object, sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     char *sql = NULL;
-    char tail[512];
-    if (d == SQLQ_DIALECT_MSSQL)
-        snprintf(tail, sizeof(tail),
-                 " AS r USING (SELECT ? AS kind, ? AS bridge_name, ? AS table_name, ? AS "
-                 "object_name) AS s ON r.kind = s.kind AND r.bridge_name = s.bridge_name AND "
-                 "r.table_name = s.table_name WHEN MATCHED THEN UPDATE SET object_name = "
-                 "s.object_name WHEN NOT MATCHED THEN INSERT (kind, bridge_name, table_name, "
-                 "object_name, created_ms) VALUES (s.kind, s.bridge_name, s.table_name, "
-                 "s.object_name, %s);",
-                 sqlq_dialect_now_ms(d));
-    else
-        snprintf(tail, sizeof(tail),
-                 " (kind, bridge_name, table_name, object_name, created_ms) VALUES (?, ?, ?, ?, "
-                 "%s) ON CONFLICT (kind, bridge_name, table_name) DO UPDATE SET object_name = "
-                 "excluded.object_name",
-                 sqlq_dialect_now_ms(d));
-    sqlq_result r = registry_sql(db, d == SQLQ_DIALECT_MSSQL ? "MERGE " : "INSERT INTO ", tail,
-                                 &sql, err);
+    sqlq_result r = registry_sql(db, d->registry_upsert_head, d->registry_upsert_tail, &sql, err);
     sqlq_param p[4] = {sqlq_param_text(kind), sqlq_param_text(bridge ? bridge : ""),
                        sqlq_param_text(table_key), sqlq_param_text(object)};
     if (r == SQLQ_OK)
@@ -213,23 +130,6 @@ sqlq_result sqlq_catalog_list(sqlq_db *db, const char *table_key, json_t **out, 
     return r;
 }
 
-static const char *const DROP_SQLITE[] = {"DROP TABLE IF EXISTS sqlq_cursor_state",
-                                          "DROP TABLE IF EXISTS sqlq_tables",
-                                          "DROP TABLE IF EXISTS sqlq_state",
-                                          "DROP TABLE IF EXISTS sqlq_counter", NULL};
-static const char *const DROP_POSTGRES[] = {
-    "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.tables",
-    "DROP TABLE IF EXISTS sqlq.state",
-    "DROP SEQUENCE IF EXISTS sqlq.lease_token", "DROP SCHEMA IF EXISTS sqlq RESTRICT", NULL};
-static const char *const DROP_MSSQL[] = {
-    "IF OBJECT_ID(N'sqlq.cursor_state', N'U') IS NOT NULL DROP TABLE sqlq.cursor_state",
-    "IF OBJECT_ID(N'sqlq.tables', N'U') IS NOT NULL DROP TABLE sqlq.tables",
-    "IF OBJECT_ID(N'sqlq.state', N'U') IS NOT NULL DROP TABLE sqlq.state",
-    "IF OBJECT_ID(N'sqlq.lease_token', N'SO') IS NOT NULL DROP SEQUENCE sqlq.lease_token",
-    "IF SCHEMA_ID(N'sqlq') IS NOT NULL AND NOT EXISTS (SELECT 1 FROM sys.objects WHERE "
-    "schema_id = SCHEMA_ID(N'sqlq')) EXEC(N'DROP SCHEMA sqlq')",
-    NULL};
-
 static sqlq_result count_rows(sqlq_db *db, const char *bare, int64_t *out, sqlq_error *err)
 {
     char *sql = NULL;
@@ -248,7 +148,7 @@ sqlq_result sqlq_catalog_drop_if_unused(sqlq_db *db, bool *out_dropped, sqlq_err
 {
     if (out_dropped)
         *out_dropped = false;
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     bool exists = false;
     sqlq_result r = sqlq_catalog_exists(db, &exists, err);
     if (r != SQLQ_OK || !exists)
@@ -269,11 +169,7 @@ sqlq_result sqlq_catalog_drop_if_unused(sqlq_db *db, bool *out_dropped, sqlq_err
         r = count_rows(db, "cursor_state", &cursors, err);
     bool unused = r == SQLQ_OK && registered == 0 && states == 0 && cursors == 0;
     if (unused)
-        r = run_all(db,
-                    d == SQLQ_DIALECT_SQLITE     ? DROP_SQLITE
-                    : d == SQLQ_DIALECT_POSTGRES ? DROP_POSTGRES
-                                                 : DROP_MSSQL,
-                    err);
+        r = run_all(db, d->catalog_drop, err);
     if (r == SQLQ_OK)
         r = sqlq_db_commit(db, err);
     if (r != SQLQ_OK) {

@@ -27,14 +27,25 @@ typedef struct log_ctx {
     sqlq_catalog_names names;
 } log_ctx;
 
+/* The two change logs: SQLite's (triggers bump a counter) or PostgreSQL's (a plpgsql function
+ * takes the next value of a sequence); ctx_init refuses every other capture shape. */
+static bool counter_log(const log_ctx *c)
+{
+    return sqlq_db_dialect(c->db)->capture_shape == SQLQ_CAPTURE_LOG_COUNTER;
+}
+
 static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, log_ctx *c, sqlq_error *err)
 {
     c->db = db;
     c->t = t;
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
-    if (d == SQLQ_DIALECT_MSSQL)
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "SQL Server tables use change tracking, not a change log");
+                              "%s tables use change tracking, not a change log", d->title);
+    if (d->capture_shape != SQLQ_CAPTURE_LOG_COUNTER &&
+        d->capture_shape != SQLQ_CAPTURE_LOG_SEQUENCE)
+        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+                              "%s: sqlq has no change log for this database", d->title);
     sqlq_table_name canon;
     sqlq_result r = sqlq_catalog_resolve(db, NULL, &t->name, &canon, err);
     if (r == SQLQ_OK)
@@ -51,9 +62,9 @@ static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
 {
     bool born = op == 'I';
     sqlq_sql_text_add(q, "INSERT INTO ");
-    if (q->dialect == SQLQ_DIALECT_SQLITE) {
+    if (!q->dialect->schemas) {
         char name[96];
-        snprintf(name, sizeof(name), "sqlq_%s", c->names.log_table);
+        snprintf(name, sizeof(name), "%s%s", q->dialect->object_prefix, c->names.log_table);
         sqlq_sql_text_ident(q, name); /* trigger bodies take unqualified names only */
     } else {
         sqlq_catalog_object(q, c->names.log_table);
@@ -98,7 +109,7 @@ static sqlq_result sqlite_trigger_sql(const log_ctx *c, size_t i, char **out, sq
     char name[96];
     sqlite_trigger_name(c, i, name, sizeof(name));
     sqlq_sql_text q;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_SQLITE);
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "CREATE TRIGGER ");
     sqlq_sql_text_ident(&q, name);
     sqlq_sql_text_add(&q, " AFTER %s ON ", events[i]);
@@ -139,19 +150,12 @@ static sqlq_result exec_text(sqlq_db *db, sqlq_sql_text *q, sqlq_error *err)
  * update stays an update). */
 static sqlq_result add_since_column(const log_ctx *c, sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(c->db);
+    const sqlq_dialect *d = sqlq_db_dialect(c->db);
     char name[96];
-    snprintf(name, sizeof(name), "%s%s", d == SQLQ_DIALECT_SQLITE ? "sqlq_" : "sqlq.",
-             c->names.log_table);
+    snprintf(name, sizeof(name), "%s%s", d->object_prefix, c->names.log_table);
     sqlq_param p[2] = {sqlq_param_text(name), sqlq_param_text(SQLQ_COL_SINCE)};
     int64_t n = 0;
-    sqlq_result r = sqlq_db_query_int(
-        c->db,
-        d == SQLQ_DIALECT_SQLITE
-            ? "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?"
-            : "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(CAST(? AS text)) "
-              "AND attname = CAST(? AS text) AND NOT attisdropped",
-        p, 2, &n, err);
+    sqlq_result r = sqlq_db_query_int(c->db, d->column_exists_sql, p, 2, &n, err);
     if (r != SQLQ_OK || n > 0)
         return r;
     sqlq_sql_text q;
@@ -174,7 +178,7 @@ static sqlq_result add_since_column(const log_ctx *c, sqlq_error *err)
 
 static sqlq_result create_log_table(const log_ctx *c, char *const *types, sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(c->db);
+    const sqlq_dialect *d = sqlq_db_dialect(c->db);
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, d);
     sqlq_sql_text_add(&q, "CREATE TABLE IF NOT EXISTS ");
@@ -199,7 +203,7 @@ static sqlq_result create_log_table(const log_ctx *c, char *const *types, sqlq_e
     snprintf(ix, sizeof(ix), "ixk_%s", c->names.log_table);
     sqlq_sql_text_init(&q, d);
     sqlq_sql_text_add(&q, "CREATE INDEX IF NOT EXISTS ");
-    if (d == SQLQ_DIALECT_SQLITE)
+    if (!d->schemas) /* one namespace: the index takes sqlq's prefix */
         sqlq_catalog_object(&q, ix);
     else
         sqlq_sql_text_ident(&q, ix);
@@ -225,7 +229,7 @@ static sqlq_result sqlite_drop_triggers(const log_ctx *c, sqlq_error *err)
         char name[96];
         sqlite_trigger_name(c, i, name, sizeof(name));
         sqlq_sql_text q;
-        sqlq_sql_text_init(&q, SQLQ_DIALECT_SQLITE);
+        sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
         sqlq_sql_text_add(&q, "DROP TRIGGER IF EXISTS ");
         sqlq_sql_text_ident(&q, name);
         r = exec_text(c->db, &q, err);
@@ -265,7 +269,7 @@ static sqlq_result sequence_literal(const log_ctx *c, sqlq_sql_text *into, sqlq_
     char seq[72];
     sqlq_change_log_sequence(&c->names, seq, sizeof(seq));
     sqlq_sql_text q;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_catalog_object(&q, seq);
     char *name = NULL;
     sqlq_result r = sqlq_sql_text_take(&q, &name, err);
@@ -283,7 +287,7 @@ static sqlq_result pg_function_sql(const log_ctx *c, char **out, sqlq_error *err
 {
     static const char v[] = "sqlq_new_version";
     sqlq_sql_text body;
-    sqlq_sql_text_init(&body, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&body, " #variable_conflict use_column\nDECLARE %s bigint; BEGIN LOCK TABLE ",
                       v);
     sqlq_catalog_object(&body, c->names.log_table);
@@ -314,7 +318,7 @@ static sqlq_result pg_function_sql(const log_ctx *c, char **out, sqlq_error *err
     char tag[16];
     dollar_tag(text, tag, sizeof(tag));
     sqlq_sql_text q;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "CREATE OR REPLACE FUNCTION ");
     sqlq_catalog_object(&q, c->names.log_function);
     sqlq_sql_text_add(&q, "() RETURNS trigger LANGUAGE plpgsql AS %s%s%s", tag, text, tag);
@@ -337,7 +341,7 @@ static sqlq_result pg_sequence(const log_ctx *c, sqlq_error *err)
     if (r != SQLQ_OK || exists)
         return r;
     sqlq_sql_text q;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "CREATE SEQUENCE ");
     sqlq_catalog_object(&q, seq);
     /* CACHE 1 (the default, said aloud): a reader's "last value" must be the last one handed
@@ -348,7 +352,7 @@ static sqlq_result pg_sequence(const log_ctx *c, sqlq_error *err)
     r = exec_text(c->db, &q, err);
     if (r != SQLQ_OK)
         return r;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "SELECT setval(");
     r = sequence_literal(c, &q, err);
     sqlq_sql_text_add(&q, ", greatest(1, (SELECT max(" SQLQ_COL_VERSION ") FROM ");
@@ -371,7 +375,7 @@ static sqlq_result pg_sequence(const log_ctx *c, sqlq_error *err)
 static sqlq_result pg_trigger(const log_ctx *c, bool create, sqlq_error *err)
 {
     sqlq_sql_text q;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "DROP TRIGGER IF EXISTS ");
     sqlq_sql_text_ident(&q, c->names.trigger);
     sqlq_sql_text_add(&q, " ON ");
@@ -379,7 +383,7 @@ static sqlq_result pg_trigger(const log_ctx *c, bool create, sqlq_error *err)
     sqlq_result r = exec_text(c->db, &q, err);
     if (r != SQLQ_OK || !create)
         return r;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "CREATE TRIGGER ");
     sqlq_sql_text_ident(&q, c->names.trigger);
     sqlq_sql_text_add(&q, " AFTER INSERT OR UPDATE OR DELETE ON ");
@@ -396,7 +400,7 @@ static sqlq_result pg_trigger(const log_ctx *c, bool create, sqlq_error *err)
 static sqlq_result pg_lock_table(const log_ctx *c, sqlq_error *err)
 {
     sqlq_sql_text q;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "LOCK TABLE ");
     sqlq_sql_text_table(&q, &c->names.table);
     sqlq_sql_text_add(&q, " IN SHARE ROW EXCLUSIVE MODE");
@@ -419,10 +423,7 @@ static sqlq_result pg_install(const log_ctx *c, sqlq_error *err)
 
 static void object_display(const log_ctx *c, char *out, size_t size)
 {
-    if (sqlq_db_dialect(c->db) == SQLQ_DIALECT_SQLITE)
-        snprintf(out, size, "sqlq_%s", c->names.log_table);
-    else
-        snprintf(out, size, "sqlq.%s", c->names.log_table);
+    snprintf(out, size, "%s%s", sqlq_db_dialect(c->db)->object_prefix, c->names.log_table);
 }
 
 sqlq_result sqlq_change_log_install(sqlq_db *db, const sqlq_table *t, sqlq_error *err)
@@ -445,13 +446,12 @@ sqlq_result sqlq_change_log_install(sqlq_db *db, const sqlq_table *t, sqlq_error
     r = sqlq_db_begin(db, err);
     if (r == SQLQ_OK)
         r = sqlq_catalog_ddl_lock(db, err);
-    if (r == SQLQ_OK && sqlq_db_dialect(db) == SQLQ_DIALECT_POSTGRES)
+    if (r == SQLQ_OK && !counter_log(&c))
         r = pg_lock_table(&c, err);
     if (r == SQLQ_OK)
         r = create_log_table(&c, types, err);
     if (r == SQLQ_OK)
-        r = sqlq_db_dialect(db) == SQLQ_DIALECT_SQLITE ? sqlite_install(&c, err)
-                                                        : pg_install(&c, err);
+        r = counter_log(&c) ? sqlite_install(&c, err) : pg_install(&c, err);
     if (r == SQLQ_OK)
         r = sqlq_catalog_register(db, "log", "", c.names.table_key, display, err);
     if (r == SQLQ_OK)
@@ -476,11 +476,11 @@ sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, sqlq_error *e
     if (r != SQLQ_OK)
         return r;
     r = sqlq_catalog_ddl_lock(db, err);
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     if (r == SQLQ_OK)
-        r = d == SQLQ_DIALECT_SQLITE ? sqlite_drop_triggers(&c, err) : pg_trigger(&c, false, err);
+        r = counter_log(&c) ? sqlite_drop_triggers(&c, err) : pg_trigger(&c, false, err);
     sqlq_sql_text q;
-    if (r == SQLQ_OK && d == SQLQ_DIALECT_POSTGRES) {
+    if (r == SQLQ_OK && !counter_log(&c)) {
         sqlq_sql_text_init(&q, d);
         sqlq_sql_text_add(&q, "DROP FUNCTION IF EXISTS ");
         sqlq_catalog_object(&q, c.names.log_function);
@@ -516,7 +516,7 @@ sqlq_result sqlq_change_log_installed(sqlq_db *db, const sqlq_table *t, bool *ou
     if (r != SQLQ_OK || !table)
         return r;
     int64_t n = 0;
-    if (sqlq_db_dialect(db) == SQLQ_DIALECT_SQLITE) {
+    if (counter_log(&c)) {
         char names[4][96];
         sqlq_param p[4];
         for (size_t i = 0; i < 4; i++) {
@@ -531,7 +531,7 @@ sqlq_result sqlq_change_log_installed(sqlq_db *db, const sqlq_table *t, bool *ou
         return r;
     }
     sqlq_sql_text q;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_POSTGRES);
+    sqlq_sql_text_init(&q, sqlq_db_dialect(db));
     sqlq_sql_text_table(&q, &c.names.table);
     char *quoted = NULL;
     r = sqlq_sql_text_take(&q, &quoted, err);
@@ -544,4 +544,15 @@ sqlq_result sqlq_change_log_installed(sqlq_db *db, const sqlq_table *t, bool *ou
     free(quoted);
     *out = r == SQLQ_OK && n == 1;
     return r;
+}
+
+void sqlq_change_log_objects(const sqlq_dialect *d, const sqlq_catalog_names *n, char *out,
+                             size_t size)
+{
+    if (d->capture_shape == SQLQ_CAPTURE_LOG_COUNTER)
+        snprintf(out, size, "table %s%s, triggers %s_ai/_au/_ak/_ad", d->object_prefix,
+                 n->log_table, n->trigger);
+    else
+        snprintf(out, size, "table %s%s, function %s%s, trigger %s", d->object_prefix, n->log_table,
+                 d->object_prefix, n->log_function, n->trigger);
 }

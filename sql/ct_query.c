@@ -79,7 +79,7 @@ sqlq_result sqlq_ct_enable_sql(const sqlq_table_name *t, int retention_days, cha
     if (retention_days < 1)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "change retention must be >= 1 day");
     sqlq_sql_text q;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_MSSQL);
+    sqlq_sql_text_init(&q, &sqlq_dialect_mssql);
     sqlq_sql_text_add(&q,
                       "IF NOT EXISTS (SELECT 1 FROM sys.change_tracking_databases "
                       "WHERE database_id = DB_ID()) ALTER DATABASE CURRENT SET CHANGE_TRACKING = ON "
@@ -88,9 +88,9 @@ sqlq_result sqlq_ct_enable_sql(const sqlq_table_name *t, int retention_days, cha
     sqlq_result r = sqlq_sql_text_take(&q, out_database, err);
     if (r != SQLQ_OK)
         return r;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_MSSQL);
+    sqlq_sql_text_init(&q, &sqlq_dialect_mssql);
     sqlq_sql_text quoted;
-    sqlq_sql_text_init(&quoted, SQLQ_DIALECT_MSSQL);
+    sqlq_sql_text_init(&quoted, &sqlq_dialect_mssql);
     sqlq_sql_text_table(&quoted, t);
     char *name = NULL;
     r = sqlq_sql_text_take(&quoted, &name, err);
@@ -114,7 +114,7 @@ sqlq_result sqlq_ct_enable_sql(const sqlq_table_name *t, int retention_days, cha
 sqlq_result sqlq_ct_applock_sql(int timeout_ms, char **out, sqlq_error *err)
 {
     sqlq_sql_text q;
-    sqlq_sql_text_init(&q, SQLQ_DIALECT_MSSQL);
+    sqlq_sql_text_init(&q, &sqlq_dialect_mssql);
     sqlq_sql_text_add(&q,
                       "SET NOCOUNT ON; DECLARE @rc int; EXEC @rc = sp_getapplock "
                       "@Resource = ?, @LockMode = 'Exclusive', @LockOwner = 'Transaction', "

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-const char *sqlq_cursor_column_unsafe(sqlq_dialect_kind d, const sqlq_column *c,
+const char *sqlq_cursor_column_unsafe(const sqlq_dialect *d, const sqlq_column *c,
                                       sqlq_value_class *out)
 {
     const char *why = NULL;
@@ -31,7 +31,7 @@ const char *sqlq_cursor_column_unsafe(sqlq_dialect_kind d, const sqlq_column *c,
     }
     /* A primary-key column cannot hold NULL, except on SQLite where only INTEGER PRIMARY KEY
      * (the rowid) is guaranteed not to. */
-    bool key_not_null = c->in_key && (d != SQLQ_DIALECT_SQLITE || *out == SQLQ_VALUE_INT);
+    bool key_not_null = c->in_key && (!d->key_may_be_null || *out == SQLQ_VALUE_INT);
     if (c->nullable && !key_not_null)
         return "it is nullable, and rows where it is NULL would never be read; declare it NOT "
                "NULL (and give existing rows a value) or choose another column";
@@ -81,15 +81,15 @@ static sqlq_result check_sqlite_values(sqlq_db *db, const sqlq_table *t, const s
     bool integer = c->cls == SQLQ_VALUE_INT;
     sqlq_result r = sqlq_buf_adds(&q, "SELECT count(*) FROM (SELECT 1 FROM ");
     if (r == SQLQ_OK)
-        r = sqlq_dialect_quote_table(SQLQ_DIALECT_SQLITE, &t->name, &q);
+        r = sqlq_dialect_quote_table(sqlq_db_dialect(db), &t->name, &q);
     if (r == SQLQ_OK)
         r = sqlq_buf_adds(&q, integer ? " WHERE typeof(" : " WHERE typeof(");
     if (r == SQLQ_OK)
-        r = sqlq_dialect_quote_ident(SQLQ_DIALECT_SQLITE, c->name, &q);
+        r = sqlq_dialect_quote_ident(sqlq_db_dialect(db), c->name, &q);
     if (r == SQLQ_OK)
         r = sqlq_buf_adds(&q, integer ? ") <> 'integer'" : ") <> 'text' OR julianday(");
     if (r == SQLQ_OK && !integer)
-        r = sqlq_dialect_quote_ident(SQLQ_DIALECT_SQLITE, c->name, &q);
+        r = sqlq_dialect_quote_ident(sqlq_db_dialect(db), c->name, &q);
     if (r == SQLQ_OK)
         r = sqlq_buf_adds(&q, integer ? " LIMIT 1)" : ") IS NULL LIMIT 1)");
     int64_t bad = 0;
@@ -159,7 +159,7 @@ sqlq_result sqlq_cursor_column_check(sqlq_db *db, const sqlq_table *t, const cha
     order[0] = (sqlq_keyset_col){c->name, c->type, cls};
     size_t n = 1;
     sqlq_result r = check_key(db, t, order, &n, err);
-    if (r == SQLQ_OK && sqlq_db_dialect(db) == SQLQ_DIALECT_SQLITE)
+    if (r == SQLQ_OK && sqlq_db_dialect(db)->dynamic_types)
         r = check_sqlite_values(db, t, &order[0], err);
     if (r != SQLQ_OK) {
         free(order);

@@ -24,7 +24,7 @@ SQLQ_NODISCARD sqlq_result sqlq_cursor_column_check(sqlq_db *db, const sqlq_tabl
 void sqlq_cursor_column_free(sqlq_keyset_col *order, size_t n);
 
 /* Pure part of the check: NULL when c can be a cursor (class in *out), else why not. */
-const char *sqlq_cursor_column_unsafe(sqlq_dialect_kind d, const sqlq_column *c,
+const char *sqlq_cursor_column_unsafe(const sqlq_dialect *d, const sqlq_column *c,
                                       sqlq_value_class *out);
 
 /* Whether a soft-delete column's value marks the row deleted: anything but NULL, false, 0,

@@ -17,7 +17,7 @@
 
 /* The lag in force for a cursor of class cls on dialect d given the configured value, and the
  * rule in words ("lag 10000 ms (PostgreSQL default: …)") in rule. */
-int sqlq_cursor_lag_resolve(sqlq_dialect_kind d, sqlq_value_class cls, int configured_ms,
+int sqlq_cursor_lag_resolve(const sqlq_dialect *d, sqlq_value_class cls, int configured_ms,
                             char *rule, size_t rule_size);
 
 #endif

@@ -5,17 +5,17 @@
 
 #include <stdio.h>
 
-sqlq_result sqlq_cursor_bound_sql(sqlq_dialect_kind d, const sqlq_keyset_col *cursor,
+sqlq_result sqlq_cursor_bound_sql(const sqlq_dialect *d, const sqlq_keyset_col *cursor,
                                   int safety_lag_ms, sqlq_buf *out)
 {
-    if (safety_lag_ms < 0)
+    if (safety_lag_ms < 0 || d->lag_shape == SQLQ_LAG_NONE)
         return SQLQ_E_INVALID;
     bool tz = cursor->cls == SQLQ_VALUE_TIMESTAMPTZ;
     if (cursor->cls != SQLQ_VALUE_TIMESTAMP && !tz &&
-        !(cursor->cls == SQLQ_VALUE_ROWVERSION && d == SQLQ_DIALECT_MSSQL))
+        !(cursor->cls == SQLQ_VALUE_ROWVERSION && d->rowversion))
         return SQLQ_E_INVALID;
     sqlq_result r = SQLQ_OK;
-    if (d == SQLQ_DIALECT_SQLITE) {
+    if (d->lag_shape == SQLQ_LAG_JULIANDAY) {
         /* julianday parses every ISO 8601 form SQLite writes; the comparison stays exact to
          * well under a millisecond. 'now' is UTC, like CURRENT_TIMESTAMP. */
         r = sqlq_buf_adds(out, "julianday(");
@@ -29,7 +29,7 @@ sqlq_result sqlq_cursor_bound_sql(sqlq_dialect_kind d, const sqlq_keyset_col *cu
     r = sqlq_dialect_quote_ident(d, cursor->name, out);
     if (r != SQLQ_OK)
         return r;
-    if (d == SQLQ_DIALECT_POSTGRES)
+    if (d->lag_shape == SQLQ_LAG_INTERVAL)
         return sqlq_buf_printf(out, " < %s - interval '%d milliseconds'",
                                tz ? "clock_timestamp()" : "CAST(clock_timestamp() AS timestamp)",
                                safety_lag_ms);
@@ -76,7 +76,7 @@ static sqlq_result where_clause(const sqlq_cursor_query *q, sqlq_buf *out, size_
 {
     const sqlq_keyset_col *c = &q->order[0];
     bool timed = c->cls == SQLQ_VALUE_TIMESTAMP || c->cls == SQLQ_VALUE_TIMESTAMPTZ ||
-                 (c->cls == SQLQ_VALUE_ROWVERSION && q->dialect == SQLQ_DIALECT_MSSQL);
+                 (c->cls == SQLQ_VALUE_ROWVERSION && q->dialect->rowversion);
     sqlq_result r = SQLQ_OK;
     const char *joiner = " WHERE ";
     if (timed) {
@@ -125,7 +125,7 @@ sqlq_result sqlq_cursor_query_sql(const sqlq_cursor_query *q, sqlq_buf *out, siz
     *out_nmap = 0;
     if (q->norder == 0 || map_cap < 2 * q->norder || q->limit < 1)
         return SQLQ_E_INVALID;
-    bool top = q->dialect == SQLQ_DIALECT_MSSQL && !q->count;
+    bool top = q->dialect->limit_top && !q->count;
     sqlq_result r = sqlq_buf_adds(out, "SELECT ");
     if (r == SQLQ_OK && top)
         r = sqlq_buf_printf(out, "TOP (%d) ", q->limit);

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 typedef struct sqlq_cursor_query {
-    sqlq_dialect_kind dialect;
+    const sqlq_dialect *dialect;
     const sqlq_table_name *table;
     const char *const *columns; /* the columns published, in table order */
     size_t ncolumns;
@@ -40,7 +40,8 @@ SQLQ_NODISCARD sqlq_result sqlq_cursor_query_sql(const sqlq_cursor_query *q, sql
 /* The condition "cursor < now - lag" of a timestamp or rowversion cursor, computed by the
  * database: PostgreSQL clock_timestamp(), SQL Server SYSDATETIME()/SYSDATETIMEOFFSET() or
  * MIN_ACTIVE_ROWVERSION() (exact: no lag needed), SQLite julianday('now'). */
-SQLQ_NODISCARD sqlq_result sqlq_cursor_bound_sql(sqlq_dialect_kind d, const sqlq_keyset_col *cursor,
-                                                 int safety_lag_ms, sqlq_buf *out);
+SQLQ_NODISCARD sqlq_result sqlq_cursor_bound_sql(const sqlq_dialect *d,
+                                                 const sqlq_keyset_col *cursor, int safety_lag_ms,
+                                                 sqlq_buf *out);
 
 #endif

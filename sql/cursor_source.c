@@ -188,7 +188,7 @@ sqlq_result sqlq_cursor_source_open(sqlq_db *db, sqlq_db *state_db, const sqlq_c
               cs->names.table_key, cs->order[0].name, sqlq_value_class_name(cs->order[0].cls),
               cs->lag_ms, cs->batch_size, cs->rule);
     if (cs->lag_ms == 0 && cs->order[0].cls != SQLQ_VALUE_ROWVERSION &&
-        sqlq_db_dialect(db) != SQLQ_DIALECT_SQLITE)
+        !sqlq_db_dialect(db)->serial_writer)
         SQLQ_WARN("cursor_source_no_lag",
                   "table=%s note=\"safety_lag_ms 0 was set: a transaction that commits after a "
                   "later cursor value was read is skipped for good\"",

@@ -30,34 +30,6 @@ struct sqlq_cursor_state {
     char *sql_acquire, *sql_read, *sql_renew, *sql_renew_owner, *sql_commit, *sql_reset, *sql_resign;
 };
 
-static const char *const CREATE_SQL[] = {
-    [SQLQ_DIALECT_SQLITE] =
-        "CREATE TABLE IF NOT EXISTS sqlq_cursor_state (bridge_name TEXT NOT NULL, "
-        "table_name TEXT NOT NULL, cursor_value TEXT, key_json TEXT, "
-        "batch_id INTEGER NOT NULL DEFAULT 0, rows_done INTEGER NOT NULL DEFAULT 0, "
-        "run_id INTEGER NOT NULL DEFAULT 0, finished INTEGER NOT NULL DEFAULT 0, "
-        "lease_owner TEXT, lease_token INTEGER NOT NULL DEFAULT 0, "
-        "lease_expires_ms INTEGER NOT NULL DEFAULT 0, updated_ms INTEGER NOT NULL DEFAULT 0, "
-        "lag_rule TEXT, PRIMARY KEY (bridge_name, table_name))",
-    [SQLQ_DIALECT_POSTGRES] =
-        "CREATE TABLE IF NOT EXISTS sqlq.cursor_state (bridge_name text NOT NULL, "
-        "table_name text NOT NULL, cursor_value text, key_json text, "
-        "batch_id bigint NOT NULL DEFAULT 0, rows_done bigint NOT NULL DEFAULT 0, "
-        "run_id bigint NOT NULL DEFAULT 0, finished int NOT NULL DEFAULT 0, "
-        "lease_owner text, lease_token bigint NOT NULL DEFAULT 0, "
-        "lease_expires_ms bigint NOT NULL DEFAULT 0, updated_ms bigint NOT NULL DEFAULT 0, "
-        "lag_rule text, PRIMARY KEY (bridge_name, table_name))",
-    [SQLQ_DIALECT_MSSQL] =
-        "IF OBJECT_ID(N'sqlq.cursor_state', N'U') IS NULL CREATE TABLE sqlq.cursor_state ("
-        "bridge_name nvarchar(128) NOT NULL, table_name nvarchar(300) NOT NULL, "
-        "cursor_value nvarchar(100) NULL, key_json nvarchar(max) NULL, "
-        "batch_id bigint NOT NULL DEFAULT 0, rows_done bigint NOT NULL DEFAULT 0, "
-        "run_id bigint NOT NULL DEFAULT 0, finished int NOT NULL DEFAULT 0, "
-        "lease_owner nvarchar(256) NULL, lease_token bigint NOT NULL DEFAULT 0, "
-        "lease_expires_ms bigint NOT NULL DEFAULT 0, updated_ms bigint NOT NULL DEFAULT 0, "
-        "lag_rule nvarchar(200) NULL, PRIMARY KEY (bridge_name, table_name))",
-};
-
 void sqlq_checkpoint_clear(sqlq_checkpoint *cp)
 {
     if (!cp)
@@ -97,7 +69,7 @@ static void add_with_now(sqlq_sql_text *q, const char *s, const char *now)
 }
 
 /* head <state> [SET set] WHERE bridge_name = ? AND table_name = ? tail; '@' = now in ms. */
-static sqlq_result build(sqlq_dialect_kind d, const char *head, const char *set, const char *tail,
+static sqlq_result build(const sqlq_dialect *d, const char *head, const char *set, const char *tail,
                          char **out, sqlq_error *err)
 {
     const char *now = sqlq_dialect_now_ms(d);
@@ -114,7 +86,7 @@ static sqlq_result build(sqlq_dialect_kind d, const char *head, const char *set,
     return sqlq_sql_text_take(&q, out, err);
 }
 
-static sqlq_result build_all(sqlq_cursor_state *st, sqlq_dialect_kind d, sqlq_error *err)
+static sqlq_result build_all(sqlq_cursor_state *st, const sqlq_dialect *d, sqlq_error *err)
 {
     static const char *const owned = " AND lease_owner = ? AND lease_token = ?";
     char read_head[512];
@@ -155,26 +127,15 @@ static sqlq_result build_all(sqlq_cursor_state *st, sqlq_dialect_kind d, sqlq_er
 /* Schema sqlq, created only when missing: PostgreSQL checks CREATE on the database before it
  * looks at IF NOT EXISTS, and a DBA may have created the schema for a role without that right.
  * The cursor source needs nothing else of sqlq's shared objects. */
-static const char *const SCHEMA_SQL[] = {
-    [SQLQ_DIALECT_SQLITE] = NULL,
-    [SQLQ_DIALECT_POSTGRES] = "SELECT count(*) FROM pg_namespace WHERE nspname = 'sqlq'",
-    [SQLQ_DIALECT_MSSQL] = "SELECT count(*) FROM sys.schemas WHERE name = N'sqlq'",
-};
-static const char *const CREATE_SCHEMA_SQL[] = {
-    [SQLQ_DIALECT_SQLITE] = NULL,
-    [SQLQ_DIALECT_POSTGRES] = "CREATE SCHEMA IF NOT EXISTS sqlq",
-    [SQLQ_DIALECT_MSSQL] = "IF SCHEMA_ID(N'sqlq') IS NULL EXEC(N'CREATE SCHEMA sqlq')",
-};
-
 static sqlq_result ensure_schema(sqlq_db *db, sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
-    if (!SCHEMA_SQL[d])
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    if (!d->schema_exists_sql)
         return SQLQ_OK;
     int64_t n = 0;
-    sqlq_result r = sqlq_db_query_int(db, SCHEMA_SQL[d], NULL, 0, &n, err);
+    sqlq_result r = sqlq_db_query_int(db, d->schema_exists_sql, NULL, 0, &n, err);
     if (r == SQLQ_OK && n == 0)
-        r = sqlq_db_exec(db, CREATE_SCHEMA_SQL[d], NULL, 0, NULL, err);
+        r = sqlq_db_exec(db, d->schema_create_sql, NULL, 0, NULL, err);
     return r;
 }
 
@@ -192,7 +153,7 @@ static sqlq_result create_table(sqlq_db *db, sqlq_error *err)
     if (r == SQLQ_OK)
         r = ensure_schema(db, err);
     if (r == SQLQ_OK)
-        r = sqlq_db_exec(db, CREATE_SQL[sqlq_db_dialect(db)], NULL, 0, NULL, err);
+        r = sqlq_db_exec(db, sqlq_db_dialect(db)->cursor_state_create, NULL, 0, NULL, err);
     if (r == SQLQ_OK)
         r = sqlq_db_commit(db, err);
     if (r != SQLQ_OK)
@@ -203,7 +164,7 @@ static sqlq_result create_table(sqlq_db *db, sqlq_error *err)
 /* Insert the (bridge, table) row unless it exists; a concurrent insert of the same row is fine. */
 static sqlq_result ensure_row(sqlq_cursor_state *st, sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(st->db);
+    const sqlq_dialect *d = sqlq_db_dialect(st->db);
     char *count_sql = NULL, *insert_sql = NULL;
     sqlq_result r = build(d, "SELECT count(*) FROM ", NULL, "", &count_sql, err);
     sqlq_sql_text q;
@@ -500,4 +461,26 @@ sqlq_result sqlq_cursor_state_resign(sqlq_cursor_state *st, sqlq_error *err)
                        sqlq_param_text(st->owner), sqlq_param_int(st->token)};
     st->leader = false;
     return sqlq_db_exec(st->db, st->sql_resign, p, 4, NULL, err);
+}
+
+sqlq_result sqlq_cursor_state_forget(sqlq_db *db, const char *table_key, const char *bridge,
+                                     long long *out_removed, sqlq_error *err)
+{
+    *out_removed = 0;
+    bool have = false;
+    sqlq_result r = sqlq_catalog_object_exists(db, SQLQ_CURSOR_STATE_OBJECT, &have, err);
+    if (r != SQLQ_OK || !have)
+        return r;
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(db));
+    sqlq_sql_text_add(&q, "DELETE FROM ");
+    sqlq_catalog_object(&q, SQLQ_CURSOR_STATE_OBJECT);
+    sqlq_sql_text_add(&q, " WHERE table_name = ?%s", bridge ? " AND bridge_name = ?" : "");
+    char *sql = NULL;
+    r = sqlq_sql_text_take(&q, &sql, err);
+    sqlq_param p[2] = {sqlq_param_text(table_key), sqlq_param_text(bridge)};
+    if (r == SQLQ_OK)
+        r = sqlq_db_exec(db, sql, p, bridge ? 2 : 1, out_removed, err);
+    free(sql);
+    return r;
 }

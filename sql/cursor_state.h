@@ -74,6 +74,13 @@ int64_t sqlq_cursor_state_token(const sqlq_cursor_state *st);
 SQLQ_NODISCARD sqlq_result sqlq_cursor_state_read(sqlq_cursor_state *st, sqlq_checkpoint *out_cp,
                                                   sqlq_lease_info *out_lease, sqlq_error *err);
 
+/* Forget the checkpoints of table_key (of one bridge, or of all when bridge is NULL): for
+ * `sqlq setup --drop --source cursor`. *out_removed counts them (0 when there is no state
+ * table at all). */
+SQLQ_NODISCARD sqlq_result sqlq_cursor_state_forget(sqlq_db *db, const char *table_key,
+                                                    const char *bridge, long long *out_removed,
+                                                    sqlq_error *err);
+
 /* host:pid:random, for owners and instance ids. */
 void sqlq_cursor_state_default_owner(char *out, size_t size);
 

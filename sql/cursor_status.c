@@ -12,31 +12,16 @@
 #include <stdint.h>
 #include <string.h>
 
-static const char *const HAS_COLUMN_SQL[] = {
-    [SQLQ_DIALECT_SQLITE] = "SELECT count(*) FROM pragma_table_info('sqlq_cursor_state') "
-                            "WHERE name = 'lag_rule'",
-    [SQLQ_DIALECT_POSTGRES] = "SELECT count(*) FROM pg_attribute WHERE attrelid = "
-                              "to_regclass('sqlq.cursor_state') AND attname = 'lag_rule' "
-                              "AND NOT attisdropped",
-    [SQLQ_DIALECT_MSSQL] = "SELECT CASE WHEN COL_LENGTH('sqlq.cursor_state', 'lag_rule') IS NULL "
-                           "THEN 0 ELSE 1 END",
-};
-
-static const char *const ADD_COLUMN_SQL[] = {
-    [SQLQ_DIALECT_SQLITE] = "ALTER TABLE sqlq_cursor_state ADD COLUMN lag_rule TEXT",
-    [SQLQ_DIALECT_POSTGRES] = "ALTER TABLE sqlq.cursor_state ADD COLUMN IF NOT EXISTS lag_rule text",
-    [SQLQ_DIALECT_MSSQL] = "ALTER TABLE sqlq.cursor_state ADD lag_rule nvarchar(200) NULL",
-};
-
 static sqlq_result has_column(sqlq_db *db, bool *out, sqlq_error *err)
 {
     int64_t n = 0;
-    sqlq_result r = sqlq_db_query_int(db, HAS_COLUMN_SQL[sqlq_db_dialect(db)], NULL, 0, &n, err);
+    sqlq_result r =
+        sqlq_db_query_int(db, sqlq_db_dialect(db)->cursor_lag_rule_exists, NULL, 0, &n, err);
     *out = r == SQLQ_OK && n > 0;
     return r;
 }
 
-static sqlq_result keyed_sql(sqlq_dialect_kind d, const char *head, const char *tail, char **out,
+static sqlq_result keyed_sql(const sqlq_dialect *d, const char *head, const char *tail, char **out,
                              sqlq_error *err)
 {
     sqlq_sql_text q;
@@ -56,7 +41,7 @@ void sqlq_cursor_status_note(sqlq_db *db, const char *bridge, const char *table,
     char *sql = NULL;
     sqlq_result r = has_column(db, &present, &err);
     if (r == SQLQ_OK && !present)
-        r = sqlq_db_exec(db, ADD_COLUMN_SQL[sqlq_db_dialect(db)], NULL, 0, NULL, &err);
+        r = sqlq_db_exec(db, sqlq_db_dialect(db)->cursor_lag_rule_add, NULL, 0, NULL, &err);
     if (r == SQLQ_OK)
         r = keyed_sql(sqlq_db_dialect(db), "UPDATE ",
                       " SET lag_rule = ? WHERE bridge_name = ? AND table_name = ?", &sql, &err);
@@ -80,7 +65,7 @@ sqlq_result sqlq_cursor_status_list(sqlq_db *db, json_t **out, sqlq_error *err)
     if (r != SQLQ_OK || !table)
         return r;
     r = has_column(db, &rule, err);
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     char head[800];
     int n = snprintf(head, sizeof(head),
              "SELECT bridge_name AS bridge, table_name AS \"table\", %s AS rule, "

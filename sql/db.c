@@ -31,6 +31,7 @@
 #include "clock.h"
 #include "conn_string.h"
 #include "diag.h"
+#include "dialect.h"
 #include "log.h"
 #include "row_json.h"
 #include "wtext.h"
@@ -49,7 +50,7 @@ struct sqlq_db {
     SQLHDBC dbc;
     char *conn;
     char **secrets; /* every PWD= value, NULL-terminated: redacted from every error message */
-    sqlq_dialect_kind dialect;
+    const sqlq_dialect *dialect;
     char dbms_name[64];
     bool connected;
     bool in_tx;
@@ -110,31 +111,29 @@ static sqlq_result detect_dialect(sqlq_db *db, sqlq_error *err)
     if (!SQL_SUCCEEDED(rc))
         return sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, "SQLGetInfo(SQL_DBMS_NAME)",
                              db->secrets);
-    if (strcasecmp(db->dbms_name, "SQLite") == 0)
-        db->dialect = SQLQ_DIALECT_SQLITE;
-    else if (strcasecmp(db->dbms_name, "PostgreSQL") == 0)
-        db->dialect = SQLQ_DIALECT_POSTGRES;
-    else if (strcasecmp(db->dbms_name, "Microsoft SQL Server") == 0)
-        db->dialect = SQLQ_DIALECT_MSSQL;
-    else
+    db->dialect = sqlq_dialect_find(db->dbms_name);
+    if (!db->dialect) {
+        char titles[256];
+        sqlq_dialect_titles(titles, sizeof(titles));
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "database %s is not supported (SQLite, PostgreSQL, SQL Server are)",
-                              db->dbms_name);
+                              "database %s is not supported (%s are)", db->dbms_name, titles);
+    }
     return SQLQ_OK;
 }
 
-/* psqlODBC drops the offset when it converts a timestamptz to text (convert.c: "time zone
- * stuff is unreliable") and writes the wall time of the session's TimeZone. With the session
- * in UTC that wall time is exact, and row_json marks it +00:00. */
-static sqlq_result session_utc(sqlq_db *db, sqlq_error *err)
+/* The dialect's session set-up, once per connection (PostgreSQL: TIME ZONE 'UTC', see
+ * dialect_postgres.c). */
+static sqlq_result session_setup(sqlq_db *db, sqlq_error *err)
 {
+    if (!db->dialect->session_sql)
+        return SQLQ_OK;
     SQLHSTMT h = NULL;
     if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &h)))
         return sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, "allocate statement", db->secrets);
-    SQLRETURN rc = SQLExecDirect(h, (SQLCHAR *)"SET TIME ZONE 'UTC'", SQL_NTS);
+    SQLRETURN rc = SQLExecDirect(h, (SQLCHAR *)(uintptr_t)db->dialect->session_sql, SQL_NTS);
     sqlq_result r = SQL_SUCCEEDED(rc)
                         ? SQLQ_OK
-                        : sqlq_diag_set(err, SQL_HANDLE_STMT, h, "set time zone", db->secrets);
+                        : sqlq_diag_set(err, SQL_HANDLE_STMT, h, "session setup", db->secrets);
     SQLFreeHandle(SQL_HANDLE_STMT, h);
     return r;
 }
@@ -158,8 +157,8 @@ static sqlq_result db_open(sqlq_db *db, sqlq_error *err)
     }
     db->connected = true;
     sqlq_result r = detect_dialect(db, err);
-    if (r == SQLQ_OK && db->dialect == SQLQ_DIALECT_POSTGRES)
-        r = session_utc(db, err);
+    if (r == SQLQ_OK)
+        r = session_setup(db, err);
     if (r != SQLQ_OK) {
         db_disconnect(db);
         return r;
@@ -207,7 +206,7 @@ void sqlq_db_close(sqlq_db *db)
     free(db);
 }
 
-sqlq_dialect_kind sqlq_db_dialect(const sqlq_db *db)
+const sqlq_dialect *sqlq_db_dialect(const sqlq_db *db)
 {
     return db->dialect;
 }
@@ -277,7 +276,7 @@ static SQLRETURN bind_text(sqlq_db *db, db_stmt *s, SQLUSMALLINT num, size_t i, 
                            sqlq_error *err, bool *invalid)
 {
     size_t len = strlen(text);
-    if (db->dialect != SQLQ_DIALECT_MSSQL) {
+    if (!db->dialect->wide_text) {
         s->ind[i] = (SQLLEN)len;
         return SQLBindParameter(s->h, num, SQL_PARAM_INPUT, SQL_C_CHAR, SQL_VARCHAR, len ? len : 1,
                                 0, unconst(text), (SQLLEN)len, &s->ind[i]);
@@ -321,7 +320,8 @@ static sqlq_result bind_params(sqlq_db *db, db_stmt *s, const sqlq_param *params
         } else if (p->type == SQLQ_PARAM_BINARY && (p->text || p->len == 0)) {
             s->ind[i] = (SQLLEN)p->len;
             rc = SQLBindParameter(s->h, num, SQL_PARAM_INPUT, SQL_C_BINARY,
-                                  db->dialect == SQLQ_DIALECT_MSSQL && p->len > 8000
+                                  db->dialect->long_binary_over &&
+                                          p->len > db->dialect->long_binary_over
                                       ? SQL_LONGVARBINARY
                                       : SQL_VARBINARY,
                                   p->len ? p->len : 1, 0, unconst(p->text ? p->text : ""),
@@ -341,7 +341,7 @@ static sqlq_result bind_params(sqlq_db *db, db_stmt *s, const sqlq_param *params
 
 static SQLRETURN exec_direct(sqlq_db *db, SQLHSTMT h, const char *sql)
 {
-    if (db->dialect != SQLQ_DIALECT_MSSQL)
+    if (!db->dialect->wide_text)
         return SQLExecDirect(h, (SQLCHAR *)unconst(sql), SQL_NTS);
     uint16_t *w = NULL;
     size_t units = 0;
@@ -576,7 +576,7 @@ sqlq_result sqlq_db_begin(sqlq_db *db, sqlq_error *err)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "a transaction is already open");
     if (!db->connected)
         return sqlq_error_set(err, SQLQ_E_SQL, true, "not connected to the database");
-    sqlq_result r = db->dialect == SQLQ_DIALECT_SQLITE
+    sqlq_result r = db->dialect->serial_writer
                         ? sqlq_db_exec(db, "BEGIN IMMEDIATE", NULL, 0, NULL, err)
                         : set_autocommit(db, false, err);
     if (r == SQLQ_OK)
@@ -588,7 +588,7 @@ sqlq_result sqlq_db_commit(sqlq_db *db, sqlq_error *err)
 {
     if (!db->in_tx)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "no transaction is open");
-    if (db->dialect == SQLQ_DIALECT_SQLITE) {
+    if (db->dialect->serial_writer) {
         sqlq_result r = sqlq_db_exec(db, "COMMIT", NULL, 0, NULL, err);
         if (r == SQLQ_OK)
             db->in_tx = false;
@@ -611,7 +611,7 @@ void sqlq_db_rollback(sqlq_db *db)
     db->in_tx = false;
     if (!db->connected)
         return;
-    if (db->dialect == SQLQ_DIALECT_SQLITE) {
+    if (db->dialect->serial_writer) {
         /* SQLite may have rolled back already (after some errors): ignore "no transaction". */
         sqlq_error ignored;
         sqlq_error_clear(&ignored);

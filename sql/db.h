@@ -11,11 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum {
-    SQLQ_DIALECT_SQLITE = 0,
-    SQLQ_DIALECT_POSTGRES = 1,
-    SQLQ_DIALECT_MSSQL = 2
-} sqlq_dialect_kind;
+/* The database's dialect: a table of SQL and capabilities (dialect.h), one per database. */
+typedef struct sqlq_dialect sqlq_dialect;
 
 typedef enum {
     SQLQ_PARAM_NULL = 0,
@@ -43,12 +40,13 @@ sqlq_param sqlq_param_binary(const void *bytes, size_t len); /* bytes must outli
 typedef struct sqlq_db sqlq_db;
 
 /* conn is an ODBC connection string ("Driver={SQLite3};Database=…") or "DSN=name;…".
- * The dialect comes from SQL_DBMS_NAME. The connection string is registered as a secret
- * source: its PWD= value never reaches a log line. Autocommit is on until sqlq_db_begin.
- * PostgreSQL sessions run with TIME ZONE 'UTC' (so timestamptz values come out exact). */
+ * The dialect comes from SQL_DBMS_NAME (sqlq_dialect_find; an unknown database fails). The
+ * connection string is registered as a secret source: its PWD= value never reaches a log
+ * line. Autocommit is on until sqlq_db_begin. The dialect's session_sql runs once connected
+ * (PostgreSQL: TIME ZONE 'UTC', so timestamptz values come out exact). */
 SQLQ_NODISCARD sqlq_result sqlq_db_connect(const char *conn, sqlq_db **out, sqlq_error *err);
 void sqlq_db_close(sqlq_db *db);
-sqlq_dialect_kind sqlq_db_dialect(const sqlq_db *db);
+const sqlq_dialect *sqlq_db_dialect(const sqlq_db *db); /* never NULL once connected */
 const char *sqlq_db_dbms_name(const sqlq_db *db);
 
 /* Close and re-open the same connection string (after a transient failure), retrying with

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_IDENT 255
 
@@ -44,13 +45,13 @@ static bool utf8_valid(const char *s, size_t len)
     return true;
 }
 
-sqlq_result sqlq_dialect_quote_identn(sqlq_dialect_kind d, const char *ident, size_t len,
+sqlq_result sqlq_dialect_quote_identn(const sqlq_dialect *d, const char *ident, size_t len,
                                       sqlq_buf *out)
 {
     if (!ident || len == 0 || len > MAX_IDENT || !utf8_valid(ident, len))
         return SQLQ_E_INVALID;
-    char open = d == SQLQ_DIALECT_MSSQL ? '[' : '"';
-    char close = d == SQLQ_DIALECT_MSSQL ? ']' : '"';
+    char open = d->ident_open;
+    char close = d->ident_close;
     sqlq_result r = sqlq_buf_addc(out, open);
     for (size_t i = 0; i < len && r == SQLQ_OK; i++) {
         if (ident[i] == close)
@@ -63,14 +64,14 @@ sqlq_result sqlq_dialect_quote_identn(sqlq_dialect_kind d, const char *ident, si
     return r;
 }
 
-sqlq_result sqlq_dialect_quote_ident(sqlq_dialect_kind d, const char *ident, sqlq_buf *out)
+sqlq_result sqlq_dialect_quote_ident(const sqlq_dialect *d, const char *ident, sqlq_buf *out)
 {
     if (!ident)
         return SQLQ_E_INVALID;
     return sqlq_dialect_quote_identn(d, ident, strnlen(ident, MAX_IDENT + 1), out);
 }
 
-sqlq_result sqlq_dialect_quote_table(sqlq_dialect_kind d, const sqlq_table_name *t, sqlq_buf *out)
+sqlq_result sqlq_dialect_quote_table(const sqlq_dialect *d, const sqlq_table_name *t, sqlq_buf *out)
 {
     if (!t || !t->name[0])
         return SQLQ_E_INVALID;
@@ -84,7 +85,7 @@ sqlq_result sqlq_dialect_quote_table(sqlq_dialect_kind d, const sqlq_table_name 
     return sqlq_dialect_quote_ident(d, t->name, out);
 }
 
-sqlq_result sqlq_dialect_quote_literal(sqlq_dialect_kind d, const char *s, sqlq_buf *out)
+sqlq_result sqlq_dialect_quote_literal(const sqlq_dialect *d, const char *s, sqlq_buf *out)
 {
     if (!s)
         return SQLQ_E_INVALID;
@@ -93,12 +94,9 @@ sqlq_result sqlq_dialect_quote_literal(sqlq_dialect_kind d, const char *s, sqlq_
         return SQLQ_E_INVALID;
     /* PostgreSQL: E'' makes backslashes mean the same whatever standard_conforming_strings
      * says; SQL Server: N'' keeps non-ASCII text out of the code page. */
-    bool escape_backslash = d == SQLQ_DIALECT_POSTGRES && strchr(s, '\\') != NULL;
-    sqlq_result r = SQLQ_OK;
-    if (escape_backslash)
-        r = sqlq_buf_addc(out, 'E');
-    else if (d == SQLQ_DIALECT_MSSQL)
-        r = sqlq_buf_addc(out, 'N');
+    bool escape_backslash = d->literal_backslash_e && strchr(s, '\\') != NULL;
+    sqlq_result r =
+        escape_backslash ? sqlq_buf_addc(out, 'E') : sqlq_buf_adds(out, d->literal_prefix);
     if (r == SQLQ_OK)
         r = sqlq_buf_addc(out, '\'');
     for (size_t i = 0; i < len && r == SQLQ_OK; i++) {
@@ -112,20 +110,44 @@ sqlq_result sqlq_dialect_quote_literal(sqlq_dialect_kind d, const char *s, sqlq_
     return r;
 }
 
-const char *sqlq_dialect_now_ms(sqlq_dialect_kind d)
+const char *sqlq_dialect_now_ms(const sqlq_dialect *d)
 {
-    switch (d) {
-    case SQLQ_DIALECT_SQLITE:
-        /* Integer arithmetic on strftime (%f = SS.SSS): exact milliseconds on every SQLite 3;
-         * 'now' is the same instant for the whole statement. */
-        return "(CAST(strftime('%s', 'now') AS INTEGER) * 1000 + "
-               "CAST(substr(strftime('%f', 'now'), 4, 3) AS INTEGER))";
-    case SQLQ_DIALECT_POSTGRES:
-        /* clock_timestamp, not now(): the real time even inside a long transaction. */
-        return "CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS bigint)";
-    case SQLQ_DIALECT_MSSQL: return "DATEDIFF_BIG(millisecond, '19700101', SYSUTCDATETIME())";
+    return d->now_ms;
+}
+
+/* ---- the registered dialects ------------------------------------------------------------- */
+
+/* Every database sqlq speaks to: a new one is one dialect_<name>.c and one line here. */
+static const sqlq_dialect *const DIALECTS[] = {
+    &sqlq_dialect_sqlite,
+    &sqlq_dialect_postgres,
+    &sqlq_dialect_mssql,
+};
+
+const sqlq_dialect *sqlq_dialect_at(size_t i)
+{
+    return i < sizeof(DIALECTS) / sizeof(DIALECTS[0]) ? DIALECTS[i] : NULL;
+}
+
+const sqlq_dialect *sqlq_dialect_find(const char *dbms_name)
+{
+    for (size_t i = 0; dbms_name && i < sizeof(DIALECTS) / sizeof(DIALECTS[0]); i++)
+        if (strcasecmp(dbms_name, DIALECTS[i]->dbms_name) == 0)
+            return DIALECTS[i];
+    return NULL;
+}
+
+void sqlq_dialect_titles(char *out, size_t size)
+{
+    size_t pos = 0;
+    if (size)
+        out[0] = '\0';
+    for (size_t i = 0; size && i < sizeof(DIALECTS) / sizeof(DIALECTS[0]); i++) {
+        int n = snprintf(out + pos, size - pos, "%s%s", i ? ", " : "", DIALECTS[i]->title);
+        if (n < 0 || (size_t)n >= size - pos)
+            return;
+        pos += (size_t)n;
     }
-    return "NULL";
 }
 
 /* ---- table names as users write them ------------------------------------------------------- */

@@ -1,5 +1,6 @@
 /* keyset: "the rows after this (cursor, key) tuple" as SQL for each dialect (keyset pagination). */
 #include "keyset.h"
+#include "dialect_parts.h"
 
 #include "dialect.h"
 
@@ -42,7 +43,7 @@ static bool classify_text(const sqlq_column *c, sqlq_value_class *out, const cha
     return true;
 }
 
-bool sqlq_keyset_classify(sqlq_dialect_kind d, const sqlq_column *c, sqlq_value_class *out,
+bool sqlq_keyset_classify(const sqlq_dialect *d, const sqlq_column *c, sqlq_value_class *out,
                           const char **why)
 {
     *why = NULL;
@@ -81,7 +82,7 @@ bool sqlq_keyset_classify(sqlq_dialect_kind d, const sqlq_column *c, sqlq_value_
     case SQL_BINARY:
     case SQL_VARBINARY:
     case SQL_LONGVARBINARY:
-        if (d == SQLQ_DIALECT_MSSQL && (has(c->type, "timestamp") || has(c->type, "rowversion"))) {
+        if (d->rowversion && (has(c->type, "timestamp") || has(c->type, "rowversion"))) {
             *out = SQLQ_VALUE_ROWVERSION;
             return true;
         }
@@ -95,7 +96,7 @@ bool sqlq_keyset_classify(sqlq_dialect_kind d, const sqlq_column *c, sqlq_value_
     }
 }
 
-static sqlq_result add_ident(sqlq_dialect_kind d, const char *name, sqlq_buf *out)
+static sqlq_result add_ident(const sqlq_dialect *d, const char *name, sqlq_buf *out)
 {
     return sqlq_dialect_quote_ident(d, name, out);
 }
@@ -117,36 +118,35 @@ static const char *plain_type(const char *type, char *buf, size_t size)
     return n > 0 ? buf : NULL;
 }
 
-static sqlq_result value_sql_pg(const sqlq_keyset_col *c, sqlq_buf *out)
+sqlq_result sqlq_keyset_value_sql_postgres(const sqlq_keyset_col *c, sqlq_buf *out)
 {
     sqlq_result r = SQLQ_OK;
     switch (c->cls) {
     case SQLQ_VALUE_INT:
     case SQLQ_VALUE_TEXT:
-    case SQLQ_VALUE_ROWVERSION:
-        return add_ident(SQLQ_DIALECT_POSTGRES, c->name, out);
+    case SQLQ_VALUE_ROWVERSION: return add_ident(&sqlq_dialect_postgres, c->name, out);
     case SQLQ_VALUE_EXACT:
         if ((r = sqlq_buf_adds(out, "CAST(")) == SQLQ_OK &&
-            (r = add_ident(SQLQ_DIALECT_POSTGRES, c->name, out)) == SQLQ_OK)
+            (r = add_ident(&sqlq_dialect_postgres, c->name, out)) == SQLQ_OK)
             r = sqlq_buf_adds(out, " AS text)");
         return r;
     case SQLQ_VALUE_TIMESTAMP:
         if ((r = sqlq_buf_adds(out, "to_char(")) == SQLQ_OK &&
-            (r = add_ident(SQLQ_DIALECT_POSTGRES, c->name, out)) == SQLQ_OK)
+            (r = add_ident(&sqlq_dialect_postgres, c->name, out)) == SQLQ_OK)
             r = sqlq_buf_adds(out, ", 'YYYY-MM-DD\"T\"HH24:MI:SS.US')");
         return r;
     case SQLQ_VALUE_TIMESTAMPTZ:
         if ((r = sqlq_buf_adds(out, "to_char(")) == SQLQ_OK &&
-            (r = add_ident(SQLQ_DIALECT_POSTGRES, c->name, out)) == SQLQ_OK)
+            (r = add_ident(&sqlq_dialect_postgres, c->name, out)) == SQLQ_OK)
             r = sqlq_buf_adds(out, " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')");
         return r;
     }
     return SQLQ_E_INVALID;
 }
 
-static sqlq_result value_sql_mssql(const sqlq_keyset_col *c, sqlq_buf *out)
+sqlq_result sqlq_keyset_value_sql_mssql(const sqlq_keyset_col *c, sqlq_buf *out)
 {
-    const sqlq_dialect_kind d = SQLQ_DIALECT_MSSQL;
+    const sqlq_dialect *d = &sqlq_dialect_mssql;
     const char *pre = NULL, *post = NULL;
     switch (c->cls) {
     case SQLQ_VALUE_INT:
@@ -176,12 +176,14 @@ static sqlq_result value_sql_mssql(const sqlq_keyset_col *c, sqlq_buf *out)
     return r;
 }
 
-sqlq_result sqlq_keyset_value_sql(sqlq_dialect_kind d, const sqlq_keyset_col *c, sqlq_buf *out)
+sqlq_result sqlq_keyset_value_sql(const sqlq_dialect *d, const sqlq_keyset_col *c, sqlq_buf *out)
 {
-    if (d == SQLQ_DIALECT_POSTGRES)
-        return value_sql_pg(c, out);
-    if (d == SQLQ_DIALECT_MSSQL)
-        return value_sql_mssql(c, out);
+    return d->keyset_value_sql(c, out);
+}
+
+sqlq_result sqlq_keyset_value_sql_sqlite(const sqlq_keyset_col *c, sqlq_buf *out)
+{
+    const sqlq_dialect *d = &sqlq_dialect_sqlite;
     /* SQLite: integers and text as they are; everything else as its stored text, which is
      * what the comparison sees (SQLite compares the stored values, not a parsed time). */
     if (c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_TEXT)
@@ -199,39 +201,45 @@ static sqlq_result cast_param(const char *type, sqlq_buf *out)
     return sqlq_buf_printf(out, "CAST(? AS %s)", type);
 }
 
-sqlq_result sqlq_keyset_param_sql(sqlq_dialect_kind d, const sqlq_keyset_col *c, sqlq_buf *out)
+sqlq_result sqlq_keyset_param_sql(const sqlq_dialect *d, const sqlq_keyset_col *c, sqlq_buf *out)
 {
-    char tbuf[64];
-    const char *t = plain_type(c->type, tbuf, sizeof(tbuf));
-    if (d == SQLQ_DIALECT_POSTGRES) {
-        switch (c->cls) {
-        case SQLQ_VALUE_TIMESTAMP:
-            return cast_param("timestamp", out);
-        case SQLQ_VALUE_TIMESTAMPTZ:
-            return cast_param("timestamptz", out);
-        case SQLQ_VALUE_EXACT:
-            return t ? cast_param(t, out) : sqlq_buf_adds(out, "?");
-        default:
-            return sqlq_buf_adds(out, "?");
-        }
-    }
-    if (d == SQLQ_DIALECT_MSSQL) {
-        switch (c->cls) {
-        case SQLQ_VALUE_ROWVERSION:
-            return cast_param("binary(8)", out);
-        case SQLQ_VALUE_TIMESTAMP:
-        case SQLQ_VALUE_TIMESTAMPTZ:
-            /* The column's own type: datetime '…003' and datetime2 '…0030000' differ. */
-            return t ? cast_param(t, out) : sqlq_buf_adds(out, "?");
-        default:
-            return sqlq_buf_adds(out, "?");
-        }
-    }
+    return d->keyset_param_sql(c, out);
+}
+
+sqlq_result sqlq_keyset_param_sql_plain(const sqlq_keyset_col *c, sqlq_buf *out)
+{
+    (void)c;
     return sqlq_buf_adds(out, "?");
 }
 
-static sqlq_result add_list(sqlq_dialect_kind d, const sqlq_keyset_col *cols, size_t n, bool params,
-                            sqlq_buf *out)
+sqlq_result sqlq_keyset_param_sql_postgres(const sqlq_keyset_col *c, sqlq_buf *out)
+{
+    char tbuf[64];
+    const char *t = plain_type(c->type, tbuf, sizeof(tbuf));
+    switch (c->cls) {
+    case SQLQ_VALUE_TIMESTAMP: return cast_param("timestamp", out);
+    case SQLQ_VALUE_TIMESTAMPTZ: return cast_param("timestamptz", out);
+    case SQLQ_VALUE_EXACT: return t ? cast_param(t, out) : sqlq_buf_adds(out, "?");
+    default: return sqlq_buf_adds(out, "?");
+    }
+}
+
+sqlq_result sqlq_keyset_param_sql_mssql(const sqlq_keyset_col *c, sqlq_buf *out)
+{
+    char tbuf[64];
+    const char *t = plain_type(c->type, tbuf, sizeof(tbuf));
+    switch (c->cls) {
+    case SQLQ_VALUE_ROWVERSION: return cast_param("binary(8)", out);
+    case SQLQ_VALUE_TIMESTAMP:
+    case SQLQ_VALUE_TIMESTAMPTZ:
+        /* The column's own type: datetime '…003' and datetime2 '…0030000' differ. */
+        return t ? cast_param(t, out) : sqlq_buf_adds(out, "?");
+    default: return sqlq_buf_adds(out, "?");
+    }
+}
+
+static sqlq_result add_list(const sqlq_dialect *d, const sqlq_keyset_col *cols, size_t n,
+                            bool params, sqlq_buf *out)
 {
     sqlq_result r = SQLQ_OK;
     for (size_t i = 0; i < n && r == SQLQ_OK; i++) {
@@ -244,7 +252,7 @@ static sqlq_result add_list(sqlq_dialect_kind d, const sqlq_keyset_col *cols, si
 }
 
 /* "c OP p" for one column; the parameter index is recorded in map. */
-static sqlq_result add_cmp(sqlq_dialect_kind d, const sqlq_keyset_col *c, const char *op,
+static sqlq_result add_cmp(const sqlq_dialect *d, const sqlq_keyset_col *c, const char *op,
                            size_t idx, sqlq_buf *out, size_t *map, size_t *nmap)
 {
     sqlq_result r = add_ident(d, c->name, out);
@@ -258,7 +266,7 @@ static sqlq_result add_cmp(sqlq_dialect_kind d, const sqlq_keyset_col *c, const 
 }
 
 /* (c_i > ? OR (c_i = ? AND <rest>)), the last column alone: c_n > ?. */
-static sqlq_result add_expanded(sqlq_dialect_kind d, const sqlq_keyset_col *cols, size_t n,
+static sqlq_result add_expanded(const sqlq_dialect *d, const sqlq_keyset_col *cols, size_t n,
                                 size_t i, sqlq_buf *out, size_t *map, size_t *nmap)
 {
     if (i + 1 == n)
@@ -279,7 +287,7 @@ static sqlq_result add_expanded(sqlq_dialect_kind d, const sqlq_keyset_col *cols
     return r;
 }
 
-sqlq_result sqlq_keyset_after_sql(sqlq_dialect_kind d, const sqlq_keyset_col *cols, size_t n,
+sqlq_result sqlq_keyset_after_sql(const sqlq_dialect *d, const sqlq_keyset_col *cols, size_t n,
                                   sqlq_buf *out, size_t *map, size_t map_cap, size_t *out_nmap)
 {
     *out_nmap = 0;
@@ -287,7 +295,7 @@ sqlq_result sqlq_keyset_after_sql(sqlq_dialect_kind d, const sqlq_keyset_col *co
         return SQLQ_E_INVALID;
     if (n == 1)
         return add_cmp(d, &cols[0], ">", 0, out, map, out_nmap);
-    if (d == SQLQ_DIALECT_MSSQL)
+    if (!d->row_values)
         return add_expanded(d, cols, n, 0, out, map, out_nmap);
     sqlq_result r = sqlq_buf_adds(out, "(");
     if (r == SQLQ_OK)
@@ -303,7 +311,7 @@ sqlq_result sqlq_keyset_after_sql(sqlq_dialect_kind d, const sqlq_keyset_col *co
     return r;
 }
 
-sqlq_result sqlq_keyset_order_sql(sqlq_dialect_kind d, const sqlq_keyset_col *cols, size_t n,
+sqlq_result sqlq_keyset_order_sql(const sqlq_dialect *d, const sqlq_keyset_col *cols, size_t n,
                                   sqlq_buf *out)
 {
     return add_list(d, cols, n, false, out);

@@ -35,25 +35,25 @@ typedef struct sqlq_keyset_col {
 /* Whether the column's values can take part in an ordered tuple comparison. False, with *why
  * set to a static explanation, for floating point (rounding breaks equality), binary and
  * document types. */
-bool sqlq_keyset_classify(sqlq_dialect_kind d, const sqlq_column *c, sqlq_value_class *out,
+bool sqlq_keyset_classify(const sqlq_dialect *d, const sqlq_column *c, sqlq_value_class *out,
                           const char **why);
 
 /* The column in checkpoint form, e.g. to_char("ts" AT TIME ZONE 'UTC', …) on PostgreSQL. */
-SQLQ_NODISCARD sqlq_result sqlq_keyset_value_sql(sqlq_dialect_kind d, const sqlq_keyset_col *c,
+SQLQ_NODISCARD sqlq_result sqlq_keyset_value_sql(const sqlq_dialect *d, const sqlq_keyset_col *c,
                                                  sqlq_buf *out);
 /* A placeholder for a checkpoint-form value of the column: "?" or "CAST(? AS timestamptz)". */
-SQLQ_NODISCARD sqlq_result sqlq_keyset_param_sql(sqlq_dialect_kind d, const sqlq_keyset_col *c,
+SQLQ_NODISCARD sqlq_result sqlq_keyset_param_sql(const sqlq_dialect *d, const sqlq_keyset_col *c,
                                                  sqlq_buf *out);
 
 /* Append the condition "(c1, …, cn) > (?, …, ?)": a row-value comparison on SQLite and
  * PostgreSQL, the expanded form (c1 > ? OR (c1 = ? AND (c2 > ? OR …))) on SQL Server, which has
  * no row values. map[j] receives the index into cols of the value the j-th '?' binds;
  * map_cap must be at least 2n - 1 (the expanded form binds every value but the last twice). */
-SQLQ_NODISCARD sqlq_result sqlq_keyset_after_sql(sqlq_dialect_kind d, const sqlq_keyset_col *cols,
+SQLQ_NODISCARD sqlq_result sqlq_keyset_after_sql(const sqlq_dialect *d, const sqlq_keyset_col *cols,
                                                  size_t n, sqlq_buf *out, size_t *map,
                                                  size_t map_cap, size_t *out_nmap);
 /* Append "c1, c2, …" (quoted) for ORDER BY: ascending, tuple order. */
-SQLQ_NODISCARD sqlq_result sqlq_keyset_order_sql(sqlq_dialect_kind d, const sqlq_keyset_col *cols,
+SQLQ_NODISCARD sqlq_result sqlq_keyset_order_sql(const sqlq_dialect *d, const sqlq_keyset_col *cols,
                                                  size_t n, sqlq_buf *out);
 
 /* A checkpoint-form JSON value as a parameter. Text parameters borrow the string from v. */

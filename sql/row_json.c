@@ -45,7 +45,7 @@ typedef struct row_column {
 
 struct sqlq_row_json {
     SQLHSTMT stmt;
-    sqlq_dialect_kind dialect;
+    const sqlq_dialect *dialect;
     row_column *cols;
     size_t ncols;
     sqlq_buf value; /* scratch for one value, reused across columns and rows */
@@ -59,14 +59,13 @@ static bool type_is(const char *type_name, const char *prefix)
 /* The JSON shape of a column. The ODBC type decides, except where the declared type name
  * knows better: sqliteodbc reports NUMERIC/DECIMAL columns as DOUBLE or VARCHAR, and a
  * psqlODBC connection without BoolsAsChar=0 reports booleans as text. */
-static value_kind kind_of(short sql_type, const char *type_name, sqlq_dialect_kind d)
+static value_kind kind_of(short sql_type, const char *type_name, const sqlq_dialect *d)
 {
     if (type_is(type_name, "bool"))
         return KIND_BOOL;
-    if (d == SQLQ_DIALECT_SQLITE &&
-        (type_is(type_name, "numeric") || type_is(type_name, "decimal")))
+    if (d->dynamic_types && (type_is(type_name, "numeric") || type_is(type_name, "decimal")))
         return KIND_DECIMAL;
-    if (d == SQLQ_DIALECT_POSTGRES && strcasecmp(type_name, "timestamptz") == 0)
+    if (d->tz_text_in_utc && strcasecmp(type_name, "timestamptz") == 0)
         return KIND_TIMESTAMP_UTC;
     switch (sql_type) {
     case SQL_BIT: return KIND_BOOL;
@@ -131,7 +130,7 @@ static bool is_digits(const char *s, size_t n)
     return true;
 }
 
-static json_t *int_value(const char *text, size_t len, sqlq_dialect_kind d);
+static json_t *int_value(const char *text, size_t len, const sqlq_dialect *d);
 
 static json_t *float_value(const char *text, size_t len)
 {
@@ -143,14 +142,14 @@ static json_t *float_value(const char *text, size_t len)
     return json_real(v);
 }
 
-static json_t *int_value(const char *text, size_t len, sqlq_dialect_kind d)
+static json_t *int_value(const char *text, size_t len, const sqlq_dialect *d)
 {
     char *end = NULL;
     errno = 0;
     long long v = strtoll(text, &end, 10);
     if (end == text || (size_t)(end - text) != len) {
         /* SQLite keeps whatever was stored: a REAL or text in an INTEGER column. */
-        return d == SQLQ_DIALECT_SQLITE ? float_value(text, len) : text_value(text, len);
+        return d->dynamic_types ? float_value(text, len) : text_value(text, len);
     }
     if (errno == ERANGE || v > MAX_SAFE_INT || v < -MAX_SAFE_INT)
         return json_stringn(text, len); /* exact digits, beyond what a double holds */
@@ -253,7 +252,7 @@ static json_t *guid_value(const char *text, size_t len)
     return json_stringn(g, len);
 }
 
-static json_t *value_of_kind(value_kind kind, sqlq_dialect_kind d, const char *text, size_t len)
+static json_t *value_of_kind(value_kind kind, const sqlq_dialect *d, const char *text, size_t len)
 {
     if (!text)
         return json_null();
@@ -273,7 +272,7 @@ static json_t *value_of_kind(value_kind kind, sqlq_dialect_kind d, const char *t
     return text_value(text, len);
 }
 
-json_t *sqlq_row_json_value(short sql_type, const char *type_name, sqlq_dialect_kind dialect,
+json_t *sqlq_row_json_value(short sql_type, const char *type_name, const sqlq_dialect *dialect,
                             const char *text, size_t len)
 {
     return value_of_kind(kind_of(sql_type, type_name ? type_name : "", dialect), dialect, text,
@@ -283,7 +282,7 @@ json_t *sqlq_row_json_value(short sql_type, const char *type_name, sqlq_dialect_
 /* SQL Server's narrow calls follow the client code page; its text is read as UTF-16. */
 static bool wide_text(const sqlq_row_json *r, value_kind kind)
 {
-    return r->dialect == SQLQ_DIALECT_MSSQL && kind != KIND_BINARY;
+    return r->dialect->wide_text && kind != KIND_BINARY;
 }
 
 /* Read column col (1-based) whole into r->value with SQLGetData, piece by piece (01004 =
@@ -454,12 +453,12 @@ sqlq_result sqlq_row_json_read_values(sqlq_row_json *r, json_t **out_values, sql
 }
 
 /* The column's name, read wide for SQL Server (see wide_text) and narrow otherwise. */
-static char *column_name(SQLHSTMT stmt, SQLUSMALLINT col, sqlq_dialect_kind d,
+static char *column_name(SQLHSTMT stmt, SQLUSMALLINT col, const sqlq_dialect *d,
                          SQLSMALLINT *sql_type, SQLRETURN *rc)
 {
     SQLULEN size = 0;
     SQLSMALLINT digits = 0, nullable = 0, len = 0;
-    if (d == SQLQ_DIALECT_MSSQL) {
+    if (d->wide_text) {
         SQLWCHAR w[512];
         *rc = SQLDescribeColW(stmt, col, w, (SQLSMALLINT)(sizeof(w) / sizeof(w[0])), &len, sql_type,
                               &size, &digits, &nullable);
@@ -489,7 +488,7 @@ static void lowercase(char *s)
         *s = (char)tolower((unsigned char)*s);
 }
 
-sqlq_result sqlq_row_json_create(SQLHSTMT stmt, sqlq_dialect_kind dialect, sqlq_row_json **out,
+sqlq_result sqlq_row_json_create(SQLHSTMT stmt, const sqlq_dialect *dialect, sqlq_row_json **out,
                                  sqlq_error *err)
 {
     *out = NULL;
@@ -554,9 +553,9 @@ short sqlq_row_json_sql_type(const sqlq_row_json *r, size_t i)
     return i < r->ncols ? r->cols[i].sql_type : 0;
 }
 
-bool sqlq_row_json_needs_text(sqlq_dialect_kind d, const sqlq_column *c)
+bool sqlq_row_json_needs_text(const sqlq_dialect *d, const sqlq_column *c)
 {
-    if (d != SQLQ_DIALECT_POSTGRES)
+    if (!d->exact_time_text)
         return false;
     switch (c->sql_type) {
     case SQL_TYPE_DATE:
@@ -582,7 +581,7 @@ static bool sqlite_may_hold_real(const sqlq_column *c)
 /* CASE WHEN typeof(p"c") = 'real' THEN quote(p"c") END AS "__sqlq_exact", */
 static sqlq_result exact_sql(const char *prefix, const char *name, sqlq_buf *out)
 {
-    const sqlq_dialect_kind d = SQLQ_DIALECT_SQLITE;
+    const sqlq_dialect *d = &sqlq_dialect_sqlite;
     sqlq_result r = sqlq_buf_printf(out, "CASE WHEN typeof(%s", prefix ? prefix : "");
     if (r == SQLQ_OK)
         r = sqlq_dialect_quote_ident(d, name, out);
@@ -599,12 +598,12 @@ static sqlq_result exact_sql(const char *prefix, const char *name, sqlq_buf *out
     return r;
 }
 
-sqlq_result sqlq_row_json_select_sql(sqlq_dialect_kind d, const char *prefix, const sqlq_column *c,
-                                     sqlq_buf *out)
+sqlq_result sqlq_row_json_select_sql(const sqlq_dialect *d, const char *prefix,
+                                     const sqlq_column *c, sqlq_buf *out)
 {
     bool text = sqlq_row_json_needs_text(d, c);
     sqlq_result r = SQLQ_OK;
-    if (d == SQLQ_DIALECT_SQLITE && sqlite_may_hold_real(c))
+    if (d->dynamic_types && sqlite_may_hold_real(c))
         r = exact_sql(prefix, c->name, out);
     if (r == SQLQ_OK && text)
         r = sqlq_buf_adds(out, "(to_json(");
@@ -617,12 +616,12 @@ sqlq_result sqlq_row_json_select_sql(sqlq_dialect_kind d, const char *prefix, co
     return r;
 }
 
-bool sqlq_row_json_needs_fixup(sqlq_dialect_kind d, const sqlq_column *c)
+bool sqlq_row_json_needs_fixup(const sqlq_dialect *d, const sqlq_column *c)
 {
-    return sqlq_row_json_needs_text(d, c) || (d == SQLQ_DIALECT_SQLITE && sqlite_may_hold_real(c));
+    return sqlq_row_json_needs_text(d, c) || (d->dynamic_types && sqlite_may_hold_real(c));
 }
 
-sqlq_result sqlq_row_json_fixup_sql(sqlq_dialect_kind d, const char *prefix, const sqlq_column *c,
+sqlq_result sqlq_row_json_fixup_sql(const sqlq_dialect *d, const char *prefix, const sqlq_column *c,
                                     sqlq_buf *out)
 {
     if (sqlq_row_json_needs_text(d, c))
@@ -640,7 +639,8 @@ sqlq_result sqlq_row_json_fixup_sql(sqlq_dialect_kind d, const char *prefix, con
     return r;
 }
 
-json_t *sqlq_row_json_fixup(sqlq_dialect_kind d, const sqlq_column *c, json_t *v, const json_t *fix)
+json_t *sqlq_row_json_fixup(const sqlq_dialect *d, const sqlq_column *c, json_t *v,
+                            const json_t *fix)
 {
     const char *text = json_string_value(fix);
     if (!text || json_is_null(v))

@@ -15,7 +15,7 @@ typedef struct sqlq_row_json sqlq_row_json;
 
 /* Describe the result set of an executed statement (SQLNumResultCols + SQLDescribeCol).
  * A statement without a result set gives zero columns. */
-SQLQ_NODISCARD sqlq_result sqlq_row_json_create(SQLHSTMT stmt, sqlq_dialect_kind dialect,
+SQLQ_NODISCARD sqlq_result sqlq_row_json_create(SQLHSTMT stmt, const sqlq_dialect *dialect,
                                                 sqlq_row_json **out, sqlq_error *err);
 void sqlq_row_json_destroy(sqlq_row_json *r);
 size_t sqlq_row_json_ncols(const sqlq_row_json *r);
@@ -32,7 +32,7 @@ SQLQ_NODISCARD sqlq_result sqlq_row_json_read_values(sqlq_row_json *r, json_t **
 
 /* Exposed for unit tests: the JSON value of one column given its text as the driver returned
  * it (NULL text = SQL NULL) and its ODBC type and declared type name. */
-json_t *sqlq_row_json_value(short sql_type, const char *type_name, sqlq_dialect_kind dialect,
+json_t *sqlq_row_json_value(short sql_type, const char *type_name, const sqlq_dialect *dialect,
                             const char *text, size_t len);
 
 /* Columns the ODBC driver cannot read exactly are selected as the server's own text, so every
@@ -40,7 +40,7 @@ json_t *sqlq_row_json_value(short sql_type, const char *type_name, sqlq_dialect_
  * timestamp and timestamptz go through to_json(col) #>> '{}' (ISO 8601, and "infinity",
  * "-infinity", "0044-03-15 BC", "5874897-12-31" as PostgreSQL writes them; psqlODBC turns
  * those into other dates). */
-bool sqlq_row_json_needs_text(sqlq_dialect_kind d, const sqlq_column *c);
+bool sqlq_row_json_needs_text(const sqlq_dialect *d, const sqlq_column *c);
 /* SQLite: sqliteodbc hands REAL values over as text with 15 significant digits (0.1 + 0.2 would
  * arrive as 0.3). For a column that may hold REALs (any but TEXT affinity) the select also
  * reads the exact text of a REAL value (quote(col), which round-trips) as a column of this name
@@ -52,17 +52,17 @@ bool sqlq_row_json_needs_text(sqlq_dialect_kind d, const sqlq_column *c);
  * itself, or its text form when sqlq_row_json_needs_text; on SQLite preceded by the exact-REAL
  * column (`CASE … END AS "__sqlq_exact", `). The caller adds the alias (needed when
  * sqlq_row_json_needs_text). */
-SQLQ_NODISCARD sqlq_result sqlq_row_json_select_sql(sqlq_dialect_kind d, const char *prefix,
+SQLQ_NODISCARD sqlq_result sqlq_row_json_select_sql(const sqlq_dialect *d, const char *prefix,
                                                     const sqlq_column *c, sqlq_buf *out);
 
 /* The capture poll reads the row as r.* (its columns follow ALTER TABLE, capture_shape.c) and
  * after it, for each column that needs it, the exact form (sqlq_row_json_fixup_sql: the text
  * of sqlq_row_json_needs_text, or on SQLite the exact text of a REAL); sqlq_row_json_fixup
  * turns the driver's value v of column c into the exact one (consumes v, returns the result). */
-bool sqlq_row_json_needs_fixup(sqlq_dialect_kind d, const sqlq_column *c);
-SQLQ_NODISCARD sqlq_result sqlq_row_json_fixup_sql(sqlq_dialect_kind d, const char *prefix,
+bool sqlq_row_json_needs_fixup(const sqlq_dialect *d, const sqlq_column *c);
+SQLQ_NODISCARD sqlq_result sqlq_row_json_fixup_sql(const sqlq_dialect *d, const char *prefix,
                                                    const sqlq_column *c, sqlq_buf *out);
-json_t *sqlq_row_json_fixup(sqlq_dialect_kind d, const sqlq_column *c, json_t *v,
+json_t *sqlq_row_json_fixup(const sqlq_dialect *d, const sqlq_column *c, json_t *v,
                             const json_t *fix);
 
 #endif

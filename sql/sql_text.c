@@ -6,7 +6,7 @@
 
 #define SQL_TEXT_CAP ((size_t)4 * 1024 * 1024)
 
-void sqlq_sql_text_init(sqlq_sql_text *s, sqlq_dialect_kind d)
+void sqlq_sql_text_init(sqlq_sql_text *s, const sqlq_dialect *d)
 {
     sqlq_buf_init(&s->buf, SQL_TEXT_CAP);
     s->rc = SQLQ_OK;

@@ -12,10 +12,10 @@
 typedef struct sqlq_sql_text {
     sqlq_buf buf;
     sqlq_result rc;
-    sqlq_dialect_kind dialect;
+    const sqlq_dialect *dialect;
 } sqlq_sql_text;
 
-void sqlq_sql_text_init(sqlq_sql_text *s, sqlq_dialect_kind d);
+void sqlq_sql_text_init(sqlq_sql_text *s, const sqlq_dialect *d);
 void sqlq_sql_text_free(sqlq_sql_text *s);
 void sqlq_sql_text_add(sqlq_sql_text *s, const char *fmt, ...) SQLQ_PRINTF(2, 3);
 /* An identifier quoted for the dialect. */

@@ -7,6 +7,7 @@
 #include "table.h"
 
 #include "buf.h"
+#include "dialect_parts.h"
 
 #include <ctype.h>
 #include <sqlext.h>
@@ -14,75 +15,42 @@
 #include <string.h>
 #include <strings.h>
 
-/* Every query returns, per column in table order: schema, table, column, declared type,
- * nullable (1/0), position in the primary key (1-based, 0 = not in it). */
-static const char sqlite_sql[] =
-    "SELECT ? AS schema_name, ? AS table_name, name AS column_name, type AS type_name, "
-    "CASE WHEN \"notnull\" THEN 0 ELSE 1 END AS nullable, pk AS key_pos "
-    "FROM pragma_table_info(?, ?) ORDER BY cid";
-
-static const char pg_sql[] =
-    "SELECT n.nspname AS schema_name, c.relname AS table_name, a.attname AS column_name, "
-    "format_type(a.atttypid, a.atttypmod) AS type_name, "
-    "CASE WHEN a.attnotnull THEN 0 ELSE 1 END AS nullable, "
-    "CAST(COALESCE((SELECT k.ord FROM pg_catalog.pg_index i, "
-    "unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) "
-    "WHERE i.indrelid = c.oid AND i.indisprimary AND k.attnum = a.attnum), 0) AS int) AS key_pos "
-    "FROM pg_catalog.pg_class c "
-    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-    "JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid "
-    "WHERE c.oid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped "
-    "ORDER BY a.attnum";
-
-static const char mssql_sql[] =
-    "SELECT OBJECT_SCHEMA_NAME(c.object_id) AS schema_name, OBJECT_NAME(c.object_id) AS "
-    "table_name, c.name AS column_name, "
-    "LOWER(t.name) + CASE "
-    "WHEN t.name IN ('varchar', 'char', 'varbinary', 'binary') THEN '(' + CASE WHEN "
-    "c.max_length = -1 THEN 'max' ELSE CAST(c.max_length AS varchar(10)) END + ')' "
-    "WHEN t.name IN ('nvarchar', 'nchar') THEN '(' + CASE WHEN c.max_length = -1 THEN 'max' "
-    "ELSE CAST(c.max_length / 2 AS varchar(10)) END + ')' "
-    "WHEN t.name IN ('decimal', 'numeric') THEN '(' + CAST(c.precision AS varchar(10)) + ',' + "
-    "CAST(c.scale AS varchar(10)) + ')' "
-    "WHEN t.name IN ('datetime2', 'time', 'datetimeoffset') THEN '(' + CAST(c.scale AS "
-    "varchar(10)) + ')' ELSE '' END AS type_name, "
-    "CAST(c.is_nullable AS int) AS nullable, CAST(COALESCE(ic.key_ordinal, 0) AS int) AS key_pos "
-    "FROM sys.columns c "
-    "JOIN sys.types t ON t.user_type_id = c.user_type_id "
-    "LEFT JOIN sys.indexes i ON i.object_id = c.object_id AND i.is_primary_key = 1 "
-    "LEFT JOIN sys.index_columns ic ON ic.object_id = i.object_id AND ic.index_id = i.index_id "
-    "AND ic.column_id = c.column_id "
-    "WHERE c.object_id = OBJECT_ID(?) AND OBJECTPROPERTY(c.object_id, 'IsUserTable') = 1 "
-    "ORDER BY c.column_id";
-
-const char *sqlq_table_describe_sql(sqlq_dialect_kind d)
+/* The dialect's describe_sql returns, per column in table order: schema, table, column,
+ * declared type, nullable (1/0), position in the primary key (1-based, 0 = not in it). */
+const char *sqlq_table_describe_sql(const sqlq_dialect *d)
 {
-    switch (d) {
-    case SQLQ_DIALECT_SQLITE: return sqlite_sql;
-    case SQLQ_DIALECT_POSTGRES: return pg_sql;
-    case SQLQ_DIALECT_MSSQL: return mssql_sql;
-    }
-    return NULL;
+    return d->describe_sql;
 }
 
-sqlq_result sqlq_table_describe_params(sqlq_dialect_kind d, const sqlq_table_name *name,
-                                       sqlq_buf *quoted, sqlq_param *params, size_t *nparams)
+sqlq_result sqlq_table_describe_params_sqlite(const sqlq_dialect *d, const sqlq_table_name *name,
+                                              sqlq_buf *quoted, sqlq_param *params, size_t *nparams)
 {
-    if (d == SQLQ_DIALECT_SQLITE) {
-        const char *schema = name->schema[0] ? name->schema : "main";
-        params[0] = sqlq_param_text(schema);
-        params[1] = sqlq_param_text(name->name);
-        params[2] = sqlq_param_text(name->name);
-        params[3] = sqlq_param_text(schema);
-        *nparams = 4;
-        return SQLQ_OK;
-    }
+    (void)d;
+    (void)quoted;
+    const char *schema = name->schema[0] ? name->schema : "main";
+    params[0] = sqlq_param_text(schema);
+    params[1] = sqlq_param_text(name->name);
+    params[2] = sqlq_param_text(name->name);
+    params[3] = sqlq_param_text(schema);
+    *nparams = 4;
+    return SQLQ_OK;
+}
+
+sqlq_result sqlq_table_describe_params_quoted(const sqlq_dialect *d, const sqlq_table_name *name,
+                                              sqlq_buf *quoted, sqlq_param *params, size_t *nparams)
+{
     sqlq_result r = sqlq_dialect_quote_table(d, name, quoted);
     if (r != SQLQ_OK)
         return r;
     params[0] = sqlq_param_text(sqlq_buf_str(quoted));
     *nparams = 1;
     return SQLQ_OK;
+}
+
+sqlq_result sqlq_table_describe_params(const sqlq_dialect *d, const sqlq_table_name *name,
+                                       sqlq_buf *quoted, sqlq_param *params, size_t *nparams)
+{
+    return d->describe_params(d, name, quoted, params, nparams);
 }
 
 static bool has(const char *s, const char *word)
@@ -97,7 +65,7 @@ static bool starts(const char *s, const char *prefix)
 
 /* SQLite: the declared type decides its affinity by substrings (sqlite.org/datatype3.html);
  * the common names it does not know (bool, date, time, uuid) are checked first. */
-static short sqlite_sql_type(const char *t)
+short sqlq_table_sql_type_sqlite(const char *t)
 {
     if (has(t, "bool"))
         return SQL_BIT;
@@ -122,7 +90,7 @@ static short sqlite_sql_type(const char *t)
 
 /* PostgreSQL (format_type) and SQL Server type names: the longest known name that the type
  * starts with, followed by the end, a blank or "(" ("datetime2" is not "date"). */
-static short server_sql_type(const char *t)
+short sqlq_table_sql_type_server(const char *t)
 {
     static const struct {
         const char *name;
@@ -167,21 +135,21 @@ static short server_sql_type(const char *t)
     return type;
 }
 
-short sqlq_table_sql_type(sqlq_dialect_kind d, const char *type_name)
+short sqlq_table_sql_type(const sqlq_dialect *d, const char *type_name)
 {
     char t[128];
     size_t n = 0;
     for (; type_name && type_name[n] && n + 1 < sizeof(t); n++)
         t[n] = (char)tolower((unsigned char)type_name[n]);
     t[n] = '\0';
-    return d == SQLQ_DIALECT_SQLITE ? sqlite_sql_type(t) : server_sql_type(t);
+    return d->sql_type(t);
 }
 
 /* ---- describe ------------------------------------------------------------------------------ */
 
 static sqlq_result lookup(sqlq_db *db, const sqlq_table_name *name, json_t **rows, sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     sqlq_buf quoted;
     sqlq_buf_init(&quoted, 4096);
     sqlq_param params[4];
@@ -194,12 +162,11 @@ static sqlq_result lookup(sqlq_db *db, const sqlq_table_name *name, json_t **row
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "table name %.520s cannot be quoted",
                               shown);
     }
-    if (d == SQLQ_DIALECT_SQLITE && name->schema[0]) {
-        /* pragma_table_info fails on an unknown schema: make that "not found" too. */
+    if (d->schema_known_sql && name->schema[0]) {
+        /* describe_sql fails on an unknown schema: make that "not found" too. */
         int64_t known = 0;
         sqlq_param schema = sqlq_param_text(name->schema);
-        r = sqlq_db_query_int(db, "SELECT count(*) FROM pragma_database_list WHERE name = ?",
-                              &schema, 1, &known, err);
+        r = sqlq_db_query_int(db, d->schema_known_sql, &schema, 1, &known, err);
         if (r == SQLQ_OK && known == 0) {
             sqlq_buf_free(&quoted);
             *rows = json_array();
@@ -246,12 +213,12 @@ static char *lowercase_dup(const char *s)
 }
 
 /* Columns and key from the catalog rows; SQLQ_E_INVALID when there is no primary key. */
-static sqlq_result build(sqlq_dialect_kind d, const sqlq_table_name *asked, json_t *rows,
+static sqlq_result build(const sqlq_dialect *d, const sqlq_table_name *asked, json_t *rows,
                          sqlq_table *t, sqlq_error *err)
 {
     size_t n = json_array_size(rows);
     t->name = *asked;
-    if (d != SQLQ_DIALECT_SQLITE) { /* the catalog's spelling and the resolved schema */
+    if (d->schemas) { /* the catalog's spelling and the resolved schema */
         copy_name(t->name.schema, str_field(json_array_get(rows, 0), "schema_name"));
         copy_name(t->name.name, str_field(json_array_get(rows, 0), "table_name"));
     }
@@ -300,10 +267,10 @@ sqlq_result sqlq_table_describe(sqlq_db *db, const sqlq_table_name *name, sqlq_t
                                 sqlq_error *err)
 {
     *out = NULL;
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     json_t *rows = NULL;
     sqlq_result r = lookup(db, name, &rows, err);
-    if (r == SQLQ_OK && json_array_size(rows) == 0 && d == SQLQ_DIALECT_POSTGRES) {
+    if (r == SQLQ_OK && json_array_size(rows) == 0 && d->folds_case) {
         /* PostgreSQL folds unquoted names to lower case: Orders written on the command line
          * means the table orders unless a table "Orders" exists. */
         sqlq_table_name folded = *name;

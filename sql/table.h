@@ -35,13 +35,12 @@ SQLQ_NODISCARD sqlq_result sqlq_table_describe(sqlq_db *db, const sqlq_table_nam
 void sqlq_table_free(sqlq_table *t);
 /* The catalog query sqlq_table_describe runs, and its parameters for a table name (the
  * quoted name is built in quoted, which must outlive params). Exposed for unit tests. */
-const char *sqlq_table_describe_sql(sqlq_dialect_kind d);
-SQLQ_NODISCARD sqlq_result sqlq_table_describe_params(sqlq_dialect_kind d,
-                                                      const sqlq_table_name *name,
-                                                      sqlq_buf *quoted, sqlq_param *params,
-                                                      size_t *nparams);
+const char *sqlq_table_describe_sql(const sqlq_dialect *d);
+SQLQ_NODISCARD sqlq_result sqlq_table_describe_params(const sqlq_dialect *d,
+                                                      const sqlq_table_name *name, sqlq_buf *quoted,
+                                                      sqlq_param *params, size_t *nparams);
 /* The ODBC SQL_* type for a declared type name as the catalog gives it. */
-short sqlq_table_sql_type(sqlq_dialect_kind d, const char *type_name);
+short sqlq_table_sql_type(const sqlq_dialect *d, const char *type_name);
 /* The column named name: the exact name first, else a unique case-insensitive match (SQLite
  * and SQL Server compare identifiers without case; a SQL Server "CustomerId" onto a PostgreSQL
  * "customerid"). NULL when there is none or the match is ambiguous. */

@@ -1,5 +1,7 @@
 #include "upsert.h"
 
+#include "dialect_parts.h"
+
 #include <string.h>
 
 static bool is_key(const char *col, const char *const *key, size_t nkey)
@@ -11,7 +13,7 @@ static bool is_key(const char *col, const char *const *key, size_t nkey)
 }
 
 /* "a", "b", "c" (prefix. before each when prefix is not NULL) */
-static sqlq_result ident_list(sqlq_dialect_kind d, const char *prefix, const char *const *names,
+static sqlq_result ident_list(const sqlq_dialect *d, const char *prefix, const char *const *names,
                               size_t n, sqlq_buf *out)
 {
     sqlq_result r = SQLQ_OK;
@@ -27,7 +29,7 @@ static sqlq_result ident_list(sqlq_dialect_kind d, const char *prefix, const cha
 }
 
 /* lhs_prefix."c" = rhs_prefix."c" joined by sep, for the columns selected by want_key. */
-static sqlq_result assignments(sqlq_dialect_kind d, const char *lhs, const char *rhs,
+static sqlq_result assignments(const sqlq_dialect *d, const char *lhs, const char *rhs,
                                const char *sep, const char *const *cols, size_t ncols,
                                const char *const *key, size_t nkey, bool want_key, sqlq_buf *out)
 {
@@ -71,11 +73,11 @@ static sqlq_result check_args(const char *const *cols, size_t ncols, const char 
     return SQLQ_OK;
 }
 
-static sqlq_result insert_on_conflict(sqlq_dialect_kind d, const sqlq_table_name *t,
-                                      const char *const *cols, size_t ncols, const char *const *key,
-                                      size_t nkey, sqlq_buf *out)
+sqlq_result sqlq_upsert_sql_on_conflict(const sqlq_dialect *d, const sqlq_table_name *t,
+                                        const char *const *cols, size_t ncols,
+                                        const char *const *key, size_t nkey, sqlq_buf *out)
 {
-    const char *excluded = d == SQLQ_DIALECT_SQLITE ? "excluded." : "EXCLUDED.";
+    const char *excluded = d->upsert_excluded;
     sqlq_result r = sqlq_buf_adds(out, "INSERT INTO ");
     if (r == SQLQ_OK)
         r = sqlq_dialect_quote_table(d, t, out);
@@ -101,10 +103,10 @@ static sqlq_result insert_on_conflict(sqlq_dialect_kind d, const sqlq_table_name
     return r;
 }
 
-static sqlq_result merge(const sqlq_table_name *t, const char *const *cols, size_t ncols,
-                         const char *const *key, size_t nkey, sqlq_buf *out)
+sqlq_result sqlq_upsert_sql_merge(const sqlq_dialect *d, const sqlq_table_name *t,
+                                  const char *const *cols, size_t ncols, const char *const *key,
+                                  size_t nkey, sqlq_buf *out)
 {
-    const sqlq_dialect_kind d = SQLQ_DIALECT_MSSQL;
     sqlq_result r = sqlq_buf_adds(out, "MERGE INTO ");
     if (r == SQLQ_OK)
         r = sqlq_dialect_quote_table(d, t, out);
@@ -139,22 +141,21 @@ static sqlq_result merge(const sqlq_table_name *t, const char *const *cols, size
     return r;
 }
 
-sqlq_result sqlq_upsert_sql(sqlq_dialect_kind d, const sqlq_table_name *t, const char *const *cols,
-                            size_t ncols, const char *const *key, size_t nkey, sqlq_buf *out,
-                            sqlq_error *err)
+sqlq_result sqlq_upsert_sql(const sqlq_dialect *d, const sqlq_table_name *t,
+                            const char *const *cols, size_t ncols, const char *const *key,
+                            size_t nkey, sqlq_buf *out, sqlq_error *err)
 {
     sqlq_result r = check_args(cols, ncols, key, nkey, err);
     if (r != SQLQ_OK)
         return r;
-    r = d == SQLQ_DIALECT_MSSQL ? merge(t, cols, ncols, key, nkey, out)
-                                : insert_on_conflict(d, t, cols, ncols, key, nkey, out);
+    r = d->upsert_sql(d, t, cols, ncols, key, nkey, out);
     if (r != SQLQ_OK)
         return sqlq_error_set(err, r, false, "upsert: cannot build the statement (%s)",
                               sqlq_strerror(r));
     return SQLQ_OK;
 }
 
-sqlq_result sqlq_upsert_delete_sql(sqlq_dialect_kind d, const sqlq_table_name *t,
+sqlq_result sqlq_upsert_delete_sql(const sqlq_dialect *d, const sqlq_table_name *t,
                                    const char *const *key, size_t nkey, sqlq_buf *out,
                                    sqlq_error *err)
 {

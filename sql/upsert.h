@@ -17,13 +17,13 @@
  *  - SQL Server: MERGE INTO t WITH (HOLDLOCK) AS [target] USING (SELECT ? AS c, …) AS [source]
  *    ON … WHEN MATCHED THEN UPDATE SET … WHEN NOT MATCHED THEN INSERT … VALUES …;
  * When every column is a key column there is nothing to update: DO NOTHING / no MATCHED arm. */
-SQLQ_NODISCARD sqlq_result sqlq_upsert_sql(sqlq_dialect_kind d, const sqlq_table_name *t,
+SQLQ_NODISCARD sqlq_result sqlq_upsert_sql(const sqlq_dialect *d, const sqlq_table_name *t,
                                            const char *const *cols, size_t ncols,
                                            const char *const *key, size_t nkey, sqlq_buf *out,
                                            sqlq_error *err);
 
 /* Appends DELETE FROM t WHERE k1 = ? AND k2 = ?; parameters bind in the order of key. */
-SQLQ_NODISCARD sqlq_result sqlq_upsert_delete_sql(sqlq_dialect_kind d, const sqlq_table_name *t,
+SQLQ_NODISCARD sqlq_result sqlq_upsert_delete_sql(const sqlq_dialect *d, const sqlq_table_name *t,
                                                   const char *const *key, size_t nkey,
                                                   sqlq_buf *out, sqlq_error *err);
 

@@ -1,40 +1,52 @@
 #include "version_guard.h"
 
+#include "dialect_parts.h"
+
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* SQL Server: no CREATE TABLE IF NOT EXISTS; the table's name is tested with OBJECT_ID. */
+sqlq_result sqlq_version_guard_create_sql_mssql(const sqlq_dialect *d, const sqlq_table_name *state,
+                                                sqlq_buf *sql)
+{
+    sqlq_buf lit;
+    sqlq_buf_init(&lit, 0);
+    sqlq_result r = sqlq_dialect_quote_table(d, state, &lit);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(sql, "IF OBJECT_ID(N");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_literal(d, sqlq_buf_str(&lit), sql);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_printf(sql,
+                            ", N'U') IS NULL CREATE TABLE %s (target_table NVARCHAR(256) "
+                            "NOT NULL, key_hash CHAR(64) NOT NULL, version BIGINT NOT NULL, "
+                            "PRIMARY KEY (target_table, key_hash))",
+                            sqlq_buf_str(&lit));
+    sqlq_buf_free(&lit);
+    return r;
+}
+
+sqlq_result sqlq_version_guard_create_sql_if_not_exists(const sqlq_dialect *d,
+                                                        const sqlq_table_name *state, sqlq_buf *sql)
+{
+    sqlq_result r = sqlq_buf_adds(sql, "CREATE TABLE IF NOT EXISTS ");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_table(d, state, sql);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(sql, " (target_table VARCHAR(256) NOT NULL, key_hash CHAR(64) NOT "
+                               "NULL, version BIGINT NOT NULL, PRIMARY KEY (target_table, "
+                               "key_hash))");
+    return r;
+}
+
 sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_table_name *state, sqlq_error *err)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     sqlq_buf sql;
     sqlq_buf_init(&sql, 0);
-    sqlq_result r;
-    if (d == SQLQ_DIALECT_MSSQL) {
-        sqlq_buf lit;
-        sqlq_buf_init(&lit, 0);
-        r = sqlq_dialect_quote_table(d, state, &lit);
-        if (r == SQLQ_OK)
-            r = sqlq_buf_adds(&sql, "IF OBJECT_ID(N");
-        if (r == SQLQ_OK)
-            r = sqlq_dialect_quote_literal(d, sqlq_buf_str(&lit), &sql);
-        if (r == SQLQ_OK)
-            r = sqlq_buf_printf(&sql,
-                                ", N'U') IS NULL CREATE TABLE %s (target_table NVARCHAR(256) "
-                                "NOT NULL, key_hash CHAR(64) NOT NULL, version BIGINT NOT NULL, "
-                                "PRIMARY KEY (target_table, key_hash))",
-                                sqlq_buf_str(&lit));
-        sqlq_buf_free(&lit);
-    } else {
-        r = sqlq_buf_adds(&sql, "CREATE TABLE IF NOT EXISTS ");
-        if (r == SQLQ_OK)
-            r = sqlq_dialect_quote_table(d, state, &sql);
-        if (r == SQLQ_OK)
-            r = sqlq_buf_adds(&sql, " (target_table VARCHAR(256) NOT NULL, key_hash CHAR(64) NOT "
-                                    "NULL, version BIGINT NOT NULL, PRIMARY KEY (target_table, "
-                                    "key_hash))");
-    }
+    sqlq_result r = d->version_guard_create_sql(d, state, &sql);
     if (r != SQLQ_OK) {
         sqlq_buf_free(&sql);
         return sqlq_error_set(err, r, false, "version table name is not usable");
@@ -44,31 +56,40 @@ sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_table_name *state
     return r;
 }
 
-sqlq_result sqlq_version_guard_claim_sql(sqlq_dialect_kind d, const sqlq_table_name *state,
+sqlq_result sqlq_version_guard_claim_sql_merge(const sqlq_dialect *d, const sqlq_table_name *state,
+                                               sqlq_buf *out)
+{
+    sqlq_result r = sqlq_buf_adds(out, "MERGE INTO ");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_table(d, state, out);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(out,
+                          " WITH (HOLDLOCK) AS cur USING (SELECT ? AS target_table, ? AS key_hash, "
+                          "? AS version) AS src ON (cur.target_table = src.target_table AND "
+                          "cur.key_hash = src.key_hash) WHEN MATCHED AND cur.version < src.version "
+                          "THEN UPDATE SET version = src.version WHEN NOT MATCHED THEN INSERT "
+                          "(target_table, key_hash, version) VALUES (src.target_table, "
+                          "src.key_hash, src.version);");
+    return r;
+}
+
+sqlq_result sqlq_version_guard_claim_sql_on_conflict(const sqlq_dialect *d,
+                                                     const sqlq_table_name *state, sqlq_buf *out)
+{
+    sqlq_result r = sqlq_buf_adds(out, "INSERT INTO ");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_table(d, state, out);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(out, " AS cur (target_table, key_hash, version) VALUES (?, ?, ?) "
+                               "ON CONFLICT (target_table, key_hash) DO UPDATE SET version = "
+                               "excluded.version WHERE cur.version < excluded.version");
+    return r;
+}
+
+sqlq_result sqlq_version_guard_claim_sql(const sqlq_dialect *d, const sqlq_table_name *state,
                                          sqlq_buf *out, sqlq_error *err)
 {
-    sqlq_result r;
-    if (d == SQLQ_DIALECT_MSSQL) {
-        r = sqlq_buf_adds(out, "MERGE INTO ");
-        if (r == SQLQ_OK)
-            r = sqlq_dialect_quote_table(d, state, out);
-        if (r == SQLQ_OK)
-            r = sqlq_buf_adds(
-                out, " WITH (HOLDLOCK) AS cur USING (SELECT ? AS target_table, ? AS key_hash, "
-                     "? AS version) AS src ON (cur.target_table = src.target_table AND "
-                     "cur.key_hash = src.key_hash) WHEN MATCHED AND cur.version < src.version "
-                     "THEN UPDATE SET version = src.version WHEN NOT MATCHED THEN INSERT "
-                     "(target_table, key_hash, version) VALUES (src.target_table, "
-                     "src.key_hash, src.version);");
-    } else {
-        r = sqlq_buf_adds(out, "INSERT INTO ");
-        if (r == SQLQ_OK)
-            r = sqlq_dialect_quote_table(d, state, out);
-        if (r == SQLQ_OK)
-            r = sqlq_buf_adds(out, " AS cur (target_table, key_hash, version) VALUES (?, ?, ?) "
-                                   "ON CONFLICT (target_table, key_hash) DO UPDATE SET version = "
-                                   "excluded.version WHERE cur.version < excluded.version");
-    }
+    sqlq_result r = d->version_guard_claim_sql(d, state, out);
     if (r != SQLQ_OK)
         return sqlq_error_set(err, r, false, "version table name is not usable");
     return SQLQ_OK;
@@ -100,7 +121,7 @@ sqlq_result sqlq_version_guard_claim(sqlq_db *db, const sqlq_table_name *state, 
 }
 
 /* "<verb> <state> WHERE target_table = ?[ AND key_hash = ?]" */
-static sqlq_result keyed_sql(sqlq_dialect_kind d, const char *verb, const sqlq_table_name *state,
+static sqlq_result keyed_sql(const sqlq_dialect *d, const char *verb, const sqlq_table_name *state,
                              bool one_key, sqlq_buf *out, sqlq_error *err)
 {
     sqlq_result r = sqlq_buf_adds(out, verb);

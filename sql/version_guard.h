@@ -26,7 +26,7 @@ SQLQ_NODISCARD sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_ta
  *  - PostgreSQL, SQLite: INSERT INTO s AS cur … ON CONFLICT (…) DO UPDATE SET version =
  *    excluded.version WHERE cur.version < excluded.version
  *  - SQL Server: MERGE … WHEN MATCHED AND cur.version < src.version THEN UPDATE … */
-SQLQ_NODISCARD sqlq_result sqlq_version_guard_claim_sql(sqlq_dialect_kind d,
+SQLQ_NODISCARD sqlq_result sqlq_version_guard_claim_sql(const sqlq_dialect *d,
                                                         const sqlq_table_name *state, sqlq_buf *out,
                                                         sqlq_error *err);
 

@@ -20,7 +20,7 @@
 
 typedef struct env {
     const char *conn;
-    sqlq_dialect_kind dialect;
+    const sqlq_dialect *dialect;
     const char *ts_type;    /* a NOT NULL timestamp type */
     const char *state_table;
 } env;
@@ -205,7 +205,7 @@ static void composite_key_integer_cursor(const env *e)
 /* An SQL expression for the database's time ms ago, in the column's own format. */
 static void now_minus(const env *e, int ms, char *out, size_t size)
 {
-    if (e->dialect == SQLQ_DIALECT_SQLITE)
+    if (e->dialect == &sqlq_dialect_sqlite)
         snprintf(out, size, "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-%d.%03d seconds')",
                  ms / 1000, ms % 1000);
     else
@@ -271,7 +271,7 @@ static void unsafe_cursors(const env *e)
     expect_refused(db, "bad", "score", "floating-point");
     expect_refused(db, "bad", "label", "collation");
     expect_refused(db, "bad", "nope", "is not a column");
-    if (e->dialect == SQLQ_DIALECT_SQLITE) {
+    if (e->dialect == &sqlq_dialect_sqlite) {
         /* SQLite takes any value in any column: a timestamp column holding numbers is refused. */
         exec_ok(db, "CREATE TABLE odd (id INTEGER PRIMARY KEY, ts TIMESTAMP NOT NULL)");
         exec_ok(db, "INSERT INTO odd VALUES (1, 1714564800)");
@@ -337,14 +337,14 @@ static void stale_commit_rejected(const env *e)
 static env sqlite_env(const char *prefix)
 {
     char path[1024];
-    env e = {sqlq_test_sqlite_db(prefix, path, sizeof(path)), SQLQ_DIALECT_SQLITE, "TIMESTAMP",
+    env e = {sqlq_test_sqlite_db(prefix, path, sizeof(path)), &sqlq_dialect_sqlite, "TIMESTAMP",
              "sqlq_cursor_state"};
     return e;
 }
 
 static env pg_env(const char *prefix, const char *ts_type)
 {
-    env e = {sqlq_test_pg_create_db(prefix), SQLQ_DIALECT_POSTGRES, ts_type, "sqlq.cursor_state"};
+    env e = {sqlq_test_pg_create_db(prefix), &sqlq_dialect_postgres, ts_type, "sqlq.cursor_state"};
     return e;
 }
 

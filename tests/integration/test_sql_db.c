@@ -1,6 +1,7 @@
 /* sql/db against real SQLite and PostgreSQL through the installed ODBC drivers: statements,
  * parameters, transactions, errors with SQLSTATE + native code, busy locks, reconnect. */
 #include "db.h"
+#include "dialect.h"
 #include "log.h"
 #include "testenv.h"
 
@@ -50,10 +51,10 @@ static char *sqlite_conn(const char *prefix)
 
 /* ---- both databases ---- */
 
-static void basic_statements(const char *conn, sqlq_dialect_kind want)
+static void basic_statements(const char *conn, const sqlq_dialect *want)
 {
     sqlq_db *db = open_db(conn);
-    assert_int_equal(sqlq_db_dialect(db), want);
+    assert_ptr_equal(sqlq_db_dialect(db), want);
     assert_true(strlen(sqlq_db_dbms_name(db)) > 0);
     exec_ok(db,
             "CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR(100), score DOUBLE PRECISION, "
@@ -164,7 +165,7 @@ static void test_sql_db_sqlite_statements(void **state)
 {
     (void)state;
     char *conn = sqlite_conn("db-basic");
-    basic_statements(conn, SQLQ_DIALECT_SQLITE);
+    basic_statements(conn, &sqlq_dialect_sqlite);
     free(conn);
 }
 
@@ -262,7 +263,7 @@ static void test_sql_db_sqlite_dsn(void **state)
     char dsn_conn[128];
     snprintf(dsn_conn, sizeof(dsn_conn), "DSN=%s;", dsn);
     sqlq_db *db = open_db(dsn_conn);
-    assert_int_equal(sqlq_db_dialect(db), SQLQ_DIALECT_SQLITE);
+    assert_ptr_equal(sqlq_db_dialect(db), &sqlq_dialect_sqlite);
     exec_ok(db, "CREATE TABLE d (id INTEGER PRIMARY KEY)", NULL, 0);
     sqlq_db_close(db);
     db = open_db(conn); /* the same file */
@@ -296,7 +297,7 @@ static void test_sql_db_pg_statements(void **state)
 {
     (void)state;
     char *conn = sqlq_test_pg_create_db("db_basic");
-    basic_statements(conn, SQLQ_DIALECT_POSTGRES);
+    basic_statements(conn, &sqlq_dialect_postgres);
     free(conn);
 }
 

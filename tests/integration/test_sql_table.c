@@ -85,7 +85,7 @@ static void check_composite_key(sqlq_table *t)
  * one row back: every odd name survives quoting both ways. */
 static void select_round_trip(sqlq_db *db, sqlq_table *t, const char *want_json)
 {
-    sqlq_dialect_kind d = sqlq_db_dialect(db);
+    const sqlq_dialect *d = sqlq_db_dialect(db);
     sqlq_buf sql;
     sqlq_buf_init(&sql, 0);
     assert_int_equal(sqlq_buf_adds(&sql, "SELECT "), SQLQ_OK);

@@ -36,7 +36,7 @@ static const char *version_sql; /* NULL: the query selects 0 */
 /* SQLite: the exact text of a REAL the integer column may hold, read just before it. */
 #define EXACT_ID "CASE WHEN typeof(\"id\") = 'real' THEN quote(\"id\") END AS \"__sqlq_exact\", "
 
-static void expect(sqlq_dialect_kind d, const char *schema, const char *where, bool after,
+static void expect(const sqlq_dialect *d, const char *schema, const char *where, bool after,
                    const char *sql, const size_t *map, size_t nmap)
 {
     sqlq_table t = table(schema);
@@ -55,12 +55,15 @@ static void test_backfill_sql_postgres(void **state)
 {
     (void)state;
     static const size_t map[] = {0, 1};
-    expect(SQLQ_DIALECT_POSTGRES, "public", NULL, false,
-           "SELECT \"tenant\", \"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", 0 AS \"__sqlq_version\" "
+    expect(&sqlq_dialect_postgres, "public", NULL, false,
+           "SELECT \"tenant\", \"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS "
+           "\"__sqlq_v1\", 0 AS \"__sqlq_version\" "
            "FROM \"public\".\"orders\" ORDER BY \"tenant\", \"id\" LIMIT 500",
            NULL, 0);
-    expect(SQLQ_DIALECT_POSTGRES, "public", "created_at > now() - interval '1 day' -- recent", true,
-           "SELECT \"tenant\", \"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", 0 AS \"__sqlq_version\" "
+    expect(&sqlq_dialect_postgres, "public", "created_at > now() - interval '1 day' -- recent",
+           true,
+           "SELECT \"tenant\", \"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS "
+           "\"__sqlq_v1\", 0 AS \"__sqlq_version\" "
            "FROM \"public\".\"orders\" WHERE (\ncreated_at > now() - interval '1 day' -- recent\n) "
            "AND (\"tenant\", \"id\") > (?, ?) ORDER BY \"tenant\", \"id\" LIMIT 500",
            map, 2);
@@ -70,18 +73,21 @@ static void test_backfill_sql_sqlite(void **state)
 {
     (void)state;
     static const size_t map[] = {0, 1};
-    expect(SQLQ_DIALECT_SQLITE, "", NULL, true,
-           "SELECT \"tenant\", " EXACT_ID "\"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", 0 AS \"__sqlq_version\" "
-           "FROM \"orders\" WHERE (\"tenant\", \"id\") > (?, ?) ORDER BY \"tenant\", \"id\" LIMIT 500",
-           map, 2);
+    expect(
+        &sqlq_dialect_sqlite, "", NULL, true,
+        "SELECT \"tenant\", " EXACT_ID "\"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS "
+                                       "\"__sqlq_v1\", 0 AS \"__sqlq_version\" "
+        "FROM \"orders\" WHERE (\"tenant\", \"id\") > (?, ?) ORDER BY \"tenant\", \"id\" LIMIT 500",
+        map, 2);
 }
 
 static void test_backfill_sql_mssql_expanded(void **state)
 {
     (void)state;
     static const size_t map[] = {0, 0, 1};
-    expect(SQLQ_DIALECT_MSSQL, "dbo", "region = 'EU'", true,
-           "SELECT TOP (500) [tenant], [id], [body], [tenant] AS [__sqlq_v0], [id] AS [__sqlq_v1], 0 AS [__sqlq_version] "
+    expect(&sqlq_dialect_mssql, "dbo", "region = 'EU'", true,
+           "SELECT TOP (500) [tenant], [id], [body], [tenant] AS [__sqlq_v0], [id] AS [__sqlq_v1], "
+           "0 AS [__sqlq_version] "
            "FROM [dbo].[orders] WHERE (\nregion = 'EU'\n) AND ([tenant] > ? OR ([tenant] = ? AND "
            "[id] > ?)) ORDER BY [tenant], [id]",
            map, 3);
@@ -93,12 +99,14 @@ static void test_backfill_sql_version_column(void **state)
     (void)state;
     version_sql = "COALESCE((SELECT l.sqlq_version FROM \"sqlq_log_orders\" l WHERE l.\"id\" = "
                   "\"orders\".\"id\"), 0)";
-    expect(SQLQ_DIALECT_SQLITE, "", NULL, false,
-           "SELECT \"tenant\", " EXACT_ID "\"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", "
-           "COALESCE((SELECT l.sqlq_version FROM \"sqlq_log_orders\" l WHERE l.\"id\" = "
-           "\"orders\".\"id\"), 0) AS \"__sqlq_version\" FROM \"orders\" ORDER BY \"tenant\", \"id\" "
-           "LIMIT 500",
-           NULL, 0);
+    expect(
+        &sqlq_dialect_sqlite, "", NULL, false,
+        "SELECT \"tenant\", " EXACT_ID
+        "\"id\", \"body\", \"tenant\" AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\", "
+        "COALESCE((SELECT l.sqlq_version FROM \"sqlq_log_orders\" l WHERE l.\"id\" = "
+        "\"orders\".\"id\"), 0) AS \"__sqlq_version\" FROM \"orders\" ORDER BY \"tenant\", \"id\" "
+        "LIMIT 500",
+        NULL, 0);
     version_sql = NULL;
 }
 
@@ -120,8 +128,8 @@ static void test_backfill_sql_refuses_binary_key(void **state)
     size_t map[4], n = 0;
     sqlq_error err;
     sqlq_error_clear(&err);
-    assert_int_equal(sqlq_backfill_page_sql(SQLQ_DIALECT_POSTGRES, &t, NULL, NULL, false, 10, &b, map, 4,
-                                            &n, &err),
+    assert_int_equal(sqlq_backfill_page_sql(&sqlq_dialect_postgres, &t, NULL, NULL, false, 10, &b,
+                                            map, 4, &n, &err),
                      SQLQ_E_UNSUPPORTED);
     assert_non_null(strstr(err.message, "binary"));
     sqlq_buf_free(&b);

@@ -21,7 +21,7 @@ typedef struct fixture {
     sqlq_capture_sql spec;
 } fixture;
 
-static void make(fixture *f, sqlq_dialect_kind d, const char *schema, const char *name,
+static void make(fixture *f, const sqlq_dialect *d, const char *schema, const char *name,
                  bool composite)
 {
     memset(f, 0, sizeof(*f));
@@ -37,7 +37,7 @@ static void make(fixture *f, sqlq_dialect_kind d, const char *schema, const char
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_catalog_names_make(d, &f->t.name, "default", &f->names, &err), SQLQ_OK);
     f->spec = (sqlq_capture_sql){.dialect = d,
-                                 .change_tracking = d == SQLQ_DIALECT_MSSQL,
+                                 .change_tracking = d == &sqlq_dialect_mssql,
                                  .table = &f->t,
                                  .names = &f->names,
                                  .max_batch_size = 100,
@@ -71,7 +71,7 @@ static void test_capture_sql_mssql_poll(void **state)
 {
     (void)state;
     fixture f;
-    make(&f, SQLQ_DIALECT_MSSQL, "dbo", "Orders", false);
+    make(&f, &sqlq_dialect_mssql, "dbo", "Orders", false);
     sqlq_capture_stmt poll, lease;
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -122,23 +122,24 @@ static void test_capture_sql_row_read_whole(void **state)
 {
     (void)state;
     static const struct {
-        sqlq_dialect_kind d;
+        const sqlq_dialect *d;
         const char *schema;
         const char *key_from; /* the catalog lookup of the key, in m_key and in key_shape */
         const char *src;      /* key_shape's m_src: the change source's objects */
     } cases[] = {
-        {SQLQ_DIALECT_SQLITE, "", "FROM pragma_table_info('O''Brien', 'main') WHERE pk > 0 "
-                                  "ORDER BY pk))",
+        {&sqlq_dialect_sqlite, "",
+         "FROM pragma_table_info('O''Brien', 'main') WHERE pk > 0 "
+         "ORDER BY pk))",
          ", (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'O''Brien' "
          "AND substr(name, 1, 29) = 'sqlq_log_o_brien_"},
-        {SQLQ_DIALECT_POSTGRES, "public",
+        {&sqlq_dialect_postgres, "public",
          "(SELECT CAST(i.indkey AS text) || ' ' || CAST(i.indclass AS text) FROM "
          "pg_catalog.pg_index i WHERE i.indrelid = CAST('\"public\".\"O''Brien\"' AS "
          "regclass) AND i.indisprimary)",
          ", (SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = to_regclass(CAST("
          "'\"public\".\"O''Brien\"' AS text)) AND tgname = 'sqlq_capture' AND tgenabled <> "
          "'D') AS m_src"},
-        {SQLQ_DIALECT_MSSQL, "dbo", "OBJECT_ID(N'[dbo].[O''Brien]')",
+        {&sqlq_dialect_mssql, "dbo", "OBJECT_ID(N'[dbo].[O''Brien]')",
          ", (SELECT count(*) FROM sys.change_tracking_tables WHERE object_id = "
          "OBJECT_ID(N'[dbo].[O''Brien]')) AS m_src"},
     };
@@ -186,7 +187,7 @@ static void test_capture_sql_mssql_composite_key(void **state)
 {
     (void)state;
     fixture f;
-    make(&f, SQLQ_DIALECT_MSSQL, "sales", "Order Lines]", true);
+    make(&f, &sqlq_dialect_mssql, "sales", "Order Lines]", true);
     sqlq_capture_stmt poll, lease;
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -203,7 +204,7 @@ static void test_capture_sql_mssql_other_statements(void **state)
 {
     (void)state;
     fixture f;
-    make(&f, SQLQ_DIALECT_MSSQL, "dbo", "Orders", false);
+    make(&f, &sqlq_dialect_mssql, "dbo", "Orders", false);
     sqlq_error err;
     sqlq_error_clear(&err);
     sqlq_capture_stmt st, ix;
@@ -273,16 +274,19 @@ static void test_capture_sql_mssql_other_statements(void **state)
 static void test_capture_sql_params_match_markers(void **state)
 {
     (void)state;
-    for (int d = 0; d < 3; d++) {
+    const sqlq_dialect *const dialects[] = {&sqlq_dialect_sqlite, &sqlq_dialect_postgres,
+                                            &sqlq_dialect_mssql};
+    for (int k = 0; k < 3; k++) {
+        const sqlq_dialect *d = dialects[k];
         fixture f;
-        make(&f, (sqlq_dialect_kind)d, d == 1 ? "public" : d == 2 ? "dbo" : "", "t", true);
+        make(&f, d, d->home_schema, "t", true);
         sqlq_error err;
         sqlq_error_clear(&err);
         sqlq_capture_stmt a, b;
         assert_int_equal(sqlq_capture_sql_poll(&f.spec, &a, &b, &err), SQLQ_OK);
         check_params(&a);
         check_params(&b);
-        assert_int_equal(b.sql != NULL, d == SQLQ_DIALECT_SQLITE);
+        assert_int_equal(b.sql != NULL, d == &sqlq_dialect_sqlite);
         sqlq_capture_stmt_free(&a);
         sqlq_capture_stmt_free(&b);
         sqlq_result (*one[])(const sqlq_capture_sql *, sqlq_capture_stmt *, sqlq_error *) = {
@@ -302,7 +306,7 @@ static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
 {
     (void)state;
     fixture f;
-    make(&f, SQLQ_DIALECT_POSTGRES, "public", "orders", false);
+    make(&f, &sqlq_dialect_postgres, "public", "orders", false);
     sqlq_error err;
     sqlq_error_clear(&err);
     sqlq_capture_stmt a, b;
@@ -351,7 +355,7 @@ static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
     assert_int_equal(sqlq_capture_sql_advance_scan(&f.spec, &a, &err), SQLQ_OK);
     assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT ", 18), 0);
     sqlq_capture_stmt_free(&a);
-    make(&f, SQLQ_DIALECT_SQLITE, "", "orders", false);
+    make(&f, &sqlq_dialect_sqlite, "", "orders", false);
     assert_int_equal(sqlq_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
     assert_null(a.sql); /* SQLite's planner walks the index with the subquery bound */
     assert_int_equal(sqlq_capture_sql_sequence(&f.spec, true, &a, &err), SQLQ_OK);
@@ -435,7 +439,8 @@ static void test_capture_sql_catalog_names(void **state)
     char h[13];
     sqlq_catalog_hash12("orders", NULL, h);
     assert_string_equal(h, "1c168adb00d2");
-    assert_int_equal(sqlq_catalog_names_make(SQLQ_DIALECT_POSTGRES, &t, "default", &n, &err), SQLQ_OK);
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_postgres, &t, "default", &n, &err),
+                     SQLQ_OK);
     assert_string_equal(n.table_key, "public.orders");
     assert_string_equal(n.log_table, "log_orders");
     assert_string_equal(n.log_function, "capture_orders");
@@ -443,28 +448,30 @@ static void test_capture_sql_catalog_names(void **state)
     assert_string_equal(n.lock_key, "sqlq:default:public.orders");
     assert_string_equal(n.lock_hash, "sqlq:c471436e0e91");
     /* another bridge: other leases, other lock; same log */
-    assert_int_equal(sqlq_catalog_names_make(SQLQ_DIALECT_POSTGRES, &t, "b2", &m, &err), SQLQ_OK);
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_postgres, &t, "b2", &m, &err), SQLQ_OK);
     assert_string_equal(m.log_table, n.log_table);
     assert_string_not_equal(m.leases_table, n.leases_table);
     assert_string_not_equal(m.lock_key, n.lock_key);
     /* other schema, case or oddities: hashed, still a plain identifier under 64 bytes */
     sqlq_table_name s = {.schema = "sales", .name = "orders"};
-    assert_int_equal(sqlq_catalog_names_make(SQLQ_DIALECT_POSTGRES, &s, NULL, &m, &err), SQLQ_OK);
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_postgres, &s, NULL, &m, &err), SQLQ_OK);
     assert_string_equal(m.log_table, "log_orders_9070a83f92d8");
     assert_string_equal(m.leases_table, "");
     sqlq_table_name odd = {.schema = "public", .name = "Ünïcode \"quoted\" name that is long"};
-    assert_int_equal(sqlq_catalog_names_make(SQLQ_DIALECT_POSTGRES, &odd, "x", &m, &err), SQLQ_OK);
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_postgres, &odd, "x", &m, &err), SQLQ_OK);
     assert_string_equal(m.table_key, "public.\"Ünïcode \"\"quoted\"\" name that is long\"");
     assert_true(strlen(m.log_table) < 64);
     for (const char *p = m.log_table; *p; p++)
         assert_true((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_');
     sqlq_table_name upper = {.schema = "public", .name = "Orders"};
-    assert_int_equal(sqlq_catalog_names_make(SQLQ_DIALECT_POSTGRES, &upper, NULL, &m, &err), SQLQ_OK);
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_postgres, &upper, NULL, &m, &err),
+                     SQLQ_OK);
     assert_string_not_equal(m.log_table, "log_orders"); /* "Orders" is not orders in PostgreSQL */
     assert_string_equal(m.table_key, "public.\"Orders\"");
     /* SQLite: names are case-insensitive there, so a plain mixed-case name stays readable */
     sqlq_table_name lite = {.name = "Orders"};
-    assert_int_equal(sqlq_catalog_names_make(SQLQ_DIALECT_SQLITE, &lite, "default", &m, &err), SQLQ_OK);
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_sqlite, &lite, "default", &m, &err),
+                     SQLQ_OK);
     assert_string_equal(m.log_table, "log_orders");
     assert_string_equal(m.trigger, "sqlq_log_orders");
     assert_string_equal(m.table_key, "Orders");
@@ -472,7 +479,7 @@ static void test_capture_sql_catalog_names(void **state)
     char longname[200];
     memset(longname, 'b', sizeof(longname) - 1);
     longname[sizeof(longname) - 1] = '\0';
-    assert_int_equal(sqlq_catalog_names_make(SQLQ_DIALECT_SQLITE, &lite, longname, &m, &err),
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_sqlite, &lite, longname, &m, &err),
                      SQLQ_E_INVALID);
 }
 
@@ -480,7 +487,7 @@ static void test_capture_sql_reserved_key_columns(void **state)
 {
     (void)state;
     fixture f;
-    make(&f, SQLQ_DIALECT_POSTGRES, "public", "docs", false);
+    make(&f, &sqlq_dialect_postgres, "public", "docs", false);
     sqlq_error err;
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_catalog_check_key(&f.t, &err), SQLQ_OK);

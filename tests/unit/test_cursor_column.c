@@ -23,7 +23,7 @@ static sqlq_column col(const char *type, short sql_type, bool nullable, bool in_
     return c;
 }
 
-static void expect_refused(sqlq_dialect_kind d, sqlq_column c, const char *fragment)
+static void expect_refused(const sqlq_dialect *d, sqlq_column c, const char *fragment)
 {
     sqlq_value_class v;
     const char *why = sqlq_cursor_column_unsafe(d, &c, &v);
@@ -31,7 +31,7 @@ static void expect_refused(sqlq_dialect_kind d, sqlq_column c, const char *fragm
     assert_non_null(strstr(why, fragment));
 }
 
-static void expect_ok(sqlq_dialect_kind d, sqlq_column c, sqlq_value_class cls)
+static void expect_ok(const sqlq_dialect *d, sqlq_column c, sqlq_value_class cls)
 {
     sqlq_value_class v;
     assert_null(sqlq_cursor_column_unsafe(d, &c, &v));
@@ -41,30 +41,32 @@ static void expect_ok(sqlq_dialect_kind d, sqlq_column c, sqlq_value_class cls)
 static void test_cursor_column_safe_types(void **state)
 {
     (void)state;
-    expect_ok(SQLQ_DIALECT_POSTGRES, col("int8", SQL_BIGINT, false, false), SQLQ_VALUE_INT);
-    expect_ok(SQLQ_DIALECT_POSTGRES, col("timestamptz", SQL_TYPE_TIMESTAMP, false, false),
+    expect_ok(&sqlq_dialect_postgres, col("int8", SQL_BIGINT, false, false), SQLQ_VALUE_INT);
+    expect_ok(&sqlq_dialect_postgres, col("timestamptz", SQL_TYPE_TIMESTAMP, false, false),
               SQLQ_VALUE_TIMESTAMPTZ);
-    expect_ok(SQLQ_DIALECT_MSSQL, col("datetime2", SQL_TYPE_TIMESTAMP, false, false),
+    expect_ok(&sqlq_dialect_mssql, col("datetime2", SQL_TYPE_TIMESTAMP, false, false),
               SQLQ_VALUE_TIMESTAMP);
-    expect_ok(SQLQ_DIALECT_MSSQL, col("timestamp", SQL_BINARY, false, false),
+    expect_ok(&sqlq_dialect_mssql, col("timestamp", SQL_BINARY, false, false),
               SQLQ_VALUE_ROWVERSION);
     /* SQLite reports INTEGER PRIMARY KEY as nullable, but the rowid cannot be NULL. */
-    expect_ok(SQLQ_DIALECT_SQLITE, col("integer", SQL_INTEGER, true, true), SQLQ_VALUE_INT);
+    expect_ok(&sqlq_dialect_sqlite, col("integer", SQL_INTEGER, true, true), SQLQ_VALUE_INT);
 }
 
 static void test_cursor_column_unsafe_types(void **state)
 {
     (void)state;
-    expect_refused(SQLQ_DIALECT_POSTGRES, col("timestamptz", SQL_TYPE_TIMESTAMP, true, false),
+    expect_refused(&sqlq_dialect_postgres, col("timestamptz", SQL_TYPE_TIMESTAMP, true, false),
                    "nullable");
-    expect_refused(SQLQ_DIALECT_POSTGRES, col("float8", SQL_DOUBLE, false, false), "floating-point");
-    expect_refused(SQLQ_DIALECT_SQLITE, col("real", SQL_REAL, false, false), "floating-point");
-    expect_refused(SQLQ_DIALECT_POSTGRES, col("text", SQL_LONGVARCHAR, false, false), "collation");
-    expect_refused(SQLQ_DIALECT_POSTGRES, col("date", SQL_TYPE_DATE, false, false), "time of day");
-    expect_refused(SQLQ_DIALECT_POSTGRES, col("numeric", SQL_NUMERIC, false, false), "bigint");
-    expect_refused(SQLQ_DIALECT_POSTGRES, col("bytea", SQL_VARBINARY, false, false), "binary");
+    expect_refused(&sqlq_dialect_postgres, col("float8", SQL_DOUBLE, false, false),
+                   "floating-point");
+    expect_refused(&sqlq_dialect_sqlite, col("real", SQL_REAL, false, false), "floating-point");
+    expect_refused(&sqlq_dialect_postgres, col("text", SQL_LONGVARCHAR, false, false), "collation");
+    expect_refused(&sqlq_dialect_postgres, col("date", SQL_TYPE_DATE, false, false), "time of day");
+    expect_refused(&sqlq_dialect_postgres, col("numeric", SQL_NUMERIC, false, false), "bigint");
+    expect_refused(&sqlq_dialect_postgres, col("bytea", SQL_VARBINARY, false, false), "binary");
     /* A SQLite text primary key may hold NULL. */
-    expect_refused(SQLQ_DIALECT_SQLITE, col("datetime", SQL_TYPE_TIMESTAMP, true, true), "nullable");
+    expect_refused(&sqlq_dialect_sqlite, col("datetime", SQL_TYPE_TIMESTAMP, true, true),
+                   "nullable");
 }
 
 static void test_cursor_column_soft_deleted_values(void **state)

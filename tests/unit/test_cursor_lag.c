@@ -14,22 +14,22 @@ static void test_cursor_lag_defaults_per_database(void **state)
 {
     (void)state;
     char rule[160];
-    assert_int_equal(sqlq_cursor_lag_resolve(SQLQ_DIALECT_POSTGRES, SQLQ_VALUE_TIMESTAMPTZ,
+    assert_int_equal(sqlq_cursor_lag_resolve(&sqlq_dialect_postgres, SQLQ_VALUE_TIMESTAMPTZ,
                                              SQLQ_CURSOR_LAG_DEFAULT, rule, sizeof(rule)),
                      10000);
     assert_non_null(strstr(rule, "lag 10000 ms (PostgreSQL default"));
-    assert_int_equal(sqlq_cursor_lag_resolve(SQLQ_DIALECT_POSTGRES, SQLQ_VALUE_INT,
+    assert_int_equal(sqlq_cursor_lag_resolve(&sqlq_dialect_postgres, SQLQ_VALUE_INT,
                                              SQLQ_CURSOR_LAG_DEFAULT, rule, sizeof(rule)),
                      10000);
-    assert_int_equal(sqlq_cursor_lag_resolve(SQLQ_DIALECT_MSSQL, SQLQ_VALUE_TIMESTAMP,
+    assert_int_equal(sqlq_cursor_lag_resolve(&sqlq_dialect_mssql, SQLQ_VALUE_TIMESTAMP,
                                              SQLQ_CURSOR_LAG_DEFAULT, rule, sizeof(rule)),
                      10000);
     assert_non_null(strstr(rule, "SQL Server default"));
-    assert_int_equal(sqlq_cursor_lag_resolve(SQLQ_DIALECT_MSSQL, SQLQ_VALUE_ROWVERSION,
+    assert_int_equal(sqlq_cursor_lag_resolve(&sqlq_dialect_mssql, SQLQ_VALUE_ROWVERSION,
                                              SQLQ_CURSOR_LAG_DEFAULT, rule, sizeof(rule)),
                      0);
     assert_non_null(strstr(rule, "MIN_ACTIVE_ROWVERSION"));
-    assert_int_equal(sqlq_cursor_lag_resolve(SQLQ_DIALECT_SQLITE, SQLQ_VALUE_TIMESTAMP,
+    assert_int_equal(sqlq_cursor_lag_resolve(&sqlq_dialect_sqlite, SQLQ_VALUE_TIMESTAMP,
                                              SQLQ_CURSOR_LAG_DEFAULT, rule, sizeof(rule)),
                      0);
     assert_non_null(strstr(rule, "SQLite default"));
@@ -39,13 +39,13 @@ static void test_cursor_lag_set_by_the_user(void **state)
 {
     (void)state;
     char rule[160];
-    assert_int_equal(sqlq_cursor_lag_resolve(SQLQ_DIALECT_POSTGRES, SQLQ_VALUE_TIMESTAMPTZ, 0,
+    assert_int_equal(sqlq_cursor_lag_resolve(&sqlq_dialect_postgres, SQLQ_VALUE_TIMESTAMPTZ, 0,
                                              rule, sizeof(rule)),
                      0);
     assert_string_equal(rule, "lag 0 ms (set by safety_lag_ms)");
-    assert_int_equal(sqlq_cursor_lag_resolve(SQLQ_DIALECT_SQLITE, SQLQ_VALUE_INT, 2500, rule,
-                                             sizeof(rule)),
-                     2500);
+    assert_int_equal(
+        sqlq_cursor_lag_resolve(&sqlq_dialect_sqlite, SQLQ_VALUE_INT, 2500, rule, sizeof(rule)),
+        2500);
     assert_string_equal(rule, "lag 2500 ms (set by safety_lag_ms)");
 }
 

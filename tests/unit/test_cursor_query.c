@@ -31,8 +31,19 @@ static void test_cursor_query_postgres_timestamptz_composite_key(void **state)
     sqlq_keyset_col order[] = {{"updated_at", "timestamptz", SQLQ_VALUE_TIMESTAMPTZ},
                                {"tenant", "text", SQLQ_VALUE_TEXT},
                                {"id", "int4", SQLQ_VALUE_INT}};
-    sqlq_cursor_query q = {SQLQ_DIALECT_POSTGRES, &t, columns, 4, NULL, order, 3, 5000,
-                           false, true, false, false, 100};
+    sqlq_cursor_query q = {&sqlq_dialect_postgres,
+                           &t,
+                           columns,
+                           4,
+                           NULL,
+                           order,
+                           3,
+                           5000,
+                           false,
+                           true,
+                           false,
+                           false,
+                           100};
     static const size_t map[] = {0, 1, 2};
     expect(&q,
            "SELECT \"id\", \"tenant\", \"updated_at\", \"deleted_at\", "
@@ -61,7 +72,7 @@ static void test_cursor_query_postgres_naive_timestamp_uses_local_time(void **st
     sqlq_keyset_col c = {"ts", "timestamp", SQLQ_VALUE_TIMESTAMP};
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
-    assert_int_equal(sqlq_cursor_bound_sql(SQLQ_DIALECT_POSTGRES, &c, 0, &b), SQLQ_OK);
+    assert_int_equal(sqlq_cursor_bound_sql(&sqlq_dialect_postgres, &c, 0, &b), SQLQ_OK);
     assert_string_equal(sqlq_buf_str(&b),
                         "\"ts\" < CAST(clock_timestamp() AS timestamp) - interval '0 milliseconds'");
     sqlq_buf_free(&b);
@@ -74,8 +85,8 @@ static void test_cursor_query_mssql_expanded_and_top(void **state)
     sqlq_keyset_col order[] = {{"updated_at", "datetime2", SQLQ_VALUE_TIMESTAMP},
                                {"tenant", "nvarchar", SQLQ_VALUE_TEXT},
                                {"id", "int", SQLQ_VALUE_INT}};
-    sqlq_cursor_query q = {SQLQ_DIALECT_MSSQL, &t, columns, 4, NULL, order, 3, 2000,
-                           false, true, false, false, 50};
+    sqlq_cursor_query q = {
+        &sqlq_dialect_mssql, &t, columns, 4, NULL, order, 3, 2000, false, true, false, false, 50};
     static const size_t map[] = {0, 0, 1, 1, 2};
     expect(&q,
            "SELECT TOP (50) [id], [tenant], [updated_at], [deleted_at], "
@@ -94,8 +105,8 @@ static void test_cursor_query_mssql_rowversion_is_bounded_exactly(void **state)
     sqlq_table_name t = {"dbo", "orders"};
     sqlq_keyset_col order[] = {{"rv", "timestamp", SQLQ_VALUE_ROWVERSION},
                                {"id", "int", SQLQ_VALUE_INT}};
-    sqlq_cursor_query q = {SQLQ_DIALECT_MSSQL, &t, columns, 1, NULL, order, 2, 0,
-                           false, true, false, false, 10};
+    sqlq_cursor_query q = {
+        &sqlq_dialect_mssql, &t, columns, 1, NULL, order, 2, 0, false, true, false, false, 10};
     static const size_t map[] = {0, 0, 1};
     expect(&q,
            "SELECT TOP (10) [id], CAST([rv] AS bigint) AS [__sqlq_v0], [id] AS [__sqlq_v1] "
@@ -111,8 +122,8 @@ static void test_cursor_query_sqlite_timestamp(void **state)
     sqlq_table_name t = {"", "orders"};
     sqlq_keyset_col order[] = {{"updated_at", "datetime", SQLQ_VALUE_TIMESTAMP},
                                {"id", "integer", SQLQ_VALUE_INT}};
-    sqlq_cursor_query q = {SQLQ_DIALECT_SQLITE, &t, columns, 1, NULL, order, 2, 1500,
-                           false, true, false, false, 500};
+    sqlq_cursor_query q = {
+        &sqlq_dialect_sqlite, &t, columns, 1, NULL, order, 2, 1500, false, true, false, false, 500};
     static const size_t map[] = {0, 1};
     expect(&q,
            "SELECT \"id\", CAST(\"updated_at\" AS TEXT) AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\" "
@@ -126,8 +137,8 @@ static void test_cursor_query_integer_watermark_and_plain(void **state)
     (void)state;
     sqlq_table_name t = {"", "events"};
     sqlq_keyset_col order[] = {{"seq", "integer", SQLQ_VALUE_INT}};
-    sqlq_cursor_query q = {SQLQ_DIALECT_SQLITE, &t, columns, 1, NULL, order, 1, 3000,
-                           true, true, false, false, 20};
+    sqlq_cursor_query q = {
+        &sqlq_dialect_sqlite, &t, columns, 1, NULL, order, 1, 3000, true, true, false, false, 20};
     static const size_t map[] = {SQLQ_CURSOR_PARAM_WATERMARK, 0};
     expect(&q,
            "SELECT \"id\", \"seq\" AS \"__sqlq_v0\" FROM \"events\" WHERE \"seq\" <= ? AND "
@@ -150,8 +161,8 @@ static void test_cursor_query_last_row_and_count(void **state)
     sqlq_table_name t = {"public", "orders"};
     sqlq_keyset_col order[] = {{"updated_at", "timestamptz", SQLQ_VALUE_TIMESTAMPTZ},
                                {"id", "int4", SQLQ_VALUE_INT}};
-    sqlq_cursor_query q = {SQLQ_DIALECT_POSTGRES, &t, NULL, 0, NULL, order, 2, 0,
-                           false, false, true, false, 1};
+    sqlq_cursor_query q = {
+        &sqlq_dialect_postgres, &t, NULL, 0, NULL, order, 2, 0, false, false, true, false, 1};
     expect(&q,
            "SELECT to_char(\"updated_at\" AT TIME ZONE 'UTC', "
            "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS \"__sqlq_v0\", \"id\" AS \"__sqlq_v1\" "
@@ -173,14 +184,14 @@ static void test_cursor_query_rejects_bad_input(void **state)
     (void)state;
     sqlq_table_name t = {"", "x"};
     sqlq_keyset_col order[] = {{"id", "integer", SQLQ_VALUE_INT}};
-    sqlq_cursor_query q = {SQLQ_DIALECT_SQLITE, &t, columns, 1, NULL, order, 1, 0,
-                           false, false, false, false, 0};
+    sqlq_cursor_query q = {
+        &sqlq_dialect_sqlite, &t, columns, 1, NULL, order, 1, 0, false, false, false, false, 0};
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
     size_t map[4], n = 0;
     assert_int_equal(sqlq_cursor_query_sql(&q, &b, map, 4, &n), SQLQ_E_INVALID); /* limit 0 */
     sqlq_keyset_col txt = {"name", "text", SQLQ_VALUE_TEXT};
-    assert_int_equal(sqlq_cursor_bound_sql(SQLQ_DIALECT_POSTGRES, &txt, 0, &b), SQLQ_E_INVALID);
+    assert_int_equal(sqlq_cursor_bound_sql(&sqlq_dialect_postgres, &txt, 0, &b), SQLQ_E_INVALID);
     sqlq_buf_free(&b);
 }
 

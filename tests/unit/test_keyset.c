@@ -17,7 +17,7 @@ static const sqlq_keyset_col cols3[] = {
     {"id", "int8", SQLQ_VALUE_INT},
 };
 
-static void expect_after(sqlq_dialect_kind d, const sqlq_keyset_col *cols, size_t n,
+static void expect_after(const sqlq_dialect *d, const sqlq_keyset_col *cols, size_t n,
                          const char *sql, const size_t *map, size_t nmap)
 {
     sqlq_buf b;
@@ -35,7 +35,7 @@ static void test_keyset_row_values_postgres(void **state)
 {
     (void)state;
     static const size_t map[] = {0, 1, 2};
-    expect_after(SQLQ_DIALECT_POSTGRES, cols3, 3,
+    expect_after(&sqlq_dialect_postgres, cols3, 3,
                  "(\"updated_at\", \"tenant\", \"id\") > (CAST(? AS timestamptz), ?, ?)", map, 3);
 }
 
@@ -43,7 +43,7 @@ static void test_keyset_row_values_sqlite(void **state)
 {
     (void)state;
     static const size_t map[] = {0, 1, 2};
-    expect_after(SQLQ_DIALECT_SQLITE, cols3, 3, "(\"updated_at\", \"tenant\", \"id\") > (?, ?, ?)",
+    expect_after(&sqlq_dialect_sqlite, cols3, 3, "(\"updated_at\", \"tenant\", \"id\") > (?, ?, ?)",
                  map, 3);
 }
 
@@ -56,12 +56,12 @@ static void test_keyset_expanded_mssql(void **state)
         {"pk2", "nvarchar", SQLQ_VALUE_TEXT},
     };
     static const size_t map[] = {0, 0, 1, 1, 2};
-    expect_after(SQLQ_DIALECT_MSSQL, ms, 3,
+    expect_after(&sqlq_dialect_mssql, ms, 3,
                  "([c] > CAST(? AS datetime2) OR ([c] = CAST(? AS datetime2) AND "
                  "([pk1] > ? OR ([pk1] = ? AND [pk2] > ?))))",
                  map, 5);
     static const size_t map2[] = {0, 0, 1};
-    expect_after(SQLQ_DIALECT_MSSQL, ms, 2,
+    expect_after(&sqlq_dialect_mssql, ms, 2,
                  "([c] > CAST(? AS datetime2) OR ([c] = CAST(? AS datetime2) AND [pk1] > ?))", map2,
                  3);
 }
@@ -71,9 +71,9 @@ static void test_keyset_single_column_everywhere(void **state)
     (void)state;
     static const size_t map[] = {0};
     static const sqlq_keyset_col id[] = {{"id", "integer", SQLQ_VALUE_INT}};
-    expect_after(SQLQ_DIALECT_SQLITE, id, 1, "\"id\" > ?", map, 1);
-    expect_after(SQLQ_DIALECT_POSTGRES, id, 1, "\"id\" > ?", map, 1);
-    expect_after(SQLQ_DIALECT_MSSQL, id, 1, "[id] > ?", map, 1);
+    expect_after(&sqlq_dialect_sqlite, id, 1, "\"id\" > ?", map, 1);
+    expect_after(&sqlq_dialect_postgres, id, 1, "\"id\" > ?", map, 1);
+    expect_after(&sqlq_dialect_mssql, id, 1, "[id] > ?", map, 1);
 }
 
 static void test_keyset_map_too_small_rejected(void **state)
@@ -82,12 +82,12 @@ static void test_keyset_map_too_small_rejected(void **state)
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
     size_t map[4], n = 0;
-    assert_int_equal(sqlq_keyset_after_sql(SQLQ_DIALECT_MSSQL, cols3, 3, &b, map, 4, &n),
+    assert_int_equal(sqlq_keyset_after_sql(&sqlq_dialect_mssql, cols3, 3, &b, map, 4, &n),
                      SQLQ_E_INVALID);
     sqlq_buf_free(&b);
 }
 
-static void expect_value_sql(sqlq_dialect_kind d, sqlq_keyset_col c, const char *value,
+static void expect_value_sql(const sqlq_dialect *d, sqlq_keyset_col c, const char *value,
                              const char *param)
 {
     sqlq_buf b;
@@ -103,32 +103,35 @@ static void expect_value_sql(sqlq_dialect_kind d, sqlq_keyset_col c, const char 
 static void test_keyset_checkpoint_forms(void **state)
 {
     (void)state;
-    expect_value_sql(SQLQ_DIALECT_POSTGRES, (sqlq_keyset_col){"ts", "timestamp", SQLQ_VALUE_TIMESTAMP},
+    expect_value_sql(&sqlq_dialect_postgres,
+                     (sqlq_keyset_col){"ts", "timestamp", SQLQ_VALUE_TIMESTAMP},
                      "to_char(\"ts\", 'YYYY-MM-DD\"T\"HH24:MI:SS.US')", "CAST(? AS timestamp)");
-    expect_value_sql(SQLQ_DIALECT_POSTGRES,
+    expect_value_sql(&sqlq_dialect_postgres,
                      (sqlq_keyset_col){"ts", "timestamptz", SQLQ_VALUE_TIMESTAMPTZ},
                      "to_char(\"ts\" AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
                      "CAST(? AS timestamptz)");
-    expect_value_sql(SQLQ_DIALECT_POSTGRES,
+    expect_value_sql(&sqlq_dialect_postgres,
                      (sqlq_keyset_col){"amount", "numeric(10,2)", SQLQ_VALUE_EXACT},
                      "CAST(\"amount\" AS text)", "CAST(? AS numeric)");
-    expect_value_sql(SQLQ_DIALECT_POSTGRES, (sqlq_keyset_col){"id", "int4", SQLQ_VALUE_INT}, "\"id\"",
-                     "?");
-    expect_value_sql(SQLQ_DIALECT_SQLITE, (sqlq_keyset_col){"ts", "datetime", SQLQ_VALUE_TIMESTAMP},
+    expect_value_sql(&sqlq_dialect_postgres, (sqlq_keyset_col){"id", "int4", SQLQ_VALUE_INT},
+                     "\"id\"", "?");
+    expect_value_sql(&sqlq_dialect_sqlite,
+                     (sqlq_keyset_col){"ts", "datetime", SQLQ_VALUE_TIMESTAMP},
                      "CAST(\"ts\" AS TEXT)", "?");
-    expect_value_sql(SQLQ_DIALECT_MSSQL, (sqlq_keyset_col){"ts", "datetime", SQLQ_VALUE_TIMESTAMP},
+    expect_value_sql(&sqlq_dialect_mssql, (sqlq_keyset_col){"ts", "datetime", SQLQ_VALUE_TIMESTAMP},
                      "CONVERT(varchar(33), [ts], 126)", "CAST(? AS datetime)");
-    expect_value_sql(SQLQ_DIALECT_MSSQL,
-                     (sqlq_keyset_col){"ts", "datetimeoffset", SQLQ_VALUE_TIMESTAMPTZ},
-                     "CONVERT(varchar(33), CAST(SWITCHOFFSET([ts], '+00:00') AS datetime2(7)), 126) "
-                     "+ 'Z'",
-                     "CAST(? AS datetimeoffset)");
-    expect_value_sql(SQLQ_DIALECT_MSSQL, (sqlq_keyset_col){"rv", "timestamp", SQLQ_VALUE_ROWVERSION},
+    expect_value_sql(
+        &sqlq_dialect_mssql, (sqlq_keyset_col){"ts", "datetimeoffset", SQLQ_VALUE_TIMESTAMPTZ},
+        "CONVERT(varchar(33), CAST(SWITCHOFFSET([ts], '+00:00') AS datetime2(7)), 126) "
+        "+ 'Z'",
+        "CAST(? AS datetimeoffset)");
+    expect_value_sql(&sqlq_dialect_mssql,
+                     (sqlq_keyset_col){"rv", "timestamp", SQLQ_VALUE_ROWVERSION},
                      "CAST([rv] AS bigint)", "CAST(? AS binary(8))");
     /* A type name that is not a plain word is never pasted into SQL. */
-    expect_value_sql(SQLQ_DIALECT_POSTGRES,
-                     (sqlq_keyset_col){"x", "my\"type; drop", SQLQ_VALUE_EXACT}, "CAST(\"x\" AS text)",
-                     "?");
+    expect_value_sql(&sqlq_dialect_postgres,
+                     (sqlq_keyset_col){"x", "my\"type; drop", SQLQ_VALUE_EXACT},
+                     "CAST(\"x\" AS text)", "?");
 }
 
 static sqlq_column col(const char *type, short sql_type)
@@ -147,26 +150,26 @@ static void test_keyset_classify(void **state)
     sqlq_value_class v;
     const char *why = NULL;
     sqlq_column c = col("int8", SQL_BIGINT);
-    assert_true(sqlq_keyset_classify(SQLQ_DIALECT_POSTGRES, &c, &v, &why));
+    assert_true(sqlq_keyset_classify(&sqlq_dialect_postgres, &c, &v, &why));
     assert_int_equal(v, SQLQ_VALUE_INT);
     c = col("timestamptz", SQL_TYPE_TIMESTAMP);
-    assert_true(sqlq_keyset_classify(SQLQ_DIALECT_POSTGRES, &c, &v, &why));
+    assert_true(sqlq_keyset_classify(&sqlq_dialect_postgres, &c, &v, &why));
     assert_int_equal(v, SQLQ_VALUE_TIMESTAMPTZ);
     c = col("timestamp without time zone", SQL_TYPE_TIMESTAMP);
-    assert_true(sqlq_keyset_classify(SQLQ_DIALECT_POSTGRES, &c, &v, &why));
+    assert_true(sqlq_keyset_classify(&sqlq_dialect_postgres, &c, &v, &why));
     assert_int_equal(v, SQLQ_VALUE_TIMESTAMP);
     c = col("timestamp", SQL_BINARY);
-    assert_true(sqlq_keyset_classify(SQLQ_DIALECT_MSSQL, &c, &v, &why));
+    assert_true(sqlq_keyset_classify(&sqlq_dialect_mssql, &c, &v, &why));
     assert_int_equal(v, SQLQ_VALUE_ROWVERSION);
-    assert_false(sqlq_keyset_classify(SQLQ_DIALECT_POSTGRES, &c, &v, &why));
+    assert_false(sqlq_keyset_classify(&sqlq_dialect_postgres, &c, &v, &why));
     assert_non_null(strstr(why, "binary"));
     c = col("float8", SQL_DOUBLE);
-    assert_false(sqlq_keyset_classify(SQLQ_DIALECT_POSTGRES, &c, &v, &why));
+    assert_false(sqlq_keyset_classify(&sqlq_dialect_postgres, &c, &v, &why));
     assert_non_null(strstr(why, "floating-point"));
     c = col("jsonb", SQL_LONGVARCHAR);
-    assert_false(sqlq_keyset_classify(SQLQ_DIALECT_POSTGRES, &c, &v, &why));
+    assert_false(sqlq_keyset_classify(&sqlq_dialect_postgres, &c, &v, &why));
     c = col("uuid", SQL_VARCHAR);
-    assert_true(sqlq_keyset_classify(SQLQ_DIALECT_POSTGRES, &c, &v, &why));
+    assert_true(sqlq_keyset_classify(&sqlq_dialect_postgres, &c, &v, &why));
     assert_int_equal(v, SQLQ_VALUE_EXACT);
 }
 

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 /* The value as compact JSON text (malloc'd by jansson; freed here via a static slot). */
-static const char *as_json(short sql_type, const char *type_name, sqlq_dialect_kind d,
+static const char *as_json(short sql_type, const char *type_name, const sqlq_dialect *d,
                            const char *text, size_t len)
 {
     static char *last;
@@ -23,8 +23,8 @@ static const char *as_json(short sql_type, const char *type_name, sqlq_dialect_k
     return last;
 }
 
-#define PG SQLQ_DIALECT_POSTGRES
-#define LITE SQLQ_DIALECT_SQLITE
+#define PG &sqlq_dialect_postgres
+#define LITE &sqlq_dialect_sqlite
 #define J(type, name, d, s) as_json(type, name, d, s, (s) ? strlen(s) : 0)
 
 static void test_row_json_null_and_bool(void **state)
@@ -35,7 +35,7 @@ static void test_row_json_null_and_bool(void **state)
     assert_string_equal(J(SQL_BIT, "bool", PG, "0"), "false");
     assert_string_equal(J(SQL_VARCHAR, "bool", PG, "t"), "true"); /* BoolsAsChar=1 */
     assert_string_equal(J(SQL_BIT, "boolean", LITE, "1"), "true");
-    assert_string_equal(J(SQL_BIT, "bit", SQLQ_DIALECT_MSSQL, "0"), "false");
+    assert_string_equal(J(SQL_BIT, "bit", &sqlq_dialect_mssql, "0"), "false");
     assert_string_equal(J(SQL_BIT, "boolean", LITE, "maybe"), "\"maybe\"");
 }
 
@@ -52,7 +52,7 @@ static void test_row_json_integers(void **state)
                         "\"4611686018427387904\"");
     assert_string_equal(J(SQL_BIGINT, "int8", PG, "-9223372036854775808"),
                         "\"-9223372036854775808\"");
-    assert_string_equal(J(SQL_BIGINT, "", SQLQ_DIALECT_MSSQL, "18446744073709551615"),
+    assert_string_equal(J(SQL_BIGINT, "", &sqlq_dialect_mssql, "18446744073709551615"),
                         "\"18446744073709551615\"");
     /* SQLite stores anything anywhere: a REAL or text in an INTEGER column. */
     assert_string_equal(J(SQL_INTEGER, "integer", LITE, "2.5"), "2.5");

@@ -26,7 +26,7 @@ static void test_upsert_postgres_on_conflict(void **state)
     sqlq_table_name t = {"sales", "orders"};
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
-    check(sqlq_upsert_sql(SQLQ_DIALECT_POSTGRES, &t, cols, 4, key, 2, &b, NULL), &b,
+    check(sqlq_upsert_sql(&sqlq_dialect_postgres, &t, cols, 4, key, 2, &b, NULL), &b,
           "INSERT INTO \"sales\".\"orders\" (\"region\", \"id\", \"total\", \"note\") VALUES "
           "(?, ?, ?, ?) ON CONFLICT (\"region\", \"id\") DO UPDATE SET \"total\" = "
           "EXCLUDED.\"total\", \"note\" = EXCLUDED.\"note\"");
@@ -38,7 +38,7 @@ static void test_upsert_sqlite_on_conflict(void **state)
     sqlq_table_name t = {"", "orders"};
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
-    check(sqlq_upsert_sql(SQLQ_DIALECT_SQLITE, &t, cols, 3, key, 2, &b, NULL), &b,
+    check(sqlq_upsert_sql(&sqlq_dialect_sqlite, &t, cols, 3, key, 2, &b, NULL), &b,
           "INSERT INTO \"orders\" (\"region\", \"id\", \"total\") VALUES (?, ?, ?) ON CONFLICT "
           "(\"region\", \"id\") DO UPDATE SET \"total\" = excluded.\"total\"");
 }
@@ -49,7 +49,7 @@ static void test_upsert_mssql_merge(void **state)
     sqlq_table_name t = {"dbo", "orders"};
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
-    check(sqlq_upsert_sql(SQLQ_DIALECT_MSSQL, &t, cols, 3, key, 2, &b, NULL), &b,
+    check(sqlq_upsert_sql(&sqlq_dialect_mssql, &t, cols, 3, key, 2, &b, NULL), &b,
           "MERGE INTO [dbo].[orders] WITH (HOLDLOCK) AS [target] USING (SELECT ? AS [region], "
           "? AS [id], ? AS [total]) AS [source] ON ([target].[region] = [source].[region] AND "
           "[target].[id] = [source].[id]) WHEN MATCHED THEN UPDATE SET [target].[total] = "
@@ -63,11 +63,11 @@ static void test_upsert_only_key_columns(void **state)
     sqlq_table_name t = {"", "tags"};
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
-    check(sqlq_upsert_sql(SQLQ_DIALECT_POSTGRES, &t, key, 2, key, 2, &b, NULL), &b,
+    check(sqlq_upsert_sql(&sqlq_dialect_postgres, &t, key, 2, key, 2, &b, NULL), &b,
           "INSERT INTO \"tags\" (\"region\", \"id\") VALUES (?, ?) ON CONFLICT (\"region\", "
           "\"id\") DO NOTHING");
     sqlq_buf_init(&b, 0);
-    check(sqlq_upsert_sql(SQLQ_DIALECT_MSSQL, &t, key, 2, key, 2, &b, NULL), &b,
+    check(sqlq_upsert_sql(&sqlq_dialect_mssql, &t, key, 2, key, 2, &b, NULL), &b,
           "MERGE INTO [tags] WITH (HOLDLOCK) AS [target] USING (SELECT ? AS [region], ? AS [id]) "
           "AS [source] ON ([target].[region] = [source].[region] AND [target].[id] = "
           "[source].[id]) WHEN NOT MATCHED THEN INSERT ([region], [id]) VALUES "
@@ -82,11 +82,11 @@ static void test_upsert_quotes_odd_names(void **state)
     const char *const k[] = {"id"};
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
-    check(sqlq_upsert_sql(SQLQ_DIALECT_POSTGRES, &t, c, 2, k, 1, &b, NULL), &b,
+    check(sqlq_upsert_sql(&sqlq_dialect_postgres, &t, c, 2, k, 1, &b, NULL), &b,
           "INSERT INTO \"my \"\"table\"\"\" (\"id\", \"we\"\"ird]\") VALUES (?, ?) ON CONFLICT "
           "(\"id\") DO UPDATE SET \"we\"\"ird]\" = EXCLUDED.\"we\"\"ird]\"");
     sqlq_buf_init(&b, 0);
-    check(sqlq_upsert_delete_sql(SQLQ_DIALECT_MSSQL, &t, c + 1, 1, &b, NULL), &b,
+    check(sqlq_upsert_delete_sql(&sqlq_dialect_mssql, &t, c + 1, 1, &b, NULL), &b,
           "DELETE FROM [my \"table\"] WHERE [we\"ird]]] = ?");
 }
 
@@ -96,7 +96,7 @@ static void test_upsert_delete_by_composite_key(void **state)
     sqlq_table_name t = {"", "orders"};
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
-    check(sqlq_upsert_delete_sql(SQLQ_DIALECT_SQLITE, &t, key, 2, &b, NULL), &b,
+    check(sqlq_upsert_delete_sql(&sqlq_dialect_sqlite, &t, key, 2, &b, NULL), &b,
           "DELETE FROM \"orders\" WHERE \"region\" = ? AND \"id\" = ?");
 }
 
@@ -109,11 +109,11 @@ static void test_upsert_rejects_missing_key_value(void **state)
     sqlq_buf_init(&b, 0);
     sqlq_error err;
     sqlq_error_clear(&err);
-    assert_int_equal(sqlq_upsert_sql(SQLQ_DIALECT_POSTGRES, &t, c, 2, key, 2, &b, &err),
+    assert_int_equal(sqlq_upsert_sql(&sqlq_dialect_postgres, &t, c, 2, key, 2, &b, &err),
                      SQLQ_E_INVALID);
     assert_non_null(strstr(err.message, "region"));
     sqlq_error_clear(&err);
-    assert_int_equal(sqlq_upsert_delete_sql(SQLQ_DIALECT_POSTGRES, &t, key, 0, &b, &err),
+    assert_int_equal(sqlq_upsert_delete_sql(&sqlq_dialect_postgres, &t, key, 0, &b, &err),
                      SQLQ_E_INVALID);
     sqlq_buf_free(&b);
 }
@@ -124,13 +124,13 @@ static void test_upsert_version_guard_claim(void **state)
     sqlq_table_name t = {"", "sqlq_sink_versions"};
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
-    check(sqlq_version_guard_claim_sql(SQLQ_DIALECT_POSTGRES, &t, &b, NULL), &b,
+    check(sqlq_version_guard_claim_sql(&sqlq_dialect_postgres, &t, &b, NULL), &b,
           "INSERT INTO \"sqlq_sink_versions\" AS cur (target_table, key_hash, version) VALUES "
           "(?, ?, ?) ON CONFLICT (target_table, key_hash) DO UPDATE SET version = "
           "excluded.version WHERE cur.version < excluded.version");
     sqlq_table_name m = {"dbo", "sqlq_sink_versions"};
     sqlq_buf_init(&b, 0);
-    check(sqlq_version_guard_claim_sql(SQLQ_DIALECT_MSSQL, &m, &b, NULL), &b,
+    check(sqlq_version_guard_claim_sql(&sqlq_dialect_mssql, &m, &b, NULL), &b,
           "MERGE INTO [dbo].[sqlq_sink_versions] WITH (HOLDLOCK) AS cur USING (SELECT ? AS "
           "target_table, ? AS key_hash, ? AS version) AS src ON (cur.target_table = "
           "src.target_table AND cur.key_hash = src.key_hash) WHEN MATCHED AND cur.version < "
