@@ -125,13 +125,16 @@ static sqlq_result detect_dialect(sqlq_db *db, sqlq_error *err)
 
 /* psqlODBC drops the offset when it converts a timestamptz to text (convert.c: "time zone
  * stuff is unreliable") and writes the wall time of the session's TimeZone. With the session
- * in UTC that wall time is exact, and row_json marks it +00:00. */
+ * in UTC that wall time is exact, and row_json marks it +00:00. DateStyle ISO (psqlODBC's own
+ * setting, pinned here) is the text row_json reads dates and times from (row_json.h). */
 static sqlq_result session_utc(sqlq_db *db, sqlq_error *err)
 {
     SQLHSTMT h = NULL;
     if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &h)))
         return sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, "allocate statement", db->secrets);
     SQLRETURN rc = SQLExecDirect(h, (SQLCHAR *)"SET TIME ZONE 'UTC'", SQL_NTS);
+    if (SQL_SUCCEEDED(rc))
+        rc = SQLExecDirect(h, (SQLCHAR *)"SET DateStyle = 'ISO'", SQL_NTS);
     sqlq_result r = SQL_SUCCEEDED(rc)
                         ? SQLQ_OK
                         : sqlq_diag_set(err, SQL_HANDLE_STMT, h, "set time zone", db->secrets);
