@@ -32,7 +32,8 @@ typedef enum {
     KIND_TIME,
     KIND_TIMESTAMP,
     KIND_TIMESTAMP_UTC, /* PostgreSQL timestamptz: psqlODBC drops the offset; the session is UTC */
-    KIND_GUID
+    KIND_GUID,
+    KIND_PG_TEMPORAL /* a PostgreSQL date/time as the server's text (SQLQ_ROW_JSON_PG_TEMPORAL) */
 } value_kind;
 
 typedef struct row_column {
@@ -40,7 +41,8 @@ typedef struct row_column {
     char type_name[64];
     SQLSMALLINT sql_type;
     value_kind kind;
-    bool exact; /* SQLQ_ROW_JSON_EXACT_COL: the exact text of the next column's REAL value */
+    bool exact;  /* SQLQ_ROW_JSON_EXACT_COL: the exact text of the next column's REAL value */
+    bool marker; /* SQLQ_ROW_JSON_PG_TEMPORAL: the next column is a date/time as text */
 } row_column;
 
 struct sqlq_row_json {
@@ -241,6 +243,43 @@ static json_t *temporal_value(value_kind kind, const char *text, size_t len)
     return v;
 }
 
+/* A PostgreSQL date, time, timetz, timestamp or timestamptz as the server writes it with
+ * DateStyle ISO (sql/db.c sets it) turned into the form to_json() writes (XSD, ISO 8601), byte
+ * for byte: "2024-05-01 10:00:00.5+00" becomes "2024-05-01T10:00:00.5+00:00", "4713-01-01
+ * 00:00:00 BC" "4713-01-01T00:00:00 BC". A timestamp's date and time are joined by T and an
+ * offset of whole hours gets ":00" (EncodeDateTime and EncodeTimezone differ only there);
+ * dates, times, timetz (to_json writes its ISO text), infinity and -infinity stay as they are.
+ * Planning to_json(col) #>> '{}' cost the server 0.5 M instructions per poll, the cast next
+ * to nothing (docs/benchmarks.md). */
+static json_t *pg_temporal_value(const char *text, size_t len)
+{
+    size_t y = 0;
+    while (y < len && isdigit((unsigned char)text[y]))
+        y++;
+    size_t t = y + 7; /* after "-MM-DD " */
+    if (y < 4 || t >= len || text[y] != '-' || text[y + 3] != '-' || text[y + 6] != ' ' ||
+        !is_digits(text + y + 1, 2) || !is_digits(text + y + 4, 2))
+        return text_value(text, len); /* a date alone, a time, infinity */
+    size_t tl = time_len(text + t, len - t);
+    if (tl == 0)
+        return text_value(text, len);
+    size_t z = t + tl; /* the offset (timestamptz), " BC" or the end */
+    bool hours_only = z + 3 <= len && (text[z] == '+' || text[z] == '-') &&
+                      is_digits(text + z + 1, 2) && (z + 3 == len || text[z + 3] == ' ');
+    char b[96];
+    if (len + 3 >= sizeof(b))
+        return text_value(text, len);
+    memcpy(b, text, len);
+    b[y + 6] = 'T';
+    size_t n = len;
+    if (hours_only) {
+        memmove(b + z + 6, b + z + 3, len - z - 3);
+        memcpy(b + z + 3, ":00", 3);
+        n += 3;
+    }
+    return json_stringn(b, n);
+}
+
 /* GUIDs in lower case, as PostgreSQL writes them (psqlODBC and SQL Server upper-case them). */
 static json_t *guid_value(const char *text, size_t len)
 {
@@ -267,6 +306,7 @@ static json_t *value_of_kind(value_kind kind, const sqlq_dialect *d, const char 
     case KIND_TIMESTAMP:
     case KIND_TIMESTAMP_UTC: return temporal_value(kind, text, len);
     case KIND_GUID: return guid_value(text, len);
+    case KIND_PG_TEMPORAL: return pg_temporal_value(text, len);
     case KIND_TEXT: break;
     }
     return text_value(text, len);
@@ -407,6 +447,8 @@ sqlq_result sqlq_row_json_read(sqlq_row_json *r, json_t **out_row, sqlq_error *e
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a row");
     json_t *exact = NULL; /* the SQLQ_ROW_JSON_EXACT_COL value just read, for the next column */
     for (size_t i = 0; i < r->ncols; i++) {
+        if (r->cols[i].marker)
+            continue; /* never read: it only names the next column's kind */
         json_t *v = NULL;
         sqlq_result res = r->cols[i].exact ? exact_text(r, i, &v, err) : column_value(r, i, &v, err);
         if (res == SQLQ_OK && r->cols[i].exact) {
@@ -522,6 +564,9 @@ sqlq_result sqlq_row_json_create(SQLHSTMT stmt, const sqlq_dialect *dialect, sql
         lowercase(c->type_name);
         c->kind = kind_of(c->sql_type, c->type_name, dialect);
         c->exact = strcmp(c->name, SQLQ_ROW_JSON_EXACT_COL) == 0;
+        c->marker = strcmp(c->name, SQLQ_ROW_JSON_PG_TEMPORAL) == 0;
+        if (i > 0 && r->cols[i - 1].marker)
+            c->kind = KIND_PG_TEMPORAL;
     }
     *out = r;
     return SQLQ_OK;
@@ -598,21 +643,33 @@ static sqlq_result exact_sql(const char *prefix, const char *name, sqlq_buf *out
     return r;
 }
 
+/* CAST(p"c" AS text): the server's own text of a date/time (DateStyle ISO, TimeZone UTC). */
+static sqlq_result pg_text_sql(const char *prefix, const sqlq_column *c, sqlq_buf *out)
+{
+    sqlq_result r = sqlq_buf_adds(out, "CAST(");
+    if (r == SQLQ_OK && prefix)
+        r = sqlq_buf_adds(out, prefix);
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_ident(&sqlq_dialect_postgres, c->name, out);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(out, " AS text)");
+    return r;
+}
+
 sqlq_result sqlq_row_json_select_sql(const sqlq_dialect *d, const char *prefix,
                                      const sqlq_column *c, sqlq_buf *out)
 {
-    bool text = sqlq_row_json_needs_text(d, c);
+    if (sqlq_row_json_needs_text(d, c)) {
+        sqlq_result r = sqlq_buf_adds(out, "NULL AS \"" SQLQ_ROW_JSON_PG_TEMPORAL "\", ");
+        return r == SQLQ_OK ? pg_text_sql(prefix, c, out) : r;
+    }
     sqlq_result r = SQLQ_OK;
     if (d->dynamic_types && sqlite_may_hold_real(c))
         r = exact_sql(prefix, c->name, out);
-    if (r == SQLQ_OK && text)
-        r = sqlq_buf_adds(out, "(to_json(");
     if (r == SQLQ_OK && prefix)
         r = sqlq_buf_adds(out, prefix);
     if (r == SQLQ_OK)
         r = sqlq_dialect_quote_ident(d, c->name, out);
-    if (r == SQLQ_OK && text)
-        r = sqlq_buf_adds(out, ") #>> '{}')");
     return r;
 }
 
@@ -625,7 +682,7 @@ sqlq_result sqlq_row_json_fixup_sql(const sqlq_dialect *d, const char *prefix, c
                                     sqlq_buf *out)
 {
     if (sqlq_row_json_needs_text(d, c))
-        return sqlq_row_json_select_sql(d, prefix, c, out); /* (to_json(p"c") #>> '{}') */
+        return pg_text_sql(prefix, c, out);
     const char *p = prefix ? prefix : "";
     sqlq_result r = sqlq_buf_printf(out, "CASE WHEN typeof(%s", p);
     if (r == SQLQ_OK)
@@ -646,7 +703,7 @@ json_t *sqlq_row_json_fixup(const sqlq_dialect *d, const sqlq_column *c, json_t 
     if (!text || json_is_null(v))
         return v;
     if (sqlq_row_json_needs_text(d, c)) {
-        json_t *t = json_string(text);
+        json_t *t = pg_temporal_value(text, strlen(text));
         if (!t)
             return v;
         json_decref(v);

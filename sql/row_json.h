@@ -37,10 +37,15 @@ json_t *sqlq_row_json_value(short sql_type, const char *type_name, const sqlq_di
 
 /* Columns the ODBC driver cannot read exactly are selected as the server's own text, so every
  * value the database holds arrives as that value (docs/types.md): PostgreSQL date, time, timetz,
- * timestamp and timestamptz go through to_json(col) #>> '{}' (ISO 8601, and "infinity",
- * "-infinity", "0044-03-15 BC", "5874897-12-31" as PostgreSQL writes them; psqlODBC turns
- * those into other dates). */
+ * timestamp and timestamptz go through CAST(col AS text) (DateStyle ISO, TimeZone UTC: the
+ * session's, sql/db.c), which row_json turns into the ISO 8601 form to_json(col) writes, byte
+ * for byte ("2024-05-01T10:00:00.5+00:00"; "infinity", "-infinity", "0044-03-15 BC",
+ * "5874897-12-31" as PostgreSQL writes them; psqlODBC turns those into other dates). */
 bool sqlq_row_json_needs_text(const sqlq_dialect *d, const sqlq_column *c);
+/* The select (sqlq_row_json_select_sql) puts a NULL column of this name just before such a
+ * text column: row_json reads the next column as a PostgreSQL date/time in text and leaves
+ * the marker out of the row. */
+#define SQLQ_ROW_JSON_PG_TEMPORAL "__sqlq_pgtime"
 /* SQLite: sqliteodbc hands REAL values over as text with 15 significant digits (0.1 + 0.2 would
  * arrive as 0.3). For a column that may hold REALs (any but TEXT affinity) the select also
  * reads the exact text of a REAL value (quote(col), which round-trips) as a column of this name
@@ -49,7 +54,8 @@ bool sqlq_row_json_needs_text(const sqlq_dialect *d, const sqlq_column *c);
 #define SQLQ_ROW_JSON_EXACT_COL "__sqlq_exact"
 
 /* Append the select expression of column c, prefixed (prefix"name", e.g. r."at"): the column
- * itself, or its text form when sqlq_row_json_needs_text; on SQLite preceded by the exact-REAL
+ * itself, or its text form when sqlq_row_json_needs_text, preceded by the marker
+ * (`NULL AS "__sqlq_pgtime", CAST(r."at" AS text)`); on SQLite preceded by the exact-REAL
  * column (`CASE … END AS "__sqlq_exact", `). The caller adds the alias (needed when
  * sqlq_row_json_needs_text). */
 SQLQ_NODISCARD sqlq_result sqlq_row_json_select_sql(const sqlq_dialect *d, const char *prefix,
@@ -57,8 +63,9 @@ SQLQ_NODISCARD sqlq_result sqlq_row_json_select_sql(const sqlq_dialect *d, const
 
 /* The capture poll reads the row as r.* (its columns follow ALTER TABLE, capture_shape.c) and
  * after it, for each column that needs it, the exact form (sqlq_row_json_fixup_sql: the text
- * of sqlq_row_json_needs_text, or on SQLite the exact text of a REAL); sqlq_row_json_fixup
- * turns the driver's value v of column c into the exact one (consumes v, returns the result). */
+ * of sqlq_row_json_needs_text without a marker, or on SQLite the exact text of a REAL);
+ * sqlq_row_json_fixup turns the driver's value v of column c into the exact one, in the same
+ * form as sqlq_row_json_select_sql gives (consumes v, returns the result). */
 bool sqlq_row_json_needs_fixup(const sqlq_dialect *d, const sqlq_column *c);
 SQLQ_NODISCARD sqlq_result sqlq_row_json_fixup_sql(const sqlq_dialect *d, const char *prefix,
                                                    const sqlq_column *c, sqlq_buf *out);

@@ -5,7 +5,9 @@
 # extremes and non-finite values, bytea, bool, uuid, json, jsonb, text with control characters)
 # go source -> sqlq bridge -> queue -> sqlq consume --sql -> replica, and the replica equals the
 # source exactly. On PostgreSQL and SQLite. The messages are checked too: infinity arrives as
-# "infinity", a BC date as "0044-03-15 BC" (before: "9999-12-31T23:59:59", "0044-03-15").
+# "infinity", a BC date as "0044-03-15 BC" (before: "9999-12-31T23:59:59", "0044-03-15"), and
+# the capture poll, a backfill and the cursor source write every date/time value in one form,
+# to_json's.
 set -euo pipefail
 bin=${SQLQ_BIN:?run through ctest}
 export SQLQ_QUEUE_CONNECTION=$(cat "${SQLQ_TEST_ENV_DIR:?}/azurite/conn")
@@ -77,6 +79,35 @@ dump='SELECT t::text FROM t ORDER BY id'
 diff <(psql_ -d "$src_db" -c "$dump") <(psql_ -d "$rep_db" -c "$dump") >&2 \
     || fail "postgres: the replica differs from the source (above: < source, > replica)"
 echo "types_roundtrip: postgres: every value arrived and was written back exactly"
+
+# One form for every producer: the date/time values of the bridge's messages, of a backfill
+# and of the cursor source are, byte for byte, what to_json(col) #>> '{}' gives in UTC (the
+# form before sqlq read the server's text instead, docs/types.md), for every row above.
+temporal='d ts tstz tm tmtz'
+expected=$(psql_ -d "$src_db" -F ' ' -c "SET TIME ZONE 'UTC'" -c "SELECT id, $(for c in $temporal; do
+    printf "coalesce(to_json(%s) #>> '{}', 'null'), " "$c"; done) 0 FROM t ORDER BY id")
+same_form() { # same_form KIND: the messages of .peek hold exactly the expected values
+    local got
+    got=$(jq -r '.body | fromjson | (.changes // [.])[] | (.row // .) |
+          [.id, (.d, .ts, .tstz, .tm, .tmtz | if . == null then "null" else . end), 0] |
+          map(tostring) | join(" ")' "$tmp/$1.peek" | sort -n -u)
+    diff <(echo "$expected") <(echo "$got") >&2 \
+        || fail "$1: date/time values differ from to_json's (above: < to_json, > message)"
+}
+same_form postgres
+q="types-backfill-$$"
+queues+=("$q")
+"$bin" backfill --db "${pgodbc}Database=$src_db;" --table t --queue "$q" 2>"$tmp/backfill.log" \
+    || fail "backfill exited $?"
+"$bin" queue peek "$q" --count 32 >"$tmp/backfill.peek"
+same_form backfill
+q="types-cursor-$$"
+queues+=("$q")
+"$bin" bridge --db "${pgodbc}Database=$src_db;" --table t --queue "$q" --source cursor \
+    --cursor-column id --safety-lag-ms 0 --once 2>"$tmp/cursor.log" || fail "cursor source exited $?"
+"$bin" queue peek "$q" --count 32 >"$tmp/cursor.peek"
+same_form cursor
+echo "types_roundtrip: postgres: bridge, backfill and cursor source write the same exact form"
 
 # ---- SQLite ----
 src="$tmp/src.db" rep="$tmp/rep.db"

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sqlext.h>
@@ -108,6 +109,76 @@ static void test_row_json_temporal(void **state)
                         "\"2024-02-29 13:14:15 junk\"");
 }
 
+/* The server's ISO text of a PostgreSQL date/time (CAST(col AS text), DateStyle ISO, UTC) as
+ * the exact value: the form to_json(col) writes, byte for byte (the expected values are what
+ * PostgreSQL 15's to_json(col) #>> '{}' gives for the same values). */
+static const char *pg_exact(const char *type, short sql_type, const char *server_text)
+{
+    static char *last;
+    free(last);
+    char name[] = "at", type_name[64];
+    snprintf(type_name, sizeof(type_name), "%s", type);
+    sqlq_column c = {.name = name, .type = type_name, .sql_type = sql_type};
+    json_t *fix = json_string(server_text);
+    json_t *v = sqlq_row_json_fixup(PG, &c, json_string("driver's value"), fix);
+    json_decref(fix);
+    assert_non_null(v);
+    last = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    json_decref(v);
+    return last;
+}
+
+static void test_row_json_pg_exact_temporal(void **state)
+{
+    (void)state;
+    const short TS = SQL_TYPE_TIMESTAMP, D = SQL_TYPE_DATE, T = SQL_TYPE_TIME;
+    const char *tz = "timestamp with time zone", *ts = "timestamp without time zone";
+    assert_string_equal(pg_exact(tz, TS, "2024-05-01 10:00:00.5+00"),
+                        "\"2024-05-01T10:00:00.5+00:00\"");
+    assert_string_equal(pg_exact(tz, TS, "2024-05-01 10:00:00+05:30"),
+                        "\"2024-05-01T10:00:00+05:30\"");
+    assert_string_equal(pg_exact(tz, TS, "1900-01-01 00:00:00+00:19:32"),
+                        "\"1900-01-01T00:00:00+00:19:32\"");
+    assert_string_equal(pg_exact(tz, TS, "4713-01-01 00:00:00+00 BC"),
+                        "\"4713-01-01T00:00:00+00:00 BC\"");
+    assert_string_equal(pg_exact(tz, TS, "294276-12-31 23:59:59.999999+00"),
+                        "\"294276-12-31T23:59:59.999999+00:00\"");
+    assert_string_equal(pg_exact(tz, TS, "infinity"), "\"infinity\"");
+    assert_string_equal(pg_exact(tz, TS, "-infinity"), "\"-infinity\"");
+    assert_string_equal(pg_exact(ts, TS, "2024-02-29 12:00:00.5"), "\"2024-02-29T12:00:00.5\"");
+    assert_string_equal(pg_exact(ts, TS, "4713-01-01 00:00:00 BC"), "\"4713-01-01T00:00:00 BC\"");
+    assert_string_equal(pg_exact(ts, TS, "294276-12-31 23:59:59.999999"),
+                        "\"294276-12-31T23:59:59.999999\"");
+    assert_string_equal(pg_exact("date", D, "0044-03-15 BC"), "\"0044-03-15 BC\"");
+    assert_string_equal(pg_exact("date", D, "5874897-12-31"), "\"5874897-12-31\"");
+    assert_string_equal(pg_exact("date", D, "infinity"), "\"infinity\"");
+    assert_string_equal(pg_exact("time without time zone", T, "24:00:00"), "\"24:00:00\"");
+    assert_string_equal(pg_exact("time with time zone", T, "13:14:15+02"), "\"13:14:15+02\"");
+    assert_string_equal(pg_exact("time with time zone", T, "24:00:00-15:59"),
+                        "\"24:00:00-15:59\"");
+    /* Not the ISO form (a DateStyle sqlq does not set): kept as the server wrote it. */
+    assert_string_equal(pg_exact(tz, TS, "Wed May 01 10:00:00 2024 UTC"),
+                        "\"Wed May 01 10:00:00 2024 UTC\"");
+}
+
+/* The select of an exact PostgreSQL date/time: the marker, then the server's text. */
+static void test_row_json_pg_select(void **state)
+{
+    (void)state;
+    char name[] = "at", type[] = "timestamp with time zone";
+    sqlq_column c = {.name = name, .type = type, .sql_type = SQL_TYPE_TIMESTAMP};
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    assert_int_equal(sqlq_row_json_select_sql(PG, "r.", &c, &b), SQLQ_OK);
+    assert_int_equal(sqlq_buf_addc(&b, '\0'), SQLQ_OK);
+    assert_string_equal(b.data, "NULL AS \"__sqlq_pgtime\", CAST(r.\"at\" AS text)");
+    sqlq_buf_reset(&b);
+    assert_int_equal(sqlq_row_json_fixup_sql(PG, "r.", &c, &b), SQLQ_OK);
+    assert_int_equal(sqlq_buf_addc(&b, '\0'), SQLQ_OK);
+    assert_string_equal(b.data, "CAST(r.\"at\" AS text)");
+    sqlq_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +187,8 @@ int main(void)
         cmocka_unit_test(test_row_json_decimal_and_float),
         cmocka_unit_test(test_row_json_text_and_binary),
         cmocka_unit_test(test_row_json_temporal),
+        cmocka_unit_test(test_row_json_pg_exact_temporal),
+        cmocka_unit_test(test_row_json_pg_select),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
