@@ -185,7 +185,7 @@ static void test_endpoint_long_paths_never_overflow(void **state)
     size_t at = strlen(endpoint);
     memset(endpoint + at, 'p', 1023 - strlen("/orders/messages") - 1);
     endpoint[at + 1023 - strlen("/orders/messages") - 1] = '\0';
-    sqlq_account hand = {"acct", NULL, 0, "sv=1&sig=abcdefgh", endpoint, NULL, false, NULL};
+    sqlq_account hand = {"acct", NULL, 0, "sv=1&sig=abcdefgh", endpoint, NULL, false, NULL, NULL, NULL, NULL};
     sqlq_endpoint *ep = NULL;
     assert_int_equal(sqlq_endpoint_create(&hand, &ep, &err), SQLQ_E_INVALID);
     assert_null(ep);
