@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#define SQLQ_TOKEN_RETRY_TEXT "10" /* SQLQ_TOKEN_RETRY_S as text */
+
 struct sqlq_token_cache {
     sqlq_token_cache_options o;
     char *source;
@@ -22,6 +24,7 @@ struct sqlq_token_cache {
     int64_t retry_at;       /* after a failed refresh: no new request before this */
     uint64_t generation;    /* bumped with every new token */
     uint64_t fetches;
+    sqlq_error last_error;  /* why the last token request failed (names the source) */
 };
 
 int64_t sqlq_token_refresh_time(int64_t obtained, int64_t expires_on)
@@ -125,20 +128,21 @@ static void settle(sqlq_token_cache *c, sqlq_result r, char *token, int64_t expi
         return;
     }
     c->retry_at = asked_at + SQLQ_TOKEN_RETRY_S;
+    c->last_error = *e;
     SQLQ_WARN("token.failed", "source=\"%s\" err=\"%s\"%s", c->source, e->message,
               c->token && now_s(c) < c->expires_on ? " note=\"the cached token is still used\"" : "");
 }
 
+/* The error of a failed token request e (NULL: the last one, not retried yet). Transient
+ * unless the endpoint refused the request itself (a 4xx: wrong secret, unknown identity). */
 static sqlq_result unavailable(const sqlq_token_cache *c, const sqlq_error *e, sqlq_error *err)
 {
+    const sqlq_error *why = e ? e : &c->last_error;
     sqlq_error out;
     sqlq_error_clear(&out);
-    if (e && e->code != SQLQ_OK) /* the source's message names it */
-        sqlq_error_set(&out, SQLQ_E_NETWORK, true, "no access token: %s", e->message);
-    else
-        sqlq_error_set(&out, SQLQ_E_NETWORK, true,
-                       "no access token from %s: the last request failed; next attempt within %d s",
-                       c->source, SQLQ_TOKEN_RETRY_S);
+    sqlq_error_set(&out, SQLQ_E_NETWORK, why->transient, "no access token: %.400s%s",
+                   why->code != SQLQ_OK ? why->message : c->source,
+                   e ? "" : " (asked again within " SQLQ_TOKEN_RETRY_TEXT " s)");
     snprintf(out.azure_code, sizeof(out.azure_code), "%s", SQLQ_TOKEN_UNAVAILABLE);
     if (err && err->code == SQLQ_OK)
         *err = out;

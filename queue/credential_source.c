@@ -156,7 +156,10 @@ static sqlq_result perform(const token_source *s, CURL *e, sqlq_buf *reply, sqlq
     if (status != 200) {
         char why[320];
         reply_error(reply, why, sizeof(why));
-        return sqlq_error_set(err, SQLQ_E_HTTP, true, "%s: %ld %s", s->name, status, why);
+        /* 4xx: the endpoint refused this identity or secret (a configuration error); 5xx,
+         * 429: the endpoint is having an outage. */
+        bool transient = status >= 500 || status == 429 || status == 408;
+        return sqlq_error_set(err, SQLQ_E_HTTP, transient, "%s: %ld %s", s->name, status, why);
     }
     return SQLQ_OK;
 }
