@@ -9,7 +9,8 @@
 #  4. refusals: a wrong client secret, identity header or federated token: exit 1 at once, the
 #     error names the source and the endpoint's reason, and no secret or token is printed (at
 #     --log-level trace, successful runs included);
-#  5. the token service down (500): exit 1, the source named, an outage (retried, not poison);
+#  5. the token service down (500): an outage: a consumer stays up with /readyz 503 and handles
+#     the message once tokens return (nothing poisoned); a command retries, then exit 1;
 #  6. http:// with a token credential, and an explicit credential without its variables: exit 2.
 set -euo pipefail
 : "${SQLQ_BIN:?}" "${SQLQ_SOURCE_DIR:?}" "${SQLQ_ENTRA_PUT_LOAD:?}"
@@ -124,16 +125,43 @@ for vars in "AZURE_TENANT_ID=$ENTRA_TENANT AZURE_CLIENT_ID=c1 AZURE_CLIENT_SECRE
 done
 echo "entra_behaviour: refusals name the source, no secret or token printed: ok"
 
-# 5. the token service down: an outage, retried within the budget, then exit 1
+# 5. the token service down: an outage. A consumer stays up, /readyz 503 naming the cause, and
+# handles the message once tokens come back; a command retries within its budget, then exit 1.
+export AZURE_POD_IDENTITY_AUTHORITY_HOST=$ENTRA_TOKEN_HTTP
+"$SQLQ_BIN" queue put refresh after-outage >/dev/null 2>&1 || fail "put failed"
+touch "$work/3/tokens/fail"
+port=$(bash "$SQLQ_SOURCE_DIR/tests/support/free_port.sh")
+: >"$work/got"
+"$SQLQ_BIN" consume refresh \
+    --max-polling-interval-ms 500 --listen "127.0.0.1:$port" \
+    --exec "cat >> '$work/got'" 2>"$work/outage.log" &
+consumer=$!
+ready=""
+for _ in $(seq 100); do
+    ready=$(curl -s -w ' %{http_code}' "http://127.0.0.1:$port/readyz" || true)
+    case "$ready" in *" 503") grep -q "no access token" "$work/outage.log" && break ;; esac
+    sleep 0.2
+done
+case "$ready" in *" 503") ;; *) fail "token outage: /readyz answered '$ready', expected 503" ;; esac
+grep -q "no access token: managed identity (IMDS): 500 the token service is down" "$work/outage.log" ||
+    fail "token outage: the log does not name the source: $(grep -v token.source "$work/outage.log" | tail -3)"
+rm -f "$work/3/tokens/fail"
+for _ in $(seq 150); do grep -q after-outage "$work/got" && break; sleep 0.2; done
+grep -q after-outage "$work/got" || fail "token outage: the message was not handled after recovery"
+kill -TERM "$consumer"
+wait "$consumer" || true
+consumer=""
+! grep -q "event=consumer.poisoned" "$work/outage.log" || fail "token outage: something was poisoned"
 touch "$work/3/tokens/fail"
 rc=0
+unset AZURE_POD_IDENTITY_AUTHORITY_HOST
 AZURE_POD_IDENTITY_AUTHORITY_HOST=$ENTRA_TOKEN_HTTP "$SQLQ_BIN" queue put refresh x >"$work/out" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "token outage: exit $rc, expected 1"
 grep -q "managed identity (IMDS): 500 the token service is down" "$work/out" ||
     fail "token outage: source not named: $(tail -3 "$work/out")"
 grep -q "event=queue.retry" "$work/out" || fail "token outage: not retried"
 rm -f "$work/3/tokens/fail"
-echo "entra_behaviour: token service outage: retried, then exit 1 naming the source: ok"
+echo "entra_behaviour: token service outage: /readyz 503, recovered, CLI exit 1 naming the source: ok"
 
 # 6. configuration errors: exit 2
 rc=0
