@@ -26,7 +26,8 @@ typedef struct sqlq_credential sqlq_credential;
 typedef struct sqlq_credential_ops {
     const char *kind; /* "SharedKey", "SAS", "token" (for messages) */
     /* Authorizes one attempt. A token credential may block for the token request; its
-     * failure is SQLQ_E_NETWORK, transient, azure_code SQLQ_TOKEN_UNAVAILABLE. */
+     * failure is SQLQ_E_NETWORK with azure_code SQLQ_TOKEN_UNAVAILABLE, transient unless the
+     * token endpoint refused the identity (a 4xx). */
     sqlq_result (*authorize)(sqlq_credential *c, const sqlq_auth_request *req, sqlq_error *err);
     /* After a 401/403 that says the credential was refused: true when one more attempt with a
      * fresh credential may succeed (a token: the cached one is dropped). NULL = never. */

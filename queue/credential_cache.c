@@ -129,8 +129,9 @@ static void settle(sqlq_token_cache *c, sqlq_result r, char *token, int64_t expi
     }
     c->retry_at = asked_at + SQLQ_TOKEN_RETRY_S;
     c->last_error = *e;
-    SQLQ_WARN("token.failed", "source=\"%s\" err=\"%s\"%s", c->source, e->message,
-              c->token && now_s(c) < c->expires_on ? " note=\"the cached token is still used\"" : "");
+    bool still_valid = c->token && now_s(c) < c->expires_on;
+    SQLQ_WARN("token.failed", "source=\"%s\" err=\"%s\" cached_token_used=%s", c->source,
+              e->message, still_valid ? "true" : "false");
 }
 
 /* The error of a failed token request e (NULL: the last one, not retried yet). Transient

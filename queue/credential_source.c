@@ -332,10 +332,10 @@ static sqlq_result set_secret_source(token_source *s, const sqlq_token_settings 
 {
     const char *tenant = env("AZURE_TENANT_ID"), *id = env("AZURE_CLIENT_ID");
     const char *secret = env("AZURE_CLIENT_SECRET");
+    (void)st; /* the service principal is AZURE_CLIENT_ID's; clientId is for identities */
     if (!tenant || !id || !secret)
         return missing("environment (service principal)",
                        "AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET", err);
-    (void)st;
     s->kind = SRC_SECRET;
     s->name = strdup("service principal (AZURE_CLIENT_SECRET)");
     s->client_id = strdup(id);
