@@ -7,6 +7,8 @@
 #  - service principal with a secret (AZURE_TENANT_ID/CLIENT_ID/CLIENT_SECRET, the chain's first);
 #  - workload identity (AZURE_FEDERATED_TOKEN_FILE), given as --queue-connection QueueServiceUri=…
 # Each source's token requests are counted: one per process, every request carries the token.
+# Then the bridge (SQLite, --once) publishes 300 changes with one token, and with the token
+# service down it gives up as an outage naming the missing token, poisoning nothing.
 set -euo pipefail
 : "${SQLQ_BIN:?}" "${SQLQ_SOURCE_DIR:?}"
 source "$SQLQ_SOURCE_DIR/tests/support/entra.sh"
@@ -85,4 +87,34 @@ printf '%s\n' "$ENTRA_FEDERATED_TOKEN" >"$work/federated"
 [ "$(entra_count entra_workload)" -ge 6 ] || fail "workload identity was not asked"
 grep -q '"kind": "entra_workload", "status": 200, "client_id": "bbbbbbbb-0000-0000-0000-000000000002"' \
     "$ENTRA_REQUESTS" || fail "workload identity: AZURE_CLIENT_ID not sent"
+# The bridge: route threads and the put pipeline share the process's token.
+db="$work/shop.db"
+dbconn="Driver={SQLite3};Database=$db;Timeout=5000;"
+sqlite3 -cmd ".timeout 5000" "$db" "CREATE TABLE orders (id INTEGER PRIMARY KEY, v TEXT);"
+"$SQLQ_BIN" setup --db "$dbconn" --table orders >/dev/null 2>&1 || fail "bridge: setup"
+sqlite3 -cmd ".timeout 5000" "$db" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) INSERT INTO orders SELECT i, 'v' || i FROM n;"
+export AZURE_POD_IDENTITY_AUTHORITY_HOST=$ENTRA_TOKEN_HTTP
+export AzureWebJobsStorage__queueServiceUri=$ENTRA_QUEUE_URI
+"$SQLQ_BIN" queue create entra-bridge >/dev/null 2>&1 || fail "bridge: create"
+"$SQLQ_BIN" bridge --db "$dbconn" --table orders --queue entra-bridge --once >"$work/bridge.log" 2>&1 ||
+    fail "bridge --once exited $?: $(grep -v level=debug "$work/bridge.log" | tail -5)"
+grep -q "messages=300 released=300 poisoned=0" "$work/bridge.log" ||
+    fail "bridge: $(grep -v level=debug "$work/bridge.log" | tail -3)"
+[ "$(count entra-bridge)" = 300 ] || fail "bridge: the queue holds $(count entra-bridge)"
+n=$(grep -c "event=token.acquired" "$work/bridge.log")
+[ "$n" = 1 ] || fail "bridge: $n tokens acquired (want 1)"
+sqlite3 -cmd ".timeout 5000" "$db" "INSERT INTO orders VALUES (301, 'late');"
+touch "$work/tokens/fail"
+rc=0
+timeout 120 "$SQLQ_BIN" bridge --db "$dbconn" --table orders --queue entra-bridge --once \
+    --once-outage-s 3 >"$work/bridge2.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "bridge, token service down: exit $rc, expected 1"
+grep -q "sqlq bridge: .*no Microsoft Entra ID token" "$work/bridge2.log" ||
+    fail "bridge, token service down: cause not named: $(grep -v level=debug "$work/bridge2.log" | tail -3)"
+! grep -q "poisoned=[1-9]" "$work/bridge2.log" || fail "bridge, token service down: something was poisoned"
+rm -f "$work/tokens/fail"
+"$SQLQ_BIN" bridge --db "$dbconn" --table orders --queue entra-bridge --once >"$work/bridge3.log" 2>&1 ||
+    fail "bridge after the token outage exited $?"
+grep -q "messages=1 released=1 poisoned=0" "$work/bridge3.log" || fail "bridge: the late change was not delivered"
+echo "entra_sources: bridge: 300 changes with one token; token outage: exit 1, nothing poisoned: ok"
 echo "entra_sources: ok"
