@@ -77,8 +77,8 @@ wait "$consumer" || true
 consumer=""
 got=$(sort -u "$work/got" | grep -c .)
 [ "$got" = "$sent" ] || fail "refresh: $sent sent, $got handled"
-! grep -q "403\|401\|AuthenticationFailed\|token.refused\|token.failed" "$work/consume.log" ||
-    fail "refresh: $(grep "403\|401\|AuthenticationFailed\|token.refused\|token.failed" "$work/consume.log" | head -3)"
+refusal="http=40[13]\|AuthenticationFailed\|InvalidAuthenticationInfo\|token.refused\|token.failed"
+! grep -q "$refusal" "$work/consume.log" || fail "refresh: $(grep "$refusal" "$work/consume.log" | head -3)"
 acquired=$(grep -c "event=token.acquired" "$work/consume.log")
 [ "$acquired" -ge 4 ] || fail "refresh: $acquired tokens in ~40 s of 20-s tokens (want >= 4)"
 echo "entra_behaviour: $sent messages over ~40 s with 20-s tokens, $acquired tokens, no refusal: ok"

@@ -37,8 +37,8 @@ roundtrip() {
     [ "$(count "$q-poison")" = 1 ] || fail "$name: poison queue holds $(count "$q-poison")"
     "$SQLQ_BIN" queue peek "$q-poison" "${conn[@]}" | grep -q '{\\"ok\\":0}' ||
         fail "$name: the poison queue lacks the failing message"
-    ! grep -qi "AuthenticationFailed\|403\|401" "$work/consume.log" ||
-        fail "$name: a refusal surfaced: $(grep -i "403\|401" "$work/consume.log" | head -2)"
+    ! grep -q "http=40[13]\|AuthenticationFailed\|InvalidAuthenticationInfo" "$work/consume.log" ||
+        fail "$name: a refusal surfaced: $(grep "http=40[13]" "$work/consume.log" | head -2)"
     echo "entra_sources: $name: put, consume, poison: ok"
 }
 
