@@ -1,6 +1,7 @@
-/* entra_put_load QUEUE THREADS COUNT SECONDS: puts messages to QUEUE from THREADS threads, each
- * with its own queue client over one shared account (so one token cache), until COUNT messages
- * are put or SECONDS have passed, whichever is later. The connection comes from
+/* entra_put_load QUEUE THREADS COUNT SECONDS [PAUSE_MS]: puts messages to QUEUE from THREADS
+ * threads, each with its own queue client over one shared account (so one token cache), in
+ * batches of 50 with PAUSE_MS between batches (keeps a long run from loading the machine),
+ * until COUNT messages are put or SECONDS have passed, whichever is later. The connection comes from
  * $SQLQ_QUEUE_CONNECTION, the CA bundle from $SQLQ_CA_FILE. Prints
  * "puts=N failures=N token_requests=N" and exits 0 when no put failed. A helper of
  * test_entra_behaviour.sh (the token is requested once for thousands of puts from every thread,
@@ -24,6 +25,7 @@ typedef struct worker {
     const char *queue;
     size_t count;  /* this thread's share */
     time_t until;
+    long pause_ms;
     size_t puts, failures;
 } worker;
 
@@ -57,6 +59,9 @@ static void *run(void *arg)
             fprintf(stderr, "entra_put_load: put failed: %s\n", line);
             w->failures++;
         }
+        struct timespec ts = {w->pause_ms / 1000, (w->pause_ms % 1000) * 1000000L};
+        if (w->pause_ms > 0)
+            nanosleep(&ts, NULL);
     }
     sqlq_queue_client_destroy(c);
     return NULL;
@@ -64,12 +69,13 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: entra_put_load QUEUE THREADS COUNT SECONDS\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: entra_put_load QUEUE THREADS COUNT SECONDS [PAUSE_MS]\n");
         return 2;
     }
     size_t threads = strtoul(argv[2], NULL, 10), count = strtoul(argv[3], NULL, 10);
     long seconds = strtol(argv[4], NULL, 10);
+    long pause_ms = argc == 6 ? strtol(argv[5], NULL, 10) : 0;
     if (threads == 0 || threads > MAX_THREADS)
         threads = 4;
     curl_global_init(CURL_GLOBAL_ALL); /* before any thread */
@@ -85,7 +91,7 @@ int main(int argc, char **argv)
     pthread_t t[MAX_THREADS];
     time_t until = time(NULL) + seconds;
     for (size_t i = 0; i < threads; i++) {
-        w[i] = (worker){a, argv[1], (count + threads - 1) / threads, until, 0, 0};
+        w[i] = (worker){a, argv[1], (count + threads - 1) / threads, until, pause_ms, 0, 0};
         pthread_create(&t[i], NULL, run, &w[i]);
     }
     size_t puts = 0, failures = 0;

@@ -45,7 +45,7 @@ entra_stop
 entra_start "$work/2" 15 3600
 imds
 "$SQLQ_BIN" queue create refused >/dev/null 2>&1
-out=$("$SQLQ_ENTRA_PUT_LOAD" refused 4 0 25 2>"$work/load2.err") || fail "refused: $out $(tail -3 "$work/load2.err")"
+out=$("$SQLQ_ENTRA_PUT_LOAD" refused 2 0 25 100 2>"$work/load2.err") || fail "refused: $out $(tail -3 "$work/load2.err")"
 puts=$(echo "$out" | sed -n 's/puts=\([0-9]*\) .*/\1/p')
 requests=$(echo "$out" | sed -n 's/.*token_requests=\([0-9]*\)/\1/p')
 [ "$requests" -ge 2 ] || fail "refused: the token was not renewed ($out)"
