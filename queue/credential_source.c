@@ -3,9 +3,10 @@
  * managed identity (App Service / Container Apps, else IMDS). REFERENCE.md §9. */
 #include "credential_token.h"
 
+#include "classify.h"
+#include "http.h"
 #include "log.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -14,8 +15,7 @@
 #include <strings.h>
 #include <time.h>
 
-#define TOKEN_TIMEOUT_MS 30000L
-#define TOKEN_CONNECT_TIMEOUT_MS 10000L
+#define TOKEN_TIMEOUT_MS 30000L /* each token request, as a queue request */
 #define MAX_REPLY (256 * 1024)
 #define DEFAULT_AUTHORITY "https://login.microsoftonline.com/"
 #define DEFAULT_IMDS "http://169.254.169.254"
@@ -66,10 +66,21 @@ static char *dup_or_null(const char *s)
 
 /* ---- the request ---- */
 
-static size_t on_reply(char *data, size_t size, size_t n, void *userp)
+/* Percent-encodes s (RFC 3986 unreserved characters kept) onto b. */
+static sqlq_result add_encoded(sqlq_buf *b, const char *s)
 {
-    sqlq_buf *b = userp;
-    return sqlq_buf_add(b, data, size * n) == SQLQ_OK ? size * n : 0;
+    static const char hex[] = "0123456789ABCDEF";
+    sqlq_result r = SQLQ_OK;
+    for (const unsigned char *p = (const unsigned char *)s; r == SQLQ_OK && *p; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+            strchr("-._~", *p)) {
+            r = sqlq_buf_addc(b, (char)*p);
+        } else {
+            char esc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+            r = sqlq_buf_add(b, esc, 3);
+        }
+    }
+    return r;
 }
 
 /* What the endpoint said went wrong, from its JSON (never the request's secrets). */
@@ -131,37 +142,21 @@ static sqlq_result parse_reply(const token_source *s, const sqlq_buf *reply, cha
     return r;
 }
 
-static sqlq_result perform(const token_source *s, CURL *e, sqlq_buf *reply, sqlq_error *err)
+/* The exchange's outcome: SQLQ_OK for 200, else the error naming the source. */
+static sqlq_result outcome(const token_source *s, const sqlq_http_exchange *ex, sqlq_error *err)
 {
-    char errbuf[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(e, CURLOPT_URL, s->url);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (s->ca_file)
-        curl_easy_setopt(e, CURLOPT_CAINFO, s->ca_file);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, TOKEN_TIMEOUT_MS);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, TOKEN_CONNECT_TIMEOUT_MS);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "sqlq/0.1.0");
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_reply);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, reply);
-    CURLcode rc = curl_easy_perform(e);
-    if (rc != CURLE_OK)
-        return sqlq_error_set(err, SQLQ_E_NETWORK, true, "%s: no reply from %s: %s", s->name,
-                              s->url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
-    long status = 0;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-    if (status != 200) {
-        char why[320];
-        reply_error(reply, why, sizeof(why));
-        /* 4xx: the endpoint refused this identity or secret (a configuration error); 5xx,
-         * 429: the endpoint is having an outage. */
-        bool transient = status >= 500 || status == 429 || status == 408;
-        return sqlq_error_set(err, SQLQ_E_HTTP, transient, "%s: %ld %s", s->name, status, why);
-    }
-    return SQLQ_OK;
+    const sqlq_http_response *resp = &ex->response;
+    if (resp->status == 0)
+        return sqlq_error_set(err, SQLQ_E_NETWORK, sqlq_classify_net_transient(resp->net),
+                              "%s: no reply from %s: %s", s->name, s->url, resp->net_message);
+    if (resp->status == 200)
+        return SQLQ_OK;
+    char why[320];
+    reply_error(&resp->body, why, sizeof(why));
+    /* 4xx: the endpoint refused this identity or secret (a configuration error); 5xx, 429:
+     * the endpoint is having an outage. */
+    bool transient = resp->status >= 500 || resp->status == 429 || resp->status == 408;
+    return sqlq_error_set(err, SQLQ_E_HTTP, transient, "%s: %d %s", s->name, resp->status, why);
 }
 
 /* The federated token, re-read for every request (the kubelet rotates the file). */
@@ -194,30 +189,26 @@ static char *read_token_file(const token_source *s, sqlq_error *err)
     return text;
 }
 
-/* client_id=…&scope=…&grant_type=client_credentials&(client_secret=… | client_assertion…) */
-static sqlq_result entra_form(const token_source *s, CURL *e, sqlq_buf *form, sqlq_error *err)
+/* grant_type=client_credentials&client_id=…&scope=…&(client_secret=… | client_assertion…) */
+static sqlq_result entra_form(const token_source *s, sqlq_buf *form, sqlq_error *err)
 {
     char *assertion = s->kind == SRC_WORKLOAD ? read_token_file(s, err) : NULL;
     if (s->kind == SRC_WORKLOAD && !assertion)
         return SQLQ_E_INVALID;
-    char scope[300];
-    snprintf(scope, sizeof(scope), "%s/.default", s->resource);
-    const char *proof = s->kind == SRC_WORKLOAD ? assertion : s->secret;
-    char *id = curl_easy_escape(e, s->client_id, 0);
-    char *sc = curl_easy_escape(e, scope, 0);
-    char *pr = curl_easy_escape(e, proof, 0);
-    sqlq_result r = SQLQ_E_NOMEM;
-    if (id && sc && pr)
-        r = sqlq_buf_printf(form, "grant_type=client_credentials&client_id=%s&scope=%s&%s%s", id,
-                            sc, s->kind == SRC_WORKLOAD
-                                    ? "client_assertion_type=" JWT_BEARER "&client_assertion="
-                                    : "client_secret=",
-                            pr);
-    if (pr)
-        memset(pr, 0, strlen(pr));
-    curl_free(id);
-    curl_free(sc);
-    curl_free(pr);
+    sqlq_result r = sqlq_buf_adds(form, "grant_type=client_credentials&client_id=");
+    if (r == SQLQ_OK)
+        r = add_encoded(form, s->client_id);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(form, "&scope=");
+    if (r == SQLQ_OK)
+        r = add_encoded(form, s->resource);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(form, "%2F.default&");
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(form, assertion ? "client_assertion_type=" JWT_BEARER "&client_assertion="
+                                          : "client_secret=");
+    if (r == SQLQ_OK)
+        r = add_encoded(form, assertion ? assertion : s->secret);
     if (assertion)
         memset(assertion, 0, strlen(assertion));
     free(assertion);
@@ -226,45 +217,53 @@ static sqlq_result entra_form(const token_source *s, CURL *e, sqlq_buf *form, sq
     return SQLQ_OK;
 }
 
+/* The request: a form POST to Entra, or a GET with the identity header to managed identity. */
+static sqlq_result build_request(const token_source *s, sqlq_http_exchange *ex, sqlq_error *err)
+{
+    sqlq_http_exchange_reset(ex);
+    sqlq_result r = sqlq_buf_adds(&ex->url, s->url);
+    bool ok = true;
+    if (r == SQLQ_OK && (s->kind == SRC_SECRET || s->kind == SRC_WORKLOAD)) {
+        ex->method = "POST";
+        r = entra_form(s, &ex->body, err);
+        ok = sqlq_http_exchange_header(ex, "Content-Type: application/x-www-form-urlencoded");
+    } else if (r == SQLQ_OK) {
+        ex->method = "GET";
+        ok = s->kind == SRC_APP_SERVICE
+                 ? sqlq_http_exchange_header(ex, "X-IDENTITY-HEADER: %s", s->header)
+                 : sqlq_http_exchange_header(ex, "Metadata: true");
+    }
+    if (r == SQLQ_OK && !ok)
+        r = sqlq_error_set(err, SQLQ_E_INVALID, false, "%s: the request headers are too long",
+                           s->name);
+    return r;
+}
+
 static sqlq_result source_fetch(void *ctx, char **token, int64_t *expires_on, sqlq_error *err)
 {
     const token_source *s = ctx;
-    CURL *e = curl_easy_init();
-    if (!e)
-        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "%s: cannot create a curl handle", s->name);
-    struct curl_slist *headers = NULL;
-    sqlq_buf form, reply, line;
-    sqlq_buf_init(&form, MAX_REPLY);
-    sqlq_buf_init(&reply, MAX_REPLY);
-    sqlq_buf_init(&line, 16 * 1024);
-    sqlq_result r = SQLQ_OK;
-    if (s->kind == SRC_SECRET || s->kind == SRC_WORKLOAD) {
-        r = entra_form(s, e, &form, err);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, sqlq_buf_str(&form));
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)form.len);
-    } else if (s->kind == SRC_APP_SERVICE) {
-        r = sqlq_buf_printf(&line, "X-IDENTITY-HEADER: %s", s->header);
-        headers = curl_slist_append(NULL, sqlq_buf_str(&line));
-    } else {
-        headers = curl_slist_append(NULL, "Metadata: true");
-    }
+    sqlq_http *h = NULL;
+    sqlq_http_exchange ex;
+    memset(&ex, 0, sizeof(ex));
+    sqlq_result r = sqlq_http_create(TOKEN_TIMEOUT_MS, &h, err);
+    if (r == SQLQ_OK && s->ca_file)
+        r = sqlq_http_set_ca_file(h, s->ca_file, err);
+    bool init = r == SQLQ_OK && (r = sqlq_http_exchange_init(h, &ex, err)) == SQLQ_OK;
+    if (r == SQLQ_OK)
+        r = build_request(s, &ex, err);
     if (r == SQLQ_OK) {
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-        r = perform(s, e, &reply, err);
+        (void)sqlq_http_perform(h, &ex); /* the outcome tells a failed exchange */
+        r = outcome(s, &ex, err);
     }
     if (r == SQLQ_OK)
-        r = parse_reply(s, &reply, token, expires_on, err);
-    if (form.data)
-        memset(form.data, 0, form.len);
-    if (line.data)
-        memset(line.data, 0, line.len);
-    if (reply.data)
-        memset(reply.data, 0, reply.len);
-    sqlq_buf_free(&form);
-    sqlq_buf_free(&reply);
-    sqlq_buf_free(&line);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(e);
+        r = parse_reply(s, &ex.response.body, token, expires_on, err);
+    if (ex.body.data) /* the secret or federated token */
+        memset(ex.body.data, 0, ex.body.len);
+    if (ex.response.body.data) /* the access token */
+        memset(ex.response.body.data, 0, ex.response.body.len);
+    if (init)
+        sqlq_http_exchange_cleanup(h, &ex);
+    sqlq_http_destroy(h);
     return r;
 }
 
@@ -295,31 +294,29 @@ static sqlq_result entra_url(token_source *s, const char *tenant, sqlq_error *er
                   : sqlq_error_set(err, SQLQ_E_INVALID, false, "AZURE_AUTHORITY_HOST is too long");
 }
 
-static sqlq_result managed_identity_url(token_source *s, CURL *e, sqlq_error *err)
+static sqlq_result managed_identity_url(token_source *s, sqlq_error *err)
 {
-    char *res = curl_easy_escape(e, s->resource, 0);
-    char *id = s->client_id ? curl_easy_escape(e, s->client_id, 0) : NULL;
     sqlq_buf b;
     sqlq_buf_init(&b, 4096);
-    sqlq_result r = SQLQ_E_NOMEM;
-    if (res && (id || !s->client_id)) {
-        if (s->kind == SRC_APP_SERVICE) {
-            const char *base = env("IDENTITY_ENDPOINT");
-            r = sqlq_buf_printf(&b, "%s%sapi-version=2019-08-01&resource=%s", base,
-                                strchr(base, '?') ? "&" : "?", res);
-        } else {
-            const char *host = env("AZURE_POD_IDENTITY_AUTHORITY_HOST");
-            host = host ? host : DEFAULT_IMDS;
-            size_t n = strlen(host);
-            r = sqlq_buf_printf(&b, "%.*s/metadata/identity/oauth2/token?api-version=2018-02-01"
-                                    "&resource=%s",
-                                (int)(n && host[n - 1] == '/' ? n - 1 : n), host, res);
-        }
-        if (r == SQLQ_OK && id)
-            r = sqlq_buf_printf(&b, "&client_id=%s", id);
+    sqlq_result r;
+    if (s->kind == SRC_APP_SERVICE) {
+        const char *base = env("IDENTITY_ENDPOINT");
+        r = sqlq_buf_printf(&b, "%s%sapi-version=2019-08-01&resource=", base,
+                            strchr(base, '?') ? "&" : "?");
+    } else {
+        const char *host = env("AZURE_POD_IDENTITY_AUTHORITY_HOST");
+        host = host ? host : DEFAULT_IMDS;
+        size_t n = strlen(host);
+        r = sqlq_buf_printf(&b, "%.*s/metadata/identity/oauth2/token?api-version=2018-02-01"
+                                "&resource=",
+                            (int)(n && host[n - 1] == '/' ? n - 1 : n), host);
     }
-    curl_free(res);
-    curl_free(id);
+    if (r == SQLQ_OK)
+        r = add_encoded(&b, s->resource);
+    if (r == SQLQ_OK && s->client_id)
+        r = sqlq_buf_adds(&b, "&client_id=");
+    if (r == SQLQ_OK && s->client_id)
+        r = add_encoded(&b, s->client_id);
     s->url = r == SQLQ_OK ? sqlq_buf_take(&b, NULL) : NULL;
     sqlq_buf_free(&b);
     return s->url ? SQLQ_OK
@@ -372,11 +369,7 @@ static sqlq_result set_managed_source(token_source *s, const sqlq_token_settings
         s->header = strdup(env("IDENTITY_HEADER"));
         sqlq_log_add_secret(s->header);
     }
-    CURL *e = curl_easy_init();
-    sqlq_result r = e ? managed_identity_url(s, e, err)
-                      : sqlq_error_set(err, SQLQ_E_NOMEM, false, "cannot create a curl handle");
-    curl_easy_cleanup(e);
-    return r;
+    return managed_identity_url(s, err);
 }
 
 /* The chain: the first source whose variables are all set; managed identity last. */
