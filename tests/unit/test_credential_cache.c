@@ -79,7 +79,7 @@ static const char *get(sqlq_token_cache *c, uint64_t *gen, sqlq_result want)
     return text;
 }
 
-static void test_refresh_rule(void **state)
+static void test_credential_cache_refresh_rule(void **state)
 {
     (void)state;
     assert_int_equal(sqlq_token_refresh_time(0, 3600), 3300); /* an hour: 5 min before */
@@ -89,7 +89,7 @@ static void test_refresh_rule(void **state)
     assert_int_equal(sqlq_token_refresh_time(1000, 1000), 1000); /* no lifetime: at once */
 }
 
-static void test_cached_until_refresh_time(void **state)
+static void test_credential_cache_cached_until_refresh_time(void **state)
 {
     (void)state;
     fake_source f = {.now = 1000, .lifetime = 3600};
@@ -109,7 +109,7 @@ static void test_cached_until_refresh_time(void **state)
     sqlq_token_cache_destroy(c);
 }
 
-static void test_short_token_refreshed_half_way(void **state)
+static void test_credential_cache_short_token_refreshed_half_way(void **state)
 {
     (void)state;
     fake_source f = {.now = 0, .lifetime = 90};
@@ -124,7 +124,7 @@ static void test_short_token_refreshed_half_way(void **state)
     sqlq_token_cache_destroy(c);
 }
 
-static void test_failed_refresh_keeps_valid_token(void **state)
+static void test_credential_cache_failed_refresh_keeps_valid_token(void **state)
 {
     (void)state;
     fake_source f = {.now = 0, .lifetime = 600};
@@ -145,7 +145,7 @@ static void test_failed_refresh_keeps_valid_token(void **state)
     sqlq_token_cache_destroy(c);
 }
 
-static void test_expired_and_failing_is_an_outage(void **state)
+static void test_credential_cache_expired_and_failing_is_an_outage(void **state)
 {
     (void)state;
     fake_source f = {.now = 0, .lifetime = 60};
@@ -173,7 +173,7 @@ static void test_expired_and_failing_is_an_outage(void **state)
     sqlq_token_cache_destroy(c);
 }
 
-static void test_refused_token_dropped_once(void **state)
+static void test_credential_cache_refused_token_dropped_once(void **state)
 {
     (void)state;
     fake_source f = {.now = 0, .lifetime = 3600};
@@ -195,7 +195,7 @@ static void *getter(void *arg)
     return NULL;
 }
 
-static void test_one_request_at_a_time(void **state)
+static void test_credential_cache_one_request_at_a_time(void **state)
 {
     (void)state;
     fake_source f = {.now = 0, .lifetime = 3600, .delay_ms = 50};
@@ -213,13 +213,13 @@ static void test_one_request_at_a_time(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_refresh_rule),
-        cmocka_unit_test(test_cached_until_refresh_time),
-        cmocka_unit_test(test_short_token_refreshed_half_way),
-        cmocka_unit_test(test_failed_refresh_keeps_valid_token),
-        cmocka_unit_test(test_expired_and_failing_is_an_outage),
-        cmocka_unit_test(test_refused_token_dropped_once),
-        cmocka_unit_test(test_one_request_at_a_time),
+        cmocka_unit_test(test_credential_cache_refresh_rule),
+        cmocka_unit_test(test_credential_cache_cached_until_refresh_time),
+        cmocka_unit_test(test_credential_cache_short_token_refreshed_half_way),
+        cmocka_unit_test(test_credential_cache_failed_refresh_keeps_valid_token),
+        cmocka_unit_test(test_credential_cache_expired_and_failing_is_an_outage),
+        cmocka_unit_test(test_credential_cache_refused_token_dropped_once),
+        cmocka_unit_test(test_credential_cache_one_request_at_a_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
