@@ -4,6 +4,7 @@
 #include "cmd_bridge.h"
 #include "commands.h"
 #include "config.h"
+#include "credential_doc.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -68,6 +69,7 @@ static void print_markdown(FILE *f)
             precedence);
     for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
         sqlq_config_print_markdown(specs[i](), f);
+    sqlq_credential_print_markdown(f);
 }
 
 int sqlq_cmd_config(int argc, char **argv)

@@ -138,6 +138,39 @@ static char *read_secret_file(const char *path, sqlq_error *err, const char *var
     return sqlq_buf_take(&b, NULL);
 }
 
+/* Azure Functions' identity-based connection: VAR__queueServiceUri (with VAR__credential and
+ * VAR__clientId) for a connection setting VAR that is not set itself, given to the account
+ * parser as "QueueServiceUri=…;Credential=…;ClientId=…" (queue/account.h). */
+static sqlq_result apply_identity_env(const sqlq_setting *s, void *out, sqlq_error *err)
+{
+    const char *vars[2] = {s->env, s->alt_env};
+    for (size_t i = 0; i < 2; i++) {
+        char name[128];
+        snprintf(name, sizeof(name), "%s__queueServiceUri", vars[i]);
+        const char *uri = getenv(name);
+        if (!uri || !*uri)
+            continue;
+        snprintf(name, sizeof(name), "%s__credential", vars[i]);
+        const char *cred = getenv(name);
+        snprintf(name, sizeof(name), "%s__clientId", vars[i]);
+        const char *id = getenv(name);
+        sqlq_buf b;
+        sqlq_buf_init(&b, 8192);
+        sqlq_result r = sqlq_buf_printf(&b, "QueueServiceUri=%s%s%s%s%s", uri,
+                                        cred && *cred ? ";Credential=" : "", cred ? cred : "",
+                                        id && *id ? ";ClientId=" : "", id ? id : "");
+        origin from;
+        snprintf(from.text, sizeof(from.text), "environment %s__queueServiceUri", vars[i]);
+        if (r == SQLQ_OK)
+            r = set_value(s, out, sqlq_buf_str(&b), &from, err);
+        else
+            r = sqlq_error_set(err, SQLQ_E_INVALID, false, "%s: too long", from.text);
+        sqlq_buf_free(&b);
+        return r;
+    }
+    return SQLQ_OK;
+}
+
 static sqlq_result apply_env(const sqlq_setting *s, void *out, sqlq_error *err)
 {
     const char *vars[2] = {s->env, s->alt_env};
@@ -165,7 +198,7 @@ static sqlq_result apply_env(const sqlq_setting *s, void *out, sqlq_error *err)
             }
         }
     }
-    return SQLQ_OK;
+    return s->alt_env ? apply_identity_env(s, out, err) : SQLQ_OK;
 }
 
 static const sqlq_setting *find_key(const sqlq_config_spec *spec, const char *key)

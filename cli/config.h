@@ -97,7 +97,10 @@ typedef struct sqlq_common_settings {
 #define SQLQ_COMMON_SETTINGS(st, member)                                                          \
     {"queue_connection", 0, "SQLQ_QUEUE_CONNECTION", "AzureWebJobsStorage", SQLQ_SET_SECRET,       \
      NULL, 0, 0, NULL,                                                                             \
-     "storage connection string, UseDevelopmentStorage=true, or queue service URL with SAS",       \
+     "storage connection string, UseDevelopmentStorage=true, queue service URL with SAS, or "      \
+     "QueueServiceUri=https://…[;Credential=managedidentity][;ClientId=…] (Microsoft Entra ID; "   \
+     "also read from SQLQ_QUEUE_CONNECTION__queueServiceUri or "                                   \
+     "AzureWebJobsStorage__queueServiceUri with __credential and __clientId)",                     \
      offsetof(st, member.queue_connection)},                                                       \
     {"encoding", 0, "SQLQ_ENCODING", NULL, SQLQ_SET_ENUM, "base64", 0, 0, "base64|plain",          \
      "message text encoding (Azure Functions expects base64)", offsetof(st, member.encoding)},     \

@@ -2,6 +2,7 @@
 
 #include "buf.h"
 #include "codec.h"
+#include "credential_token.h"
 #include "log.h"
 #include "queue_client.h"
 
@@ -29,6 +30,9 @@ enum {
     F_DEV,
     F_DEV_PROXY,
     F_OTHER_ENDPOINT, /* Blob/Table/FileEndpoint: explicit endpoints, so no queue fallback */
+    F_SERVICE_URI,    /* QueueServiceUri: Microsoft Entra ID */
+    F_CREDENTIAL,
+    F_CLIENT_ID,
     F_COUNT
 };
 
@@ -47,6 +51,9 @@ static const struct {
     {"BlobEndpoint", F_OTHER_ENDPOINT},
     {"TableEndpoint", F_OTHER_ENDPOINT},
     {"FileEndpoint", F_OTHER_ENDPOINT},
+    {"QueueServiceUri", F_SERVICE_URI},
+    {"Credential", F_CREDENTIAL},
+    {"ClientId", F_CLIENT_ID},
     {"QueueSecondaryEndpoint", -1},
     {"BlobSecondaryEndpoint", -1},
     {"TableSecondaryEndpoint", -1},
@@ -65,6 +72,9 @@ void sqlq_account_destroy(sqlq_account *a)
     free(a->endpoint);
     free(a->queue);
     free(a->ca_file);
+    sqlq_token_cache_destroy(a->token);
+    free(a->credential);
+    free(a->client_id);
     free(a);
 }
 
@@ -251,7 +261,8 @@ static sqlq_result unknown_key(sqlq_slice k, int segment, sqlq_error *err)
     return sqlq_error_set(err, SQLQ_E_INVALID, false,
                           "unknown connection string key '%.*s' (known: AccountName, AccountKey, "
                           "DefaultEndpointsProtocol, EndpointSuffix, QueueEndpoint, "
-                          "SharedAccessSignature, UseDevelopmentStorage)",
+                          "SharedAccessSignature, UseDevelopmentStorage, QueueServiceUri, "
+                          "Credential, ClientId)",
                           (int)k.len, k.ptr);
 }
 
@@ -312,6 +323,31 @@ static sqlq_result parse_dev(sqlq_account *a, const sqlq_slice f[F_COUNT], sqlq_
     return set_key(a, sqlq_slice_of(DEV_KEY), err);
 }
 
+static char *name_from_url(const char *endpoint);
+
+/* QueueServiceUri[;Credential][;ClientId]: a bearer token travels only over https. */
+static sqlq_result parse_identity(sqlq_account *a, const sqlq_slice f[F_COUNT], sqlq_error *err)
+{
+    if (f[F_KEY].ptr || f[F_SAS].ptr)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "QueueServiceUri (Microsoft Entra ID) takes no AccountKey or "
+                              "SharedAccessSignature: give one kind of credential");
+    sqlq_slice url = f[F_SERVICE_URI];
+    if (url.len < 8 || !sqlq_slice_ieq((sqlq_slice){url.ptr, 8}, "https://"))
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "queueServiceUri '%.*s' must be https://: an Entra ID token is sent "
+                              "only over https (Azure and Azurite refuse it over http)",
+                              (int)(url.len > 200 ? 200 : url.len), url.ptr);
+    sqlq_result r = set_endpoint(a, url, "queueServiceUri", err);
+    if (r == SQLQ_OK)
+        a->name = name_from_url(a->endpoint); /* NULL is fine: tokens need no account name */
+    if (r == SQLQ_OK && f[F_CREDENTIAL].len && !(a->credential = sqlq_slice_dup(f[F_CREDENTIAL])))
+        r = nomem(err);
+    if (r == SQLQ_OK && f[F_CLIENT_ID].len && !(a->client_id = sqlq_slice_dup(f[F_CLIENT_ID])))
+        r = nomem(err);
+    return r;
+}
+
 static sqlq_result parse_pairs(sqlq_account *a, const char *text, sqlq_error *err)
 {
     sqlq_slice f[F_COUNT] = {{NULL, 0}};
@@ -320,6 +356,8 @@ static sqlq_result parse_pairs(sqlq_account *a, const char *text, sqlq_error *er
         return r;
     if (f[F_DEV].ptr)
         return parse_dev(a, f, err);
+    if (f[F_SERVICE_URI].ptr)
+        return parse_identity(a, f, err);
     if (f[F_KEY].ptr && f[F_SAS].ptr)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "give AccountKey or SharedAccessSignature, not both");
@@ -522,6 +560,11 @@ sqlq_result sqlq_account_parse_opts(const char *text, const sqlq_account_options
         r = check_transport(a, opts, err);
     if (r == SQLQ_OK && opts && opts->ca_file && *opts->ca_file)
         r = set_ca_file(a, opts->ca_file, err);
+    if (r == SQLQ_OK && a->endpoint && !a->key && !a->sas) {
+        sqlq_token_settings ts = {a->credential, a->client_id, a->ca_file,
+                                  "https://storage.azure.com"};
+        r = sqlq_token_cache_from_env(&ts, &a->token, err);
+    }
     memset(copy, 0, t.len);
     free(copy);
     if (r != SQLQ_OK) {

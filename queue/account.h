@@ -16,6 +16,11 @@ typedef struct sqlq_account {
     char *queue;    /* the queue of a queue-scoped SAS URL (…/QUEUE?sv=…); NULL for a service */
     bool plain_http; /* http:// to a host that is neither loopback nor development storage */
     char *ca_file;   /* PEM CA bundle trusted instead of the system's; NULL = system */
+    /* Microsoft Entra ID (QueueServiceUri without a key or SAS): the process-wide token cache
+     * every client of this account shares; NULL for SharedKey and SAS. */
+    struct sqlq_token_cache *token;
+    char *credential; /* Credential=…: managedidentity | workloadidentity | environment */
+    char *client_id;  /* ClientId=…: a user-assigned identity */
 } sqlq_account;
 
 /* Longest endpoint URL and SAS token accepted: requests are built in bounded buffers, and a
@@ -40,7 +45,12 @@ typedef struct sqlq_account_options {
  *  - a queue service URL with a SAS token: https://acct.queue.core.windows.net/?sv=…&sig=…;
  *  - a queue URL with a queue-scoped SAS (Azure Portal, the SDKs' generateSasUrl()):
  *    https://acct.queue.core.windows.net/QUEUE?sv=…&sig=… (path-style for IP hosts and
- *    localhost: http://127.0.0.1:10001/ACCOUNT/QUEUE?…); the queue goes to a->queue.
+ *    localhost: http://127.0.0.1:10001/ACCOUNT/QUEUE?…); the queue goes to a->queue;
+ *  - Microsoft Entra ID, as Azure Functions' identity-based connections:
+ *    QueueServiceUri=https://acct.queue.core.windows.net[;Credential=managedidentity]
+ *    [;ClientId=…] (config.c builds this from AzureWebJobsStorage__queueServiceUri,
+ *    __credential, __clientId). https only. The token source is chosen here (no request is
+ *    made): credential_token.h.
  * Keys are case-insensitive, order free, whitespace around ';' ignored. An invalid string gets
  * SQLQ_E_INVALID with err->message naming what is wrong (never the key, signature or a
  * user:password@ part of a URL). http:// is refused unless the host is loopback or development

@@ -1,6 +1,7 @@
 #include "endpoint.h"
 
 #include "classify.h"
+#include "credential.h"
 #include "queue_client.h"
 #include "xml.h"
 
@@ -15,9 +16,8 @@
 struct sqlq_endpoint {
     char *origin;    /* scheme://host[:port] */
     char *base_path; /* "" for Azure, "/devstoreaccount1" for Azurite's path-style URLs */
-    char *sas;       /* NULL with a key */
     char *scope;     /* the one queue a queue-scoped SAS reaches; NULL = the whole account */
-    sqlq_shared_key *key;
+    sqlq_credential *credential; /* SharedKey, SAS or token: authorizes every attempt */
     time_t date_s; /* x-ms-date is formatted once per second */
     char date[40];
     char path[1024]; /* scratch: the path of the request being built */
@@ -38,16 +38,15 @@ void sqlq_endpoint_destroy(sqlq_endpoint *ep)
         return;
     free(ep->origin);
     free(ep->base_path);
-    free(ep->sas);
     free(ep->scope);
-    sqlq_shared_key_destroy(ep->key);
+    sqlq_credential_destroy(ep->credential);
     free(ep);
 }
 
 sqlq_result sqlq_endpoint_create(const sqlq_account *a, sqlq_endpoint **out, sqlq_error *err)
 {
     *out = NULL;
-    if (!a || !a->endpoint || (!a->key && !a->sas))
+    if (!a || !a->endpoint || (!a->key && !a->sas && !a->token))
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "the account has no endpoint or credential");
     sqlq_endpoint *ep = calloc(1, sizeof(*ep));
     if (!ep)
@@ -60,16 +59,15 @@ sqlq_result sqlq_endpoint_create(const sqlq_account *a, sqlq_endpoint **out, sql
     if (ep->base_path) /* no trailing slash: paths are built as base + "/" + queue */
         for (size_t n = strlen(ep->base_path); n > 0 && ep->base_path[n - 1] == '/'; n--)
             ep->base_path[n - 1] = '\0';
-    ep->sas = a->sas ? strdup(a->sas) : NULL;
     ep->scope = a->queue ? strdup(a->queue) : NULL;
     sqlq_result r = SQLQ_OK;
-    if (!ep->origin || !ep->base_path || (a->sas && !ep->sas) || (a->queue && !ep->scope))
+    if (!ep->origin || !ep->base_path || (a->queue && !ep->scope))
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     else if (strlen(ep->base_path) > MAX_BASE_PATH)
         r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                            "the queue endpoint's path is longer than %d characters", MAX_BASE_PATH);
-    else if (a->key)
-        r = sqlq_shared_key_create(a->name, a->key, a->key_len, &ep->key, err);
+    else
+        r = sqlq_credential_create(a, &ep->credential, err);
     if (r != SQLQ_OK) {
         sqlq_endpoint_destroy(ep);
         return r;
@@ -170,11 +168,6 @@ static sqlq_result build_url(sqlq_endpoint *ep, const sqlq_call *call, sqlq_buf 
         if (r == SQLQ_OK)
             r = add_encoded(url, call->query[i].value);
     }
-    if (r == SQLQ_OK && ep->sas) {
-        r = sqlq_buf_addc(url, call->nquery ? '&' : '?');
-        if (r == SQLQ_OK)
-            r = sqlq_buf_adds(url, ep->sas);
-    }
     return r;
 }
 
@@ -201,19 +194,27 @@ sqlq_result sqlq_endpoint_build(sqlq_endpoint *ep, const sqlq_call *call, sqlq_h
     bool ok = sqlq_http_exchange_header(ex, "x-ms-version: %s", SQLQ_QUEUE_API_VERSION) &&
               sqlq_http_exchange_header(ex, "x-ms-date: %s", date) &&
               sqlq_http_exchange_header(ex, "Content-Type:%s%s", type ? " " : "", type ? type : "");
-    if (ok && ep->key) {
-        sqlq_pair ms[] = {{"x-ms-date", date}, {"x-ms-version", SQLQ_QUEUE_API_VERSION}};
-        sqlq_sign_input in = {call->method, ep->path, call->query, call->nquery, ms, 2,
-                              ex->body.len, type};
-        char auth[256];
-        r = sqlq_shared_key_sign(ep->key, &in, auth, sizeof(auth), err);
-        if (r != SQLQ_OK)
-            return r;
-        ok = sqlq_http_exchange_header(ex, "Authorization: %s", auth);
-    }
     if (!ok)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "%s: request headers too long", call->op);
-    return SQLQ_OK;
+    sqlq_pair ms[] = {{"x-ms-date", date}, {"x-ms-version", SQLQ_QUEUE_API_VERSION}};
+    sqlq_sign_input in = {call->method, ep->path, call->query, call->nquery, ms, 2,
+                          ex->body.len, type};
+    sqlq_auth_request req = {&in, &ex->url, call->nquery > 0, ex};
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    r = sqlq_credential_authorize(ep->credential, &req, &e);
+    if (r != SQLQ_OK && err && err->code == SQLQ_OK) {
+        *err = e; /* the op first: "put message 'q': no access token: managed identity …" */
+        snprintf(err->message, sizeof(err->message), "%s%s%s%s: %.400s", call->op,
+                 call->queue ? " '" : "", call->queue ? call->queue : "", call->queue ? "'" : "",
+                 e.message);
+    }
+    return r;
+}
+
+bool sqlq_endpoint_refused(sqlq_endpoint *ep, const sqlq_error *e)
+{
+    return sqlq_credential_refused(ep->credential, e->http_status, e->azure_code);
 }
 
 static sqlq_result map_status(int status, const char *code)

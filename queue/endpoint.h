@@ -1,5 +1,5 @@
 /* endpoint: one storage account's queue service as requests see it: builds each REST call
- * (URL, x-ms headers, SharedKey or SAS, XML body) into an HTTP exchange and turns the response
+ * (URL, x-ms headers, XML body; the credential authorizes it: credential.h) into an HTTP exchange and turns the response
  * into a sqlq_result with the service's error detail. */
 #ifndef SQLQ_ENDPOINT_H
 #define SQLQ_ENDPOINT_H
@@ -45,6 +45,11 @@ SQLQ_NODISCARD sqlq_result sqlq_endpoint_build(sqlq_endpoint *ep, const sqlq_cal
  * 413 -> TOO_LARGE, other statuses -> HTTP, no response -> NETWORK. */
 sqlq_result sqlq_endpoint_outcome(const sqlq_endpoint *ep, const sqlq_call *call,
                                   sqlq_http_exchange *ex, sqlq_error *err);
+
+/* After a failed outcome: true when the service refused the credential and the credential
+ * dropped it (an expired or invalid token), so one new attempt at once may succeed. Callers
+ * make that one attempt and no more. */
+bool sqlq_endpoint_refused(sqlq_endpoint *ep, const sqlq_error *e);
 
 /* The one queue a queue-scoped SAS URL reaches; NULL for an account-wide credential. */
 const char *sqlq_endpoint_scope(const sqlq_endpoint *ep);

@@ -234,6 +234,7 @@ sqlq_result sqlq_http_exchange_init(sqlq_http *h, sqlq_http_exchange *ex, sqlq_e
     memset(ex, 0, sizeof(*ex));
     sqlq_buf_init(&ex->url, 16 * 1024);
     sqlq_buf_init(&ex->body, 1024 * 1024);
+    sqlq_buf_init(&ex->authorization, 16 * 1024);
     sqlq_buf_init(&ex->response.body, MAX_RESPONSE_BODY);
     ex->easy = curl_easy_init();
     if (!ex->easy)
@@ -273,6 +274,9 @@ void sqlq_http_exchange_cleanup(sqlq_http *h, sqlq_http_exchange *ex)
     ex->easy = NULL;
     sqlq_buf_free(&ex->url);
     sqlq_buf_free(&ex->body);
+    if (ex->authorization.data) /* may hold a bearer token */
+        memset(ex->authorization.data, 0, ex->authorization.len);
+    sqlq_buf_free(&ex->authorization);
     sqlq_buf_free(&ex->response.body);
 }
 
@@ -280,7 +284,14 @@ void sqlq_http_exchange_reset(sqlq_http_exchange *ex)
 {
     sqlq_buf_reset(&ex->url);
     sqlq_buf_reset(&ex->body);
+    sqlq_buf_reset(&ex->authorization);
     ex->nheaders = 0;
+}
+
+bool sqlq_http_exchange_authorization(sqlq_http_exchange *ex, const char *scheme, const char *value)
+{
+    sqlq_buf_reset(&ex->authorization);
+    return sqlq_buf_printf(&ex->authorization, "Authorization: %s %s", scheme, value) == SQLQ_OK;
 }
 
 bool sqlq_http_exchange_header(sqlq_http_exchange *ex, const char *fmt, ...)
@@ -304,6 +315,11 @@ static struct curl_slist *header_list(sqlq_http_exchange *ex)
     for (; n < ex->nheaders; n++) {
         ex->list[n].data = ex->headers[n];
         ex->list[n].next = &ex->list[n + 1];
+    }
+    if (ex->authorization.len > 0) {
+        ex->list[n].data = ex->authorization.data;
+        ex->list[n].next = &ex->list[n + 1];
+        n++;
     }
     ex->list[n].data = (char *)"Expect:"; /* no 100-continue round trip before a body */
     ex->list[n].next = NULL;

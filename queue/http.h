@@ -38,11 +38,13 @@ typedef struct sqlq_http_exchange {
     sqlq_buf body; /* sent when body.len > 0, or always for PUT/POST (Content-Length: 0) */
     char headers[SQLQ_HTTP_MAX_HEADERS][SQLQ_HTTP_HEADER_LINE];
     size_t nheaders;
+    sqlq_buf authorization; /* the whole "Authorization: …" line when set (a bearer token is
+                             * longer than a header slot); empty = none */
     sqlq_http_response response;
     size_t tag; /* the caller's (an item index) */
     /* private */
     CURL *easy;
-    struct curl_slist list[SQLQ_HTTP_MAX_HEADERS + 1];
+    struct curl_slist list[SQLQ_HTTP_MAX_HEADERS + 2]; /* + Authorization + Expect */
     char errbuf[CURL_ERROR_SIZE];
     bool running;
     bool too_large; /* the response body went over its cap */
@@ -72,6 +74,8 @@ void sqlq_http_exchange_cleanup(sqlq_http *h, sqlq_http_exchange *ex);
 void sqlq_http_exchange_reset(sqlq_http_exchange *ex);
 /* Adds one "Name: value" line; false when there is no room. */
 bool sqlq_http_exchange_header(sqlq_http_exchange *ex, const char *fmt, ...) SQLQ_PRINTF(2, 3);
+/* Sets the Authorization header to "scheme value" (any length); false when out of memory. */
+bool sqlq_http_exchange_authorization(sqlq_http_exchange *ex, const char *scheme, const char *value);
 
 /* Runs one exchange to the end. SQLQ_OK when a response (any status) arrived, else
  * SQLQ_E_NETWORK with response.net and net_message set (the response tells both). */

@@ -15,6 +15,7 @@ typedef struct slot {
     sqlq_buf text;         /* that item's encoded MessageText, kept for retries */
     sqlq_backoff backoff;
     uint64_t due_ms; /* when a waiting retry may start */
+    bool refreshed;  /* the credential was refused once and renewed for this item */
     enum { SLOT_IDLE, SLOT_RUNNING, SLOT_WAITING } state;
 } slot;
 
@@ -113,6 +114,12 @@ static void send_slot(run *rn, slot *s)
     rn->call.text = sqlq_buf_str(&s->text);
     rn->call.text_len = s->text.len;
     sqlq_result r = sqlq_endpoint_build(rn->p->ep, &rn->call, &s->ex, &e);
+    uint64_t delay = 0;
+    if (r != SQLQ_OK && e.transient && sqlq_backoff_next(&s->backoff, 0, &delay)) {
+        s->state = SLOT_WAITING; /* no token yet: wait like any transient failure */
+        s->due_ms = sqlq_clock_now_ms(rn->job->clock) + delay;
+        return;
+    }
     if (r == SQLQ_OK)
         r = sqlq_http_start(rn->p->http, &s->ex, &e);
     if (r != SQLQ_OK) {
@@ -134,6 +141,7 @@ static void assign(run *rn, slot *s)
         if (it->result != SQLQ_OK)
             continue;
         s->ex.tag = i;
+        s->refreshed = false;
         sqlq_backoff_init(&s->backoff, rn->job->retry, rn->job->clock);
         rn->active++;
         send_slot(rn, s);
@@ -147,6 +155,11 @@ static void on_done(run *rn, sqlq_http_exchange *ex)
     sqlq_error e;
     sqlq_error_clear(&e);
     sqlq_result r = sqlq_endpoint_outcome(rn->p->ep, &rn->call, ex, &e);
+    if (r != SQLQ_OK && !s->refreshed && sqlq_endpoint_refused(rn->p->ep, &e)) {
+        s->refreshed = true; /* a refused token: dropped; one more attempt at once */
+        send_slot(rn, s);
+        return;
+    }
     uint64_t delay = 0;
     if (r != SQLQ_OK && e.transient) {
         const sqlq_http_response *resp = &ex->response;

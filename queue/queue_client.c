@@ -153,22 +153,60 @@ static void perform(sqlq_queue_client *c)
     }
 }
 
-/* One REST call with retries of transient failures; the response stays in c->single. */
+/* The end of a failed attempt: false when e is final, else true after waiting out the
+ * back-off (a stop during the wait is SQLQ_E_CANCELLED in *r). */
+static bool retry_after(sqlq_queue_client *c, const sqlq_call *call, sqlq_backoff *b,
+                        sqlq_error *e, sqlq_result *r, sqlq_error *err)
+{
+    uint64_t delay = 0;
+    if (!e->transient || !sqlq_backoff_next(b, server_hint(&c->single.response), &delay)) {
+        if (e->transient && b->retries > 0)
+            snprintf(e->message + strlen(e->message), sizeof(e->message) - strlen(e->message),
+                     " (gave up after %u retries)", b->retries);
+        if (err && err->code == SQLQ_OK)
+            *err = *e;
+        return false;
+    }
+    SQLQ_WARN("queue.retry", "op=\"%s\" queue=%s retry=%u delay_ms=%" PRIu64 " err=\"%s\"",
+              call->op, call->queue ? call->queue : "-", b->retries, delay, e->message);
+    if (c->opt.on_retry)
+        c->opt.on_retry(c->opt.retry_ctx, e);
+    if (!sqlq_clock_sleep_ms(c->clock, delay)) {
+        *r = sqlq_error_set(err, SQLQ_E_CANCELLED, true, "%s: cancelled while waiting to retry",
+                            call->op);
+        return false;
+    }
+    return true;
+}
+
+/* One REST call with retries of transient failures (a token that cannot be had is one: the
+ * token service is retried like the queue service); the response stays in c->single. A
+ * refused token is dropped and the call made once more at once. */
 static sqlq_result call_service(sqlq_queue_client *c, const sqlq_call *call, sqlq_error *err)
 {
     sqlq_backoff b;
     sqlq_backoff_init(&b, &c->opt.retry, c->clock);
+    bool refreshed = false;
     for (;;) {
-        sqlq_result r = sqlq_endpoint_build(c->endpoint, call, &c->single, err);
-        if (r != SQLQ_OK)
-            return r;
-        uint64_t sent_ms = sqlq_clock_now_ms(c->clock);
-        perform(c);
         sqlq_error e;
         sqlq_error_clear(&e);
+        sqlq_result r = sqlq_endpoint_build(c->endpoint, call, &c->single, &e);
+        if (r != SQLQ_OK) {
+            c->single.response.retry_after[0] = '\0'; /* no stale hint from a past reply */
+            c->single.response.retry_after_ms[0] = '\0';
+            if (retry_after(c, call, &b, &e, &r, err))
+                continue;
+            return r;
+        }
+        uint64_t sent_ms = sqlq_clock_now_ms(c->clock);
+        perform(c);
         r = sqlq_endpoint_outcome(c->endpoint, call, &c->single, &e);
         if (r == SQLQ_OK)
             return SQLQ_OK;
+        if (!refreshed && sqlq_endpoint_refused(c->endpoint, &e)) {
+            refreshed = true;
+            continue;
+        }
         /* A clear that timed out after working a while made progress on a huge queue: go on
          * at once. One answered at once did no work: it is retried with back-off like any
          * other 500, within the budget (no hot loop on a persistent fault). */
@@ -179,22 +217,8 @@ static sqlq_result call_service(sqlq_queue_client *c, const sqlq_call *call, sql
                 return sqlq_error_set(err, SQLQ_E_CANCELLED, false, "%s: cancelled", call->op);
             continue;
         }
-        uint64_t delay = 0;
-        if (!e.transient || !sqlq_backoff_next(&b, server_hint(&c->single.response), &delay)) {
-            if (e.transient && b.retries > 0)
-                snprintf(e.message + strlen(e.message), sizeof(e.message) - strlen(e.message),
-                         " (gave up after %u retries)", b.retries);
-            if (err && err->code == SQLQ_OK)
-                *err = e;
+        if (!retry_after(c, call, &b, &e, &r, err))
             return r;
-        }
-        SQLQ_WARN("queue.retry", "op=\"%s\" queue=%s retry=%u delay_ms=%" PRIu64 " err=\"%s\"",
-                  call->op, call->queue ? call->queue : "-", b.retries, delay, e.message);
-        if (c->opt.on_retry)
-            c->opt.on_retry(c->opt.retry_ctx, &e);
-        if (!sqlq_clock_sleep_ms(c->clock, delay))
-            return sqlq_error_set(err, SQLQ_E_CANCELLED, true, "%s: cancelled while waiting to retry",
-                                  call->op);
     }
 }
 

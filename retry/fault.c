@@ -12,6 +12,9 @@ static bool is(const char *code, const char *want)
 
 sqlq_fault_kind sqlq_fault_classify(int http_status, const char *azure_code, bool net_retryable)
 {
+    /* No Entra ID token (queue/credential.h): the token endpoint's outage is the queue's. */
+    if (is(azure_code, "TokenUnavailable"))
+        return SQLQ_FAULT_AUTHENTICATION;
     if (http_status == 0)
         return net_retryable ? SQLQ_FAULT_NETWORK : SQLQ_FAULT_TLS;
     if (http_status == 413 || is(azure_code, "RequestBodyTooLarge") ||
@@ -120,7 +123,11 @@ static void describe_authentication(const sqlq_fault_context *c, char *out, size
 {
     char se[64];
     int64_t expiry = 0;
-    if (c->sas && sqlq_fault_sas_expiry(c->sas, se, sizeof(se), &expiry) && expiry <= c->now_s)
+    if (is(c->azure_code, "TokenUnavailable"))
+        snprintf(out, size,
+                 "no Microsoft Entra ID token: the token endpoint failed or cannot be reached "
+                 "(the error names the source tried); retried with back-off");
+    else if (c->sas && sqlq_fault_sas_expiry(c->sas, se, sizeof(se), &expiry) && expiry <= c->now_s)
         snprintf(out, size,
                  "SAS expired at %s: restart with a fresh SAS (or key) in the connection string",
                  se);
@@ -137,7 +144,8 @@ static void describe_authentication(const sqlq_fault_context *c, char *out, size
     else
         snprintf(
             out, size,
-            "key rejected: the account key is wrong or was rotated; restart with the current key");
+            "key rejected: the account key is wrong or was rotated; restart with the current key "
+            "(with Microsoft Entra ID: the token's audience, tenant or expiry was refused)");
 }
 
 static void describe_permission(const sqlq_fault_context *c, char *out, size_t size)

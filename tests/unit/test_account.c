@@ -283,6 +283,37 @@ static void test_account_limits_and_redaction(void **state)
     assert_null(strstr(err.message, "bob"));
 }
 
+/* Microsoft Entra ID: QueueServiceUri (the Functions identity-based connection), https only. */
+static void test_account_entra_id_service_uri(void **state)
+{
+    (void)state;
+    unsetenv("AZURE_TENANT_ID");
+    unsetenv("AZURE_FEDERATED_TOKEN_FILE");
+    unsetenv("IDENTITY_ENDPOINT");
+    sqlq_account *a = parse_ok("QueueServiceUri=https://acct.queue.core.windows.net/;"
+                               "Credential=managedidentity;ClientId=1234-abcd");
+    assert_string_equal(a->endpoint, "https://acct.queue.core.windows.net");
+    assert_string_equal(a->name, "acct");
+    assert_null(a->key);
+    assert_null(a->sas);
+    assert_non_null(a->token);
+    assert_string_equal(a->credential, "managedidentity");
+    assert_string_equal(a->client_id, "1234-abcd");
+    sqlq_account_destroy(a);
+    a = parse_ok("queueserviceuri=https://127.0.0.1:10001/devstoreaccount1"); /* the chain */
+    assert_non_null(a->token);
+    assert_string_equal(a->name, "devstoreaccount1");
+    sqlq_account_destroy(a);
+    parse_fails("QueueServiceUri=http://127.0.0.1:10001/devstoreaccount1",
+                "must be https://: an Entra ID token is sent only over https");
+    parse_fails("QueueServiceUri=https://acct.queue.core.windows.net;AccountKey=" KEY,
+                "takes no AccountKey or SharedAccessSignature");
+    parse_fails("QueueServiceUri=https://acct.queue.core.windows.net;Credential=certificate",
+                "credential 'certificate' is not known (allowed managedidentity");
+    parse_fails("QueueServiceUri=https://acct.queue.core.windows.net;Credential=workloadidentity",
+                "credential workloadidentity needs AZURE_FEDERATED_TOKEN_FILE");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -297,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_account_refuses_plain_http_to_remote_hosts),
         cmocka_unit_test(test_account_queue_scoped_sas_url),
         cmocka_unit_test(test_account_limits_and_redaction),
+        cmocka_unit_test(test_account_entra_id_service_uri),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* endpoint: request building (URL, encoding, SharedKey vs SAS) and response mapping, without a
  * server: exchanges are filled by hand the way http.c fills them. */
+#include "credential_token.h"
 #include "endpoint.h"
 #include "queue_client.h"
 
@@ -8,7 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct fixture {
     sqlq_http *http;
@@ -185,7 +188,7 @@ static void test_endpoint_long_paths_never_overflow(void **state)
     size_t at = strlen(endpoint);
     memset(endpoint + at, 'p', 1023 - strlen("/orders/messages") - 1);
     endpoint[at + 1023 - strlen("/orders/messages") - 1] = '\0';
-    sqlq_account hand = {"acct", NULL, 0, "sv=1&sig=abcdefgh", endpoint, NULL, false, NULL};
+    sqlq_account hand = {"acct", NULL, 0, "sv=1&sig=abcdefgh", endpoint, NULL, false, NULL, NULL, NULL, NULL};
     sqlq_endpoint *ep = NULL;
     assert_int_equal(sqlq_endpoint_create(&hand, &ep, &err), SQLQ_E_INVALID);
     assert_null(ep);
@@ -215,6 +218,57 @@ static void test_endpoint_long_paths_never_overflow(void **state)
     sqlq_endpoint_destroy(ep);
 }
 
+static sqlq_result one_token(void *ctx, char **token, int64_t *expires_on, sqlq_error *err)
+{
+    (void)err;
+    int *calls = ctx;
+    (*calls)++;
+    *token = strdup(*calls == 1 ? "eyJmaXJzdA" : "eyJzZWNvbmQ");
+    *expires_on = (int64_t)time(NULL) + 3600;
+    return SQLQ_OK;
+}
+
+/* The credential seam with a token: Authorization: Bearer, no signature, no SAS; a refused
+ * token (401, 403 AuthenticationFailed) is dropped once, a missing role is not its fault. */
+static void test_endpoint_bearer_request(void **state)
+{
+    fixture *f = *state;
+    int calls = 0;
+    sqlq_token_cache_options o = {one_token, &calls, NULL, NULL, NULL, "test source"};
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_account hand = {"acct", NULL, 0, NULL, (char *)"https://acct.queue.core.windows.net",
+                         NULL, false, NULL, NULL, NULL, NULL};
+    assert_int_equal(sqlq_token_cache_create(&o, &hand.token, &err), SQLQ_OK);
+    sqlq_endpoint *ep = NULL;
+    assert_int_equal(sqlq_endpoint_create(&hand, &ep, &err), SQLQ_OK);
+    sqlq_call call = {"get messages", "GET", "orders", true, NULL, {{0}}, 0, NULL, 0};
+    sqlq_call_query(&call, "numofmessages", "1");
+    assert_int_equal(sqlq_endpoint_build(ep, &call, &f->ex, &err), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&f->ex.url),
+                        "https://acct.queue.core.windows.net/orders/messages?numofmessages=1");
+    assert_string_equal(sqlq_buf_str(&f->ex.authorization), "Authorization: Bearer eyJmaXJzdA");
+    assert_null(header(&f->ex, "Authorization:"));
+    sqlq_error refused = {.http_status = 403, .azure_code = "AuthorizationPermissionMismatch"};
+    assert_false(sqlq_endpoint_refused(ep, &refused));
+    refused = (sqlq_error){.http_status = 401, .azure_code = "InvalidAuthenticationInfo"};
+    assert_true(sqlq_endpoint_refused(ep, &refused));
+    assert_int_equal(sqlq_endpoint_build(ep, &call, &f->ex, &err), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&f->ex.authorization), "Authorization: Bearer eyJzZWNvbmQ");
+    assert_int_equal(calls, 2);
+    sqlq_endpoint_destroy(ep);
+    sqlq_token_cache_destroy(hand.token);
+
+    /* SharedKey and SAS never ask for a retry with a fresh credential. */
+    sqlq_account *a;
+    ep = endpoint_for("UseDevelopmentStorage=true", &a);
+    assert_false(sqlq_endpoint_refused(ep, &refused));
+    assert_int_equal(sqlq_endpoint_build(ep, &call, &f->ex, &err), SQLQ_OK);
+    assert_int_equal(f->ex.authorization.len, 0);
+    sqlq_endpoint_destroy(ep);
+    sqlq_account_destroy(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_endpoint_sas_request),
         cmocka_unit_test(test_endpoint_maps_statuses),
         cmocka_unit_test(test_endpoint_long_paths_never_overflow),
+        cmocka_unit_test(test_endpoint_bearer_request),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -118,6 +118,18 @@ static void test_fault_causes_name_what_to_do(void **state)
     assert_non_null(strstr(out, "unreachable"));
 }
 
+/* No Entra ID token: an outage (back off, /readyz 503), never a reason to poison. */
+static void test_fault_token_unavailable_is_an_outage(void **state)
+{
+    (void)state;
+    sqlq_fault_kind k = sqlq_fault_classify(0, "TokenUnavailable", true);
+    assert_int_equal(k, SQLQ_FAULT_AUTHENTICATION);
+    assert_false(sqlq_fault_counts(k));
+    char out[512];
+    describe(k, "put message", 0, "TokenUnavailable", NULL, 0, out, sizeof(out));
+    assert_non_null(strstr(out, "no Microsoft Entra ID token"));
+}
+
 static void test_fault_outage_backoff_capped_with_jitter(void **state)
 {
     (void)state;
@@ -155,6 +167,7 @@ int main(void)
         cmocka_unit_test(test_fault_sas_expiry_parsed),
         cmocka_unit_test(test_fault_causes_name_what_to_do),
         cmocka_unit_test(test_fault_outage_backoff_capped_with_jitter),
+        cmocka_unit_test(test_fault_token_unavailable_is_an_outage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
