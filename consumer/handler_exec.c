@@ -85,7 +85,7 @@ static bool is_ours(const char *e)
 bool sqlq_handler_exec_env_secret(const char *e)
 {
     static const char *const prefixes[] = {"AzureWebJobsStorage", "AZURE_CLIENT_SECRET",
-                                           "SQLQ_SQL=", "SQLQ_SQL_FILE="};
+                                           "IDENTITY_HEADER=", "SQLQ_SQL=", "SQLQ_SQL_FILE="};
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
         if (strncmp(e, prefixes[i], strlen(prefixes[i])) == 0)
             return true;

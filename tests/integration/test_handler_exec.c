@@ -245,6 +245,8 @@ static void test_handler_exec_environment_without_secrets(void **state)
     assert_false(sqlq_handler_exec_env_secret("SQLQ_QUEUE=x"));
     assert_false(sqlq_handler_exec_env_secret("MY_CONNECTION=x"));
     assert_true(sqlq_handler_exec_env_secret("SQLQ_X_CONNECTION_STRING=x"));
+    assert_true(sqlq_handler_exec_env_secret("IDENTITY_HEADER=x"));
+    assert_false(sqlq_handler_exec_env_secret("IDENTITY_ENDPOINT=http://x"));
 }
 
 /* A handler dies with the consumer: kill -9 the process that runs it, and the handler (which
