@@ -135,9 +135,9 @@ static sqlq_result session_utc(sqlq_db *db, sqlq_error *err)
     SQLRETURN rc = SQLExecDirect(h, (SQLCHAR *)"SET TIME ZONE 'UTC'", SQL_NTS);
     if (SQL_SUCCEEDED(rc))
         rc = SQLExecDirect(h, (SQLCHAR *)"SET DateStyle = 'ISO'", SQL_NTS);
-    sqlq_result r = SQL_SUCCEEDED(rc)
-                        ? SQLQ_OK
-                        : sqlq_diag_set(err, SQL_HANDLE_STMT, h, "set time zone", db->secrets);
+    sqlq_result r = SQL_SUCCEEDED(rc) ? SQLQ_OK
+                                      : sqlq_diag_set(err, SQL_HANDLE_STMT, h,
+                                                      "set time zone and DateStyle", db->secrets);
     SQLFreeHandle(SQL_HANDLE_STMT, h);
     return r;
 }
