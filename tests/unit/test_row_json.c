@@ -154,8 +154,7 @@ static void test_row_json_pg_exact_temporal(void **state)
     assert_string_equal(pg_exact("date", D, "infinity"), "\"infinity\"");
     assert_string_equal(pg_exact("time without time zone", T, "24:00:00"), "\"24:00:00\"");
     assert_string_equal(pg_exact("time with time zone", T, "13:14:15+02"), "\"13:14:15+02\"");
-    assert_string_equal(pg_exact("time with time zone", T, "24:00:00-15:59"),
-                        "\"24:00:00-15:59\"");
+    assert_string_equal(pg_exact("time with time zone", T, "24:00:00-15:59"), "\"24:00:00-15:59\"");
     /* Not the ISO form (a DateStyle sqlq does not set): kept as the server wrote it. */
     assert_string_equal(pg_exact(tz, TS, "Wed May 01 10:00:00 2024 UTC"),
                         "\"Wed May 01 10:00:00 2024 UTC\"");
