@@ -4,7 +4,7 @@ sqlq_unit_test(delivery sqlq_app)
 sqlq_unit_test(outage sqlq_app)
 
 add_library(sqlq_bridge_testsupport STATIC integration/bridge_support.c)
-target_link_libraries(sqlq_bridge_testsupport PUBLIC sqlq_queue sqlq_sql sqlq_testsupport PkgConfig::CMOCKA)
+target_link_libraries(sqlq_bridge_testsupport PUBLIC sqlq_queue sqlq_sql sqlq_testdb sqlq_testsupport PkgConfig::CMOCKA)
 target_include_directories(sqlq_bridge_testsupport PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/integration)
 
 sqlq_integration_test(bridge_sqlite FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 300)

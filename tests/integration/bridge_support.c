@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "codec.h"
 #include "table.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <errno.h>
@@ -145,20 +146,12 @@ int bt_bridge_run(const char *queue_conn, const char *log_path, const char *cons
 
 sqlq_db *bt_db(const char *conn)
 {
-    sqlq_db *db = NULL;
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
-        fail_msg("connect: %s", err.message);
-    return db;
+    return sqlq_test_db_open(conn);
 }
 
 void bt_exec(sqlq_db *db, const char *sql)
 {
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
-        fail_msg("SQL failed: %s\n  %s", err.message, sql);
+    sqlq_test_db_exec(db, sql);
 }
 
 void bt_setup(const char *conn, const char *table)

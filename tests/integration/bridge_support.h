@@ -35,9 +35,9 @@ void bt_print_log(const char *log_path);
 /* A log path under the test environment for this test and name. */
 void bt_log_path(const char *name, char *out, size_t size);
 
-/* Connect or fail the test. */
+/* Connect or fail the test; execute SQL or fail the test (short names for sqlq_test_db_open
+ * and sqlq_test_db_exec of tests/support/testdb.h). */
 sqlq_db *bt_db(const char *conn);
-/* Execute SQL or fail the test. */
 void bt_exec(sqlq_db *db, const char *sql);
 /* Install the change log for a table (what `sqlq setup` does for one table). */
 void bt_setup(const char *conn, const char *table);
