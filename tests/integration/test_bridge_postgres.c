@@ -1,6 +1,7 @@
-/* `sqlq bridge` on PostgreSQL through psqlODBC, publishing to Azurite: content of every column
- * type, a schema-qualified table with a composite key, and writers committing out of order (a
- * long transaction holds an early transaction id while later ones commit). */
+/* `sqlq bridge` on PostgreSQL through psqlODBC, publishing to Azurite: what only PostgreSQL has
+ * (the scenarios every database runs are in test_bridge_scenarios.c): its own column types, a
+ * schema-qualified table with a composite key, writers committing out of order (a long
+ * transaction holds an early transaction id while later ones commit), connections killed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,17 +59,17 @@ static const char *field_str(json_t *row, const char *k)
     return s;
 }
 
+/* The types only PostgreSQL has here (the common ones: test_bridge_scenarios.c): numeric as exact
+ * text, timestamptz, date, uuid, and numeric after an update. */
 static void test_bridge_pg_column_types(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE items (id bigint PRIMARY KEY, i int, n numeric(12,3), b boolean, t text, "
-                "by bytea, ts timestamptz, d date, u uuid, f double precision, big bigint, vc varchar(10))");
+    bt_exec(db, "CREATE TABLE items (id bigint PRIMARY KEY, n numeric(12,3), ts timestamptz, d date, u uuid)");
     bt_setup(c->conn, "items");
-    bt_exec(db, "INSERT INTO items VALUES (1, -42, 12.345, true, 'h\xc3\xa9llo \"x\"', '\\x00ff10', "
-                "'2024-05-01 12:00:00+00', '2024-05-01', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 2.5, "
-                "1152921504606846976, NULL)");
-    bt_exec(db, "INSERT INTO items (id, b) VALUES (2, false)");
+    bt_exec(db, "INSERT INTO items VALUES (1, 12.345, '2024-05-01 12:00:00+00', '2024-05-01', "
+                "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')");
+    bt_exec(db, "INSERT INTO items (id) VALUES (2)");
     run_once(c, "items");
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 2);
@@ -76,36 +77,22 @@ static void test_bridge_pg_column_types(void **state)
     json_t *l1 = json_object_get(by, "{\"id\":1}");
     assert_non_null(l1);
     json_t *row = json_object_get(json_array_get(l1, 0), "row");
-    assert_int_equal(json_integer_value(json_object_get(row, "i")), -42);
     assert_string_equal(field_str(row, "n"), "12.345");
-    assert_true(json_is_true(json_object_get(row, "b")));
-    assert_string_equal(field_str(row, "t"), "h\xc3\xa9llo \"x\"");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(row, "by"), "$base64")), "AP8Q");
     assert_true(strncmp(field_str(row, "ts"), "2024-05-01", 10) == 0);
     assert_string_equal(field_str(row, "d"), "2024-05-01");
     assert_string_equal(field_str(row, "u"), "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
-    assert_true(json_number_value(json_object_get(row, "f")) == 2.5);
-    assert_string_equal(field_str(row, "big"), "1152921504606846976");
-    assert_true(json_is_null(json_object_get(row, "vc")));
     json_t *row2 = json_object_get(json_array_get(json_object_get(by, "{\"id\":2}"), 0), "row");
-    assert_true(json_is_false(json_object_get(row2, "b")));
     assert_true(json_is_null(json_object_get(row2, "n")));
     json_decref(by);
     json_decref(msgs);
 
-    bt_exec(db, "UPDATE items SET n = 0.5, t = 'upd' WHERE id = 1");
-    bt_exec(db, "DELETE FROM items WHERE id = 2");
+    bt_exec(db, "UPDATE items SET n = 0.5 WHERE id = 1");
     run_once(c, "items");
     msgs = bt_drain(&c->q, c->queue, 500, 20000);
-    assert_int_equal(json_array_size(msgs), 2);
-    by = bt_by_key(msgs);
-    json_t *u = json_array_get(json_object_get(by, "{\"id\":1}"), 0);
+    assert_int_equal(json_array_size(msgs), 1);
+    json_t *u = json_array_get(msgs, 0);
     assert_string_equal(json_string_value(json_object_get(u, "op")), "update");
     assert_string_equal(field_str(json_object_get(u, "row"), "n"), "0.500");
-    json_t *d = json_array_get(json_object_get(by, "{\"id\":2}"), 0);
-    assert_string_equal(json_string_value(json_object_get(d, "op")), "delete");
-    assert_true(json_is_null(json_object_get(d, "row")));
-    json_decref(by);
     json_decref(msgs);
     sqlq_db_close(db);
 }
@@ -132,45 +119,6 @@ static void test_bridge_pg_schema_composite_key(void **state)
     json_t *d = json_array_get(json_object_get(by, "{\"line\":2,\"order\":1}"), 0);
     assert_non_null(d);
     assert_string_equal(json_string_value(json_object_get(d, "op")), "delete");
-    json_decref(by);
-    json_decref(msgs);
-    sqlq_db_close(db);
-}
-
-/* op is what change tracking reports (issue 11.5): a row created since the last delivery is an
- * insert whatever followed, one created and deleted in between is one delete, a delivered row
- * updated is an update. */
-static void test_bridge_pg_op_as_change_tracking(void **state)
-{
-    ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE ops (id int PRIMARY KEY, v text)");
-    bt_setup(c->conn, "ops");
-    bt_exec(db, "INSERT INTO ops VALUES (1, 'a')");
-    bt_exec(db, "UPDATE ops SET v = 'b' WHERE id = 1");
-    bt_exec(db, "INSERT INTO ops VALUES (2, 'x')");
-    bt_exec(db, "DELETE FROM ops WHERE id = 2");
-    run_once(c, "ops");
-    bt_exec(db, "UPDATE ops SET v = 'c' WHERE id = 1");
-    run_once(c, "ops");
-    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
-    assert_int_equal(json_array_size(msgs), 3);
-    json_t *by = bt_by_key(msgs);
-    json_t *l1 = json_object_get(by, "{\"id\":1}");
-    assert_int_equal(json_array_size(l1), 2);
-    json_t *first = json_array_get(l1, 0), *second = json_array_get(l1, 1);
-    if (json_integer_value(json_object_get(first, "version")) >
-        json_integer_value(json_object_get(second, "version"))) {
-        json_t *t = first;
-        first = second;
-        second = t;
-    }
-    assert_string_equal(json_string_value(json_object_get(first, "op")), "insert");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(first, "row"), "v")), "b");
-    assert_string_equal(json_string_value(json_object_get(second, "op")), "update");
-    json_t *l2 = json_object_get(by, "{\"id\":2}");
-    assert_int_equal(json_array_size(l2), 1);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(l2, 0), "op")), "delete");
     json_decref(by);
     json_decref(msgs);
     sqlq_db_close(db);
@@ -284,7 +232,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bridge_pg_column_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_pg_schema_composite_key, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_pg_op_as_change_tracking, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_pg_out_of_order_commits_not_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bridge_pg_connection_killed_reconnects, setup, teardown),
     };

@@ -1,6 +1,10 @@
-/* `sqlq bridge` on SQLite through sqliteodbc, publishing to Azurite: content of every column
- * type, updates and deletes, collapsing, composite keys and odd identifiers, formats, oversized
- * rows, a permanent failure going to poison while the table keeps flowing, SIGTERM. */
+/* `sqlq bridge` scenarios written once and run against every database (the first argument
+ * names it: sqlite, postgres), publishing to Azurite: content of the common column types,
+ * updates and deletes, op as change tracking reports it, collapsing, composite keys and odd
+ * identifiers, formats, oversized rows, a permanent failure going to poison while the table
+ * keeps flowing, SIGTERM, the cursor source. A new database adds one entry to `databases`
+ * below (and its name to SQLQ_TEST_DATABASES in tests/CMakeLists.txt). What only one database
+ * has stays in its own file: test_bridge_postgres.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +12,7 @@
 #include <cmocka.h>
 
 #include "bridge_support.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <signal.h>
@@ -15,9 +20,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A database the scenarios run on: how to make a fresh one, and the statements that differ. */
+typedef struct database {
+    const char *name;
+    char *(*create)(void);     /* a new empty database: its ODBC connection string (malloc'd) */
+    const char *types_columns; /* id, name, qty, weight, paid, data, big, note: see test 1 */
+    const char *binary_open;   /* a binary literal is binary_open, hex digits, binary_close */
+    const char *binary_close;
+} database;
+
+static char *sqlite_create(void)
+{
+    char path[512];
+    return sqlq_test_sqlite_db("bridge", path, sizeof(path));
+}
+
+static char *postgres_create(void)
+{
+    return sqlq_test_pg_create_db("bridge");
+}
+
+static const database databases[] = {
+    {"sqlite", sqlite_create,
+     "id INTEGER PRIMARY KEY, name TEXT, qty INTEGER, weight REAL, paid BOOLEAN, data BLOB, big INTEGER, "
+     "note VARCHAR(20)",
+     "x'", "'"},
+    {"postgres", postgres_create,
+     "id bigint PRIMARY KEY, name text, qty int, weight double precision, paid boolean, data bytea, "
+     "big bigint, note varchar(20)",
+     "'\\x", "'::bytea"},
+};
+
+static const database *db_under_test;
+
 typedef struct ctx {
     bt_queue q;
-    char path[512];
     char *conn;
     char queue[64];
     char log[512];
@@ -27,9 +64,12 @@ static int setup(void **state)
 {
     ctx *c = calloc(1, sizeof(*c));
     bt_queue_open(&c->q, NULL);
-    c->conn = sqlq_test_sqlite_db("bridge", c->path, sizeof(c->path));
-    sqlq_test_unique_name("br-sqlite", c->queue, sizeof(c->queue));
-    bt_log_path("bridge-sqlite", c->log, sizeof(c->log));
+    c->conn = db_under_test->create();
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "br-%s", db_under_test->name);
+    sqlq_test_unique_name(prefix, c->queue, sizeof(c->queue));
+    snprintf(prefix, sizeof(prefix), "bridge-%s", db_under_test->name);
+    bt_log_path(prefix, c->log, sizeof(c->log));
     *state = c;
     return 0;
 }
@@ -42,6 +82,21 @@ static int teardown(void **state)
     free(c->conn);
     free(c);
     return 0;
+}
+
+/* Execute head, a text literal of n '0' characters, tail: the same long value on every database. */
+static void exec_with_zeros(sqlq_db *db, const char *head, size_t n, const char *tail)
+{
+    size_t h = strlen(head), t = strlen(tail);
+    char *sql = malloc(h + n + t + 3);
+    assert_non_null(sql);
+    memcpy(sql, head, h);
+    sql[h] = '\'';
+    memset(sql + h + 1, '0', n);
+    sql[h + 1 + n] = '\'';
+    memcpy(sql + h + 2 + n, tail, t + 1);
+    bt_exec(db, sql);
+    free(sql);
 }
 
 /* Run the bridge once over table → c->queue with extra flags; expect exit 0. */
@@ -64,16 +119,17 @@ static json_t *find_key(json_t *by_key, const char *canon)
     return l;
 }
 
-static void test_bridge_sqlite_types_inserts_updates_deletes(void **state)
+/* Three rows of the common column types (text with non-ASCII and quotes, integer, floating
+ * point, boolean, binary, a bigint past 2^53, a NULL): their content as docs/types.md says. */
+static json_int_t insert_common_types(ctx *c, sqlq_db *db)
 {
-    ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE orders (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER, weight REAL, "
-                "paid BOOLEAN, data BLOB, big INTEGER, note VARCHAR(20))");
+    const char *bo = db_under_test->binary_open, *bc = db_under_test->binary_close;
+    sqlq_test_db_execf(db, "CREATE TABLE orders (%s)", db_under_test->types_columns);
     bt_setup(c->conn, "orders");
-    bt_exec(db, "INSERT INTO orders VALUES (1, 'caf\xc3\xa9 \"q\" ''s''', 3, 2.5, 1, x'00ff10', 1152921504606846976, NULL)");
-    bt_exec(db, "INSERT INTO orders VALUES (2, 'two', -7, -0.25, 0, NULL, 5, 'n')");
-    bt_exec(db, "INSERT INTO orders VALUES (3, '', 0, 0, 0, x'', 0, '')");
+    sqlq_test_db_execf(db, "INSERT INTO orders VALUES (1, 'caf\xc3\xa9 \"q\" ''s''', 3, 2.5, TRUE, %s00ff10%s, "
+                           "1152921504606846976, NULL)", bo, bc);
+    bt_exec(db, "INSERT INTO orders VALUES (2, 'two', -7, -0.25, FALSE, NULL, 5, 'n')");
+    sqlq_test_db_execf(db, "INSERT INTO orders VALUES (3, '', 0, 0, FALSE, %s%s, 0, '')", bo, bc);
     run_once(c, "orders", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
@@ -95,18 +151,28 @@ static void test_bridge_sqlite_types_inserts_updates_deletes(void **state)
     assert_true(json_is_null(json_object_get(row, "note")));
     json_t *row2 = json_object_get(json_array_get(find_key(by, "{\"id\":2}"), 0), "row");
     assert_int_equal(json_integer_value(json_object_get(row2, "qty")), -7);
+    json_t *paid2 = json_object_get(row2, "paid");
+    assert_true(json_is_false(paid2) || (json_is_integer(paid2) && json_integer_value(paid2) == 0));
     assert_true(json_is_null(json_object_get(row2, "data")));
     assert_string_equal(json_string_value(json_object_get(row2, "note")), "n");
     json_int_t first_version = json_integer_value(json_object_get(m1, "version"));
     json_decref(by);
     json_decref(msgs);
+    return first_version;
+}
+
+static void test_bridge_types_inserts_updates_deletes(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    json_int_t first_version = insert_common_types(c, db);
 
     bt_exec(db, "UPDATE orders SET name = 'one', qty = 4 WHERE id = 1");
     bt_exec(db, "DELETE FROM orders WHERE id = 2");
     run_once(c, "orders", NULL);
-    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 2);
-    by = bt_by_key(msgs);
+    json_t *by = bt_by_key(msgs);
     json_t *u = json_array_get(find_key(by, "{\"id\":1}"), 0);
     assert_string_equal(json_string_value(json_object_get(u, "op")), "update");
     assert_string_equal(json_string_value(json_object_get(json_object_get(u, "row"), "name")), "one");
@@ -126,7 +192,46 @@ static void test_bridge_sqlite_types_inserts_updates_deletes(void **state)
     sqlq_db_close(db);
 }
 
-static void test_bridge_sqlite_changes_between_polls_collapse(void **state)
+/* op is what change tracking reports (issue 11.5): a row created since the last delivery is an
+ * insert whatever followed, one created and deleted in between is one delete, a delivered row
+ * updated is an update. */
+static void test_bridge_op_as_change_tracking(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE ops (id int PRIMARY KEY, v text)");
+    bt_setup(c->conn, "ops");
+    bt_exec(db, "INSERT INTO ops VALUES (1, 'a')");
+    bt_exec(db, "UPDATE ops SET v = 'b' WHERE id = 1");
+    bt_exec(db, "INSERT INTO ops VALUES (2, 'x')");
+    bt_exec(db, "DELETE FROM ops WHERE id = 2");
+    run_once(c, "ops", NULL);
+    bt_exec(db, "UPDATE ops SET v = 'c' WHERE id = 1");
+    run_once(c, "ops", NULL);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 3);
+    json_t *by = bt_by_key(msgs);
+    json_t *l1 = json_object_get(by, "{\"id\":1}");
+    assert_int_equal(json_array_size(l1), 2);
+    json_t *first = json_array_get(l1, 0), *second = json_array_get(l1, 1);
+    if (json_integer_value(json_object_get(first, "version")) >
+        json_integer_value(json_object_get(second, "version"))) {
+        json_t *t = first;
+        first = second;
+        second = t;
+    }
+    assert_string_equal(json_string_value(json_object_get(first, "op")), "insert");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(first, "row"), "v")), "b");
+    assert_string_equal(json_string_value(json_object_get(second, "op")), "update");
+    json_t *l2 = json_object_get(by, "{\"id\":2}");
+    assert_int_equal(json_array_size(l2), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(l2, 0), "op")), "delete");
+    json_decref(by);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+static void test_bridge_changes_between_polls_collapse(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
@@ -175,7 +280,7 @@ static void test_bridge_sqlite_changes_between_polls_collapse(void **state)
     sqlq_db_close(db);
 }
 
-static void test_bridge_sqlite_composite_key_odd_identifiers(void **state)
+static void test_bridge_composite_key_odd_identifiers(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
@@ -204,18 +309,18 @@ static void test_bridge_sqlite_composite_key_odd_identifiers(void **state)
 
 static void insert_many(sqlq_db *db, const char *table, int from, int to, int pad)
 {
-    char sql[256];
+    char sql[1024];
     sqlq_error err;
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_begin(db, &err), SQLQ_OK);
     for (int i = from; i < to; i++) {
-        snprintf(sql, sizeof(sql), "INSERT INTO %s VALUES (%d, printf('%%0%dd', %d))", table, i, pad, i);
+        snprintf(sql, sizeof(sql), "INSERT INTO %s VALUES (%d, '%0*d')", table, i, pad, i);
         bt_exec(db, sql);
     }
     assert_int_equal(sqlq_db_commit(db, &err), SQLQ_OK);
 }
 
-static void test_bridge_sqlite_batch_and_functions_formats(void **state)
+static void test_bridge_batch_and_functions_formats(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
@@ -270,13 +375,13 @@ static void test_bridge_sqlite_batch_and_functions_formats(void **state)
     sqlq_db_close(db);
 }
 
-static void test_bridge_sqlite_oversize_truncate_and_poison(void **state)
+static void test_bridge_oversize_truncate_and_poison(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
     bt_exec(db, "CREATE TABLE big (id INTEGER PRIMARY KEY, v TEXT)");
     bt_setup(c->conn, "big");
-    bt_exec(db, "INSERT INTO big VALUES (1, 'small'), (2, hex(zeroblob(50000))), (3, 'small too')");
+    exec_with_zeros(db, "INSERT INTO big VALUES (1, 'small'), (2, ", 100000, "), (3, 'small too')");
     run_once(c, "big", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
@@ -311,14 +416,14 @@ static void test_bridge_sqlite_oversize_truncate_and_poison(void **state)
 /* A permanent publish failure for one row only: --max-message-bytes above the service limit lets
  * a 60 KB row through the envelope, and the queue (client or Azurite) refuses it for good with
  * MessageTooLarge. That row must go to poison after max_attempts while the others flow. */
-static void test_bridge_sqlite_permanent_failure_goes_to_poison(void **state)
+static void test_bridge_permanent_failure_goes_to_poison(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
     bt_exec(db, "CREATE TABLE pf (id INTEGER PRIMARY KEY, v TEXT)");
     bt_setup(c->conn, "pf");
     insert_many(db, "pf", 0, 30, 10);
-    bt_exec(db, "INSERT INTO pf VALUES (1000, hex(zeroblob(30000)))");
+    exec_with_zeros(db, "INSERT INTO pf VALUES (1000, ", 60000, ")");
     insert_many(db, "pf", 30, 60, 10);
     const char *extra[] = {"--max-message-bytes", "200000", "--max-batch-size", "25", NULL};
     run_once(c, "pf", extra);
@@ -343,7 +448,7 @@ static void test_bridge_sqlite_permanent_failure_goes_to_poison(void **state)
     sqlq_db_close(db);
 }
 
-static void test_bridge_sqlite_sigterm_finishes_and_exits_0(void **state)
+static void test_bridge_sigterm_finishes_and_exits_0(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
@@ -371,13 +476,15 @@ static void test_bridge_sqlite_sigterm_finishes_and_exits_0(void **state)
 
 /* The read-only cursor source: no setup, no triggers; a monotonic column and a soft-delete
  * column. Every row arrives as an update (a cursor cannot tell inserts), soft deletes as deletes. */
-static void test_bridge_sqlite_cursor_source(void **state)
+static void test_bridge_cursor_source(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
     bt_exec(db, "CREATE TABLE cur (id INTEGER PRIMARY KEY, v TEXT, ver INTEGER NOT NULL, deleted INTEGER)");
     bt_exec(db, "INSERT INTO cur VALUES (1, 'a', 1, NULL), (2, 'b', 2, NULL), (3, 'c', 3, NULL)");
-    const char *extra[] = {"--source", "cursor", "--cursor-column", "ver", "--soft-delete-column", "deleted", NULL};
+    /* Safety lag 0: every row at once (SQLite's default; PostgreSQL's waits 10 s for late commits). */
+    const char *extra[] = {"--source", "cursor", "--cursor-column", "ver", "--soft-delete-column", "deleted",
+                           "--safety-lag-ms", "0", NULL};
     run_once(c, "cur", extra);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
@@ -401,17 +508,25 @@ static void test_bridge_sqlite_cursor_source(void **state)
     sqlq_db_close(db);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    for (size_t i = 0; argc == 2 && i < sizeof(databases) / sizeof(databases[0]); i++)
+        if (strcmp(argv[1], databases[i].name) == 0)
+            db_under_test = &databases[i];
+    if (!db_under_test) {
+        fprintf(stderr, "usage: %s DATABASE (sqlite or postgres)\n", argv[0]);
+        return 2;
+    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_types_inserts_updates_deletes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_changes_between_polls_collapse, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_composite_key_odd_identifiers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_batch_and_functions_formats, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_oversize_truncate_and_poison, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_permanent_failure_goes_to_poison, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_sigterm_finishes_and_exits_0, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_cursor_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_types_inserts_updates_deletes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_op_as_change_tracking, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_changes_between_polls_collapse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_composite_key_odd_identifiers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_batch_and_functions_formats, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_oversize_truncate_and_poison, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_permanent_failure_goes_to_poison, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_sigterm_finishes_and_exits_0, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_cursor_source, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
 }
