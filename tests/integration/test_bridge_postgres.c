@@ -11,44 +11,22 @@
 #include "bridge_support.h"
 #include "testenv.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct ctx {
-    bt_queue q;
-    char *conn;
-    char queue[64];
-    char log[512];
-} ctx;
+typedef bt_case ctx;
 
 static int setup(void **state)
 {
-    ctx *c = calloc(1, sizeof(*c));
-    bt_queue_open(&c->q, NULL);
-    c->conn = sqlq_test_pg_create_db("bridge");
-    sqlq_test_unique_name("br-pg", c->queue, sizeof(c->queue));
-    bt_log_path("bridge-pg", c->log, sizeof(c->log));
-    *state = c;
+    *state = bt_case_new(sqlq_test_pg_create_db("bridge"), "pg");
     return 0;
 }
 
 static int teardown(void **state)
 {
-    ctx *c = *state;
-    bt_queue_drop(&c->q, c->queue);
-    bt_queue_close(&c->q);
-    free(c->conn);
-    free(c);
+    bt_case_free(*state);
     return 0;
-}
-
-static void run_once(ctx *c, const char *table)
-{
-    const char *args[] = {"--db", c->conn, "--table", table, "--queue", c->queue, "--once",
-                          "--polling-interval-ms", "20", "--lease-s", "10", NULL};
-    assert_int_equal(bt_bridge_run(c->q.conn, c->log, args, 60000, 0), 0);
 }
 
 static const char *field_str(json_t *row, const char *k)
@@ -64,13 +42,12 @@ static const char *field_str(json_t *row, const char *k)
 static void test_bridge_pg_column_types(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE items (id bigint PRIMARY KEY, n numeric(12,3), ts timestamptz, d date, u uuid)");
-    bt_setup(c->conn, "items");
+    sqlq_db *db = bt_case_table(
+        c, "CREATE TABLE items (id bigint PRIMARY KEY, n numeric(12,3), ts timestamptz, d date, u uuid)", "items");
     bt_exec(db, "INSERT INTO items VALUES (1, 12.345, '2024-05-01 12:00:00+00', '2024-05-01', "
                 "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')");
     bt_exec(db, "INSERT INTO items (id) VALUES (2)");
-    run_once(c, "items");
+    bt_case_run_once(c, "items", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 2);
     json_t *by = bt_by_key(msgs);
@@ -87,7 +64,7 @@ static void test_bridge_pg_column_types(void **state)
     json_decref(msgs);
 
     bt_exec(db, "UPDATE items SET n = 0.5 WHERE id = 1");
-    run_once(c, "items");
+    bt_case_run_once(c, "items", NULL);
     msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 1);
     json_t *u = json_array_get(msgs, 0);
@@ -108,7 +85,7 @@ static void test_bridge_pg_schema_composite_key(void **state)
     bt_setup(c->conn, table);
     bt_exec(db, "INSERT INTO \"Sales Dept\".\"Order Lines\" VALUES (1, 1, 5), (1, 2, 6), (2, 1, 7)");
     bt_exec(db, "DELETE FROM \"Sales Dept\".\"Order Lines\" WHERE \"order\" = 1 AND line = 2");
-    run_once(c, table);
+    bt_case_run_once(c, table, NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     json_t *by = bt_by_key(msgs);
@@ -143,12 +120,8 @@ static json_t *collect_keys(ctx *c, size_t want, int max_ms, json_t *into)
 static void test_bridge_pg_out_of_order_commits_not_lost(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE ooo (id int PRIMARY KEY, v text)");
-    bt_setup(c->conn, "ooo");
-    const char *args[] = {"--db", c->conn, "--table", "ooo", "--queue", c->queue, "--polling-interval-ms", "50",
-                          "--lease-s", "10", NULL};
-    pid_t pid = bt_bridge_start(c->q.conn, c->log, args);
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE ooo (id int PRIMARY KEY, v text)", "ooo");
+    pid_t pid = bt_case_start(c, "ooo");
 
     /* The long transaction takes its transaction id first (the insert), then others commit. */
     sqlq_db *slow = bt_db(c->conn);
@@ -180,11 +153,7 @@ static void test_bridge_pg_out_of_order_commits_not_lost(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(two, "row"), "v")), "quick, updated");
     json_decref(by);
     json_decref(msgs);
-    kill(pid, SIGTERM);
-    int code = bt_wait(pid, 30000);
-    if (code != 0)
-        bt_print_log(c->log);
-    assert_int_equal(code, 0);
+    bt_bridge_stop(pid, c->log);
     sqlq_db_close(slow);
     sqlq_db_close(db);
 }
@@ -194,12 +163,8 @@ static void test_bridge_pg_out_of_order_commits_not_lost(void **state)
 static void test_bridge_pg_connection_killed_reconnects(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE rc (id int PRIMARY KEY, v text)");
-    bt_setup(c->conn, "rc");
-    const char *args[] = {"--db", c->conn, "--table", "rc", "--queue", c->queue, "--polling-interval-ms", "50",
-                          "--lease-s", "10", NULL};
-    pid_t pid = bt_bridge_start(c->q.conn, c->log, args);
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE rc (id int PRIMARY KEY, v text)", "rc");
+    pid_t pid = bt_case_start(c, "rc");
     char sql[256];
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < 20; i++) {
@@ -219,11 +184,7 @@ static void test_bridge_pg_connection_killed_reconnects(void **state)
     json_decref(by);
     json_decref(msgs);
     assert_int_equal(sqlq_test_sh("grep -q 'event=db_reconnected' '%s'", c->log), 0);
-    kill(pid, SIGTERM);
-    int code = bt_wait(pid, 30000);
-    if (code != 0)
-        bt_print_log(c->log);
-    assert_int_equal(code, 0);
+    bt_bridge_stop(pid, c->log);
     sqlq_db_close(db);
 }
 

@@ -15,7 +15,6 @@
 #include "testdb.h"
 #include "testenv.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,34 +52,17 @@ static const database databases[] = {
 
 static const database *db_under_test;
 
-typedef struct ctx {
-    bt_queue q;
-    char *conn;
-    char queue[64];
-    char log[512];
-} ctx;
+typedef bt_case ctx;
 
 static int setup(void **state)
 {
-    ctx *c = calloc(1, sizeof(*c));
-    bt_queue_open(&c->q, NULL);
-    c->conn = db_under_test->create();
-    char prefix[32];
-    snprintf(prefix, sizeof(prefix), "br-%s", db_under_test->name);
-    sqlq_test_unique_name(prefix, c->queue, sizeof(c->queue));
-    snprintf(prefix, sizeof(prefix), "bridge-%s", db_under_test->name);
-    bt_log_path(prefix, c->log, sizeof(c->log));
-    *state = c;
+    *state = bt_case_new(db_under_test->create(), db_under_test->name);
     return 0;
 }
 
 static int teardown(void **state)
 {
-    ctx *c = *state;
-    bt_queue_drop(&c->q, c->queue);
-    bt_queue_close(&c->q);
-    free(c->conn);
-    free(c);
+    bt_case_free(*state);
     return 0;
 }
 
@@ -97,18 +79,6 @@ static void exec_with_zeros(sqlq_db *db, const char *head, size_t n, const char 
     memcpy(sql + h + 2 + n, tail, t + 1);
     bt_exec(db, sql);
     free(sql);
-}
-
-/* Run the bridge once over table → c->queue with extra flags; expect exit 0. */
-static void run_once(ctx *c, const char *table, const char *const *extra)
-{
-    const char *args[40] = {"--db", c->conn, "--table", table, "--queue", c->queue, "--once",
-                            "--polling-interval-ms", "20", "--lease-s", "10"};
-    size_t n = 11;
-    for (size_t i = 0; extra && extra[i] && n < 38; i++)
-        args[n++] = extra[i];
-    args[n] = NULL;
-    assert_int_equal(bt_bridge_run(c->q.conn, c->log, args, 60000, 0), 0);
 }
 
 static json_t *find_key(json_t *by_key, const char *canon)
@@ -130,7 +100,7 @@ static json_int_t insert_common_types(ctx *c, sqlq_db *db)
                            "1152921504606846976, NULL)", bo, bc);
     bt_exec(db, "INSERT INTO orders VALUES (2, 'two', -7, -0.25, FALSE, NULL, 5, 'n')");
     sqlq_test_db_execf(db, "INSERT INTO orders VALUES (3, '', 0, 0, FALSE, %s%s, 0, '')", bo, bc);
-    run_once(c, "orders", NULL);
+    bt_case_run_once(c, "orders", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     json_t *by = bt_by_key(msgs);
@@ -169,7 +139,7 @@ static void test_bridge_types_inserts_updates_deletes(void **state)
 
     bt_exec(db, "UPDATE orders SET name = 'one', qty = 4 WHERE id = 1");
     bt_exec(db, "DELETE FROM orders WHERE id = 2");
-    run_once(c, "orders", NULL);
+    bt_case_run_once(c, "orders", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 2);
     json_t *by = bt_by_key(msgs);
@@ -185,10 +155,7 @@ static void test_bridge_types_inserts_updates_deletes(void **state)
     json_decref(msgs);
 
     /* Nothing new: nothing published. */
-    run_once(c, "orders", NULL);
-    msgs = bt_drain(&c->q, c->queue, 300, 5000);
-    assert_int_equal(json_array_size(msgs), 0);
-    json_decref(msgs);
+    bt_case_expect_none(c, "orders", NULL);
     sqlq_db_close(db);
 }
 
@@ -198,16 +165,14 @@ static void test_bridge_types_inserts_updates_deletes(void **state)
 static void test_bridge_op_as_change_tracking(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE ops (id int PRIMARY KEY, v text)");
-    bt_setup(c->conn, "ops");
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE ops (id int PRIMARY KEY, v text)", "ops");
     bt_exec(db, "INSERT INTO ops VALUES (1, 'a')");
     bt_exec(db, "UPDATE ops SET v = 'b' WHERE id = 1");
     bt_exec(db, "INSERT INTO ops VALUES (2, 'x')");
     bt_exec(db, "DELETE FROM ops WHERE id = 2");
-    run_once(c, "ops", NULL);
+    bt_case_run_once(c, "ops", NULL);
     bt_exec(db, "UPDATE ops SET v = 'c' WHERE id = 1");
-    run_once(c, "ops", NULL);
+    bt_case_run_once(c, "ops", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     json_t *by = bt_by_key(msgs);
@@ -234,15 +199,13 @@ static void test_bridge_op_as_change_tracking(void **state)
 static void test_bridge_changes_between_polls_collapse(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)");
-    bt_setup(c->conn, "t");
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)", "t");
     bt_exec(db, "INSERT INTO t VALUES (1, 'a')");
     bt_exec(db, "UPDATE t SET v = 'b' WHERE id = 1");
     bt_exec(db, "UPDATE t SET v = 'c' WHERE id = 1");
     bt_exec(db, "INSERT INTO t VALUES (2, 'x')");
     bt_exec(db, "DELETE FROM t WHERE id = 2");
-    run_once(c, "t", NULL);
+    bt_case_run_once(c, "t", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     json_t *by = bt_by_key(msgs);
     json_t *l1 = find_key(by, "{\"id\":1}");
@@ -260,11 +223,11 @@ static void test_bridge_changes_between_polls_collapse(void **state)
     /* delivered rows: an update is an update; deleted and created again: an insert */
     bt_exec(db, "UPDATE t SET v = 'd' WHERE id = 1");
     bt_exec(db, "INSERT INTO t VALUES (3, 'y')");
-    run_once(c, "t", NULL);
+    bt_case_run_once(c, "t", NULL);
     bt_exec(db, "UPDATE t SET v = 'z' WHERE id = 3");
     bt_exec(db, "DELETE FROM t WHERE id = 3");
     bt_exec(db, "INSERT INTO t VALUES (3, 'again')");
-    run_once(c, "t", NULL);
+    bt_case_run_once(c, "t", NULL);
     msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     by = bt_by_key(msgs);
@@ -291,7 +254,7 @@ static void test_bridge_composite_key_odd_identifiers(void **state)
     bt_exec(db, "INSERT INTO \"Odd \"\"Tbl\"\" name\" VALUES ('p', 1, 'one', 1), ('p', 2, 'two', 2), ('q', 1, 'three', 3)");
     bt_exec(db, "UPDATE \"Odd \"\"Tbl\"\" name\" SET \"x\"\"y\" = 'TWO' WHERE \"a b\" = 'p' AND \"K\xc3\xa9y\" = 2");
     bt_exec(db, "DELETE FROM \"Odd \"\"Tbl\"\" name\" WHERE \"a b\" = 'q'");
-    run_once(c, table, NULL);
+    bt_case_run_once(c, table, NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     json_t *by = bt_by_key(msgs);
@@ -323,13 +286,11 @@ static void insert_many(sqlq_db *db, const char *table, int from, int to, int pa
 static void test_bridge_batch_and_functions_formats(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE f (id INTEGER PRIMARY KEY, v TEXT)");
-    bt_setup(c->conn, "f");
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE f (id INTEGER PRIMARY KEY, v TEXT)", "f");
     insert_many(db, "f", 0, 250, 600);
     bt_exec(db, "DELETE FROM f WHERE id = 7");
     const char *batch[] = {"--format", "batch", "--max-batch-size", "100", NULL};
-    run_once(c, "f", batch);
+    bt_case_run_once(c, "f", batch);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_true(json_array_size(msgs) >= 3 && json_array_size(msgs) < 20); /* packed, ~100 per poll */
     json_t *flat = bt_flatten(msgs);
@@ -345,7 +306,7 @@ static void test_bridge_batch_and_functions_formats(void **state)
     insert_many(db, "f2", 0, 250, 600);
     bt_exec(db, "DELETE FROM f2 WHERE id = 7");
     const char *fn[] = {"--format", "functions", NULL};
-    run_once(c, "f2", fn);
+    bt_case_run_once(c, "f2", fn);
     msgs = bt_drain(&c->q, c->queue, 500, 20000);
     size_t total = 0, deletes = 0;
     size_t i, j;
@@ -378,11 +339,9 @@ static void test_bridge_batch_and_functions_formats(void **state)
 static void test_bridge_oversize_truncate_and_poison(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE big (id INTEGER PRIMARY KEY, v TEXT)");
-    bt_setup(c->conn, "big");
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE big (id INTEGER PRIMARY KEY, v TEXT)", "big");
     exec_with_zeros(db, "INSERT INTO big VALUES (1, 'small'), (2, ", 100000, "), (3, 'small too')");
-    run_once(c, "big", NULL);
+    bt_case_run_once(c, "big", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     json_t *by = bt_by_key(msgs);
@@ -398,7 +357,7 @@ static void test_bridge_oversize_truncate_and_poison(void **state)
     bt_setup(c->conn, "big2");
     bt_exec(db, "INSERT INTO big2 SELECT * FROM big");
     const char *poison[] = {"--oversize", "poison", NULL};
-    run_once(c, "big2", poison);
+    bt_case_run_once(c, "big2", poison);
     msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 2); /* 1 and 3 */
     json_decref(msgs);
@@ -419,14 +378,12 @@ static void test_bridge_oversize_truncate_and_poison(void **state)
 static void test_bridge_permanent_failure_goes_to_poison(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE pf (id INTEGER PRIMARY KEY, v TEXT)");
-    bt_setup(c->conn, "pf");
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE pf (id INTEGER PRIMARY KEY, v TEXT)", "pf");
     insert_many(db, "pf", 0, 30, 10);
     exec_with_zeros(db, "INSERT INTO pf VALUES (1000, ", 60000, ")");
     insert_many(db, "pf", 30, 60, 10);
     const char *extra[] = {"--max-message-bytes", "200000", "--max-batch-size", "25", NULL};
-    run_once(c, "pf", extra);
+    bt_case_run_once(c, "pf", extra);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 60);
     json_decref(msgs);
@@ -441,22 +398,15 @@ static void test_bridge_permanent_failure_goes_to_poison(void **state)
     assert_int_equal(json_integer_value(json_object_get(json_object_get(orig, "key"), "id")), 1000);
     json_decref(msgs);
     /* Released after poisoning: a second run publishes nothing. */
-    run_once(c, "pf", extra);
-    msgs = bt_drain(&c->q, c->queue, 300, 5000);
-    assert_int_equal(json_array_size(msgs), 0);
-    json_decref(msgs);
+    bt_case_expect_none(c, "pf", extra);
     sqlq_db_close(db);
 }
 
 static void test_bridge_sigterm_finishes_and_exits_0(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE s (id INTEGER PRIMARY KEY, v TEXT)");
-    bt_setup(c->conn, "s");
-    const char *args[] = {"--db", c->conn, "--table", "s", "--queue", c->queue, "--polling-interval-ms", "50",
-                          "--lease-s", "10", NULL};
-    pid_t pid = bt_bridge_start(c->q.conn, c->log, args);
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE s (id INTEGER PRIMARY KEY, v TEXT)", "s");
+    pid_t pid = bt_case_start(c, "s");
     insert_many(db, "s", 0, 200, 10);
     json_t *msgs = json_array();
     for (int i = 0; i < 100 && json_array_size(msgs) < 200; i++) {
@@ -466,11 +416,7 @@ static void test_bridge_sigterm_finishes_and_exits_0(void **state)
     }
     assert_int_equal(json_array_size(msgs), 200);
     json_decref(msgs);
-    kill(pid, SIGTERM);
-    int code = bt_wait(pid, 30000);
-    if (code != 0)
-        bt_print_log(c->log);
-    assert_int_equal(code, 0);
+    bt_bridge_stop(pid, c->log);
     sqlq_db_close(db);
 }
 
@@ -485,13 +431,13 @@ static void test_bridge_cursor_source(void **state)
     /* Safety lag 0: every row at once (SQLite's default; PostgreSQL's waits 10 s for late commits). */
     const char *extra[] = {"--source", "cursor", "--cursor-column", "ver", "--soft-delete-column", "deleted",
                            "--safety-lag-ms", "0", NULL};
-    run_once(c, "cur", extra);
+    bt_case_run_once(c, "cur", extra);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     json_decref(msgs);
     bt_exec(db, "UPDATE cur SET v = 'A', ver = 4 WHERE id = 1");
     bt_exec(db, "UPDATE cur SET deleted = 1, ver = 5 WHERE id = 2");
-    run_once(c, "cur", extra);
+    bt_case_run_once(c, "cur", extra);
     msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 2);
     json_t *by = bt_by_key(msgs);
