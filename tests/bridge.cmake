@@ -4,10 +4,11 @@ sqlq_unit_test(outage sqlq_bridge)
 sqlq_unit_test(route_state sqlq_bridge)
 
 add_library(sqlq_bridge_testsupport STATIC integration/bridge_support.c)
-target_link_libraries(sqlq_bridge_testsupport PUBLIC sqlq_queue sqlq_sql sqlq_testsupport PkgConfig::CMOCKA)
+target_link_libraries(sqlq_bridge_testsupport PUBLIC sqlq_queue sqlq_sql sqlq_testdb sqlq_testsupport PkgConfig::CMOCKA)
 target_include_directories(sqlq_bridge_testsupport PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/integration)
 
-sqlq_integration_test(bridge_sqlite FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 300)
+# The bridge scenarios every database runs (integration.bridge_scenarios.sqlite, .postgres, ...).
+sqlq_database_test(bridge_scenarios FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 400)
 sqlq_integration_test(bridge_postgres FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 300)
 sqlq_integration_test(bridge_crash FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 400)
 sqlq_integration_test(bridge_instances FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 300)

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "codec.h"
 #include "table.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <errno.h>
@@ -143,22 +144,79 @@ int bt_bridge_run(const char *queue_conn, const char *log_path, const char *cons
     return code;
 }
 
+bt_case *bt_case_new(char *conn, const char *name)
+{
+    bt_case *c = calloc(1, sizeof(*c));
+    assert_non_null(c);
+    bt_queue_open(&c->q, NULL);
+    c->conn = conn;
+    char prefix[48];
+    snprintf(prefix, sizeof(prefix), "br-%s", name);
+    sqlq_test_unique_name(prefix, c->queue, sizeof(c->queue));
+    snprintf(prefix, sizeof(prefix), "bridge-%s", name);
+    bt_log_path(prefix, c->log, sizeof(c->log));
+    return c;
+}
+
+void bt_case_free(bt_case *c)
+{
+    bt_queue_drop(&c->q, c->queue);
+    bt_queue_close(&c->q);
+    free(c->conn);
+    free(c);
+}
+
+void bt_case_run_once(bt_case *c, const char *table, const char *const *extra)
+{
+    const char *args[40] = {"--db", c->conn, "--table", table, "--queue", c->queue, "--once",
+                            "--polling-interval-ms", "20", "--lease-s", "10"};
+    size_t n = 11;
+    for (size_t i = 0; extra && extra[i] && n < 38; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    assert_int_equal(bt_bridge_run(c->q.conn, c->log, args, 60000, 0), 0);
+}
+
+sqlq_db *bt_case_table(bt_case *c, const char *create, const char *table)
+{
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, create);
+    bt_setup(c->conn, table);
+    return db;
+}
+
+void bt_case_expect_none(bt_case *c, const char *table, const char *const *extra)
+{
+    bt_case_run_once(c, table, extra);
+    json_t *msgs = bt_drain(&c->q, c->queue, 300, 5000);
+    assert_int_equal(json_array_size(msgs), 0);
+    json_decref(msgs);
+}
+
+pid_t bt_case_start(bt_case *c, const char *table)
+{
+    const char *args[] = {"--db", c->conn, "--table", table, "--queue", c->queue, "--polling-interval-ms", "50",
+                          "--lease-s", "10", NULL};
+    return bt_bridge_start(c->q.conn, c->log, args);
+}
+
+void bt_bridge_stop(pid_t pid, const char *log_path)
+{
+    kill(pid, SIGTERM);
+    int code = bt_wait(pid, 30000);
+    if (code != 0)
+        bt_print_log(log_path);
+    assert_int_equal(code, 0);
+}
+
 sqlq_db *bt_db(const char *conn)
 {
-    sqlq_db *db = NULL;
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
-        fail_msg("connect: %s", err.message);
-    return db;
+    return sqlq_test_db_open(conn);
 }
 
 void bt_exec(sqlq_db *db, const char *sql)
 {
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
-        fail_msg("SQL failed: %s\n  %s", err.message, sql);
+    sqlq_test_db_exec(db, sql);
 }
 
 void bt_setup(const char *conn, const char *table)

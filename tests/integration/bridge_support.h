@@ -35,9 +35,33 @@ void bt_print_log(const char *log_path);
 /* A log path under the test environment for this test and name. */
 void bt_log_path(const char *name, char *out, size_t size);
 
-/* Connect or fail the test. */
+/* One bridge test case: the fixture's Azurite, a database, a queue and a log of its own. */
+typedef struct bt_case {
+    bt_queue q;
+    char *conn; /* the database's ODBC connection string (owned) */
+    char queue[64];
+    char log[512];
+} bt_case;
+
+/* A case on the database conn (taken over: freed with the case); queue and log named after
+ * name. bt_case_free deletes the queue and its -poison queue. */
+bt_case *bt_case_new(char *conn, const char *name);
+void bt_case_free(bt_case *c);
+/* Run `sqlq bridge --once` over table into the case's queue, polling every 20 ms with a 10 s
+ * lease, plus extra flags (NULL-terminated, may be NULL); expect exit 0. */
+void bt_case_run_once(bt_case *c, const char *table, const char *const *extra);
+/* Connect to the case's database (or fail), execute create, install table's change log. */
+sqlq_db *bt_case_table(bt_case *c, const char *create, const char *table);
+/* Run the bridge once more over table: nothing may arrive (within 300 ms of quiet). */
+void bt_case_expect_none(bt_case *c, const char *table, const char *const *extra);
+/* Start the bridge daemon over table into the case's queue (polling every 50 ms, lease 10 s). */
+pid_t bt_case_start(bt_case *c, const char *table);
+/* SIGTERM, wait up to 30 s, expect exit 0 (the log printed when not). */
+void bt_bridge_stop(pid_t pid, const char *log_path);
+
+/* Connect or fail the test; execute SQL or fail the test (short names for sqlq_test_db_open
+ * and sqlq_test_db_exec of tests/support/testdb.h). */
 sqlq_db *bt_db(const char *conn);
-/* Execute SQL or fail the test. */
 void bt_exec(sqlq_db *db, const char *sql);
 /* Install the change log for a table (what `sqlq setup` does for one table). */
 void bt_setup(const char *conn, const char *table);

@@ -6,6 +6,7 @@
 #include "cursor_source.h"
 #include "db.h"
 #include "log.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <setjmp.h>
@@ -17,24 +18,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-
-static sqlq_db *open_db(const char *conn)
-{
-    sqlq_db *db = NULL;
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
-        fail_msg("connect: %s", err.message);
-    return db;
-}
-
-static void exec_ok(sqlq_db *db, const char *sql)
-{
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
-        fail_msg("%s: %s", sql, err.message);
-}
 
 static sqlq_backfill *open_bf(sqlq_db *db, const char *name, const char *where, bool restart)
 {
@@ -82,7 +65,7 @@ static size_t read_pages(sqlq_backfill *bf, int max_pages, char out[][16], size_
 
 static void make_items(sqlq_db *db)
 {
-    exec_ok(db, "CREATE TABLE items (tenant VARCHAR(10) NOT NULL, id INTEGER NOT NULL, "
+    sqlq_test_db_exec(db, "CREATE TABLE items (tenant VARCHAR(10) NOT NULL, id INTEGER NOT NULL, "
                 "v INTEGER NOT NULL, updated_at TIMESTAMP NOT NULL, PRIMARY KEY (tenant, id))");
     const char *tenants[] = {"m", "c", "x"};
     for (int t = 0; t < 3; t++)
@@ -91,13 +74,13 @@ static void make_items(sqlq_db *db)
             snprintf(sql, sizeof(sql),
                      "INSERT INTO items VALUES ('%s', %d, %d, '2024-01-01 00:00:00')", tenants[t],
                      i, t * 100 + i);
-            exec_ok(db, sql);
+            sqlq_test_db_exec(db, sql);
         }
 }
 
 static void resume_finish_restart(const char *conn)
 {
-    sqlq_db *db = open_db(conn);
+    sqlq_db *db = sqlq_test_db_open(conn);
     make_items(db);
     static char keys[200][16];
     sqlq_backfill *bf = open_bf(db, "one", NULL, false);
@@ -133,7 +116,7 @@ static void resume_finish_restart(const char *conn)
 
 static void filter_lease_and_live_checkpoint(const char *conn, const char *state_table)
 {
-    sqlq_db *db = open_db(conn), *db2 = open_db(conn);
+    sqlq_db *db = sqlq_test_db_open(conn), *db2 = sqlq_test_db_open(conn);
     make_items(db);
     /* A live cursor bridge on the same table has committed a checkpoint. */
     sqlq_capture_config cc;

@@ -7,15 +7,11 @@
 # its run id (ms since the epoch), larger than every change-log version, so the sink skipped
 # every later change of a seeded key.
 set -euo pipefail
-bin=${SQLQ_BIN:?run through ctest}
-export SQLQ_QUEUE_CONNECTION=$(cat "${SQLQ_TEST_ENV_DIR:?}/azurite/conn")
-port=$(cat "$SQLQ_TEST_ENV_DIR/postgres/port")
-pgodbc=$(cat "$SQLQ_TEST_ENV_DIR/postgres/odbc")
+. "$(dirname "$0")/../support/testenv.sh"
 tmp=$(mktemp -d)
 pids=()
 queues=()
 dbs=()
-psql_() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U sqlq "$@"; }
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true

@@ -7,15 +7,11 @@
 # runs as a role that may only read the table, in a schema sqlq a DBA created for it.
 # Before, the default lag was 0: late commits were lost, and the bridge ran CREATE SCHEMA.
 set -euo pipefail
-bin=${SQLQ_BIN:?run through ctest}
-export SQLQ_QUEUE_CONNECTION=$(cat "${SQLQ_TEST_ENV_DIR:?}/azurite/conn")
-port=$(cat "$SQLQ_TEST_ENV_DIR/postgres/port")
-pgodbc=$(cat "$SQLQ_TEST_ENV_DIR/postgres/odbc")
+. "$(dirname "$0")/../support/testenv.sh"
 tmp=$(mktemp -d)
 pids=()
 queues=()
 dbs=()
-psql_() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U sqlq "$@"; }
 cleanup() {
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true

@@ -6,6 +6,7 @@
 #include "cursor_source.h"
 #include "db.h"
 #include "log.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <setjmp.h>
@@ -17,24 +18,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-
-static sqlq_db *open_db(const char *conn)
-{
-    sqlq_db *db = NULL;
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
-        fail_msg("connect: %s", err.message);
-    return db;
-}
-
-static void exec_ok(sqlq_db *db, const char *sql)
-{
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
-        fail_msg("%s: %s", sql, err.message);
-}
 
 static sqlq_cursor_source *open_source(sqlq_db *db)
 {
@@ -84,42 +67,42 @@ static json_t *poll_one(sqlq_cursor_source *cs, const char *columns)
 static void run(const char *conn, bool pg)
 {
     sqlq_log_set_level(SQLQ_LOG_ERROR);
-    sqlq_db *db = open_db(conn);
-    exec_ok(db, "CREATE TABLE items (id integer PRIMARY KEY, ver integer NOT NULL, note text, "
+    sqlq_db *db = sqlq_test_db_open(conn);
+    sqlq_test_db_exec(db, "CREATE TABLE items (id integer PRIMARY KEY, ver integer NOT NULL, note text, "
                 "qty integer)");
     sqlq_cursor_source *cs = open_source(db);
-    exec_ok(db, "INSERT INTO items VALUES (1, 1, 'n', 1)");
+    sqlq_test_db_exec(db, "INSERT INTO items VALUES (1, 1, 'n', 1)");
     json_decref(poll_one(cs, "id,ver,note,qty"));
 
-    exec_ok(db, "ALTER TABLE items ADD COLUMN extra text");
-    exec_ok(db, "INSERT INTO items VALUES (2, 2, 'n', 2, 'x')");
+    sqlq_test_db_exec(db, "ALTER TABLE items ADD COLUMN extra text");
+    sqlq_test_db_exec(db, "INSERT INTO items VALUES (2, 2, 'n', 2, 'x')");
     json_t *row = poll_one(cs, "id,ver,note,qty,extra");
     assert_string_equal(json_string_value(json_object_get(row, "extra")), "x");
     json_decref(row);
 
-    exec_ok(db, "ALTER TABLE items DROP COLUMN note");
-    exec_ok(db, "INSERT INTO items VALUES (3, 3, 3, 'x')");
+    sqlq_test_db_exec(db, "ALTER TABLE items DROP COLUMN note");
+    sqlq_test_db_exec(db, "INSERT INTO items VALUES (3, 3, 3, 'x')");
     json_decref(poll_one(cs, "id,ver,qty,extra"));
 
-    exec_ok(db, "ALTER TABLE items RENAME COLUMN qty TO quantity");
-    exec_ok(db, "INSERT INTO items VALUES (4, 4, 4, 'x')");
+    sqlq_test_db_exec(db, "ALTER TABLE items RENAME COLUMN qty TO quantity");
+    sqlq_test_db_exec(db, "INSERT INTO items VALUES (4, 4, 4, 'x')");
     json_decref(poll_one(cs, "id,ver,quantity,extra"));
 
     if (pg) {
-        exec_ok(db, "ALTER TABLE items ALTER COLUMN quantity TYPE text USING quantity::text");
-        exec_ok(db, "INSERT INTO items VALUES (5, 5, 'q5', 'x')");
+        sqlq_test_db_exec(db, "ALTER TABLE items ALTER COLUMN quantity TYPE text USING quantity::text");
+        sqlq_test_db_exec(db, "INSERT INTO items VALUES (5, 5, 'q5', 'x')");
         row = poll_one(cs, "id,ver,quantity,extra");
         assert_string_equal(json_string_value(json_object_get(row, "quantity")), "q5");
         json_decref(row);
-        exec_ok(db, "ALTER TABLE items DROP CONSTRAINT items_pkey, ADD PRIMARY KEY (id, ver)");
+        sqlq_test_db_exec(db, "ALTER TABLE items DROP CONSTRAINT items_pkey, ADD PRIMARY KEY (id, ver)");
     } else {
-        exec_ok(db, "CREATE TABLE items_new (id integer NOT NULL, ver integer NOT NULL, "
+        sqlq_test_db_exec(db, "CREATE TABLE items_new (id integer NOT NULL, ver integer NOT NULL, "
                     "quantity integer, extra text, PRIMARY KEY (id, ver))");
-        exec_ok(db, "INSERT INTO items_new SELECT * FROM items");
-        exec_ok(db, "DROP TABLE items");
-        exec_ok(db, "ALTER TABLE items_new RENAME TO items");
+        sqlq_test_db_exec(db, "INSERT INTO items_new SELECT * FROM items");
+        sqlq_test_db_exec(db, "DROP TABLE items");
+        sqlq_test_db_exec(db, "ALTER TABLE items_new RENAME TO items");
     }
-    exec_ok(db, "INSERT INTO items VALUES (6, 6, NULL, 'x')");
+    sqlq_test_db_exec(db, "INSERT INTO items VALUES (6, 6, NULL, 'x')");
     sqlq_change_batch b;
     sqlq_error err;
     sqlq_error_clear(&err);

@@ -5,6 +5,7 @@
 #include "cursor_source.h"
 #include "db.h"
 #include "log.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <setjmp.h>
@@ -24,40 +25,6 @@ typedef struct env {
     const char *ts_type;    /* a NOT NULL timestamp type */
     const char *state_table;
 } env;
-
-static sqlq_db *open_db(const char *conn)
-{
-    sqlq_db *db = NULL;
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
-        fail_msg("connect: %s", err.message);
-    return db;
-}
-
-static void exec_ok(sqlq_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void exec_ok(sqlq_db *db, const char *fmt, ...)
-{
-    char sql[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof(sql), fmt, ap);
-    va_end(ap);
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
-        fail_msg("%s: %s", sql, err.message);
-}
-
-static int64_t query_int(sqlq_db *db, const char *sql)
-{
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    int64_t v = -1;
-    if (sqlq_db_query_int(db, sql, NULL, 0, &v, &err) != SQLQ_OK)
-        fail_msg("%s: %s", sql, err.message);
-    return v;
-}
 
 static sqlq_cursor_source *open_source(sqlq_db *db, const char *table, const char *cursor,
                                        const char *soft_delete, const char *instance, int batch,
@@ -127,13 +94,13 @@ static void drain(sqlq_cursor_source *cs, seen *s)
  * twice; a restart in the middle resumes after the last committed key. */
 static void ties_updates_soft_delete(const env *e)
 {
-    sqlq_db *db = open_db(e->conn);
-    exec_ok(db,
+    sqlq_db *db = sqlq_test_db_open(e->conn);
+    sqlq_test_db_execf(db,
             "CREATE TABLE orders (id INTEGER PRIMARY KEY, name VARCHAR(50) NOT NULL, "
             "updated_at %s NOT NULL, deleted_at %s NULL)",
             e->ts_type, e->ts_type);
     for (int i = 25; i >= 1; i--) /* inserted in reverse: order must come from the key */
-        exec_ok(db, "INSERT INTO orders VALUES (%d, 'n%d', '2024-01-01 10:00:00.123456', NULL)", i,
+        sqlq_test_db_execf(db, "INSERT INTO orders VALUES (%d, 'n%d', '2024-01-01 10:00:00.123456', NULL)", i,
                 i);
     sqlq_cursor_source *cs = open_source(db, "orders", "updated_at", "deleted_at", "a", 10, 30, 0);
     seen s = {0};
@@ -147,8 +114,8 @@ static void ties_updates_soft_delete(const env *e)
         assert_int_equal(s.ops[i], SQLQ_OP_UPDATE);
     }
     /* Updates move the cursor: exactly the updated rows come again. */
-    exec_ok(db, "UPDATE orders SET name = 'x', updated_at = '2024-01-01 11:00:00' WHERE id IN (7, 3)");
-    exec_ok(db, "UPDATE orders SET deleted_at = '2024-01-01 12:00:00', "
+    sqlq_test_db_execf(db, "UPDATE orders SET name = 'x', updated_at = '2024-01-01 11:00:00' WHERE id IN (7, 3)");
+    sqlq_test_db_execf(db, "UPDATE orders SET deleted_at = '2024-01-01 12:00:00', "
                 "updated_at = '2024-01-01 12:00:00' WHERE id = 5");
     seen u = {0};
     drain(cs, &u);
@@ -161,7 +128,7 @@ static void ties_updates_soft_delete(const env *e)
     char sql[256];
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE table_name LIKE '%%orders' AND "
              "key_json = '[5]' AND rows_done = 28", e->state_table);
-    assert_int_equal(query_int(db, sql), 1);
+    assert_int_equal(sqlq_test_db_query_int(db, sql, NULL, 0), 1);
     sqlq_cursor_source_close(cs);
     sqlq_db_close(db);
 }
@@ -169,13 +136,13 @@ static void ties_updates_soft_delete(const env *e)
 /* Composite key (text, integer) as tiebreaker under an integer version cursor. */
 static void composite_key_integer_cursor(const env *e)
 {
-    sqlq_db *db = open_db(e->conn);
-    exec_ok(db, "CREATE TABLE items (tenant VARCHAR(20) NOT NULL, id INTEGER NOT NULL, "
+    sqlq_db *db = sqlq_test_db_open(e->conn);
+    sqlq_test_db_execf(db, "CREATE TABLE items (tenant VARCHAR(20) NOT NULL, id INTEGER NOT NULL, "
                 "name VARCHAR(50) NOT NULL, version BIGINT NOT NULL, PRIMARY KEY (tenant, id))");
     const char *tenants[] = {"b", "a", "c"};
     for (int t = 0; t < 3; t++)
         for (int i = 1; i <= 4; i++)
-            exec_ok(db, "INSERT INTO items VALUES ('%s', %d, 'n', %d)", tenants[t], i,
+            sqlq_test_db_execf(db, "INSERT INTO items VALUES ('%s', %d, 'n', %d)", tenants[t], i,
                     i <= 2 ? 1 : 2);
     sqlq_cursor_source *cs = open_source(db, "items", "version", NULL, "a", 5, 30, 0);
     char order[64] = "";
@@ -216,14 +183,14 @@ static void now_minus(const env *e, int ms, char *out, size_t size)
  * stamped before the checkpoint (committed later than the lag) is not read: documented. */
 static void safety_lag(const env *e)
 {
-    sqlq_db *db = open_db(e->conn);
-    exec_ok(db, "CREATE TABLE ev (id INTEGER PRIMARY KEY, name VARCHAR(50) NOT NULL, "
+    sqlq_db *db = sqlq_test_db_open(e->conn);
+    sqlq_test_db_execf(db, "CREATE TABLE ev (id INTEGER PRIMARY KEY, name VARCHAR(50) NOT NULL, "
                 "updated_at %s NOT NULL)", e->ts_type);
     char expr[160];
     now_minus(e, 5000, expr, sizeof(expr));
-    exec_ok(db, "INSERT INTO ev VALUES (1, 'old', %s)", expr);
+    sqlq_test_db_execf(db, "INSERT INTO ev VALUES (1, 'old', %s)", expr);
     now_minus(e, 300, expr, sizeof(expr));
-    exec_ok(db, "INSERT INTO ev VALUES (2, 'recent', %s)", expr);
+    sqlq_test_db_execf(db, "INSERT INTO ev VALUES (2, 'recent', %s)", expr);
     sqlq_cursor_source *cs = open_source(db, "ev", "updated_at", NULL, "a", 10, 30, 2000);
     seen s = {0};
     drain(cs, &s);
@@ -231,7 +198,7 @@ static void safety_lag(const env *e)
     assert_int_equal(s.ids[0], 1);
     /* A transaction that took its timestamp 1 s ago commits only now: within the lag. */
     now_minus(e, 1000, expr, sizeof(expr));
-    exec_ok(db, "INSERT INTO ev VALUES (3, 'late', %s)", expr);
+    sqlq_test_db_execf(db, "INSERT INTO ev VALUES (3, 'late', %s)", expr);
     usleep(2100 * 1000);
     drain(cs, &s);
     assert_int_equal(s.n, 3);
@@ -239,7 +206,7 @@ static void safety_lag(const env *e)
     assert_int_equal(s.ids[2], 2);
     /* Committed later than the lag allows: below the checkpoint, never read. */
     now_minus(e, 60000, expr, sizeof(expr));
-    exec_ok(db, "INSERT INTO ev VALUES (4, 'too late', %s)", expr);
+    sqlq_test_db_execf(db, "INSERT INTO ev VALUES (4, 'too late', %s)", expr);
     drain(cs, &s);
     assert_int_equal(s.n, 3);
     sqlq_cursor_source_close(cs);
@@ -264,8 +231,8 @@ static void expect_refused(sqlq_db *db, const char *table, const char *cursor, c
 
 static void unsafe_cursors(const env *e)
 {
-    sqlq_db *db = open_db(e->conn);
-    exec_ok(db, "CREATE TABLE bad (id INTEGER PRIMARY KEY, ts_null %s NULL, score REAL NOT NULL, "
+    sqlq_db *db = sqlq_test_db_open(e->conn);
+    sqlq_test_db_execf(db, "CREATE TABLE bad (id INTEGER PRIMARY KEY, ts_null %s NULL, score REAL NOT NULL, "
                 "label VARCHAR(20) NOT NULL, day DATE NOT NULL)", e->ts_type);
     expect_refused(db, "bad", "ts_null", "nullable");
     expect_refused(db, "bad", "score", "floating-point");
@@ -273,8 +240,8 @@ static void unsafe_cursors(const env *e)
     expect_refused(db, "bad", "nope", "is not a column");
     if (e->dialect == &sqlq_dialect_sqlite) {
         /* SQLite takes any value in any column: a timestamp column holding numbers is refused. */
-        exec_ok(db, "CREATE TABLE odd (id INTEGER PRIMARY KEY, ts TIMESTAMP NOT NULL)");
-        exec_ok(db, "INSERT INTO odd VALUES (1, 1714564800)");
+        sqlq_test_db_execf(db, "CREATE TABLE odd (id INTEGER PRIMARY KEY, ts TIMESTAMP NOT NULL)");
+        sqlq_test_db_execf(db, "INSERT INTO odd VALUES (1, 1714564800)");
         expect_refused(db, "odd", "ts", "ISO 8601");
     } else {
         expect_refused(db, "bad", "day", "time of day");
@@ -286,11 +253,11 @@ static void unsafe_cursors(const env *e)
  * database, and the checkpoint the new owner committed stays. */
 static void stale_commit_rejected(const env *e)
 {
-    sqlq_db *db_a = open_db(e->conn), *db_b = open_db(e->conn);
-    exec_ok(db_a, "CREATE TABLE st (id INTEGER PRIMARY KEY, name VARCHAR(50) NOT NULL, "
+    sqlq_db *db_a = sqlq_test_db_open(e->conn), *db_b = sqlq_test_db_open(e->conn);
+    sqlq_test_db_execf(db_a, "CREATE TABLE st (id INTEGER PRIMARY KEY, name VARCHAR(50) NOT NULL, "
                   "updated_at %s NOT NULL)", e->ts_type);
     for (int i = 1; i <= 6; i++)
-        exec_ok(db_a, "INSERT INTO st VALUES (%d, 'n', '2024-01-01 00:00:0%d')", i, i);
+        sqlq_test_db_execf(db_a, "INSERT INTO st VALUES (%d, 'n', '2024-01-01 00:00:0%d')", i, i);
     sqlq_cursor_source *a = open_source(db_a, "st", "updated_at", NULL, "inst-a", 3, 1, 0);
     sqlq_cursor_source *b = open_source(db_b, "st", "updated_at", NULL, "inst-b", 3, 1, 0);
     sqlq_change_batch ba;
@@ -304,7 +271,7 @@ static void stale_commit_rejected(const env *e)
     assert_false(sqlq_cursor_source_leader(b));
     /* A second handle of instance a (the bridge's renewal thread) extends a's lease; b's
      * handle cannot. */
-    sqlq_db *db_a2 = open_db(e->conn);
+    sqlq_db *db_a2 = sqlq_test_db_open(e->conn);
     sqlq_cursor_source *a2 = open_source(db_a2, "st", "updated_at", NULL, "inst-a", 3, 1, 0);
     assert_int_equal(sqlq_cursor_source_renew(a2, NULL, 0, &err), SQLQ_OK);
     assert_int_equal(sqlq_cursor_source_renew(b, NULL, 0, &err), SQLQ_E_LEASE_LOST);
@@ -318,14 +285,14 @@ static void stale_commit_rejected(const env *e)
     assert_int_equal(sb.ids[0], 1);
     char sql[256];
     snprintf(sql, sizeof(sql), "SELECT batch_id FROM %s WHERE table_name LIKE '%%st'", e->state_table);
-    int64_t committed = query_int(db_a, sql);
+    int64_t committed = sqlq_test_db_query_int(db_a, sql, NULL, 0);
     assert_int_equal(committed, 2);
     size_t lost = 0;
     assert_int_equal(sqlq_cursor_source_release(a, ba.items, ba.count, &lost, &err),
                      SQLQ_E_LEASE_LOST);
     assert_int_equal(lost, 3);
     assert_non_null(strstr(err.message, "rejected"));
-    assert_int_equal(query_int(db_a, sql), committed); /* not moved back */
+    assert_int_equal(sqlq_test_db_query_int(db_a, sql, NULL, 0), committed); /* not moved back */
     assert_false(sqlq_cursor_source_leader(a));
     sqlq_change_batch_free(&ba);
     sqlq_cursor_source_close(a);

@@ -3,6 +3,7 @@
 #include "db.h"
 #include "dialect.h"
 #include "log.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <setjmp.h>
@@ -14,35 +15,6 @@
 
 #include <cmocka.h>
 
-static sqlq_db *open_db(const char *conn)
-{
-    sqlq_db *db = NULL;
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    sqlq_result r = sqlq_db_connect(conn, &db, &err);
-    if (r != SQLQ_OK)
-        fail_msg("connect failed: %s (sqlstate=%s)", err.message, err.sqlstate);
-    return db;
-}
-
-static void exec_ok(sqlq_db *db, const char *sql, const sqlq_param *p, size_t n)
-{
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_exec(db, sql, p, n, NULL, &err) != SQLQ_OK)
-        fail_msg("%s: %s", sql, err.message);
-}
-
-static int64_t query_int(sqlq_db *db, const char *sql, const sqlq_param *p, size_t n)
-{
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    int64_t v = -1;
-    if (sqlq_db_query_int(db, sql, p, n, &v, &err) != SQLQ_OK)
-        fail_msg("%s: %s", sql, err.message);
-    return v;
-}
-
 static char *sqlite_conn(const char *prefix)
 {
     char path[1024];
@@ -53,10 +25,10 @@ static char *sqlite_conn(const char *prefix)
 
 static void basic_statements(const char *conn, const sqlq_dialect *want)
 {
-    sqlq_db *db = open_db(conn);
+    sqlq_db *db = sqlq_test_db_open(conn);
     assert_ptr_equal(sqlq_db_dialect(db), want);
     assert_true(strlen(sqlq_db_dbms_name(db)) > 0);
-    exec_ok(db,
+    sqlq_test_db_exec_params(db,
             "CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR(100), score DOUBLE PRECISION, "
             "big BIGINT)",
             NULL, 0);
@@ -70,7 +42,7 @@ static void basic_statements(const char *conn, const sqlq_dialect *want)
     assert_int_equal(rows, 1);
     sqlq_param p2[4] = {sqlq_param_int(2), sqlq_param_null(), sqlq_param_null(),
                         sqlq_param_int(-5)};
-    exec_ok(db, "INSERT INTO t VALUES (?, ?, ?, ?)", p2, 4);
+    sqlq_test_db_exec_params(db, "INSERT INTO t VALUES (?, ?, ?, ?)", p2, 4);
     assert_int_equal(sqlq_db_exec(db, "UPDATE t SET score = score + 1", NULL, 0, &rows, &err),
                      SQLQ_OK);
     assert_int_equal(rows, 2);
@@ -94,9 +66,9 @@ static void basic_statements(const char *conn, const sqlq_dialect *want)
     json_decref(out);
 
     sqlq_param by_name = sqlq_param_text("žluťoučký kůň");
-    assert_int_equal(query_int(db, "SELECT id FROM t WHERE name = ?", &by_name, 1), 1);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM t", NULL, 0), 2);
-    assert_int_equal(query_int(db, "SELECT name FROM t WHERE id = 2", NULL, 0), 0); /* NULL -> 0 */
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT id FROM t WHERE name = ?", &by_name, 1), 1);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT count(*) FROM t", NULL, 0), 2);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT name FROM t WHERE id = 2", NULL, 0), 0); /* NULL -> 0 */
     int64_t v = 7;
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_query_int(db, "SELECT id FROM t WHERE id = 99", NULL, 0, &v, &err),
@@ -109,31 +81,31 @@ static void basic_statements(const char *conn, const sqlq_dialect *want)
 
 static void transactions(const char *conn)
 {
-    sqlq_db *db = open_db(conn);
+    sqlq_db *db = sqlq_test_db_open(conn);
     sqlq_error err;
     sqlq_error_clear(&err);
-    exec_ok(db, "CREATE TABLE tx (id INTEGER PRIMARY KEY)", NULL, 0);
+    sqlq_test_db_exec_params(db, "CREATE TABLE tx (id INTEGER PRIMARY KEY)", NULL, 0);
     sqlq_db_rollback(db); /* nothing open: harmless */
     assert_int_equal(sqlq_db_commit(db, &err), SQLQ_E_INVALID);
 
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_begin(db, &err), SQLQ_OK);
     assert_int_equal(sqlq_db_begin(db, &err), SQLQ_E_INVALID);
-    exec_ok(db, "INSERT INTO tx VALUES (1)", NULL, 0);
+    sqlq_test_db_exec_params(db, "INSERT INTO tx VALUES (1)", NULL, 0);
     sqlq_db_rollback(db);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM tx", NULL, 0), 0);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT count(*) FROM tx", NULL, 0), 0);
 
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_begin(db, &err), SQLQ_OK);
-    exec_ok(db, "INSERT INTO tx VALUES (2)", NULL, 0);
-    exec_ok(db, "INSERT INTO tx VALUES (3)", NULL, 0);
+    sqlq_test_db_exec_params(db, "INSERT INTO tx VALUES (2)", NULL, 0);
+    sqlq_test_db_exec_params(db, "INSERT INTO tx VALUES (3)", NULL, 0);
     assert_int_equal(sqlq_db_commit(db, &err), SQLQ_OK);
 
     /* Autocommit is back on: this insert survives a fresh connection. */
-    exec_ok(db, "INSERT INTO tx VALUES (4)", NULL, 0);
+    sqlq_test_db_exec_params(db, "INSERT INTO tx VALUES (4)", NULL, 0);
     sqlq_db_close(db);
-    db = open_db(conn);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM tx", NULL, 0), 3);
+    db = sqlq_test_db_open(conn);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT count(*) FROM tx", NULL, 0), 3);
     sqlq_db_close(db);
 }
 
@@ -147,7 +119,7 @@ static int count_rows(void *ctx, json_t *row, sqlq_error *err)
 
 static void streaming(const char *conn, const char *series_sql)
 {
-    sqlq_db *db = open_db(conn);
+    sqlq_db *db = sqlq_test_db_open(conn);
     sqlq_error err;
     sqlq_error_clear(&err);
     int n = 0;
@@ -155,7 +127,7 @@ static void streaming(const char *conn, const char *series_sql)
                      SQLQ_E_CANCELLED);
     assert_int_equal(n, 5);
     /* The connection is usable after an abandoned cursor. */
-    assert_int_equal(query_int(db, "SELECT 42", NULL, 0), 42);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT 42", NULL, 0), 42);
     sqlq_db_close(db);
 }
 
@@ -191,9 +163,9 @@ static void test_sql_db_sqlite_constraint_error(void **state)
 {
     (void)state;
     char *conn = sqlite_conn("db-err");
-    sqlq_db *db = open_db(conn);
-    exec_ok(db, "CREATE TABLE u (id INTEGER PRIMARY KEY)", NULL, 0);
-    exec_ok(db, "INSERT INTO u VALUES (1)", NULL, 0);
+    sqlq_db *db = sqlq_test_db_open(conn);
+    sqlq_test_db_exec_params(db, "CREATE TABLE u (id INTEGER PRIMARY KEY)", NULL, 0);
+    sqlq_test_db_exec_params(db, "INSERT INTO u VALUES (1)", NULL, 0);
     sqlq_error err;
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_exec(db, "INSERT INTO u VALUES (1)", NULL, 0, NULL, &err), SQLQ_E_SQL);
@@ -216,16 +188,16 @@ static void test_sql_db_sqlite_busy_is_transient(void **state)
     (void)state;
     char path[1024];
     char *conn = sqlq_test_sqlite_db("db-busy", path, sizeof(path));
-    sqlq_db *a = open_db(conn);
-    exec_ok(a, "CREATE TABLE b (id INTEGER PRIMARY KEY)", NULL, 0);
+    sqlq_db *a = sqlq_test_db_open(conn);
+    sqlq_test_db_exec_params(a, "CREATE TABLE b (id INTEGER PRIMARY KEY)", NULL, 0);
     char conn2[1200];
     /* Timeout=0 means "wait 1000 s" to sqliteodbc (values < 1 fall back to its maximum). */
     snprintf(conn2, sizeof(conn2), "Driver={SQLite3};Database=%s;Timeout=50;", path);
-    sqlq_db *b = open_db(conn2);
+    sqlq_db *b = sqlq_test_db_open(conn2);
     sqlq_error err;
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_begin(a, &err), SQLQ_OK);
-    exec_ok(a, "INSERT INTO b VALUES (1)", NULL, 0);
+    sqlq_test_db_exec_params(a, "INSERT INTO b VALUES (1)", NULL, 0);
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_begin(b, &err), SQLQ_E_SQL);
     assert_true(err.transient);
@@ -238,9 +210,9 @@ static void test_sql_db_sqlite_busy_is_transient(void **state)
     assert_int_equal(sqlq_db_commit(a, &err), SQLQ_OK);
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_begin(b, &err), SQLQ_OK);
-    exec_ok(b, "INSERT INTO b VALUES (2)", NULL, 0);
+    sqlq_test_db_exec_params(b, "INSERT INTO b VALUES (2)", NULL, 0);
     assert_int_equal(sqlq_db_commit(b, &err), SQLQ_OK);
-    assert_int_equal(query_int(a, "SELECT count(*) FROM b", NULL, 0), 2);
+    assert_int_equal(sqlq_test_db_query_int(a, "SELECT count(*) FROM b", NULL, 0), 2);
     sqlq_db_close(a);
     sqlq_db_close(b);
     free(conn);
@@ -262,12 +234,12 @@ static void test_sql_db_sqlite_dsn(void **state)
     setenv("ODBCINI", ini, 1);
     char dsn_conn[128];
     snprintf(dsn_conn, sizeof(dsn_conn), "DSN=%s;", dsn);
-    sqlq_db *db = open_db(dsn_conn);
+    sqlq_db *db = sqlq_test_db_open(dsn_conn);
     assert_ptr_equal(sqlq_db_dialect(db), &sqlq_dialect_sqlite);
-    exec_ok(db, "CREATE TABLE d (id INTEGER PRIMARY KEY)", NULL, 0);
+    sqlq_test_db_exec_params(db, "CREATE TABLE d (id INTEGER PRIMARY KEY)", NULL, 0);
     sqlq_db_close(db);
-    db = open_db(conn); /* the same file */
-    assert_int_equal(query_int(db, "SELECT count(*) FROM d", NULL, 0), 0);
+    db = sqlq_test_db_open(conn); /* the same file */
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT count(*) FROM d", NULL, 0), 0);
     sqlq_db_close(db);
     unsetenv("ODBCINI");
     free(conn);
@@ -321,9 +293,9 @@ static void test_sql_db_pg_unique_violation(void **state)
 {
     (void)state;
     char *conn = sqlq_test_pg_create_db("db_err");
-    sqlq_db *db = open_db(conn);
-    exec_ok(db, "CREATE TABLE u (id int PRIMARY KEY)", NULL, 0);
-    exec_ok(db, "INSERT INTO u VALUES (1)", NULL, 0);
+    sqlq_db *db = sqlq_test_db_open(conn);
+    sqlq_test_db_exec_params(db, "CREATE TABLE u (id int PRIMARY KEY)", NULL, 0);
+    sqlq_test_db_exec_params(db, "INSERT INTO u VALUES (1)", NULL, 0);
     sqlq_error err;
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_exec(db, "INSERT INTO u VALUES (1)", NULL, 0, NULL, &err), SQLQ_E_SQL);
@@ -336,7 +308,7 @@ static void test_sql_db_pg_unique_violation(void **state)
     assert_int_equal(sqlq_db_begin(db, &err), SQLQ_OK);
     assert_int_equal(sqlq_db_exec(db, "INSERT INTO u VALUES (1)", NULL, 0, NULL, &err), SQLQ_E_SQL);
     sqlq_db_rollback(db);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM u", NULL, 0), 1);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT count(*) FROM u", NULL, 0), 1);
     sqlq_db_close(db);
     free(conn);
 }
@@ -347,12 +319,12 @@ static void test_sql_db_pg_param_types(void **state)
 {
     (void)state;
     char *conn = sqlq_test_pg_create_db("db_params");
-    sqlq_db *db = open_db(conn);
-    exec_ok(db,
+    sqlq_db *db = sqlq_test_db_open(conn);
+    sqlq_test_db_exec_params(db,
             "CREATE TABLE p (i int PRIMARY KEY, b bigint, s text, n numeric(20,2), f float8, "
             "y bytea)",
             NULL, 0);
-    exec_ok(db, "INSERT INTO p VALUES (7, 4611686018427387904, '7', 7.5, 0.25, '\\x00ff')", NULL,
+    sqlq_test_db_exec_params(db, "INSERT INTO p VALUES (7, 4611686018427387904, '7', 7.5, 0.25, '\\x00ff')", NULL,
             0);
     static const char *const int_cols[] = {"i", "b", "s"};
     for (size_t c = 0; c < 3; c++) {
@@ -360,23 +332,23 @@ static void test_sql_db_pg_param_types(void **state)
         snprintf(sql, sizeof(sql), "SELECT count(*) FROM p WHERE %s = ?", int_cols[c]);
         sqlq_param text = sqlq_param_text(c == 1 ? "4611686018427387904" : "7");
         sqlq_param num = sqlq_param_int(c == 1 ? 4611686018427387904LL : 7);
-        assert_int_equal(query_int(db, sql, &text, 1), 1);
-        assert_int_equal(query_int(db, sql, &num, 1), 1);
+        assert_int_equal(sqlq_test_db_query_int(db, sql, &text, 1), 1);
+        assert_int_equal(sqlq_test_db_query_int(db, sql, &num, 1), 1);
         sqlq_param other = sqlq_param_int(8);
-        assert_int_equal(query_int(db, sql, &other, 1), 0);
+        assert_int_equal(sqlq_test_db_query_int(db, sql, &other, 1), 0);
     }
     sqlq_param n = sqlq_param_text("7.50");
-    assert_int_equal(query_int(db, "SELECT count(*) FROM p WHERE n = ?", &n, 1), 1);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT count(*) FROM p WHERE n = ?", &n, 1), 1);
     sqlq_param f = sqlq_param_double(0.25);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM p WHERE f = ?", &f, 1), 1);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM p WHERE i < ?", &f, 1), 0);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT count(*) FROM p WHERE f = ?", &f, 1), 1);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT count(*) FROM p WHERE i < ?", &f, 1), 0);
     sqlq_param y = sqlq_param_binary("\x00\xff", 2);
-    assert_int_equal(query_int(db, "SELECT count(*) FROM p WHERE y = ?", &y, 1), 1);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT count(*) FROM p WHERE y = ?", &y, 1), 1);
     sqlq_param null = sqlq_param_null();
     assert_int_equal(
-        query_int(db, "SELECT count(*) FROM p WHERE s IS NOT DISTINCT FROM ?", &null, 1), 0);
+        sqlq_test_db_query_int(db, "SELECT count(*) FROM p WHERE s IS NOT DISTINCT FROM ?", &null, 1), 0);
     sqlq_param big[2] = {sqlq_param_int(INT64_MIN), sqlq_param_int(INT64_MAX)};
-    assert_int_equal(query_int(db, "SELECT count(*) FROM p WHERE b > ? AND b < ?", big, 2), 1);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT count(*) FROM p WHERE b > ? AND b < ?", big, 2), 1);
     sqlq_db_close(db);
     free(conn);
 }
@@ -406,12 +378,12 @@ static void test_sql_db_pg_reconnect_after_kill(void **state)
 {
     (void)state;
     char *conn = sqlq_test_pg_create_db("db_kill");
-    sqlq_db *db = open_db(conn);
-    sqlq_db *killer = open_db(conn);
-    int64_t pid = query_int(db, "SELECT pg_backend_pid()", NULL, 0);
+    sqlq_db *db = sqlq_test_db_open(conn);
+    sqlq_db *killer = sqlq_test_db_open(conn);
+    int64_t pid = sqlq_test_db_query_int(db, "SELECT pg_backend_pid()", NULL, 0);
     sqlq_param p = sqlq_param_int(pid);
     assert_int_equal(
-        query_int(killer, "SELECT CASE WHEN pg_terminate_backend(CAST(? AS int)) THEN 1 ELSE 0 END",
+        sqlq_test_db_query_int(killer, "SELECT CASE WHEN pg_terminate_backend(CAST(? AS int)) THEN 1 ELSE 0 END",
                   &p, 1),
         1);
     sqlq_error err;
@@ -432,8 +404,8 @@ static void test_sql_db_pg_reconnect_after_kill(void **state)
                  err.native_code);
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_reconnect(db, NULL, &err), SQLQ_OK);
-    assert_int_equal(query_int(db, "SELECT 1", NULL, 0), 1);
-    assert_true(query_int(db, "SELECT pg_backend_pid()", NULL, 0) != pid);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT 1", NULL, 0), 1);
+    assert_true(sqlq_test_db_query_int(db, "SELECT pg_backend_pid()", NULL, 0) != pid);
     sqlq_db_close(killer);
 
     /* A stop request ends a reconnect before it tries. */
@@ -443,7 +415,7 @@ static void test_sql_db_pg_reconnect_after_kill(void **state)
     stop = 0;
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_reconnect(db, &stop, &err), SQLQ_OK);
-    assert_int_equal(query_int(db, "SELECT 1", NULL, 0), 1);
+    assert_int_equal(sqlq_test_db_query_int(db, "SELECT 1", NULL, 0), 1);
     sqlq_db_close(db);
     free(conn);
 }

@@ -4,6 +4,7 @@
 #include "db.h"
 #include "dialect.h"
 #include "table.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <setjmp.h>
@@ -14,24 +15,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-
-static sqlq_db *open_db(const char *conn)
-{
-    sqlq_db *db = NULL;
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
-        fail_msg("connect failed: %s", err.message);
-    return db;
-}
-
-static void exec_ok(sqlq_db *db, const char *sql)
-{
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
-        fail_msg("%s: %s", sql, err.message);
-}
 
 static sqlq_table *describe(sqlq_db *db, const char *name_text)
 {
@@ -130,8 +113,8 @@ static void test_sql_table_sqlite(void **state)
     (void)state;
     char path[1024];
     char *conn = sqlq_test_sqlite_db("table", path, sizeof(path));
-    sqlq_db *db = open_db(conn);
-    exec_ok(db, "CREATE TABLE lines (a TEXT, b INTEGER, c REAL NOT NULL, PRIMARY KEY (c, a))");
+    sqlq_db *db = sqlq_test_db_open(conn);
+    sqlq_test_db_exec(db, "CREATE TABLE lines (a TEXT, b INTEGER, c REAL NOT NULL, PRIMARY KEY (c, a))");
     sqlq_table *t = describe(db, "lines");
     check_composite_key(t);
     assert_string_equal(t->columns[0].type, "text");
@@ -142,9 +125,9 @@ static void test_sql_table_sqlite(void **state)
     check_composite_key(t);
     sqlq_table_free(t);
 
-    exec_ok(db, "CREATE TABLE \"My \"\"Table\"\" [x] žluť\" (\"col \"\"1\"\" [y] ☃\" INTEGER "
+    sqlq_test_db_exec(db, "CREATE TABLE \"My \"\"Table\"\" [x] žluť\" (\"col \"\"1\"\" [y] ☃\" INTEGER "
                 "PRIMARY KEY, \"second col\" TEXT)");
-    exec_ok(db, "INSERT INTO \"My \"\"Table\"\" [x] žluť\" VALUES (5, 'five')");
+    sqlq_test_db_exec(db, "INSERT INTO \"My \"\"Table\"\" [x] žluť\" VALUES (5, 'five')");
     t = describe(db, "\"My \"\"Table\"\" [x] žluť\"");
     assert_int_equal(t->nkey, 1);
     assert_string_equal(t->columns[0].name, "col \"1\" [y] ☃");
@@ -154,7 +137,7 @@ static void test_sql_table_sqlite(void **state)
     assert_int_equal(t->ncolumns, 2);
     sqlq_table_free(t);
 
-    exec_ok(db, "CREATE TABLE nopk (a INTEGER, b TEXT)");
+    sqlq_test_db_exec(db, "CREATE TABLE nopk (a INTEGER, b TEXT)");
     expect_describe_error(db, "nopk", SQLQ_E_INVALID,
                           "table nopk has no primary key; sqlq needs one to identify rows");
     expect_describe_error(db, "missing_one", SQLQ_E_NOT_FOUND, "table missing_one not found");
@@ -168,11 +151,11 @@ static void test_sql_table_postgres(void **state)
 {
     (void)state;
     char *conn = sqlq_test_pg_create_db("table");
-    sqlq_db *db = open_db(conn);
-    exec_ok(db, "CREATE SCHEMA s");
-    exec_ok(db, "CREATE TABLE s.lines (a text, b int, c numeric(10,2) NOT NULL, "
+    sqlq_db *db = sqlq_test_db_open(conn);
+    sqlq_test_db_exec(db, "CREATE SCHEMA s");
+    sqlq_test_db_exec(db, "CREATE TABLE s.lines (a text, b int, c numeric(10,2) NOT NULL, "
                 "PRIMARY KEY (c, a))");
-    exec_ok(db, "CREATE TABLE lines (a text, b int, c int NOT NULL, PRIMARY KEY (c, a))");
+    sqlq_test_db_exec(db, "CREATE TABLE lines (a text, b int, c int NOT NULL, PRIMARY KEY (c, a))");
     sqlq_table *t = describe(db, "s.lines");
     check_composite_key(t);
     assert_string_equal(t->name.schema, "s");
@@ -190,11 +173,11 @@ static void test_sql_table_postgres(void **state)
     assert_string_equal(t->name.name, "lines");
     sqlq_table_free(t);
 
-    exec_ok(db, "CREATE SCHEMA \"we\"\"ird [s] ☃\"");
-    exec_ok(db, "CREATE TABLE \"we\"\"ird [s] ☃\".\"My \"\"Table\"\" [x] žluť\" ("
+    sqlq_test_db_exec(db, "CREATE SCHEMA \"we\"\"ird [s] ☃\"");
+    sqlq_test_db_exec(db, "CREATE TABLE \"we\"\"ird [s] ☃\".\"My \"\"Table\"\" [x] žluť\" ("
                 "\"col \"\"1\"\" [y]\" int, \"Second Col\" text, PRIMARY KEY (\"Second Col\", "
                 "\"col \"\"1\"\" [y]\"))");
-    exec_ok(db, "INSERT INTO \"we\"\"ird [s] ☃\".\"My \"\"Table\"\" [x] žluť\" VALUES (5, 'five')");
+    sqlq_test_db_exec(db, "INSERT INTO \"we\"\"ird [s] ☃\".\"My \"\"Table\"\" [x] žluť\" VALUES (5, 'five')");
     t = describe(db, "\"we\"\"ird [s] ☃\".\"My \"\"Table\"\" [x] žluť\"");
     assert_string_equal(t->name.schema, "we\"ird [s] ☃");
     assert_string_equal(t->name.name, "My \"Table\" [x] žluť");
@@ -203,7 +186,7 @@ static void test_sql_table_postgres(void **state)
     select_round_trip(db, t, "[{\"col \\\"1\\\" [y]\": 5, \"Second Col\": \"five\"}]");
     sqlq_table_free(t);
 
-    exec_ok(db, "CREATE TABLE nopk (a int)");
+    sqlq_test_db_exec(db, "CREATE TABLE nopk (a int)");
     expect_describe_error(db, "nopk", SQLQ_E_INVALID,
                           "table public.nopk has no primary key; sqlq needs one to identify rows");
     expect_describe_error(db, "missing_one", SQLQ_E_NOT_FOUND, "table missing_one not found");

@@ -1,6 +1,7 @@
 /* Every column type of SQLite and PostgreSQL, read through the real ODBC drivers, maps to JSON
  * as docs/types.md says. */
 #include "db.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <setjmp.h>
@@ -11,24 +12,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-
-static sqlq_db *open_db(const char *conn)
-{
-    sqlq_db *db = NULL;
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
-        fail_msg("connect failed: %s", err.message);
-    return db;
-}
-
-static void exec_ok(sqlq_db *db, const char *sql)
-{
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
-        fail_msg("%s: %s", sql, err.message);
-}
 
 /* The query's rows equal the expected JSON array (exactly: keys, types and values). */
 static void expect_rows(sqlq_db *db, const char *sql, const char *expected_json)
@@ -55,16 +38,16 @@ static void test_sql_types_sqlite(void **state)
     (void)state;
     char path[1024];
     char *conn = sqlq_test_sqlite_db("types", path, sizeof(path));
-    sqlq_db *db = open_db(conn);
-    exec_ok(db, "CREATE TABLE types (id INTEGER PRIMARY KEY, b BOOLEAN, i INTEGER, big BIGINT, "
+    sqlq_db *db = sqlq_test_db_open(conn);
+    sqlq_test_db_exec(db, "CREATE TABLE types (id INTEGER PRIMARY KEY, b BOOLEAN, i INTEGER, big BIGINT, "
                 "n NUMERIC(38,10), r REAL, t TEXT, bad TEXT, bl BLOB, dt DATE, tm TIME, "
                 "ts TIMESTAMP, u UUID, j JSON, small INTEGER, untyped)");
-    exec_ok(db, "INSERT INTO types VALUES (1, 1, 4611686018427387904, -9223372036854775808, "
+    sqlq_test_db_exec(db, "INSERT INTO types VALUES (1, 1, 4611686018427387904, -9223372036854775808, "
                 "'1234.5', 2.5, 'žluťoučký kůň 🐴', CAST(X'61FF62' AS TEXT), X'00FF10', "
                 "'2024-02-29', '13:14:15.250', '2024-02-29 13:14:15.123', "
                 "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{\"a\": [1, 2]}', -42, 7)");
-    exec_ok(db, "INSERT INTO types (id, b, r) VALUES (2, 0, -1e300)");
-    exec_ok(db, "INSERT INTO types (id) VALUES (3)");
+    sqlq_test_db_exec(db, "INSERT INTO types (id, b, r) VALUES (2, 0, -1e300)");
+    sqlq_test_db_exec(db, "INSERT INTO types (id) VALUES (3)");
     expect_rows(
         db, "SELECT * FROM types ORDER BY id",
         "[{\"id\": 1, \"b\": true, \"i\": \"4611686018427387904\","
@@ -87,7 +70,7 @@ static void test_sql_types_sqlite(void **state)
         "[{\"one\": 1, \"s\": \"x\", \"f\": 2.5, \"b\": {\"$base64\": \"AA==\"}, \"n\": null,"
         " \"big\": \"4611686018427387904\"}]");
     /* Dynamic typing: whatever a column holds comes out as what it is. */
-    exec_ok(db, "INSERT INTO types (id, i, r) VALUES (4, 'not a number', 'text in real')");
+    sqlq_test_db_exec(db, "INSERT INTO types (id, i, r) VALUES (4, 'not a number', 'text in real')");
     expect_rows(db, "SELECT i, r FROM types WHERE id = 4",
                 "[{\"i\": \"not a number\", \"r\": \"text in real\"}]");
     sqlq_db_close(db);
@@ -98,20 +81,20 @@ static void test_sql_types_postgres(void **state)
 {
     (void)state;
     char *conn = sqlq_test_pg_create_db("types");
-    sqlq_db *db = open_db(conn);
-    exec_ok(db, "CREATE TABLE types (id int PRIMARY KEY, b boolean, i2 smallint, i4 integer, "
+    sqlq_db *db = sqlq_test_db_open(conn);
+    sqlq_test_db_exec(db, "CREATE TABLE types (id int PRIMARY KEY, b boolean, i2 smallint, i4 integer, "
                 "i8 bigint, n numeric(38,10), r real, d double precision, t text, vc varchar(20), "
                 "by bytea, dt date, tm time, tmtz timetz, ts timestamp, tstz timestamptz, u uuid, "
                 "j json, jb jsonb, iv interval)");
-    exec_ok(db, "INSERT INTO types VALUES (1, true, -32768, 2147483647, 4611686018427387904, "
+    sqlq_test_db_exec(db, "INSERT INTO types VALUES (1, true, -32768, 2147483647, 4611686018427387904, "
                 "1234567890123456789012345678.1234567891, 2.5, 0.1, 'žluťoučký kůň 🐴', 'abc', "
                 "'\\x00ff10', '2024-02-29', '13:14:15.25', '13:14:15+02', "
                 "'2024-02-29 13:14:15.123456', '2024-02-29 15:14:15.5+02', "
                 "'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', '{\"a\": [1, 2]}', '{\"a\": [1, 2]}', "
                 "'1 day 2 hours')");
-    exec_ok(db, "INSERT INTO types (id, b, i8, n, d) VALUES (2, false, -9223372036854775808, "
+    sqlq_test_db_exec(db, "INSERT INTO types (id, b, i8, n, d) VALUES (2, false, -9223372036854775808, "
                 "-0.0000000001, 1e300)");
-    exec_ok(db, "INSERT INTO types (id) VALUES (3)");
+    sqlq_test_db_exec(db, "INSERT INTO types (id) VALUES (3)");
     expect_rows(
         db, "SELECT * FROM types ORDER BY id",
         "[{\"id\": 1, \"b\": true, \"i2\": -32768, \"i4\": 2147483647,"

@@ -9,14 +9,10 @@
 # the capture poll, a backfill and the cursor source write every date/time value in one form,
 # to_json's.
 set -euo pipefail
-bin=${SQLQ_BIN:?run through ctest}
-export SQLQ_QUEUE_CONNECTION=$(cat "${SQLQ_TEST_ENV_DIR:?}/azurite/conn")
-port=$(cat "$SQLQ_TEST_ENV_DIR/postgres/port")
-pgodbc=$(cat "$SQLQ_TEST_ENV_DIR/postgres/odbc")
+. "$(dirname "$0")/../support/testenv.sh"
 tmp=$(mktemp -d)
 queues=()
 src_db="types_src_$$" rep_db="types_rep_$$"
-psql_() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U sqlq "$@"; }
 cleanup() {
     for q in "${queues[@]}"; do "$bin" queue delete "$q" >/dev/null 2>&1 || true; done
     psql_ -d postgres -c "DROP DATABASE IF EXISTS $src_db" -c "DROP DATABASE IF EXISTS $rep_db" >/dev/null 2>&1 || true

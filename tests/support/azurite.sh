@@ -3,6 +3,10 @@
 #   azurite.sh start DIR [PORT] [--disk]  start (in memory unless --disk), wait until it answers;
 #                                         writes DIR/port, DIR/pid, DIR/conn (connection string)
 #   azurite.sh stop DIR                   stop it (no error when it is not running)
+# It runs Azurite through azurite_queue.js, which batches Azurite's extent garbage collection
+# (one-by-one deletes froze the service for 15-30 s once a minute under test load; see there).
+# SQLQ_TEST_AZURITE_STOCK=1 runs node_modules/.bin/azurite-queue as it is (to compare, with
+# azurite_probe.js).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -30,8 +34,10 @@ case "$cmd" in
         [ -n "$port" ] && [ "$port" != --disk ] || port=$("$here/free_port.sh")
         bin="$root/node_modules/.bin/azurite-queue"
         [ -x "$bin" ] || { echo "azurite.sh: $bin missing: run scripts/install-deps.sh" >&2; exit 1; }
+        launch=(node "$here/azurite_queue.js")
+        [ "${SQLQ_TEST_AZURITE_STOCK:-0}" = 1 ] && launch=("$bin")
         mkdir -p "$dir/data"
-        setsid "$bin" --queueHost 127.0.0.1 --queuePort "$port" "${persist[@]}" \
+        setsid "${launch[@]}" --queueHost 127.0.0.1 --queuePort "$port" "${persist[@]}" \
             --disableTelemetry --silent >"$dir/azurite.log" 2>&1 < /dev/null &
         echo $! >"$dir/pid"
         echo "$port" >"$dir/port"

@@ -1,6 +1,10 @@
-/* `sqlq bridge` on SQLite through sqliteodbc, publishing to Azurite: content of every column
- * type, updates and deletes, collapsing, composite keys and odd identifiers, formats, oversized
- * rows, a permanent failure going to poison while the table keeps flowing, SIGTERM. */
+/* `sqlq bridge` scenarios written once and run against every database (the first argument
+ * names it: sqlite, postgres), publishing to Azurite: content of the common column types,
+ * updates and deletes, op as change tracking reports it, collapsing, composite keys and odd
+ * identifiers, formats, oversized rows, a permanent failure going to poison while the table
+ * keeps flowing, SIGTERM, the cursor source. A new database adds one entry to `databases`
+ * below (and its name to SQLQ_TEST_DATABASES in tests/CMakeLists.txt). What only one database
+ * has stays in its own file: test_bridge_postgres.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,52 +12,73 @@
 #include <cmocka.h>
 
 #include "bridge_support.h"
+#include "testdb.h"
 #include "testenv.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct ctx {
-    bt_queue q;
+/* A database the scenarios run on: how to make a fresh one, and the statements that differ. */
+typedef struct database {
+    const char *name;
+    char *(*create)(void);     /* a new empty database: its ODBC connection string (malloc'd) */
+    const char *types_columns; /* id, name, qty, weight, paid, data, big, note: see test 1 */
+    const char *binary_open;   /* a binary literal is binary_open, hex digits, binary_close */
+    const char *binary_close;
+} database;
+
+static char *sqlite_create(void)
+{
     char path[512];
-    char *conn;
-    char queue[64];
-    char log[512];
-} ctx;
+    return sqlq_test_sqlite_db("bridge", path, sizeof(path));
+}
+
+static char *postgres_create(void)
+{
+    return sqlq_test_pg_create_db("bridge");
+}
+
+static const database databases[] = {
+    {"sqlite", sqlite_create,
+     "id INTEGER PRIMARY KEY, name TEXT, qty INTEGER, weight REAL, paid BOOLEAN, data BLOB, big INTEGER, "
+     "note VARCHAR(20)",
+     "x'", "'"},
+    {"postgres", postgres_create,
+     "id bigint PRIMARY KEY, name text, qty int, weight double precision, paid boolean, data bytea, "
+     "big bigint, note varchar(20)",
+     "'\\x", "'::bytea"},
+};
+
+static const database *db_under_test;
+
+typedef bt_case ctx;
 
 static int setup(void **state)
 {
-    ctx *c = calloc(1, sizeof(*c));
-    bt_queue_open(&c->q, NULL);
-    c->conn = sqlq_test_sqlite_db("bridge", c->path, sizeof(c->path));
-    sqlq_test_unique_name("br-sqlite", c->queue, sizeof(c->queue));
-    bt_log_path("bridge-sqlite", c->log, sizeof(c->log));
-    *state = c;
+    *state = bt_case_new(db_under_test->create(), db_under_test->name);
     return 0;
 }
 
 static int teardown(void **state)
 {
-    ctx *c = *state;
-    bt_queue_drop(&c->q, c->queue);
-    bt_queue_close(&c->q);
-    free(c->conn);
-    free(c);
+    bt_case_free(*state);
     return 0;
 }
 
-/* Run the bridge once over table → c->queue with extra flags; expect exit 0. */
-static void run_once(ctx *c, const char *table, const char *const *extra)
+/* Execute head, a text literal of n '0' characters, tail: the same long value on every database. */
+static void exec_with_zeros(sqlq_db *db, const char *head, size_t n, const char *tail)
 {
-    const char *args[40] = {"--db", c->conn, "--table", table, "--queue", c->queue, "--once",
-                            "--polling-interval-ms", "20", "--lease-s", "10"};
-    size_t n = 11;
-    for (size_t i = 0; extra && extra[i] && n < 38; i++)
-        args[n++] = extra[i];
-    args[n] = NULL;
-    assert_int_equal(bt_bridge_run(c->q.conn, c->log, args, 60000, 0), 0);
+    size_t h = strlen(head), t = strlen(tail);
+    char *sql = malloc(h + n + t + 3);
+    assert_non_null(sql);
+    memcpy(sql, head, h);
+    sql[h] = '\'';
+    memset(sql + h + 1, '0', n);
+    sql[h + 1 + n] = '\'';
+    memcpy(sql + h + 2 + n, tail, t + 1);
+    bt_exec(db, sql);
+    free(sql);
 }
 
 static json_t *find_key(json_t *by_key, const char *canon)
@@ -64,17 +89,18 @@ static json_t *find_key(json_t *by_key, const char *canon)
     return l;
 }
 
-static void test_bridge_sqlite_types_inserts_updates_deletes(void **state)
+/* Three rows of the common column types (text with non-ASCII and quotes, integer, floating
+ * point, boolean, binary, a bigint past 2^53, a NULL): their content as docs/types.md says. */
+static json_int_t insert_common_types(ctx *c, sqlq_db *db)
 {
-    ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE orders (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER, weight REAL, "
-                "paid BOOLEAN, data BLOB, big INTEGER, note VARCHAR(20))");
+    const char *bo = db_under_test->binary_open, *bc = db_under_test->binary_close;
+    sqlq_test_db_execf(db, "CREATE TABLE orders (%s)", db_under_test->types_columns);
     bt_setup(c->conn, "orders");
-    bt_exec(db, "INSERT INTO orders VALUES (1, 'caf\xc3\xa9 \"q\" ''s''', 3, 2.5, 1, x'00ff10', 1152921504606846976, NULL)");
-    bt_exec(db, "INSERT INTO orders VALUES (2, 'two', -7, -0.25, 0, NULL, 5, 'n')");
-    bt_exec(db, "INSERT INTO orders VALUES (3, '', 0, 0, 0, x'', 0, '')");
-    run_once(c, "orders", NULL);
+    sqlq_test_db_execf(db, "INSERT INTO orders VALUES (1, 'caf\xc3\xa9 \"q\" ''s''', 3, 2.5, TRUE, %s00ff10%s, "
+                           "1152921504606846976, NULL)", bo, bc);
+    bt_exec(db, "INSERT INTO orders VALUES (2, 'two', -7, -0.25, FALSE, NULL, 5, 'n')");
+    sqlq_test_db_execf(db, "INSERT INTO orders VALUES (3, '', 0, 0, FALSE, %s%s, 0, '')", bo, bc);
+    bt_case_run_once(c, "orders", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     json_t *by = bt_by_key(msgs);
@@ -95,18 +121,28 @@ static void test_bridge_sqlite_types_inserts_updates_deletes(void **state)
     assert_true(json_is_null(json_object_get(row, "note")));
     json_t *row2 = json_object_get(json_array_get(find_key(by, "{\"id\":2}"), 0), "row");
     assert_int_equal(json_integer_value(json_object_get(row2, "qty")), -7);
+    json_t *paid2 = json_object_get(row2, "paid");
+    assert_true(json_is_false(paid2) || (json_is_integer(paid2) && json_integer_value(paid2) == 0));
     assert_true(json_is_null(json_object_get(row2, "data")));
     assert_string_equal(json_string_value(json_object_get(row2, "note")), "n");
     json_int_t first_version = json_integer_value(json_object_get(m1, "version"));
     json_decref(by);
     json_decref(msgs);
+    return first_version;
+}
+
+static void test_bridge_types_inserts_updates_deletes(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    json_int_t first_version = insert_common_types(c, db);
 
     bt_exec(db, "UPDATE orders SET name = 'one', qty = 4 WHERE id = 1");
     bt_exec(db, "DELETE FROM orders WHERE id = 2");
-    run_once(c, "orders", NULL);
-    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    bt_case_run_once(c, "orders", NULL);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 2);
-    by = bt_by_key(msgs);
+    json_t *by = bt_by_key(msgs);
     json_t *u = json_array_get(find_key(by, "{\"id\":1}"), 0);
     assert_string_equal(json_string_value(json_object_get(u, "op")), "update");
     assert_string_equal(json_string_value(json_object_get(json_object_get(u, "row"), "name")), "one");
@@ -119,25 +155,57 @@ static void test_bridge_sqlite_types_inserts_updates_deletes(void **state)
     json_decref(msgs);
 
     /* Nothing new: nothing published. */
-    run_once(c, "orders", NULL);
-    msgs = bt_drain(&c->q, c->queue, 300, 5000);
-    assert_int_equal(json_array_size(msgs), 0);
+    bt_case_expect_none(c, "orders", NULL);
+    sqlq_db_close(db);
+}
+
+/* op is what change tracking reports (issue 11.5): a row created since the last delivery is an
+ * insert whatever followed, one created and deleted in between is one delete, a delivered row
+ * updated is an update. */
+static void test_bridge_op_as_change_tracking(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE ops (id int PRIMARY KEY, v text)", "ops");
+    bt_exec(db, "INSERT INTO ops VALUES (1, 'a')");
+    bt_exec(db, "UPDATE ops SET v = 'b' WHERE id = 1");
+    bt_exec(db, "INSERT INTO ops VALUES (2, 'x')");
+    bt_exec(db, "DELETE FROM ops WHERE id = 2");
+    bt_case_run_once(c, "ops", NULL);
+    bt_exec(db, "UPDATE ops SET v = 'c' WHERE id = 1");
+    bt_case_run_once(c, "ops", NULL);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 3);
+    json_t *by = bt_by_key(msgs);
+    json_t *l1 = json_object_get(by, "{\"id\":1}");
+    assert_int_equal(json_array_size(l1), 2);
+    json_t *first = json_array_get(l1, 0), *second = json_array_get(l1, 1);
+    if (json_integer_value(json_object_get(first, "version")) >
+        json_integer_value(json_object_get(second, "version"))) {
+        json_t *t = first;
+        first = second;
+        second = t;
+    }
+    assert_string_equal(json_string_value(json_object_get(first, "op")), "insert");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(first, "row"), "v")), "b");
+    assert_string_equal(json_string_value(json_object_get(second, "op")), "update");
+    json_t *l2 = json_object_get(by, "{\"id\":2}");
+    assert_int_equal(json_array_size(l2), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(l2, 0), "op")), "delete");
+    json_decref(by);
     json_decref(msgs);
     sqlq_db_close(db);
 }
 
-static void test_bridge_sqlite_changes_between_polls_collapse(void **state)
+static void test_bridge_changes_between_polls_collapse(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)");
-    bt_setup(c->conn, "t");
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)", "t");
     bt_exec(db, "INSERT INTO t VALUES (1, 'a')");
     bt_exec(db, "UPDATE t SET v = 'b' WHERE id = 1");
     bt_exec(db, "UPDATE t SET v = 'c' WHERE id = 1");
     bt_exec(db, "INSERT INTO t VALUES (2, 'x')");
     bt_exec(db, "DELETE FROM t WHERE id = 2");
-    run_once(c, "t", NULL);
+    bt_case_run_once(c, "t", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     json_t *by = bt_by_key(msgs);
     json_t *l1 = find_key(by, "{\"id\":1}");
@@ -155,11 +223,11 @@ static void test_bridge_sqlite_changes_between_polls_collapse(void **state)
     /* delivered rows: an update is an update; deleted and created again: an insert */
     bt_exec(db, "UPDATE t SET v = 'd' WHERE id = 1");
     bt_exec(db, "INSERT INTO t VALUES (3, 'y')");
-    run_once(c, "t", NULL);
+    bt_case_run_once(c, "t", NULL);
     bt_exec(db, "UPDATE t SET v = 'z' WHERE id = 3");
     bt_exec(db, "DELETE FROM t WHERE id = 3");
     bt_exec(db, "INSERT INTO t VALUES (3, 'again')");
-    run_once(c, "t", NULL);
+    bt_case_run_once(c, "t", NULL);
     msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     by = bt_by_key(msgs);
@@ -175,7 +243,7 @@ static void test_bridge_sqlite_changes_between_polls_collapse(void **state)
     sqlq_db_close(db);
 }
 
-static void test_bridge_sqlite_composite_key_odd_identifiers(void **state)
+static void test_bridge_composite_key_odd_identifiers(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
@@ -186,7 +254,7 @@ static void test_bridge_sqlite_composite_key_odd_identifiers(void **state)
     bt_exec(db, "INSERT INTO \"Odd \"\"Tbl\"\" name\" VALUES ('p', 1, 'one', 1), ('p', 2, 'two', 2), ('q', 1, 'three', 3)");
     bt_exec(db, "UPDATE \"Odd \"\"Tbl\"\" name\" SET \"x\"\"y\" = 'TWO' WHERE \"a b\" = 'p' AND \"K\xc3\xa9y\" = 2");
     bt_exec(db, "DELETE FROM \"Odd \"\"Tbl\"\" name\" WHERE \"a b\" = 'q'");
-    run_once(c, table, NULL);
+    bt_case_run_once(c, table, NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     json_t *by = bt_by_key(msgs);
@@ -204,27 +272,25 @@ static void test_bridge_sqlite_composite_key_odd_identifiers(void **state)
 
 static void insert_many(sqlq_db *db, const char *table, int from, int to, int pad)
 {
-    char sql[256];
+    char sql[1024];
     sqlq_error err;
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_begin(db, &err), SQLQ_OK);
     for (int i = from; i < to; i++) {
-        snprintf(sql, sizeof(sql), "INSERT INTO %s VALUES (%d, printf('%%0%dd', %d))", table, i, pad, i);
+        snprintf(sql, sizeof(sql), "INSERT INTO %s VALUES (%d, '%0*d')", table, i, pad, i);
         bt_exec(db, sql);
     }
     assert_int_equal(sqlq_db_commit(db, &err), SQLQ_OK);
 }
 
-static void test_bridge_sqlite_batch_and_functions_formats(void **state)
+static void test_bridge_batch_and_functions_formats(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE f (id INTEGER PRIMARY KEY, v TEXT)");
-    bt_setup(c->conn, "f");
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE f (id INTEGER PRIMARY KEY, v TEXT)", "f");
     insert_many(db, "f", 0, 250, 600);
     bt_exec(db, "DELETE FROM f WHERE id = 7");
     const char *batch[] = {"--format", "batch", "--max-batch-size", "100", NULL};
-    run_once(c, "f", batch);
+    bt_case_run_once(c, "f", batch);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_true(json_array_size(msgs) >= 3 && json_array_size(msgs) < 20); /* packed, ~100 per poll */
     json_t *flat = bt_flatten(msgs);
@@ -240,7 +306,7 @@ static void test_bridge_sqlite_batch_and_functions_formats(void **state)
     insert_many(db, "f2", 0, 250, 600);
     bt_exec(db, "DELETE FROM f2 WHERE id = 7");
     const char *fn[] = {"--format", "functions", NULL};
-    run_once(c, "f2", fn);
+    bt_case_run_once(c, "f2", fn);
     msgs = bt_drain(&c->q, c->queue, 500, 20000);
     size_t total = 0, deletes = 0;
     size_t i, j;
@@ -270,14 +336,12 @@ static void test_bridge_sqlite_batch_and_functions_formats(void **state)
     sqlq_db_close(db);
 }
 
-static void test_bridge_sqlite_oversize_truncate_and_poison(void **state)
+static void test_bridge_oversize_truncate_and_poison(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE big (id INTEGER PRIMARY KEY, v TEXT)");
-    bt_setup(c->conn, "big");
-    bt_exec(db, "INSERT INTO big VALUES (1, 'small'), (2, hex(zeroblob(50000))), (3, 'small too')");
-    run_once(c, "big", NULL);
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE big (id INTEGER PRIMARY KEY, v TEXT)", "big");
+    exec_with_zeros(db, "INSERT INTO big VALUES (1, 'small'), (2, ", 100000, "), (3, 'small too')");
+    bt_case_run_once(c, "big", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     json_t *by = bt_by_key(msgs);
@@ -293,7 +357,7 @@ static void test_bridge_sqlite_oversize_truncate_and_poison(void **state)
     bt_setup(c->conn, "big2");
     bt_exec(db, "INSERT INTO big2 SELECT * FROM big");
     const char *poison[] = {"--oversize", "poison", NULL};
-    run_once(c, "big2", poison);
+    bt_case_run_once(c, "big2", poison);
     msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 2); /* 1 and 3 */
     json_decref(msgs);
@@ -311,17 +375,15 @@ static void test_bridge_sqlite_oversize_truncate_and_poison(void **state)
 /* A permanent publish failure for one row only: --max-message-bytes above the service limit lets
  * a 60 KB row through the envelope, and the queue (client or Azurite) refuses it for good with
  * MessageTooLarge. That row must go to poison after max_attempts while the others flow. */
-static void test_bridge_sqlite_permanent_failure_goes_to_poison(void **state)
+static void test_bridge_permanent_failure_goes_to_poison(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE pf (id INTEGER PRIMARY KEY, v TEXT)");
-    bt_setup(c->conn, "pf");
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE pf (id INTEGER PRIMARY KEY, v TEXT)", "pf");
     insert_many(db, "pf", 0, 30, 10);
-    bt_exec(db, "INSERT INTO pf VALUES (1000, hex(zeroblob(30000)))");
+    exec_with_zeros(db, "INSERT INTO pf VALUES (1000, ", 60000, ")");
     insert_many(db, "pf", 30, 60, 10);
     const char *extra[] = {"--max-message-bytes", "200000", "--max-batch-size", "25", NULL};
-    run_once(c, "pf", extra);
+    bt_case_run_once(c, "pf", extra);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 60);
     json_decref(msgs);
@@ -336,22 +398,15 @@ static void test_bridge_sqlite_permanent_failure_goes_to_poison(void **state)
     assert_int_equal(json_integer_value(json_object_get(json_object_get(orig, "key"), "id")), 1000);
     json_decref(msgs);
     /* Released after poisoning: a second run publishes nothing. */
-    run_once(c, "pf", extra);
-    msgs = bt_drain(&c->q, c->queue, 300, 5000);
-    assert_int_equal(json_array_size(msgs), 0);
-    json_decref(msgs);
+    bt_case_expect_none(c, "pf", extra);
     sqlq_db_close(db);
 }
 
-static void test_bridge_sqlite_sigterm_finishes_and_exits_0(void **state)
+static void test_bridge_sigterm_finishes_and_exits_0(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE s (id INTEGER PRIMARY KEY, v TEXT)");
-    bt_setup(c->conn, "s");
-    const char *args[] = {"--db", c->conn, "--table", "s", "--queue", c->queue, "--polling-interval-ms", "50",
-                          "--lease-s", "10", NULL};
-    pid_t pid = bt_bridge_start(c->q.conn, c->log, args);
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE s (id INTEGER PRIMARY KEY, v TEXT)", "s");
+    pid_t pid = bt_case_start(c, "s");
     insert_many(db, "s", 0, 200, 10);
     json_t *msgs = json_array();
     for (int i = 0; i < 100 && json_array_size(msgs) < 200; i++) {
@@ -361,30 +416,28 @@ static void test_bridge_sqlite_sigterm_finishes_and_exits_0(void **state)
     }
     assert_int_equal(json_array_size(msgs), 200);
     json_decref(msgs);
-    kill(pid, SIGTERM);
-    int code = bt_wait(pid, 30000);
-    if (code != 0)
-        bt_print_log(c->log);
-    assert_int_equal(code, 0);
+    bt_bridge_stop(pid, c->log);
     sqlq_db_close(db);
 }
 
 /* The read-only cursor source: no setup, no triggers; a monotonic column and a soft-delete
  * column. Every row arrives as an update (a cursor cannot tell inserts), soft deletes as deletes. */
-static void test_bridge_sqlite_cursor_source(void **state)
+static void test_bridge_cursor_source(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
     bt_exec(db, "CREATE TABLE cur (id INTEGER PRIMARY KEY, v TEXT, ver INTEGER NOT NULL, deleted INTEGER)");
     bt_exec(db, "INSERT INTO cur VALUES (1, 'a', 1, NULL), (2, 'b', 2, NULL), (3, 'c', 3, NULL)");
-    const char *extra[] = {"--source", "cursor", "--cursor-column", "ver", "--soft-delete-column", "deleted", NULL};
-    run_once(c, "cur", extra);
+    /* Safety lag 0: every row at once (SQLite's default; PostgreSQL's waits 10 s for late commits). */
+    const char *extra[] = {"--source", "cursor", "--cursor-column", "ver", "--soft-delete-column", "deleted",
+                           "--safety-lag-ms", "0", NULL};
+    bt_case_run_once(c, "cur", extra);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 3);
     json_decref(msgs);
     bt_exec(db, "UPDATE cur SET v = 'A', ver = 4 WHERE id = 1");
     bt_exec(db, "UPDATE cur SET deleted = 1, ver = 5 WHERE id = 2");
-    run_once(c, "cur", extra);
+    bt_case_run_once(c, "cur", extra);
     msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 2);
     json_t *by = bt_by_key(msgs);
@@ -401,17 +454,25 @@ static void test_bridge_sqlite_cursor_source(void **state)
     sqlq_db_close(db);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    for (size_t i = 0; argc == 2 && i < sizeof(databases) / sizeof(databases[0]); i++)
+        if (strcmp(argv[1], databases[i].name) == 0)
+            db_under_test = &databases[i];
+    if (!db_under_test) {
+        fprintf(stderr, "usage: %s DATABASE (sqlite or postgres)\n", argv[0]);
+        return 2;
+    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_types_inserts_updates_deletes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_changes_between_polls_collapse, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_composite_key_odd_identifiers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_batch_and_functions_formats, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_oversize_truncate_and_poison, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_permanent_failure_goes_to_poison, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_sigterm_finishes_and_exits_0, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sqlite_cursor_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_types_inserts_updates_deletes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_op_as_change_tracking, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_changes_between_polls_collapse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_composite_key_odd_identifiers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_batch_and_functions_formats, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_oversize_truncate_and_poison, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_permanent_failure_goes_to_poison, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_sigterm_finishes_and_exits_0, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_cursor_source, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
 }

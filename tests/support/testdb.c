@@ -1,0 +1,55 @@
+#include "testdb.h"
+
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+
+sqlq_db *sqlq_test_db_open(const char *conn)
+{
+    sqlq_db *db = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
+        fail_msg("connect failed: %s (sqlstate=%s)", err.message, err.sqlstate);
+    return db;
+}
+
+void sqlq_test_db_exec_params(sqlq_db *db, const char *sql, const sqlq_param *params, size_t n)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_db_exec(db, sql, params, n, NULL, &err) != SQLQ_OK)
+        fail_msg("SQL failed: %s\n  %s", err.message, sql);
+}
+
+void sqlq_test_db_exec(sqlq_db *db, const char *sql)
+{
+    sqlq_test_db_exec_params(db, sql, NULL, 0);
+}
+
+void sqlq_test_db_execf(sqlq_db *db, const char *fmt, ...)
+{
+    char sql[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(sql, sizeof(sql), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(sql))
+        fail_msg("statement longer than %zu bytes: %.80s...", sizeof(sql) - 1, sql);
+    sqlq_test_db_exec(db, sql);
+}
+
+int64_t sqlq_test_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *params, size_t n)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    int64_t v = -1;
+    if (sqlq_db_query_int(db, sql, params, n, &v, &err) != SQLQ_OK)
+        fail_msg("SQL failed: %s\n  %s", err.message, sql);
+    return v;
+}

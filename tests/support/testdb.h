@@ -1,0 +1,22 @@
+/* testdb: a database connection and SQL for tests, failing the test (cmocka) on any error with
+ * the statement and the driver's message. Shared by every C test that talks to a database. */
+#ifndef SQLQ_TESTDB_H
+#define SQLQ_TESTDB_H
+
+#include "db.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Connect or fail the test. */
+sqlq_db *sqlq_test_db_open(const char *conn);
+/* Execute one statement or fail the test. */
+void sqlq_test_db_exec(sqlq_db *db, const char *sql);
+/* The same with a printf format (statements up to 8 KB). */
+void sqlq_test_db_execf(sqlq_db *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with parameters. */
+void sqlq_test_db_exec_params(sqlq_db *db, const char *sql, const sqlq_param *params, size_t n);
+/* The integer in the first column of the first row, or fail the test. */
+int64_t sqlq_test_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *params, size_t n);
+
+#endif
