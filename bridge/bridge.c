@@ -106,18 +106,6 @@ static sqlq_result create_routes(const sqlq_bridge_config *cfg, shared *s, sqlq_
  * request, the wait also ends this often to pass the signal's flag on to the routes. */
 #define SIGNAL_CHECK_MS 50
 
-static struct timespec monotonic_after(uint64_t ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000u);
-    ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
 
 /* Wait for the workers (each finishing signals s->cv), passing a stop request on; false when
  * they overran the shutdown timeout. */
@@ -132,12 +120,12 @@ static bool supervise(const sqlq_bridge_config *cfg, shared *s)
             s->stop = 1;
         if (s->stop && !stopping) { /* from the signal or a route that failed for good */
             stopping = true;
-            deadline = monotonic_after(timeout_ms);
+            deadline = sqlq_clock_monotonic_after(timeout_ms);
             if (cfg->health)
                 atomic_store(&cfg->health->stopping, 1);
             SQLQ_INFO("bridge_stopping", "timeout_s=%d", cfg->shutdown_timeout_s);
         }
-        struct timespec until = stopping ? deadline : monotonic_after(SIGNAL_CHECK_MS);
+        struct timespec until = stopping ? deadline : sqlq_clock_monotonic_after(SIGNAL_CHECK_MS);
         int rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
         in_time = !(stopping && rc == ETIMEDOUT && s->finished < s->nworkers);
     }

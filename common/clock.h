@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 typedef struct sqlq_clock {
     uint64_t (*now_ms)(void *ctx);            /* monotonic milliseconds */
@@ -22,6 +23,10 @@ sqlq_clock sqlq_clock_system(const sqlq_stop *stop_flag);
 uint64_t sqlq_clock_now_ms(const sqlq_clock *c);
 bool sqlq_clock_sleep_ms(const sqlq_clock *c, uint64_t ms);
 double sqlq_clock_random(const sqlq_clock *c);
+
+/* CLOCK_MONOTONIC now + ms, as pthread_cond_timedwait wants it (for condition variables
+ * created with pthread_condattr_setclock(CLOCK_MONOTONIC)). */
+struct timespec sqlq_clock_monotonic_after(uint64_t ms);
 
 /* Wall-clock time in milliseconds since the epoch (for logs and message metadata). */
 int64_t sqlq_clock_wall_ms(void);

@@ -3,6 +3,7 @@
 #include "consumer_internal.h"
 
 #include "buf.h"
+#include "clock.h"
 #include "log.h"
 
 #include <errno.h>
@@ -23,14 +24,7 @@ int sqlq_consumer_cond_init(pthread_cond_t *cv)
 
 void sqlq_consumer_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000u);
-    ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = sqlq_clock_monotonic_after(ms);
     int rc;
     do
         rc = pthread_cond_timedwait(cv, mu, &ts);
