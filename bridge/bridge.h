@@ -38,6 +38,8 @@ typedef struct sqlq_route_config {
     const char *columns;         /* NULL: every column; else only these (and the key) */
     const char *exclude_columns; /* NULL: none; else every column but these (the key stays) */
     const char *ops;             /* NULL: insert,update,delete; else the ones published */
+    const char *where;           /* NULL: every row; else a predicate on the current row
+                                  * (route_filter.h: what an unmatched change becomes) */
     int initial_visibility_s;    /* 0: messages visible at once; else this many seconds later */
 } sqlq_route_config;
 

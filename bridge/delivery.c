@@ -140,17 +140,22 @@ static void poison_reason(const sqlq_delivery *d, const sqlq_change *ch, char *o
  * (*row: the new reference to drop afterwards; false when out of memory). */
 static bool as_message(const sqlq_delivery *d, const sqlq_change *c, sqlq_msg_change *out, json_t **row)
 {
-    *row = d->cfg.filter ? sqlq_route_filter_row(d->cfg.filter, c->row, c->key) : json_incref(c->row);
-    *out = (sqlq_msg_change){.op = c->op, .version = c->version, .key = c->key, .row = *row};
-    return *row || !c->row;
+    sqlq_op op = c->op;
+    if (d->cfg.filter)
+        (void)sqlq_route_filter_decide(d->cfg.filter, c->op, c->unmatched, &op);
+    json_t *full = op == SQLQ_OP_DELETE ? NULL : c->row; /* an update out of --where: a delete */
+    *row = d->cfg.filter ? sqlq_route_filter_row(d->cfg.filter, full, c->key) : json_incref(full);
+    *out = (sqlq_msg_change){.op = op, .version = c->version, .key = c->key, .row = *row};
+    return *row || !full;
 }
 
-/* Changes of operations the route does not publish: released without a message. */
+/* Changes the route does not publish (--ops, --where): released without a message. */
 static void filter_ops(sqlq_delivery *d, const sqlq_change *changes, size_t n, sqlq_outcome *outcomes)
 {
+    sqlq_op op;
     for (size_t i = 0; d->cfg.filter && i < n; i++)
         if ((outcomes[i] == SQLQ_OUTCOME_PENDING || outcomes[i] == SQLQ_OUTCOME_TRANSIENT) &&
-            !sqlq_route_filter_publishes(d->cfg.filter, changes[i].op)) {
+            !sqlq_route_filter_decide(d->cfg.filter, changes[i].op, changes[i].unmatched, &op)) {
             outcomes[i] = SQLQ_OUTCOME_FILTERED;
             d->counts.filtered++;
         }

@@ -88,6 +88,16 @@ bool sqlq_route_filter_publishes(const sqlq_route_filter *f, sqlq_op op)
     return op == SQLQ_OP_READ || (f->ops & (1u << op)) != 0;
 }
 
+bool sqlq_route_filter_decide(const sqlq_route_filter *f, sqlq_op op, bool unmatched, sqlq_op *out_op)
+{
+    *out_op = op;
+    if (unmatched && op == SQLQ_OP_INSERT)
+        return false;
+    if (unmatched && op == SQLQ_OP_UPDATE)
+        *out_op = SQLQ_OP_DELETE;
+    return sqlq_route_filter_publishes(f, *out_op);
+}
+
 static bool named(const sqlq_route_filter *f, const char *column)
 {
     for (size_t i = 0; i < f->ncolumns; i++)

@@ -30,6 +30,13 @@ void sqlq_route_filter_free(sqlq_route_filter *f);
 /* The route publishes changes of this operation. */
 bool sqlq_route_filter_publishes(const sqlq_route_filter *f, sqlq_op op);
 
+/* What the route publishes for a change: false when nothing (released unsent), else *out_op.
+ * unmatched: the current row exists but fails the route's --where. The rule (Sequin's): an
+ * insert that does not match is not published; an update that does not match is published as
+ * a delete of the key (the row may have left the filtered set; a consumer that never had it
+ * deletes nothing); a delete is always published. Then --ops applies to the resulting op. */
+bool sqlq_route_filter_decide(const sqlq_route_filter *f, sqlq_op op, bool unmatched, sqlq_op *out_op);
+
 /* The row as the route sends it: a new reference; the selected columns plus every key column
  * (key: object of the primary-key columns). NULL row gives NULL. NULL when out of memory. */
 json_t *sqlq_route_filter_row(const sqlq_route_filter *f, json_t *row, const json_t *key);

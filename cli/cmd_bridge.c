@@ -40,6 +40,7 @@ typedef struct bridge_settings {
     char *columns;
     char *exclude_columns;
     char *ops;
+    char *where;
     long long initial_visibility_s;
     long long shutdown_timeout_s;
     char *listen;
@@ -102,6 +103,11 @@ static const sqlq_setting bridge_table[] = {
                      "publish only these operations (comma-separated subset of insert,update,delete; "
                      "unset = all); the others are released unsent and counted in "
                      "sqlq_changes_filtered_total"),
+    SQLQ_SETTING_STR(S, where, "where", "SQLQ_WHERE", NULL,
+                     "publish only rows for which this SQL predicate on the current row (alias r) is "
+                     "true, evaluated by the database in the poll; an update of a row that does not "
+                     "match is published as a delete, an insert not at all (docs/messages.md); "
+                     "change log and change tracking"),
     SQLQ_SETTING_INT(S, initial_visibility_s, "initial_visibility_s", "SQLQ_INITIAL_VISIBILITY_S", "0", 0,
                      604800, "published messages become visible to consumers this many seconds later"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
@@ -140,7 +146,8 @@ static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_b
                                          "max_attempts", "start_from", "format", "oversize",
                                          "max_message_bytes", "source", "cursor_column",
                                          "soft_delete_column", "safety_lag_ms", "message_ttl_s",
-                                         "columns", "exclude_columns", "ops", "initial_visibility_s"};
+                                         "columns", "exclude_columns", "ops", "where",
+                                         "initial_visibility_s"};
 
 static const sqlq_setting *setting_of(const char *key)
 {
@@ -199,6 +206,7 @@ static bool route_filter(const bridge_settings *s, const char *where, sqlq_route
     r->columns = s->columns;
     r->exclude_columns = s->exclude_columns;
     r->ops = s->ops;
+    r->where = s->where;
     if (s->initial_visibility_s > 0 && s->message_ttl_s > 0 && s->initial_visibility_s >= s->message_ttl_s) {
         fprintf(stderr, "sqlq bridge: %s key initial_visibility_s: %lld is not allowed (less than "
                         "message_ttl_s %lld)\n", where, s->initial_visibility_s, s->message_ttl_s);

@@ -31,6 +31,7 @@ static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out)
     cc.cursor_column = r->cursor_column;
     cc.soft_delete_column = r->soft_delete_column;
     cc.safety_lag_ms = r->safety_lag_ms;
+    cc.where = r->where;
     sqlq_error err;
     sqlq_error_clear(&err);
     char what[600];

@@ -50,7 +50,7 @@ psql_ -d postgres -c "CREATE DATABASE $pgdb" >/dev/null
 for kind in sqlite postgres; do
     if [ "$kind" = postgres ]; then conn="${pgodbc}Database=$pgdb;"; else conn="Driver={SQLite3};Database=$tmp/shop.db;"; fi
     # One table per route: a caught-up bridge trims the change log for the next bridge name.
-    for t in orders excl cfg; do
+    for t in orders excl cfg wh; do
         sql "$kind" "CREATE TABLE $t (id INTEGER PRIMARY KEY, email TEXT, status TEXT, total INTEGER)"
         "$sqlq" setup --db "$conn" --table $t >"$tmp/setup.log" 2>&1 || fail "$kind: setup $t"
     done
@@ -105,6 +105,26 @@ JSON
     [ -z "$(bodies "$q")" ] || fail "$kind: a message with initial_visibility_s 300 is visible at once"
     "$sqlq" queue stats "$q" >"$tmp/stats.log" 2>/dev/null || fail "$kind: queue stats"
     grep -q '"approximate_count": *1[,}]' "$tmp/stats.log" || fail "$kind: the update message was not put: $(cat "$tmp/stats.log")"
+
+    # --where, evaluated by the database on the current row: an insert that does not match is
+    # released unsent; an update that leaves the filter is published as a delete; one that
+    # enters it as an update.
+    q="where-$kind-$$"; queues+=("$q")
+    sql "$kind" "INSERT INTO wh VALUES (1, 'a@x', 'paid', 5); INSERT INTO wh VALUES (2, 'b@x', 'new', 7)"
+    "$sqlq" bridge --db "$conn" --table wh --queue "$q" --where "status = 'paid' AND r.total > 1" \
+        --once >"$tmp/where1.log" 2>&1 || fail "$kind: bridge --where (1)"
+    grep -q "messages=1 released=2 " "$tmp/where1.log" || fail "$kind: the unmatched insert was not released"
+    sql "$kind" "UPDATE wh SET status = 'refunded' WHERE id = 1; UPDATE wh SET status = 'paid' WHERE id = 2"
+    SQLQ_WHERE="status = 'paid' AND r.total > 1" "$sqlq" bridge --db "$conn" --table wh --queue "$q" \
+        --once >"$tmp/where2.log" 2>&1 || fail "$kind: bridge --where (2)"
+    got=$(rows "$q" | tr '\n' ';')
+    [ "$got" = "delete 1 -;insert 1 email,id,status,total;update 2 email,id,status,total;" ] || fail "$kind: --where sent $got"
+    set +e
+    "$sqlq" bridge --db "$conn" --table wh --queue "$q" --bridge-name bad --where "no_such_column = 1" --once >"$tmp/badwhere.log" 2>&1
+    code=$?
+    set -e
+    [ "$code" = 1 ] || fail "$kind: a bad --where gave exit $code"
+    grep -q "key where: 'no_such_column = 1' is not a predicate on table wh" "$tmp/badwhere.log" || fail "$kind: bad --where message"
 
     # A column that does not exist: the route stops at start naming it.
     set +e

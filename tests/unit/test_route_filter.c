@@ -79,6 +79,28 @@ static void test_route_filter_ops(void **state)
     sqlq_route_filter_free(&f);
 }
 
+/* --where's rule: an insert out of the filter is dropped, an update out of it becomes a delete,
+ * a delete always goes; --ops applies to the result. */
+static void test_route_filter_where_rule(void **state)
+{
+    (void)state;
+    sqlq_route_filter f;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_route_filter_parse(NULL, NULL, NULL, &f, &err), SQLQ_OK);
+    sqlq_op op;
+    assert_false(sqlq_route_filter_decide(&f, SQLQ_OP_INSERT, true, &op));
+    assert_true(sqlq_route_filter_decide(&f, SQLQ_OP_UPDATE, true, &op));
+    assert_int_equal(op, SQLQ_OP_DELETE);
+    assert_true(sqlq_route_filter_decide(&f, SQLQ_OP_UPDATE, false, &op));
+    assert_int_equal(op, SQLQ_OP_UPDATE);
+    assert_true(sqlq_route_filter_decide(&f, SQLQ_OP_DELETE, false, &op));
+    assert_int_equal(op, SQLQ_OP_DELETE);
+    assert_int_equal(sqlq_route_filter_parse(NULL, NULL, "insert,update", &f, &err), SQLQ_OK);
+    assert_false(sqlq_route_filter_decide(&f, SQLQ_OP_UPDATE, true, &op)); /* a delete, not sent */
+    assert_true(sqlq_route_filter_decide(&f, SQLQ_OP_UPDATE, false, &op));
+}
+
 static void test_route_filter_refusals_name_key_and_value(void **state)
 {
     (void)state;
@@ -119,6 +141,7 @@ int main(void)
         cmocka_unit_test(test_route_filter_default_publishes_everything),
         cmocka_unit_test(test_route_filter_columns_keep_the_key),
         cmocka_unit_test(test_route_filter_ops),
+        cmocka_unit_test(test_route_filter_where_rule),
         cmocka_unit_test(test_route_filter_refusals_name_key_and_value),
         cmocka_unit_test(test_route_filter_unknown_column),
     };
