@@ -51,6 +51,7 @@ def main():
                     db.create(tag)
                     db.fill(1, a.n)
                     BR.fresh_azurite(az, w.path)
+                    az.sqlq("queue", "create", f"br-{tag}")  # --ops update publishes nothing
                     r = BR.drain(az, db, "batch", a.n, tag, extra)
                     r.update(option=name, round=rd)
                     runs.append(r)
