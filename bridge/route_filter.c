@@ -21,10 +21,12 @@ static sqlq_result split_names(const char *key, const char *text, char **out, si
             e--;
         if (b == e)
             return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                  "key %s: '%s' is not allowed (comma-separated names, none empty)", key, text);
+                                  "key %s: '%s' is not allowed (comma-separated names, none empty)",
+                                  key, text);
         if (*n == SQLQ_ROUTE_FILTER_MAX_COLUMNS)
-            return sqlq_error_set(err, SQLQ_E_INVALID, false, "key %s: '%s' is not allowed (at most %d names)",
-                                  key, text, SQLQ_ROUTE_FILTER_MAX_COLUMNS);
+            return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                  "key %s: '%s' is not allowed (at most %d names)", key, text,
+                                  SQLQ_ROUTE_FILTER_MAX_COLUMNS);
         out[*n] = strndup(b, (size_t)(e - b));
         if (!out[*n])
             return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
@@ -43,9 +45,10 @@ static sqlq_result parse_ops(const char *ops, unsigned *out, sqlq_error *err)
     for (size_t i = 0; r == SQLQ_OK && i < n; i++) {
         sqlq_op op;
         if (!sqlq_op_parse(names[i], &op) || op == SQLQ_OP_READ)
-            r = sqlq_error_set(err, SQLQ_E_INVALID, false,
-                               "key ops: '%s' is not allowed (a comma-separated subset of insert,update,delete)",
-                               names[i]);
+            r = sqlq_error_set(
+                err, SQLQ_E_INVALID, false,
+                "key ops: '%s' is not allowed (a comma-separated subset of insert,update,delete)",
+                names[i]);
         else
             *out |= 1u << op;
     }
@@ -54,23 +57,25 @@ static sqlq_result parse_ops(const char *ops, unsigned *out, sqlq_error *err)
     return r;
 }
 
-sqlq_result sqlq_route_filter_parse(const char *columns, const char *exclude_columns, const char *ops,
-                                    sqlq_route_filter *out, sqlq_error *err)
+sqlq_result sqlq_route_filter_parse(const char *columns, const char *exclude_columns,
+                                    const char *ops, sqlq_route_filter *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
     out->ops = ALL_OPS;
     bool has_cols = columns && *columns, has_excl = exclude_columns && *exclude_columns;
     if (has_cols && has_excl)
-        return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                              "keys columns and exclude_columns: only one of them may be set (columns "
-                              "'%s', exclude_columns '%s')", columns, exclude_columns);
+        return sqlq_error_set(
+            err, SQLQ_E_INVALID, false,
+            "keys columns and exclude_columns: only one of them may be set (columns "
+            "'%s', exclude_columns '%s')",
+            columns, exclude_columns);
     sqlq_result r = SQLQ_OK;
     if (ops && *ops)
         r = parse_ops(ops, &out->ops, err);
     out->exclude = has_excl;
     if (r == SQLQ_OK && (has_cols || has_excl))
-        r = split_names(has_cols ? "columns" : "exclude_columns", has_cols ? columns : exclude_columns,
-                        out->columns, &out->ncolumns, err);
+        r = split_names(has_cols ? "columns" : "exclude_columns",
+                        has_cols ? columns : exclude_columns, out->columns, &out->ncolumns, err);
     if (r != SQLQ_OK)
         sqlq_route_filter_free(out);
     return r;
@@ -88,7 +93,8 @@ bool sqlq_route_filter_publishes(const sqlq_route_filter *f, sqlq_op op)
     return op == SQLQ_OP_READ || (f->ops & (1u << op)) != 0;
 }
 
-bool sqlq_route_filter_decide(const sqlq_route_filter *f, sqlq_op op, bool unmatched, sqlq_op *out_op)
+bool sqlq_route_filter_decide(const sqlq_route_filter *f, sqlq_op op, bool unmatched,
+                              sqlq_op *out_op)
 {
     *out_op = op;
     if (unmatched && op == SQLQ_OP_INSERT)
@@ -124,7 +130,8 @@ json_t *sqlq_route_filter_row(const sqlq_route_filter *f, json_t *row, const jso
     return out;
 }
 
-const char *sqlq_route_filter_unknown(const sqlq_route_filter *f, const char *const *columns, size_t n)
+const char *sqlq_route_filter_unknown(const sqlq_route_filter *f, const char *const *columns,
+                                      size_t n)
 {
     for (size_t i = 0; i < f->ncolumns; i++) {
         bool found = false;

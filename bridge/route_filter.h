@@ -35,7 +35,8 @@ bool sqlq_route_filter_publishes(const sqlq_route_filter *f, sqlq_op op);
  * insert that does not match is not published; an update that does not match is published as
  * a delete of the key (the row may have left the filtered set; a consumer that never had it
  * deletes nothing); a delete is always published. Then --ops applies to the resulting op. */
-bool sqlq_route_filter_decide(const sqlq_route_filter *f, sqlq_op op, bool unmatched, sqlq_op *out_op);
+bool sqlq_route_filter_decide(const sqlq_route_filter *f, sqlq_op op, bool unmatched,
+                              sqlq_op *out_op);
 
 /* The row as the route sends it: a new reference; the selected columns plus every key column
  * (key: object of the primary-key columns). NULL row gives NULL. NULL when out of memory. */
@@ -43,6 +44,7 @@ json_t *sqlq_route_filter_row(const sqlq_route_filter *f, json_t *row, const jso
 
 /* A column the filter names that the table does not have (columns: the table's column names),
  * or NULL when all exist: a typo would otherwise silently send nothing or everything. */
-const char *sqlq_route_filter_unknown(const sqlq_route_filter *f, const char *const *columns, size_t n);
+const char *sqlq_route_filter_unknown(const sqlq_route_filter *f, const char *const *columns,
+                                      size_t n);
 
 #endif

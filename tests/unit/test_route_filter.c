@@ -12,7 +12,8 @@
 
 static json_t *row_of(void)
 {
-    return json_pack("{s:i, s:s, s:s, s:i}", "id", 7, "email", "a@b.c", "status", "paid", "total", 12);
+    return json_pack("{s:i, s:s, s:s, s:i}", "id", 7, "email", "a@b.c", "status", "paid", "total",
+                     12);
 }
 
 static char *dump(const json_t *j)
@@ -107,7 +108,8 @@ static void test_route_filter_refusals_name_key_and_value(void **state)
     sqlq_route_filter f;
     sqlq_error err;
     sqlq_error_clear(&err);
-    assert_int_equal(sqlq_route_filter_parse(NULL, NULL, "insert,upsert", &f, &err), SQLQ_E_INVALID);
+    assert_int_equal(sqlq_route_filter_parse(NULL, NULL, "insert,upsert", &f, &err),
+                     SQLQ_E_INVALID);
     assert_non_null(strstr(err.message, "key ops: 'upsert' is not allowed"));
     assert_non_null(strstr(err.message, "insert,update,delete"));
     sqlq_error_clear(&err);
