@@ -35,6 +35,12 @@ typedef struct sqlq_route_config {
     int safety_lag_ms;              /* source cursor: read only rows older than this (timestamps) */
     bool allow_retention_gap; /* SQL Server: go on (with a warning) when retention overran */
     long long message_ttl_s;  /* -1: messages never expire (default); else seconds */
+    const char *columns;         /* NULL: every column; else only these (and the key) */
+    const char *exclude_columns; /* NULL: none; else every column but these (the key stays) */
+    const char *ops;             /* NULL: insert,update,delete; else the ones published */
+    const char *where;           /* NULL: every row; else a predicate on the current row
+                                  * (route_filter.h: what an unmatched change becomes) */
+    int initial_visibility_s;    /* 0: messages visible at once; else this many seconds later */
 } sqlq_route_config;
 
 void sqlq_route_config_default(sqlq_route_config *r);

@@ -136,10 +136,29 @@ static void poison_reason(const sqlq_delivery *d, const sqlq_change *ch, char *o
              ch->attempts - 1, d->cfg.max_attempts);
 }
 
-/* A captured change as the message writer takes it. */
-static sqlq_msg_change as_message(const sqlq_change *c)
+/* A captured change as the message writer takes it, its row cut to the route's columns
+ * (*row: the new reference to drop afterwards; false when out of memory). */
+static bool as_message(const sqlq_delivery *d, const sqlq_change *c, sqlq_msg_change *out, json_t **row)
 {
-    return (sqlq_msg_change){.op = c->op, .version = c->version, .key = c->key, .row = c->row};
+    sqlq_op op = c->op;
+    if (d->cfg.filter)
+        (void)sqlq_route_filter_decide(d->cfg.filter, c->op, c->unmatched, &op);
+    json_t *full = op == SQLQ_OP_DELETE ? NULL : c->row; /* an update out of --where: a delete */
+    *row = d->cfg.filter ? sqlq_route_filter_row(d->cfg.filter, full, c->key) : json_incref(full);
+    *out = (sqlq_msg_change){.op = op, .version = c->version, .key = c->key, .row = *row};
+    return *row || !full;
+}
+
+/* Changes the route does not publish (--ops, --where): released without a message. */
+static void filter_ops(sqlq_delivery *d, const sqlq_change *changes, size_t n, sqlq_outcome *outcomes)
+{
+    sqlq_op op;
+    for (size_t i = 0; d->cfg.filter && i < n; i++)
+        if ((outcomes[i] == SQLQ_OUTCOME_PENDING || outcomes[i] == SQLQ_OUTCOME_TRANSIENT) &&
+            !sqlq_route_filter_decide(d->cfg.filter, changes[i].op, changes[i].unmatched, &op)) {
+            outcomes[i] = SQLQ_OUTCOME_FILTERED;
+            d->counts.filtered++;
+        }
 }
 
 /* Messages for the changes still to publish: main-queue messages (changes within max_attempts)
@@ -150,19 +169,22 @@ static sqlq_result build(sqlq_delivery *d, const sqlq_change *changes, size_t n,
     int64_t ts = sqlq_clock_wall_ms();
     sqlq_msg_change *sub = malloc((n ? n : 1) * sizeof(*sub));
     size_t *map = malloc((n ? n : 1) * sizeof(*map));
+    json_t **rows = calloc(n ? n : 1, sizeof(*rows));
     size_t m = 0;
-    sqlq_result r = sub && map ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    sqlq_result r = sub && map && rows ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     for (size_t i = 0; i < n && r == SQLQ_OK; i++) {
         if (outcomes[i] != SQLQ_OUTCOME_PENDING && outcomes[i] != SQLQ_OUTCOME_TRANSIENT)
             continue;
-        if (changes[i].attempts > d->cfg.max_attempts) {
+        sqlq_msg_change mc;
+        if (!as_message(d, &changes[i], &mc, &rows[i])) {
+            r = sqlq_error_set(err, SQLQ_E_NOMEM, true, "out of memory");
+        } else if (changes[i].attempts > d->cfg.max_attempts) {
             char reason[700];
             poison_reason(d, &changes[i], reason, sizeof(reason));
-            sqlq_msg_change mc = as_message(&changes[i]);
             r = sqlq_envelope_add_poison(&d->cfg.envelope, &mc, i, reason, ts, out, err);
         } else {
             map[m] = i;
-            sub[m++] = as_message(&changes[i]);
+            sub[m++] = mc;
         }
     }
     size_t first = out->count;
@@ -171,6 +193,9 @@ static sqlq_result build(sqlq_delivery *d, const sqlq_change *changes, size_t n,
     for (size_t k = first; r == SQLQ_OK && k < out->count; k++)
         for (size_t j = 0; j < out->items[k].nchanges; j++)
             out->items[k].changes[j] = map[out->items[k].changes[j]];
+    for (size_t i = 0; rows && i < n; i++)
+        json_decref(rows[i]);
+    free(rows);
     free(sub);
     free(map);
     return r;
@@ -236,7 +261,8 @@ static void put_dest(sqlq_delivery *d, const sqlq_envelope_list *l, sqlq_envelop
         }
     const char *queue = dest == SQLQ_DEST_MAIN ? d->cfg.queue : d->poison;
     /* Poison copies never expire: nobody may have looked at them yet. */
-    sqlq_put_options opt = {0, dest == SQLQ_DEST_MAIN ? d->cfg.message_ttl_s : -1, false};
+    sqlq_put_options opt = {dest == SQLQ_DEST_MAIN ? d->cfg.initial_visibility_s : 0,
+                            dest == SQLQ_DEST_MAIN ? d->cfg.message_ttl_s : -1, false};
     if (count > 0)
         put_batch(d, queue, batch, count, &opt);
     for (size_t k = 0; k < count; k++)
@@ -311,6 +337,7 @@ sqlq_result sqlq_delivery_publish(sqlq_delivery *d, const sqlq_change *changes, 
                                   sqlq_outcome *outcomes, sqlq_error *err)
 {
     sqlq_envelope_list l = {0};
+    filter_ops(d, changes, n, outcomes);
     sqlq_result r = build(d, changes, n, outcomes, &l, err);
     if (r != SQLQ_OK) {
         sqlq_envelope_list_free(&l);

@@ -9,6 +9,7 @@
 #include "fault.h"
 #include "queue_client.h"
 #include "result.h"
+#include "route_filter.h"
 
 typedef enum {
     SQLQ_OUTCOME_PENDING = 0, /* not published yet */
@@ -17,8 +18,9 @@ typedef enum {
     SQLQ_OUTCOME_TRANSIENT,   /* a fault of the service, not of this change (outage: network,
                                  throttling, credentials, permissions, missing queue): retry
                                  with back-off, the attempt is not counted */
-    SQLQ_OUTCOME_FAILED       /* this message refused (too large, bad body): abandon, the
+    SQLQ_OUTCOME_FAILED,      /* this message refused (too large, bad body): abandon, the
                                  attempt counts toward poison */
+    SQLQ_OUTCOME_FILTERED     /* the route does not publish it (route_filter.h): release */
 } sqlq_outcome;
 
 /* How a put's result is treated (retry/fault decides): only refusals specific to one message
@@ -32,6 +34,8 @@ typedef struct sqlq_delivery_config {
     int max_in_flight;
     int max_attempts;
     long long message_ttl_s; /* main-queue messages: -1 never expire (poison copies: always -1) */
+    const sqlq_route_filter *filter; /* optional: operations and columns published; borrowed */
+    int initial_visibility_s; /* main-queue messages become visible this late (0: at once) */
 } sqlq_delivery_config;
 
 typedef struct sqlq_delivery sqlq_delivery;
@@ -47,6 +51,7 @@ void sqlq_delivery_destroy(sqlq_delivery *d);
 SQLQ_NODISCARD sqlq_result sqlq_delivery_prepare(sqlq_delivery *d, sqlq_error *err);
 
 /* Publish every change whose outcome is PENDING or TRANSIENT, once; set its outcome. Changes
+ * of an operation the filter leaves out become FILTERED without a message. Changes
  * with attempts > max_attempts go to poison with the last failure seen for them. Returns
  * SQLQ_OK when every change got an outcome (look at them), else the reason none could. */
 SQLQ_NODISCARD sqlq_result sqlq_delivery_publish(sqlq_delivery *d, const sqlq_change *changes,
@@ -67,7 +72,7 @@ void sqlq_delivery_fault_get(const sqlq_delivery *d, sqlq_delivery_fault *out);
 void sqlq_delivery_fault_describe(const sqlq_delivery_fault *f, const char *sas, char *out, size_t size);
 
 typedef struct sqlq_delivery_counts {
-    unsigned long long messages, poisoned, failed, transient;
+    unsigned long long messages, poisoned, failed, transient, filtered;
 } sqlq_delivery_counts;
 void sqlq_delivery_counts_get(const sqlq_delivery *d, sqlq_delivery_counts *out);
 

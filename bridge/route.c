@@ -87,6 +87,7 @@ static void init_metrics(sqlq_route *r)
     r->m_published = sqlq_metrics_counter(m, SQLQ_METRIC_CHANGES_PUBLISHED, NULL, tq, 2);
     r->m_poisoned = sqlq_metrics_counter(m, SQLQ_METRIC_MESSAGES_POISONED, NULL, q, 1);
     r->m_renewals = sqlq_metrics_counter(m, SQLQ_METRIC_LEASE_RENEWALS, NULL, t, 1);
+    r->m_filtered = sqlq_metrics_counter(m, SQLQ_METRIC_CHANGES_FILTERED, NULL, tq, 2);
     r->m_publish_s = sqlq_metrics_histogram(m, SQLQ_METRIC_PUBLISH_SECONDS, NULL, NULL, 0, q, 1);
     r->m_pending = sqlq_metrics_gauge(m, SQLQ_METRIC_PENDING_CHANGES, NULL, t, 1);
     r->m_pending_age = sqlq_metrics_gauge(m, "sqlq_oldest_pending_change_age_seconds",
@@ -124,6 +125,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.soft_delete_column = cfg->soft_delete_column;
     r->ccfg.safety_lag_ms = cfg->safety_lag_ms;
     r->ccfg.allow_retention_gap = cfg->allow_retention_gap;
+    r->ccfg.where = cfg->where;
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
     sqlq_backoff_policy op = sqlq_backoff_policy_outage();
@@ -141,7 +143,8 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
      * outage, keeps the leases renewed and retries with its own back-off). */
     qo.retry.max_total_ms = 5000;
     sqlq_outage_init(&r->outage, cfg->table, cfg->queue);
-    sqlq_delivery_config dc = {cfg->queue, {0}, cfg->max_in_flight, cfg->max_attempts, cfg->message_ttl_s};
+    sqlq_delivery_config dc = {cfg->queue, {0}, cfg->max_in_flight, cfg->max_attempts, cfg->message_ttl_s,
+                               &r->filter, cfg->initial_visibility_s};
     sqlq_envelope_config_default(&dc.envelope);
     dc.envelope.bridge_name = cfg->bridge_name;
     dc.envelope.table = cfg->table;
@@ -149,7 +152,9 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     dc.envelope.oversize = cfg->oversize;
     dc.envelope.encoding = env->encoding;
     dc.envelope.max_text = cfg->max_message_bytes;
-    sqlq_result rc = sqlq_queue_client_create(env->account, &qo, &r->client, err);
+    sqlq_result rc = sqlq_route_filter_parse(cfg->columns, cfg->exclude_columns, cfg->ops, &r->filter, err);
+    if (rc == SQLQ_OK)
+        rc = sqlq_queue_client_create(env->account, &qo, &r->client, err);
     if (rc == SQLQ_OK)
         rc = sqlq_delivery_create(r->client, &dc, &r->delivery, err);
     if (rc != SQLQ_OK) {
@@ -175,6 +180,7 @@ void sqlq_route_destroy(sqlq_route *r)
     sqlq_db_close(r->db);
     sqlq_delivery_destroy(r->delivery);
     sqlq_queue_client_destroy(r->client);
+    sqlq_route_filter_free(&r->filter);
     free(r);
 }
 
@@ -239,12 +245,32 @@ static void db_failed(sqlq_route *r)
         r->db_down_since_ms = sqlq_clock_now_ms(&r->clock);
 }
 
+/* Every column --columns / --exclude-columns names exists: a typo would otherwise send too
+ * little or leave personal data in. */
+static sqlq_result check_columns(const sqlq_route *r, sqlq_error *err)
+{
+    const sqlq_table *t = sqlq_capture_table(r->cap);
+    const char **names = calloc(t->ncolumns ? t->ncolumns : 1, sizeof(*names));
+    if (!names)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, true, "out of memory");
+    for (size_t i = 0; i < t->ncolumns; i++)
+        names[i] = t->columns[i].name;
+    const char *unknown = sqlq_route_filter_unknown(&r->filter, names, t->ncolumns);
+    sqlq_result rc = SQLQ_OK;
+    if (unknown)
+        rc = sqlq_error_set(err, SQLQ_E_INVALID, false, "key %s: table %s has no column '%s'",
+                            r->filter.exclude ? "exclude_columns" : "columns", r->cfg.table, unknown);
+    free(names);
+    return rc;
+}
+
 /* (Re)open the capture on the current connection. */
 static sqlq_result open_capture(sqlq_route *r, sqlq_error *err)
 {
     sqlq_capture_close(r->cap);
     r->cap = NULL;
-    return sqlq_capture_open(r->db, &r->ccfg, &r->cap, err);
+    sqlq_result rc = sqlq_capture_open(r->db, &r->ccfg, &r->cap, err);
+    return rc == SQLQ_OK ? check_columns(r, err) : rc;
 }
 
 /* After a failed database call: wait, reconnect when the failure was transient (or a failure

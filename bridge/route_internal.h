@@ -47,6 +47,7 @@ struct sqlq_route {
     sqlq_capture *cap;
     sqlq_queue_client *client;
     sqlq_delivery *delivery;
+    sqlq_route_filter filter; /* cfg's ops and columns, parsed */
     sqlq_lease_renewer *renewer;
     sqlq_route_state state;
     /* Accepted by the queue, not yet released: released by the helper while the next batch is
@@ -83,6 +84,7 @@ struct sqlq_route {
     bool gave_up;              /* once: an outage outlasted once_outage_s */
     sqlq_error gave_up_err;
     sqlq_counter *m_published, *m_poisoned, *m_renewals;
+    sqlq_counter *m_filtered; /* changes released unpublished: --ops (route_filter.h) */
     sqlq_counter *m_retry_queue, *m_retry_db, *m_lease_lost; /* sqlq_retries_total{reason} */
     sqlq_histogram *m_publish_s;
     sqlq_gauge *m_pending;

@@ -93,7 +93,10 @@ void sqlq_route_settle(sqlq_route *r, const sqlq_change_batch *b, const sqlq_out
             sqlq_counter_inc(r->m_published);
         if (outcomes[i] == SQLQ_OUTCOME_POISONED)
             sqlq_counter_inc(r->m_poisoned);
-        if (outcomes[i] == SQLQ_OUTCOME_ACCEPTED || outcomes[i] == SQLQ_OUTCOME_POISONED) {
+        if (outcomes[i] == SQLQ_OUTCOME_FILTERED)
+            sqlq_counter_inc(r->m_filtered);
+        if (outcomes[i] == SQLQ_OUTCOME_ACCEPTED || outcomes[i] == SQLQ_OUTCOME_POISONED ||
+            outcomes[i] == SQLQ_OUTCOME_FILTERED) {
             rel[nr++] = b->items[i];
             done[i] = true;
         } else if (outcomes[i] == SQLQ_OUTCOME_FAILED) {

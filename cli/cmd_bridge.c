@@ -11,6 +11,7 @@
 #include "log.h"
 #include "preflight.h"
 #include "queue_client.h"
+#include "route_filter.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,11 @@ typedef struct bridge_settings {
     long long safety_lag_ms;
     bool allow_retention_gap;
     long long message_ttl_s;
+    char *columns;
+    char *exclude_columns;
+    char *ops;
+    char *where;
+    long long initial_visibility_s;
     long long shutdown_timeout_s;
     char *listen;
     bool once;
@@ -88,6 +94,22 @@ static const sqlq_setting bridge_table[] = {
     SQLQ_SETTING_INT(S, message_ttl_s, "message_ttl_s", "SQLQ_MESSAGE_TTL_S", "-1", -1, 2147483647,
                      "time to live of published messages in seconds; -1 = never expire (a change "
                      "nobody consumed is never lost); 0 is not allowed"),
+    SQLQ_SETTING_STR(S, columns, "columns", "SQLQ_COLUMNS", NULL,
+                     "send only these columns of the row (comma-separated); the key columns always"),
+    SQLQ_SETTING_STR(S, exclude_columns, "exclude_columns", "SQLQ_EXCLUDE_COLUMNS", NULL,
+                     "send every column of the row but these (comma-separated); the key columns "
+                     "always; not with --columns"),
+    SQLQ_SETTING_STR(S, ops, "ops", "SQLQ_OPS", NULL,
+                     "publish only these operations (comma-separated subset of insert,update,delete; "
+                     "unset = all); the others are released unsent and counted in "
+                     "sqlq_changes_filtered_total"),
+    SQLQ_SETTING_STR(S, where, "where", "SQLQ_WHERE", NULL,
+                     "publish only rows for which this SQL predicate on the current row (alias r) is "
+                     "true, evaluated by the database in the poll; an update of a row that does not "
+                     "match is published as a delete, an insert not at all (docs/messages.md); "
+                     "change log and change tracking"),
+    SQLQ_SETTING_INT(S, initial_visibility_s, "initial_visibility_s", "SQLQ_INITIAL_VISIBILITY_S", "0", 0,
+                     604800, "published messages become visible to consumers this many seconds later"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
                      "after SIGTERM: time to finish publishes in flight before leaving anyway"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
@@ -123,7 +145,9 @@ static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_b
                                          "polling_interval_ms", "max_in_flight", "lease_s",
                                          "max_attempts", "start_from", "format", "oversize",
                                          "max_message_bytes", "source", "cursor_column",
-                                         "soft_delete_column", "safety_lag_ms", "message_ttl_s"};
+                                         "soft_delete_column", "safety_lag_ms", "message_ttl_s",
+                                         "columns", "exclude_columns", "ops", "where",
+                                         "initial_visibility_s"};
 
 static const sqlq_setting *setting_of(const char *key)
 {
@@ -165,6 +189,30 @@ static bool route_key(bridge_settings *rs, size_t i, const char *key, json_t *v)
         return false;
     }
     memcpy(slot, &str, sizeof(str));
+    return true;
+}
+
+/* The route's columns, operations and visibility delay, checked now so a typo is a usage error. */
+static bool route_filter(const bridge_settings *s, const char *where, sqlq_route_config *r)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_route_filter f;
+    if (sqlq_route_filter_parse(s->columns, s->exclude_columns, s->ops, &f, &err) != SQLQ_OK) {
+        fprintf(stderr, "sqlq bridge: %s %s\n", where, err.message);
+        return false;
+    }
+    sqlq_route_filter_free(&f);
+    r->columns = s->columns;
+    r->exclude_columns = s->exclude_columns;
+    r->ops = s->ops;
+    r->where = s->where;
+    if (s->initial_visibility_s > 0 && s->message_ttl_s > 0 && s->initial_visibility_s >= s->message_ttl_s) {
+        fprintf(stderr, "sqlq bridge: %s key initial_visibility_s: %lld is not allowed (less than "
+                        "message_ttl_s %lld)\n", where, s->initial_visibility_s, s->message_ttl_s);
+        return false;
+    }
+    r->initial_visibility_s = (int)s->initial_visibility_s;
     return true;
 }
 
@@ -225,7 +273,7 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
         return false;
     }
     r->message_ttl_s = s->message_ttl_s;
-    return true;
+    return route_filter(s, where, r);
 }
 
 /* The routes: the one of --table/--queue when given, else the file's "routes". */

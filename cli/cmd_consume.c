@@ -39,6 +39,7 @@ typedef struct consume_settings {
     long long http_timeout_ms;
     long long max_messages;
     bool exit_when_empty;
+    bool poison_envelope;
     char *listen;
     sqlq_common_settings common;
 } consume_settings;
@@ -48,9 +49,10 @@ static const sqlq_setting settings[] = {
     SQLQ_SETTING_STR(S, exec, "exec", "SQLQ_EXEC", NULL,
                      "handler: run this shell command per message (body on stdin, metadata in "
                      "SQLQ_MESSAGE_ID, SQLQ_DEQUEUE_COUNT, SQLQ_INSERTION_TIME, SQLQ_QUEUE); "
-                     "exit 0 = success"),
+                     "exit 0 = success, exit 65 = no retry can succeed: poison at once"),
     SQLQ_SETTING_STR(S, http, "http", "SQLQ_HTTP", NULL,
-                     "handler: POST each body to this URL (X-Sqlq-* headers); 2xx = success"),
+                     "handler: POST each body to this URL (X-Sqlq-* headers); 2xx = success, 422 = "
+                     "no retry can succeed: poison at once"),
     {"sql", 0, "SQLQ_SQL", NULL, SQLQ_SET_SECRET, NULL, 0, 0, NULL,
      "handler: ODBC connection string of a database to apply bridge change messages to "
      "(with --table)",
@@ -105,6 +107,10 @@ static const sqlq_setting settings[] = {
                       "stop once the queue service answers a poll with no message while nothing "
                       "runs (drain and exit 0); a poll that fails after its retries (about 10 s) "
                       "exits 1 with the cause"),
+    SQLQ_SETTING_BOOL(S, poison_envelope, "poison_envelope", "SQLQ_POISON_ENVELOPE", "false",
+                      "put a JSON message into QUEUE-poison inside {\"sqlq_poison\":1,\"reason\":…,"
+                      "\"message\":…} with the handler's reason (poison requeue puts back the same "
+                      "bytes); false: the same message text, as Functions does"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
                      "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
     SQLQ_COMMON_SETTINGS(S, common)};
@@ -232,6 +238,7 @@ static void fill_options(const consume_settings *s, sqlq_encoding enc, sqlq_cons
     o->encoding = enc;
     o->max_messages = (unsigned long long)s->max_messages;
     o->exit_when_empty = s->exit_when_empty;
+    o->poison_envelope = s->poison_envelope;
     o->stop = &sqlq_stop_flag;
 }
 

@@ -4,6 +4,8 @@
 #include "db.h"
 #include "fault.h"
 #include "queue_client.h"
+#include "route_filter.h"
+#include "table.h"
 
 #include <errno.h>
 #include <string.h>
@@ -16,6 +18,40 @@ static void report(FILE *out, bool ok, const char *what, const sqlq_error *err)
     if (err && err->code != SQLQ_OK)
         sqlq_error_format(err, detail, sizeof(detail));
     fprintf(out, "%-4s %s%s%s\n", ok ? "ok" : "FAIL", what, detail[0] ? ": " : "", detail);
+}
+
+/* Every column --columns / --exclude-columns names exists (what the route checks at start). */
+static int check_columns(sqlq_db *db, const sqlq_route_config *r, FILE *out)
+{
+    sqlq_route_filter f;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_route_filter_parse(r->columns, r->exclude_columns, NULL, &f, &err) != SQLQ_OK || f.ncolumns == 0) {
+        sqlq_route_filter_free(&f);
+        return 0; /* nothing named (a bad value was refused with the settings) */
+    }
+    sqlq_table_name tn;
+    sqlq_table *t = NULL;
+    const char *unknown = NULL;
+    bool ok = sqlq_table_name_parse(r->table, &tn, &err) == SQLQ_OK &&
+              sqlq_table_describe(db, &tn, &t, &err) == SQLQ_OK;
+    for (size_t i = 0; ok && i < f.ncolumns && !unknown; i++) {
+        bool found = false;
+        for (size_t j = 0; j < t->ncolumns && !found; j++)
+            found = strcmp(t->columns[j].name, f.columns[i]) == 0;
+        unknown = found ? NULL : f.columns[i];
+    }
+    if (ok && unknown) {
+        sqlq_error_set(&err, SQLQ_E_INVALID, false, "no column '%s'", unknown);
+        ok = false;
+    }
+    char what[400];
+    snprintf(what, sizeof(what), "table %s: every column of %s exists", r->table,
+             f.exclude ? "exclude_columns" : "columns");
+    report(out, ok, what, &err);
+    sqlq_table_free(t);
+    sqlq_route_filter_free(&f);
+    return ok ? 0 : 1;
 }
 
 static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out)
@@ -31,6 +67,7 @@ static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out)
     cc.cursor_column = r->cursor_column;
     cc.soft_delete_column = r->soft_delete_column;
     cc.safety_lag_ms = r->safety_lag_ms;
+    cc.where = r->where;
     sqlq_error err;
     sqlq_error_clear(&err);
     char what[600];
@@ -38,7 +75,7 @@ static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out)
              r->source == SQLQ_SOURCE_CURSOR ? "cursor column is safe" : "change capture installed");
     bool ok = sqlq_capture_check(db, &cc, &err) == SQLQ_OK;
     report(out, ok, what, &err);
-    return ok ? 0 : 1;
+    return ok ? check_columns(db, r, out) : 1;
 }
 
 /* The value of key in an ODBC connection string ("K=V;K={V;…}"), into out; false if absent. */

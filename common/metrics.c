@@ -67,6 +67,10 @@ static const struct builtin {
 } builtins[] = {
     {SQLQ_METRIC_CHANGES_PUBLISHED, "Changes published to a queue, per source table and queue.",
      NULL, 0},
+    {SQLQ_METRIC_CHANGES_FILTERED,
+     "Changes released without a message because the route does not publish them (--ops), per "
+     "source table and queue.",
+     NULL, 0},
     {SQLQ_METRIC_PUBLISH_SECONDS, "Time to publish one change (Put Message, retries included).",
      publish_buckets, sizeof(publish_buckets) / sizeof(publish_buckets[0])},
     {SQLQ_METRIC_PENDING_CHANGES, "Changes captured but not yet published, per table.", NULL, 0},

@@ -34,6 +34,7 @@ typedef struct sqlq_label {
  * their built-in buckets. */
 /* bridge */
 #define SQLQ_METRIC_CHANGES_PUBLISHED "sqlq_changes_published_total" /* counter {table,queue} */
+#define SQLQ_METRIC_CHANGES_FILTERED "sqlq_changes_filtered_total"   /* counter {table,queue} */
 #define SQLQ_METRIC_PUBLISH_SECONDS "sqlq_publish_duration_seconds"  /* histogram {queue} */
 #define SQLQ_METRIC_PENDING_CHANGES "sqlq_pending_changes"           /* gauge {table} */
 #define SQLQ_METRIC_LEASE_RENEWALS "sqlq_lease_renewals_total"       /* counter {table} */

@@ -29,7 +29,8 @@ typedef enum {
     SQLQ_E_TIMEOUT = -12,    /* an operation ran out of time */
     SQLQ_E_CANCELLED = -13,  /* shutdown was requested */
     SQLQ_E_LEASE_LOST = -14, /* a fencing token was rejected */
-    SQLQ_E_UNSUPPORTED = -15 /* not possible with this source or dialect */
+    SQLQ_E_UNSUPPORTED = -15, /* not possible with this source or dialect */
+    SQLQ_E_REJECTED = -16     /* a consumer handler refused the message for good: poison now */
 } sqlq_result;
 
 /* Human detail for a failure. The first error recorded wins (curl's error buffer):

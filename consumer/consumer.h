@@ -96,6 +96,8 @@ typedef struct sqlq_consumer_options {
     uint64_t message_timeout_ms;       /* per-message timeout, 0 = none */
     uint64_t shutdown_timeout_ms;      /* how long running handlers may finish after stop (30000) */
     sqlq_encoding encoding;            /* how MessageText is decoded for the handler (base64) */
+    bool poison_envelope; /* put a JSON body into {queue}-poison inside the sqlq_poison envelope
+                           * with the reason (poison_envelope.h); false: the same MessageText */
     unsigned long long max_messages;   /* stop after this many finished messages; 0 = never */
     bool exit_when_empty; /* stop at the first poll the service answers with no message while
                            * nothing is in flight; a poll that fails (after its retries) ends

@@ -4,7 +4,9 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "codec.h"
 #include "log.h"
+#include "poison_envelope.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -143,11 +145,11 @@ static void finish_release(consumer_worker *w, const sqlq_message *m, const char
     }
 }
 
-static sqlq_result put_poison(consumer_worker *w, const sqlq_message *m, sqlq_error *err)
+/* Put text into {queue}-poison, creating it on 404. */
+static sqlq_result put_text(consumer_worker *w, const char *text, size_t len, sqlq_error *err)
 {
     struct sqlq_consumer *c = w->c;
-    const char *text = m->text ? m->text : "";
-    sqlq_result r = c->transport.put(w->conn, c->poison, text, m->text_len, err);
+    sqlq_result r = c->transport.put(w->conn, c->poison, text, len, err);
     if (r != SQLQ_E_NOT_FOUND)
         return r;
     sqlq_error_clear(err);
@@ -155,7 +157,46 @@ static sqlq_result put_poison(consumer_worker *w, const sqlq_message *m, sqlq_er
     if (r != SQLQ_OK && r != SQLQ_E_CONFLICT)
         return r;
     sqlq_error_clear(err);
-    return c->transport.put(w->conn, c->poison, text, m->text_len, err);
+    return c->transport.put(w->conn, c->poison, text, len, err);
+}
+
+/* With --poison-envelope, the text to put: a JSON body wrapped with the reason, encoded as the
+ * queue's messages are (malloc'd); NULL to put the same MessageText. */
+static char *enveloped(const struct sqlq_consumer *c, const sqlq_message *m, const char *reason,
+                       size_t *out_len)
+{
+    if (!c->opt.poison_envelope || !m->text)
+        return NULL;
+    sqlq_buf body, text;
+    sqlq_buf_init(&body, 0);
+    sqlq_buf_init(&text, 0);
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    char *wrapped = NULL;
+    size_t wlen = 0;
+    if (sqlq_codec_decode(c->opt.encoding, m->text, m->text_len, &body, &e) == SQLQ_OK)
+        wrapped = sqlq_poison_envelope_wrap(reason, sqlq_buf_str(&body), body.len, &wlen);
+    char *out = NULL;
+    /* Too large with the envelope: the same text, so the message still leaves the queue. */
+    if (wrapped && sqlq_codec_encode(c->opt.encoding, wrapped, wlen, &text, &e) == SQLQ_OK &&
+        text.len <= SQLQ_MESSAGE_MAX_TEXT)
+        out = sqlq_buf_take(&text, out_len);
+    free(wrapped);
+    sqlq_buf_free(&body);
+    sqlq_buf_free(&text);
+    return out;
+}
+
+static sqlq_result put_poison(consumer_worker *w, const sqlq_message *m, const char *reason,
+                              sqlq_error *err)
+{
+    struct sqlq_consumer *c = w->c;
+    size_t len = m->text_len;
+    char *wrapped = enveloped(c, m, reason, &len);
+    const char *text = wrapped ? wrapped : m->text ? m->text : "";
+    sqlq_result r = put_text(w, text, len, err);
+    free(wrapped);
+    return r;
 }
 
 /* Poison = put the same MessageText into {queue}-poison, then delete the original. */
@@ -165,7 +206,7 @@ static void finish_poison(consumer_worker *w, const sqlq_message *m, const char 
     struct sqlq_consumer *c = w->c;
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_result r = put_poison(w, m, &err);
+    sqlq_result r = put_poison(w, m, reason, &err);
     if (r != SQLQ_OK)
         sqlq_consumer_note_failure(c, "poison put", &err);
     if (r != SQLQ_OK) {
@@ -331,7 +372,7 @@ static void process_message(consumer_worker *w, const sqlq_message *m)
                   c->queue, m->id, m->dequeue_count, timed_out ? "true" : "false");
     } else {
         dispose(w, m, receipt,
-                sqlq_disposition_on_result(&c->policy, m->dequeue_count, r == SQLQ_OK),
+                sqlq_disposition_on_handler(&c->policy, m->dequeue_count, r),
                 err.message);
     }
     free(receipt);

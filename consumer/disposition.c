@@ -33,6 +33,14 @@ sqlq_disposition sqlq_disposition_on_result(const sqlq_disposition_policy *p, lo
     return SQLQ_DISPOSE_RELEASE;
 }
 
+sqlq_disposition sqlq_disposition_on_handler(const sqlq_disposition_policy *p, long dequeue_count,
+                                             sqlq_result handler_result)
+{
+    if (handler_result == SQLQ_E_REJECTED && p->has_poison_queue)
+        return SQLQ_DISPOSE_POISON;
+    return sqlq_disposition_on_result(p, dequeue_count, handler_result == SQLQ_OK);
+}
+
 int sqlq_disposition_release_visibility(const sqlq_disposition_policy *p, long dequeue_count)
 {
     long long v = p->visibility_timeout_s > 0 ? p->visibility_timeout_s : 0;

@@ -32,6 +32,11 @@ sqlq_disposition sqlq_disposition_on_receive(const sqlq_disposition_policy *p, l
 /* After the handler: success deletes; a failure poisons once dequeue_count >= max, else releases. */
 sqlq_disposition sqlq_disposition_on_result(const sqlq_disposition_policy *p, long dequeue_count,
                                             bool succeeded);
+/* After the handler, given its result: SQLQ_E_REJECTED (the handler says no retry can succeed:
+ * an --exec exit 65, an --http 422, a --sql constraint that fails for good) poisons at once;
+ * anything else as sqlq_disposition_on_result. */
+sqlq_disposition sqlq_disposition_on_handler(const sqlq_disposition_policy *p, long dequeue_count,
+                                             sqlq_result handler_result);
 /* The visibility timeout (seconds) for releasing a message that failed on this attempt. */
 int sqlq_disposition_release_visibility(const sqlq_disposition_policy *p, long dequeue_count);
 

@@ -393,6 +393,10 @@ sqlq_result sqlq_handler_exec_run(void *ctx, const sqlq_received *d, sqlq_error 
                               timed_out ? "timed out" : "cancelled by shutdown", tail);
     if (WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0)
         return SQLQ_OK;
+    if (WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == SQLQ_HANDLER_EXEC_REJECT)
+        return sqlq_error_set(err, SQLQ_E_REJECTED, false,
+                              "command rejected the message (exit %d: poison now); stderr: %s",
+                              SQLQ_HANDLER_EXEC_REJECT, tail);
     if (WIFSIGNALED(ch.status))
         return sqlq_error_set(err, SQLQ_E_IO, false, "command killed by signal %d; stderr: %s",
                               WTERMSIG(ch.status), tail);

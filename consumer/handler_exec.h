@@ -19,6 +19,10 @@
  * message timeout or a shutdown that ran out of time, the group gets SIGTERM, then SIGKILL after
  * kill_grace_ms. The last lines of its stderr (also passed through to ours) become the failure
  * reason. */
+/* The exit status by which a command says the message can never succeed (EX_DATAERR of
+ * sysexits.h): it goes to {queue}-poison at once, its stderr as the reason. */
+#define SQLQ_HANDLER_EXEC_REJECT 65
+
 typedef struct sqlq_handler_exec sqlq_handler_exec;
 
 SQLQ_NODISCARD sqlq_result sqlq_handler_exec_create(const char *command, uint64_t kill_grace_ms,

@@ -208,6 +208,13 @@ static sqlq_result http_handle(void *ctx, const sqlq_received *d, sqlq_error *er
     if (status >= 200 && status < 300)
         return SQLQ_OK;
     one_line(w->response);
+    if (status == SQLQ_HANDLER_HTTP_REJECT) {
+        sqlq_result r = sqlq_error_set(err, SQLQ_E_REJECTED, false,
+                                       "POST %s answered %ld (rejected: poison now): %s", w->h->shown,
+                                       status, w->response);
+        err->http_status = (int)status;
+        return r;
+    }
     sqlq_result r = sqlq_error_set(err, SQLQ_E_HTTP, status >= 500 || status == 429,
                                    "POST %s answered %ld: %s", w->h->shown, status, w->response);
     err->http_status = (int)status;

@@ -9,6 +9,10 @@
  * X-Sqlq-Queue, and Content-Type application/json when the body parses as JSON (text/plain;
  * charset=utf-8 for other UTF-8 text, application/octet-stream otherwise). The request is cut
  * off at timeout_ms, at the message deadline, or when the consumer cancels it. */
+/* The status by which an endpoint says the message can never succeed (422 Unprocessable
+ * Content): it goes to {queue}-poison at once, the response body as the reason. */
+#define SQLQ_HANDLER_HTTP_REJECT 422
+
 typedef struct sqlq_handler_http sqlq_handler_http;
 
 SQLQ_NODISCARD sqlq_result sqlq_handler_http_create(const char *url, long timeout_ms,

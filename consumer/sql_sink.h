@@ -58,4 +58,8 @@ unsigned long long sqlq_sql_sink_skipped(const sqlq_sql_sink *s);
 SQLQ_NODISCARD sqlq_result sqlq_sql_sink_reset_versions(sqlq_sql_sink *s, const char *key_json,
                                                         long long *out_n, sqlq_error *err);
 
+/* A database error that no retry can fix (a NOT NULL or CHECK violation, a value that does not
+ * fit): the sink reports it as SQLQ_E_REJECTED and the message goes to poison at once. */
+bool sqlq_sql_sink_rejects(const sqlq_error *e);
+
 #endif

@@ -4,6 +4,8 @@
 #include "json_scan.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 char *sqlq_poison_envelope_write(const char *reason, json_t *message)
 {
@@ -21,6 +23,34 @@ char *sqlq_poison_envelope_write(const char *reason, json_t *message)
     char *s = rc == 0 ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return s;
+}
+
+char *sqlq_poison_envelope_wrap(const char *reason, const char *body, size_t len, size_t *out_len)
+{
+    json_t *parsed = json_loadb(body, len, JSON_DECODE_ANY, NULL);
+    bool structured = json_is_object(parsed) || json_is_array(parsed);
+    json_decref(parsed);
+    if (!structured)
+        return NULL;
+    char cut[SQLQ_POISON_REASON_MAX];
+    snprintf(cut, sizeof(cut), "%s", reason ? reason : "unknown");
+    json_t *r = json_string(cut);
+    char *quoted = json_dumps(r ? r : json_string("unknown"), JSON_ENCODE_ANY | JSON_COMPACT);
+    json_decref(r);
+    if (!quoted)
+        return NULL;
+    static const char head[] = "{\"" SQLQ_POISON_MARKER "\":1,\"reason\":";
+    size_t n = sizeof(head) - 1 + strlen(quoted) + sizeof(",\"message\":") - 1 + len + 1;
+    char *out = malloc(n + 1);
+    if (out) {
+        int k = snprintf(out, n + 1, "%s%s,\"message\":", head, quoted);
+        memcpy(out + k, body, len);
+        out[n - 1] = '}';
+        out[n] = '\0';
+        *out_len = n;
+    }
+    free(quoted);
+    return out;
 }
 
 bool sqlq_poison_envelope_read(const char *body, size_t len, const char **out_msg, size_t *out_len)

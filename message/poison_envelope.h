@@ -19,6 +19,13 @@
  * members in the order above; reason NULL reads "unknown". malloc'd; NULL when out of memory. */
 char *sqlq_poison_envelope_write(const char *reason, json_t *message);
 
+/* The envelope around a message given as JSON text (body[0..len), a JSON object or array),
+ * keeping its exact bytes as "message": what `sqlq consume --poison-envelope` puts in
+ * {queue}-poison so the handler's reason travels with the message. NULL when the body is not a
+ * JSON object or array (it then moves byte-identical) or when out of memory; malloc'd, length in
+ * *out_len. */
+char *sqlq_poison_envelope_wrap(const char *reason, const char *body, size_t len, size_t *out_len);
+
 /* When body[0..len) is an envelope sqlq wrote (exactly the members sqlq_poison = 1, reason a
  * string, message an object or array, each once), *out_msg / *out_len point at the exact bytes
  * of its message inside body. */

@@ -177,6 +177,7 @@ static sqlq_result change_from_row(const sqlq_capture *cap, json_t *row, sqlq_ch
     c->attempts = (int)att;
     c->lease_token = tok;
     c->op = op[0] == 'I' ? SQLQ_OP_INSERT : op[0] == 'U' ? SQLQ_OP_UPDATE : SQLQ_OP_DELETE;
+    c->unmatched = present == 2;
     c->key = json_object();
     if (!c->key)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");

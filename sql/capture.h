@@ -31,6 +31,8 @@ typedef struct sqlq_capture_config {
     sqlq_start_from start_from;
     bool allow_retention_gap;  /* SQL Server: continue (and say so) when retention overran */
     bool quiet;                /* no capture_opened line: a second handle of the same route */
+    const char *where;         /* NULL, or a predicate on the current row (alias r) that the poll
+                                * evaluates: sqlq_change.unmatched (change log, change tracking) */
     /* SQLQ_SOURCE_CURSOR only: */
     const char *cursor_column;      /* monotonic integer, timestamp or version column, NOT NULL */
     const char *soft_delete_column; /* rows with it set (non-NULL, non-false) publish as deletes */
@@ -47,6 +49,7 @@ typedef struct sqlq_change {
     int attempts;     /* attempts including this one (1 on first delivery) */
     json_t *key;      /* object: primary-key column → value */
     json_t *row;      /* object: current row, or NULL for a delete (or a row gone since) */
+    bool unmatched;   /* with where: the current row exists but does not satisfy it */
     int64_t lease_token; /* fencing token of this delivery's lease (change log and change
                           * tracking): release, renew and abandon match on it together with
                           * instance_id, so copy it along with the change */

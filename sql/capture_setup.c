@@ -36,6 +36,9 @@ static sqlq_result check_config(const sqlq_capture_config *cfg, sqlq_error *err)
     if (cfg->max_attempts < 1 || cfg->max_attempts > 1000)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "max_attempts %d out of range (allowed 1..1000)", cfg->max_attempts);
+    if (cfg->source == SQLQ_SOURCE_CURSOR && cfg->where && cfg->where[0])
+        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+                              "key where: not available with source cursor (change log and change tracking only)");
     return SQLQ_OK;
 }
 
@@ -188,6 +191,35 @@ static sqlq_result init_state(sqlq_capture *cap, sqlq_start_from from, sqlq_erro
     return r;
 }
 
+/* The route's --where compiles against the table: a typo is a clear error at start, not a
+ * failing poll. */
+static sqlq_result check_where(sqlq_capture *cap, const sqlq_capture_config *cfg, sqlq_error *err)
+{
+    if (!cfg->where || !cfg->where[0])
+        return SQLQ_OK;
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(cap->db));
+    sqlq_sql_text_add(&q, "SELECT 1 FROM %s AS r WHERE 1 = 0 AND (%s)", cap->quoted_table, cfg->where);
+    char *sql = NULL;
+    sqlq_result r = sqlq_sql_text_take(&q, &sql, err);
+    int64_t one = 0;
+    if (r == SQLQ_OK)
+        r = sqlq_db_query_int(cap->db, sql, NULL, 0, &one, err);
+    free(sql);
+    if (r == SQLQ_E_NOT_FOUND) {
+        sqlq_error_clear(err);
+        return SQLQ_OK;
+    }
+    if (r != SQLQ_OK && err && !err->transient) {
+        char detail[sizeof(err->message)];
+        snprintf(detail, sizeof(detail), "%s", err->message);
+        sqlq_error_clear(err);
+        r = sqlq_error_set(err, SQLQ_E_INVALID, false, "key where: '%s' is not a predicate on table %s: %s",
+                           cfg->where, cfg->table, detail);
+    }
+    return r;
+}
+
 static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg, bool check_only,
                                sqlq_error *err)
 {
@@ -224,7 +256,10 @@ static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg
                                    .max_batch_size = cfg->max_batch_size,
                                    .lease_s = cfg->lease_s,
                                    .max_attempts = cfg->max_attempts,
-                                   .key_types = cap->key_types};
+                                   .key_types = cap->key_types,
+                                   .where = cfg->where && cfg->where[0] ? cfg->where : NULL};
+    if (r == SQLQ_OK)
+        r = check_where(cap, cfg, err);
     if (r == SQLQ_OK)
         r = build_statements(cap, err);
     if (r == SQLQ_OK)

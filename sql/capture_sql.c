@@ -249,7 +249,10 @@ static void batch_with_rows(builder *b, batch_from from)
     const sqlq_table *t = b->c->table;
     sqlq_sql_text_add(&b->t, "SELECT b.*, CASE WHEN ");
     sqlq_sql_text_col(&b->t, "r.", key_name(b, 0));
-    sqlq_sql_text_add(&b->t, " IS NULL THEN 0 ELSE 1 END AS m_row, ");
+    if (b->c->where) /* the route's --where, as the operator wrote it (a trusted setting) */
+        sqlq_sql_text_add(&b->t, " IS NULL THEN 0 WHEN (%s) THEN 1 ELSE 2 END AS m_row, ", b->c->where);
+    else
+        sqlq_sql_text_add(&b->t, " IS NULL THEN 0 ELSE 1 END AS m_row, ");
     sqlq_capture_sql_key_shape_expr(b);
     sqlq_sql_text_add(&b->t, " AS " SQLQ_CAPTURE_KEY_SHAPE ", r.*");
     fixup_columns(b);

@@ -52,11 +52,12 @@ typedef struct sqlq_capture_sql {
     int lease_s;
     int max_attempts;
     char *const *key_types; /* declared type of each key part (PostgreSQL casts), or NULL */
+    const char *where;      /* NULL, or the route's predicate on the current row r: m_row 2 */
 } sqlq_capture_sql;
 
 /* Result columns of poll, read by position (sqlq_db_query_values): k0..k<nkey-1> (key, in key
  * order), m_v (version), m_op ('I','U', 'D'), m_att (attempts counting this delivery, capped
- * at max_attempts + 1), m_tok (lease token), m_row (1 when the current row exists), m_key (the
+ * at max_attempts + 1), m_tok (lease token), m_row (1 when the current row exists, 2 when it exists but fails `where`), m_key (the
  * table's primary key now, as sqlq_capture_sql_key_shape reads it), then r.*: every column of
  * the current row as the table has them when the statement runs (NULL when there is none). */
 #define SQLQ_CAPTURE_KEY_SHAPE "m_key"

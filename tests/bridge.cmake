@@ -2,6 +2,7 @@
 sqlq_unit_test(delivery sqlq_bridge)
 sqlq_unit_test(outage sqlq_bridge)
 sqlq_unit_test(route_state sqlq_bridge)
+sqlq_unit_test(route_filter sqlq_bridge)
 
 add_library(sqlq_bridge_testsupport STATIC integration/bridge_support.c)
 target_link_libraries(sqlq_bridge_testsupport PUBLIC sqlq_queue sqlq_sql sqlq_testdb sqlq_testsupport PkgConfig::CMOCKA)
@@ -19,3 +20,4 @@ sqlq_integration_test(bridge_credentials TIMEOUT 180)
 sqlq_integration_test(bridge_once FIXTURES azurite TIMEOUT 300)
 sqlq_integration_test(bridge_throttled FIXTURES azurite TIMEOUT 180)
 sqlq_integration_test(bridge_schema FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 400)
+sqlq_integration_test(bridge_message_options FIXTURES azurite postgres TIMEOUT 300)

@@ -46,6 +46,26 @@ queues+=("$q" "$q-poison")
     --oversize poison --once 2>/dev/null
 check "$q-poison" "bridge poison envelope"
 
+# Issue 16: a column selection and a --where that turns an update into a delete keep the shapes;
+# a consumer's --poison-envelope is the poison shape.
+sel="$tmp/sel.db"
+sqlite3 "$sel" "CREATE TABLE orders(id INTEGER PRIMARY KEY, region TEXT, total NUMERIC)"
+"$sqlq" setup --db "Driver={SQLite3};Database=$sel;" --table orders >/dev/null
+sqlite3 "$sel" "INSERT INTO orders VALUES (1, 'eu', 5), (2, 'us', 50)"
+q="schema-sel-$$"
+queues+=("$q" "$q-poison")
+"$sqlq" bridge --db "Driver={SQLite3};Database=$sel;" --table orders --queue "$q" --columns total \
+    --where "total > 10" --once 2>/dev/null
+sqlite3 "$sel" "UPDATE orders SET total = 1 WHERE id = 2"
+"$sqlq" bridge --db "Driver={SQLite3};Database=$sel;" --table orders --queue "$q" --columns total \
+    --where "total > 10" --once 2>/dev/null
+check "$q" "bridge --columns --where"
+grep -q '\\"op\\":\\"delete\\"' "$tmp/peek" || fail "the update out of --where was not a delete"
+timeout 60 "$sqlq" consume "$q" --exec 'exit 65' --poison-envelope --exit-when-empty \
+    --max-polling-interval-ms 300 2>/dev/null
+check "$q-poison" "consume --poison-envelope"
+grep -q 'sqlq_poison' "$tmp/peek" || fail "consume --poison-envelope wrote no envelope"
+
 q="schema-backfill-$$"
 queues+=("$q")
 "$sqlq" backfill --db "$conn" --table orders --queue "$q" 2>/dev/null

@@ -6,8 +6,11 @@
 #include <cmocka.h>
 
 #include "disposition.h"
+#include "poison_envelope.h"
+#include "sql_sink.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void test_disposition_success_deletes(void **state)
@@ -125,6 +128,78 @@ static void test_disposition_outage_or_message_fault(void **state)
     assert_false(sqlq_disposition_is_outage(&e));
 }
 
+/* Issue 16: a handler's SQLQ_E_REJECTED poisons on the first attempt; other failures retry. */
+static void test_disposition_rejected_poisons_at_once(void **state)
+{
+    (void)state;
+    sqlq_disposition_policy p;
+    sqlq_disposition_policy_default(&p);
+    assert_int_equal(sqlq_disposition_on_handler(&p, 1, SQLQ_E_REJECTED), SQLQ_DISPOSE_POISON);
+    assert_int_equal(sqlq_disposition_on_handler(&p, 1, SQLQ_E_IO), SQLQ_DISPOSE_RELEASE);
+    assert_int_equal(sqlq_disposition_on_handler(&p, 5, SQLQ_E_IO), SQLQ_DISPOSE_POISON);
+    assert_int_equal(sqlq_disposition_on_handler(&p, 1, SQLQ_OK), SQLQ_DISPOSE_DELETE);
+    p.has_poison_queue = false; /* nowhere to put it: released, as any failure */
+    assert_int_equal(sqlq_disposition_on_handler(&p, 1, SQLQ_E_REJECTED), SQLQ_DISPOSE_RELEASE);
+}
+
+static sqlq_error sql_error(const char *state, long native, const char *message)
+{
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    e.code = SQLQ_E_SQL;
+    snprintf(e.sqlstate, sizeof(e.sqlstate), "%s", state);
+    e.native_code = native;
+    snprintf(e.message, sizeof(e.message), "%s", message);
+    return e;
+}
+
+/* What no retry fixes, per database; a foreign key or unique violation is retried. */
+static void test_disposition_sql_sink_rejects(void **state)
+{
+    (void)state;
+    sqlq_error e = sql_error("23502", 7, "null value in column");
+    assert_true(sqlq_sql_sink_rejects(&e));
+    e = sql_error("23514", 7, "violates check constraint");
+    assert_true(sqlq_sql_sink_rejects(&e));
+    e = sql_error("22001", 7, "value too long");
+    assert_true(sqlq_sql_sink_rejects(&e));
+    e = sql_error("23503", 7, "violates foreign key constraint");
+    assert_false(sqlq_sql_sink_rejects(&e));
+    e = sql_error("23505", 7, "duplicate key");
+    assert_false(sqlq_sql_sink_rejects(&e));
+    e = sql_error("HY000", 19, "[SQLite]NOT NULL constraint failed: t.v (19)");
+    assert_true(sqlq_sql_sink_rejects(&e));
+    e = sql_error("HY000", 19, "[SQLite]FOREIGN KEY constraint failed (19)");
+    assert_false(sqlq_sql_sink_rejects(&e));
+    e = sql_error("23000", 515, "Cannot insert the value NULL");
+    assert_true(sqlq_sql_sink_rejects(&e));
+    e = sql_error("23000", 547, "conflicted with the FOREIGN KEY constraint");
+    assert_false(sqlq_sql_sink_rejects(&e));
+    e = sql_error("23502", 7, "null value");
+    e.transient = true;
+    assert_false(sqlq_sql_sink_rejects(&e));
+}
+
+/* --poison-envelope keeps the message's exact bytes, which the reader finds again. */
+static void test_disposition_poison_envelope_wrap(void **state)
+{
+    (void)state;
+    const char body[] = "{\"b\": 1.50, \"a\":\"x\"}";
+    size_t len = 0;
+    char *w = sqlq_poison_envelope_wrap("bad \"row\"", body, strlen(body), &len);
+    assert_non_null(w);
+    assert_string_equal(w, "{\"sqlq_poison\":1,\"reason\":\"bad \\\"row\\\"\",\"message\":{\"b\": 1.50, \"a\":\"x\"}}");
+    assert_int_equal(len, strlen(w));
+    const char *msg = NULL;
+    size_t mlen = 0;
+    assert_true(sqlq_poison_envelope_read(w, len, &msg, &mlen));
+    assert_int_equal(mlen, strlen(body));
+    assert_memory_equal(msg, body, mlen);
+    free(w);
+    assert_null(sqlq_poison_envelope_wrap("r", "plain text", 10, &len));
+    assert_null(sqlq_poison_envelope_wrap("r", "\"a string\"", 10, &len));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -135,6 +210,9 @@ int main(void)
         cmocka_unit_test(test_disposition_undecodable_poisons_at_once),
         cmocka_unit_test(test_disposition_without_poison_queue_releases),
         cmocka_unit_test(test_disposition_release_visibility),
+        cmocka_unit_test(test_disposition_rejected_poisons_at_once),
+        cmocka_unit_test(test_disposition_sql_sink_rejects),
+        cmocka_unit_test(test_disposition_poison_envelope_wrap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
