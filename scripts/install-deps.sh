@@ -22,12 +22,12 @@ for arg in "$@"; do
 done
 
 runtime_pkgs=(libcurl4 libssl3 libjansson4 libexpat1 libmicrohttpd12 unixodbc odbc-postgresql
-    libsqliteodbc tdsodbc ca-certificates)
+    libsqliteodbc tdsodbc odbc-mariadb ca-certificates)
 # cmocka is here, not in test_pkgs: CMake builds the unit tests by default (SQLQ_BUILD_TESTS).
 build_pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev libjansson-dev
     libexpat1-dev libmicrohttpd-dev unixodbc-dev libcmocka-dev)
 # clang + its sanitizer/libFuzzer runtime: scripts/fuzz.sh (run by scripts/test.sh after ctest).
-test_pkgs=(postgresql sqlite3 nodejs npm curl procps clang libclang-rt-14-dev)
+test_pkgs=(postgresql mariadb-server sqlite3 nodejs npm curl procps clang libclang-rt-14-dev)
 
 case "$mode" in
     runtime) pkgs=("${runtime_pkgs[@]}") ;;
