@@ -30,6 +30,9 @@ typedef enum {
     SQLQ_CAPTURE_LOG_SEQUENCE,    /* change log, versions from a sequence, per-table advisory lock
                                    * (PostgreSQL) */
     SQLQ_CAPTURE_CHANGE_TRACKING, /* the database's own change tracking (SQL Server) */
+    SQLQ_CAPTURE_LOG_STAMPED,     /* change log, rows written unversioned (0) by triggers and
+                                   * stamped by the bridge in its own transaction, skipping the
+                                   * rows of open transactions (MariaDB, MySQL) */
 } sqlq_capture_shape;
 
 /* How a cursor's safety lag reads in SQL (cursor_query.c). */
@@ -49,7 +52,7 @@ struct sqlq_keyset_col;
 struct sqlq_dialect {
     const char *name;      /* "sqlite", "postgres", "mssql": logs and docs */
     const char *title;     /* "SQLite", "PostgreSQL", "SQL Server": messages */
-    const char *dbms_name; /* the SQL_DBMS_NAME that selects it (case-insensitive) */
+    const char *dbms_name; /* the SQL_DBMS_NAMEs that select it, '|' between (any case) */
 
     /* ---- the connection (db.c) */
     const char *session_sql; /* run once connected; NULL for none */
@@ -150,6 +153,7 @@ void sqlq_dialect_titles(char *out, size_t size);
 extern const sqlq_dialect sqlq_dialect_sqlite;
 extern const sqlq_dialect sqlq_dialect_postgres;
 extern const sqlq_dialect sqlq_dialect_mssql;
+extern const sqlq_dialect sqlq_dialect_mariadb;
 
 /* Append an identifier, quoted for the dialect: "a""b" (SQLite, PostgreSQL), [a]]b] (SQL Server).
  * Rejects identifiers containing NUL or over 255 bytes. */
