@@ -137,8 +137,10 @@ sqlq_result sqlq_change_log_stamped_installed(sqlq_db *db, const sqlq_catalog_na
 /* UPDATE (the unstamped rows nobody holds, locked now) STRAIGHT_JOIN log SET since, version.
  * The derived table is read first (STRAIGHT_JOIN) with FOR UPDATE SKIP LOCKED: the log rows
  * an open transaction wrote are locked by it and passed over, never waited for; a plain
- * UPDATE … WHERE version = 0 would wait for them (measured on MariaDB 10.11). LAST_INSERT_ID()
- * is the version the counter handed this transaction. */
+ * UPDATE … WHERE version = 0 would wait for them (measured on MariaDB 10.11). The log is then
+ * reached by its primary key only (FORCE INDEX): on a small log the optimizer otherwise scans
+ * it, and an UPDATE's scan locks, so waits for, every row it reads. LAST_INSERT_ID() is the
+ * version the counter handed this transaction. */
 static sqlq_result stamp_sql(sqlq_db *db, const sqlq_table *t, const sqlq_catalog_names *n,
                              int limit, char **out, sqlq_error *err)
 {
@@ -152,7 +154,7 @@ static sqlq_result stamp_sql(sqlq_db *db, const sqlq_table *t, const sqlq_catalo
     sqlq_catalog_key_list(&q, t, "");
     sqlq_sql_text_add(&q, " LIMIT %d FOR UPDATE SKIP LOCKED) p STRAIGHT_JOIN ", limit);
     sqlq_catalog_object(&q, n->log_table);
-    sqlq_sql_text_add(&q, " l ON ");
+    sqlq_sql_text_add(&q, " l FORCE INDEX (PRIMARY) ON ");
     for (size_t k = 0; k < t->nkey; k++) {
         const char *name = t->columns[t->key[k]].name;
         sqlq_sql_text_add(&q, "%s", k ? " AND " : "");
