@@ -67,6 +67,8 @@ struct sqlq_dialect {
     bool tz_text_in_utc;  /* timestamptz text comes as UTC wall time without an offset */
     bool exact_time_text; /* date/time columns are read as exact text: (to_json(c) #>> '{}') */
     bool bool_as_text;    /* boolean parameters bind as 'true'/'false' (else 1/0) */
+    bool time_param_utc_wall; /* timestamp parameters with an offset bind as UTC wall time
+                               * 'YYYY-MM-DD HH:MM:SS.ffffff' (MariaDB refuses offsets) */
 
     /* ---- names and literals */
     char ident_open, ident_close; /* "a""b" or [a]]b] */
