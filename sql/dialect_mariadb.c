@@ -200,6 +200,7 @@ const sqlq_dialect sqlq_dialect_mariadb = {
     .tz_text_in_utc = false,
     .exact_time_text = false,
     .bool_as_text = false,
+    .time_param_utc_wall = true,
 
     .ident_open = '`',
     .ident_close = '`',
