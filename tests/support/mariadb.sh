@@ -15,7 +15,9 @@ dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
 server=$(command -v mariadbd || ls /usr/sbin/mariadbd 2>/dev/null || true)
 [ -n "$server" ] || { echo "mariadb.sh: no MariaDB server installed: run scripts/install-deps.sh" >&2; exit 1; }
 user=$(id -un)
-client() { mariadb --no-defaults --socket="$dir/mysqld.sock" -u root "$@"; }
+# unix_socket authentication: install-db gives the OS user that ran it (root or not) an
+# account of its own name with every privilege.
+client() { mariadb --no-defaults --socket="$dir/mysqld.sock" -u "$user" "$@"; }
 
 stop_server() {
     [ -f "$dir/mysqld.pid" ] || return 0
@@ -29,15 +31,17 @@ stop_server() {
 case "$cmd" in
     start)
         stop_server
+        mkdir -p "$dir/tmp" # the server's temporary files stay in DIR (/tmp may not be writable)
         if [ ! -d "$dir/data/mysql" ]; then
-            # unix_socket authentication: the OS user that ran install-db is the server's root.
+            # root@localhost and <user>@localhost authenticate by unix socket (no password).
             mariadb-install-db --no-defaults --datadir="$dir/data" --user="$user" \
-                --auth-root-authentication-method=socket --skip-test-db >"$dir/install.log" 2>&1 \
+                --auth-root-authentication-method=socket --skip-test-db --tmpdir="$dir/tmp" >"$dir/install.log" 2>&1 \
                 || { cat "$dir/install.log" >&2; exit 1; }
         fi
         port=${3:-$("$here/free_port.sh")}
         setsid "$server" --no-defaults --datadir="$dir/data" --user="$user" --port="$port" \
             --bind-address=127.0.0.1 --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" \
+            --tmpdir="$dir/tmp" \
             --log-error="$dir/server.log" --skip-name-resolve --max-connections=300 \
             --innodb-flush-log-at-trx-commit=0 --sync-binlog=0 --innodb-doublewrite=0 \
             --innodb-buffer-pool-size=64M --character-set-server=utf8mb4 \
@@ -48,10 +52,11 @@ case "$cmd" in
             [ -f "$dir/mysqld.pid" ] || kill -0 $! 2>/dev/null || { cat "$dir/server.log" >&2; exit 1; }
             sleep 0.1
         done
-        client -e 'SELECT 1' >/dev/null 2>&1 || { cat "$dir/server.log" >&2; exit 1; }
+        client -e 'SELECT 1' >/dev/null 2>&1 || { cat "$dir/server.log" >&2; stop_server; exit 1; }
         # Tests connect over TCP as sqlq, which may create databases and accounts of its own.
         client -e "CREATE USER IF NOT EXISTS 'sqlq'@'127.0.0.1' IDENTIFIED BY '';
-                   GRANT ALL PRIVILEGES ON *.* TO 'sqlq'@'127.0.0.1' WITH GRANT OPTION;"
+                   GRANT ALL PRIVILEGES ON *.* TO 'sqlq'@'127.0.0.1' WITH GRANT OPTION;" \
+            || { stop_server; exit 1; }
         echo "$port" >"$dir/port"
         echo "Driver={MariaDB Unicode};Server=127.0.0.1;Port=$port;UID=sqlq;PWD=;" >"$dir/odbc"
         echo "mariadb on 127.0.0.1:$port"
