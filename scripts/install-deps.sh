@@ -53,6 +53,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# odbc-mariadb registers its driver as "MariaDB Unicode" when installed; register it by that
+# name if it is not (an image that cleaned /etc/odbcinst.ini, a package without the hook).
+if ! odbcinst -q -d -n "MariaDB Unicode" >/dev/null 2>&1; then
+    lib=$(dpkg -L odbc-mariadb 2>/dev/null | grep '/libmaodbc\.so$' | head -1 || true)
+    if [ -n "$lib" ]; then
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        printf '[MariaDB Unicode]\nDescription=MariaDB Connector/ODBC (Unicode)\nDriver=%s\n' "$lib" \
+            >"${TMPDIR:-/tmp}/sqlq-maodbc.ini"
+        echo "install-deps: registering ODBC driver MariaDB Unicode ($lib)"
+        $sudo odbcinst -i -d -f "${TMPDIR:-/tmp}/sqlq-maodbc.ini" >/dev/null
+        rm -f "${TMPDIR:-/tmp}/sqlq-maodbc.ini"
+    fi
+fi
+
 if [ "$npm" = yes ]; then
     # The stamp holds the hash of the lock file node_modules was installed from: a content check,
     # so a fresh clone (whose files are all new) does not reinstall what is already there.
