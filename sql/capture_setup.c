@@ -65,7 +65,10 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
         r = sqlq_capture_sql_sequence(s, false, &cap->seq, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_newest(s, &cap->newest, err);
-    if (r == SQLQ_OK && s->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER)
+    /* Lease tokens from the counter table: SQLite, and MariaDB (no sequence in a statement
+     * that also writes: the poll's lease statement takes them as a parameter) */
+    if (r == SQLQ_OK && (s->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER ||
+                         s->dialect->capture_shape == SQLQ_CAPTURE_LOG_STAMPED))
         r = sqlq_capture_sql_reserve(s, &cap->bump, &cap->base, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_pending(s, &cap->pending, err);
@@ -199,12 +202,6 @@ static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg
     if (d->capture_shape == SQLQ_CAPTURE_NONE)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "sqlq cannot capture changes of %s tables", d->title);
-    /* The stamped log (MariaDB, MySQL) is installed by setup and stamped by
-     * sqlq_change_log_stamp; the poll and lease statements for it are not written yet. */
-    if (d->capture_shape == SQLQ_CAPTURE_LOG_STAMPED)
-        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "sqlq bridge cannot read %s change logs yet (sqlq setup installs "
-                              "them)", d->title);
     if (src == SQLQ_SOURCE_CHANGE_TRACKING && d->capture_shape != SQLQ_CAPTURE_CHANGE_TRACKING)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "change tracking is a SQL Server feature; use the change log");

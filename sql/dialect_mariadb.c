@@ -35,16 +35,17 @@ static const char *const CATALOG_CREATE[] = {
     "table_name varchar(512) NOT NULL, sync_version bigint NOT NULL, "
     "updated_ms bigint NOT NULL, PRIMARY KEY (bridge_name, table_name))" TABLE_OPTIONS,
     /* The change logs' versions: a row whose lock serialises the stamping transactions, so
-     * versions commit in the order they are handed out (docs/capture.md, MariaDB). */
+     * versions commit in the order they are handed out (docs/capture.md, MariaDB); and the
+     * lease tokens, reserved per poll as on SQLite. */
     "CREATE TABLE IF NOT EXISTS sqlq.counter (name varchar(32) NOT NULL PRIMARY KEY, "
     "value bigint NOT NULL)" TABLE_OPTIONS,
-    "INSERT IGNORE INTO sqlq.counter (name, value) VALUES ('version', 0)",
-    "CREATE SEQUENCE IF NOT EXISTS sqlq.lease_token NOCACHE", NULL};
+    "INSERT IGNORE INTO sqlq.counter (name, value) VALUES ('version', 0), ('lease_token', 0)",
+    NULL};
 
 static const char *const CATALOG_DROP[] = {
     "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.tables",
     "DROP TABLE IF EXISTS sqlq.state",        "DROP TABLE IF EXISTS sqlq.counter",
-    "DROP SEQUENCE IF EXISTS sqlq.lease_token", "DROP DATABASE IF EXISTS sqlq", NULL};
+    "DROP DATABASE IF EXISTS sqlq", NULL};
 
 static const char DESCRIBE_SQL[] =
     "SELECT c.table_schema AS schema_name, c.table_name AS table_name, "
@@ -217,7 +218,7 @@ const sqlq_dialect sqlq_dialect_mariadb = {
 
     .catalog_create = CATALOG_CREATE,
     .catalog_drop = CATALOG_DROP,
-    .catalog_token_object = "lease_token",
+    .catalog_token_object = "counter", /* rows 'version' (the stamp) and 'lease_token' */
     /* DDL commits implicitly in MySQL: a transaction-scoped lock cannot span it. Every
      * statement of setup is idempotent (IF NOT EXISTS, OR REPLACE) instead. */
     .ddl_lock_sql = NULL,
