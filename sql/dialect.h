@@ -65,6 +65,10 @@ struct sqlq_dialect {
     /* ---- values (row_json.c, sink parameters) */
     bool dynamic_types;   /* any value in any column; the declared type is only an affinity */
     bool tz_text_in_utc;  /* timestamptz text comes as UTC wall time without an offset */
+    const char *utc_type_name; /* with tz_text_in_utc: the driver's type name of those columns
+                                * (NULL: "timestamptz"; MariaDB: "timestamp") */
+    bool tinyint1_bool;        /* TINYINT(1) columns (MySQL's BOOLEAN) holding 0 or 1 read as
+                                * false/true (the driver reports them as TINYINT) */
     bool exact_time_text; /* date/time columns are read as exact text: (to_json(c) #>> '{}') */
     bool bool_as_text;    /* boolean parameters bind as 'true'/'false' (else 1/0) */
     bool time_param_utc_wall; /* timestamp parameters with an offset bind as UTC wall time
