@@ -198,7 +198,9 @@ const sqlq_dialect sqlq_dialect_mariadb = {
     .long_binary_over = 0,
 
     .dynamic_types = false,
-    .tz_text_in_utc = false,
+    .tz_text_in_utc = true, /* TIMESTAMP: UTC inside, read in the session's zone, UTC */
+    .utc_type_name = "timestamp",
+    .tinyint1_bool = true,
     .exact_time_text = false,
     .bool_as_text = false,
     .time_param_utc_wall = true,

@@ -66,6 +66,23 @@ want
 $want"
 echo "ok: inserts, an update, a changed key and a delete (the old key deleted) delivered"
 
+# 1b. column types (docs/types.md, MariaDB)
+my -e "CREATE TABLE ty (id int PRIMARY KEY, bt bit(1), b tinyint(1), n tinyint(1), t tinyint,
+       ts timestamp(3) NULL, dt datetime(6), j json, vb varbinary(8), u bigint unsigned, e enum('a','b'))"
+"$sqlq" setup --db "$conn" --table ty >"$tmp/setup_ty.log" 2>&1 || fail "setup ty"
+my -e "INSERT INTO ty VALUES (1, b'1', 1, 7, 1, '2024-05-01 12:00:00.5', '2024-02-29 23:59:59.123456',
+       '{\"a\": [1, 2]}', 0x00FF10, 18446744073709551615, 'b'), (2, b'0', 0, NULL, 0, NULL, NULL, NULL, NULL, 0, NULL)"
+timeout 60 "$sqlq" bridge --db "$conn" --table ty --queue "$q" --once --start-from beginning >"$tmp/ty.log" 2>&1 \
+    || fail "types run"
+got=$(drain)
+want='insert {"id":1} {"id":1,"bt":true,"b":true,"n":7,"t":1,"ts":"2024-05-01T12:00:00.500+00:00","dt":"2024-02-29T23:59:59.123456","j":"{\"a\": [1, 2]}","vb":{"$base64":"AP8Q"},"u":"18446744073709551615","e":"b"}
+insert {"id":2} {"id":2,"bt":false,"b":false,"n":null,"t":0,"ts":null,"dt":null,"j":null,"vb":null,"u":0,"e":null}'
+[ "$got" = "$want" ] || fail "types: got
+$got
+want
+$want"
+echo "ok: BIT(1) and TINYINT(1) booleans, TIMESTAMP in UTC, DATETIME, JSON as text, binary, BIGINT UNSIGNED"
+
 # 2. late commit
 (my -e "BEGIN; INSERT INTO orders VALUES ('late', 1, 1, 'T1'); SELECT SLEEP(8); COMMIT;" >/dev/null 2>&1) &
 t1=$!
@@ -116,9 +133,30 @@ distinct=$(drain_all)
 [ "$distinct" = 300 ] || fail "after kill -9: $distinct of 300 keys delivered"
 echo "ok: kill -9 mid-backlog, then runs again: all 300 keys delivered"
 
-# 4. --drop
-"$sqlq" setup --db "$conn" --table orders --drop >"$tmp/drop.log" 2>&1 || fail "drop"
+# 4. two instances of one bridge share the table (their polls take turns on the state row)
+"$sqlq" queue clear "$q" >/dev/null 2>&1 || fail "queue clear"
+my -e "INSERT INTO orders SELECT 'two', seq, seq, NULL FROM seq_1_to_200"
+once --max-batch-size 10 >"$tmp/two_a.log" 2>&1 &
+a=$!
+once --max-batch-size 10 >"$tmp/two_b.log" 2>&1 &
+b=$!
+pids+=("$a" "$b")
+wait "$a" || fail "instance a exited $?"
+wait "$b" || fail "instance b exited $?"
+distinct=$(drain_all)
+[ "$distinct" = 200 ] || fail "two instances: $distinct of 200 keys delivered"
+sum=0
+for f in "$tmp/two_a.log" "$tmp/two_b.log"; do
+    m=$(sed -n 's/.*event=bridge_done changes=[0-9]* messages=\([0-9]*\).*/\1/p' "$f")
+    sum=$((sum + ${m:-0}))
+done
+[ "$sum" -ge 200 ] || fail "two instances published $sum messages for 200 changes"
+echo "ok: two instances delivered all 200 keys ($sum messages)"
+
+# 5. --drop (sqlq's database stays while other databases of the server use it)
+"$sqlq" setup --db "$conn" --table orders --table ty --drop >"$tmp/drop.log" 2>&1 || fail "drop"
 n=$(my -N -e "SELECT count(*) FROM information_schema.triggers WHERE trigger_schema = '$db'")
 [ "$n" = 0 ] || fail "$n triggers left after --drop"
-echo "ok: --drop removed the triggers"
+grep -q 'change log and triggers removed' "$tmp/drop.log" || fail "--drop did not say what it removed"
+echo "ok: --drop removed the triggers and the logs"
 mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sqlq -e "DROP DATABASE $db" || true
