@@ -41,6 +41,7 @@ typedef enum {
     SQLQ_LAG_JULIANDAY, /* julianday(c) < julianday('now', '-s seconds'): time as ISO text */
     SQLQ_LAG_INTERVAL,  /* c < clock_timestamp() - interval 'n milliseconds' */
     SQLQ_LAG_DATEADD,   /* c < DATEADD(millisecond, -n, SYSDATETIME()) */
+    SQLQ_LAG_SYSDATE,   /* c < SYSDATE(6) - INTERVAL n MICROSECOND (MariaDB, MySQL; UTC) */
 } sqlq_lag_shape;
 
 struct sqlq_keyset_col;
