@@ -257,7 +257,7 @@ const sqlq_dialect sqlq_dialect_mariadb = {
 
     .capture_shape = SQLQ_CAPTURE_LOG_STAMPED,
 
-    .lag_shape = SQLQ_LAG_NONE,
+    .lag_shape = SQLQ_LAG_SYSDATE,
     .rowversion = false,
     .row_values = true,
     .keyset_value_sql = mariadb_keyset_value_sql,
