@@ -220,6 +220,26 @@ static void batch_select(builder *b, bool sqlite_tokens, bool ms_into)
         sqlq_sql_text_add(&b->t, " LIMIT %d", b->c->max_batch_size);
 }
 
+/* The batch with lease tokens (base + position), as a derived table's body. MariaDB computes
+ * a window function over every row the WHERE clause passes before LIMIT applies (the whole
+ * log past the sync version, sorted, for each poll): there the tokens are numbered outside
+ * the limited batch. */
+static void batch_with_tokens(builder *b)
+{
+    if (!is_my(b)) {
+        batch_select(b, true, false);
+        return;
+    }
+    sqlq_sql_text_add(&b->t, "SELECT x.*, ");
+    param(b, SQLQ_P_TOKEN_BASE);
+    sqlq_sql_text_add(&b->t, " + row_number() OVER (ORDER BY x.m_v");
+    for (size_t i = 0; i < b->c->table->nkey; i++)
+        sqlq_sql_text_add(&b->t, ", x.k%zu", i);
+    sqlq_sql_text_add(&b->t, ") AS m_tok FROM (");
+    batch_select(b, false, false);
+    sqlq_sql_text_add(&b->t, ") AS x");
+}
+
 /* Where the final projection reads the batch from. */
 typedef enum { FROM_PG_CTE, FROM_MS_TEMP, FROM_SQLITE_SUBQUERY } batch_from;
 
@@ -260,7 +280,7 @@ static void batch_with_rows(builder *b, batch_from from)
         sqlq_sql_text_add(&b->t, "#sqlq_batch AS b");
     } else {
         sqlq_sql_text_add(&b->t, "(");
-        batch_select(b, true, false);
+        batch_with_tokens(b);
         sqlq_sql_text_add(&b->t, ") AS b");
     }
     sqlq_sql_text_add(&b->t, " LEFT JOIN ");
@@ -394,7 +414,7 @@ static sqlq_result poll_sql(const sqlq_capture_sql *c, bool resume, sqlq_capture
     sqlq_sql_text_add(&b.t, ") SELECT ");
     lease_values_from_batch(&b, "b.", true);
     sqlq_sql_text_add(&b.t, " FROM (");
-    batch_select(&b, true, false);
+    batch_with_tokens(&b);
     sqlq_sql_text_add(&b.t, ") AS b WHERE 1");
     upsert_tail(&b, "excluded");
     r = b_done(&b, err);
