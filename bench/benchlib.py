@@ -275,6 +275,34 @@ def put_body_xml(text_file, out):
 # ---- PostgreSQL ---------------------------------------------------------------------------
 
 
+class MariaDB:
+    """A private MariaDB server (tests/support/mariadb.sh: account sqlq, no password)."""
+
+    def __init__(self, workdir):
+        self.dir = Path(workdir)
+
+    def start(self):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        sh([SUPPORT / "mariadb.sh", "start", self.dir])
+        self.port = int((self.dir / "port").read_text())
+        self.odbc_prefix = (self.dir / "odbc").read_text().strip()
+        return self
+
+    def stop(self):
+        subprocess.run([str(SUPPORT / "mariadb.sh"), "stop", str(self.dir)], capture_output=True)
+
+    def sql(self, db, *sql):
+        cmd = ["mariadb", "--no-defaults", "-h", "127.0.0.1", "-P", str(self.port), "-u", "sqlq",
+               "-N", "-B"] + ([db] if db else [])
+        return sh(cmd + ["-e", "; ".join(sql)])
+
+    def create_db(self, name):
+        self.sql(None, f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}")
+
+    def odbc(self, db):
+        return f"{self.odbc_prefix}Database={db};"
+
+
 class Postgres:
     """A private PostgreSQL server (tests/support/postgres.sh: trust auth, fsync off)."""
 

@@ -10,7 +10,7 @@ messages of the bridge's own size (a message taken from the bridge's queue) into
 Azurite at the bridge's 16 in flight. A separate small run counts the SQL statements (round
 trips) per batch: PostgreSQL with log_statement=all, SQLite with a unixODBC trace.
 
-  bench/bridge.py [--quick] [--write-docs] [--db sqlite,postgres] [--runs row:10000,batch:1000000]
+  bench/bridge.py [--quick] [--write-docs] [--db sqlite,postgres,mariadb] [--runs row:10000,batch:1000000]
 """
 import argparse
 import base64
@@ -18,6 +18,7 @@ import json
 import math
 import re
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -94,6 +95,37 @@ class Postgres:
 
     def cpu_s(self):
         return self.pg.cpu_s()
+
+
+MY_TABLE = ("CREATE TABLE orders (id bigint PRIMARY KEY, customer varchar(100) NOT NULL, "
+            "total decimal(12,2), note text, updated_at timestamp(3) NULL) DEFAULT CHARSET=utf8mb4")
+
+
+class Mariadb:
+    name = "MariaDB"
+
+    def __init__(self, server):
+        self.my = server
+
+    def create(self, tag):
+        """A fresh database with the change log set up."""
+        self.my.create_db(tag)
+        self.my.sql(tag, MY_TABLE)
+        self.tag, self.conn = tag, self.my.odbc(tag)
+        B.run([B.SQLQ, "setup", "--db", self.conn, "--table", "orders"])
+
+    def fill(self, first, last):
+        """Insert rows first..last in one statement (one transaction: the bridge's first poll
+        stamps them, 16 batches per stamp)."""
+        return B.run(["mariadb", "--no-defaults", "-h", "127.0.0.1", "-P", self.my.port, "-u",
+                      "sqlq", self.tag, "-e",
+                      f"INSERT INTO orders SELECT seq, CONCAT('customer-', seq), "
+                      f"(seq % 1000) + 0.5, CONCAT('note ', MD5(seq), SUBSTR(MD5(seq + 1), 1, 16)), "
+                      f"'2024-05-01 12:00:00' FROM seq_{first}_to_{last}"]).wall
+
+    def cpu_s(self):
+        time.sleep(0.5)
+        return B.tree_cpu_s(int((self.my.dir / "mysqld.pid").read_text().strip()))
 
 
 def drain(az, db, fmt, n, tag, extra=()):
@@ -464,10 +496,14 @@ def main():
         if "postgres" in dbs:
             pg = w.add(B.Postgres(w.path / "pg")).start()
             engines.append(Postgres(pg))
+        if "mariadb" in dbs:
+            engines.append(Mariadb(w.add(B.MariaDB(w.path / "my")).start()))
         run_plan(plan, engines, az, w.path, res)
         if not a.no_round_trips:
             az.restart()
             for db in engines:
+                if isinstance(db, Mariadb):
+                    continue  # statement counts: PostgreSQL's log and SQLite's trace only
                 if isinstance(db, Postgres):
                     db.pg.psql("postgres", "ALTER SYSTEM SET log_statement = 'all'",
                                "SELECT pg_reload_conf()")

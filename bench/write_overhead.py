@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Scenario 6: what change capture costs writers. Inserts per second into two identical
 tables, one with `sqlq setup`'s change-log trigger and one without, side by side and
-alternating: PostgreSQL with pgbench (a custom one-INSERT script, 1 and 8 clients), SQLite
-with Python's sqlite3 module (one row per transaction, and many rows per transaction).
+alternating: PostgreSQL with pgbench (a custom one-INSERT script, 1 and 8 clients), MariaDB
+with mariadb-slap (the same INSERT, 1 and 8 clients), SQLite with Python's sqlite3 module (one
+row per transaction, and many rows per transaction).
 
   bench/write_overhead.py [--quick] [--write-docs] [--seconds S] [--rounds R]
 """
@@ -21,6 +22,9 @@ PG_COLUMNS = ("(id bigserial PRIMARY KEY, customer text NOT NULL, total numeric(
               "note text, updated_at timestamptz NOT NULL DEFAULT now())")
 SQLITE_COLUMNS = ("(id INTEGER PRIMARY KEY, customer TEXT NOT NULL, total NUMERIC, note TEXT, "
                   "updated_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)")
+MY_COLUMNS = ("(id bigint AUTO_INCREMENT PRIMARY KEY, customer varchar(100) NOT NULL, "
+              "total decimal(12,2), note text, updated_at timestamp(6) NOT NULL "
+              "DEFAULT CURRENT_TIMESTAMP(6)) DEFAULT CHARSET=utf8mb4")
 NOTE = "a short note about this order"
 
 
@@ -34,6 +38,20 @@ def pgbench(pg, work, table, clients, seconds):
     if not m:
         raise RuntimeError(f"pgbench output: {r.out[-500:]}")
     return float(m.group(1))
+
+
+def slap(my, table, clients, queries):
+    """Inserts per second: mariadb-slap running `queries` one-row INSERTs (autocommit) on
+    `clients` connections."""
+    q = (f"INSERT INTO {table} (customer, total, note) VALUES "
+         f"(CONCAT('customer-', CONNECTION_ID()), 19.90, '{NOTE}')")
+    r = B.run(["mariadb-slap", "--no-defaults", "-h", "127.0.0.1", "-P", my.port, "-u", "sqlq",
+               "--create-schema=wo", "--no-drop", f"--query={q}", f"--concurrency={clients}",
+               f"--number-of-queries={queries}", "--iterations=1"], timeout=600)
+    m = re.search(r"Average number of seconds to run all queries: ([\d.]+) seconds", r.out)
+    if not m or float(m.group(1)) <= 0:
+        raise RuntimeError(f"mariadb-slap output: {r.out[-500:]}")
+    return queries / float(m.group(1))
 
 
 def sqlite_rate(path, table, per_txn, rows):
@@ -83,6 +101,10 @@ alternates), {res['rounds']} rounds each; the ratio is per round and its median 
   `INSERT INTO t (customer, total, note) VALUES (...)` per transaction, on the private server
   (`fsync=off`, `synchronous_commit=off`: no disk wait, so the trigger's CPU cost shows in
   full; with durable commits the ratio is closer to 100%).
+- MariaDB: `mariadb-slap --concurrency=C --number-of-queries={res['mariadb_queries']:,}` with
+  the same INSERT (autocommit), on the private server (`innodb_flush_log_at_trx_commit=0`:
+  no disk wait either). The trigger upserts the key's log row with version 0; the stamp
+  (the bridge's, not running here) is not counted.
 - SQLite: Python's `sqlite3` on a database file with SQLite's defaults (rollback journal,
   `synchronous=FULL`), one prepared INSERT: {res['sqlite_autocommit_rows']:,} rows one per
   transaction, and {res['sqlite_batch_rows']:,} rows {res['sqlite_batch']:,} per transaction.
@@ -104,8 +126,9 @@ def main():
     rounds = a.rounds or (1 if a.quick else 3)
     auto_rows, batch_rows, batch = (1000, 50000, 1000) if a.quick else (3000, 200000, 1000)
     B.need_tools()
+    my_queries = 4000 if a.quick else 20000
     res = {"seconds": secs, "rounds": rounds, "cases": [], "sqlite_autocommit_rows": auto_rows,
-           "sqlite_batch_rows": batch_rows, "sqlite_batch": batch}
+           "sqlite_batch_rows": batch_rows, "sqlite_batch": batch, "mariadb_queries": my_queries}
     with B.Workdir("overhead") as w:
         pg = w.add(B.Postgres(w.path / "pg")).start()
         pg.create_db("wo")
@@ -122,6 +145,21 @@ def main():
                 B.log(f"PostgreSQL {clients} clients round {rd + 1}: {p:.0f} vs {c:.0f} inserts/s")
             res["cases"].append(case("PostgreSQL", f"{clients} (pgbench clients)", 1, pairs))
         pg.stop()
+        my = w.add(B.MariaDB(w.path / "my")).start()
+        my.create_db("wo")
+        my.sql("wo", f"CREATE TABLE plain {MY_COLUMNS}", f"CREATE TABLE captured {MY_COLUMNS}")
+        B.run([B.SQLQ, "setup", "--db", my.odbc("wo"), "--table", "captured"])
+        for clients in (1, 8):
+            pairs = []
+            for rd in range(rounds):
+                first = "plain" if rd % 2 == 0 else "captured"
+                x = slap(my, first, clients, my_queries)
+                y = slap(my, "captured" if first == "plain" else "plain", clients, my_queries)
+                p, c = (x, y) if first == "plain" else (y, x)
+                pairs.append((p, c))
+                B.log(f"MariaDB {clients} clients round {rd + 1}: {p:.0f} vs {c:.0f} inserts/s")
+            res["cases"].append(case("MariaDB", f"{clients} (mariadb-slap clients)", 1, pairs))
+        my.stop()
         for per_txn, rows in ((1, auto_rows), (batch, batch_rows)):
             pairs = []
             for rd in range(rounds):

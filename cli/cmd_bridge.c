@@ -52,7 +52,8 @@ typedef struct bridge_settings {
 #define S bridge_settings
 static const sqlq_setting bridge_table[] = {
     SQLQ_SETTING_SECRET(S, db, "db", "SQLQ_DB_CONNECTION", NULL,
-                        "ODBC connection string of the database (Driver={SQLite3};Database=… or PostgreSQL)"),
+                        "ODBC connection string of the database (Driver={SQLite3};Database=…, "
+                        "PostgreSQL or MariaDB/MySQL)"),
     SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
                      "table to watch (schema.name); with --queue, one route (replaces the file's routes)"),
     SQLQ_SETTING_STR(S, queue, "queue", "SQLQ_QUEUE", NULL, "queue the table's changes go to"),

@@ -32,7 +32,7 @@ typedef struct setup_settings {
 static const sqlq_setting setup_table[] = {
     SQLQ_SETTING_SECRET(S, db, "db", "SQLQ_DB_CONNECTION", NULL,
                         "ODBC connection string of the database (Driver={SQLite3};Database=…, "
-                        "PostgreSQL or SQL Server)"),
+                        "PostgreSQL, MariaDB/MySQL or SQL Server)"),
     SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
                      "table to set up (schema.name); repeat --table or list tables as arguments; "
                      "without any, the tables of the config file's routes"),
@@ -66,8 +66,9 @@ static const sqlq_config_spec setup_spec = {
     "setup",
     "sqlq setup --db CONN --table T [--table T2 …] [--drop [--bridge-name NAME]]",
     "Prepare tables for `sqlq bridge`: create sqlq's state tables, and per table install the\n"
-    "change log (a log table and row triggers, SQLite and PostgreSQL) or turn change tracking\n"
-    "on (SQL Server). Safe to run again: existing objects are kept, triggers are refreshed.\n"
+    "change log (a log table and row triggers: SQLite, PostgreSQL, MariaDB/MySQL) or turn change\n"
+    "tracking on (SQL Server). Safe to run again: existing objects are kept, triggers are\n"
+    "refreshed.\n"
     "Each bridge creates its own sync state and leases table when it first starts.\n"
     "Needs rights to create schemas, tables and triggers; TRUNCATE is not captured.",
     setup_table,

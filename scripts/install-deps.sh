@@ -22,12 +22,12 @@ for arg in "$@"; do
 done
 
 runtime_pkgs=(libcurl4 libssl3 libjansson4 libexpat1 libmicrohttpd12 unixodbc odbc-postgresql
-    libsqliteodbc tdsodbc ca-certificates)
+    libsqliteodbc tdsodbc odbc-mariadb ca-certificates)
 # cmocka is here, not in test_pkgs: CMake builds the unit tests by default (SQLQ_BUILD_TESTS).
 build_pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev libjansson-dev
     libexpat1-dev libmicrohttpd-dev unixodbc-dev libcmocka-dev)
 # clang + its sanitizer/libFuzzer runtime: scripts/fuzz.sh (run by scripts/test.sh after ctest).
-test_pkgs=(postgresql sqlite3 nodejs npm curl procps clang libclang-rt-14-dev)
+test_pkgs=(postgresql mariadb-server sqlite3 nodejs npm curl procps clang libclang-rt-14-dev)
 
 case "$mode" in
     runtime) pkgs=("${runtime_pkgs[@]}") ;;
@@ -51,6 +51,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "install-deps: installing ${missing[*]}"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# odbc-mariadb registers its driver as "MariaDB Unicode" when installed; register it by that
+# name if it is not (an image that cleaned /etc/odbcinst.ini, a package without the hook).
+if ! odbcinst -q -d -n "MariaDB Unicode" >/dev/null 2>&1; then
+    lib=$(dpkg -L odbc-mariadb 2>/dev/null | grep '/libmaodbc\.so$' | head -1 || true)
+    if [ -n "$lib" ]; then
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        printf '[MariaDB Unicode]\nDescription=MariaDB Connector/ODBC (Unicode)\nDriver=%s\n' "$lib" \
+            >"${TMPDIR:-/tmp}/sqlq-maodbc.ini"
+        echo "install-deps: registering ODBC driver MariaDB Unicode ($lib)"
+        $sudo odbcinst -i -d -f "${TMPDIR:-/tmp}/sqlq-maodbc.ini" >/dev/null
+        rm -f "${TMPDIR:-/tmp}/sqlq-maodbc.ini"
+    fi
 fi
 
 if [ "$npm" = yes ]; then

@@ -26,6 +26,7 @@
 
 #include "capture_internal.h"
 #include "change_log.h"
+#include "change_log_stamped.h"
 #include "clock.h"
 #include "ct_query.h"
 #include "log.h"
@@ -296,6 +297,18 @@ static void resume_after(sqlq_capture *cap, json_t *rows, uint64_t now)
                  "m_v", "k", now);
 }
 
+/* MariaDB/MySQL: committed changes not stamped yet get their version first, in a transaction
+ * of their own (change_log_stamped.h); up to 16 batches' worth per poll. */
+static sqlq_result stamp(sqlq_capture *cap, sqlq_error *err)
+{
+    if (cap->spec.dialect->capture_shape != SQLQ_CAPTURE_LOG_STAMPED)
+        return SQLQ_OK;
+    long long n = 0;
+    int64_t version = 0;
+    return sqlq_change_log_stamp(cap->db, cap->table, &cap->names, cap->spec.max_batch_size * 16,
+                                 &n, &version, err);
+}
+
 static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -308,7 +321,9 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
     v.resume_version = cap->resume.version;
     v.resume_key = cap->resume.key;
     json_t *rows = NULL;
-    sqlq_result r = sqlq_db_begin(cap->db, err);
+    sqlq_result r = stamp(cap, err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_begin(cap->db, err);
     if (r != SQLQ_OK) {
         position_clear(&cap->resume);
         return r;

@@ -68,7 +68,10 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
         r = sqlq_capture_sql_sequence(s, false, &cap->seq, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_newest(s, &cap->newest, err);
-    if (r == SQLQ_OK && s->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER)
+    /* Lease tokens from the counter table: SQLite, and MariaDB (no sequence in a statement
+     * that also writes: the poll's lease statement takes them as a parameter) */
+    if (r == SQLQ_OK && (s->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER ||
+                         s->dialect->capture_shape == SQLQ_CAPTURE_LOG_STAMPED))
         r = sqlq_capture_sql_reserve(s, &cap->bump, &cap->base, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_pending(s, &cap->pending, err);

@@ -220,6 +220,26 @@ static void batch_select(builder *b, bool sqlite_tokens, bool ms_into)
         sqlq_sql_text_add(&b->t, " LIMIT %d", b->c->max_batch_size);
 }
 
+/* The batch with lease tokens (base + position), as a derived table's body. MariaDB computes
+ * a window function over every row the WHERE clause passes before LIMIT applies (the whole
+ * log past the sync version, sorted, for each poll): there the tokens are numbered outside
+ * the limited batch. */
+static void batch_with_tokens(builder *b)
+{
+    if (!is_my(b)) {
+        batch_select(b, true, false);
+        return;
+    }
+    sqlq_sql_text_add(&b->t, "SELECT x.*, ");
+    param(b, SQLQ_P_TOKEN_BASE);
+    sqlq_sql_text_add(&b->t, " + row_number() OVER (ORDER BY x.m_v");
+    for (size_t i = 0; i < b->c->table->nkey; i++)
+        sqlq_sql_text_add(&b->t, ", x.k%zu", i);
+    sqlq_sql_text_add(&b->t, ") AS m_tok FROM (");
+    batch_select(b, false, false);
+    sqlq_sql_text_add(&b->t, ") AS x");
+}
+
 /* Where the final projection reads the batch from. */
 typedef enum { FROM_PG_CTE, FROM_MS_TEMP, FROM_SQLITE_SUBQUERY } batch_from;
 
@@ -263,7 +283,7 @@ static void batch_with_rows(builder *b, batch_from from)
         sqlq_sql_text_add(&b->t, "#sqlq_batch AS b");
     } else {
         sqlq_sql_text_add(&b->t, "(");
-        batch_select(b, true, false);
+        batch_with_tokens(b);
         sqlq_sql_text_add(&b->t, ") AS b");
     }
     sqlq_sql_text_add(&b->t, " LEFT JOIN ");
@@ -296,11 +316,17 @@ static void lease_values_from_batch(builder *b, const char *alias, bool owner_pa
 
 static void upsert_tail(builder *b, const char *excluded)
 {
+    static const char *const cols[] = {SQLQ_COL_VERSION, SQLQ_COL_ATTEMPTS, SQLQ_COL_EXPIRES,
+                                       SQLQ_COL_OWNER, SQLQ_COL_TOKEN};
+    if (is_my(b)) {
+        sqlq_sql_text_add(&b->t, " ON DUPLICATE KEY UPDATE ");
+        for (size_t i = 0; i < 5; i++)
+            sqlq_sql_text_add(&b->t, "%s%s = VALUES(%s)", i ? ", " : "", cols[i], cols[i]);
+        return;
+    }
     sqlq_sql_text_add(&b->t, " ON CONFLICT (");
     sqlq_catalog_key_list(&b->t, b->c->table, "");
     sqlq_sql_text_add(&b->t, ") DO UPDATE SET ");
-    static const char *const cols[] = {SQLQ_COL_VERSION, SQLQ_COL_ATTEMPTS, SQLQ_COL_EXPIRES,
-                                       SQLQ_COL_OWNER, SQLQ_COL_TOKEN};
     for (size_t i = 0; i < 5; i++)
         sqlq_sql_text_add(&b->t, "%s%s = %s.%s", i ? ", " : "", cols[i], excluded, cols[i]);
 }
@@ -391,7 +417,7 @@ static sqlq_result poll_sql(const sqlq_capture_sql *c, bool resume, sqlq_capture
     sqlq_sql_text_add(&b.t, ") SELECT ");
     lease_values_from_batch(&b, "b.", true);
     sqlq_sql_text_add(&b.t, " FROM (");
-    batch_select(&b, true, false);
+    batch_with_tokens(&b);
     sqlq_sql_text_add(&b.t, ") AS b WHERE 1");
     upsert_tail(&b, "excluded");
     r = b_done(&b, err);
@@ -446,6 +472,21 @@ sqlq_result sqlq_capture_sql_lock(const sqlq_capture_sql *c, sqlq_capture_stmt *
     if (c->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER) {
         sqlq_sql_text_free(&b.t);
         return SQLQ_OK;
+    }
+    if (c->dialect->capture_shape == SQLQ_CAPTURE_LOG_STAMPED) {
+        /* This bridge's state row: one poll per bridge and table at a time; and the version
+         * counter's row: no stamp commits between the poll's read and its leases (both read
+         * the same stamped rows). Stamps wait for the poll, a short transaction. */
+        sqlq_sql_text_add(&b.t, "SELECT s.sync_version, k.value FROM ");
+        obj(&b, "state");
+        sqlq_sql_text_add(&b.t, " AS s, ");
+        obj(&b, "counter");
+        sqlq_sql_text_add(&b.t, " AS k WHERE s.bridge_name = ");
+        param(&b, SQLQ_P_BRIDGE);
+        sqlq_sql_text_add(&b.t, " AND s.table_name = ");
+        param(&b, SQLQ_P_TABLE);
+        sqlq_sql_text_add(&b.t, " AND k.name = 'version' FOR UPDATE");
+        return b_done(&b, err);
     }
     if (c->dialect->capture_shape == SQLQ_CAPTURE_LOG_SEQUENCE) {
         direct(&b);
@@ -557,6 +598,24 @@ sqlq_result sqlq_capture_sql_trim_log(const sqlq_capture_sql *c, sqlq_capture_st
     if (c->change_tracking) {
         sqlq_sql_text_free(&b.t);
         return SQLQ_OK; /* change tracking cleans up after itself */
+    }
+    if (is_my(&b)) {
+        /* Stamped rows only (0: not stamped yet), and none a user transaction holds: the
+         * same derived table of SKIP LOCKED keys as the stamp (change_log_stamped.c). */
+        sqlq_sql_text_add(&b.t, "DELETE l FROM (SELECT ");
+        sqlq_catalog_key_list(&b.t, c->table, "");
+        sqlq_sql_text_add(&b.t, " FROM ");
+        obj(&b, c->names->log_table);
+        sqlq_sql_text_add(&b.t, " WHERE " SQLQ_COL_VERSION " > 0 AND " SQLQ_COL_VERSION
+                                " <= (SELECT min(sync_version) FROM ");
+        obj(&b, "state");
+        sqlq_sql_text_add(&b.t, " WHERE table_name = ");
+        param(&b, SQLQ_P_TABLE);
+        sqlq_sql_text_add(&b.t, ") FOR UPDATE SKIP LOCKED) p STRAIGHT_JOIN ");
+        obj(&b, c->names->log_table);
+        sqlq_sql_text_add(&b.t, " l FORCE INDEX (PRIMARY) ON ");
+        key_match(&b, "l.", "p.", false);
+        return b_done(&b, err);
     }
     sqlq_sql_text_add(&b.t, "DELETE FROM ");
     obj(&b, c->names->log_table);

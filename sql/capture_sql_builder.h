@@ -46,6 +46,11 @@ static inline bool is_pg(const builder *b)
 {
     return b->c->dialect->capture_shape == SQLQ_CAPTURE_LOG_SEQUENCE;
 }
+/* MariaDB/MySQL: the stamped change log (change_log_stamped.h). */
+static inline bool is_my(const builder *b)
+{
+    return b->c->dialect->capture_shape == SQLQ_CAPTURE_LOG_STAMPED;
+}
 static inline bool is_ms(const builder *b)
 {
     return b->c->dialect->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING;

@@ -4,6 +4,7 @@
 #include "capture_sql.h"
 
 #include "capture_sql_builder.h"
+#include "change_log_stamped.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,23 @@ void sqlq_capture_sql_key_shape_expr(builder *b)
                                  "text) FROM pg_catalog.pg_index i WHERE i.indrelid = CAST(");
         table_literal(b);
         sqlq_sql_text_add(&b->t, " AS regclass) AND i.indisprimary)");
+    } else if (is_my(b)) {
+        /* Schema and table as constants on both information_schema tables: MariaDB then
+         * opens only this table's definition (joined on them, it read every table's: 100 ms
+         * a poll on a server with a few databases). */
+        sqlq_sql_text_add(&b->t, "(SELECT GROUP_CONCAT(CONCAT(k.column_name, ' ', c.column_type) "
+                                 "ORDER BY k.ordinal_position SEPARATOR ', ') FROM "
+                                 "information_schema.key_column_usage k JOIN "
+                                 "information_schema.columns c ON c.column_name = k.column_name "
+                                 "AND c.table_schema = ");
+        sqlq_sql_text_literal(&b->t, b->c->table->name.schema);
+        sqlq_sql_text_add(&b->t, " AND c.table_name = ");
+        sqlq_sql_text_literal(&b->t, b->c->table->name.name);
+        sqlq_sql_text_add(&b->t, " WHERE k.constraint_name = 'PRIMARY' AND k.table_schema = ");
+        sqlq_sql_text_literal(&b->t, b->c->table->name.schema);
+        sqlq_sql_text_add(&b->t, " AND k.table_name = ");
+        sqlq_sql_text_literal(&b->t, b->c->table->name.name);
+        sqlq_sql_text_add(&b->t, ")");
     } else if (is_ms(b)) {
         sqlq_sql_text_add(&b->t, "(SELECT STUFF((SELECT ', ' + c.name + ' ' + TYPE_NAME("
                                  "c.user_type_id) + '(' + CAST(c.max_length AS varchar(10)) + ',' + "
@@ -78,6 +96,19 @@ static void source_objects(builder *b)
                                  "object_id = OBJECT_ID(");
         table_literal(b);
         sqlq_sql_text_add(&b->t, "))");
+    } else if (is_my(b)) {
+        sqlq_sql_text_add(&b->t, "(SELECT count(*) FROM information_schema.triggers WHERE "
+                                 "event_object_schema = ");
+        sqlq_sql_text_literal(&b->t, b->c->table->name.schema);
+        sqlq_sql_text_add(&b->t, " AND event_object_table = ");
+        sqlq_sql_text_literal(&b->t, b->c->table->name.name);
+        for (int i = 0; i < 3; i++) {
+            char name[96];
+            sqlq_change_log_stamped_trigger(b->c->names, i, name, sizeof(name));
+            sqlq_sql_text_add(&b->t, "%s", i ? ", " : " AND trigger_name IN (");
+            sqlq_sql_text_literal(&b->t, name);
+        }
+        sqlq_sql_text_add(&b->t, "))");
     } else if (is_pg(b)) {
         sqlq_sql_text_add(&b->t, "(SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = "
                                  "to_regclass(CAST(");
@@ -97,6 +128,8 @@ static void source_objects(builder *b)
 
 int sqlq_capture_sql_source_objects(const sqlq_capture_sql *c)
 {
+    if (c->dialect->capture_shape == SQLQ_CAPTURE_LOG_STAMPED)
+        return 3;
     return c->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER ? 4 : 1;
 }
 

@@ -116,7 +116,11 @@ static void tokens_match(builder *b)
         return;
     }
     sqlq_sql_text_add(&b->t, " AND " SQLQ_COL_TOKEN " IN (");
-    if (b->c->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER) {
+    if (is_my(b)) {
+        sqlq_sql_text_add(&b->t, "SELECT j.v FROM JSON_TABLE(");
+        param(b, SQLQ_P_TOKENS);
+        sqlq_sql_text_add(&b->t, ", '$[*]' COLUMNS (v bigint PATH '$')) AS j");
+    } else if (b->c->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER) {
         sqlq_sql_text_add(&b->t, "SELECT value FROM json_each(");
         param(b, SQLQ_P_TOKENS);
         sqlq_sql_text_add(&b->t, ")");
@@ -205,7 +209,8 @@ sqlq_result sqlq_capture_sql_state_init(const sqlq_capture_sql *c, sqlq_capture_
     param(&b, SQLQ_P_VERSION);
     sqlq_sql_text_add(&b.t, ", ");
     now(&b);
-    sqlq_sql_text_add(&b.t, ") ON CONFLICT (bridge_name, table_name) DO NOTHING");
+    sqlq_sql_text_add(&b.t, is_my(&b) ? ") ON DUPLICATE KEY UPDATE sync_version = sync_version"
+                                      : ") ON CONFLICT (bridge_name, table_name) DO NOTHING");
     return b_done(&b, err);
 }
 

@@ -14,6 +14,7 @@
 #include "change_log.h"
 
 #include "catalog.h"
+#include "change_log_stamped.h"
 #include "log.h"
 #include "sql_text.h"
 
@@ -34,6 +35,12 @@ static bool counter_log(const log_ctx *c)
     return sqlq_db_dialect(c->db)->capture_shape == SQLQ_CAPTURE_LOG_COUNTER;
 }
 
+/* MariaDB/MySQL's log: triggers write unstamped rows (change_log_stamped.c). */
+static bool stamped_log(const log_ctx *c)
+{
+    return sqlq_db_dialect(c->db)->capture_shape == SQLQ_CAPTURE_LOG_STAMPED;
+}
+
 static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, log_ctx *c, sqlq_error *err)
 {
     c->db = db;
@@ -43,7 +50,7 @@ static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, log_ctx *c, sqlq_e
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "%s tables use change tracking, not a change log", d->title);
     if (d->capture_shape != SQLQ_CAPTURE_LOG_COUNTER &&
-        d->capture_shape != SQLQ_CAPTURE_LOG_SEQUENCE)
+        d->capture_shape != SQLQ_CAPTURE_LOG_SEQUENCE && d->capture_shape != SQLQ_CAPTURE_LOG_STAMPED)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "%s: sqlq has no change log for this database", d->title);
     sqlq_table_name canon;
@@ -213,7 +220,7 @@ static sqlq_result create_log_table(const log_ctx *c, char *const *types, sqlq_e
     sqlq_catalog_key_list(&q, c->t, "");
     sqlq_sql_text_add(&q, ")");
     r = exec_text(c->db, &q, err);
-    if (r != SQLQ_OK)
+    if (r != SQLQ_OK || stamped_log(c)) /* no log of an earlier sqlq on MariaDB */
         return r;
     snprintf(ix, sizeof(ix), "ix_%s", c->names.log_table);
     sqlq_sql_text_init(&q, d);
@@ -446,11 +453,13 @@ sqlq_result sqlq_change_log_install(sqlq_db *db, const sqlq_table *t, sqlq_error
     r = sqlq_db_begin(db, err);
     if (r == SQLQ_OK)
         r = sqlq_catalog_ddl_lock(db, err);
-    if (r == SQLQ_OK && !counter_log(&c))
+    if (r == SQLQ_OK && !counter_log(&c) && !stamped_log(&c))
         r = pg_lock_table(&c, err);
     if (r == SQLQ_OK)
         r = create_log_table(&c, types, err);
-    if (r == SQLQ_OK)
+    if (r == SQLQ_OK && stamped_log(&c))
+        r = sqlq_change_log_stamped_install(db, t, &c.names, err);
+    else if (r == SQLQ_OK)
         r = counter_log(&c) ? sqlite_install(&c, err) : pg_install(&c, err);
     if (r == SQLQ_OK)
         r = sqlq_catalog_register(db, "log", "", c.names.table_key, display, err);
@@ -477,10 +486,12 @@ sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, sqlq_error *e
         return r;
     r = sqlq_catalog_ddl_lock(db, err);
     const sqlq_dialect *d = sqlq_db_dialect(db);
-    if (r == SQLQ_OK)
+    if (r == SQLQ_OK && stamped_log(&c))
+        r = sqlq_change_log_stamped_drop(db, &c.names, err);
+    else if (r == SQLQ_OK)
         r = counter_log(&c) ? sqlite_drop_triggers(&c, err) : pg_trigger(&c, false, err);
     sqlq_sql_text q;
-    if (r == SQLQ_OK && !counter_log(&c)) {
+    if (r == SQLQ_OK && !counter_log(&c) && !stamped_log(&c)) {
         sqlq_sql_text_init(&q, d);
         sqlq_sql_text_add(&q, "DROP FUNCTION IF EXISTS ");
         sqlq_catalog_object(&q, c.names.log_function);
@@ -515,6 +526,8 @@ sqlq_result sqlq_change_log_installed(sqlq_db *db, const sqlq_table *t, bool *ou
         r = sqlq_catalog_object_exists(db, c.names.log_table, &table, err);
     if (r != SQLQ_OK || !table)
         return r;
+    if (stamped_log(&c))
+        return sqlq_change_log_stamped_installed(db, &c.names, out, err);
     int64_t n = 0;
     if (counter_log(&c)) {
         char names[4][96];
@@ -552,6 +565,9 @@ void sqlq_change_log_objects(const sqlq_dialect *d, const sqlq_catalog_names *n,
     if (d->capture_shape == SQLQ_CAPTURE_LOG_COUNTER)
         snprintf(out, size, "table %s%s, triggers %s_ai/_au/_ak/_ad", d->object_prefix,
                  n->log_table, n->trigger);
+    else if (d->capture_shape == SQLQ_CAPTURE_LOG_STAMPED)
+        snprintf(out, size, "table %s%s, triggers sqlq_%s_ai/_au/_ad", d->object_prefix,
+                 n->log_table, n->log_table);
     else
         snprintf(out, size, "table %s%s, function %s%s, trigger %s", d->object_prefix, n->log_table,
                  d->object_prefix, n->log_function, n->trigger);

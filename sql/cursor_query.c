@@ -33,6 +33,9 @@ sqlq_result sqlq_cursor_bound_sql(const sqlq_dialect *d, const sqlq_keyset_col *
         return sqlq_buf_printf(out, " < %s - interval '%d milliseconds'",
                                tz ? "clock_timestamp()" : "CAST(clock_timestamp() AS timestamp)",
                                safety_lag_ms);
+    if (d->lag_shape == SQLQ_LAG_SYSDATE) /* SYSDATE: the real time, in the session's UTC */
+        return sqlq_buf_printf(out, " < SYSDATE(6) - INTERVAL %lld MICROSECOND",
+                               (long long)safety_lag_ms * 1000);
     if (cursor->cls == SQLQ_VALUE_ROWVERSION)
         return sqlq_buf_adds(out, " < MIN_ACTIVE_ROWVERSION()");
     return sqlq_buf_printf(out, " < DATEADD(millisecond, -%d, %s)", safety_lag_ms,

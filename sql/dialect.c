@@ -122,6 +122,7 @@ static const sqlq_dialect *const DIALECTS[] = {
     &sqlq_dialect_sqlite,
     &sqlq_dialect_postgres,
     &sqlq_dialect_mssql,
+    &sqlq_dialect_mariadb,
 };
 
 const sqlq_dialect *sqlq_dialect_at(size_t i)
@@ -129,10 +130,23 @@ const sqlq_dialect *sqlq_dialect_at(size_t i)
     return i < sizeof(DIALECTS) / sizeof(DIALECTS[0]) ? DIALECTS[i] : NULL;
 }
 
+/* dbms_name is one of the '|'-separated names of list (any case). */
+static bool names_one_of(const char *dbms_name, const char *list)
+{
+    size_t n = strlen(dbms_name);
+    for (const char *p = list; p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL) {
+        const char *end = strchr(p, '|');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncasecmp(p, dbms_name, n) == 0)
+            return true;
+    }
+    return false;
+}
+
 const sqlq_dialect *sqlq_dialect_find(const char *dbms_name)
 {
     for (size_t i = 0; dbms_name && i < sizeof(DIALECTS) / sizeof(DIALECTS[0]); i++)
-        if (strcasecmp(dbms_name, DIALECTS[i]->dbms_name) == 0)
+        if (names_one_of(dbms_name, DIALECTS[i]->dbms_name))
             return DIALECTS[i];
     return NULL;
 }
@@ -157,7 +171,7 @@ static sqlq_result name_error(sqlq_error *err, const char *text, const char *why
     return sqlq_error_set(err, SQLQ_E_INVALID, false, "table name \"%.200s\": %s", text, why);
 }
 
-/* One part at *pp: "quoted" ("" inside), [bracketed] (]] inside) or bare (up to the next '.',
+/* One part at *pp: "quoted" ("" inside), `backticked` (`` inside), [bracketed] (]] inside) or bare (up to the next '.',
  * surrounding blanks dropped). Copied into out (256 bytes); *pp moves past it. */
 static sqlq_result parse_part(const char **pp, char *out, const char *text, sqlq_error *err)
 {
@@ -165,8 +179,8 @@ static sqlq_result parse_part(const char **pp, char *out, const char *text, sqlq
     size_t n = 0;
     while (*p == ' ' || *p == '\t')
         p++;
-    if (*p == '"' || *p == '[') {
-        char close = *p == '"' ? '"' : ']';
+    if (*p == '"' || *p == '[' || *p == '`') {
+        char close = *p == '[' ? ']' : *p;
         for (p++;; p++) {
             if (*p == '\0')
                 return name_error(err, text, "unterminated quoted name");

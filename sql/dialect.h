@@ -30,6 +30,9 @@ typedef enum {
     SQLQ_CAPTURE_LOG_SEQUENCE,    /* change log, versions from a sequence, per-table advisory lock
                                    * (PostgreSQL) */
     SQLQ_CAPTURE_CHANGE_TRACKING, /* the database's own change tracking (SQL Server) */
+    SQLQ_CAPTURE_LOG_STAMPED,     /* change log, rows written unversioned (0) by triggers and
+                                   * stamped by the bridge in its own transaction, skipping the
+                                   * rows of open transactions (MariaDB, MySQL) */
 } sqlq_capture_shape;
 
 /* How a cursor's safety lag reads in SQL (cursor_query.c). */
@@ -38,6 +41,7 @@ typedef enum {
     SQLQ_LAG_JULIANDAY, /* julianday(c) < julianday('now', '-s seconds'): time as ISO text */
     SQLQ_LAG_INTERVAL,  /* c < clock_timestamp() - interval 'n milliseconds' */
     SQLQ_LAG_DATEADD,   /* c < DATEADD(millisecond, -n, SYSDATETIME()) */
+    SQLQ_LAG_SYSDATE,   /* c < SYSDATE(6) - INTERVAL n MICROSECOND (MariaDB, MySQL; UTC) */
 } sqlq_lag_shape;
 
 struct sqlq_keyset_col;
@@ -49,7 +53,7 @@ struct sqlq_keyset_col;
 struct sqlq_dialect {
     const char *name;      /* "sqlite", "postgres", "mssql": logs and docs */
     const char *title;     /* "SQLite", "PostgreSQL", "SQL Server": messages */
-    const char *dbms_name; /* the SQL_DBMS_NAME that selects it (case-insensitive) */
+    const char *dbms_name; /* the SQL_DBMS_NAMEs that select it, '|' between (any case) */
 
     /* ---- the connection (db.c) */
     const char *session_sql; /* run once connected; NULL for none */
@@ -62,8 +66,14 @@ struct sqlq_dialect {
     /* ---- values (row_json.c, sink parameters) */
     bool dynamic_types;   /* any value in any column; the declared type is only an affinity */
     bool tz_text_in_utc;  /* timestamptz text comes as UTC wall time without an offset */
+    const char *utc_type_name; /* with tz_text_in_utc: the driver's type name of those columns
+                                * (NULL: "timestamptz"; MariaDB: "timestamp") */
+    bool tinyint1_bool;        /* TINYINT(1) columns (MySQL's BOOLEAN) holding 0 or 1 read as
+                                * false/true (the driver reports them as TINYINT) */
     bool exact_time_text; /* date/time columns are read as exact text: (to_json(c) #>> '{}') */
     bool bool_as_text;    /* boolean parameters bind as 'true'/'false' (else 1/0) */
+    bool time_param_utc_wall; /* timestamp parameters with an offset bind as UTC wall time
+                               * 'YYYY-MM-DD HH:MM:SS.ffffff' (MariaDB refuses offsets) */
 
     /* ---- names and literals */
     char ident_open, ident_close; /* "a""b" or [a]]b] */
@@ -150,6 +160,7 @@ void sqlq_dialect_titles(char *out, size_t size);
 extern const sqlq_dialect sqlq_dialect_sqlite;
 extern const sqlq_dialect sqlq_dialect_postgres;
 extern const sqlq_dialect sqlq_dialect_mssql;
+extern const sqlq_dialect sqlq_dialect_mariadb;
 
 /* Append an identifier, quoted for the dialect: "a""b" (SQLite, PostgreSQL), [a]]b] (SQL Server).
  * Rejects identifiers containing NUL or over 255 bytes. */

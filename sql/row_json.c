@@ -67,7 +67,8 @@ static value_kind kind_of(short sql_type, const char *type_name, const sqlq_dial
         return KIND_BOOL;
     if (d->dynamic_types && (type_is(type_name, "numeric") || type_is(type_name, "decimal")))
         return KIND_DECIMAL;
-    if (d->tz_text_in_utc && strcasecmp(type_name, "timestamptz") == 0)
+    if (d->tz_text_in_utc &&
+        strcasecmp(type_name, d->utc_type_name ? d->utc_type_name : "timestamptz") == 0)
         return KIND_TIMESTAMP_UTC;
     switch (sql_type) {
     case SQL_BIT: return KIND_BOOL;
@@ -162,6 +163,8 @@ static json_t *bool_value(const char *text, size_t len)
 {
     static const char *const yes[] = {"1", "t", "true", "y", "yes", "on"};
     static const char *const no[] = {"0", "f", "false", "n", "no", "off"};
+    if (len == 1 && (text[0] == '\1' || text[0] == '\0')) /* MySQL BIT(1): the bit as a byte */
+        return text[0] ? json_true() : json_false();
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         if (strlen(yes[i]) == len && strncasecmp(text, yes[i], len) == 0)
             return json_true();
@@ -673,9 +676,16 @@ sqlq_result sqlq_row_json_select_sql(const sqlq_dialect *d, const char *prefix,
     return r;
 }
 
+/* MariaDB/MySQL TINYINT(1), declared so (BOOLEAN is its alias). */
+static bool tinyint1(const sqlq_dialect *d, const sqlq_column *c)
+{
+    return d->tinyint1_bool && c->type && strncasecmp(c->type, "tinyint(1)", 10) == 0;
+}
+
 bool sqlq_row_json_needs_fixup(const sqlq_dialect *d, const sqlq_column *c)
 {
-    return sqlq_row_json_needs_text(d, c) || (d->dynamic_types && sqlite_may_hold_real(c));
+    return sqlq_row_json_needs_text(d, c) || (d->dynamic_types && sqlite_may_hold_real(c)) ||
+           tinyint1(d, c);
 }
 
 sqlq_result sqlq_row_json_fixup_sql(const sqlq_dialect *d, const char *prefix, const sqlq_column *c,
@@ -684,6 +694,12 @@ sqlq_result sqlq_row_json_fixup_sql(const sqlq_dialect *d, const char *prefix, c
     if (sqlq_row_json_needs_text(d, c))
         return pg_text_sql(prefix, c, out);
     const char *p = prefix ? prefix : "";
+    if (tinyint1(d, c)) { /* 'true'/'false' for 0 and 1, NULL (the number stays) otherwise */
+        sqlq_result r = sqlq_buf_printf(out, "CASE %s", p);
+        if (r == SQLQ_OK)
+            r = sqlq_dialect_quote_ident(d, c->name, out);
+        return r == SQLQ_OK ? sqlq_buf_adds(out, " WHEN 0 THEN 'false' WHEN 1 THEN 'true' END") : r;
+    }
     sqlq_result r = sqlq_buf_printf(out, "CASE WHEN typeof(%s", p);
     if (r == SQLQ_OK)
         r = sqlq_dialect_quote_ident(d, c->name, out);
@@ -702,6 +718,10 @@ json_t *sqlq_row_json_fixup(const sqlq_dialect *d, const sqlq_column *c, json_t 
     const char *text = json_string_value(fix);
     if (!text || json_is_null(v))
         return v;
+    if (tinyint1(d, c)) {
+        json_decref(v);
+        return strcmp(text, "true") == 0 ? json_true() : json_false();
+    }
     if (sqlq_row_json_needs_text(d, c)) {
         json_t *t = pg_temporal_value(text, strlen(text));
         if (!t)

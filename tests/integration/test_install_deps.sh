@@ -29,7 +29,7 @@ echo "ok: --runtime is idempotent; the second run took ${ms} ms"
 
 # The drivers the image promises, by the names connection strings use.
 drivers=$(odbcinst -q -d)
-for d in "PostgreSQL Unicode" "SQLite3" "FreeTDS"; do
+for d in "PostgreSQL Unicode" "SQLite3" "FreeTDS" "MariaDB Unicode"; do
     echo "$drivers" | grep -qx "\[$d\]" || fail "ODBC driver '$d' is not registered in $(odbcinst -j | grep -i drivers)"
     # unixODBC loads the driver library; a connection to nowhere then fails inside the driver,
     # not with the driver manager's "Can't open lib".
