@@ -35,6 +35,7 @@ typedef struct sqlq_route_config {
     int safety_lag_ms;              /* source cursor: read only rows older than this (timestamps) */
     bool allow_retention_gap; /* SQL Server: go on (with a warning) when retention overran */
     long long message_ttl_s;  /* -1: messages never expire (default); else seconds */
+    bool wakeup; /* true: poll at once on a hint of a change (bridge/wakeup.h), not only each interval */
 } sqlq_route_config;
 
 void sqlq_route_config_default(sqlq_route_config *r);

@@ -125,6 +125,6 @@ void sqlq_route_publish_settled(sqlq_route *r, sqlq_route_facts *f)
     sqlq_change_batch_free(&r->batch);
     sqlq_route_progress(r, false);
     if (!full && !r->env.once)
-        (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
+        sqlq_route_wait_for_change(r);
     f->end = sqlq_route_ending(r);
 }

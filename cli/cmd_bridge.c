@@ -36,6 +36,7 @@ typedef struct bridge_settings {
     long long safety_lag_ms;
     bool allow_retention_gap;
     long long message_ttl_s;
+    bool wakeup;
     long long shutdown_timeout_s;
     char *listen;
     bool once;
@@ -88,6 +89,10 @@ static const sqlq_setting bridge_table[] = {
     SQLQ_SETTING_INT(S, message_ttl_s, "message_ttl_s", "SQLQ_MESSAGE_TTL_S", "-1", -1, 2147483647,
                      "time to live of published messages in seconds; -1 = never expire (a change "
                      "nobody consumed is never lost); 0 is not allowed"),
+    SQLQ_SETTING_BOOL(S, wakeup, "wakeup", "SQLQ_WAKEUP", "true",
+                      "poll at once when the table changed (PostgreSQL: LISTEN for the capture "
+                      "trigger's NOTIFY; SQLite: PRAGMA data_version every 10 ms), not only every "
+                      "polling interval; false = the interval alone"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
                      "after SIGTERM: time to finish publishes in flight before leaving anyway"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
@@ -123,7 +128,8 @@ static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_b
                                          "polling_interval_ms", "max_in_flight", "lease_s",
                                          "max_attempts", "start_from", "format", "oversize",
                                          "max_message_bytes", "source", "cursor_column",
-                                         "soft_delete_column", "safety_lag_ms", "message_ttl_s"};
+                                         "soft_delete_column", "safety_lag_ms", "message_ttl_s",
+                                         "wakeup"};
 
 static const sqlq_setting *setting_of(const char *key)
 {
@@ -225,6 +231,7 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
         return false;
     }
     r->message_ttl_s = s->message_ttl_s;
+    r->wakeup = s->wakeup;
     return true;
 }
 

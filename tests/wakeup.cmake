@@ -1,0 +1,2 @@
+# wakeup: a route polls at once on a hint of a change (PostgreSQL NOTIFY, SQLite data_version).
+sqlq_integration_test(bridge_wakeup FIXTURES azurite postgres TIMEOUT 180)
