@@ -92,7 +92,7 @@ static const sqlq_setting bridge_table[] = {
     SQLQ_SETTING_BOOL(S, wakeup, "wakeup", "SQLQ_WAKEUP", "true",
                       "poll at once when the table changed (PostgreSQL: LISTEN for the capture "
                       "trigger's NOTIFY; SQLite: PRAGMA data_version every 10 ms), not only every "
-                      "polling interval; false = the interval alone"),
+                      "polling interval; --no-wakeup: the interval alone"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
                      "after SIGTERM: time to finish publishes in flight before leaving anyway"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
