@@ -270,14 +270,19 @@ void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size
 
 /* The wake-up of waiting bridges: one notification per transaction and channel whatever the
  * number of rows (PostgreSQL folds identical notifications of a transaction), delivered at
- * commit, never for a rolled-back one. */
+ * commit, never for a rolled-back one. PostgreSQL refuses to PREPARE a transaction that ran
+ * NOTIFY, so on a server that allows prepared transactions the trigger stays silent unless
+ * the setting sqlq.notify says 'on' (ALTER DATABASE … SET sqlq.notify = on: no writer of a
+ * watched table uses PREPARE TRANSACTION); 'off' silences it everywhere. */
 static void pg_notify_sql(const log_ctx *c, sqlq_sql_text *body)
 {
     char channel[72];
     sqlq_change_log_channel(&c->names, channel, sizeof(channel));
-    sqlq_sql_text_add(body, " PERFORM pg_notify(");
+    sqlq_sql_text_add(body, " IF (CASE current_setting('sqlq.notify', true) WHEN 'on' THEN true "
+                            "WHEN 'off' THEN false ELSE current_setting('max_prepared_transactions') "
+                            "= '0' END) THEN PERFORM pg_notify(");
     sqlq_sql_text_literal(body, channel);
-    sqlq_sql_text_add(body, ", '');");
+    sqlq_sql_text_add(body, ", ''); END IF;");
 }
 
 /* The version sequence as a string literal of its qualified name, for nextval() and setval(). */

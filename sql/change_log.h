@@ -19,7 +19,8 @@ SQLQ_NODISCARD sqlq_result sqlq_change_log_install(sqlq_db *db, const sqlq_table
 void sqlq_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t size);
 /* The notification channel of a PostgreSQL log: sqlq.log_<base> (at most 49 bytes, within
  * PostgreSQL's 63). The trigger signals it with pg_notify, folded to one notification per
- * transaction; a bridge LISTENs on it to poll at once (a hint: polling stays the truth). */
+ * transaction (not on servers that allow prepared transactions, unless sqlq.notify = on); a
+ * bridge LISTENs on it to poll at once (a hint: polling stays the truth). */
 void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size);
 /* Remove the triggers and the log table of one table. */
 /* The objects a change log is made of, for people: "table sqlq_log_t, triggers

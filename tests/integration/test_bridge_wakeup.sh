@@ -79,6 +79,10 @@ woken() {
 }
 
 psql_ -d postgres -c "CREATE DATABASE $db"
+# The test server allows prepared transactions (max_prepared_transactions 20), where the
+# trigger stays silent by default (PREPARE refuses a transaction that ran NOTIFY): say that
+# no writer here prepares.
+psql_ -d postgres -c "ALTER DATABASE $db SET sqlq.notify = on"
 psql_ -d "$db" -c "CREATE TABLE kv (id int PRIMARY KEY, v text)"
 "$SQLQ_BIN" setup --db "${odbc}Database=$db;" --table kv >/dev/null
 "$SQLQ_BIN" queue create "$q" >/dev/null
