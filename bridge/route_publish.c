@@ -118,7 +118,11 @@ void sqlq_route_publish_settled(sqlq_route *r, sqlq_route_facts *f)
     r->outcomes = NULL;
     r->done = NULL;
     bool full = r->batch.full;
-    if (!full || sqlq_clock_now_ms(&r->clock) - r->last_advance_ms >= ADVANCE_EVERY_MS)
+    /* A short batch meant idle, so it advanced; with wake-ups short batches are the steady
+     * state of a moderate load (one poll per commit), so they advance at the same pace as full
+     * ones, and IDLE advances once the table is quiet. */
+    bool idle_next = !full && !r->wakeup;
+    if (idle_next || sqlq_clock_now_ms(&r->clock) - r->last_advance_ms >= ADVANCE_EVERY_MS)
         sqlq_route_advance(r);
     SQLQ_DEBUG("batch", "table=%s changes=%zu full=%d ms=%llu", r->cfg.table, r->batch.count,
                (int)full, (unsigned long long)(sqlq_clock_now_ms(&r->clock) - r->batch_t0_ms));
