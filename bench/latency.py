@@ -404,7 +404,16 @@ def main():
                        "figure": f"p50 {r['p50_ms']:.0f} ms, p99 {r['p99_ms']:.0f} ms",
                        "reached": r["p50_ms"] <= TARGET_P50 and r["p99_ms"] <= TARGET_P99}
                       for r in pg_wake]
-    res["figures"] = []
+    by = {(r["db"], r["tables"], r["instances"], r["rate"], r["mode"]): r for r in res["runs"]}
+    res["figures"] = [f"Latency, PostgreSQL {t}x{i} at {rate} tx/s: p50 {w['p50_ms']:.0f} ms with "
+                      f"wake-ups, {o['p50_ms']:.0f} ms polling every second"
+                      for (db, t, i, rate, mode), w in by.items()
+                      if db == "postgres" and mode == "wake-ups" and rate == 1
+                      and (o := by.get((db, t, i, rate, "today")))]
+    if res.get("write"):
+        wr = res["write"]
+        res["figures"].append(f"NOTIFY write cost: {wr['on'] / wr['off']:.0%} of the captured "
+                              f"single-row insert rate without it")
     B.save("latency", res)
     print(table(res))
     if a.write_docs:
