@@ -23,7 +23,12 @@ fail() {
     exit 1
 }
 now_ms() { date +%s%3N; }
-count() { "$SQLQ_BIN" queue stats "$q" | grep -o '"approximate_count":[0-9]*' | head -1 | cut -d: -f2; }
+# count: the queue's message count (0 while the queue service does not answer).
+count() {
+    local n
+    n=$("$SQLQ_BIN" queue stats "$q" 2>/dev/null | grep -o '"approximate_count":[0-9]*' | head -1 | cut -d: -f2) || true
+    echo "${n:-0}"
+}
 wait_count() {
     local start n
     start=$(now_ms)
