@@ -41,6 +41,7 @@ typedef struct sqlq_route_config {
     const char *where;           /* NULL: every row; else a predicate on the current row
                                   * (route_filter.h: what an unmatched change becomes) */
     int initial_visibility_s;    /* 0: messages visible at once; else this many seconds later */
+    bool wakeup; /* true: poll at once on a hint of a change (bridge/wakeup.h), not only each interval */
 } sqlq_route_config;
 
 void sqlq_route_config_default(sqlq_route_config *r);

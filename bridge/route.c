@@ -43,6 +43,7 @@ void sqlq_route_config_default(sqlq_route_config *c)
     c->oversize = SQLQ_OVERSIZE_TRUNCATE;
     c->max_message_bytes = SQLQ_MESSAGE_MAX_TEXT;
     c->message_ttl_s = -1;
+    c->wakeup = true;
 }
 
 static uint64_t queue_clock_now(void *ctx)
@@ -176,6 +177,7 @@ void sqlq_route_destroy(sqlq_route *r)
     free(r->outcomes);
     free(r->done);
     sqlq_lease_renewer_stop(r->renewer);
+    sqlq_wakeup_destroy(r->wakeup);
     sqlq_capture_close(r->cap);
     sqlq_db_close(r->db);
     sqlq_delivery_destroy(r->delivery);
@@ -322,6 +324,8 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
         if (rc == SQLQ_OK && !r->renewer)
             rc = sqlq_lease_renewer_start(r->env.db_connection, &r->ccfg, renew_interval_ms(r),
                                           &r->renewer, &e);
+        if (rc == SQLQ_OK && r->cfg.wakeup && !r->wakeup)
+            rc = sqlq_wakeup_create(r->env.db_connection, r->db, r->cap, r->cfg.source, &r->wakeup, &e);
         /* The queue is not touched here: the first put creates it if missing, so a credential
          * that may only add messages is enough; the first idle poll probes it for /readyz. */
         if (rc == SQLQ_OK) {
@@ -484,8 +488,14 @@ static void state_idle(sqlq_route *r, sqlq_route_facts *f)
     else if (r->env.once)
         f->drained = true;
     else
-        (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
+        sqlq_route_wait_for_change(r);
     f->end = sqlq_route_ending(r);
+}
+
+void sqlq_route_wait_for_change(sqlq_route *r)
+{
+    assert(!r->helper_owns_conn);
+    (void)sqlq_wakeup_wait(r->wakeup, r->db, &r->clock, (uint64_t)r->cfg.polling_interval_ms);
 }
 
 /* STOPPING: release what was accepted; what was polled ahead goes back as it was. */

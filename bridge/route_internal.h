@@ -13,6 +13,7 @@
 #include "lease_renewer.h"
 #include "outage.h"
 #include "route_state.h"
+#include "wakeup.h"
 
 #include <pthread.h>
 
@@ -49,6 +50,7 @@ struct sqlq_route {
     sqlq_delivery *delivery;
     sqlq_route_filter filter; /* cfg's ops and columns, parsed */
     sqlq_lease_renewer *renewer;
+    sqlq_wakeup *wakeup; /* NULL: the interval alone ends an idle wait */
     sqlq_route_state state;
     /* Accepted by the queue, not yet released: released by the helper while the next batch is
      * on the wire, or at once when there is none (IDLE, STOPPING). */
@@ -109,6 +111,8 @@ void sqlq_route_mark_down(sqlq_route *r, bool *flag, bool down, bool is_db);
 void sqlq_route_log_error(const char *event, const sqlq_route *r, const sqlq_error *e);
 /* After a failed database call: wait, reconnect, reopen the capture; false: give up. */
 bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *failed);
+/* Nothing more to poll now: wait for a hint of a change or the polling interval. */
+void sqlq_route_wait_for_change(sqlq_route *r);
 
 /* route_settle.c */
 /* Release (or abandon) until the database takes it; giving up is safe (leases expire). */

@@ -118,13 +118,17 @@ void sqlq_route_publish_settled(sqlq_route *r, sqlq_route_facts *f)
     r->outcomes = NULL;
     r->done = NULL;
     bool full = r->batch.full;
-    if (!full || sqlq_clock_now_ms(&r->clock) - r->last_advance_ms >= ADVANCE_EVERY_MS)
+    /* A short batch meant idle, so it advanced; with wake-ups short batches are the steady
+     * state of a moderate load (one poll per commit), so they advance at the same pace as full
+     * ones, and IDLE advances once the table is quiet. */
+    bool idle_next = !full && !r->wakeup;
+    if (idle_next || sqlq_clock_now_ms(&r->clock) - r->last_advance_ms >= ADVANCE_EVERY_MS)
         sqlq_route_advance(r);
     SQLQ_DEBUG("batch", "table=%s changes=%zu full=%d ms=%llu", r->cfg.table, r->batch.count,
                (int)full, (unsigned long long)(sqlq_clock_now_ms(&r->clock) - r->batch_t0_ms));
     sqlq_change_batch_free(&r->batch);
     sqlq_route_progress(r, false);
     if (!full && !r->env.once)
-        (void)sqlq_clock_sleep_ms(&r->clock, (uint64_t)r->cfg.polling_interval_ms);
+        sqlq_route_wait_for_change(r);
     f->end = sqlq_route_ending(r);
 }

@@ -42,6 +42,7 @@ typedef struct bridge_settings {
     char *ops;
     char *where;
     long long initial_visibility_s;
+    bool wakeup;
     long long shutdown_timeout_s;
     char *listen;
     bool once;
@@ -111,6 +112,10 @@ static const sqlq_setting bridge_table[] = {
                      "change log and change tracking"),
     SQLQ_SETTING_INT(S, initial_visibility_s, "initial_visibility_s", "SQLQ_INITIAL_VISIBILITY_S", "0", 0,
                      604800, "published messages become visible to consumers this many seconds later"),
+    SQLQ_SETTING_BOOL(S, wakeup, "wakeup", "SQLQ_WAKEUP", "true",
+                      "poll at once when the table changed (PostgreSQL: LISTEN for the capture "
+                      "trigger's NOTIFY; SQLite: PRAGMA data_version every 10 ms), not only every "
+                      "polling interval; --no-wakeup: the interval alone"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
                      "after SIGTERM: time to finish publishes in flight before leaving anyway"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
@@ -148,7 +153,7 @@ static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_b
                                          "max_message_bytes", "source", "cursor_column",
                                          "soft_delete_column", "safety_lag_ms", "message_ttl_s",
                                          "columns", "exclude_columns", "ops", "where",
-                                         "initial_visibility_s"};
+                                         "initial_visibility_s", "wakeup"};
 
 static const sqlq_setting *setting_of(const char *key)
 {
@@ -274,6 +279,7 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
         return false;
     }
     r->message_ttl_s = s->message_ttl_s;
+    r->wakeup = s->wakeup;
     return route_filter(s, where, r);
 }
 

@@ -21,11 +21,11 @@ for arg in "$@"; do
     esac
 done
 
-runtime_pkgs=(libcurl4 libssl3 libjansson4 libexpat1 libmicrohttpd12 unixodbc odbc-postgresql
+runtime_pkgs=(libcurl4 libssl3 libjansson4 libexpat1 libmicrohttpd12 libpq5 unixodbc odbc-postgresql
     libsqliteodbc tdsodbc odbc-mariadb ca-certificates)
 # cmocka is here, not in test_pkgs: CMake builds the unit tests by default (SQLQ_BUILD_TESTS).
 build_pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev libjansson-dev
-    libexpat1-dev libmicrohttpd-dev unixodbc-dev libcmocka-dev)
+    libexpat1-dev libmicrohttpd-dev libpq-dev unixodbc-dev libcmocka-dev)
 # clang + its sanitizer/libFuzzer runtime: scripts/fuzz.sh (run by scripts/test.sh after ctest).
 test_pkgs=(postgresql mariadb-server sqlite3 nodejs npm curl procps clang libclang-rt-14-dev)
 

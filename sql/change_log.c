@@ -270,6 +270,28 @@ void sqlq_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t siz
     snprintf(out, size, "ver_%s", n->log_table + strlen("log_"));
 }
 
+void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size)
+{
+    snprintf(out, size, "sqlq.%s", n->log_table);
+}
+
+/* The wake-up of waiting bridges: one notification per transaction and channel whatever the
+ * number of rows (PostgreSQL folds identical notifications of a transaction), delivered at
+ * commit, never for a rolled-back one. PostgreSQL refuses to PREPARE a transaction that ran
+ * NOTIFY, so on a server that allows prepared transactions the trigger stays silent unless
+ * the setting sqlq.notify says 'on' (ALTER DATABASE … SET sqlq.notify = on: no writer of a
+ * watched table uses PREPARE TRANSACTION); 'off' silences it everywhere. */
+static void pg_notify_sql(const log_ctx *c, sqlq_sql_text *body)
+{
+    char channel[72];
+    sqlq_change_log_channel(&c->names, channel, sizeof(channel));
+    sqlq_sql_text_add(body, " IF (CASE current_setting('sqlq.notify', true) WHEN 'on' THEN true "
+                            "WHEN 'off' THEN false ELSE current_setting('max_prepared_transactions') "
+                            "= '0' END) THEN PERFORM pg_notify(");
+    sqlq_sql_text_literal(body, channel);
+    sqlq_sql_text_add(body, ", ''); END IF;");
+}
+
 /* The version sequence as a string literal of its qualified name, for nextval() and setval(). */
 static sqlq_result sequence_literal(const log_ctx *c, sqlq_sql_text *into, sqlq_error *err)
 {
@@ -300,7 +322,9 @@ static sqlq_result pg_function_sql(const log_ctx *c, char **out, sqlq_error *err
     sqlq_catalog_object(&body, c->names.log_table);
     sqlq_sql_text_add(&body, " IN ROW EXCLUSIVE MODE; %s := nextval(", v);
     sqlq_result r = sequence_literal(c, &body, err);
-    sqlq_sql_text_add(&body, "); IF TG_OP = 'INSERT' THEN ");
+    sqlq_sql_text_add(&body, ");");
+    pg_notify_sql(c, &body);
+    sqlq_sql_text_add(&body, " IF TG_OP = 'INSERT' THEN ");
     upsert(&body, c, "NEW.", 'I', v);
     sqlq_sql_text_add(&body, " ELSIF TG_OP = 'UPDATE' THEN IF (");
     sqlq_catalog_key_list(&body, c->t, "OLD.");

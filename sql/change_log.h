@@ -17,6 +17,11 @@ SQLQ_NODISCARD sqlq_result sqlq_change_log_install(sqlq_db *db, const sqlq_table
 /* The bare name of a PostgreSQL log's version sequence: ver_<base> (qualify with
  * sqlq_catalog_object). Dropped with the log (OWNED BY its version column). */
 void sqlq_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t size);
+/* The notification channel of a PostgreSQL log: sqlq.log_<base> (at most 49 bytes, within
+ * PostgreSQL's 63). The trigger signals it with pg_notify, folded to one notification per
+ * transaction (not on servers that allow prepared transactions, unless sqlq.notify = on); a
+ * bridge LISTENs on it to poll at once (a hint: polling stays the truth). */
+void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size);
 /* Remove the triggers and the log table of one table. */
 /* The objects a change log is made of, for people: "table sqlq_log_t, triggers
  * sqlq_log_t_ai/_au/_ak/_ad" (SQLite) or "table sqlq.log_t, function sqlq.capture_t, trigger

@@ -1,0 +1,102 @@
+#include "wakeup.h"
+
+#include "catalog.h"
+#include "change_log.h"
+#include "log.h"
+#include "pg_listen.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LISTEN_SLICE_MS 10u /* a stop request is seen within this */
+
+struct sqlq_wakeup {
+    sqlq_pg_listen *listen; /* PostgreSQL */
+    bool probe;             /* SQLite: PRAGMA data_version */
+    bool have_version;
+    int64_t version;
+};
+
+sqlq_result sqlq_wakeup_create(const char *db_connection, sqlq_db *db, const sqlq_capture *cap,
+                               sqlq_source_kind source, sqlq_wakeup **out, sqlq_error *err)
+{
+    *out = NULL;
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    bool log = source == SQLQ_SOURCE_AUTO || source == SQLQ_SOURCE_CHANGE_LOG;
+    bool pg = strcmp(d->name, "postgres") == 0, lite = strcmp(d->name, "sqlite") == 0;
+    if (!log || !(pg || lite))
+        return SQLQ_OK;
+    sqlq_wakeup *w = calloc(1, sizeof(*w));
+    if (!w)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    w->probe = lite;
+    if (pg) {
+        sqlq_catalog_names names;
+        char channel[72];
+        sqlq_result rc = sqlq_catalog_names_make(d, &sqlq_capture_table(cap)->name, NULL, &names, err);
+        if (rc == SQLQ_OK) {
+            sqlq_change_log_channel(&names, channel, sizeof(channel));
+            rc = sqlq_pg_listen_create(db_connection, channel, &w->listen, err);
+        }
+        if (rc != SQLQ_OK) {
+            free(w);
+            return rc;
+        }
+    }
+    *out = w;
+    return SQLQ_OK;
+}
+
+void sqlq_wakeup_destroy(sqlq_wakeup *w)
+{
+    if (!w)
+        return;
+    sqlq_pg_listen_destroy(w->listen);
+    free(w);
+}
+
+/* SQLite: whether another connection committed since the last probe. The first probe only
+ * takes the baseline; a failed one is no hint (the next poll meets the failure). */
+static bool probe_moved(sqlq_wakeup *w, sqlq_db *db)
+{
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    int64_t v = 0;
+    if (sqlq_db_query_int(db, "PRAGMA data_version", NULL, 0, &v, &e) != SQLQ_OK)
+        return false;
+    bool moved = w->have_version && v != w->version;
+    w->version = v;
+    w->have_version = true;
+    return moved;
+}
+
+/* One slice of the wait: true on a hint. */
+static bool hinted(sqlq_wakeup *w, sqlq_db *db, const sqlq_clock *clock, uint64_t slice_ms)
+{
+    if (w->listen)
+        return sqlq_pg_listen_wait(w->listen, slice_ms) == SQLQ_PG_LISTEN_NOTIFIED;
+    return sqlq_clock_sleep_ms(clock, slice_ms) && probe_moved(w, db);
+}
+
+bool sqlq_wakeup_wait(sqlq_wakeup *w, sqlq_db *db, const sqlq_clock *clock, uint64_t interval_ms)
+{
+    if (!w) {
+        (void)sqlq_clock_sleep_ms(clock, interval_ms);
+        return false;
+    }
+    uint64_t end = sqlq_clock_now_ms(clock) + interval_ms;
+    uint64_t slice = w->listen ? LISTEN_SLICE_MS : SQLQ_WAKEUP_PROBE_MS;
+    for (;;) {
+        uint64_t now = sqlq_clock_now_ms(clock);
+        if (now >= end || !sqlq_clock_sleep_ms(clock, 0))
+            return false;
+        if (hinted(w, db, clock, end - now < slice ? end - now : slice))
+            break;
+    }
+    /* Coalesce: let the rest of a burst commit, then take what it signalled along. */
+    (void)sqlq_clock_sleep_ms(clock, SQLQ_WAKEUP_COALESCE_MS);
+    if (w->listen)
+        (void)sqlq_pg_listen_wait(w->listen, 0);
+    SQLQ_TRACE("wakeup", "source=%s", w->listen ? "notify" : "data_version");
+    return true;
+}

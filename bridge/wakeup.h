@@ -1,0 +1,37 @@
+/* wakeup: what a route waits for between polls that found no full batch: a hint that its
+ * table changed, or the polling interval, whichever comes first. PostgreSQL change logs: a
+ * notification of the capture trigger (LISTEN on a libpq connection of its own); SQLite: a
+ * probe of PRAGMA data_version on the route's connection every few milliseconds; others:
+ * the interval alone. A hint only: the poll stays the source of truth, so a lost hint delays
+ * a change by at most one interval. */
+#ifndef SQLQ_WAKEUP_H
+#define SQLQ_WAKEUP_H
+
+#include "capture.h"
+#include "clock.h"
+#include "db.h"
+#include "result.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* After a notification, the wait goes on this long so that a burst of commits becomes one
+ * poll of a full batch rather than many polls of one change each. */
+#define SQLQ_WAKEUP_COALESCE_MS 5u
+/* SQLite: the change probe's period. */
+#define SQLQ_WAKEUP_PROBE_MS 10u
+
+typedef struct sqlq_wakeup sqlq_wakeup;
+
+/* The wake-up of a route whose capture `cap` (source as configured) is open on `db`; *out is
+ * NULL (a plain sleep) when the database and source give no cheap signal. */
+SQLQ_NODISCARD sqlq_result sqlq_wakeup_create(const char *db_connection, sqlq_db *db,
+                                              const sqlq_capture *cap, sqlq_source_kind source,
+                                              sqlq_wakeup **out, sqlq_error *err);
+void sqlq_wakeup_destroy(sqlq_wakeup *w);
+/* Wait for a hint or interval_ms (w may be NULL); clock's sleep ends at once on a stop request.
+ * db is the route's connection (the SQLite probe runs on it); nobody else may use it meanwhile.
+ * true when a hint ended the wait. */
+bool sqlq_wakeup_wait(sqlq_wakeup *w, sqlq_db *db, const sqlq_clock *clock, uint64_t interval_ms);
+
+#endif

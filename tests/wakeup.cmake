@@ -1,0 +1,3 @@
+# wakeup: a route polls at once on a hint of a change (PostgreSQL NOTIFY, SQLite data_version).
+sqlq_integration_test(bridge_wakeup FIXTURES azurite postgres TIMEOUT 180)
+sqlq_integration_test(bridge_wakeup_sqlite FIXTURES azurite TIMEOUT 180)
