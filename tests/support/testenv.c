@@ -76,6 +76,29 @@ char *sqlq_test_pg_create_db(const char *prefix)
     return conn;
 }
 
+char *sqlq_test_maria_create_db(const char *prefix)
+{
+    char *base = sqlq_test_read_env_file("mariadb/odbc");
+    char *port = sqlq_test_read_env_file("mariadb/port");
+    if (!base || !port)
+        die("no MariaDB in $SQLQ_TEST_ENV_DIR/mariadb");
+    char name[128];
+    sqlq_test_unique_name(prefix, name, sizeof(name));
+    for (char *p = name; *p; p++)
+        if (*p == '-')
+            *p = '_';
+    if (sqlq_test_sh("mariadb --no-defaults -h 127.0.0.1 -P %s -u sqlq -e 'CREATE DATABASE %s' "
+                     ">/dev/null",
+                     port, name) != 0)
+        die("CREATE DATABASE failed");
+    size_t n = strlen(base) + strlen(name) + 32;
+    char *conn = malloc(n);
+    snprintf(conn, n, "%sDatabase=%s;", base, name);
+    free(base);
+    free(port);
+    return conn;
+}
+
 char *sqlq_test_sqlite_db(const char *prefix, char *out_path, size_t out_path_size)
 {
     char name[128];

@@ -13,6 +13,8 @@ char *sqlq_test_azurite_conn(void);
 /* A fresh PostgreSQL database named after prefix + pid + counter; returns its ODBC connection
  * string (malloc'd). Fails the test if the postgres fixture is not running. */
 char *sqlq_test_pg_create_db(const char *prefix);
+/* A new empty MariaDB database on the test server: its ODBC connection string (malloc'd). */
+char *sqlq_test_maria_create_db(const char *prefix);
 /* A fresh SQLite database file under the build tree; returns its ODBC connection string. */
 char *sqlq_test_sqlite_db(const char *prefix, char *out_path, size_t out_path_size);
 /* A name unique to this process and call: prefix-<pid>-<n>, lowercase (valid queue name). */
