@@ -35,7 +35,7 @@ def log(*parts):
 
 
 def need_tools():
-    missing = [p for p in (SQLQ, TOOLS / "putload", TOOLS / "measure")
+    missing = [p for p in (SQLQ, TOOLS / "putload", TOOLS / "getload", TOOLS / "measure")
                if not os.access(p, os.X_OK)]
     if missing:
         raise SystemExit(f"missing {', '.join(map(str, missing))}: run bench/setup.sh first")

@@ -16,6 +16,7 @@ import argparse
 import base64
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -59,6 +60,9 @@ class Sqlite:
                       f"(i % 1000) || '.50', 'note ' || hex(randomblob(24)), "
                       f"'2024-05-01T12:00:00.000Z' FROM s"]).wall
 
+    def analyze(self, freeze=False):
+        B.sh(["sqlite3", self.path, "ANALYZE"])
+
     def cpu_s(self):
         return 0.0  # SQLite runs inside the bridge: its CPU is the bridge's
 
@@ -77,11 +81,11 @@ class Postgres:
         self.tag, self.conn = tag, self.pg.odbc(tag)
         B.run([B.SQLQ, "setup", "--db", self.conn, "--table", "orders"])
 
-    def fill(self, first, last):
-        """Insert rows first..last by transactions of txn_rows rows (the change log's versions
-        are transaction ids: one per transaction), then VACUUM ANALYZE as autovacuum would
-        have done while a real backlog built up."""
-        per = self.txn_rows
+    def fill(self, first, last, analyze=True, per=None):
+        """Insert rows first..last by transactions of txn_rows rows (each row change gets its
+        own version), then VACUUM ANALYZE as autovacuum would have done while a real backlog
+        built up (analyze=False: a burst, the statistics stay as they were)."""
+        per = per or self.txn_rows
         txns = math.ceil((last - first + 1) / per)
         return B.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p",
                       self.pg.port, "-U", "sqlq", "-d", self.tag, "-c",
@@ -90,8 +94,19 @@ class Postgres:
                       f"substr(md5((i + 1)::text), 1, 16), timestamptz '2024-05-01 12:00:00+00' "
                       f"FROM generate_series({first} + t * {per}, "
                       f"least({last}, {first - 1} + (t + 1) * {per})) i; COMMIT; "
-                      f"END LOOP; END $$",
-                      "-c", "VACUUM ANALYZE orders", "-c", "VACUUM ANALYZE sqlq.log_orders"]).wall
+                      f"END LOOP; END $$"] +
+                     (["-c", "VACUUM ANALYZE orders", "-c", "VACUUM ANALYZE sqlq.log_orders"]
+                      if analyze else [])).wall
+
+    def analyze(self, freeze=False):
+        """VACUUM ANALYZE of the database; freeze: and no autovacuum on sqlq's tables from now
+        on, so statistics taken now stay (a burst arrives faster than autovacuum's nap)."""
+        sql = ["VACUUM ANALYZE"]
+        if freeze:
+            sql = [f"ALTER TABLE {t} SET (autovacuum_enabled = false)" for t in self.pg.psql(
+                self.tag, "SELECT oid::regclass FROM pg_class WHERE relkind = 'r' AND "
+                "relnamespace = 'sqlq'::regnamespace").split()] + sql
+        self.pg.psql(self.tag, *sql)
 
     def cpu_s(self):
         return self.pg.cpu_s()
@@ -128,12 +143,12 @@ class Mariadb:
         return B.tree_cpu_s(int((self.my.dir / "mysqld.pid").read_text().strip()))
 
 
-def drain(az, db, fmt, n, tag, extra=()):
+def drain(az, db, fmt, n, tag, extra=(), binary=None):
     """sqlq bridge --once over the prepared backlog; checked: every change published."""
     q = f"br-{tag}"
     d0 = db.cpu_s()
     a0, s0 = az.cpu_s(), B.system_busy_s()
-    r = B.run([B.SQLQ, "bridge", "--once", "--db", db.conn, "--table", "orders", "--queue", q,
+    r = B.run([binary or B.SQLQ, "bridge", "--once", "--db", db.conn, "--table", "orders", "--queue", q,
                "--format", fmt, "--log-level", "info", *extra], env=az.env(), timeout=3600)
     busy, az_cpu = B.system_busy_s() - s0, az.cpu_s() - a0
     dcpu = db.cpu_s() - d0
@@ -158,6 +173,11 @@ def drain(az, db, fmt, n, tag, extra=()):
             "rss_mib": r.maxrss_kb / 1024, "queue": q,
             "azurite_cpu_ms_per_1000": az_cpu * 1e6 / n, "other_load_cores": other,
             "duplicates": stored - n if fmt == "row" else 0, "warnings": warnings}
+
+
+def default_batch(fmt):
+    """max_batch_size when unset: 1000 in batch format, 100 otherwise."""
+    return 1000 if fmt == "batch" else 100
 
 
 def reference(az, work, body_text, n):
@@ -304,7 +324,7 @@ def trips_table(res):
 def targets(res):
     """One line per target, reached or not, with the figure."""
     out = []
-    summ = [r for r in res["summary"] if r["batch"] == 100]
+    summ = [r for r in res["summary"] if r["batch"] == default_batch(r["format"])]
     row = [r for r in summ if "share_of_ceiling" in r]
     if row:
         worst = min(row, key=lambda r: r["share_of_ceiling"])
@@ -342,8 +362,8 @@ def docs(res, cmd):
     return f"""Scenario 3. A backlog of N changes (N inserted rows: integer key, text, decimal, text,
 timestamp; about {res['row_json_bytes']} bytes of JSON per change) captured by `sqlq setup`'s
 change log, drained by `sqlq bridge --once --db … --table orders --queue … --format F` (every
-other setting at its default: batches of 100 changes, 16 puts in flight, except where the batch
-column says otherwise: `--max-batch-size`) into a fresh,
+other setting at its default: polls of 100 changes in row format and 1,000 in batch format, 16
+puts in flight, except where the batch column says otherwise: `--max-batch-size`) into a fresh,
 warmed-up in-memory Azurite. SQLite: one file per run, the rows inserted by one statement (each
 row still gets its own version). PostgreSQL: a private server (fsync off), one database per
 run, the rows inserted by transactions of {Postgres.txn_rows:,} rows (the change log's versions are
@@ -383,7 +403,7 @@ trip, several `;`-joined commands in one `statement` counting once; SQLite: `SQL
 calls in a unixODBC trace, calls into the in-process engine):
 
 {trips_table(res)}
-"""
+{burst_docs(res)}"""
 
 
 def parse_plan(text):
@@ -433,7 +453,7 @@ def run_plan(plan, engines, az, work, res):
                 fill = db.fill(1, n)
                 fresh_azurite(az, work)
                 r = drain(az, db, fmt, n, tag, extra)
-                r.update(fill_s=fill, round=rd, batch=p["batch"] or 100)
+                r.update(fill_s=fill, round=rd, batch=p["batch"] or default_batch(fmt))
                 res["runs"].append(r)
                 B.log(f"{db.name} {fmt} {n:,} (batch {r['batch']}) round {rd + 1}: "
                       f"{r['changes_s']:,.0f} changes/s, {r['per_10k_s']:.3f} s/10k, bridge cpu "
@@ -443,9 +463,97 @@ def run_plan(plan, engines, az, work, res):
             if fmt == "row":
                 for r in res["runs"]:
                     if r["format"] == "row" and r["n"] == n and r["round"] == rd and \
-                            r["batch"] == (p["batch"] or 100):
+                            r["batch"] == (p["batch"] or default_batch(fmt)):
                         r["share_of_ceiling"] = r["changes_s"] / ref["msg_s"]
                         r["ceiling_msg_s"] = ref["msg_s"]
+
+
+# ---- a burst into a log whose statistics were taken when it was empty ---------------------
+
+
+def burst_runs(engines, az, work, res, n, rounds, binaries, fmt="batch"):
+    """Issue 15's cliff: the bridge has run (state and leases exist), the database was analyzed
+    with the change log empty (and autovacuum kept off sqlq's tables, so those statistics stay),
+    then a burst of n changes (transactions of 1,000 rows) is drained at default settings.
+    "fresh": the same, analyzed after the burst. Binaries, engines and both cases interleaved
+    in every round (order rotated), so they share the machine's load."""
+    for rd in range(rounds):
+        cases = [(label, path, db, stats) for label, path in binaries for db in engines
+                 if hasattr(db, "analyze") for stats in ("stale", "fresh")]
+        cases = cases[rd % len(cases):] + cases[:rd % len(cases)]
+        for j, (label, path, db, stats) in enumerate(cases):
+            tag = f"burst{rd}{j}"
+            db.create(tag)
+            B.run([path, "bridge", "--once", "--db", db.conn, "--table", "orders", "--queue",
+                   "burst-warm", "--format", fmt, "--log-level", "warn"], env=az.env())
+            db.analyze(freeze=True)
+            if isinstance(db, Postgres):
+                db.fill(1, n, analyze=False, per=1000)
+            else:
+                db.fill(1, n)
+            if stats == "fresh":
+                db.analyze()
+            fresh_azurite(az, work)
+            r = drain(az, db, fmt, n, tag, binary=path)
+            r.update(round=rd, stats=stats, binary=label, load=os.getloadavg()[0])
+            res["bursts"].append(r)
+            B.log(f"burst {label} {db.name} {stats} round {rd + 1}: {r['changes_s']:,.0f} "
+                  f"changes/s, bridge cpu {r['bridge_cpu_ms_per_1000']:.0f} ms/1000, db cpu "
+                  f"{r['db_cpu_ms_per_1000']:.0f} ms/1000, other load "
+                  f"{r['other_load_cores']:.2f} cores")
+
+
+def burst_summary(res):
+    groups = {}
+    for r in res["bursts"]:
+        groups.setdefault((r["binary"], r["db"], r["stats"]), []).append(r)
+    out = []
+    for (label, db, stats), rs in groups.items():
+        a = {"binary": label, "db": db, "stats": stats, "rounds": len(rs), "n": rs[0]["n"]}
+        for key in ("seconds", "changes_s", "bridge_cpu_ms_per_1000", "db_cpu_ms_per_1000",
+                    "other_load_cores"):
+            a[key] = B.median([r[key] for r in rs])
+        a["all_changes_s"] = [r["changes_s"] for r in rs]
+        out.append(a)
+    return out
+
+
+def burst_table(res):
+    lines = ["| sqlq | database | statistics | changes | changes/s (median) | every round | "
+             "stale / fresh | bridge CPU ms / 1000 | database CPU ms / 1000 | other load "
+             "(cores) |", "|---|---|---|---:|---:|---|---:|---:|---:|---:|"]
+    summ = res["burst_summary"]
+    for r in summ:
+        fresh = [x for x in summ if x["binary"] == r["binary"] and x["db"] == r["db"]
+                 and x["stats"] == "fresh"]
+        ratio = f"{r['changes_s'] / fresh[0]['changes_s']:.2f}" \
+            if fresh and r["stats"] == "stale" else "-"
+        dbcpu = f"{r['db_cpu_ms_per_1000']:.0f}" if r["db"] == "PostgreSQL" else "(in bridge)"
+        lines.append(f"| {r['binary']} | {r['db']} | {r['stats']} | {r['n']:,} | "
+                     f"**{B.n_(r['changes_s'])}** | "
+                     f"{', '.join(B.n_(x) for x in r['all_changes_s'])} | {ratio} | "
+                     f"{r['bridge_cpu_ms_per_1000']:.0f} | {dbcpu} | "
+                     f"{r['other_load_cores']:.2f} |")
+    return "\n".join(lines)
+
+
+def burst_docs(res):
+    if not res.get("bursts"):
+        return ""
+    return f"""
+### A burst into a change log analyzed when empty
+
+The bridge ran once on the empty table (its state and leases exist), the database was analyzed
+with the change log empty and autovacuum kept off sqlq's tables (so those statistics stay, as
+when a burst arrives faster than autovacuum), then {res['burst_n']:,} changes arrived
+(transactions of 1,000 rows) and `sqlq bridge --once --format batch` drained them at default
+settings. "fresh": the same, with an ANALYZE after the burst. Each binary, database and case
+ran once per round, interleaved (the order rotated every round); medians of
+{res['burst_rounds']} rounds. "stale / fresh" is the ratio of drain rates (target: at least
+0.8).
+
+{burst_table(res)}
+"""
 
 
 def aggregate(runs):
@@ -481,13 +589,18 @@ def main():
     ap.add_argument("--pg-txn-rows", type=int, default=100,
                     help="PostgreSQL backlog: rows per writing transaction (default 100; each row "
                     "change gets its own change-log version)")
+    ap.add_argument("--burst", type=int, default=100000,
+                    help="changes of the stale-statistics burst scenario (0: skip it)")
+    ap.add_argument("--burst-rounds", type=int, default=3)
+    ap.add_argument("--before", help="a second sqlq binary to run the burst scenario with, "
+                    "interleaved (e.g. a build of main)")
     a = ap.parse_args()
     Postgres.txn_rows = a.pg_txn_rows
-    plan = parse_plan(a.runs or (QUICK if a.quick else FULL))
+    plan = parse_plan(a.runs or (QUICK if a.quick else FULL)) if a.runs != "none" else []
     dbs = a.db.split(",")
     B.need_tools()
     res = {"plan": a.runs or (QUICK if a.quick else FULL), "runs": [], "references": [],
-           "round_trips": []}
+           "round_trips": [], "bursts": []}
     with B.Workdir("bridge") as w:
         az = w.add(B.Azurite(w.path / "azurite")).start()
         engines = []
@@ -498,7 +611,14 @@ def main():
             engines.append(Postgres(pg))
         if "mariadb" in dbs:
             engines.append(Mariadb(w.add(B.MariaDB(w.path / "my")).start()))
-        run_plan(plan, engines, az, w.path, res)
+        if a.burst:
+            bins = [("this", B.SQLQ)] + ([("before", Path(a.before))] if a.before else [])
+            res.update(burst_n=a.burst, burst_rounds=a.burst_rounds)
+            burst_runs(engines, az, w.path, res, a.burst, a.burst_rounds, bins)
+            res["burst_summary"] = burst_summary(res)
+            print(burst_table(res))
+        if plan:
+            run_plan(plan, engines, az, w.path, res)
         if not a.no_round_trips:
             az.restart()
             for db in engines:
@@ -528,7 +648,9 @@ def main():
         cmd = "bench/bridge.py" + (" --quick" if a.quick else "") + \
             (f" --runs {a.runs}" if a.runs else "") + \
             (f" --db {a.db}" if a.db != "sqlite,postgres" else "") + \
-            (f" --pg-txn-rows {a.pg_txn_rows}" if a.pg_txn_rows != 100 else "")
+            (f" --pg-txn-rows {a.pg_txn_rows}" if a.pg_txn_rows != 100 else "") + \
+            (f" --burst {a.burst} --burst-rounds {a.burst_rounds}" if a.burst else " --burst 0") + \
+            (" --before OLD" if a.before else "")
         B.write_docs(TITLE, docs(res, cmd))
 
 

@@ -23,6 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib as B  # noqa: E402
 
 TITLE = "Consumer throughput and idle polling"
+GETLOAD_K = 16  # the ceiling's loops in flight (bench/getload.c): get 32, delete each
+CLIENTS = ("sqlq", "node", "getload")
+LABELS = {"sqlq": "sqlq consume --noop", "node": "Node SDK",
+          "getload": f"getload (ceiling, {GETLOAD_K} loops)"}
 BODY_BYTES = B.BODY_BYTES
 
 
@@ -40,6 +44,10 @@ def drain(az, client, n, body, q):
         r = B.run([B.SQLQ, "consume", q, "--noop", "--max-messages", n, "--log-level", "warn"],
                   env=az.env(), timeout=600)
         secs = r.wall
+    elif client == "getload":
+        base, sas = az.sas_url(q).split("?", 1)
+        r = B.run([B.TOOLS / "getload", f"{base}?{sas}", n, GETLOAD_K], timeout=600)
+        secs = r.json()["seconds"]
     else:
         r = B.run(["node", B.ROOT / "bench" / "node" / "consume.js", az.conn, q, n, 16, 8],
                   timeout=600)
@@ -91,7 +99,7 @@ def table(res):
     lines = ["| client | round | messages | seconds | msg/s | CPU ms / msg | peak RSS (MiB) | "
              "Azurite CPU ms / msg |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in res["runs"]:
-        lines.append(f"| {'sqlq consume --noop' if r['client'] == 'sqlq' else 'Node SDK'} | "
+        lines.append(f"| {LABELS[r['client']]} | "
                      f"{r['round'] + 1} | {r['n']:,} | {r['seconds']:.2f} | {B.n_(r['msg_s'])} | "
                      f"{r['cpu_ms_per_msg']:.3f} | {r['rss_mib']:.1f} | "
                      f"{r['azurite_cpu_ms_per_msg']:.2f} |")
@@ -100,12 +108,29 @@ def table(res):
 
 def summarise(runs):
     s = {}
-    for c in ("sqlq", "node"):
+    for c in CLIENTS:
         rs = [r for r in runs if r["client"] == c]
+        if not rs:
+            continue
         s[c] = {k: B.median([r[k] for r in rs]) for k in ("msg_s", "cpu_ms_per_msg", "rss_mib")}
     s["throughput_ratio"] = s["sqlq"]["msg_s"] / s["node"]["msg_s"]
     s["cpu_ratio"] = s["sqlq"]["cpu_ms_per_msg"] / s["node"]["cpu_ms_per_msg"]
+    if "getload" in s:
+        s["share_of_ceiling"] = s["sqlq"]["msg_s"] / s["getload"]["msg_s"]
+        s["node_share_of_ceiling"] = s["node"]["msg_s"] / s["getload"]["msg_s"]
     return s
+
+
+def ceiling_md(s):
+    if "share_of_ceiling" not in s:
+        return ""
+    return f"""
+The get+delete ceiling: `bench/getload.c` ({GETLOAD_K} loops over kept-alive connections to a
+SAS URL, each getting 32 messages and deleting each one, reading nothing but the message id
+and pop receipt, nothing signed per request) drained the same queue at
+{B.n_(s['getload']['msg_s'])} msg/s: sqlq consume reaches **{s['share_of_ceiling']:.0%}** of
+it, the Node SDK {s['node_share_of_ceiling']:.0%}.
+"""
 
 
 def docs(res, cmd):
@@ -131,7 +156,7 @@ Medians: sqlq {B.n_(s['sqlq']['msg_s'])} msg/s against the Node SDK's {B.n_(s['n
 {s['sqlq']['rss_mib']:.1f} MiB against {s['node']['rss_mib']:.0f} MiB. Every message costs a
 Delete and a sixteenth of a Get and Azurite's cost per request grows with the depth of the
 queue, so msg/s is bounded by Azurite; the CPU per message is the client's own cost.
-
+{ceiling_md(s)}
 (b) Polling an empty queue: `sqlq consume QUEUE --noop` (defaults: back-off from 100 ms,
 `--max-polling-interval-ms 60000`) ran {idle['seconds']} s against an empty queue of an
 Azurite started with `--debug`, and every request it received was counted:
@@ -161,7 +186,7 @@ def main():
         body = body_file(w.path)
         az = w.add(B.Azurite(w.path / "azurite"))
         for rd in range(rounds):
-            for c in (("sqlq", "node") if rd % 2 == 0 else ("node", "sqlq")):
+            for c in CLIENTS[rd % 3:] + CLIENTS[:rd % 3]:
                 az.restart()
                 az.warm_up(body)
                 r = drain(az, c, n, body, f"cons-{c}-{rd}")
@@ -176,7 +201,9 @@ def main():
     res = {"n": n, "rounds": rounds, "runs": runs, "summary": summarise(runs), "idle": idle}
     sm = res["summary"]
     res["targets"] = []
-    res["figures"] = [
+    res["figures"] = ([f"Consumer: {sm['share_of_ceiling']:.0%} of the get+delete ceiling "
+                       f"({B.n_(sm['getload']['msg_s'])} msg/s)"] if "share_of_ceiling" in sm
+                      else []) + [
         f"Consumer: sqlq {B.n_(sm['sqlq']['msg_s'])} msg/s vs the Node SDK's "
         f"{B.n_(sm['node']['msg_s'])} ({sm['throughput_ratio']:.2f}x), CPU per message "
         f"{sm['cpu_ratio']:.2f}x the SDK's, peak RSS {sm['sqlq']['rss_mib']:.0f} vs "

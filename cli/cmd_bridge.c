@@ -60,8 +60,8 @@ static const sqlq_setting bridge_table[] = {
     SQLQ_SETTING_STR(S, queue, "queue", "SQLQ_QUEUE", NULL, "queue the table's changes go to"),
     SQLQ_SETTING_STR(S, bridge_name, "bridge_name", "SQLQ_BRIDGE_NAME", "default",
                      "name of the sync state and leases: instances with the same name share the work"),
-    SQLQ_SETTING_INT(S, max_batch_size, "max_batch_size", "SQLQ_MAX_BATCH_SIZE", "100", 1, 10000,
-                     "changes leased per poll"),
+    SQLQ_SETTING_INT(S, max_batch_size, "max_batch_size", "SQLQ_MAX_BATCH_SIZE", NULL, 1, 10000,
+                     "changes leased per poll; unset: 100, or 1000 in batch format (a few full messages)"),
     SQLQ_SETTING_INT(S, polling_interval_ms, "polling_interval_ms", "SQLQ_POLLING_INTERVAL_MS", "1000", 10,
                      3600000, "pause after a poll that did not fill a batch"),
     SQLQ_SETTING_INT(S, max_in_flight, "max_in_flight", "SQLQ_MAX_IN_FLIGHT", "16", 1, 256,
@@ -252,13 +252,15 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
     r->table = s->table;
     r->queue = s->queue;
     r->bridge_name = s->bridge_name;
+    (void)sqlq_envelope_format_parse(s->format, &r->format);
     r->max_batch_size = (int)s->max_batch_size;
+    if (r->max_batch_size == 0) /* unset; batch format: a poll fills messages, not one change each */
+        r->max_batch_size = r->format == SQLQ_FORMAT_BATCH ? 1000 : 100;
     r->polling_interval_ms = (int)s->polling_interval_ms;
     r->max_in_flight = (int)s->max_in_flight;
     r->lease_s = (int)s->lease_s;
     r->max_attempts = (int)s->max_attempts;
     r->start_from = strcmp(s->start_from, "now") == 0 ? SQLQ_START_NOW : SQLQ_START_BEGINNING;
-    (void)sqlq_envelope_format_parse(s->format, &r->format);
     (void)sqlq_oversize_policy_parse(s->oversize, &r->oversize);
     r->max_message_bytes = (size_t)s->max_message_bytes;
     static const char *const sources[] = {"auto", "change_tracking", "change_log", "cursor"};

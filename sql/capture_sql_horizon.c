@@ -76,6 +76,14 @@ sqlq_result sqlq_capture_sql_sequence(const sqlq_capture_sql *c, bool with_lock,
         sqlq_sql_text_add(&b.t, "pg_advisory_xact_lock(hashtextextended(CAST(");
         param(&b, SQLQ_P_LOCK);
         sqlq_sql_text_add(&b.t, " AS text), 0)) AS m_lock, ");
+        /* The poll's plan, whatever the statistics say (docs/capture.md, "No plan cliff"):
+         * for this transaction only, a sort costs more than any other plan, so the poll reads
+         * the log's (version, key) index in order and stops at the batch limit. With the
+         * log's statistics taken when it was nearly empty, the planner otherwise guesses a
+         * tiny range and sorts the whole backlog on every poll. JIT off with it: the sort's
+         * penalty in the plan's cost would otherwise compile the poll (about 1 s) each time. */
+        sqlq_sql_text_add(&b.t, "set_config('enable_sort', 'off', true) AS m_plan, "
+                                "set_config('jit', 'off', true) AS m_jit, ");
     }
     sqlq_sql_text_add(&b.t, "(SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END "
                             "FROM ");

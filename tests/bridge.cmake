@@ -16,6 +16,7 @@ sqlq_integration_test(bridge_instances FIXTURES azurite postgres LIBS sqlq_bridg
 sqlq_integration_test(bridge_outage LIBS sqlq_bridge_testsupport TIMEOUT 300)
 sqlq_integration_test(bridge_outage_metrics TIMEOUT 180)
 sqlq_integration_test(bridge_cli FIXTURES azurite TIMEOUT 120)
+sqlq_integration_test(bridge_batch_size FIXTURES azurite TIMEOUT 180)
 sqlq_integration_test(bridge_credentials TIMEOUT 180)
 sqlq_integration_test(bridge_once FIXTURES azurite TIMEOUT 300)
 sqlq_integration_test(bridge_throttled FIXTURES azurite TIMEOUT 180)
