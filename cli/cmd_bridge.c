@@ -415,12 +415,13 @@ static int bridge_main(int argc, char **argv, bool check_only)
     sqlq_cli_queue q;
     memset(&q, 0, sizeof(q));
     if (!s.db || !*s.db) {
-        fprintf(
-            stderr,
-            "sqlq bridge: db is not set (--db, SQLQ_DB_CONNECTION or SQLQ_DB_CONNECTION_FILE)\n");
+        fprintf(stderr,
+                "%s: db is not set (--db, SQLQ_DB_CONNECTION or SQLQ_DB_CONNECTION_FILE)\n",
+                check_only ? "sqlq config check" : "sqlq bridge");
         code = SQLQ_EXIT_USAGE;
     } else {
-        code = sqlq_cli_queue_open("bridge", &s.common, SQLQ_CLI_ACCOUNT_ONLY, &q);
+        code = sqlq_cli_queue_open(check_only ? "config check" : "bridge", &s.common,
+                                   SQLQ_CLI_ACCOUNT_ONLY, &q);
     }
     if (code < 0 &&
         (!build_routes(&s, res.file, &routes, &n) || !routes_reachable(q.account, routes, n)))
