@@ -114,7 +114,9 @@ static const sqlq_setting bridge_table[] = {
                      "after SIGTERM: time to finish publishes in flight before leaving anyway"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
                      "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
-    SQLQ_SETTING_BOOL(S, once, "once", "SQLQ_ONCE", "false", "publish what is pending, then exit"),
+    SQLQ_SETTING_BOOL(S, once, "once", "SQLQ_ONCE", "false",
+                      "publish what is pending, then exit (a number cursor column first waits out "
+                      "its safety lag)"),
     SQLQ_SETTING_INT(S, once_outage_s, "once_outage_s", "SQLQ_ONCE_OUTAGE_S", "60", 1, 86400,
                      "with --once: exit 1 when the database or the queue service stays unavailable "
                      "(unreachable, throttling, credentials, permissions) this long"),
