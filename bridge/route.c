@@ -465,10 +465,22 @@ static void state_poll(sqlq_route *r, sqlq_route_facts *f, sqlq_error *err)
         f->end = sqlq_route_ending(r) && !f->got_batch;
     }
     f->empty = r->batch.count == 0;
+    r->held_back_ms = f->got_batch ? r->batch.held_back_ms : 0;
     if (f->got_batch && f->empty)
         sqlq_change_batch_free(&r->batch);
     else if (f->got_batch)
         sqlq_route_publish_begin(r, f);
+}
+
+/* --once on a cursor source whose safety lag still holds rows back (a number cursor has no
+ * sample lag old yet): wait out the lag, said in the log, and poll again rather than end. */
+static void once_wait_lag(sqlq_route *r)
+{
+    SQLQ_INFO("once_waits_safety_lag",
+              "table=%s wait_ms=%llu note=\"--once waits out the cursor's safety lag, then polls "
+              "again; rows newer than the lag then are left for the next run\"",
+              r->cfg.table, (unsigned long long)r->held_back_ms);
+    (void)sqlq_clock_sleep_ms(&r->clock, r->held_back_ms);
 }
 
 /* IDLE: nothing new. Release what is pending, advance once, keep the metrics and /readyz
@@ -485,6 +497,8 @@ static void state_idle(sqlq_route *r, sqlq_route_facts *f)
     sqlq_route_probe_queue(r);
     if (r->env.once && r->queue_down && !sqlq_route_queue_give_up(r))
         (void)sqlq_route_backoff_sleep(r, &r->idle_backoff, r->outage.since_ms);
+    else if (r->env.once && r->held_back_ms > 0)
+        once_wait_lag(r);
     else if (r->env.once)
         f->drained = true;
     else

@@ -69,6 +69,7 @@ struct sqlq_route {
     sqlq_backoff publish_backoff;
     uint64_t batch_t0_ms;
     bool idle_advanced;        /* advanced since the last batch: not again while idle */
+    uint64_t held_back_ms;     /* the last poll's sqlq_change_batch.held_back_ms */
     sqlq_backoff idle_backoff; /* --once, idle while the queue service is down */
     bool fatal;                /* a permanent failure ends the run */
     sqlq_result start_rc;

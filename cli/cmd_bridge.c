@@ -120,7 +120,9 @@ static const sqlq_setting bridge_table[] = {
                      "after SIGTERM: time to finish publishes in flight before leaving anyway"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
                      "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
-    SQLQ_SETTING_BOOL(S, once, "once", "SQLQ_ONCE", "false", "publish what is pending, then exit"),
+    SQLQ_SETTING_BOOL(S, once, "once", "SQLQ_ONCE", "false",
+                      "publish what is pending, then exit (a number cursor column first waits out "
+                      "its safety lag)"),
     SQLQ_SETTING_INT(S, once_outage_s, "once_outage_s", "SQLQ_ONCE_OUTAGE_S", "60", 1, 86400,
                      "with --once: exit 1 when the database or the queue service stays unavailable "
                      "(unreachable, throttling, credentials, permissions) this long"),
@@ -424,12 +426,13 @@ static int bridge_main(int argc, char **argv, bool check_only)
     sqlq_cli_queue q;
     memset(&q, 0, sizeof(q));
     if (!s.db || !*s.db) {
-        fprintf(
-            stderr,
-            "sqlq bridge: db is not set (--db, SQLQ_DB_CONNECTION or SQLQ_DB_CONNECTION_FILE)\n");
+        fprintf(stderr,
+                "%s: db is not set (--db, SQLQ_DB_CONNECTION or SQLQ_DB_CONNECTION_FILE)\n",
+                check_only ? "sqlq config check" : "sqlq bridge");
         code = SQLQ_EXIT_USAGE;
     } else {
-        code = sqlq_cli_queue_open("bridge", &s.common, SQLQ_CLI_ACCOUNT_ONLY, &q);
+        code = sqlq_cli_queue_open(check_only ? "config check" : "bridge", &s.common,
+                                   SQLQ_CLI_ACCOUNT_ONLY, &q);
     }
     if (code < 0 &&
         (!build_routes(&s, res.file, &routes, &n) || !routes_reachable(q.account, routes, n)))

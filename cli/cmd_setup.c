@@ -168,6 +168,25 @@ static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *
     return SQLQ_EXIT_OK;
 }
 
+/* PostgreSQL: a role named like sqlq's schema finds that schema first on the default
+ * search_path ("$user", public), so its unqualified names resolve into sqlq's objects. */
+static void warn_role_named_schema(sqlq_db *db)
+{
+    if (strcmp(sqlq_db_dialect(db)->name, "postgres") != 0)
+        return;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    int64_t same = 0;
+    if (sqlq_db_query_int(db, "SELECT count(*) WHERE current_user = 'sqlq'", NULL, 0, &same,
+                          &err) == SQLQ_OK &&
+        same > 0)
+        SQLQ_WARN("role_named_like_schema",
+                  "role=sqlq schema=sqlq note=\"with the default search_path (\\\"$user\\\", "
+                  "public) this role's unqualified names resolve into sqlq's schema (its "
+                  "registry, new tables): connect as a role with another name, or ALTER ROLE "
+                  "sqlq SET search_path = public\"");
+}
+
 static int install_one(sqlq_db *db, const char *table, int retention_days)
 {
     sqlq_error err;
@@ -327,6 +346,8 @@ int sqlq_cmd_setup(int argc, char **argv)
     }
     if (rc < 0) {
         rc = SQLQ_EXIT_OK;
+        if (!s.drop)
+            warn_role_named_schema(db);
         for (size_t i = 0; i < ntables; i++) {
             bool cursor = strcmp(s.source, "cursor") == 0;
             int one = s.drop && cursor ? cursor_drop(db, tables[i], s.bridge_name)

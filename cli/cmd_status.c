@@ -173,28 +173,24 @@ static bool table_key(sqlq_db *db, const char *table, char *out, size_t size)
     return true;
 }
 
-/* The tables and bridges to show: registry rows, ordered by table. */
-static int show(sqlq_db *db, const status_settings *s, json_t *doc)
+/* The tables and bridges to show: registry rows, ordered by table (only `key`'s when set);
+ * `*found` says whether there was any. */
+static int show(sqlq_db *db, const status_settings *s, const char *key, json_t *doc, bool *found)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    char key[SQLQ_TABLE_KEY_MAX] = "";
-    if (s->table && !table_key(db, s->table, key, sizeof(key)))
-        return SQLQ_EXIT_FAILED;
     json_t *rows = NULL;
     bool exists = false;
     if (sqlq_catalog_exists(db, &exists, &err) != SQLQ_OK ||
-        (exists && sqlq_catalog_list(db, s->table ? key : NULL, &rows, &err) != SQLQ_OK)) {
+        (exists && sqlq_catalog_list(db, key, &rows, &err) != SQLQ_OK)) {
         print_err("registry", &err);
         return SQLQ_EXIT_FAILED;
     }
     int rc = SQLQ_EXIT_OK;
-    if (json_array_size(rows) == 0) {
-        if (!s->json)
-            printf("%s\n", s->table ? "this table is not set up: run sqlq setup --table T"
-                                    : "no table is set up: run sqlq setup --table T");
+    *found = json_array_size(rows) > 0;
+    if (!*found) {
         json_decref(rows);
-        return s->table ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
+        return SQLQ_EXIT_OK;
     }
     json_t *tables = json_object_get(doc, "tables");
     const char *current = NULL;
@@ -237,8 +233,10 @@ static int show(sqlq_db *db, const status_settings *s, json_t *doc)
     return rc;
 }
 
-/* Cursor sources (no registry row: they need no sqlq setup) with the rule each reads by. */
-static int show_cursor_sources(sqlq_db *db, const status_settings *s, json_t *doc)
+/* Cursor sources (no registry row: they need no sqlq setup) with the rule each reads by; only
+ * `key`'s when set; `*found` says whether there was any. */
+static int show_cursor_sources(sqlq_db *db, const status_settings *s, const char *key, json_t *doc,
+                               bool *found)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -247,19 +245,51 @@ static int show_cursor_sources(sqlq_db *db, const status_settings *s, json_t *do
         print_err("cursor sources", &err);
         return SQLQ_EXIT_FAILED;
     }
+    json_t *kept = json_array();
     size_t i;
     json_t *row;
     json_array_foreach(rows, i, row) {
+        const char *table = json_string_value(json_object_get(row, "table"));
+        const char *bridge = json_string_value(json_object_get(row, "bridge"));
+        if (!table || !bridge || (key && strcmp(table, key) != 0) ||
+            (key && s->bridge_name && strcmp(s->bridge_name, bridge) != 0))
+            continue;
         const char *owner = json_string_value(json_object_get(row, "owner"));
         const char *rule = json_string_value(json_object_get(row, "rule"));
         if (!s->json)
-            printf("%s%s (cursor source, bridge %s): %s; leader %s\n", i ? "" : "cursor sources:\n",
-                   json_string_value(json_object_get(row, "table")),
-                   json_string_value(json_object_get(row, "bridge")),
+            printf("%s%s (cursor source, bridge %s): %s; leader %s\n",
+                   json_array_size(kept) ? "" : "cursor sources:\n", table, bridge,
                    rule ? rule : "rule not recorded", owner ? owner : "none");
+        json_array_append(kept, row);
     }
-    json_object_set_new(doc, "cursor_sources", rows);
+    json_decref(rows);
+    *found = json_array_size(kept) > 0;
+    json_object_set_new(doc, "cursor_sources", kept);
     return SQLQ_EXIT_OK;
+}
+
+/* Set-up tables, then cursor sources (a --table may be either); says so when there is neither. */
+static int show_all(sqlq_db *db, const status_settings *s, json_t *doc)
+{
+    char key[SQLQ_TABLE_KEY_MAX] = "";
+    if (s->table && !table_key(db, s->table, key, sizeof(key)))
+        return SQLQ_EXIT_FAILED;
+    bool tables = false, cursors = false;
+    int rc = show(db, s, s->table ? key : NULL, doc, &tables);
+    if (show_cursor_sources(db, s, s->table ? key : NULL, doc, &cursors) != SQLQ_EXIT_OK)
+        rc = SQLQ_EXIT_FAILED;
+    if (tables || cursors)
+        return rc;
+    if (s->table) {
+        if (!s->json)
+            printf("table %s is not set up: run sqlq setup --table %s (or run a bridge on it with "
+                   "--source cursor)\n",
+                   s->table, s->table);
+        return SQLQ_EXIT_FAILED;
+    }
+    if (!s->json)
+        printf("no table is set up: run sqlq setup --table TABLE\n");
+    return rc;
 }
 
 int sqlq_cmd_status(int argc, char **argv)
@@ -301,9 +331,7 @@ int sqlq_cmd_status(int argc, char **argv)
     }
     if (rc < 0) {
         json_t *doc = json_pack("{s:[]}", "tables");
-        rc = doc ? show(db, &s, doc) : SQLQ_EXIT_FAILED;
-        if (doc && !s.table && show_cursor_sources(db, &s, doc) != SQLQ_EXIT_OK)
-            rc = SQLQ_EXIT_FAILED;
+        rc = doc ? show_all(db, &s, doc) : SQLQ_EXIT_FAILED;
         if (doc && s.json) {
             char *text = json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII);
             if (text)

@@ -59,6 +59,8 @@ typedef struct sqlq_change_batch {
     sqlq_change *items;
     size_t count;
     bool full; /* count == max_batch_size: poll again at once */
+    uint64_t held_back_ms; /* cursor source: rows its safety lag holds back become readable in
+                            * this many ms (0: none known); --once waits for them */
 } sqlq_change_batch;
 
 void sqlq_change_batch_free(sqlq_change_batch *b);

@@ -180,5 +180,11 @@ sqlq_result sqlq_catalog_drop_if_unused(sqlq_db *db, bool *out_dropped, sqlq_err
         *out_dropped = unused;
     if (unused)
         SQLQ_INFO("catalog_dropped", "reason=unused");
+    int64_t kept = 0;
+    if (unused && d->schema_exists_sql &&
+        sqlq_db_query_int(db, d->schema_exists_sql, NULL, 0, &kept, err) == SQLQ_OK && kept > 0)
+        SQLQ_WARN("catalog_schema_kept",
+                  "schema=sqlq note=\"sqlq's own objects are removed; the schema is left in place "
+                  "because other objects are in it\"");
     return SQLQ_OK;
 }

@@ -511,6 +511,8 @@ sqlq_result sqlq_cursor_source_poll(sqlq_cursor_source *cs, sqlq_change_batch *o
     if (cs->watermark) {
         bool have = false;
         r = watermark(cs, &have, &wm, err);
+        if (r == SQLQ_OK && !have) /* rows were seen: readable once the lag has passed */
+            out->held_back_ms = sqlq_watermark_wait_ms(&cs->wm, sqlq_clock_now_ms(&cs->clock));
         if (r != SQLQ_OK || !have)
             return r;
     }

@@ -21,7 +21,11 @@ static const char *const CATALOG_CREATE[] = {
 static const char *const CATALOG_DROP[] = {
     "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.tables",
     "DROP TABLE IF EXISTS sqlq.state",        "DROP SEQUENCE IF EXISTS sqlq.lease_token",
-    "DROP SCHEMA IF EXISTS sqlq RESTRICT",    NULL};
+    /* Only when empty: other objects in schema sqlq are not sqlq's to drop (nor an error). */
+    "DO $$BEGIN IF NOT EXISTS (SELECT 1 FROM pg_depend d JOIN pg_namespace n ON n.oid = "
+    "d.refobjid WHERE d.refclassid = 'pg_namespace'::regclass AND n.nspname = 'sqlq') THEN "
+    "DROP SCHEMA IF EXISTS sqlq RESTRICT; END IF; END$$",
+    NULL};
 
 static const char DESCRIBE_SQL[] =
     "SELECT n.nspname AS schema_name, c.relname AS table_name, a.attname AS column_name, "

@@ -36,3 +36,11 @@ bool sqlq_watermark_bound(sqlq_watermark *w, uint64_t now_ms, int64_t *out)
     w->count -= k - 1;
     return true;
 }
+
+uint64_t sqlq_watermark_wait_ms(const sqlq_watermark *w, uint64_t now_ms)
+{
+    if (w->count == 0)
+        return 0;
+    uint64_t ready = w->samples[0].at_ms + w->lag_ms;
+    return ready > now_ms ? ready - now_ms : 1;
+}

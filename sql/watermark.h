@@ -26,4 +26,8 @@ void sqlq_watermark_observe(sqlq_watermark *w, uint64_t now_ms, int64_t max);
  * Older samples are forgotten. */
 bool sqlq_watermark_bound(sqlq_watermark *w, uint64_t now_ms, int64_t *out);
 
+/* With no bound yet (sqlq_watermark_bound false): ms until the first sample is lag old, when
+ * what it saw may be read; 0 when nothing was seen. */
+uint64_t sqlq_watermark_wait_ms(const sqlq_watermark *w, uint64_t now_ms);
+
 #endif

@@ -5,3 +5,5 @@ sqlq_unit_test(capture_sql sqlq_sql)
 sqlq_unit_test(capture_horizon sqlq_sql)
 sqlq_integration_test(setup_cli FIXTURES postgres TIMEOUT 120)
 sqlq_integration_test(capture_pg_writers FIXTURES azurite postgres TIMEOUT 180)
+# A role named sqlq (the schema's name): setup warns; --drop leaves a schema holding other objects.
+sqlq_integration_test(setup_role FIXTURES postgres TIMEOUT 120)

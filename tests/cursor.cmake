@@ -26,3 +26,5 @@ sqlq_integration_test(backfill_sink FIXTURES azurite postgres TIMEOUT 300)
 # The cursor source at default settings: late commits, kill -9, a read-only role (issue 20.8).
 sqlq_integration_test(cursor_defaults FIXTURES azurite postgres TIMEOUT 300)
 sqlq_integration_test(cursor_schema FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
+# bridge --once on a number cursor waits out the default lag; sqlq status --table of a cursor source.
+sqlq_integration_test(cursor_once FIXTURES azurite postgres TIMEOUT 180)

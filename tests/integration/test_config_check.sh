@@ -65,4 +65,7 @@ grep -q "^FAIL database: the SQLite file $tmp/typo.db does not exist" "$tmp/out"
 expect_rc 2 "$sqlq" config check --db "$conn" --table orders --queue "$q" --max-batch-size 0
 grep -q "max-batch-size: 0 is out of range" "$tmp/err" || fail "bad value not named"
 expect_rc 2 "$sqlq" config bogus
+# No database: the error names the command that was run, not the bridge.
+expect_rc 2 env -u SQLQ_DB_CONNECTION -u SQLQ_DB_CONNECTION_FILE "$sqlq" config check --queue "$q"
+grep -q "^sqlq config check: db is not set" "$tmp/err" || { cat "$tmp/err" >&2; fail "wrong prefix for a missing db"; }
 echo "config check: ok"

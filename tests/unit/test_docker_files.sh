@@ -164,6 +164,14 @@ if command -v shellcheck >/dev/null 2>&1; then
     ok "shellcheck"
 fi
 
+# No example connects as a role named sqlq: on PostgreSQL its default search_path ("$user",
+# public) would resolve its unqualified names into sqlq's own schema (docs/capture.md).
+if grep -rnE 'UID=sqlq;|_USER: sqlq|-U +sqlq|"-U", "sqlq"' "$src/docker" >&2; then
+    fail "an example uses the role name sqlq (the name of sqlq's schema)"
+else
+    ok "no example role is named sqlq"
+fi
+
 if [ "$errors" -gt 0 ]; then
     echo "$errors problem(s)" >&2
     exit 1

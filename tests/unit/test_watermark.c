@@ -62,6 +62,22 @@ static void test_watermark_keeps_bounded_history(void **state)
     assert_int_equal(b, 999);
 }
 
+/* --once waits this long for the first bound: the first sample's age up to the lag. */
+static void test_watermark_wait_until_first_sample_is_lag_old(void **state)
+{
+    (void)state;
+    sqlq_watermark w;
+    sqlq_watermark_init(&w, 10000);
+    assert_int_equal(sqlq_watermark_wait_ms(&w, 5), 0); /* nothing seen: nothing held back */
+    sqlq_watermark_observe(&w, 1000, 7);
+    sqlq_watermark_observe(&w, 3000, 9);
+    assert_int_equal(sqlq_watermark_wait_ms(&w, 4000), 7000);
+    int64_t b = 0;
+    assert_false(sqlq_watermark_bound(&w, 10999, &b));
+    assert_true(sqlq_watermark_bound(&w, 11000, &b));
+    assert_int_equal(b, 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -69,6 +85,7 @@ int main(void)
         cmocka_unit_test(test_watermark_uses_newest_old_enough_sample),
         cmocka_unit_test(test_watermark_never_goes_down),
         cmocka_unit_test(test_watermark_keeps_bounded_history),
+        cmocka_unit_test(test_watermark_wait_until_first_sample_is_lag_old),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
