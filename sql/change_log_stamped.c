@@ -4,10 +4,13 @@
  * change, set to the stamp's version then; NULL when older than the log). */
 #include "change_log_stamped.h"
 
+#include <string.h>
+
 #include "sql_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const EVENTS[] = {"INSERT", "UPDATE", "DELETE"};
 static const char *const SUFFIX[] = {"_ai", "_au", "_ad"};
@@ -56,15 +59,38 @@ static sqlq_result exec_text(sqlq_db *db, sqlq_sql_text *q, sqlq_error *err)
     return r;
 }
 
-/* CREATE OR REPLACE: the old trigger stays until the new one is in place (no write goes
- * uncaptured during a second setup). An update that changes the key logs a delete of the old
- * key and an insert of the new one. */
-static sqlq_result create_trigger(sqlq_db *db, const sqlq_table *t, const sqlq_catalog_names *n,
-                                  int i, sqlq_error *err)
+/* MySQL 8 has no CREATE OR REPLACE TRIGGER: there a second setup drops the trigger first. */
+static bool is_mysql(sqlq_db *db)
+{
+    return strncmp(sqlq_db_dbms_name(db), "MySQL", 5) == 0;
+}
+
+static sqlq_result drop_trigger_first(sqlq_db *db, const sqlq_catalog_names *n, int i,
+                                      sqlq_error *err)
 {
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(db));
-    sqlq_sql_text_add(&q, "CREATE OR REPLACE TRIGGER ");
+    sqlq_sql_text_add(&q, "DROP TRIGGER IF EXISTS ");
+    trigger_ident(&q, n, i);
+    return exec_text(db, &q, err);
+}
+
+/* MariaDB: CREATE OR REPLACE, so the old trigger stays until the new one is in place (no write
+ * goes uncaptured during a second setup); MySQL: DROP then CREATE (a second setup leaves a moment
+ * without the trigger: run it when the table is quiet, docs/dialects.md). An update that changes
+ * the key logs a delete of the old key and an insert of the new one. */
+static sqlq_result create_trigger(sqlq_db *db, const sqlq_table *t, const sqlq_catalog_names *n,
+                                  int i, sqlq_error *err)
+{
+    bool mysql = is_mysql(db);
+    if (mysql) {
+        sqlq_result d = drop_trigger_first(db, n, i, err);
+        if (d != SQLQ_OK)
+            return d;
+    }
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(db));
+    sqlq_sql_text_add(&q, mysql ? "CREATE TRIGGER " : "CREATE OR REPLACE TRIGGER ");
     trigger_ident(&q, n, i);
     sqlq_sql_text_add(&q, " AFTER %s ON ", EVENTS[i]);
     sqlq_sql_text_table(&q, &n->table);

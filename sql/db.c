@@ -130,10 +130,13 @@ static sqlq_result session_setup(sqlq_db *db, sqlq_error *err)
     SQLHSTMT h = NULL;
     if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &h)))
         return sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, "allocate statement", db->secrets);
-    SQLRETURN rc = SQLExecDirect(h, (SQLCHAR *)(uintptr_t)db->dialect->session_sql, SQL_NTS);
-    sqlq_result r = SQL_SUCCEEDED(rc)
-                        ? SQLQ_OK
-                        : sqlq_diag_set(err, SQL_HANDLE_STMT, h, "session setup", db->secrets);
+    sqlq_result r = SQLQ_OK;
+    for (const char *const *s = db->dialect->session_sql; *s && r == SQLQ_OK; s++) {
+        SQLRETURN rc = SQLExecDirect(h, (SQLCHAR *)(uintptr_t)*s, SQL_NTS);
+        if (!SQL_SUCCEEDED(rc))
+            r = sqlq_diag_set(err, SQL_HANDLE_STMT, h, "session setup", db->secrets);
+        SQLFreeStmt(h, SQL_CLOSE);
+    }
     SQLFreeHandle(SQL_HANDLE_STMT, h);
     return r;
 }

@@ -56,7 +56,7 @@ struct sqlq_dialect {
     const char *dbms_name; /* the SQL_DBMS_NAMEs that select it, '|' between (any case) */
 
     /* ---- the connection (db.c) */
-    const char *session_sql; /* run once connected; NULL for none */
+    const char *const *session_sql; /* statements run once connected, NULL-terminated; NULL: none */
     bool serial_writer;      /* one writer at a time: BEGIN IMMEDIATE/COMMIT as statements,
                               * no parallel writes, commits come in version order */
     bool wide_text;          /* text parameters and statements travel as UTF-16 */

@@ -189,9 +189,11 @@ const sqlq_dialect sqlq_dialect_mariadb = {
      * (sqlq_dialect_quote_literal doubles quotes only), strict values (an out-of-range or
      * truncated value fails loudly), and READ COMMITTED: the stamping transaction relies on it
      * to pass over the log rows of open transactions (docs/capture.md). */
-    .session_sql = "SET SESSION time_zone = '+00:00', "
-                   "sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_BACKSLASH_ESCAPES,STRICT_ALL_TABLES'), "
-                   "tx_isolation = 'READ-COMMITTED'",
+    .session_sql =
+        (const char *const[]){"SET SESSION time_zone = '+00:00', "
+                              "sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_BACKSLASH_ESCAPES,STRICT_ALL_TABLES')",
+                              /* this form on MariaDB and MySQL alike (MySQL 8 has no tx_isolation) */
+                              "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", NULL},
     .serial_writer = false,
     .wide_text = false,
     .drop_if_exists = true,

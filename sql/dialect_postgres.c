@@ -58,8 +58,8 @@ const sqlq_dialect sqlq_dialect_postgres = {
      * stuff is unreliable") and writes the wall time of the session's TimeZone: in UTC that
      * wall time is exact, and row_json marks it +00:00 (tz_text_in_utc). DateStyle ISO
      * (psqlODBC's own setting, pinned here) is the text row_json reads dates and times from
-     * (row_json.h). One statement sets both. */
-    .session_sql = "SELECT set_config('TimeZone', 'UTC', false), set_config('DateStyle', 'ISO', false)",
+     * (row_json.h). */
+    .session_sql = (const char *const[]){"SET TIME ZONE 'UTC'", "SET DateStyle = 'ISO'", NULL},
     .serial_writer = false,
     .wide_text = false,
     .drop_if_exists = true,
