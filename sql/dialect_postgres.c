@@ -58,6 +58,7 @@ const sqlq_dialect sqlq_dialect_postgres = {
     .session_sql = "SELECT set_config('TimeZone', 'UTC', false), set_config('DateStyle', 'ISO', false)",
     .serial_writer = false,
     .wide_text = false,
+    .keeps_plans = true,
     .drop_if_exists = true,
     .long_binary_over = 0,
 
