@@ -29,7 +29,7 @@ static void entry_free(sqlq_stmt_cache *c, size_t i)
     c->entries[i] = c->entries[--c->n];
 }
 
-int sqlq_stmt_cache_add(sqlq_stmt_cache *c, const char *sql, SQLHSTMT h)
+bool sqlq_stmt_cache_add(sqlq_stmt_cache *c, const char *sql, SQLHSTMT h)
 {
     if (c->n == SQLQ_STMT_CACHE_MAX) {
         size_t oldest = 0;
@@ -41,10 +41,10 @@ int sqlq_stmt_cache_add(sqlq_stmt_cache *c, const char *sql, SQLHSTMT h)
     char *copy = strdup(sql);
     if (!copy) {
         SQLFreeHandle(SQL_HANDLE_STMT, h);
-        return 0;
+        return false;
     }
     c->entries[c->n++] = (sqlq_stmt_cache_entry){.sql = copy, .h = h, .used = ++c->tick};
-    return 1;
+    return true;
 }
 
 void sqlq_stmt_cache_drop(sqlq_stmt_cache *c, SQLHSTMT h)

@@ -3,6 +3,7 @@
 #define SQLQ_STMT_CACHE_H
 
 #include <sql.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* At most this many statements are kept; adding one more frees the least recently used. */
@@ -22,8 +23,8 @@ typedef struct sqlq_stmt_cache {
 
 /* The prepared handle kept for exactly this SQL text, or NULL. */
 SQLHSTMT sqlq_stmt_cache_take(sqlq_stmt_cache *c, const char *sql);
-/* Keep h (prepared from sql); on failure to copy the text h is freed and 0 returned. */
-int sqlq_stmt_cache_add(sqlq_stmt_cache *c, const char *sql, SQLHSTMT h);
+/* Keep h (prepared from sql); on failure to copy the text h is freed and false returned. */
+bool sqlq_stmt_cache_add(sqlq_stmt_cache *c, const char *sql, SQLHSTMT h);
 /* Free the handle kept for h (after a failed execution: the next one prepares again). */
 void sqlq_stmt_cache_drop(sqlq_stmt_cache *c, SQLHSTMT h);
 /* Free every handle: before the connection closes. */
