@@ -458,8 +458,8 @@ static void test_capture_pg_unprivileged_reader(void **s)
 }
 
 /* The capture loop's statements are prepared once per connection: after many polls the
- * session holds one kept poll statement that ran every time (not one parse and plan per
- * poll), and at most a few dozen kept statements in all. */
+ * session holds one kept poll statement that ran every time (not one parse per poll), each
+ * time with a plan for its parameters, and at most a few dozen kept statements in all. */
 static void test_capture_pg_polls_prepared_once(void **s)
 {
     (void)s;
@@ -480,6 +480,9 @@ static void test_capture_pg_polls_prepared_once(void **s)
     assert_int_equal(scalar(e.db, sql), 1);
     snprintf(sql, sizeof(sql), "SELECT sum(generic_plans + custom_plans) %s", polls);
     assert_true(scalar(e.db, sql) >= 8);
+    /* every poll planned for its parameters (plan_cache_mode): never the generic plan */
+    snprintf(sql, sizeof(sql), "SELECT sum(generic_plans) %s", polls);
+    assert_int_equal(scalar(e.db, sql), 0);
     assert_true(scalar(e.db, "SELECT count(*) FROM pg_prepared_statements") <= 48);
     sqlq_capture_close(cap);
     env_close(&e);
