@@ -103,6 +103,13 @@ static void bind(const sqlq_capture *cap, const sqlq_capture_stmt *st, const sql
     }
 }
 
+/* The capture loop's statements are a fixed set run on every poll: where the dialect keeps
+ * plans (PostgreSQL) they are prepared once per connection instead of planned every time. */
+static bool keep_begin(const sqlq_capture *cap)
+{
+    return sqlq_db_keep_prepared(cap->db, sqlq_db_dialect(cap->db)->keeps_plans);
+}
+
 sqlq_result sqlq_capture_run(sqlq_capture *cap, const sqlq_capture_stmt *st, const sqlq_capture_values *v,
                        long long *out_rows, sqlq_error *err)
 {
@@ -112,7 +119,10 @@ sqlq_result sqlq_capture_run(sqlq_capture *cap, const sqlq_capture_stmt *st, con
         return SQLQ_OK;
     sqlq_param p[SQLQ_CAPTURE_MAX_PARAMS];
     bind(cap, st, v, p);
-    return sqlq_db_exec(cap->db, st->sql, p, st->nparams, out_rows, err);
+    bool was = keep_begin(cap);
+    sqlq_result r = sqlq_db_exec(cap->db, st->sql, p, st->nparams, out_rows, err);
+    sqlq_db_keep_prepared(cap->db, was);
+    return r;
 }
 
 sqlq_result sqlq_capture_query(sqlq_capture *cap, const sqlq_capture_stmt *st, const sqlq_capture_values *v,
@@ -120,7 +130,10 @@ sqlq_result sqlq_capture_query(sqlq_capture *cap, const sqlq_capture_stmt *st, c
 {
     sqlq_param p[SQLQ_CAPTURE_MAX_PARAMS];
     bind(cap, st, v, p);
-    return sqlq_db_query(cap->db, st->sql, p, st->nparams, out, err);
+    bool was = keep_begin(cap);
+    sqlq_result r = sqlq_db_query(cap->db, st->sql, p, st->nparams, out, err);
+    sqlq_db_keep_prepared(cap->db, was);
+    return r;
 }
 
 sqlq_result sqlq_capture_query_values(sqlq_capture *cap, const sqlq_capture_stmt *st,
@@ -129,7 +142,11 @@ sqlq_result sqlq_capture_query_values(sqlq_capture *cap, const sqlq_capture_stmt
 {
     sqlq_param p[SQLQ_CAPTURE_MAX_PARAMS];
     bind(cap, st, v, p);
-    return sqlq_db_query_values(cap->db, st->sql, p, st->nparams, out_columns, out_rows, err);
+    bool was = keep_begin(cap);
+    sqlq_result r =
+        sqlq_db_query_values(cap->db, st->sql, p, st->nparams, out_columns, out_rows, err);
+    sqlq_db_keep_prepared(cap->db, was);
+    return r;
 }
 
 sqlq_result sqlq_capture_query_int(sqlq_capture *cap, const sqlq_capture_stmt *st,
@@ -137,7 +154,10 @@ sqlq_result sqlq_capture_query_int(sqlq_capture *cap, const sqlq_capture_stmt *s
 {
     sqlq_param p[SQLQ_CAPTURE_MAX_PARAMS];
     bind(cap, st, v, p);
-    return sqlq_db_query_int(cap->db, st->sql, p, st->nparams, out, err);
+    bool was = keep_begin(cap);
+    sqlq_result r = sqlq_db_query_int(cap->db, st->sql, p, st->nparams, out, err);
+    sqlq_db_keep_prepared(cap->db, was);
+    return r;
 }
 
 bool sqlq_capture_json_int64(const json_t *v, int64_t *out)

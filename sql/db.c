@@ -34,6 +34,7 @@
 #include "dialect.h"
 #include "log.h"
 #include "row_json.h"
+#include "stmt_cache.h"
 #include "wtext.h"
 
 #include <ctype.h>
@@ -54,6 +55,8 @@ struct sqlq_db {
     char dbms_name[64];
     bool connected;
     bool in_tx;
+    bool keep; /* sqlq_db_keep_prepared: statements are prepared once and kept in cache */
+    sqlq_stmt_cache cache;
 };
 
 sqlq_param sqlq_param_text(const char *s)
@@ -90,6 +93,7 @@ sqlq_param sqlq_param_binary(const void *bytes, size_t len)
 
 static void db_disconnect(sqlq_db *db)
 {
+    sqlq_stmt_cache_clear(&db->cache); /* the handles belong to this connection */
     if (db->dbc) {
         if (db->connected)
             SQLDisconnect(db->dbc);
@@ -257,12 +261,17 @@ typedef struct db_stmt {
     SQLLEN *ind;
     void **owned;
     size_t nparams;
+    bool kept; /* h belongs to the connection's cache: closed, not freed */
 } db_stmt;
 
 static void stmt_free(db_stmt *s)
 {
-    if (s->h)
+    if (s->h && s->kept) {
+        SQLFreeStmt(s->h, SQL_CLOSE);
+        SQLFreeStmt(s->h, SQL_RESET_PARAMS); /* the next execution binds its own buffers */
+    } else if (s->h) {
         SQLFreeHandle(SQL_HANDLE_STMT, s->h); /* closes an open cursor too */
+    }
     for (size_t i = 0; s->owned && i < s->nparams; i++)
         free(s->owned[i]);
     free(s->owned);
@@ -355,7 +364,51 @@ static SQLRETURN exec_direct(sqlq_db *db, SQLHSTMT h, const char *sql)
     return rc;
 }
 
-/* Allocate, bind and execute. On failure nothing is left to free. */
+static SQLRETURN prepare(sqlq_db *db, SQLHSTMT h, const char *sql)
+{
+    if (!db->dialect->wide_text)
+        return SQLPrepare(h, (SQLCHAR *)unconst(sql), SQL_NTS);
+    uint16_t *w = NULL;
+    size_t units = 0;
+    if (sqlq_wtext_from_utf8(sql, strlen(sql), &w, &units) != SQLQ_OK)
+        return SQLPrepare(h, (SQLCHAR *)unconst(sql), SQL_NTS);
+    SQLRETURN rc = SQLPrepareW(h, (SQLWCHAR *)w, (SQLINTEGER)units);
+    free(w);
+    return rc;
+}
+
+/* A statement handle for sql: the kept one, a new one prepared and kept (sqlq_db_keep_prepared
+ * on), or a new one for SQLExecDirect. */
+static sqlq_result stmt_open(sqlq_db *db, const char *sql, db_stmt *s, sqlq_error *err)
+{
+    if (db->keep && (s->h = sqlq_stmt_cache_take(&db->cache, sql)) != NULL) {
+        s->kept = true;
+        return SQLQ_OK;
+    }
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &s->h))) {
+        s->h = NULL;
+        return sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, "allocate statement", db->secrets);
+    }
+    if (!db->keep)
+        return SQLQ_OK;
+    if (!SQL_SUCCEEDED(prepare(db, s->h, sql))) {
+        sqlq_result r = sqlq_diag_set(err, SQL_HANDLE_STMT, s->h, "prepare", db->secrets);
+        SQLFreeHandle(SQL_HANDLE_STMT, s->h);
+        s->h = NULL;
+        return r;
+    }
+    if (!sqlq_stmt_cache_add(&db->cache, sql, s->h)) {
+        s->h = NULL; /* freed by the cache */
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory keeping a statement");
+    }
+    s->kept = true;
+    return SQLQ_OK;
+}
+
+/* Allocate (or take the kept statement), bind and execute. On failure nothing is left to
+ * free, and a kept statement is dropped: the next execution prepares it again (PostgreSQL
+ * refuses a prepared `r.*` once ALTER TABLE changed its columns: "cached plan must not change
+ * result type"). */
 static sqlq_result stmt_run(sqlq_db *db, const char *sql, const sqlq_param *params, size_t n,
                             db_stmt *s, sqlq_error *err)
 {
@@ -364,13 +417,11 @@ static sqlq_result stmt_run(sqlq_db *db, const char *sql, const sqlq_param *para
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "no SQL or parameters given");
     if (!db->connected)
         return sqlq_error_set(err, SQLQ_E_SQL, true, "not connected to the database");
-    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &s->h))) {
-        s->h = NULL;
-        return sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, "allocate statement", db->secrets);
-    }
-    sqlq_result r = bind_params(db, s, params, n, err);
+    sqlq_result r = stmt_open(db, sql, s, err);
+    if (r == SQLQ_OK)
+        r = bind_params(db, s, params, n, err);
     if (r == SQLQ_OK) {
-        SQLRETURN rc = exec_direct(db, s->h, sql);
+        SQLRETURN rc = s->kept ? SQLExecute(s->h) : exec_direct(db, s->h, sql);
         if (rc != SQL_NO_DATA && !SQL_SUCCEEDED(rc))
             r = sqlq_diag_set(err, SQL_HANDLE_STMT, s->h, "execute", db->secrets);
     }
@@ -378,9 +429,20 @@ static sqlq_result stmt_run(sqlq_db *db, const char *sql, const sqlq_param *para
         if (err && err->code == SQLQ_E_SQL)
             SQLQ_DEBUG("db_statement_failed", "sqlstate=%s native=%ld err=\"%s\"", err->sqlstate,
                        err->native_code, err->message);
+        if (s->kept) {
+            sqlq_stmt_cache_drop(&db->cache, s->h);
+            s->h = NULL;
+        }
         stmt_free(s);
     }
     return r;
+}
+
+bool sqlq_db_keep_prepared(sqlq_db *db, bool on)
+{
+    bool was = db->keep;
+    db->keep = on;
+    return was;
 }
 
 sqlq_result sqlq_db_exec(sqlq_db *db, const char *sql, const sqlq_param *params, size_t nparams,

@@ -60,6 +60,8 @@ struct sqlq_dialect {
     bool serial_writer;      /* one writer at a time: BEGIN IMMEDIATE/COMMIT as statements,
                               * no parallel writes, commits come in version order */
     bool wide_text;          /* text parameters and statements travel as UTF-16 */
+    bool keeps_plans;        /* the capture loop prepares its statements once per connection
+                              * (sqlq_db_keep_prepared): the server keeps their plans */
     size_t
         long_binary_over; /* binary parameters longer than this bind as LONGVARBINARY (0: never) */
 

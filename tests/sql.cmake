@@ -5,6 +5,8 @@ sqlq_unit_test(row_json sqlq_sql)
 target_include_directories(test_row_json PRIVATE ${CMAKE_SOURCE_DIR}/sql)
 sqlq_unit_test(conn_string sqlq_sql)
 sqlq_integration_test(sql_db FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
+# Statements prepared once per connection (sqlq_db_keep_prepared, issue 20 benchmark bound).
+sqlq_integration_test(db_prepared FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 sqlq_integration_test(sql_types FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 sqlq_integration_test(sql_table FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 # Extreme values of every type through bridge and sink, PostgreSQL and SQLite (issue 21.3).

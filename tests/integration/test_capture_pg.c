@@ -457,6 +457,37 @@ static void test_capture_pg_unprivileged_reader(void **s)
     env_close(&e);
 }
 
+/* The capture loop's statements are prepared once per connection: after many polls the
+ * session holds one kept poll statement that ran every time (not one parse per poll), each
+ * time with a plan for its parameters, and at most a few dozen kept statements in all. */
+static void test_capture_pg_polls_prepared_once(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e);
+    exec(e.db, "CREATE TABLE kept (id int PRIMARY KEY, v text)");
+    install(e.db, "kept");
+    sqlq_capture *cap = open_cap(e.db, "kept");
+    for (int i = 0; i < 8; i++) {
+        char sql[128];
+        snprintf(sql, sizeof(sql), "INSERT INTO kept VALUES (%d, 'x')", i);
+        exec(e.db, sql);
+        assert_int_equal(deliver_now(cap), BIT(i));
+    }
+    const char *polls = "FROM pg_prepared_statements WHERE statement LIKE '/* sqlq poll */%'";
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT count(*) %s", polls);
+    assert_int_equal(scalar(e.db, sql), 1);
+    snprintf(sql, sizeof(sql), "SELECT sum(generic_plans + custom_plans) %s", polls);
+    assert_true(scalar(e.db, sql) >= 8);
+    /* every poll planned for its parameters (plan_cache_mode): never the generic plan */
+    snprintf(sql, sizeof(sql), "SELECT sum(generic_plans) %s", polls);
+    assert_int_equal(scalar(e.db, sql), 0);
+    assert_true(scalar(e.db, "SELECT count(*) FROM pg_prepared_statements") <= 48);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_capture_pg_prepared_and_killed),
         cmocka_unit_test(test_capture_pg_upgrade_xid_log),
         cmocka_unit_test(test_capture_pg_unprivileged_reader),
+        cmocka_unit_test(test_capture_pg_polls_prepared_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
