@@ -64,9 +64,12 @@ static const char *const lines[] = {
     "attempt. A 403 `AuthorizationPermissionMismatch` is a missing role, not a token problem.",
     "- A token endpoint that fails is an outage, never a reason to poison a message: requests "
     "back off and retry, `/readyz` answers 503, operator commands exit 1 after their retry "
-    "budget. A 4xx from the token endpoint (wrong secret, unknown identity) is reported at once. "
-    "Errors name the source (`managed identity (IDENTITY_ENDPOINT): 400 …`) and never hold a "
-    "token, secret, identity header or federated token.",
+    "budget. A 4xx from the token endpoint (wrong secret, unknown identity) is reported at once "
+    "as the credential refused, with the endpoint's status, error code and description "
+    "(`no Microsoft Entra ID token: service principal (AZURE_CLIENT_SECRET) refused the "
+    "credential: 401 AADSTS7000215: …`); a 5xx as `… failed: 500 …`; no reply as `… cannot be "
+    "reached at {endpoint}: …`. The `queue_outage` cause and the final message say the same. "
+    "Errors name the source and never hold a token, secret, identity header or federated token.",
     "- Roles: Storage Queue Data Message Sender (bridge), Data Message Processor (consume), "
     "Data Contributor (creating queues). See docs/security.md.",
     "",
