@@ -11,15 +11,19 @@ static const char *const lines[] = {
     "",
     "| variable | meaning |",
     "|---|---|",
+    "| `AzureWebJobsStorage__accountName` or `SQLQ_QUEUE_CONNECTION__accountName` | the storage "
+    "account's name (3 to 24 lowercase letters and digits): the queue service is "
+    "`https://{accountName}.queue.core.windows.net` |",
     "| `AzureWebJobsStorage__queueServiceUri` or `SQLQ_QUEUE_CONNECTION__queueServiceUri` | the "
-    "queue service, `https://ACCOUNT.queue.core.windows.net` (https only) |",
+    "queue service, `https://ACCOUNT.queue.core.windows.net` (https only; another cloud, a "
+    "private endpoint); wins over `__accountName` when both are set, as in Azure Functions |",
     "| `…__credential` (optional) | `managedidentity`, `workloadidentity` or `environment`; unset = "
     "the DefaultAzureCredential order below |",
     "| `…__clientId` (optional) | a user-assigned managed identity (or the workload identity's "
     "application) |",
     "",
     "They are read when `SQLQ_QUEUE_CONNECTION` / `AzureWebJobsStorage` (and their `_FILE`) are "
-    "not set. The same as one value, for `--queue-connection` or a config file: "
+    "not set; the `SQLQ_QUEUE_CONNECTION__…` ones before the `AzureWebJobsStorage__…` ones. The same as one value, for `--queue-connection` or a config file: "
     "`QueueServiceUri=https://ACCOUNT.queue.core.windows.net;Credential=managedidentity;"
     "ClientId=…`.",
     "",
