@@ -23,7 +23,8 @@ static const char *const lines[] = {
     "application) |",
     "",
     "They are read when `SQLQ_QUEUE_CONNECTION` / `AzureWebJobsStorage` (and their `_FILE`) are "
-    "not set; the `SQLQ_QUEUE_CONNECTION__…` ones before the `AzureWebJobsStorage__…` ones. The same as one value, for `--queue-connection` or a config file: "
+    "not set; the `SQLQ_QUEUE_CONNECTION__…` ones before the `AzureWebJobsStorage__…` ones. "
+    "The same as one value, for `--queue-connection` or a config file: "
     "`QueueServiceUri=https://ACCOUNT.queue.core.windows.net;Credential=managedidentity;"
     "ClientId=…`.",
     "",

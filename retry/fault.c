@@ -125,8 +125,9 @@ static void describe_token(const sqlq_fault_context *c, char *out, size_t size)
 {
     static const char prefix[] = "no access token: ";
     const char *why = c->detail && c->detail[0] ? c->detail : NULL;
-    if (why && strncmp(why, prefix, sizeof(prefix) - 1) == 0)
-        why += sizeof(prefix) - 1;
+    const char *token_error = why ? strstr(why, prefix) : NULL; /* after "put message 'q': " */
+    if (token_error)
+        why = token_error + sizeof(prefix) - 1;
     if (why && strstr(why, " refused the credential: "))
         snprintf(out, size,
                  "no Microsoft Entra ID token: %.300s: fix the identity's settings (client ID, "

@@ -143,11 +143,13 @@ static void test_fault_token_refused_or_unreachable(void **state)
     assert_non_null(strstr(out, "no Microsoft Entra ID token: service principal "
                                 "(AZURE_CLIENT_SECRET) refused the credential: 401 AADSTS7000215"));
     assert_null(strstr(out, "cannot be reached"));
-    c.detail = "no access token: managed identity (IMDS) cannot be reached at "
+    c.detail = "put message 'orders': no access token: managed identity (IMDS) cannot be "
+               "reached at "
                "http://169.254.169.254/metadata: Connection refused";
     sqlq_fault_describe(SQLQ_FAULT_AUTHENTICATION, &c, out, sizeof(out));
     assert_non_null(strstr(out, "no Microsoft Entra ID token: managed identity (IMDS) cannot be "
                                 "reached at http://169.254.169.254"));
+    assert_null(strstr(out, "put message"));
     assert_null(strstr(out, "refused the credential"));
 }
 
