@@ -59,7 +59,8 @@ void sqlq_delivery_fault_get(const sqlq_delivery *d, sqlq_delivery_fault *out)
 
 void sqlq_delivery_fault_describe(const sqlq_delivery_fault *f, const char *sas, char *out, size_t size)
 {
-    sqlq_fault_context c = {f->op, f->queue, f->error.http_status, f->error.azure_code, sas, (int64_t)time(NULL)};
+    sqlq_fault_context c = {f->op, f->queue, f->error.http_status, f->error.azure_code,
+                            sas, (int64_t)time(NULL), f->error.message};
     sqlq_fault_describe(f->kind, &c, out, size);
 }
 

@@ -30,7 +30,8 @@ static void probe_result(sqlq_route *r, uint64_t now, bool ok, sqlq_fault_kind k
                                 e->http_status,
                                 e->azure_code,
                                 r->env.account->sas,
-                                (int64_t)time(NULL)};
+                                (int64_t)time(NULL),
+                                e->message};
         char cause[400], detail[600] = "";
         sqlq_fault_describe(kind, &c, cause, sizeof(cause));
         sqlq_error_format(e, detail, sizeof(detail));

@@ -70,8 +70,11 @@ int sqlq_cli_queue_open(const char *command, const sqlq_common_settings *common,
         return SQLQ_EXIT_USAGE;
     }
     if (!common->queue_connection || !*common->queue_connection) {
-        fprintf(stderr, "sqlq %s: no queue connection: use --queue-connection, "
-                        "SQLQ_QUEUE_CONNECTION, AzureWebJobsStorage or SQLQ_QUEUE_CONNECTION_FILE\n",
+        fprintf(stderr,
+                "sqlq %s: no queue connection: use --queue-connection, SQLQ_QUEUE_CONNECTION, "
+                "AzureWebJobsStorage or SQLQ_QUEUE_CONNECTION_FILE; or, with Microsoft Entra ID, "
+                "AzureWebJobsStorage__accountName or AzureWebJobsStorage__queueServiceUri (or "
+                "SQLQ_QUEUE_CONNECTION__accountName / __queueServiceUri)\n",
                 command);
         return SQLQ_EXIT_USAGE;
     }

@@ -138,32 +138,73 @@ static char *read_secret_file(const char *path, sqlq_error *err, const char *var
     return sqlq_buf_take(&b, NULL);
 }
 
-/* Azure Functions' identity-based connection: VAR__queueServiceUri (with VAR__credential and
- * VAR__clientId) for a connection setting VAR that is not set itself, given to the account
- * parser as "QueueServiceUri=…;Credential=…;ClientId=…" (queue/account.h). */
+/* A storage account name as Azure accepts it: 3 to 24 lowercase letters and digits. */
+static bool account_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 3 || n > 24)
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')))
+            return false;
+    return true;
+}
+
+/* The queue service of identity setting VAR, as Azure Functions (WebJobs) reads it:
+ * VAR__queueServiceUri, else https://{VAR__accountName}.queue.core.windows.net. Appends
+ * "QueueServiceUri=…" to b and names the variable in from; false when neither is set. */
+static bool identity_service(const char *var, sqlq_buf *b, origin *from, sqlq_result *r,
+                             sqlq_error *err)
+{
+    char name[128];
+    snprintf(name, sizeof(name), "%s__queueServiceUri", var);
+    const char *uri = getenv(name);
+    if (uri && *uri) {
+        snprintf(from->text, sizeof(from->text), "environment %s", name);
+        *r = sqlq_buf_printf(b, "QueueServiceUri=%s", uri);
+        return true;
+    }
+    snprintf(name, sizeof(name), "%s__accountName", var);
+    const char *account = getenv(name);
+    if (!account || !*account)
+        return false;
+    snprintf(from->text, sizeof(from->text), "environment %s", name);
+    if (!account_name_ok(account))
+        *r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                            "%s: '%.40s' is not a storage account name (3 to 24 lowercase "
+                            "letters and digits)",
+                            from->text, account);
+    else
+        *r = sqlq_buf_printf(b, "QueueServiceUri=https://%s.queue.core.windows.net", account);
+    return true;
+}
+
+/* Azure Functions' identity-based connection: VAR__queueServiceUri or VAR__accountName (with
+ * VAR__credential and VAR__clientId) for a connection setting VAR that is not set itself, given
+ * to the account parser as "QueueServiceUri=…;Credential=…;ClientId=…" (queue/account.h). */
 static sqlq_result apply_identity_env(const sqlq_setting *s, void *out, sqlq_error *err)
 {
     const char *vars[2] = {s->env, s->alt_env};
     for (size_t i = 0; i < 2; i++) {
-        char name[128];
-        snprintf(name, sizeof(name), "%s__queueServiceUri", vars[i]);
-        const char *uri = getenv(name);
-        if (!uri || !*uri)
+        sqlq_buf b;
+        sqlq_buf_init(&b, 8192);
+        origin from;
+        sqlq_result r = SQLQ_OK;
+        if (!identity_service(vars[i], &b, &from, &r, err)) {
+            sqlq_buf_free(&b);
             continue;
+        }
+        char name[128];
         snprintf(name, sizeof(name), "%s__credential", vars[i]);
         const char *cred = getenv(name);
         snprintf(name, sizeof(name), "%s__clientId", vars[i]);
         const char *id = getenv(name);
-        sqlq_buf b;
-        sqlq_buf_init(&b, 8192);
-        sqlq_result r = sqlq_buf_printf(&b, "QueueServiceUri=%s%s%s%s%s", uri,
-                                        cred && *cred ? ";Credential=" : "", cred ? cred : "",
-                                        id && *id ? ";ClientId=" : "", id ? id : "");
-        origin from;
-        snprintf(from.text, sizeof(from.text), "environment %s__queueServiceUri", vars[i]);
+        if (r == SQLQ_OK)
+            r = sqlq_buf_printf(&b, "%s%s%s%s", cred && *cred ? ";Credential=" : "",
+                                cred ? cred : "", id && *id ? ";ClientId=" : "", id ? id : "");
         if (r == SQLQ_OK)
             r = set_value(s, out, sqlq_buf_str(&b), &from, err);
-        else
+        else /* the first error recorded wins: an account name refused above stays */
             r = sqlq_error_set(err, SQLQ_E_INVALID, false, "%s: too long", from.text);
         sqlq_buf_free(&b);
         return r;

@@ -99,8 +99,8 @@ typedef struct sqlq_common_settings {
      NULL, 0, 0, NULL,                                                                             \
      "storage connection string, UseDevelopmentStorage=true, queue service URL with SAS, or "      \
      "QueueServiceUri=https://…[;Credential=managedidentity][;ClientId=…] (Microsoft Entra ID; "   \
-     "also read from SQLQ_QUEUE_CONNECTION__queueServiceUri or "                                   \
-     "AzureWebJobsStorage__queueServiceUri with __credential and __clientId)",                     \
+     "also read from SQLQ_QUEUE_CONNECTION__queueServiceUri or __accountName, or "                 \
+     "AzureWebJobsStorage__queueServiceUri or __accountName, with __credential and __clientId)",   \
      offsetof(st, member.queue_connection)},                                                       \
     {"encoding", 0, "SQLQ_ENCODING", NULL, SQLQ_SET_ENUM, "base64", 0, 0, "base64|plain",          \
      "message text encoding (Azure Functions expects base64)", offsetof(st, member.encoding)},     \

@@ -48,9 +48,9 @@ typedef struct sqlq_account_options {
  *    localhost: http://127.0.0.1:10001/ACCOUNT/QUEUE?…); the queue goes to a->queue;
  *  - Microsoft Entra ID, as Azure Functions' identity-based connections:
  *    QueueServiceUri=https://acct.queue.core.windows.net[;Credential=managedidentity]
- *    [;ClientId=…] (config.c builds this from AzureWebJobsStorage__queueServiceUri,
- *    __credential, __clientId). https only. The token source is chosen here (no request is
- *    made): credential_token.h.
+ *    [;ClientId=…] (cli/config.c builds this from AzureWebJobsStorage__queueServiceUri or
+ *    __accountName, __credential, __clientId). https only. The token source is chosen here
+ *    (no request is made): credential_token.h.
  * Keys are case-insensitive, order free, whitespace around ';' ignored. An invalid string gets
  * SQLQ_E_INVALID with err->message naming what is wrong (never the key, signature or a
  * user:password@ part of a URL). http:// is refused unless the host is loopback or development

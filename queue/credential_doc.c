@@ -11,15 +11,20 @@ static const char *const lines[] = {
     "",
     "| variable | meaning |",
     "|---|---|",
+    "| `AzureWebJobsStorage__accountName` or `SQLQ_QUEUE_CONNECTION__accountName` | the storage "
+    "account's name (3 to 24 lowercase letters and digits): the queue service is "
+    "`https://{accountName}.queue.core.windows.net` |",
     "| `AzureWebJobsStorage__queueServiceUri` or `SQLQ_QUEUE_CONNECTION__queueServiceUri` | the "
-    "queue service, `https://ACCOUNT.queue.core.windows.net` (https only) |",
+    "queue service, `https://ACCOUNT.queue.core.windows.net` (https only; another cloud, a "
+    "private endpoint); wins over `__accountName` when both are set, as in Azure Functions |",
     "| `…__credential` (optional) | `managedidentity`, `workloadidentity` or `environment`; unset = "
     "the DefaultAzureCredential order below |",
     "| `…__clientId` (optional) | a user-assigned managed identity (or the workload identity's "
     "application) |",
     "",
     "They are read when `SQLQ_QUEUE_CONNECTION` / `AzureWebJobsStorage` (and their `_FILE`) are "
-    "not set. The same as one value, for `--queue-connection` or a config file: "
+    "not set; the `SQLQ_QUEUE_CONNECTION__…` ones before the `AzureWebJobsStorage__…` ones. "
+    "The same as one value, for `--queue-connection` or a config file: "
     "`QueueServiceUri=https://ACCOUNT.queue.core.windows.net;Credential=managedidentity;"
     "ClientId=…`.",
     "",
@@ -64,9 +69,12 @@ static const char *const lines[] = {
     "attempt. A 403 `AuthorizationPermissionMismatch` is a missing role, not a token problem.",
     "- A token endpoint that fails is an outage, never a reason to poison a message: requests "
     "back off and retry, `/readyz` answers 503, operator commands exit 1 after their retry "
-    "budget. A 4xx from the token endpoint (wrong secret, unknown identity) is reported at once. "
-    "Errors name the source (`managed identity (IDENTITY_ENDPOINT): 400 …`) and never hold a "
-    "token, secret, identity header or federated token.",
+    "budget. A 4xx from the token endpoint (wrong secret, unknown identity) is reported at once "
+    "as the credential refused, with the endpoint's status, error code and description "
+    "(`no Microsoft Entra ID token: service principal (AZURE_CLIENT_SECRET) refused the "
+    "credential: 401 AADSTS7000215: …`); a 5xx as `… failed: 500 …`; no reply as `… cannot be "
+    "reached at {endpoint}: …`. The `queue_outage` cause and the final message say the same. "
+    "Errors name the source and never hold a token, secret, identity header or federated token.",
     "- Roles: Storage Queue Data Message Sender (bridge), Data Message Processor (consume), "
     "Data Contributor (creating queues). See docs/security.md.",
     "",

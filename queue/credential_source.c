@@ -148,15 +148,17 @@ static sqlq_result outcome(const token_source *s, const sqlq_http_exchange *ex, 
     const sqlq_http_response *resp = &ex->response;
     if (resp->status == 0)
         return sqlq_error_set(err, SQLQ_E_NETWORK, sqlq_classify_net_transient(resp->net),
-                              "%s: no reply from %s: %s", s->name, s->url, resp->net_message);
+                              "%s cannot be reached at %s: %s", s->name, s->url,
+                              resp->net_message);
     if (resp->status == 200)
         return SQLQ_OK;
     char why[320];
     reply_error(&resp->body, why, sizeof(why));
     /* 4xx: the endpoint refused this identity or secret (a configuration error); 5xx, 429:
-     * the endpoint is having an outage. */
+     * the endpoint is having an outage. retry/fault.c reads "refused the credential". */
     bool transient = resp->status >= 500 || resp->status == 429 || resp->status == 408;
-    return sqlq_error_set(err, SQLQ_E_HTTP, transient, "%s: %d %s", s->name, resp->status, why);
+    return sqlq_error_set(err, SQLQ_E_HTTP, transient, "%s %s: %d %s", s->name,
+                          transient ? "failed" : "refused the credential", resp->status, why);
 }
 
 /* The federated token, re-read for every request (the kubelet rotates the file). */

@@ -118,15 +118,36 @@ bool sqlq_fault_sas_expiry(const char *sas, char *out_text, size_t text_size, in
     return true;
 }
 
-/* Authentication refused: an expired SAS, another SAS problem, or the key. */
+/* No Entra ID token. The token request's error (queue/credential_source.c) names the source and
+ * says whether the endpoint refused the credential (a 4xx with the endpoint's error code and
+ * description, never a secret), failed (5xx) or cannot be reached. */
+static void describe_token(const sqlq_fault_context *c, char *out, size_t size)
+{
+    static const char prefix[] = "no access token: ";
+    const char *why = c->detail && c->detail[0] ? c->detail : NULL;
+    const char *token_error = why ? strstr(why, prefix) : NULL; /* after "put message 'q': " */
+    if (token_error)
+        why = token_error + sizeof(prefix) - 1;
+    if (why && strstr(why, " refused the credential: "))
+        snprintf(out, size,
+                 "no Microsoft Entra ID token: %.300s: fix the identity's settings (client ID, "
+                 "secret, federated token, tenant); retried with back-off",
+                 why);
+    else if (why)
+        snprintf(out, size, "no Microsoft Entra ID token: %.300s; retried with back-off", why);
+    else
+        snprintf(out, size,
+                 "no Microsoft Entra ID token: the token endpoint refused the credential, failed "
+                 "or cannot be reached (the error names the source tried); retried with back-off");
+}
+
+/* Authentication refused: no token, an expired SAS, another SAS problem, or the key. */
 static void describe_authentication(const sqlq_fault_context *c, char *out, size_t size)
 {
     char se[64];
     int64_t expiry = 0;
     if (is(c->azure_code, "TokenUnavailable"))
-        snprintf(out, size,
-                 "no Microsoft Entra ID token: the token endpoint failed or cannot be reached "
-                 "(the error names the source tried); retried with back-off");
+        describe_token(c, out, size);
     else if (c->sas && sqlq_fault_sas_expiry(c->sas, se, sizeof(se), &expiry) && expiry <= c->now_s)
         snprintf(out, size,
                  "SAS expired at %s: restart with a fresh SAS (or key) in the connection string",

@@ -45,6 +45,9 @@ typedef struct sqlq_fault_context {
     const char *azure_code; /* "" when none */
     const char *sas;        /* SAS query of the credential (without '?'); NULL for a key */
     int64_t now_s;          /* Unix time now */
+    const char *detail;     /* the request's error message (a token failure's reason: whether
+                             * the token endpoint refused the credential or cannot be reached);
+                             * NULL = none */
 } sqlq_fault_context;
 
 /* The probable cause, one line: "SAS expired at 2026-11-25T10:00:00Z: …", "key rejected: …",

@@ -5,5 +5,9 @@ add_test(NAME unit.config_doc
   COMMAND sh -c "\"$1\" config markdown | diff -u \"$2\" - >&2 || { echo 'docs/configuration.md is stale: run scripts/gen-docs.sh' >&2; exit 1; }"
           sh $<TARGET_FILE:sqlq> ${CMAKE_SOURCE_DIR}/docs/configuration.md)
 set_tests_properties(unit.config_doc PROPERTIES LABELS unit)
+# The source files docs/dialects.md and docs/architecture.md name exist (none left at an old place).
+add_test(NAME unit.doc_paths COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_doc_paths.sh
+         ${CMAKE_SOURCE_DIR} docs/dialects.md docs/architecture.md)
+set_tests_properties(unit.doc_paths PROPERTIES LABELS unit TIMEOUT 30)
 sqlq_integration_test(bridge_health TIMEOUT 180)
 sqlq_integration_test(message_schema FIXTURES azurite TIMEOUT 120)

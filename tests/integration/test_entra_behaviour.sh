@@ -104,13 +104,13 @@ refuse() { # name, expected text, env assignments...
         check_secrets "$work/out" "$name"
     done
 }
-refuse "wrong secret" "service principal (AZURE_CLIENT_SECRET): 401 AADSTS7000215" \
+refuse "wrong secret" "service principal (AZURE_CLIENT_SECRET) refused the credential: 401 AADSTS7000215" \
     AZURE_TENANT_ID=$ENTRA_TENANT AZURE_CLIENT_ID=c1 AZURE_CLIENT_SECRET=wrong-client-secret-31337 \
     AZURE_AUTHORITY_HOST=$ENTRA_TOKEN_HTTPS
-refuse "wrong identity header" "managed identity (IDENTITY_ENDPOINT): 400 X-IDENTITY-HEADER is wrong" \
+refuse "wrong identity header" "managed identity (IDENTITY_ENDPOINT) refused the credential: 400 X-IDENTITY-HEADER is wrong" \
     IDENTITY_ENDPOINT=$ENTRA_TOKEN_HTTP/msi/token IDENTITY_HEADER=wrong-identity-header-31337
 echo wrong-federated-token-31337 >"$work/federated"
-refuse "wrong federated token" "workload identity (AZURE_FEDERATED_TOKEN_FILE): 401" \
+refuse "wrong federated token" "workload identity (AZURE_FEDERATED_TOKEN_FILE) refused the credential: 401" \
     AZURE_TENANT_ID=$ENTRA_TENANT AZURE_CLIENT_ID=c2 AZURE_FEDERATED_TOKEN_FILE=$work/federated \
     AZURE_AUTHORITY_HOST=$ENTRA_TOKEN_HTTPS
 # Successful runs at trace level print no secret or token either.
@@ -143,7 +143,7 @@ for _ in $(seq 100); do
     sleep 0.2
 done
 case "$ready" in *" 503") ;; *) fail "token outage: /readyz answered '$ready', expected 503" ;; esac
-grep -q "no access token: managed identity (IMDS): 500 the token service is down" "$work/outage.log" ||
+grep -q "no access token: managed identity (IMDS) failed: 500 the token service is down" "$work/outage.log" ||
     fail "token outage: the log does not name the source: $(grep -v token.source "$work/outage.log" | tail -3)"
 rm -f "$work/3/tokens/fail"
 for _ in $(seq 150); do grep -q after-outage "$work/got" && break; sleep 0.2; done
@@ -157,7 +157,7 @@ rc=0
 unset AZURE_POD_IDENTITY_AUTHORITY_HOST
 AZURE_POD_IDENTITY_AUTHORITY_HOST=$ENTRA_TOKEN_HTTP "$SQLQ_BIN" queue put refresh x >"$work/out" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "token outage: exit $rc, expected 1"
-grep -q "managed identity (IMDS): 500 the token service is down" "$work/out" ||
+grep -q "managed identity (IMDS) failed: 500 the token service is down" "$work/out" ||
     fail "token outage: source not named: $(tail -3 "$work/out")"
 grep -q "event=queue.retry" "$work/out" || fail "token outage: not retried"
 rm -f "$work/3/tokens/fail"

@@ -111,10 +111,28 @@ timeout 120 "$SQLQ_BIN" bridge --db "$dbconn" --table orders --queue entra-bridg
 [ "$rc" = 1 ] || fail "bridge, token service down: exit $rc, expected 1"
 grep -q "sqlq bridge: .*no Microsoft Entra ID token" "$work/bridge2.log" ||
     fail "bridge, token service down: cause not named: $(grep -v level=debug "$work/bridge2.log" | tail -3)"
+grep -q 'event=queue_outage.*cause="no Microsoft Entra ID token: managed identity (IMDS) failed: 500' \
+    "$work/bridge2.log" ||
+    fail "bridge, token service down: the outage's cause lacks the 500: $(grep queue_outage "$work/bridge2.log" | head -1)"
 ! grep -q "poisoned=[1-9]" "$work/bridge2.log" || fail "bridge, token service down: something was poisoned"
 rm -f "$work/tokens/fail"
 "$SQLQ_BIN" bridge --db "$dbconn" --table orders --queue entra-bridge --once >"$work/bridge3.log" 2>&1 ||
     fail "bridge after the token outage exited $?"
 grep -q "messages=1 released=1 poisoned=0" "$work/bridge3.log" || fail "bridge: the late change was not delivered"
+# A wrong client secret: the endpoint's 401 AADSTS7000215 is the cause (queue_outage and the
+# final message), read as the credential refused, not as an endpoint that cannot be reached.
+sqlite3 -cmd ".timeout 5000" "$db" "INSERT INTO orders VALUES (302, 'refused');"
+rc=0
+env AZURE_TENANT_ID=$ENTRA_TENANT AZURE_CLIENT_ID=c1 AZURE_CLIENT_SECRET=wrong-client-secret-31337 \
+    AZURE_AUTHORITY_HOST=$ENTRA_TOKEN_HTTPS timeout 120 "$SQLQ_BIN" bridge --db "$dbconn" \
+    --table orders --queue entra-bridge --once --once-outage-s 3 >"$work/bridge4.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "bridge, wrong secret: exit $rc, expected 1"
+refused="no Microsoft Entra ID token: service principal (AZURE_CLIENT_SECRET) refused the credential: 401 AADSTS7000215"
+grep -q "event=queue_outage.*cause=\"$refused" "$work/bridge4.log" ||
+    fail "bridge, wrong secret: queue_outage cause: $(grep queue_outage "$work/bridge4.log" | head -1)"
+grep -q "^sqlq bridge: .*$refused" "$work/bridge4.log" ||
+    fail "bridge, wrong secret: final message: $(grep -v level= "$work/bridge4.log" | tail -3)"
+! grep -q "cannot be reached\|wrong-client-secret-31337" "$work/bridge4.log" ||
+    fail "bridge, wrong secret: reported as unreachable, or the secret printed"
 echo "entra_sources: bridge: 300 changes with one token; token outage: exit 1, nothing poisoned: ok"
 echo "entra_sources: ok"

@@ -247,6 +247,12 @@ static void test_handler_exec_environment_without_secrets(void **state)
     assert_true(sqlq_handler_exec_env_secret("SQLQ_X_CONNECTION_STRING=x"));
     assert_true(sqlq_handler_exec_env_secret("IDENTITY_HEADER=x"));
     assert_false(sqlq_handler_exec_env_secret("IDENTITY_ENDPOINT=http://x"));
+    /* docs/consumer.md, docs/security.md: what a handler does receive of the identity */
+    assert_false(sqlq_handler_exec_env_secret("AZURE_FEDERATED_TOKEN_FILE=/var/run/t"));
+    assert_false(sqlq_handler_exec_env_secret("AZURE_CLIENT_ID=c1"));
+    assert_false(sqlq_handler_exec_env_secret("AZURE_TENANT_ID=t1"));
+    assert_false(sqlq_handler_exec_env_secret("AZURE_AUTHORITY_HOST=https://login.example/"));
+    assert_true(sqlq_handler_exec_env_secret("AzureWebJobsStorage__accountName=acct"));
 }
 
 /* A handler dies with the consumer: kill -9 the process that runs it, and the handler (which

@@ -22,7 +22,8 @@ entra_start() {
         AZURE_AUTHORITY_HOST IDENTITY_ENDPOINT IDENTITY_HEADER AZURE_POD_IDENTITY_AUTHORITY_HOST \
         AzureWebJobsStorage__queueServiceUri AzureWebJobsStorage__credential \
         AzureWebJobsStorage__clientId SQLQ_QUEUE_CONNECTION__queueServiceUri \
-        SQLQ_QUEUE_CONNECTION__credential SQLQ_QUEUE_CONNECTION__clientId
+        SQLQ_QUEUE_CONNECTION__credential SQLQ_QUEUE_CONNECTION__clientId \
+        AzureWebJobsStorage__accountName SQLQ_QUEUE_CONNECTION__accountName
     mkdir -p "$work/tokens"
     openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" \
         -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost \

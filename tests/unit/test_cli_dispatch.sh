@@ -43,6 +43,11 @@ expect 2 "sqlq consume: $missing" consume orders --exec true
 expect 2 "sqlq backfill: $missing" backfill --db "$db" --table a --queue orders
 expect 2 "sqlq queue list: $missing" queue list
 expect 2 "sqlq poison list: $missing" poison list orders
+grep -q "AzureWebJobsStorage__accountName or AzureWebJobsStorage__queueServiceUri" "$tmp/err" ||
+    fail "the missing-connection message does not name the identity-based settings"
+# Azure Functions' AzureWebJobsStorage__accountName alone is a connection (not "no queue connection").
+AzureWebJobsStorage__accountName=Bad.Name expect 2 \
+    "sqlq queue list: .*AzureWebJobsStorage__accountName: 'Bad.Name' is not a storage account name" queue list
 for cmd in "bridge --db $db --table a --queue orders" "consume orders --exec true" \
            "backfill --db $db --table a --queue orders" "queue list" "poison list orders"; do
     name=${cmd%% *}

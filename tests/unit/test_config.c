@@ -42,6 +42,14 @@ static void clear_env(void)
     unsetenv("SQLQ_QUEUE_CONNECTION_FILE");
     unsetenv("AzureWebJobsStorage");
     unsetenv("SQLQ_CONFIG");
+    const char *ids[] = {"SQLQ_QUEUE_CONNECTION", "AzureWebJobsStorage"};
+    const char *parts[] = {"queueServiceUri", "accountName", "credential", "clientId"};
+    for (size_t i = 0; i < 2; i++)
+        for (size_t j = 0; j < 4; j++) {
+            char name[96];
+            snprintf(name, sizeof(name), "%s__%s", ids[i], parts[j]);
+            unsetenv(name);
+        }
 }
 
 static sqlq_result load(demo *d, sqlq_config_result *res, sqlq_error *err, int argc, char **argv)
@@ -147,6 +155,51 @@ static void test_config_secret_from_file_and_fallback_env(void **state)
     assert_non_null(strstr(err.message, "SQLQ_QUEUE_CONNECTION_FILE"));
     sqlq_config_free(&demo_spec, &d, &res);
     unlink(path);
+    clear_env();
+}
+
+/* Azure Functions' identity-based settings: __accountName gives the queue endpoint
+ * https://{account}.queue.core.windows.net; __queueServiceUri wins when both are set. */
+static void test_config_identity_account_name(void **state)
+{
+    (void)state;
+    clear_env();
+    demo d;
+    sqlq_config_result res;
+    sqlq_error err;
+    char *argv[] = {"demo", NULL};
+    setenv("AzureWebJobsStorage__accountName", "mystorage01", 1);
+    assert_int_equal(load(&d, &res, &err, 1, argv), SQLQ_OK);
+    assert_string_equal(d.common.queue_connection,
+                        "QueueServiceUri=https://mystorage01.queue.core.windows.net");
+    sqlq_config_free(&demo_spec, &d, &res);
+
+    setenv("AzureWebJobsStorage__credential", "managedidentity", 1);
+    setenv("AzureWebJobsStorage__clientId", "c1", 1);
+    assert_int_equal(load(&d, &res, &err, 1, argv), SQLQ_OK);
+    assert_string_equal(d.common.queue_connection,
+                        "QueueServiceUri=https://mystorage01.queue.core.windows.net;"
+                        "Credential=managedidentity;ClientId=c1");
+    sqlq_config_free(&demo_spec, &d, &res);
+
+    setenv("AzureWebJobsStorage__queueServiceUri", "https://other.queue.example", 1);
+    assert_int_equal(load(&d, &res, &err, 1, argv), SQLQ_OK);
+    assert_string_equal(d.common.queue_connection,
+                        "QueueServiceUri=https://other.queue.example;"
+                        "Credential=managedidentity;ClientId=c1");
+    sqlq_config_free(&demo_spec, &d, &res);
+
+    setenv("SQLQ_QUEUE_CONNECTION__accountName", "sqlqaccount", 1);
+    assert_int_equal(load(&d, &res, &err, 1, argv), SQLQ_OK);
+    assert_string_equal(d.common.queue_connection,
+                        "QueueServiceUri=https://sqlqaccount.queue.core.windows.net");
+    sqlq_config_free(&demo_spec, &d, &res);
+
+    setenv("SQLQ_QUEUE_CONNECTION__accountName", "Bad.Name/x", 1);
+    assert_int_equal(load(&d, &res, &err, 1, argv), SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "SQLQ_QUEUE_CONNECTION__accountName"));
+    assert_non_null(strstr(err.message, "not a storage account name"));
+    sqlq_config_free(&demo_spec, &d, &res);
     clear_env();
 }
 
@@ -275,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_config_defaults_env_flags_precedence),
         cmocka_unit_test(test_config_errors_name_key_value_and_allowed),
         cmocka_unit_test(test_config_secret_from_file_and_fallback_env),
+        cmocka_unit_test(test_config_identity_account_name),
         cmocka_unit_test(test_config_unknown_file_key_rejected),
         cmocka_unit_test(test_config_routes_not_an_array_named),
         cmocka_unit_test(test_config_secret_flags_scrubbed_from_argv),

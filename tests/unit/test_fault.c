@@ -86,7 +86,7 @@ static void test_fault_sas_expiry_parsed(void **state)
 static void describe(sqlq_fault_kind k, const char *op, int status, const char *code,
                      const char *sas, int64_t now, char *out, size_t size)
 {
-    sqlq_fault_context c = {op, "orders", status, code, sas, now};
+    sqlq_fault_context c = {op, "orders", status, code, sas, now, NULL};
     sqlq_fault_describe(k, &c, out, size);
 }
 
@@ -130,6 +130,29 @@ static void test_fault_token_unavailable_is_an_outage(void **state)
     assert_non_null(strstr(out, "no Microsoft Entra ID token"));
 }
 
+/* The token request's own error tells a refused credential (4xx: the endpoint's code, e.g. a
+ * wrong client secret) from an endpoint that cannot be reached. */
+static void test_fault_token_refused_or_unreachable(void **state)
+{
+    (void)state;
+    char out[512];
+    sqlq_fault_context c = {"put message", "orders", 0, "TokenUnavailable", NULL, 0,
+                            "no access token: service principal (AZURE_CLIENT_SECRET) refused the "
+                            "credential: 401 AADSTS7000215: Invalid client secret provided."};
+    sqlq_fault_describe(SQLQ_FAULT_AUTHENTICATION, &c, out, sizeof(out));
+    assert_non_null(strstr(out, "no Microsoft Entra ID token: service principal "
+                                "(AZURE_CLIENT_SECRET) refused the credential: 401 AADSTS7000215"));
+    assert_null(strstr(out, "cannot be reached"));
+    c.detail = "put message 'orders': no access token: managed identity (IMDS) cannot be "
+               "reached at "
+               "http://169.254.169.254/metadata: Connection refused";
+    sqlq_fault_describe(SQLQ_FAULT_AUTHENTICATION, &c, out, sizeof(out));
+    assert_non_null(strstr(out, "no Microsoft Entra ID token: managed identity (IMDS) cannot be "
+                                "reached at http://169.254.169.254"));
+    assert_null(strstr(out, "put message"));
+    assert_null(strstr(out, "refused the credential"));
+}
+
 static void test_fault_outage_backoff_capped_with_jitter(void **state)
 {
     (void)state;
@@ -168,6 +191,7 @@ int main(void)
         cmocka_unit_test(test_fault_causes_name_what_to_do),
         cmocka_unit_test(test_fault_outage_backoff_capped_with_jitter),
         cmocka_unit_test(test_fault_token_unavailable_is_an_outage),
+        cmocka_unit_test(test_fault_token_refused_or_unreachable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
