@@ -40,7 +40,7 @@ static const char *table_name(const void *names, size_t i)
 int sqlq_cli_dispatch(const char *group, const sqlq_cli_command *commands, size_t n, int argc,
                       char **argv, void (*usage)(FILE *f))
 {
-    int code;
+    int code = SQLQ_EXIT_USAGE;
     int pick = sqlq_cli_pick(group, argc, argv, table_name, commands, n, usage, &code);
     return pick < 0 ? code : commands[pick].run(argc - 1, argv + 1);
 }

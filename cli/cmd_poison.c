@@ -615,7 +615,7 @@ static const char *subcommand_name(const void *names, size_t i)
 
 int sqlq_cmd_poison(int argc, char **argv)
 {
-    int code;
+    int code = SQLQ_EXIT_USAGE;
     int pick = sqlq_cli_pick("poison", argc, argv, subcommand_name, NULL, NSUB, usage, &code);
     if (pick < 0)
         return code;

@@ -333,7 +333,7 @@ static int run_put(ctx *c)
         return SQLQ_EXIT_USAGE;
     }
     sqlq_put_options opt = {(int)c->s.visibility_s, c->s.ttl_s, false};
-    int code;
+    int code = SQLQ_EXIT_USAGE;
     if (c->s.count > 1) {
         code = put_copies(c, &opt, body, len);
     } else {
@@ -505,7 +505,7 @@ static const char *subcommand_name(const void *names, size_t i)
 
 int sqlq_cmd_queue(int argc, char **argv)
 {
-    int code;
+    int code = SQLQ_EXIT_USAGE;
     int pick = sqlq_cli_pick("queue", argc, argv, subcommand_name, NULL, NSUB, usage, &code);
     if (pick < 0)
         return code;
