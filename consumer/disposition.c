@@ -82,8 +82,14 @@ bool sqlq_disposition_is_outage(const sqlq_error *e)
 const char *sqlq_disposition_outage_cause(const sqlq_error *e)
 {
     const char *code = e->azure_code;
-    if (strcmp(code, "TokenUnavailable") == 0) /* queue/credential.h */
-        return "no Microsoft Entra ID token: the token endpoint failed or is unreachable";
+    if (strcmp(code, "TokenUnavailable") == 0) { /* queue/credential.h; err= says the rest */
+        if (strstr(e->message, " refused the credential: "))
+            return "no Microsoft Entra ID token: the token endpoint refused the credential (fix "
+                   "the identity's settings)";
+        if (strstr(e->message, " cannot be reached"))
+            return "no Microsoft Entra ID token: the token endpoint cannot be reached";
+        return "no Microsoft Entra ID token: the token endpoint failed";
+    }
     if (e->code == SQLQ_E_NETWORK)
         return "queue service unreachable (connection, DNS or TLS)";
     if (e->http_status == 403 && strcmp(code, "AuthenticationFailed") == 0)

@@ -110,6 +110,14 @@ static void test_disposition_outage_or_message_fault(void **state)
     e = failure(SQLQ_E_HTTP, 403, "AuthorizationPermissionMismatch");
     assert_true(sqlq_disposition_is_outage(&e));
     assert_non_null(strstr(sqlq_disposition_outage_cause(&e), "permission"));
+    e = failure(SQLQ_E_HTTP, 401, "TokenUnavailable");
+    snprintf(e.message, sizeof(e.message),
+             "no access token: service principal (AZURE_CLIENT_SECRET) refused the credential: "
+             "401 AADSTS7000215: Invalid client secret");
+    assert_non_null(strstr(sqlq_disposition_outage_cause(&e), "refused the credential"));
+    snprintf(e.message, sizeof(e.message),
+             "no access token: managed identity (IMDS) cannot be reached at http://x: timeout");
+    assert_non_null(strstr(sqlq_disposition_outage_cause(&e), "cannot be reached"));
     e = failure(SQLQ_E_HTTP, 503, "ServerBusy");
     assert_true(sqlq_disposition_is_outage(&e));
     e = failure(SQLQ_E_HTTP, 500, "OperationTimedOut");
