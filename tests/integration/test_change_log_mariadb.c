@@ -13,53 +13,12 @@
 #include "change_log.h"
 #include "change_log_stamped.h"
 #include "db.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A fresh database on the mariadb fixture's server; its ODBC connection string. */
-static char *mariadb_create_db(const char *prefix)
-{
-    char *base = sqlq_test_read_env_file("mariadb/odbc");
-    char *port = sqlq_test_read_env_file("mariadb/port");
-    assert_non_null(base);
-    assert_non_null(port);
-    char name[128];
-    sqlq_test_unique_name(prefix, name, sizeof(name));
-    for (char *p = name; *p; p++)
-        if (*p == '-')
-            *p = '_';
-    assert_int_equal(sqlq_test_sh("mariadb --no-defaults -h 127.0.0.1 -P %s -u sqlq "
-                                  "-e 'CREATE DATABASE %s'",
-                                  port, name),
-                     0);
-    size_t n = strlen(base) + strlen(name) + 32;
-    char *conn = malloc(n);
-    snprintf(conn, n, "%sDatabase=%s;", base, name);
-    free(base);
-    free(port);
-    return conn;
-}
-
-static sqlq_db *connect_ok(const char *conn)
-{
-    sqlq_db *db = NULL;
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
-        fail_msg("connect: %s", err.message);
-    return db;
-}
-
-static void exec_ok(sqlq_db *db, const char *sql)
-{
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
-        fail_msg("%s: %s", sql, err.message);
-}
 
 typedef struct fixture {
     char *conn;
@@ -71,9 +30,9 @@ typedef struct fixture {
 
 static void setup_table(fixture *f, const char *create, const char *name)
 {
-    f->conn = mariadb_create_db("cl");
-    f->db = connect_ok(f->conn);
-    exec_ok(f->db, create);
+    f->conn = sqlq_test_maria_create_db("cl");
+    f->db = sqlq_test_db_open(f->conn);
+    sqlq_test_db_exec(f->db, create);
     sqlq_error err;
     sqlq_error_clear(&err);
     if (sqlq_catalog_lookup(f->db, name, NULL, &f->table, &f->names, &err) != SQLQ_OK ||
@@ -140,7 +99,7 @@ static void test_change_log_operations(void **state)
                 "CREATE TABLE orders (region varchar(8) NOT NULL, id int NOT NULL, "
                 "total decimal(10,2), PRIMARY KEY (region, id))",
                 "orders");
-    exec_ok(f.db, "INSERT INTO orders VALUES ('eu', 1, 1.50), ('eu', 2, 2.50), ('us', 1, 9)");
+    sqlq_test_db_exec(f.db, "INSERT INTO orders VALUES ('eu', 1, 1.50), ('eu', 2, 2.50), ('us', 1, 9)");
     char got[512];
     log_text(&f, "region, '/', id", got, sizeof(got));
     assert_string_equal(got, "eu/1:I:0:0;eu/2:I:0:0;us/1:I:0:0");
@@ -150,9 +109,9 @@ static void test_change_log_operations(void **state)
     assert_string_equal(got, "eu/1:I:s:=;eu/2:I:s:=;us/1:I:s:=");
     assert_int_equal(stamp(&f, &v2), 0); /* nothing left: no version used */
 
-    exec_ok(f.db, "UPDATE orders SET total = 3 WHERE region = 'eu' AND id = 1");
-    exec_ok(f.db, "UPDATE orders SET id = 7 WHERE region = 'eu' AND id = 2"); /* key changes */
-    exec_ok(f.db, "DELETE FROM orders WHERE region = 'us'");
+    sqlq_test_db_exec(f.db, "UPDATE orders SET total = 3 WHERE region = 'eu' AND id = 1");
+    sqlq_test_db_exec(f.db, "UPDATE orders SET id = 7 WHERE region = 'eu' AND id = 2"); /* key changes */
+    sqlq_test_db_exec(f.db, "DELETE FROM orders WHERE region = 'us'");
     log_text(&f, "region, '/', id", got, sizeof(got));
     /* The update keeps the since of its insert; the old key is deleted, the new one born. */
     assert_string_equal(got, "eu/1:U:0:s;eu/2:D:0:s;eu/7:I:0:0;us/1:D:0:s");
@@ -178,17 +137,17 @@ static void test_change_log_late_commit(void **state)
     (void)state;
     fixture f;
     setup_table(&f, "CREATE TABLE t (id int PRIMARY KEY, v text)", "t");
-    exec_ok(f.db, "INSERT INTO t VALUES (5, 'committed before')");
+    sqlq_test_db_exec(f.db, "INSERT INTO t VALUES (5, 'committed before')");
     int64_t v0 = 0;
     assert_int_equal(stamp(&f, &v0), 1);
 
-    sqlq_db *t1 = connect_ok(f.conn);
+    sqlq_db *t1 = sqlq_test_db_open(f.conn);
     sqlq_error err;
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_db_begin(t1, &err), SQLQ_OK);
-    exec_ok(t1, "INSERT INTO t VALUES (1, 'late')");
-    exec_ok(t1, "UPDATE t SET v = 'late too' WHERE id = 5"); /* a stamped row, locked by T1 */
-    exec_ok(f.db, "INSERT INTO t VALUES (2, 'early')");      /* T2, autocommit */
+    sqlq_test_db_exec(t1, "INSERT INTO t VALUES (1, 'late')");
+    sqlq_test_db_exec(t1, "UPDATE t SET v = 'late too' WHERE id = 5"); /* a stamped row, locked by T1 */
+    sqlq_test_db_exec(f.db, "INSERT INTO t VALUES (2, 'early')");      /* T2, autocommit */
 
     int64_t v2 = 0;
     assert_int_equal(stamp(&f, &v2), 1);

@@ -11,6 +11,7 @@
 
 #include "db.h"
 #include "sql_sink.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <stdio.h>
@@ -42,38 +43,10 @@ static const char *const messages[] = {
 };
 #define NMESSAGES (sizeof(messages) / sizeof(messages[0]))
 
-/* A fresh database on the mariadb fixture's server; its ODBC connection string. */
-static char *mariadb_create_db(const char *prefix)
-{
-    char *base = sqlq_test_read_env_file("mariadb/odbc");
-    char *port = sqlq_test_read_env_file("mariadb/port");
-    assert_non_null(base);
-    assert_non_null(port);
-    char name[128];
-    sqlq_test_unique_name(prefix, name, sizeof(name));
-    for (char *p = name; *p; p++)
-        if (*p == '-')
-            *p = '_';
-    assert_int_equal(sqlq_test_sh("mariadb --no-defaults -h 127.0.0.1 -P %s -u sqlq "
-                                  "-e 'CREATE DATABASE %s'",
-                                  port, name),
-                     0);
-    size_t n = strlen(base) + strlen(name) + 32;
-    char *conn = malloc(n);
-    snprintf(conn, n, "%sDatabase=%s;", base, name);
-    free(base);
-    free(port);
-    return conn;
-}
-
 static void exec_sql(const char *conn, const char *sql)
 {
-    sqlq_db *db = NULL;
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    assert_int_equal(sqlq_db_connect(conn, &db, &err), SQLQ_OK);
-    if (sqlq_db_exec(db, sql, NULL, 0, NULL, &err) != SQLQ_OK)
-        fail_msg("%s: %s", sql, err.message);
+    sqlq_db *db = sqlq_test_db_open(conn);
+    sqlq_test_db_exec(db, sql);
     sqlq_db_close(db);
 }
 
@@ -103,7 +76,7 @@ static void apply(sqlq_sql_sink *s, const char *msg)
 static void test_sql_sink_mariadb_rows(void **state)
 {
     (void)state;
-    char *conn = mariadb_create_db("sink");
+    char *conn = sqlq_test_maria_create_db("sink");
     exec_sql(conn, "CREATE TABLE orders (region varchar(8), id int, total decimal(10,2), "
                    "paid tinyint(1), note text, data varbinary(16), placed datetime(3), "
                    "PRIMARY KEY (region, id)) DEFAULT CHARSET=utf8mb4");
@@ -149,7 +122,7 @@ static void test_sql_sink_mariadb_rows(void **state)
 static void test_sql_sink_mariadb_version_guard(void **state)
 {
     (void)state;
-    char *conn = mariadb_create_db("sinkver");
+    char *conn = sqlq_test_maria_create_db("sinkver");
     exec_sql(conn, "CREATE TABLE t (id int PRIMARY KEY, v text)");
     sqlq_sql_sink *s = NULL;
     sqlq_error err;
@@ -176,7 +149,7 @@ static void test_sql_sink_mariadb_version_guard(void **state)
 static void test_sql_sink_mariadb_time_offsets(void **state)
 {
     (void)state;
-    char *conn = mariadb_create_db("sinktime");
+    char *conn = sqlq_test_maria_create_db("sinktime");
     exec_sql(conn, "CREATE TABLE ts (id int PRIMARY KEY, at datetime(6))");
     sqlq_sql_sink *s = NULL;
     sqlq_error err;

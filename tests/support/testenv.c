@@ -54,19 +54,26 @@ void sqlq_test_unique_name(const char *prefix, char *out, size_t out_size)
         *p = (char)(*p == '_' ? '-' : tolower((unsigned char)*p));
 }
 
-char *sqlq_test_pg_create_db(const char *prefix)
+/* A fresh database named after prefix + pid + counter on the server of fixture `server` (its
+ * DIR/odbc and DIR/port), created with its command-line client: `client -h 127.0.0.1 port_flag
+ * PORT run_flag 'CREATE DATABASE name'`. */
+static char *create_db(const char *server, const char *client, const char *port_flag,
+                       const char *run_flag, const char *prefix)
 {
-    char *base = sqlq_test_read_env_file("postgres/odbc");
-    char *port = sqlq_test_read_env_file("postgres/port");
+    char odbc_file[64], port_file[64];
+    snprintf(odbc_file, sizeof(odbc_file), "%s/odbc", server);
+    snprintf(port_file, sizeof(port_file), "%s/port", server);
+    char *base = sqlq_test_read_env_file(odbc_file);
+    char *port = sqlq_test_read_env_file(port_file);
     if (!base || !port)
-        die("no PostgreSQL in $SQLQ_TEST_ENV_DIR/postgres");
+        die("no database server in $SQLQ_TEST_ENV_DIR (postgres or mariadb fixture)");
     char name[128];
     sqlq_test_unique_name(prefix, name, sizeof(name));
     for (char *p = name; *p; p++)
         if (*p == '-')
             *p = '_';
-    if (sqlq_test_sh("psql -q -h 127.0.0.1 -p %s -U sqlq -d postgres -c 'CREATE DATABASE %s' >/dev/null",
-                     port, name) != 0)
+    if (sqlq_test_sh("%s -h 127.0.0.1 %s %s %s 'CREATE DATABASE %s' >/dev/null", client, port_flag,
+                     port, run_flag, name) != 0)
         die("CREATE DATABASE failed");
     size_t n = strlen(base) + strlen(name) + 32;
     char *conn = malloc(n);
@@ -76,27 +83,14 @@ char *sqlq_test_pg_create_db(const char *prefix)
     return conn;
 }
 
+char *sqlq_test_pg_create_db(const char *prefix)
+{
+    return create_db("postgres", "psql -q -U sqlq -d postgres", "-p", "-c", prefix);
+}
+
 char *sqlq_test_maria_create_db(const char *prefix)
 {
-    char *base = sqlq_test_read_env_file("mariadb/odbc");
-    char *port = sqlq_test_read_env_file("mariadb/port");
-    if (!base || !port)
-        die("no MariaDB in $SQLQ_TEST_ENV_DIR/mariadb");
-    char name[128];
-    sqlq_test_unique_name(prefix, name, sizeof(name));
-    for (char *p = name; *p; p++)
-        if (*p == '-')
-            *p = '_';
-    if (sqlq_test_sh("mariadb --no-defaults -h 127.0.0.1 -P %s -u sqlq -e 'CREATE DATABASE %s' "
-                     ">/dev/null",
-                     port, name) != 0)
-        die("CREATE DATABASE failed");
-    size_t n = strlen(base) + strlen(name) + 32;
-    char *conn = malloc(n);
-    snprintf(conn, n, "%sDatabase=%s;", base, name);
-    free(base);
-    free(port);
-    return conn;
+    return create_db("mariadb", "mariadb --no-defaults -u sqlq", "-P", "-e", prefix);
 }
 
 char *sqlq_test_sqlite_db(const char *prefix, char *out_path, size_t out_path_size)
