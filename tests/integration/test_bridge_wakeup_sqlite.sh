@@ -22,23 +22,7 @@ fail() {
     [ -f "$work/bridge.log" ] && tail -15 "$work/bridge.log" >&2
     exit 1
 }
-now_ms() { date +%s%3N; }
-# count: the queue's message count (0 while the queue service does not answer).
-count() {
-    local n
-    n=$("$SQLQ_BIN" queue stats "$q" 2>/dev/null | grep -o '"approximate_count":[0-9]*' | head -1 | cut -d: -f2) || true
-    echo "${n:-0}"
-}
-wait_count() {
-    local start n
-    start=$(now_ms)
-    while :; do
-        n=$(count)
-        [ "$n" -ge "$1" ] && { echo $(($(now_ms) - start)); return 0; }
-        [ $(($(now_ms) - start)) -gt "$2" ] && fail "queue holds $n messages after $2 ms, wanted $1"
-        sleep 0.02
-    done
-}
+. "$(dirname "$0")/../support/queue_count.sh"
 start_bridge() {
     local before
     before=$(grep -c "event=route_started" "$work/bridge.log" 2>/dev/null || true)
