@@ -7,10 +7,11 @@
  * logs a delete of the old key and an insert of the new one.
  *
  * Versions. SQLite: a counter row bumped inside the trigger; SQLite has one writer at a time, so
- * versions commit in order. PostgreSQL: nextval of the log's sequence, taken after the trigger
- * locked the log in ROW EXCLUSIVE mode; readers bound what they read by the holders of that
- * lock (capture_horizon.h), so a transaction that commits late is still read, and a key's
- * later writer (serialized by the row lock) always has the larger version. */
+ * versions commit in order. PostgreSQL: nextval of the log's sequence, evaluated inside the
+ * upsert into the log, which holds the log's ROW EXCLUSIVE lock before it runs (the plan cache
+ * locks a statement's target before execution); readers bound what they read by the holders
+ * of that lock (capture_horizon.h), so a transaction that commits late is still read, and a
+ * key's later writer (serialized by the row lock) always has the larger version. */
 #include "change_log.h"
 
 #include "catalog.h"
@@ -26,6 +27,7 @@ typedef struct log_ctx {
     sqlq_db *db;
     const sqlq_table *t;
     sqlq_catalog_names names;
+    const char *version_from; /* PostgreSQL: the FROM item that takes the version; NULL: VALUES */
 } log_ctx;
 
 /* The two change logs: SQLite's (triggers bump a counter) or PostgreSQL's (a plpgsql function
@@ -45,6 +47,7 @@ static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, log_ctx *c, sqlq_e
 {
     c->db = db;
     c->t = t;
+    c->version_from = NULL;
     const sqlq_dialect *d = sqlq_db_dialect(db);
     if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
@@ -61,9 +64,12 @@ static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, log_ctx *c, sqlq_e
 }
 
 /* INSERT INTO log (key…, sqlq_version, sqlq_op, sqlq_since) VALUES (<row>.key…, <version>,
- * '<op>', <since>) ON CONFLICT (key…) DO UPDATE SET version, op[, since]. An insert starts a new
- * incarnation of the key: since = its version. An update or a delete keeps the since of the
- * incarnation it changes (NULL when the log holds no row of the key: older than the log). */
+ * '<op>', <since>) ON CONFLICT (key…) DO UPDATE SET version, op[, since]; with
+ * c->version_from, SELECT <row>.key…, <version>, '<op>', <since> FROM <version_from> instead of
+ * the VALUES list (the version is then a column of that FROM item, evaluated once). An insert
+ * starts a new incarnation of the key: since = its version. An update or a delete keeps the
+ * since of the incarnation it changes (NULL when the log holds no row of the key: older than
+ * the log). */
 static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
                    const char *version_sql)
 {
@@ -78,10 +84,15 @@ static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
     }
     sqlq_sql_text_add(q, " (");
     sqlq_catalog_key_list(q, c->t, "");
-    sqlq_sql_text_add(q, ", " SQLQ_COL_VERSION ", " SQLQ_COL_OP ", " SQLQ_COL_SINCE ") VALUES (");
+    sqlq_sql_text_add(q, ", " SQLQ_COL_VERSION ", " SQLQ_COL_OP ", " SQLQ_COL_SINCE ") %s",
+                      c->version_from ? "SELECT " : "VALUES (");
     sqlq_catalog_key_list(q, c->t, row);
-    sqlq_sql_text_add(q, ", %s, '%c', %s) ON CONFLICT (", version_sql, op,
-                      born ? version_sql : "NULL");
+    sqlq_sql_text_add(q, ", %s, '%c', %s", version_sql, op, born ? version_sql : "NULL");
+    if (c->version_from)
+        sqlq_sql_text_add(q, " FROM %s", c->version_from);
+    else
+        sqlq_sql_text_add(q, ")");
+    sqlq_sql_text_add(q, " ON CONFLICT (");
     sqlq_catalog_key_list(q, c->t, "");
     sqlq_sql_text_add(q, ") DO UPDATE SET " SQLQ_COL_VERSION " = excluded." SQLQ_COL_VERSION
                          ", " SQLQ_COL_OP " = excluded." SQLQ_COL_OP "%s;",
@@ -275,21 +286,21 @@ void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size
     snprintf(out, size, "sqlq.%s", n->log_table);
 }
 
-/* The wake-up of waiting bridges: one notification per transaction and channel whatever the
- * number of rows (PostgreSQL folds identical notifications of a transaction), delivered at
- * commit, never for a rolled-back one. PostgreSQL refuses to PREPARE a transaction that ran
- * NOTIFY, so on a server that allows prepared transactions the trigger stays silent unless
- * the setting sqlq.notify says 'on' (ALTER DATABASE … SET sqlq.notify = on: no writer of a
- * watched table uses PREPARE TRANSACTION); 'off' silences it everywhere. */
+/* The wake-up of waiting bridges, as an expression: one notification per transaction and
+ * channel whatever the number of rows (PostgreSQL folds identical notifications of a
+ * transaction), delivered at commit, never for a rolled-back one. PostgreSQL refuses to PREPARE
+ * a transaction that ran NOTIFY, so on a server that allows prepared transactions the trigger
+ * stays silent unless the setting sqlq.notify says 'on' (ALTER DATABASE … SET sqlq.notify = on:
+ * no writer of a watched table uses PREPARE TRANSACTION); 'off' silences it everywhere. */
 static void pg_notify_sql(const log_ctx *c, sqlq_sql_text *body)
 {
     char channel[72];
     sqlq_change_log_channel(&c->names, channel, sizeof(channel));
-    sqlq_sql_text_add(body, " IF (CASE current_setting('sqlq.notify', true) WHEN 'on' THEN true "
-                            "WHEN 'off' THEN false ELSE current_setting('max_prepared_transactions') "
-                            "= '0' END) THEN PERFORM pg_notify(");
+    sqlq_sql_text_add(body, "CASE WHEN (CASE current_setting('sqlq.notify', true) WHEN 'on' THEN "
+                            "true WHEN 'off' THEN false ELSE "
+                            "current_setting('max_prepared_transactions') = '0' END) THEN pg_notify(");
     sqlq_sql_text_literal(body, channel);
-    sqlq_sql_text_add(body, ", ''); END IF;");
+    sqlq_sql_text_add(body, ", '') END");
 }
 
 /* The version sequence as a string literal of its qualified name, for nextval() and setval(). */
@@ -308,42 +319,66 @@ static sqlq_result sequence_literal(const log_ctx *c, sqlq_sql_text *into, sqlq_
     return r;
 }
 
-/* The trigger function. Its version comes from the log's sequence, taken only once the
- * transaction holds ROW EXCLUSIVE on the log (to its end) and the row lock of the key: a
- * key's later writer gets a larger version, and a reader that finds no such lock holder
- * knows every version up to the sequence value it read before is final (docs/capture.md). */
-static sqlq_result pg_function_sql(const log_ctx *c, char **out, sqlq_error *err)
+/* The FROM item of the trigger's upserts: (SELECT nextval(<sequence>) AS sqlq_version,
+ * <notify> AS sqlq_notify) sqlq_next. A subquery whose list holds volatile functions is not
+ * pulled up into the INSERT, so each is evaluated once per statement, in the executor: after
+ * the plan cache locked the statement's target, the log, in ROW EXCLUSIVE mode (to the end of
+ * the transaction), and after the user's statement locked the key's row. */
+static sqlq_result pg_version_from(const log_ctx *c, char **out, sqlq_error *err)
 {
-    static const char v[] = "sqlq_new_version";
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
+    sqlq_sql_text_add(&q, "(SELECT nextval(");
+    sqlq_result r = sequence_literal(c, &q, err);
+    sqlq_sql_text_add(&q, ") AS " SQLQ_COL_VERSION ", ");
+    pg_notify_sql(c, &q);
+    sqlq_sql_text_add(&q, " AS sqlq_notify) sqlq_next");
+    if (r != SQLQ_OK) {
+        sqlq_sql_text_free(&q);
+        return r;
+    }
+    return sqlq_sql_text_take(&q, out, err);
+}
+
+/* The trigger function: one statement per row change (two for an update that changes the key:
+ * delete the old key, insert the new one), each an upsert that takes its own version in its
+ * FROM item (pg_version_from): a key's later writer gets a larger version, and a reader that
+ * finds no holder of the log's lock knows every version up to the sequence value it read
+ * before is final (docs/capture.md). */
+static sqlq_result pg_function_body(const log_ctx *c, char **out, sqlq_error *err)
+{
+    static const char v[] = "sqlq_next." SQLQ_COL_VERSION;
+    log_ctx pc = *c;
+    char *from = NULL;
+    sqlq_result r = pg_version_from(c, &from, err);
+    if (r != SQLQ_OK)
+        return r;
+    pc.version_from = from;
     sqlq_sql_text body;
     sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
-    sqlq_sql_text_add(&body, " #variable_conflict use_column\nDECLARE %s bigint; BEGIN LOCK TABLE ",
-                      v);
-    sqlq_catalog_object(&body, c->names.log_table);
-    sqlq_sql_text_add(&body, " IN ROW EXCLUSIVE MODE; %s := nextval(", v);
-    sqlq_result r = sequence_literal(c, &body, err);
-    sqlq_sql_text_add(&body, ");");
-    pg_notify_sql(c, &body);
-    sqlq_sql_text_add(&body, " IF TG_OP = 'INSERT' THEN ");
-    upsert(&body, c, "NEW.", 'I', v);
-    sqlq_sql_text_add(&body, " ELSIF TG_OP = 'UPDATE' THEN IF (");
+    sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN IF TG_OP = 'INSERT' THEN ");
+    upsert(&body, &pc, "NEW.", 'I', v);
+    sqlq_sql_text_add(&body, " ELSIF TG_OP = 'DELETE' THEN ");
+    upsert(&body, &pc, "OLD.", 'D', v);
+    sqlq_sql_text_add(&body, " ELSIF (");
     sqlq_catalog_key_list(&body, c->t, "OLD.");
     sqlq_sql_text_add(&body, ") IS NOT DISTINCT FROM (");
     sqlq_catalog_key_list(&body, c->t, "NEW.");
     sqlq_sql_text_add(&body, ") THEN ");
-    upsert(&body, c, "NEW.", 'U', v);
+    upsert(&body, &pc, "NEW.", 'U', v);
     sqlq_sql_text_add(&body, " ELSE ");
-    upsert(&body, c, "OLD.", 'D', v);
+    upsert(&body, &pc, "OLD.", 'D', v);
     sqlq_sql_text_add(&body, " ");
-    upsert(&body, c, "NEW.", 'I', v);
-    sqlq_sql_text_add(&body, " END IF; ELSE ");
-    upsert(&body, c, "OLD.", 'D', v);
+    upsert(&body, &pc, "NEW.", 'I', v);
     sqlq_sql_text_add(&body, " END IF; RETURN NULL; END ");
+    free(from);
+    return sqlq_sql_text_take(&body, out, err);
+}
+
+static sqlq_result pg_function_sql(const log_ctx *c, char **out, sqlq_error *err)
+{
     char *text = NULL;
-    if (r == SQLQ_OK)
-        r = sqlq_sql_text_take(&body, &text, err);
-    else
-        sqlq_sql_text_free(&body);
+    sqlq_result r = pg_function_body(c, &text, err);
     if (r != SQLQ_OK)
         return r;
     char tag[16];
