@@ -2,9 +2,10 @@
  *
  * Log table (catalog.h names): the key columns with the user's types, sqlq_version, sqlq_op
  * ('I', 'U', 'D'), sqlq_since (the version whose insert created the key's current row; NULL
- * when that is older than the log), primary key = the key. Every row trigger upserts the key's
- * row, so the log holds one row per key with its latest change. An UPDATE that changes the key
- * logs a delete of the old key and an insert of the new one.
+ * when that is older than the log), primary key = the key. Every trigger upserts the key's
+ * row (PostgreSQL: inserted rows once per INSERT statement), so the log holds one row per key
+ * with its latest change. An UPDATE that changes the key logs a delete of the old key and an
+ * insert of the new one.
  *
  * Versions. SQLite: a counter row bumped inside the trigger; SQLite has one writer at a time, so
  * versions commit in order. PostgreSQL: nextval of the log's sequence, evaluated inside the
@@ -110,6 +111,9 @@ static void same_key(sqlq_sql_text *q, const log_ctx *c)
         sqlq_sql_text_col(q, "NEW.", name);
     }
 }
+
+/* The transition table of the PostgreSQL INSERT statement trigger. */
+#define PG_INSERTED "sqlq_inserted"
 
 static const char SQLITE_BUMP[] = "UPDATE sqlq_counter SET value = value + 1 WHERE name = 'version'; ";
 static const char SQLITE_VERSION[] = "(SELECT value FROM sqlq_counter WHERE name = 'version')";
@@ -320,19 +324,25 @@ static sqlq_result sequence_literal(const log_ctx *c, sqlq_sql_text *into, sqlq_
 }
 
 /* The FROM item of the trigger's upserts: (SELECT nextval(<sequence>) AS sqlq_version,
- * <notify> AS sqlq_notify) sqlq_next. A subquery whose list holds volatile functions is not
+ * <notify> AS sqlq_notify) sqlq_next; for the inserted rows of a statement, (SELECT key…,
+ * nextval(…), <notify> FROM sqlq_inserted) sqlq_next, a version per row. A subquery whose list holds volatile functions is not
  * pulled up into the INSERT, so each is evaluated once per statement, in the executor: after
  * the plan cache locked the statement's target, the log, in ROW EXCLUSIVE mode (to the end of
  * the transaction), and after the user's statement locked the key's row. */
-static sqlq_result pg_version_from(const log_ctx *c, char **out, sqlq_error *err)
+static sqlq_result pg_version_from(const log_ctx *c, bool inserted, char **out, sqlq_error *err)
 {
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
-    sqlq_sql_text_add(&q, "(SELECT nextval(");
+    sqlq_sql_text_add(&q, "(SELECT ");
+    if (inserted) { /* key columns cannot be named sqlq_*: no clash with the two below */
+        sqlq_catalog_key_list(&q, c->t, PG_INSERTED ".");
+        sqlq_sql_text_add(&q, ", ");
+    }
+    sqlq_sql_text_add(&q, "nextval(");
     sqlq_result r = sequence_literal(c, &q, err);
     sqlq_sql_text_add(&q, ") AS " SQLQ_COL_VERSION ", ");
     pg_notify_sql(c, &q);
-    sqlq_sql_text_add(&q, " AS sqlq_notify) sqlq_next");
+    sqlq_sql_text_add(&q, " AS sqlq_notify%s) sqlq_next", inserted ? " FROM " PG_INSERTED : "");
     if (r != SQLQ_OK) {
         sqlq_sql_text_free(&q);
         return r;
@@ -340,24 +350,30 @@ static sqlq_result pg_version_from(const log_ctx *c, char **out, sqlq_error *err
     return sqlq_sql_text_take(&q, out, err);
 }
 
-/* The trigger function: one statement per row change (two for an update that changes the key:
- * delete the old key, insert the new one), each an upsert that takes its own version in its
- * FROM item (pg_version_from): a key's later writer gets a larger version, and a reader that
- * finds no holder of the log's lock knows every version up to the sequence value it read
- * before is final (docs/capture.md). */
+/* The trigger function, for two triggers (pg_trigger): once per INSERT statement, one upsert
+ * of the statement's inserted rows (its transition table); once per updated or deleted row,
+ * one upsert (two for an update that changes the key: delete the old key, insert the new one).
+ * Each takes its versions in its FROM item (pg_version_from): a key's later writer gets a
+ * larger version, and a reader that finds no holder of the log's lock knows every version up
+ * to the sequence value it read before is final (docs/capture.md). */
 static sqlq_result pg_function_body(const log_ctx *c, char **out, sqlq_error *err)
 {
     static const char v[] = "sqlq_next." SQLQ_COL_VERSION;
-    log_ctx pc = *c;
-    char *from = NULL;
-    sqlq_result r = pg_version_from(c, &from, err);
-    if (r != SQLQ_OK)
+    log_ctx pc = *c, ps = *c;
+    char *from = NULL, *from_inserted = NULL;
+    sqlq_result r = pg_version_from(c, false, &from, err);
+    if (r == SQLQ_OK)
+        r = pg_version_from(c, true, &from_inserted, err);
+    if (r != SQLQ_OK) {
+        free(from);
         return r;
+    }
     pc.version_from = from;
+    ps.version_from = from_inserted;
     sqlq_sql_text body;
     sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
-    sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN IF TG_OP = 'INSERT' THEN ");
-    upsert(&body, &pc, "NEW.", 'I', v);
+    sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN IF TG_LEVEL = 'STATEMENT' THEN ");
+    upsert(&body, &ps, "sqlq_next.", 'I', v);
     sqlq_sql_text_add(&body, " ELSIF TG_OP = 'DELETE' THEN ");
     upsert(&body, &pc, "OLD.", 'D', v);
     sqlq_sql_text_add(&body, " ELSIF (");
@@ -372,6 +388,7 @@ static sqlq_result pg_function_body(const log_ctx *c, char **out, sqlq_error *er
     upsert(&body, &pc, "NEW.", 'I', v);
     sqlq_sql_text_add(&body, " END IF; RETURN NULL; END ");
     free(from);
+    free(from_inserted);
     return sqlq_sql_text_take(&body, out, err);
 }
 
@@ -438,26 +455,43 @@ static sqlq_result pg_sequence(const log_ctx *c, sqlq_error *err)
     return r;
 }
 
-static sqlq_result pg_trigger(const log_ctx *c, bool create, sqlq_error *err)
+static sqlq_result pg_trigger_drop(const log_ctx *c, const char *name, sqlq_error *err)
 {
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "DROP TRIGGER IF EXISTS ");
-    sqlq_sql_text_ident(&q, c->names.trigger);
+    sqlq_sql_text_ident(&q, name);
     sqlq_sql_text_add(&q, " ON ");
     sqlq_sql_text_table(&q, &c->names.table);
-    sqlq_result r = exec_text(c->db, &q, err);
-    if (r != SQLQ_OK || !create)
-        return r;
-    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
-    sqlq_sql_text_add(&q, "CREATE TRIGGER ");
-    sqlq_sql_text_ident(&q, c->names.trigger);
-    sqlq_sql_text_add(&q, " AFTER INSERT OR UPDATE OR DELETE ON ");
-    sqlq_sql_text_table(&q, &c->names.table);
-    sqlq_sql_text_add(&q, " FOR EACH ROW EXECUTE FUNCTION ");
-    sqlq_catalog_object(&q, c->names.log_function);
-    sqlq_sql_text_add(&q, "()");
     return exec_text(c->db, &q, err);
+}
+
+/* Two triggers run the log's function: <trigger> for each updated or deleted row, and
+ * <trigger>_ins once per INSERT statement with its inserted rows (REFERENCING NEW TABLE: one
+ * upsert per statement instead of a function call and an upsert per row; a transition table
+ * takes one event per trigger). An earlier sqlq's <trigger> also fired per inserted row. */
+static sqlq_result pg_trigger(const log_ctx *c, bool create, sqlq_error *err)
+{
+    char ins[72];
+    snprintf(ins, sizeof(ins), "%s_ins", c->names.trigger);
+    sqlq_result r = pg_trigger_drop(c, c->names.trigger, err);
+    if (r == SQLQ_OK)
+        r = pg_trigger_drop(c, ins, err);
+    for (int i = 0; create && r == SQLQ_OK && i < 2; i++) {
+        sqlq_sql_text q;
+        sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
+        sqlq_sql_text_add(&q, "CREATE TRIGGER ");
+        sqlq_sql_text_ident(&q, i ? ins : c->names.trigger);
+        sqlq_sql_text_add(&q, i ? " AFTER INSERT ON " : " AFTER UPDATE OR DELETE ON ");
+        sqlq_sql_text_table(&q, &c->names.table);
+        sqlq_sql_text_add(&q, i ? " REFERENCING NEW TABLE AS " PG_INSERTED " FOR EACH STATEMENT"
+                                : " FOR EACH ROW");
+        sqlq_sql_text_add(&q, " EXECUTE FUNCTION ");
+        sqlq_catalog_object(&q, c->names.log_function);
+        sqlq_sql_text_add(&q, "()");
+        r = exec_text(c->db, &q, err);
+    }
+    return r;
 }
 
 /* The watched table's SHARE ROW EXCLUSIVE lock (what DROP TRIGGER takes anyway), first: open
@@ -607,12 +641,19 @@ sqlq_result sqlq_change_log_installed(sqlq_db *db, const sqlq_table *t, bool *ou
     sqlq_sql_text_table(&q, &c.names.table);
     char *quoted = NULL;
     r = sqlq_sql_text_take(&q, &quoted, err);
-    sqlq_param p[2] = {sqlq_param_text(quoted), sqlq_param_text(c.names.trigger)};
+    /* <trigger>, and inserts captured: by <trigger>_ins, or by an earlier sqlq's <trigger>
+     * (tgtype bit 4: INSERT) */
+    char ins[72];
+    snprintf(ins, sizeof(ins), "%s_ins", c.names.trigger);
+    sqlq_param p[4] = {sqlq_param_text(c.names.trigger), sqlq_param_text(quoted),
+                       sqlq_param_text(c.names.trigger), sqlq_param_text(ins)};
     if (r == SQLQ_OK)
         r = sqlq_db_query_int(db,
-                              "SELECT count(*) FROM pg_trigger WHERE tgrelid = "
-                              "to_regclass(CAST(? AS text)) AND tgname = CAST(? AS text)",
-                              p, 2, &n, err);
+                              "SELECT CASE WHEN count(*) FILTER (WHERE tgname = CAST(? AS text)) = 1 "
+                              "AND bool_or((CAST(tgtype AS integer) & 4) <> 0) THEN 1 ELSE 0 END "
+                              "FROM pg_trigger WHERE tgrelid = to_regclass(CAST(? AS text)) AND "
+                              "tgname IN (CAST(? AS text), CAST(? AS text))",
+                              p, 4, &n, err);
     free(quoted);
     *out = r == SQLQ_OK && n == 1;
     return r;
@@ -628,6 +669,6 @@ void sqlq_change_log_objects(const sqlq_dialect *d, const sqlq_catalog_names *n,
         snprintf(out, size, "table %s%s, triggers sqlq_%s_ai/_au/_ad", d->object_prefix,
                  n->log_table, n->log_table);
     else
-        snprintf(out, size, "table %s%s, function %s%s, trigger %s", d->object_prefix, n->log_table,
-                 d->object_prefix, n->log_function, n->trigger);
+        snprintf(out, size, "table %s%s, function %s%s, triggers %s, %s_ins", d->object_prefix,
+                 n->log_table, d->object_prefix, n->log_function, n->trigger, n->trigger);
 }

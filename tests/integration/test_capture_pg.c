@@ -364,6 +364,9 @@ static void test_capture_pg_upgrade_xid_log(void **s)
                "(NEW.id, CAST(CAST(pg_current_xact_id() AS text) AS bigint), CASE WHEN TG_OP = "
                "'INSERT' THEN 'I' ELSE 'U' END) ON CONFLICT (id) DO UPDATE SET sqlq_version = "
                "excluded.sqlq_version, sqlq_op = excluded.sqlq_op; END IF; RETURN NULL; END $f$");
+    exec(e.db, "DROP TRIGGER sqlq_capture_ins ON up; DROP TRIGGER sqlq_capture ON up; CREATE "
+               "TRIGGER sqlq_capture AFTER INSERT OR UPDATE OR DELETE ON up FOR EACH ROW EXECUTE "
+               "FUNCTION sqlq.capture_up()");
     exec(e.db, "INSERT INTO up VALUES (1, 'one')");
     exec(e.db, "INSERT INTO up VALUES (2, 'two')");
     exec(e.db, "INSERT INTO up VALUES (3, 'three')");
@@ -404,10 +407,12 @@ static void test_capture_pg_upgrade_xid_log(void **s)
     env_close(&e);
 }
 
-/* The trigger of this sqlq (issue 15): no LOCK TABLE statement, the version taken inside each
- * upsert, whose plan holds the log's ROW EXCLUSIVE lock first. `sqlq setup` over the previous
- * trigger replaces it in place; an open writer holds the lock (the read horizon waits for it);
- * a key-changing update logs the old key's delete before the new key's insert. */
+/* The triggers of this sqlq (issue 15): no LOCK TABLE statement, the version taken inside each
+ * upsert, whose plan holds the log's ROW EXCLUSIVE lock first; inserts logged once per
+ * statement from its transition table, a version per row. `sqlq setup` over the previous
+ * trigger (one row trigger for every event) replaces it in place; an open writer holds the
+ * lock (the read horizon waits for it); a key-changing update logs the old key's delete
+ * before the new key's insert. */
 static void test_capture_pg_trigger_upgrade_in_place(void **s)
 {
     (void)s;
@@ -422,8 +427,21 @@ static void test_capture_pg_trigger_upgrade_in_place(void **s)
                "sqlq_since) VALUES (NEW.id, v, 'I', v) ON CONFLICT (id) DO UPDATE SET "
                "sqlq_version = excluded.sqlq_version, sqlq_op = excluded.sqlq_op, sqlq_since = "
                "excluded.sqlq_since; RETURN NULL; END $f$");
+    exec(e.db, "DROP TRIGGER sqlq_capture_ins ON kc; DROP TRIGGER sqlq_capture ON kc; CREATE "
+               "TRIGGER sqlq_capture AFTER INSERT OR UPDATE OR DELETE ON kc FOR EACH ROW EXECUTE "
+               "FUNCTION sqlq.capture_kc()");
     exec(e.db, "INSERT INTO kc VALUES (1, 'one')");
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    OK(sqlq_catalog_lookup(e.db, "kc", NULL, &t, &n, err));
+    bool installed = false;
+    OK(sqlq_change_log_installed(e.db, t, &installed, err));
+    assert_true(installed); /* the earlier layout still captures: a bridge may run on it */
+    sqlq_table_free(t);
     install(e.db, "kc"); /* the upgrade */
+    assert_int_equal(scalar(e.db, "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'kc'::regclass "
+                                  "AND NOT tgisinternal"),
+                     2);
     assert_int_equal(scalar(e.db, "SELECT count(*) FROM pg_proc WHERE proname = 'capture_kc' "
                                   "AND prosrc NOT LIKE '%LOCK TABLE%' AND prosrc LIKE "
                                   "'%nextval(%'"),
@@ -437,10 +455,13 @@ static void test_capture_pg_trigger_upgrade_in_place(void **s)
                                   "'sqlq.log_kc'::regclass AND mode = 'RowExclusiveLock' AND "
                                   "granted"),
                      1);
-    exec(e.db, "INSERT INTO kc VALUES (3, 'three')");
-    assert_int_equal(deliver_now(cap), 0); /* 3 waits for the open writer */
+    exec(e.db, "INSERT INTO kc VALUES (3, 'three'), (5, 'five')");
+    assert_int_equal(scalar(e.db, "SELECT count(DISTINCT sqlq_version) FROM sqlq.log_kc WHERE id "
+                                  "IN (3, 5) AND sqlq_since = sqlq_version AND sqlq_op = 'I'"),
+                     2);
+    assert_int_equal(deliver_now(cap), 0); /* 3 and 5 wait for the open writer */
     OK(sqlq_db_commit(a, err));
-    assert_int_equal(deliver_now(cap), BIT(2) | BIT(3));
+    assert_int_equal(deliver_now(cap), BIT(2) | BIT(3) | BIT(5));
     exec(e.db, "UPDATE kc SET id = 4 WHERE id = 3");
     assert_int_equal(scalar(e.db, "SELECT count(*) FROM sqlq.log_kc o, sqlq.log_kc n WHERE o.id "
                                   "= 3 AND o.sqlq_op = 'D' AND n.id = 4 AND n.sqlq_op = 'I' AND "
