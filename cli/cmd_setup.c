@@ -70,7 +70,7 @@ static const sqlq_setting setup_table[] = {
 
 static const sqlq_config_spec setup_spec = {
     "setup",
-    "sqlq setup --db CONN --table T [--table T2 …] [--drop [--bridge-name NAME]]",
+    "sqlq setup --db CONN --table T [--table T2 …] [--key-columns A,B] [--drop [--bridge-name NAME]]",
     "Prepare tables for `sqlq bridge`: create sqlq's state tables, and per table install the\n"
     "change log (a log table and row triggers: SQLite, PostgreSQL, MariaDB/MySQL) or turn change\n"
     "tracking on (SQL Server). Safe to run again: existing objects are kept, triggers are\n"
