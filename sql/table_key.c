@@ -36,6 +36,18 @@ static void add(char *out, size_t size, size_t *at, const char *text)
         *at += (size_t)n < size - *at ? (size_t)n : size - *at - 1;
 }
 
+/* The table's name as messages show it (schema.name). */
+typedef struct shown_name {
+    char text[600];
+} shown_name;
+
+static shown_name shown(const sqlq_table *t)
+{
+    shown_name n;
+    sqlq_table_name_format(&t->name, n.text, sizeof(n.text));
+    return n;
+}
+
 static unique_index *index_named(unique_list *l, const char *name)
 {
     for (size_t i = 0; i < l->n; i++)
@@ -86,7 +98,7 @@ static sqlq_result list_unique(sqlq_db *db, const sqlq_table *t, unique_list *ou
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "table %s: a key other than the primary key (--key-columns) is not "
                               "supported on %s: %s",
-                              t->name.name, d->title,
+                              shown(t).text, d->title,
                               d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING
                                   ? "change tracking itself requires a primary key"
                                   : "sqlq cannot list its unique indexes");
@@ -160,7 +172,7 @@ static sqlq_result parse_names(const sqlq_table *t, const char *text, size_t *co
             return sqlq_error_set(err, SQLQ_E_INVALID, false,
                                   "key key_columns: '%s' is not allowed (comma-separated columns "
                                   "of table %s, at most %d%s%s)",
-                                  text, t->name.name, KEY_MAX, name[0] ? "; no column " : "",
+                                  text, shown(t).text, KEY_MAX, name[0] ? "; no column " : "",
                                   name);
         for (size_t k = 0; k < *n; k++)
             if (cols[k] == (size_t)(c - t->columns))
@@ -173,7 +185,7 @@ static sqlq_result parse_names(const sqlq_table *t, const char *text, size_t *co
     if (*n == 0)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "key key_columns: '%s' is not allowed (names of columns of table %s)",
-                              text, t->name.name);
+                              text, shown(t).text);
     return SQLQ_OK;
 }
 
@@ -225,7 +237,7 @@ static sqlq_result refuse_nullable(const sqlq_table *t, const unique_index *x, c
                           "NULL%s; sqlq needs NOT NULL key columns (its change log stores keys NOT "
                           "NULL and matches them with =, under which NULL matches nothing): "
                           "ALTER the column to NOT NULL, or name other columns",
-                          text, t->name.name, col, x->name,
+                          text, shown(t).text, col, x->name,
                           x->nulls_equal ? " (NULLS NOT DISTINCT does not help: see "
                                            "docs/capture.md)"
                                          : "");
@@ -264,7 +276,7 @@ sqlq_result sqlq_table_key_use(sqlq_db *db, sqlq_table *t, const char *key_colum
         r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                            "key key_columns: '%s' of table %s: no unique index or constraint is "
                            "on exactly these columns (its unique indexes: %s)",
-                           key_columns, t->name.name, have);
+                           key_columns, shown(t).text, have);
     }
     free(l);
     return r;
@@ -277,7 +289,7 @@ sqlq_result sqlq_table_key_require(sqlq_db *db, const sqlq_table *t, sqlq_error 
     if (!sqlq_db_dialect(db)->unique_keys_sql)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "table %s has no primary key; sqlq needs one to identify rows on %s",
-                              t->name.name, sqlq_db_dialect(db)->title);
+                              shown(t).text, sqlq_db_dialect(db)->title);
     char have[1200] = "unknown";
     unique_list *l = calloc(1, sizeof(*l));
     sqlq_error ignored;
@@ -289,7 +301,7 @@ sqlq_result sqlq_table_key_require(sqlq_db *db, const sqlq_table *t, sqlq_error 
                           "table %s has no primary key; sqlq needs one to identify rows, or name "
                           "the columns of a unique index of NOT NULL columns with --key-columns "
                           "(its unique indexes: %s)",
-                          t->name.name, have);
+                          shown(t).text, have);
 }
 
 sqlq_result sqlq_table_key_use_sole_unique(sqlq_db *db, sqlq_table *t, sqlq_error *err)
@@ -313,7 +325,7 @@ sqlq_result sqlq_table_key_use_sole_unique(sqlq_db *db, sqlq_table *t, sqlq_erro
         r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                            "table %s has no primary key and %s unique index of NOT NULL columns "
                            "to upsert by (its unique indexes: %s)",
-                           t->name.name, nfit ? "more than one" : "no", have);
+                           shown(t).text, nfit ? "more than one" : "no", have);
     }
     free(l);
     return r;
