@@ -143,7 +143,7 @@ static void describe_list(const sqlq_table *t, const unique_list *l, char *out, 
             add(out, size, &at, t->columns[x->col[k]].name);
         }
         if (!x->usable)
-            add(out, size, &at, x->n ? "; partial or on an expression" : "an expression");
+            add(out, size, &at, x->n ? "; partial, on an expression or deferrable" : "an expression");
         else if (x->nullable)
             add(out, size, &at, "; a column may be NULL");
         add(out, size, &at, ")");
@@ -257,14 +257,14 @@ sqlq_result sqlq_table_key_use(sqlq_db *db, sqlq_table *t, const char *key_colum
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     r = list_unique(db, t, l, err);
     const unique_index *fit = NULL, *nullable = NULL;
-    for (size_t i = 0; r == SQLQ_OK && i < l->n && !fit; i++) {
+    for (size_t i = 0; r == SQLQ_OK && i < l->n; i++) {
         const unique_index *x = &l->ix[i];
         if (!x->usable || !same_set(cols, n, x->col, x->n))
             continue;
         if (x->nullable)
             nullable = x;
-        else
-            fit = x;
+        else if (!fit || memcmp(x->col, cols, n * sizeof(cols[0])) == 0)
+            fit = x; /* one in the order named (a change log's) before another order */
     }
     if (r == SQLQ_OK && fit) {
         r = adopt(t, fit, err);
