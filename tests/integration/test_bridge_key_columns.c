@@ -255,6 +255,48 @@ static void test_key_columns_instead_of_primary_key(void **state)
     sqlq_db_close(db);
 }
 
+/* The key from the environment (setup) and from a config file's route (bridge, cursor source
+ * of a second table), with other routes keyed by their primary key. */
+static void test_key_columns_env_and_routes(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, KC_CREATE);
+    bt_exec(db, KC_INDEX);
+    bt_exec(db, "CREATE TABLE pk (id INTEGER PRIMARY KEY, qty INTEGER)");
+    assert_int_equal(sqlq_cmd(c, "setup --table kc --table pk"), 2); /* kc has no key */
+    assert_int_equal(sqlq_cmd(c, "setup --table kc --table pk --key-columns code,region"), 2);
+    assert_int_equal(sqlq_test_sh("SQLQ_DB_CONNECTION='%s' SQLQ_KEY_COLUMNS=region,code '%s' setup "
+                                  "--table kc >>'%s' 2>&1",
+                                  c->conn, sqlq_test_bin(), c->log),
+                     0);
+    char file[600];
+    snprintf(file, sizeof(file), "%s.json", c->log);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"polling_interval_ms\": 20, \"routes\": [{\"table\": \"kc\", \"queue\": \"%s\", "
+            "\"key_columns\": \"code, region\"}, {\"table\": \"pk\", \"queue\": \"%s\"}]}",
+            c->queue, c->queue);
+    fclose(f);
+    char args[800];
+    snprintf(args, sizeof(args), "setup --config '%s'", file);
+    assert_int_equal(sqlq_cmd(c, args), 0); /* kc again (its route's key), and pk */
+    bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1)");
+    bt_exec(db, "INSERT INTO pk VALUES (7, 1)");
+    snprintf(args, sizeof(args), "bridge --config '%s' --once", file);
+    assert_int_equal(sqlq_cmd(c, args), 0);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    json_t *by = bt_by_key(msgs);
+    assert_int_equal(json_array_size(msgs), 2);
+    assert_string_equal(op_of(change_of(by, "{\"code\":\"a\",\"region\":\"eu\"}", 0)), "insert");
+    assert_string_equal(op_of(change_of(by, "{\"id\":7}", 0)), "insert");
+    json_decref(by);
+    json_decref(msgs);
+    remove(file);
+    sqlq_db_close(db);
+}
+
 /* The cursor source (nothing installed) keyed by the unique index. */
 static void test_key_columns_cursor_source(void **state)
 {
@@ -332,6 +374,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_key_columns_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_columns_instead_of_primary_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_columns_cursor_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_env_and_routes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_columns_index_dropped, setup, teardown),
     };
     return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
