@@ -72,7 +72,7 @@ static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out)
     sqlq_error err;
     sqlq_error_clear(&err);
     char what[600];
-    snprintf(what, sizeof(what), "table %s: exists, has a primary key, %s", r->table,
+    snprintf(what, sizeof(what), "table %s: exists, has a key, %s", r->table,
              r->source == SQLQ_SOURCE_CURSOR ? "cursor column is safe" : "change capture installed");
     bool ok = sqlq_capture_check(db, &cc, &err) == SQLQ_OK;
     report(out, ok, what, &err);
