@@ -37,7 +37,8 @@ static void table_literal(builder *b)
 
 /* The key_shape of a key that is a unique index (--key-columns, table_key.h): that index's
  * columns as the catalog has them now, NULL when it is gone or no longer unique on plain
- * columns; the same forms as the primary key's below. */
+ * columns; the same forms as the primary key's below, and a key column that became nullable
+ * changes it too (PostgreSQL: NULL; elsewhere " null" after the column). */
 static void unique_key_shape(builder *b)
 {
     const sqlq_table_name *n = &b->c->table->name;
@@ -63,9 +64,13 @@ static void unique_key_shape(builder *b)
         sqlq_sql_text_add(&b->t, " AS text)) AND i.indrelid = CAST(");
         table_literal(b);
         sqlq_sql_text_add(&b->t, " AS regclass) AND i.indisunique AND i.indpred IS NULL AND "
-                                 "i.indexprs IS NULL)");
+                                 "i.indexprs IS NULL AND NOT EXISTS (SELECT 1 FROM "
+                                 "pg_catalog.pg_attribute a WHERE a.attrelid = i.indrelid AND "
+                                 "a.attnum = ANY ((CAST(i.indkey AS int2[]))[0:i.indnkeyatts - 1]) "
+                                 "AND NOT a.attnotnull))");
     } else if (is_my(b)) {
-        sqlq_sql_text_add(&b->t, "(SELECT GROUP_CONCAT(CONCAT(s.column_name, ' ', c.column_type) "
+        sqlq_sql_text_add(&b->t, "(SELECT GROUP_CONCAT(CONCAT(s.column_name, ' ', c.column_type, "
+                                 "IF(c.is_nullable = 'YES', ' null', '')) "
                                  "ORDER BY s.seq_in_index SEPARATOR ', ') FROM "
                                  "information_schema.statistics s JOIN information_schema.columns "
                                  "c ON c.column_name = s.column_name AND c.table_schema = ");
@@ -81,7 +86,8 @@ static void unique_key_shape(builder *b)
         sqlq_sql_text_add(&b->t, ")");
     } else { /* SQLite (SQL Server has no unique-index keys) */
         sqlq_sql_text_add(&b->t, "(SELECT group_concat(k, ', ') FROM (SELECT ti.name || ' ' || "
-                                 "ti.type AS k FROM pragma_index_list(");
+                                 "ti.type || CASE WHEN ti.\"notnull\" THEN '' ELSE ' null' END AS "
+                                 "k FROM pragma_index_list(");
         table_literal(b);
         sqlq_sql_text_add(&b->t, ") il JOIN pragma_index_info(il.name, ");
         sqlq_sql_text_literal(&b->t, n->schema[0] ? n->schema : "main");

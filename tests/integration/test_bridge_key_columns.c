@@ -24,6 +24,7 @@ typedef struct database {
     const char *name;
     char *(*create)(void);
     const char *drop_index; /* DROP INDEX statement of kc_u on kc */
+    const char *nullable;   /* make kc.code nullable; NULL: the database cannot (SQLite) */
 } database;
 
 static char *sqlite_create(void)
@@ -43,9 +44,9 @@ static char *mariadb_create(void)
 }
 
 static const database databases[] = {
-    {"sqlite", sqlite_create, "DROP INDEX kc_u"},
-    {"postgres", postgres_create, "DROP INDEX kc_u"},
-    {"mariadb", mariadb_create, "DROP INDEX kc_u ON kc"},
+    {"sqlite", sqlite_create, "DROP INDEX kc_u", NULL},
+    {"postgres", postgres_create, "DROP INDEX kc_u", "ALTER TABLE kc ALTER COLUMN code DROP NOT NULL"},
+    {"mariadb", mariadb_create, "DROP INDEX kc_u ON kc", "ALTER TABLE kc MODIFY code VARCHAR(20) NULL"},
 };
 
 static const database *db_under_test;
@@ -360,6 +361,35 @@ static void test_key_columns_index_dropped(void **state)
     sqlq_db_close(db);
 }
 
+/* A key column made nullable under a running bridge stops it too (the key check reads the
+ * columns' nullability): nothing is published after it. */
+static void test_key_columns_made_nullable(void **state)
+{
+    ctx *c = *state;
+    if (!db_under_test->nullable) {
+        skip(); /* SQLite has no ALTER COLUMN */
+        return;
+    }
+    sqlq_db *db = kc_setup(c);
+    pid_t pid = bt_case_start(c, "kc");
+    bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1)");
+    json_decref(receive(c, 1));
+    bt_exec(db, db_under_test->nullable);
+    sqlq_db *later = bt_db(c->conn);
+    bt_exec(later, "UPDATE kc SET qty = 2 WHERE code = 'a'");
+    sqlq_db_close(later);
+    for (int i = 0; i < 200 && !log_has(c, "table_key_changed"); i++)
+        bt_sleep_ms(50);
+    json_t *msgs = bt_drain(&c->q, c->queue, 1000, 3000);
+    assert_int_equal(json_array_size(msgs), 0);
+    json_decref(msgs);
+    if (!log_has(c, "table_key_changed") || !log_has(c, "may be NULL"))
+        fail_log(c, "no error naming the nullable key column");
+    kill(pid, SIGTERM);
+    bt_wait(pid, 30000);
+    sqlq_db_close(db);
+}
+
 int main(int argc, char **argv)
 {
     for (size_t i = 0; argc == 2 && i < sizeof(databases) / sizeof(databases[0]); i++)
@@ -376,6 +406,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_key_columns_cursor_source, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_columns_env_and_routes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_columns_index_dropped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_made_nullable, setup, teardown),
     };
     return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
 }
