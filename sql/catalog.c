@@ -315,7 +315,7 @@ sqlq_result sqlq_catalog_lookup_keyed(sqlq_db *db, const char *table_text, const
     if (r == SQLQ_OK)
         r = choose_key(db, out_names, key_columns, *out_table, err);
     bool any = key_columns && strcmp(key_columns, SQLQ_CATALOG_ANY_KEY) == 0;
-    if (r == SQLQ_OK && !(any && (*out_table)->nkey == 0))
+    if (r == SQLQ_OK && !any)
         r = sqlq_catalog_check_key(*out_table, err);
     if (r != SQLQ_OK) {
         sqlq_table_free(*out_table);
