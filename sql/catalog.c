@@ -239,11 +239,12 @@ void sqlq_catalog_log_name(const sqlq_catalog_names *n, sqlq_table_name *out)
     }
 }
 
-/* The key columns of the table's change log ("a,b"), "" when it has none. */
-static sqlq_result log_key(sqlq_db *db, const sqlq_catalog_names *n, char *out, size_t size,
-                           sqlq_error *err)
+/* The table's change log as described (its primary key is the key sqlq keys the table by);
+ * NULL when there is none. */
+static sqlq_result log_table(sqlq_db *db, const sqlq_catalog_names *n, sqlq_table **out,
+                             sqlq_error *err)
 {
-    out[0] = '\0';
+    *out = NULL;
     sqlq_capture_shape shape = n->dialect->capture_shape;
     if (shape == SQLQ_CAPTURE_NONE || shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         return SQLQ_OK;
@@ -253,12 +254,30 @@ static sqlq_result log_key(sqlq_db *db, const sqlq_catalog_names *n, char *out, 
         return r;
     sqlq_table_name log;
     sqlq_catalog_log_name(n, &log);
-    sqlq_table *lt = NULL;
-    r = sqlq_table_describe_any(db, &log, &lt, err);
-    if (r == SQLQ_OK)
-        sqlq_table_key_names(lt, out, size);
-    sqlq_table_free(lt);
-    return r;
+    return sqlq_table_describe_any(db, &log, out, err);
+}
+
+/* t's key from the change log lt when no key was named: the log's key, or the primary key. */
+static sqlq_result key_of_log(sqlq_db *db, const sqlq_catalog_names *n, const sqlq_table *lt,
+                              sqlq_table *t, sqlq_error *err)
+{
+    if (!lt || (t->nkey > 0 && sqlq_table_key_same(t, lt)))
+        return sqlq_table_key_require(db, t, err);
+    sqlq_error why;
+    sqlq_error_clear(&why);
+    sqlq_result r = sqlq_table_key_use_like(db, t, lt, &why);
+    if (r == SQLQ_OK || t->nkey > 0) /* a primary key that differs: capture says it changed */
+        return SQLQ_OK;
+    if (r != SQLQ_E_INVALID)
+        return sqlq_error_set(err, r, why.transient, "%s", why.message);
+    char logged[1024];
+    sqlq_table_key_names(lt, logged, sizeof(logged));
+    return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                          "table %s has no primary key, and its change log is keyed by (%s), "
+                          "which no unique index of NOT NULL columns covers now (%s). Restore "
+                          "the index, or `sqlq setup --table %s --drop`, then `sqlq setup "
+                          "--table %s --key-columns …`",
+                          n->table_key, logged, why.message, n->table_key, n->table_key);
 }
 
 /* t's key: the given columns, else the change log's, else the primary key (see the header). */
@@ -267,36 +286,25 @@ static sqlq_result choose_key(sqlq_db *db, const sqlq_catalog_names *n, const ch
 {
     if (given && strcmp(given, SQLQ_CATALOG_ANY_KEY) == 0)
         return SQLQ_OK;
-    char logged[1024];
-    sqlq_result r = log_key(db, n, logged, sizeof(logged), err);
-    if (r != SQLQ_OK)
-        return r;
-    if (given && *given) {
+    sqlq_table *lt = NULL;
+    sqlq_result r = log_table(db, n, &lt, err);
+    if (r == SQLQ_OK && given && *given) {
         r = sqlq_table_key_use(db, t, given, err);
-        if (r == SQLQ_OK && logged[0] && !sqlq_table_key_is(t, logged))
+        if (r == SQLQ_OK && lt && !sqlq_table_key_same(t, lt)) {
+            char logged[1024];
+            sqlq_table_key_names(lt, logged, sizeof(logged));
             r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                                "key key_columns: '%s' of table %s: its change log is keyed by "
                                "(%s). To change the key: `sqlq setup --table %s --drop`, then "
                                "`sqlq setup --table %s --key-columns %s` (changes not yet "
                                "delivered go with the old log)",
                                given, n->table_key, logged, n->table_key, n->table_key, given);
-        return r;
+        }
+    } else if (r == SQLQ_OK) {
+        r = key_of_log(db, n, lt, t, err);
     }
-    if (!logged[0] || (t->nkey > 0 && sqlq_table_key_is(t, logged)))
-        return sqlq_table_key_require(db, t, err);
-    sqlq_error why;
-    sqlq_error_clear(&why);
-    r = sqlq_table_key_use(db, t, logged, &why);
-    if (r == SQLQ_OK || t->nkey > 0) /* a primary key that differs: capture says it changed */
-        return SQLQ_OK;
-    if (r != SQLQ_E_INVALID)
-        return sqlq_error_set(err, r, why.transient, "%s", why.message);
-    return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                          "table %s has no primary key, and its change log is keyed by (%s), "
-                          "which no unique index of NOT NULL columns covers now (%s). Restore "
-                          "the index, or `sqlq setup --table %s --drop`, then `sqlq setup "
-                          "--table %s --key-columns …`",
-                          n->table_key, logged, why.message, n->table_key, n->table_key);
+    sqlq_table_free(lt);
+    return r;
 }
 
 sqlq_result sqlq_catalog_lookup_keyed(sqlq_db *db, const char *table_text, const char *bridge,

@@ -243,13 +243,11 @@ static sqlq_result refuse_nullable(const sqlq_table *t, const unique_index *x, c
                                          : "");
 }
 
-sqlq_result sqlq_table_key_use(sqlq_db *db, sqlq_table *t, const char *key_columns,
-                               sqlq_error *err)
+/* Key t by the columns cols[n] (key_columns: how they were named, for messages). */
+static sqlq_result use_columns(sqlq_db *db, sqlq_table *t, const size_t *cols, size_t n,
+                               const char *key_columns, sqlq_error *err)
 {
-    size_t cols[KEY_MAX], n = 0;
-    sqlq_result r = parse_names(t, key_columns, cols, &n, err);
-    if (r != SQLQ_OK)
-        return r;
+    sqlq_result r = SQLQ_OK;
     if (!t->key_index && same_set(cols, n, t->key, t->nkey))
         return SQLQ_OK; /* the primary key itself */
     unique_list *l = calloc(1, sizeof(*l));
@@ -280,6 +278,53 @@ sqlq_result sqlq_table_key_use(sqlq_db *db, sqlq_table *t, const char *key_colum
     }
     free(l);
     return r;
+}
+
+sqlq_result sqlq_table_key_use(sqlq_db *db, sqlq_table *t, const char *key_columns,
+                               sqlq_error *err)
+{
+    size_t cols[KEY_MAX], n = 0;
+    sqlq_result r = parse_names(t, key_columns, cols, &n, err);
+    return r == SQLQ_OK ? use_columns(db, t, cols, n, key_columns, err) : r;
+}
+
+/* other's key columns as columns of t (by exact name, else sqlq_table_column's match). */
+static bool map_key(const sqlq_table *t, const sqlq_table *other, size_t *cols, size_t *n,
+                    const char **missing)
+{
+    *n = 0;
+    *missing = NULL;
+    for (size_t k = 0; k < other->nkey && k < KEY_MAX; k++) {
+        const char *name = other->columns[other->key[k]].name;
+        const sqlq_column *c = sqlq_table_column(t, name);
+        if (!c) {
+            *missing = name;
+            return false;
+        }
+        cols[(*n)++] = (size_t)(c - t->columns);
+    }
+    return other->nkey > 0 && other->nkey <= KEY_MAX;
+}
+
+sqlq_result sqlq_table_key_use_like(sqlq_db *db, sqlq_table *t, const sqlq_table *other,
+                                    sqlq_error *err)
+{
+    size_t cols[KEY_MAX], n = 0;
+    const char *missing = NULL;
+    char names[2048];
+    sqlq_table_key_names(other, names, sizeof(names));
+    if (!map_key(t, other, cols, &n, &missing))
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "key key_columns: '%s' of table %s: %s%s", names, shown(t).text,
+                              missing ? "no column " : "no key columns", missing ? missing : "");
+    return use_columns(db, t, cols, n, names, err);
+}
+
+bool sqlq_table_key_same(const sqlq_table *t, const sqlq_table *other)
+{
+    size_t cols[KEY_MAX], n = 0;
+    const char *missing = NULL;
+    return map_key(t, other, cols, &n, &missing) && same_set(cols, n, t->key, t->nkey);
 }
 
 sqlq_result sqlq_table_key_require(sqlq_db *db, const sqlq_table *t, sqlq_error *err)
@@ -349,10 +394,16 @@ sqlq_result sqlq_table_key_describe(sqlq_db *db, const sqlq_table_name *name,
 sqlq_result sqlq_table_key_describe_again(sqlq_db *db, const sqlq_table *was, sqlq_table **out,
                                           sqlq_error *err)
 {
-    char names[2048] = "";
-    if (was->key_index)
-        sqlq_table_key_names(was, names, sizeof(names));
-    return sqlq_table_key_describe(db, &was->name, names, out, err);
+    if (!was->key_index)
+        return sqlq_table_describe(db, &was->name, out, err);
+    sqlq_result r = sqlq_table_describe_any(db, &was->name, out, err);
+    if (r == SQLQ_OK)
+        r = sqlq_table_key_use_like(db, *out, was, err);
+    if (r != SQLQ_OK) {
+        sqlq_table_free(*out);
+        *out = NULL;
+    }
+    return r;
 }
 
 void sqlq_table_key_names(const sqlq_table *t, char *out, size_t size)

@@ -23,6 +23,11 @@
  * columns and the unique indexes it has; SQLQ_E_UNSUPPORTED on SQL Server. */
 SQLQ_NODISCARD sqlq_result sqlq_table_key_use(sqlq_db *db, sqlq_table *t, const char *key_columns,
                                               sqlq_error *err);
+/* The same with the key columns of `other` (a change log, an earlier description), by name. */
+SQLQ_NODISCARD sqlq_result sqlq_table_key_use_like(sqlq_db *db, sqlq_table *t,
+                                                   const sqlq_table *other, sqlq_error *err);
+/* Whether t's key columns are other's (by name, any order). */
+bool sqlq_table_key_same(const sqlq_table *t, const sqlq_table *other);
 /* SQLQ_OK when t has a key; else SQLQ_E_INVALID: "table T has no primary key; … use
  * --key-columns" with the unique indexes it has. */
 SQLQ_NODISCARD sqlq_result sqlq_table_key_require(sqlq_db *db, const sqlq_table *t,
