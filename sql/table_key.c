@@ -89,8 +89,7 @@ static void add_row(const sqlq_table *t, unique_list *l, json_t *row)
     }
 }
 
-static sqlq_result list_unique(sqlq_db *db, const sqlq_table *t, unique_list *out,
-                               sqlq_error *err)
+static sqlq_result list_unique(sqlq_db *db, const sqlq_table *t, unique_list *out, sqlq_error *err)
 {
     const sqlq_dialect *d = sqlq_db_dialect(db);
     out->n = 0;
@@ -122,7 +121,9 @@ static sqlq_result list_unique(sqlq_db *db, const sqlq_table *t, unique_list *ou
     size_t i;
     json_t *row;
     json_array_foreach(rows, i, row)
+    {
         add_row(t, out, row);
+    }
     json_decref(rows);
     sqlq_buf_free(&quoted);
     return r;
@@ -143,7 +144,8 @@ static void describe_list(const sqlq_table *t, const unique_list *l, char *out, 
             add(out, size, &at, t->columns[x->col[k]].name);
         }
         if (!x->usable)
-            add(out, size, &at, x->n ? "; partial, on an expression or deferrable" : "an expression");
+            add(out, size, &at,
+                x->n ? "; partial, on an expression or deferrable" : "an expression");
         else if (x->nullable)
             add(out, size, &at, "; a column may be NULL");
         add(out, size, &at, ")");
@@ -280,8 +282,7 @@ static sqlq_result use_columns(sqlq_db *db, sqlq_table *t, const size_t *cols, s
     return r;
 }
 
-sqlq_result sqlq_table_key_use(sqlq_db *db, sqlq_table *t, const char *key_columns,
-                               sqlq_error *err)
+sqlq_result sqlq_table_key_use(sqlq_db *db, sqlq_table *t, const char *key_columns, sqlq_error *err)
 {
     size_t cols[KEY_MAX], n = 0;
     sqlq_result r = parse_names(t, key_columns, cols, &n, err);
@@ -314,9 +315,9 @@ sqlq_result sqlq_table_key_use_like(sqlq_db *db, sqlq_table *t, const sqlq_table
     char names[2048];
     sqlq_table_key_names(other, names, sizeof(names));
     if (!map_key(t, other, cols, &n, &missing))
-        return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                              "key key_columns: '%s' of table %s: %s%s", names, shown(t).text,
-                              missing ? "no column " : "no key columns", missing ? missing : "");
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "key key_columns: '%s' of table %s: %s%s",
+                              names, shown(t).text, missing ? "no column " : "no key columns",
+                              missing ? missing : "");
     return use_columns(db, t, cols, n, names, err);
 }
 

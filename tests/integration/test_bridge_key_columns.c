@@ -45,8 +45,10 @@ static char *mariadb_create(void)
 
 static const database databases[] = {
     {"sqlite", sqlite_create, "DROP INDEX kc_u", NULL},
-    {"postgres", postgres_create, "DROP INDEX kc_u", "ALTER TABLE kc ALTER COLUMN code DROP NOT NULL"},
-    {"mariadb", mariadb_create, "DROP INDEX kc_u ON kc", "ALTER TABLE kc MODIFY code VARCHAR(20) NULL"},
+    {"postgres", postgres_create, "DROP INDEX kc_u",
+     "ALTER TABLE kc ALTER COLUMN code DROP NOT NULL"},
+    {"mariadb", mariadb_create, "DROP INDEX kc_u ON kc",
+     "ALTER TABLE kc MODIFY code VARCHAR(20) NULL"},
 };
 
 static const database *db_under_test;
@@ -226,8 +228,8 @@ static void test_key_columns_refused(void **state)
     db = kc_setup(c);
     bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1)");
     remove(c->log);
-    const char *other[] = {"--db", c->conn, "--table", "kc", "--queue", c->queue, "--once",
-                           "--key-columns", "code", NULL};
+    const char *other[] = {"--db",   c->conn,  "--table",       "kc",   "--queue",
+                           c->queue, "--once", "--key-columns", "code", NULL};
     assert_int_equal(bt_bridge_run(c->q.conn, c->log, other, 60000, 1), 1);
     json_t *msgs = bt_drain(&c->q, c->queue, 300, 5000);
     assert_int_equal(json_array_size(msgs), 0);
@@ -306,8 +308,9 @@ static void test_key_columns_cursor_source(void **state)
     bt_exec(db, KC_CREATE);
     bt_exec(db, KC_INDEX);
     bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1), ('b', 'eu', 2, 2)");
-    const char *cursor[] = {"--source", "cursor", "--cursor-column", "ver", "--safety-lag-ms",
-                            "0", "--key-columns", "region,code", NULL};
+    const char *cursor[] = {"--source",      "cursor",          "--cursor-column",
+                            "ver",           "--safety-lag-ms", "0",
+                            "--key-columns", "region,code",     NULL};
     bt_case_run_once(c, "kc", cursor);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
     assert_int_equal(json_array_size(msgs), 2);
