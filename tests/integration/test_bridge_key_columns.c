@@ -190,6 +190,7 @@ static void test_key_columns_inserts_updates_deletes(void **state)
     json_decref(by);
     json_decref(msgs);
 
+    assert_int_equal(sqlq_cmd(c, "status --table kc"), 0);
     /* backfill pages by the same key without the flag: the rows now, op read */
     char args[256];
     snprintf(args, sizeof(args), "backfill --table kc --queue %s", c->queue);
@@ -318,6 +319,20 @@ static void test_key_columns_cursor_source(void **state)
     assert_int_equal(qty_of(change_of(by, "{\"code\":\"a\",\"region\":\"eu\"}", 0)), 1);
     json_decref(by);
     json_decref(msgs);
+    /* backfill of a table without a change log: --key-columns pages by the unique key */
+    char args[300];
+    snprintf(args, sizeof(args),
+             "backfill --table kc --queue %s --cursor-column ver --key-columns region,code",
+             c->queue);
+    assert_int_equal(sqlq_cmd(c, args), 0);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 2);
+    by = bt_by_key(msgs);
+    assert_string_equal(op_of(change_of(by, "{\"code\":\"b\",\"region\":\"eu\"}", 0)), "read");
+    json_decref(by);
+    json_decref(msgs);
+    snprintf(args, sizeof(args), "backfill --table kc --queue %s --restart", c->queue);
+    assert_int_equal(sqlq_cmd(c, args), 2); /* no primary key, no change log, no flag */
     sqlq_db_close(db);
 }
 
