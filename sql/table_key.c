@@ -332,10 +332,16 @@ sqlq_result sqlq_table_key_require(sqlq_db *db, const sqlq_table *t, sqlq_error 
 {
     if (t->nkey > 0)
         return SQLQ_OK;
-    if (!sqlq_db_dialect(db)->unique_keys_sql)
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    if (!d->unique_keys_sql)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                              "table %s has no primary key; sqlq needs one to identify rows on %s",
-                              shown(t).text, sqlq_db_dialect(db)->title);
+                              "table %s has no primary key; sqlq needs one to identify rows on "
+                              "%s%s",
+                              shown(t).text, d->title,
+                              d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING
+                                  ? " (change tracking itself requires a primary key; "
+                                    "--key-columns cannot stand in for it)"
+                                  : "");
     char have[1200] = "unknown";
     unique_list *l = calloc(1, sizeof(*l));
     sqlq_error ignored;
@@ -354,6 +360,11 @@ sqlq_result sqlq_table_key_use_sole_unique(sqlq_db *db, sqlq_table *t, sqlq_erro
 {
     if (t->nkey > 0)
         return SQLQ_OK;
+    if (!sqlq_db_dialect(db)->unique_keys_sql)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "table %s has no primary key to upsert by (on %s sqlq does not "
+                              "read unique indexes)",
+                              shown(t).text, sqlq_db_dialect(db)->title);
     unique_list *l = calloc(1, sizeof(*l));
     if (!l)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
