@@ -106,7 +106,8 @@ alternates), {res['rounds']} rounds each; the ratio is per round and its median 
   `synchronous_commit=off`: no disk wait, so the trigger's CPU cost shows in full; with
   durable commits the ratio is closer to 100%). The trigger's wake-up NOTIFY is on, as on a
   default server (the private server allows prepared transactions, which silences it unless
-  `sqlq.notify = on`: the benchmark database sets it).
+  `sqlq.notify = on`: the benchmark database sets it). PostgreSQL's trigger logs an INSERT
+  statement's rows with one upsert per statement (a statement trigger with a transition table).
 - MariaDB: `mariadb-slap --concurrency=C --number-of-queries={res['mariadb_queries']:,}` with
   the same INSERT (autocommit), on the private server (`innodb_flush_log_at_trx_commit=0`:
   no disk wait either). The trigger upserts the key's log row with version 0; the stamp

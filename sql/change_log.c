@@ -325,10 +325,11 @@ static sqlq_result sequence_literal(const log_ctx *c, sqlq_sql_text *into, sqlq_
 
 /* The FROM item of the trigger's upserts: (SELECT nextval(<sequence>) AS sqlq_version,
  * <notify> AS sqlq_notify) sqlq_next; for the inserted rows of a statement, (SELECT key…,
- * nextval(…), <notify> FROM sqlq_inserted) sqlq_next, a version per row. A subquery whose list holds volatile functions is not
- * pulled up into the INSERT, so each is evaluated once per statement, in the executor: after
- * the plan cache locked the statement's target, the log, in ROW EXCLUSIVE mode (to the end of
- * the transaction), and after the user's statement locked the key's row. */
+ * nextval(…), <notify> FROM sqlq_inserted) sqlq_next, a version per row. A subquery whose list
+ * holds volatile functions is not pulled up into the INSERT, so each is evaluated once per row
+ * of the subquery, in the executor: after the plan cache locked the statement's target, the
+ * log, in ROW EXCLUSIVE mode (to the end of the transaction), and after the user's statement
+ * locked the keys' rows. */
 static sqlq_result pg_version_from(const log_ctx *c, bool inserted, char **out, sqlq_error *err)
 {
     sqlq_sql_text q;
