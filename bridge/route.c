@@ -416,6 +416,7 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, sqlq_error *err)
     assert(!r->helper_owns_conn);
     sqlq_error e;
     sqlq_error_clear(&e);
+    r->last_poll_ms = sqlq_clock_now_ms(&r->clock);
     sqlq_result rc = r->cap ? sqlq_capture_poll(r->cap, b, &e)
                             : sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open");
     if (rc == SQLQ_OK) {
