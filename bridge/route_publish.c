@@ -80,6 +80,7 @@ static void coalesce_after_hint(sqlq_route *r)
     if (now < due)
         (void)sqlq_clock_sleep_ms(&r->clock, due - now);
     (void)sqlq_wakeup_hinted(r->wakeup, r->db);
+    r->waited_ms = sqlq_clock_now_ms(&r->clock) - now;
 }
 
 /* PUBLISH: one round of puts for the changes not yet done; settle what came of it. */
@@ -101,6 +102,8 @@ void sqlq_route_publish_round(sqlq_route *r, sqlq_route_facts *f)
         SQLQ_OK)
         sqlq_route_log_error("publish_failed", r, &e);
     sqlq_histogram_observe(r->m_publish_s, (double)(sqlq_clock_now_ms(&r->clock) - t0) / 1000.0);
+    if (first)
+        r->put_ms = sqlq_clock_now_ms(&r->clock) - t0;
     if (first)
         first_round_end(r);
     sqlq_route_note_round(r);
@@ -146,8 +149,11 @@ void sqlq_route_publish_settled(sqlq_route *r, sqlq_route_facts *f)
     bool idle_next = !full && !r->wakeup;
     if (idle_next || sqlq_clock_now_ms(&r->clock) - r->last_advance_ms >= ADVANCE_EVERY_MS)
         sqlq_route_advance(r);
-    SQLQ_DEBUG("batch", "table=%s changes=%zu full=%d ms=%llu hinted=%d", r->cfg.table,
-               r->batch.count, (int)full,
+    /* Stage by stage: the wait before its poll, the poll, the first round of puts, all of it
+     * from the poll's answer to here (puts, release when not deferred, advance). */
+    SQLQ_DEBUG("batch", "table=%s changes=%zu full=%d wait_ms=%llu poll_ms=%llu put_ms=%llu ms=%llu hinted=%d",
+               r->cfg.table, r->batch.count, (int)full, (unsigned long long)r->waited_ms,
+               (unsigned long long)r->poll_took_ms, (unsigned long long)r->put_ms,
                (unsigned long long)(sqlq_clock_now_ms(&r->clock) - r->batch_t0_ms), (int)r->hinted);
     sqlq_change_batch_free(&r->batch);
     sqlq_route_progress(r, false);
