@@ -102,10 +102,10 @@ void sqlq_route_publish_round(sqlq_route *r, sqlq_route_facts *f)
         SQLQ_OK)
         sqlq_route_log_error("publish_failed", r, &e);
     sqlq_histogram_observe(r->m_publish_s, (double)(sqlq_clock_now_ms(&r->clock) - t0) / 1000.0);
-    if (first)
+    if (first) {
         r->put_ms = sqlq_clock_now_ms(&r->clock) - t0;
-    if (first)
         first_round_end(r);
+    }
     sqlq_route_note_round(r);
     /* Accepted in the first round with more already polled, or about to be polled (a short
      * batch during which a commit signalled): its release rides along with the next batch. */
