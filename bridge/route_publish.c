@@ -151,7 +151,8 @@ void sqlq_route_publish_settled(sqlq_route *r, sqlq_route_facts *f)
         sqlq_route_advance(r);
     /* Stage by stage: the wait before its poll, the poll, the first round of puts, all of it
      * from the poll's answer to here (puts, release when not deferred, advance). */
-    SQLQ_DEBUG("batch", "table=%s changes=%zu full=%d wait_ms=%llu poll_ms=%llu put_ms=%llu ms=%llu hinted=%d",
+    SQLQ_DEBUG("batch",
+               "table=%s changes=%zu full=%d wait_ms=%llu poll_ms=%llu put_ms=%llu ms=%llu hinted=%d",
                r->cfg.table, r->batch.count, (int)full, (unsigned long long)r->waited_ms,
                (unsigned long long)r->poll_took_ms, (unsigned long long)r->put_ms,
                (unsigned long long)(sqlq_clock_now_ms(&r->clock) - r->batch_t0_ms), (int)r->hinted);
