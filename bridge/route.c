@@ -417,8 +417,10 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, sqlq_error *err)
     assert(!r->helper_owns_conn);
     sqlq_error e;
     sqlq_error_clear(&e);
+    r->last_poll_ms = sqlq_clock_now_ms(&r->clock);
     sqlq_result rc = r->cap ? sqlq_capture_poll(r->cap, b, &e)
                             : sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open");
+    r->poll_took_ms = sqlq_clock_now_ms(&r->clock) - r->last_poll_ms;
     if (rc == SQLQ_OK) {
         sqlq_backoff_reset(&r->db_backoff);
         r->db_failures = 0;
@@ -461,6 +463,7 @@ static void state_poll(sqlq_route *r, sqlq_route_facts *f, sqlq_error *err)
         memset(&r->next, 0, sizeof(r->next));
         r->have_next = false;
         f->got_batch = true;
+        r->waited_ms = r->poll_took_ms = 0; /* polled while the previous batch was on the wire */
     } else {
         f->got_batch = poll_once(r, &r->batch, err);
         f->end = sqlq_route_ending(r) && !f->got_batch;
@@ -510,7 +513,9 @@ static void state_idle(sqlq_route *r, sqlq_route_facts *f)
 void sqlq_route_wait_for_change(sqlq_route *r)
 {
     assert(!r->helper_owns_conn);
+    uint64_t t0 = sqlq_clock_now_ms(&r->clock);
     (void)sqlq_wakeup_wait(r->wakeup, r->db, &r->clock, (uint64_t)r->cfg.polling_interval_ms);
+    r->waited_ms = sqlq_clock_now_ms(&r->clock) - t0;
 }
 
 /* STOPPING: release what was accepted; what was polled ahead goes back as it was. */
