@@ -24,6 +24,8 @@ typedef struct setup_settings {
     char *source;
     char *cursor_column;
     char *soft_delete_column;
+    bool track_columns;
+    bool before_image;
     char *log_level;
     char *log_format;
 } setup_settings;
@@ -55,6 +57,13 @@ static const sqlq_setting setup_table[] = {
                      "source cursor: the monotonic NOT NULL column (integer, version or timestamp)"),
     SQLQ_SETTING_STR(S, soft_delete_column, "soft_delete_column", "SQLQ_SOFT_DELETE_COLUMN", NULL,
                      "source cursor: rows with this column set are published as deletes"),
+    SQLQ_SETTING_BOOL(S, track_columns, "track_columns", "SQLQ_TRACK_COLUMNS", "false",
+                      "change log: also keep which columns each update changed, for the bridge's "
+                      "--changed (costs the trigger a comparison per column); stays until --drop"),
+    SQLQ_SETTING_BOOL(S, before_image, "before_image", "SQLQ_BEFORE_IMAGE", "false",
+                      "change log: also keep the row as it was before each update or delete, for "
+                      "the bridge's --before-image (a copy of every column per change); stays "
+                      "until --drop; not on SQL Server (change tracking keeps no old values)"),
     SQLQ_SETTING_ENUM(S, log_level, "log_level", "SQLQ_LOG_LEVEL", "warn",
                       "error|warn|info|debug|trace", "log level"),
     SQLQ_SETTING_ENUM(S, log_format, "log_format", "SQLQ_LOG_FORMAT", "text", "text|json",
@@ -187,7 +196,18 @@ static void warn_role_named_schema(sqlq_db *db)
                   "sqlq SET search_path = public\"");
 }
 
-static int install_one(sqlq_db *db, const char *table, int retention_days)
+/* What the log keeps beyond the key, as setup reports it. */
+static const char *options_text(const sqlq_change_log_options *o)
+{
+    if (o->track_columns && o->before_image)
+        return "; keeps changed columns and before images";
+    if (o->track_columns)
+        return "; keeps changed columns";
+    return o->before_image ? "; keeps before images" : "";
+}
+
+static int install_one(sqlq_db *db, const char *table, int retention_days,
+                       const sqlq_change_log_options *opts)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -201,15 +221,18 @@ static int install_one(sqlq_db *db, const char *table, int retention_days)
     int rc = SQLQ_EXIT_OK;
     bool before = false;
     char objects[512];
+    sqlq_change_log_options kept = *opts;
     if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         rc = enable_change_tracking(db, t, n.table_key, retention_days);
     else if (sqlq_change_log_installed(db, t, &before, &err) != SQLQ_OK ||
-             sqlq_change_log_install(db, t, &err) != SQLQ_OK)
+             sqlq_change_log_install_with(db, t, opts, &err) != SQLQ_OK ||
+             sqlq_change_log_options_found(db, t, n.log_table, &kept, &err) != SQLQ_OK)
         rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
     else {
         sqlq_change_log_objects(d, &n, objects, sizeof(objects));
-        printf("%s: change log %s: %s\n", n.table_key,
-               before ? "already installed (triggers refreshed)" : "installed", objects);
+        printf("%s: change log %s: %s%s\n", n.table_key,
+               before ? "already installed (triggers refreshed)" : "installed", objects,
+               options_text(&kept));
     }
     sqlq_table_free(t);
     return rc;
@@ -332,6 +355,10 @@ int sqlq_cmd_setup(int argc, char **argv)
         else if (!s.drop && strcmp(s.source, "cursor") == 0 && (!s.cursor_column || !*s.cursor_column))
             rc = SQLQ_EXIT_USAGE,
             fprintf(stderr, "sqlq setup: --source cursor needs --cursor-column COLUMN\n");
+        else if ((s.track_columns || s.before_image) && (s.drop || strcmp(s.source, "cursor") == 0))
+            rc = SQLQ_EXIT_USAGE,
+            fprintf(stderr, "sqlq setup: --track-columns and --before-image are for installing a "
+                            "change log (not with --drop or --source cursor)\n");
     }
     sqlq_db *db = NULL;
     if (rc < 0) {
@@ -344,6 +371,15 @@ int sqlq_cmd_setup(int argc, char **argv)
             rc = SQLQ_EXIT_FAILED;
         }
     }
+    if (rc < 0 && (s.before_image || s.track_columns) &&
+        sqlq_db_dialect(db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
+        rc = SQLQ_EXIT_USAGE,
+        fprintf(stderr, "sqlq setup: %s: %s\n", s.before_image ? "--before-image" : "--track-columns",
+                s.before_image ? "SQL Server change tracking keeps no old values; before images "
+                                 "need a change log (PostgreSQL, SQLite, MariaDB/MySQL)"
+                               : "not available on SQL Server change tracking yet (changed columns "
+                                 "need a change log: PostgreSQL, SQLite, MariaDB/MySQL)");
+    sqlq_change_log_options opts = {s.track_columns, s.before_image};
     if (rc < 0) {
         rc = SQLQ_EXIT_OK;
         if (!s.drop)
@@ -354,7 +390,7 @@ int sqlq_cmd_setup(int argc, char **argv)
                       : s.drop         ? drop_one(db, tables[i], s.bridge_name)
                       : cursor
                           ? cursor_one(db, tables[i], &s)
-                          : install_one(db, tables[i], (int)s.retention_days);
+                          : install_one(db, tables[i], (int)s.retention_days, &opts);
             if (one != SQLQ_EXIT_OK)
                 rc = one;
         }
