@@ -134,13 +134,35 @@ static sqlq_result add_before_columns(sqlq_db *db, const sqlq_table *t, const ch
     return r;
 }
 
+/* The changed-column map, added to a log that has rows: a row whose latest change is an
+ * insert or a delete has no update to remember ({}); an update's columns are unknown (NULL:
+ * its message carries no "changed" until the key is logged anew). */
+static sqlq_result add_changed_column(sqlq_db *db, const char *log_table, sqlq_error *err)
+{
+    bool exists = false;
+    sqlq_result r = column_exists(db, log_table, SQLQ_COL_CHANGED, &exists, err);
+    if (r != SQLQ_OK || exists)
+        return r;
+    r = add_column(db, log_table, SQLQ_COL_CHANGED, changed_decl(sqlq_db_dialect(db)), err);
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(db));
+    sqlq_sql_text_add(&q, "UPDATE ");
+    sqlq_catalog_object(&q, log_table);
+    sqlq_sql_text_add(&q, " SET " SQLQ_COL_CHANGED " = '{}' WHERE " SQLQ_COL_OP " <> 'U'");
+    if (r != SQLQ_OK) {
+        sqlq_sql_text_free(&q);
+        return r;
+    }
+    return exec_text(db, &q, err);
+}
+
 sqlq_result sqlq_change_log_options_add_columns(sqlq_db *db, const sqlq_table *t,
                                                 const char *log_table,
                                                 const sqlq_change_log_options *o, sqlq_error *err)
 {
     sqlq_result r = SQLQ_OK;
     if (o->track_columns)
-        r = add_column(db, log_table, SQLQ_COL_CHANGED, changed_decl(sqlq_db_dialect(db)), err);
+        r = add_changed_column(db, log_table, err);
     if (r == SQLQ_OK && o->before_image)
         r = add_before_columns(db, t, log_table, err);
     return r;
