@@ -302,6 +302,48 @@ static void test_capture_sql_params_match_markers(void **state)
     }
 }
 
+/* Issue 16: a route asking for changed columns and the before image reads the log's map, what
+ * this bridge delivered of the key, and the mirrored columns the log has (note only here);
+ * every marker keeps its role. Change tracking reads none of them. */
+static void test_capture_sql_poll_image_columns(void **state)
+{
+    (void)state;
+    const sqlq_dialect *const dialects[] = {&sqlq_dialect_sqlite, &sqlq_dialect_postgres,
+                                            &sqlq_dialect_mariadb, &sqlq_dialect_mssql};
+    for (int k = 0; k < 4; k++) {
+        const sqlq_dialect *d = dialects[k];
+        fixture f;
+        make(&f, d, d->home_schema, "t", false);
+        sqlq_column logcols[2] = {{.name = "id", .in_key = true, .key_pos = 1},
+                                  {.name = "sqlq_b_note"}};
+        size_t logkey[1] = {0};
+        sqlq_table log = {.columns = logcols, .ncolumns = 2, .key = logkey, .nkey = 1};
+        f.spec.changed = true;
+        f.spec.before = true;
+        f.spec.log = &log;
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        sqlq_capture_stmt a, b;
+        assert_int_equal(sqlq_capture_sql_poll(&f.spec, &a, &b, &err), SQLQ_OK);
+        check_params(&a);
+        check_params(&b);
+        if (d == &sqlq_dialect_mssql) {
+            assert_null(strstr(a.sql, "m_chg"));
+            assert_null(strstr(a.sql, "m_b"));
+        } else {
+            contains(a.sql, "c.sqlq_changed AS m_chg");
+            contains(a.sql, "CASE WHEN l.sqlq_expires_ms IS NULL AND l.sqlq_version > ");
+            contains(a.sql, " END AS m_dv");
+            contains(a.sql, "sqlq_b_note");
+            contains(a.sql, " AS m_b1");
+            assert_null(strstr(a.sql, " AS m_b0")); /* the log does not mirror id */
+            assert_null(strstr(a.sql, " AS m_b2"));
+        }
+        sqlq_capture_stmt_free(&a);
+        sqlq_capture_stmt_free(&b);
+    }
+}
+
 static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
 {
     (void)state;
@@ -511,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_capture_sql_mssql_composite_key),
         cmocka_unit_test(test_capture_sql_mssql_other_statements),
         cmocka_unit_test(test_capture_sql_params_match_markers),
+        cmocka_unit_test(test_capture_sql_poll_image_columns),
         cmocka_unit_test(test_capture_sql_postgres_reads_up_to_horizon),
         cmocka_unit_test(test_capture_sql_ct_retention),
         cmocka_unit_test(test_capture_sql_ct_enable_and_types),
