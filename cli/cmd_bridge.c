@@ -116,8 +116,8 @@ static const sqlq_setting bridge_table[] = {
                      604800, "published messages become visible to consumers this many seconds later"),
     SQLQ_SETTING_BOOL(S, changed, "changed", "SQLQ_CHANGED", "false",
                       "update messages carry \"changed\": the names of the columns changed since "
-                      "this bridge last delivered the key (needs sqlq setup --track-columns; change "
-                      "log; not with --format functions)"),
+                      "this bridge last delivered the key (needs sqlq setup --track-columns; not "
+                      "with --format functions)"),
     SQLQ_SETTING_BOOL(S, before_image, "before_image", "SQLQ_BEFORE_IMAGE", "false",
                       "update and delete messages carry \"before\": the row before the key's latest "
                       "change (needs sqlq setup --before-image; change log, not SQL Server; not with "

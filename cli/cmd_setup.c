@@ -10,6 +10,7 @@
 #include "cursor_state.h"
 #include "db.h"
 #include "log.h"
+#include "sql_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +60,8 @@ static const sqlq_setting setup_table[] = {
                      "source cursor: rows with this column set are published as deletes"),
     SQLQ_SETTING_BOOL(S, track_columns, "track_columns", "SQLQ_TRACK_COLUMNS", "false",
                       "change log: also keep which columns each update changed, for the bridge's "
-                      "--changed (costs the trigger a comparison per column); stays until --drop"),
+                      "--changed (costs the trigger a comparison per column); stays until --drop. "
+                      "SQL Server: change tracking turned on WITH (TRACK_COLUMNS_UPDATED = ON)"),
     SQLQ_SETTING_BOOL(S, before_image, "before_image", "SQLQ_BEFORE_IMAGE", "false",
                       "change log: also keep the row as it was before each update or delete, for "
                       "the bridge's --before-image (a copy of every column per change); stays "
@@ -73,7 +75,7 @@ static const sqlq_setting setup_table[] = {
 
 static const sqlq_config_spec setup_spec = {
     "setup",
-    "sqlq setup --db CONN --table T [--table T2 …] [--drop [--bridge-name NAME]]",
+    "sqlq setup --db CONN --table T [--table T2 …] [--track-columns] [--before-image] [--drop [--bridge-name NAME]]",
     "Prepare tables for `sqlq bridge`: create sqlq's state tables, and per table install the\n"
     "change log (a log table and row triggers: SQLite, PostgreSQL, MariaDB/MySQL) or turn change\n"
     "tracking on (SQL Server). Safe to run again: existing objects are kept, triggers are\n"
@@ -155,7 +157,39 @@ static void print_error(const char *table, const sqlq_error *err)
     fprintf(stderr, "sqlq setup: %s: %s\n", table, line);
 }
 
-static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *key, int days)
+/* --track-columns on SQL Server: the table tracked WITH (TRACK_COLUMNS_UPDATED = ON) when
+ * setup turns its change tracking on; a table tracked without it stays so, and is an error. */
+static sqlq_result ct_track_columns(sqlq_db *db, const sqlq_table *t, sqlq_error *err)
+{
+    char *sql = NULL, *quoted = NULL;
+    sqlq_result r = sqlq_ct_track_columns_enable_sql(&t->name, &sql, err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_exec(db, sql, NULL, 0, NULL, err);
+    free(sql);
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(db));
+    sqlq_sql_text_table(&q, &t->name);
+    if (r == SQLQ_OK)
+        r = sqlq_sql_text_take(&q, &quoted, err);
+    else
+        sqlq_sql_text_free(&q);
+    sqlq_param p = sqlq_param_text(quoted);
+    int64_t tracked = 0;
+    if (r == SQLQ_OK)
+        r = sqlq_db_query_int(db, sqlq_ct_track_columns_sql(), &p, 1, &tracked, err);
+    if (r == SQLQ_OK && tracked != 1)
+        r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                           "--track-columns: change tracking is on for %s without "
+                           "TRACK_COLUMNS_UPDATED; turning it on needs ALTER TABLE %s DISABLE "
+                           "CHANGE_TRACKING first (changes not yet delivered are lost: drain them), "
+                           "then this setup again",
+                           t->name.name, quoted);
+    free(quoted);
+    return r;
+}
+
+static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *key, int days,
+                                  bool track_columns)
 {
     char *on_db = NULL, *on_table = NULL;
     sqlq_error err;
@@ -163,6 +197,8 @@ static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *
     sqlq_result r = sqlq_ct_enable_sql(&t->name, days, &on_db, &on_table, &err);
     if (r == SQLQ_OK)
         r = sqlq_db_exec(db, on_db, NULL, 0, NULL, &err);
+    if (r == SQLQ_OK && track_columns)
+        r = ct_track_columns(db, t, &err);
     if (r == SQLQ_OK)
         r = sqlq_db_exec(db, on_table, NULL, 0, NULL, &err);
     if (r == SQLQ_OK)
@@ -173,7 +209,8 @@ static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *
         print_error(key, &err);
         return SQLQ_EXIT_FAILED;
     }
-    printf("%s: change tracking on (database and table); state tables in schema sqlq\n", key);
+    printf("%s: change tracking on (database and table%s); state tables in schema sqlq\n", key,
+           track_columns ? ", tracking columns updated" : "");
     return SQLQ_EXIT_OK;
 }
 
@@ -223,7 +260,7 @@ static int install_one(sqlq_db *db, const char *table, int retention_days,
     char objects[512];
     sqlq_change_log_options kept = *opts;
     if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
-        rc = enable_change_tracking(db, t, n.table_key, retention_days);
+        rc = enable_change_tracking(db, t, n.table_key, retention_days, opts->track_columns);
     else if (sqlq_change_log_installed(db, t, &before, &err) != SQLQ_OK ||
              sqlq_change_log_install_with(db, t, opts, &err) != SQLQ_OK ||
              sqlq_change_log_options_found(db, t, n.log_table, &kept, &err) != SQLQ_OK)
@@ -371,14 +408,10 @@ int sqlq_cmd_setup(int argc, char **argv)
             rc = SQLQ_EXIT_FAILED;
         }
     }
-    if (rc < 0 && (s.before_image || s.track_columns) &&
-        sqlq_db_dialect(db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
+    if (rc < 0 && s.before_image && sqlq_db_dialect(db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         rc = SQLQ_EXIT_USAGE,
-        fprintf(stderr, "sqlq setup: %s: %s\n", s.before_image ? "--before-image" : "--track-columns",
-                s.before_image ? "SQL Server change tracking keeps no old values; before images "
-                                 "need a change log (PostgreSQL, SQLite, MariaDB/MySQL)"
-                               : "not available on SQL Server change tracking yet (changed columns "
-                                 "need a change log: PostgreSQL, SQLite, MariaDB/MySQL)");
+        fprintf(stderr, "sqlq setup: --before-image: SQL Server change tracking keeps no old values; "
+                        "before images need a change log (PostgreSQL, SQLite, MariaDB/MySQL)\n");
     sqlq_change_log_options opts = {s.track_columns, s.before_image};
     if (rc < 0) {
         rc = SQLQ_EXIT_OK;

@@ -6,6 +6,7 @@
 #include "row_json.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* The stored sync version: PostgreSQL's poll has it as a parameter, the others a subquery. */
 static void sync_value(builder *b)
@@ -51,8 +52,37 @@ static void before_columns(builder *b)
     }
 }
 
+/* SQL Server change tracking (TRACK_COLUMNS_UPDATED = ON): m_call 1 when SYS_CHANGE_COLUMNS is
+ * NULL (every column: an update of them all, or an insert), else per column whether its bit
+ * is in the mask, as m_c<i>. The mask covers every change since the sync version. */
+static void ct_changed_columns(builder *b)
+{
+    const sqlq_table *t = b->c->table;
+    sqlq_sql_text quoted;
+    sqlq_sql_text_init(&quoted, b->t.dialect);
+    sqlq_sql_text_table(&quoted, &t->name);
+    char *name = NULL;
+    if (sqlq_sql_text_take(&quoted, &name, NULL) != SQLQ_OK) {
+        b->t.rc = b->t.rc ? b->t.rc : SQLQ_E_NOMEM;
+        return;
+    }
+    sqlq_sql_text_add(&b->t, ", CASE WHEN c.SYS_CHANGE_COLUMNS IS NULL THEN 1 ELSE 0 END AS "
+                             SQLQ_CAPTURE_CT_ALL);
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        sqlq_sql_text_add(&b->t, ", CAST(CHANGE_TRACKING_IS_COLUMN_IN_MASK(COLUMNPROPERTY(OBJECT_ID(");
+        sqlq_sql_text_literal(&b->t, name);
+        sqlq_sql_text_add(&b->t, "), ");
+        sqlq_sql_text_literal(&b->t, t->columns[i].name);
+        sqlq_sql_text_add(&b->t, ", 'ColumnId'), c.SYS_CHANGE_COLUMNS) AS int) AS "
+                                 SQLQ_CAPTURE_CT_COLUMN "%zu", i);
+    }
+    free(name);
+}
+
 void sqlq_capture_sql_image_columns(builder *b)
 {
+    if (b->c->change_tracking && b->c->changed)
+        ct_changed_columns(b);
     if (b->c->change_tracking)
         return;
     if (b->c->changed) {

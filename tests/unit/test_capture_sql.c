@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -327,9 +328,13 @@ static void test_capture_sql_poll_image_columns(void **state)
         assert_int_equal(sqlq_capture_sql_poll(&f.spec, &a, &b, &err), SQLQ_OK);
         check_params(&a);
         check_params(&b);
-        if (d == &sqlq_dialect_mssql) {
+        if (d == &sqlq_dialect_mssql) { /* the mask of SYS_CHANGE_COLUMNS, into #sqlq_batch */
             assert_null(strstr(a.sql, "m_chg"));
             assert_null(strstr(a.sql, "m_b"));
+            contains(a.sql, "CASE WHEN c.SYS_CHANGE_COLUMNS IS NULL THEN 1 ELSE 0 END AS m_call");
+            contains(a.sql, "CAST(CHANGE_TRACKING_IS_COLUMN_IN_MASK(COLUMNPROPERTY(OBJECT_ID(");
+            contains(a.sql, "'note', 'ColumnId'), c.SYS_CHANGE_COLUMNS) AS int) AS m_c1");
+            contains(a.sql, " AS m_c2, CAST(NULL AS bigint) AS m_tok INTO #sqlq_batch");
         } else {
             contains(a.sql, "c.sqlq_changed AS m_chg");
             contains(a.sql, "CASE WHEN l.sqlq_expires_ms IS NULL AND l.sqlq_version > ");
@@ -342,6 +347,25 @@ static void test_capture_sql_poll_image_columns(void **state)
         sqlq_capture_stmt_free(&a);
         sqlq_capture_stmt_free(&b);
     }
+}
+
+/* SQL Server --track-columns: enabled WITH (TRACK_COLUMNS_UPDATED = ON) only when off; the
+ * check reads is_track_columns_updated_on (-1: change tracking off). */
+static void test_capture_sql_ct_track_columns(void **state)
+{
+    (void)state;
+    sqlq_table_name t;
+    memset(&t, 0, sizeof(t));
+    snprintf(t.schema, sizeof(t.schema), "dbo");
+    snprintf(t.name, sizeof(t.name), "Orders");
+    char *sql = NULL;
+    assert_int_equal(sqlq_ct_track_columns_enable_sql(&t, &sql, NULL), SQLQ_OK);
+    contains(sql, "IF NOT EXISTS (SELECT 1 FROM sys.change_tracking_tables WHERE object_id = OBJECT_ID(");
+    contains(sql, "ALTER TABLE [dbo].[Orders] ENABLE CHANGE_TRACKING WITH (TRACK_COLUMNS_UPDATED = ON)");
+    free(sql);
+    contains(sqlq_ct_track_columns_sql(), "is_track_columns_updated_on");
+    contains(sqlq_ct_track_columns_sql(), ", -1) AS tracked");
+    assert_int_equal(count(sqlq_ct_track_columns_sql(), "?"), 1);
 }
 
 static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
@@ -554,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_capture_sql_mssql_other_statements),
         cmocka_unit_test(test_capture_sql_params_match_markers),
         cmocka_unit_test(test_capture_sql_poll_image_columns),
+        cmocka_unit_test(test_capture_sql_ct_track_columns),
         cmocka_unit_test(test_capture_sql_postgres_reads_up_to_horizon),
         cmocka_unit_test(test_capture_sql_ct_retention),
         cmocka_unit_test(test_capture_sql_ct_enable_and_types),
