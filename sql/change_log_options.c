@@ -182,49 +182,63 @@ void sqlq_change_log_options_names(sqlq_sql_text *q, const sqlq_table *t,
     }
 }
 
-/* OLD.c differs from NEW.c, NULL-safe (SQLite, MariaDB/MySQL). */
+/* PostgreSQL types without an equality operator: compared as text. */
+static bool pg_compare_as_text(const char *type)
+{
+    static const char *const no_eq[] = {"json", "xml", "point", "line", "lseg", "box", "path",
+                                        "polygon", "circle"};
+    for (size_t i = 0; i < sizeof(no_eq) / sizeof(no_eq[0]); i++)
+        if (type && strncmp(type, no_eq[i], strlen(no_eq[i])) == 0 &&
+            (type[strlen(no_eq[i])] == '\0' || type[strlen(no_eq[i])] == '['))
+            return true;
+    return false;
+}
+
+/* OLD.c differs from NEW.c, NULL-safe. */
 static void column_differs(sqlq_sql_text *q, const sqlq_column *c)
 {
-    bool my = shape_of(q) == SQLQ_CAPTURE_LOG_STAMPED;
-    sqlq_sql_text_add(q, "%s", my ? "NOT (" : "");
+    if (shape_of(q) == SQLQ_CAPTURE_LOG_SEQUENCE && pg_compare_as_text(c->type)) {
+        sqlq_sql_text_add(q, "CAST(");
+        sqlq_sql_text_col(q, "OLD.", c->name);
+        sqlq_sql_text_add(q, " AS text) IS DISTINCT FROM CAST(");
+        sqlq_sql_text_col(q, "NEW.", c->name);
+        sqlq_sql_text_add(q, " AS text)");
+        return;
+    }
+    if (shape_of(q) == SQLQ_CAPTURE_LOG_STAMPED)
+        sqlq_sql_text_add(q, "NOT (");
     sqlq_sql_text_col(q, "OLD.", c->name);
-    sqlq_sql_text_add(q, my ? " <=> " : " IS NOT ");
+    sqlq_sql_text_add(q, shape_of(q) == SQLQ_CAPTURE_LOG_SEQUENCE ? " IS DISTINCT FROM "
+                         : shape_of(q) == SQLQ_CAPTURE_LOG_COUNTER ? " IS NOT "
+                                                                   : " <=> ");
     sqlq_sql_text_col(q, "NEW.", c->name);
-    sqlq_sql_text_add(q, "%s", my ? ")" : "");
+    if (shape_of(q) == SQLQ_CAPTURE_LOG_STAMPED)
+        sqlq_sql_text_add(q, ")");
 }
 
-/* PostgreSQL: the columns of NEW whose value differs from OLD's, compared as jsonb (every type
- * has a jsonb form, where json, xml or point have no equality), named by the rows themselves:
- * no column is named in the trigger, so ALTER TABLE … ADD, DROP or RENAME COLUMN needs no new
- * setup for this part. */
-static void pg_changed_delta(sqlq_sql_text *q, const char *version_sql)
-{
-    sqlq_sql_text_add(q, "(SELECT COALESCE(jsonb_object_agg(n.key, %s), CAST('{}' AS jsonb)) FROM "
-                         "jsonb_each(to_jsonb(NEW)) AS n WHERE n.value IS DISTINCT FROM "
-                         "(to_jsonb(OLD) -> n.key))",
-                      version_sql);
-}
-
-/* The columns this update changed, as {"column": version}: PostgreSQL from the rows as jsonb,
- * SQLite and MariaDB/MySQL nested JSON merges of one comparison per column. */
+/* The columns this update changed, as {"column": version}: PostgreSQL a chain of jsonb ||,
+ * SQLite and MariaDB/MySQL nested JSON merges. */
 static void changed_delta(sqlq_sql_text *q, const sqlq_table *t, const char *version_sql)
 {
     sqlq_capture_shape s = shape_of(q);
-    if (s == SQLQ_CAPTURE_LOG_SEQUENCE) {
-        pg_changed_delta(q, version_sql);
-        return;
-    }
     const char *merge = s == SQLQ_CAPTURE_LOG_COUNTER ? "json_patch(" : "JSON_MERGE_PATCH(";
-    for (size_t i = 0; i < t->ncolumns; i++)
-        sqlq_sql_text_add(q, "%s", merge);
-    sqlq_sql_text_add(q, "'{}'");
+    const char *object = s == SQLQ_CAPTURE_LOG_SEQUENCE ? "jsonb_build_object(" : "json_object(";
+    const char *empty = s == SQLQ_CAPTURE_LOG_SEQUENCE ? "CAST('{}' AS jsonb)" : "'{}'";
+    if (s != SQLQ_CAPTURE_LOG_SEQUENCE)
+        for (size_t i = 0; i < t->ncolumns; i++)
+            sqlq_sql_text_add(q, "%s", merge);
+    sqlq_sql_text_add(q, "%s%s", s == SQLQ_CAPTURE_LOG_SEQUENCE ? "(" : "", empty);
     for (size_t i = 0; i < t->ncolumns; i++) {
-        sqlq_sql_text_add(q, ", CASE WHEN ");
+        sqlq_sql_text_add(q, "%s", s == SQLQ_CAPTURE_LOG_SEQUENCE ? " || " : ", ");
+        sqlq_sql_text_add(q, "CASE WHEN ");
         column_differs(q, &t->columns[i]);
-        sqlq_sql_text_add(q, " THEN json_object(");
+        sqlq_sql_text_add(q, " THEN %s", object);
         sqlq_sql_text_literal(q, t->columns[i].name);
-        sqlq_sql_text_add(q, ", %s) ELSE '{}' END)", version_sql ? version_sql : "0");
+        sqlq_sql_text_add(q, ", %s) ELSE %s END%s", version_sql ? version_sql : "0", empty,
+                          s == SQLQ_CAPTURE_LOG_SEQUENCE ? "" : ")");
     }
+    if (s == SQLQ_CAPTURE_LOG_SEQUENCE)
+        sqlq_sql_text_add(q, ")");
 }
 
 void sqlq_change_log_options_values(sqlq_sql_text *q, const sqlq_table *t,
