@@ -128,6 +128,8 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.safety_lag_ms = cfg->safety_lag_ms;
     r->ccfg.allow_retention_gap = cfg->allow_retention_gap;
     r->ccfg.where = cfg->where;
+    r->ccfg.changed = cfg->changed;
+    r->ccfg.before_image = cfg->before_image;
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
     sqlq_backoff_policy op = sqlq_backoff_policy_outage();
