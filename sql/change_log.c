@@ -60,6 +60,15 @@ static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, log_ctx *c, sqlq_e
     return r;
 }
 
+/* The since of an update or a delete: the incarnation's, kept; on SQLite, when the row it
+ * changes is an 'I' row (since left NULL), that row's version. */
+static const char *since_kept(const log_ctx *c)
+{
+    return counter_log(c) ? ", " SQLQ_COL_SINCE " = CASE WHEN " SQLQ_COL_OP " = 'I' THEN "
+                            SQLQ_COL_VERSION " ELSE " SQLQ_COL_SINCE " END"
+                          : "";
+}
+
 /* INSERT INTO log (key…, sqlq_version, sqlq_op, sqlq_since) VALUES (<row>.key…, <version>,
  * '<op>', <since>) ON CONFLICT (key…) DO UPDATE SET version, op[, since]. An insert starts a new
  * incarnation of the key: since = its version. An update or a delete keeps the since of the
@@ -68,6 +77,9 @@ static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
                    const char *version_sql)
 {
     bool born = op == 'I';
+    /* SQLite: an 'I' row's since is its own version, left NULL (its version is a read, one per
+     * row fewer); a later change of the key stores it (since_kept). */
+    const char *born_since = counter_log(c) ? "NULL" : version_sql;
     sqlq_sql_text_add(q, "INSERT INTO ");
     if (!q->dialect->schemas) {
         char name[96];
@@ -81,11 +93,11 @@ static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
     sqlq_sql_text_add(q, ", " SQLQ_COL_VERSION ", " SQLQ_COL_OP ", " SQLQ_COL_SINCE ") VALUES (");
     sqlq_catalog_key_list(q, c->t, row);
     sqlq_sql_text_add(q, ", %s, '%c', %s) ON CONFLICT (", version_sql, op,
-                      born ? version_sql : "NULL");
+                      born ? born_since : "NULL");
     sqlq_catalog_key_list(q, c->t, "");
     sqlq_sql_text_add(q, ") DO UPDATE SET " SQLQ_COL_VERSION " = excluded." SQLQ_COL_VERSION
                          ", " SQLQ_COL_OP " = excluded." SQLQ_COL_OP "%s;",
-                      born ? ", " SQLQ_COL_SINCE " = excluded." SQLQ_COL_SINCE : "");
+                      born ? ", " SQLQ_COL_SINCE " = excluded." SQLQ_COL_SINCE : since_kept(c));
 }
 
 /* old key IS new key, column by column (NULL-safe). */

@@ -147,7 +147,15 @@ static void test_versions_no_counter_write(void **s)
                      counter + 4);
     assert_int_equal(scalar(e.db, "SELECT sqlq_version FROM sqlq_log_a WHERE id = 4"),
                      counter + 5);
+    /* an 'I' row's since is its own version, left NULL; an update of the key stores it */
+    assert_int_equal(scalar(e.db, "SELECT count(*) FROM sqlq_log_a WHERE id = 4 AND sqlq_since "
+                                  "IS NULL"),
+                     1);
+    exec(e.db, "UPDATE a SET v = 'w' WHERE id = 4");
     assert_int_equal(scalar(e.db, "SELECT sqlq_since FROM sqlq_log_a WHERE id = 4"), counter + 5);
+    assert_int_equal(scalar(e.db, "SELECT count(*) FROM sqlq_log_a WHERE id = 4 AND sqlq_op = "
+                                  "'U' AND sqlq_version > sqlq_since"),
+                     1);
     env_close(&e);
 }
 
