@@ -124,6 +124,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.source = cfg->source;
     r->ccfg.cursor_column = cfg->cursor_column;
     r->ccfg.soft_delete_column = cfg->soft_delete_column;
+    r->ccfg.key_columns = cfg->key_columns;
     r->ccfg.safety_lag_ms = cfg->safety_lag_ms;
     r->ccfg.allow_retention_gap = cfg->allow_retention_gap;
     r->ccfg.where = cfg->where;

@@ -32,6 +32,7 @@ typedef struct backfill_settings {
     long long lease_s;
     char *format;
     char *cursor_column;
+    char *key_columns;
     bool restart;
     bool wait;
     sqlq_common_settings common;
@@ -41,7 +42,7 @@ typedef struct backfill_settings {
 static const sqlq_setting backfill_table[] = {
     SQLQ_SETTING_SECRET(S, db, "db", "SQLQ_DB_CONNECTION", NULL,
                         "ODBC connection string of the database"),
-    SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL, "table to backfill (needs a primary key)"),
+    SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL, "table to backfill (needs a primary key, or --key-columns)"),
     SQLQ_SETTING_STR(S, queue, "queue", "SQLQ_QUEUE", NULL, "queue the rows go to"),
     SQLQ_SETTING_STR(S, where, "where", NULL, NULL,
                      "SQL filter pasted into the query as written (your SQL, by design)"),
@@ -58,6 +59,10 @@ static const sqlq_setting backfill_table[] = {
     SQLQ_SETTING_STR(S, cursor_column, "cursor_column", "SQLQ_CURSOR_COLUMN", NULL,
                      "the table's bridge uses the cursor source on this column: rows carry its "
                      "value as version (otherwise the change log's or change tracking's)"),
+    SQLQ_SETTING_STR(S, key_columns, "key_columns", "SQLQ_KEY_COLUMNS", NULL,
+                     "page by these columns (comma-separated: a unique index of NOT NULL columns) "
+                     "instead of the primary key; unset: the key of the table's change log, else "
+                     "the primary key"),
     SQLQ_SETTING_BOOL(S, restart, "restart", NULL, "false",
                       "forget an earlier run of this backfill and start from the first row"),
     SQLQ_SETTING_BOOL(S, wait, "wait", NULL, "true",
@@ -250,6 +255,7 @@ static int run(const backfill_settings *s, sqlq_queue_client *qc, sqlq_db *db)
     cfg.lease_s = (int)s->lease_s;
     cfg.restart = s->restart;
     cfg.cursor_column = s->cursor_column;
+    cfg.key_columns = s->key_columns && *s->key_columns ? s->key_columns : NULL;
     sqlq_backfill *bf = NULL;
     sqlq_error err;
     sqlq_error_clear(&err);

@@ -34,6 +34,7 @@ typedef struct bridge_settings {
     char *source;
     char *cursor_column;
     char *soft_delete_column;
+    char *key_columns;
     long long safety_lag_ms;
     bool allow_retention_gap;
     long long message_ttl_s;
@@ -86,6 +87,11 @@ static const sqlq_setting bridge_table[] = {
                      "source cursor: a monotonic NOT NULL column (integer, version or timestamp)"),
     SQLQ_SETTING_STR(S, soft_delete_column, "soft_delete_column", "SQLQ_SOFT_DELETE_COLUMN", NULL,
                      "source cursor: rows with this column set are published as deletes"),
+    SQLQ_SETTING_STR(S, key_columns, "key_columns", "SQLQ_KEY_COLUMNS", NULL,
+                     "the columns that identify a row (comma-separated) when they are not the "
+                     "primary key: a unique index or constraint on exactly them, NOT NULL; unset: "
+                     "the key sqlq setup gave the change log, else the primary key (not on SQL "
+                     "Server)"),
     SQLQ_SETTING_INT(S, safety_lag_ms, "safety_lag_ms", "SQLQ_SAFETY_LAG_MS", "-1", -1, 3600000,
                      "source cursor: how late a commit may be and still be read (ms); -1 = the "
                      "database's default: 10000, SQLite 0, SQL Server rowversion exact"),
@@ -153,7 +159,7 @@ static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_b
                                          "polling_interval_ms", "max_in_flight", "lease_s",
                                          "max_attempts", "start_from", "format", "oversize",
                                          "max_message_bytes", "source", "cursor_column",
-                                         "soft_delete_column", "safety_lag_ms", "message_ttl_s",
+                                         "soft_delete_column", "key_columns", "safety_lag_ms", "message_ttl_s",
                                          "columns", "exclude_columns", "ops", "where",
                                          "initial_visibility_s", "wakeup"};
 
@@ -275,6 +281,7 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
     }
     r->cursor_column = s->cursor_column;
     r->soft_delete_column = s->soft_delete_column;
+    r->key_columns = s->key_columns && *s->key_columns ? s->key_columns : NULL;
     r->safety_lag_ms = (int)s->safety_lag_ms;
     r->allow_retention_gap = s->allow_retention_gap;
     if (s->message_ttl_s == 0) {

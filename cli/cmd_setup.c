@@ -24,6 +24,7 @@ typedef struct setup_settings {
     char *source;
     char *cursor_column;
     char *soft_delete_column;
+    char *key_columns;
     char *log_level;
     char *log_format;
 } setup_settings;
@@ -55,6 +56,11 @@ static const sqlq_setting setup_table[] = {
                      "source cursor: the monotonic NOT NULL column (integer, version or timestamp)"),
     SQLQ_SETTING_STR(S, soft_delete_column, "soft_delete_column", "SQLQ_SOFT_DELETE_COLUMN", NULL,
                      "source cursor: rows with this column set are published as deletes"),
+    SQLQ_SETTING_STR(S, key_columns, "key_columns", "SQLQ_KEY_COLUMNS", NULL,
+                     "the columns that identify a row (comma-separated) when they are not the "
+                     "primary key: a unique index or constraint on exactly them, NOT NULL; the "
+                     "change log is keyed by them and the bridge keeps that key (one table at a "
+                     "time; in a config file per route; not on SQL Server)"),
     SQLQ_SETTING_ENUM(S, log_level, "log_level", "SQLQ_LOG_LEVEL", "warn",
                       "error|warn|info|debug|trace", "log level"),
     SQLQ_SETTING_ENUM(S, log_format, "log_format", "SQLQ_LOG_FORMAT", "text", "text|json",
@@ -64,7 +70,7 @@ static const sqlq_setting setup_table[] = {
 
 static const sqlq_config_spec setup_spec = {
     "setup",
-    "sqlq setup --db CONN --table T [--table T2 …] [--drop [--bridge-name NAME]]",
+    "sqlq setup --db CONN --table T [--table T2 …] [--key-columns A,B] [--drop [--bridge-name NAME]]",
     "Prepare tables for `sqlq bridge`: create sqlq's state tables, and per table install the\n"
     "change log (a log table and row triggers: SQLite, PostgreSQL, MariaDB/MySQL) or turn change\n"
     "tracking on (SQL Server). Safe to run again: existing objects are kept, triggers are\n"
@@ -139,6 +145,25 @@ static size_t collect_tables(int argc, char **argv, const setup_settings *s,
     return n;
 }
 
+/* The key columns of one table: --key-columns (SQLQ_KEY_COLUMNS), else those of the config
+ * file's route for that table; NULL: its change log's key or its primary key. */
+static const char *key_columns_of(const setup_settings *s, const sqlq_config_result *res,
+                                  const char *table)
+{
+    if (s->key_columns && *s->key_columns)
+        return s->key_columns;
+    json_t *routes = res->file ? json_object_get(res->file, "routes") : NULL;
+    size_t i;
+    json_t *route;
+    json_array_foreach(routes, i, route) {
+        const char *t = json_string_value(json_object_get(route, "table"));
+        const char *k = json_string_value(json_object_get(route, "key_columns"));
+        if (t && k && *k && strcmp(t, table) == 0)
+            return k;
+    }
+    return NULL;
+}
+
 static void print_error(const char *table, const sqlq_error *err)
 {
     char line[700];
@@ -187,16 +212,21 @@ static void warn_role_named_schema(sqlq_db *db)
                   "sqlq SET search_path = public\"");
 }
 
-static int install_one(sqlq_db *db, const char *table, int retention_days)
+static int install_one(sqlq_db *db, const char *table, const char *key_columns,
+                       int retention_days)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
-    if (sqlq_catalog_lookup(db, table, NULL, &t, &n, &err) != SQLQ_OK) {
+    sqlq_result r = sqlq_catalog_lookup_keyed(db, table, NULL, key_columns, &t, &n, &err);
+    if (r != SQLQ_OK) { /* no usable key: the user must name one (exit 2, like a usage error) */
         print_error(table, &err);
-        return SQLQ_EXIT_FAILED;
+        return r == SQLQ_E_INVALID || r == SQLQ_E_UNSUPPORTED ? SQLQ_EXIT_USAGE
+                                                              : SQLQ_EXIT_FAILED;
     }
+    if (t->key_index)
+        printf("%s: keyed by unique index %s\n", n.table_key, t->key_index);
     const sqlq_dialect *d = sqlq_db_dialect(db);
     int rc = SQLQ_EXIT_OK;
     bool before = false;
@@ -216,7 +246,8 @@ static int install_one(sqlq_db *db, const char *table, int retention_days)
 }
 
 /* The cursor source installs nothing: check the column and say plainly what it cannot see. */
-static int cursor_one(sqlq_db *db, const char *table, const setup_settings *s)
+static int cursor_one(sqlq_db *db, const char *table, const char *key_columns,
+                      const setup_settings *s)
 {
     sqlq_capture_config cc;
     sqlq_capture_config_default(&cc);
@@ -224,6 +255,7 @@ static int cursor_one(sqlq_db *db, const char *table, const setup_settings *s)
     cc.source = SQLQ_SOURCE_CURSOR;
     cc.cursor_column = s->cursor_column;
     cc.soft_delete_column = s->soft_delete_column;
+    cc.key_columns = key_columns;
     sqlq_error err;
     sqlq_error_clear(&err);
     if (sqlq_capture_check(db, &cc, &err) != SQLQ_OK) {
@@ -255,7 +287,7 @@ static int cursor_drop(sqlq_db *db, const char *table, const char *bridge)
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
     long long removed = 0;
-    sqlq_result r = sqlq_catalog_lookup(db, table, NULL, &t, &n, &err);
+    sqlq_result r = sqlq_catalog_lookup_keyed(db, table, NULL, SQLQ_CATALOG_ANY_KEY, &t, &n, &err);
     if (r == SQLQ_OK)
         r = sqlq_cursor_state_forget(db, n.table_key, bridge, &removed, &err);
     if (r == SQLQ_OK)
@@ -277,7 +309,7 @@ static int drop_one(sqlq_db *db, const char *table, const char *bridge)
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
     size_t forgotten = 0;
-    if (sqlq_catalog_lookup(db, table, NULL, &t, &n, &err) != SQLQ_OK ||
+    if (sqlq_catalog_lookup_keyed(db, table, NULL, SQLQ_CATALOG_ANY_KEY, &t, &n, &err) != SQLQ_OK ||
         sqlq_capture_forget(db, table, bridge, &forgotten, &err) != SQLQ_OK) {
         print_error(table, &err);
         sqlq_table_free(t);
@@ -332,6 +364,11 @@ int sqlq_cmd_setup(int argc, char **argv)
         else if (!s.drop && strcmp(s.source, "cursor") == 0 && (!s.cursor_column || !*s.cursor_column))
             rc = SQLQ_EXIT_USAGE,
             fprintf(stderr, "sqlq setup: --source cursor needs --cursor-column COLUMN\n");
+        else if (s.key_columns && *s.key_columns && ntables > 1)
+            rc = SQLQ_EXIT_USAGE,
+            fprintf(stderr, "sqlq setup: key key_columns: '%s' is not allowed with %zu tables (one "
+                            "table at a time, or key_columns per route in the config file)\n",
+                    s.key_columns, ntables);
     }
     sqlq_db *db = NULL;
     if (rc < 0) {
@@ -350,11 +387,12 @@ int sqlq_cmd_setup(int argc, char **argv)
             warn_role_named_schema(db);
         for (size_t i = 0; i < ntables; i++) {
             bool cursor = strcmp(s.source, "cursor") == 0;
+            const char *keys = key_columns_of(&s, &res, tables[i]);
             int one = s.drop && cursor ? cursor_drop(db, tables[i], s.bridge_name)
                       : s.drop         ? drop_one(db, tables[i], s.bridge_name)
                       : cursor
-                          ? cursor_one(db, tables[i], &s)
-                          : install_one(db, tables[i], (int)s.retention_days);
+                          ? cursor_one(db, tables[i], keys, &s)
+                          : install_one(db, tables[i], keys, (int)s.retention_days);
             if (one != SQLQ_EXIT_OK)
                 rc = one;
         }

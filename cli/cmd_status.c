@@ -164,7 +164,8 @@ static bool table_key(sqlq_db *db, const char *table, char *out, size_t size)
     sqlq_error_clear(&err);
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
-    if (sqlq_catalog_lookup(db, table, NULL, &t, &n, &err) != SQLQ_OK) {
+    if (sqlq_catalog_lookup_keyed(db, table, NULL, SQLQ_CATALOG_ANY_KEY, &t, &n, &err) !=
+        SQLQ_OK) { /* the key does not matter here: any table sqlq knows */
         print_err(table, &err);
         return false;
     }

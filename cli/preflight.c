@@ -34,7 +34,7 @@ static int check_columns(sqlq_db *db, const sqlq_route_config *r, FILE *out)
     sqlq_table *t = NULL;
     const char *unknown = NULL;
     bool ok = sqlq_table_name_parse(r->table, &tn, &err) == SQLQ_OK &&
-              sqlq_table_describe(db, &tn, &t, &err) == SQLQ_OK;
+              sqlq_table_describe_any(db, &tn, &t, &err) == SQLQ_OK;
     for (size_t i = 0; ok && i < f.ncolumns && !unknown; i++) {
         bool found = false;
         for (size_t j = 0; j < t->ncolumns && !found; j++)
@@ -66,12 +66,13 @@ static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out)
     cc.max_attempts = r->max_attempts;
     cc.cursor_column = r->cursor_column;
     cc.soft_delete_column = r->soft_delete_column;
+    cc.key_columns = r->key_columns;
     cc.safety_lag_ms = r->safety_lag_ms;
     cc.where = r->where;
     sqlq_error err;
     sqlq_error_clear(&err);
     char what[600];
-    snprintf(what, sizeof(what), "table %s: exists, has a primary key, %s", r->table,
+    snprintf(what, sizeof(what), "table %s: exists, has a key, %s", r->table,
              r->source == SQLQ_SOURCE_CURSOR ? "cursor column is safe" : "change capture installed");
     bool ok = sqlq_capture_check(db, &cc, &err) == SQLQ_OK;
     report(out, ok, what, &err);

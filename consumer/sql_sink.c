@@ -9,6 +9,7 @@
 #include "sink_change.h"
 #include "sink_param.h"
 #include "table.h"
+#include "table_key.h"
 #include "upsert.h"
 #include "version_guard.h"
 
@@ -63,7 +64,9 @@ sqlq_result sqlq_sql_sink_create(const char *conn, const char *table, const char
         r = sqlq_db_connect(conn, &db, err);
     if (r == SQLQ_OK) {
         s->dialect = sqlq_db_dialect(db);
-        r = sqlq_table_describe(db, &s->name, &s->table, err);
+        r = sqlq_table_describe_any(db, &s->name, &s->table, err);
+        if (r == SQLQ_OK) /* no primary key: upsert by its one unique key of NOT NULL columns */
+            r = sqlq_table_key_use_sole_unique(db, s->table, err);
         if (r == SQLQ_E_NOT_FOUND) {
             sqlq_error_clear(err);
             r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,

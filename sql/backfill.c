@@ -359,7 +359,8 @@ sqlq_result sqlq_backfill_open(sqlq_db *db, sqlq_db *state_db, const sqlq_backfi
     if (cfg->where && *cfg->where && !(bf->where = strdup(cfg->where)))
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     if (r == SQLQ_OK)
-        r = sqlq_catalog_lookup(db, cfg->table, ns, &bf->table, &bf->names, err);
+        r = sqlq_catalog_lookup_keyed(db, cfg->table, ns, cfg->key_columns, &bf->table,
+                                      &bf->names, err);
     if (r == SQLQ_OK)
         r = choose_version(bf, cfg, err);
     if (r == SQLQ_OK)

@@ -38,6 +38,7 @@ typedef struct sqlq_backfill_config {
     int lease_s;             /* 60 */
     bool restart;            /* forget an earlier run (finished or not) and start over */
     const char *cursor_column; /* the table's bridge uses the cursor source on this column */
+    const char *key_columns;   /* NULL: the change log's key or the primary key (table_key.h) */
 } sqlq_backfill_config;
 
 void sqlq_backfill_config_default(sqlq_backfill_config *c);

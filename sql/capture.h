@@ -31,6 +31,8 @@ typedef struct sqlq_capture_config {
     sqlq_start_from start_from;
     bool allow_retention_gap;  /* SQL Server: continue (and say so) when retention overran */
     bool quiet;                /* no capture_opened line: a second handle of the same route */
+    const char *key_columns;   /* NULL: the primary key (or the change log's key); else the
+                                * columns of a unique index ("a,b"): table_key.h */
     const char *where;         /* NULL, or a predicate on the current row (alias r) that the poll
                                 * evaluates: sqlq_change.unmatched (change log, change tracking) */
     /* SQLQ_SOURCE_CURSOR only: */

@@ -10,6 +10,7 @@
 #include "cursor_column.h"
 #include "log.h"
 #include "sql_text.h"
+#include "table_key.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,8 +241,8 @@ static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg
     if (src == SQLQ_SOURCE_CHANGE_LOG && d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "%s tables are captured with change tracking", d->title);
-    sqlq_result r = sqlq_catalog_lookup(cap->db, cfg->table, cap->bridge, &cap->table,
-                                        &cap->names, err);
+    sqlq_result r = sqlq_catalog_lookup_keyed(cap->db, cfg->table, cap->bridge, cfg->key_columns,
+                                              &cap->table, &cap->names, err);
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, d);
     if (r == SQLQ_OK) {
@@ -317,7 +318,7 @@ static sqlq_result check_cursor(sqlq_db *db, const sqlq_capture_config *cfg, sql
     int soft = -1;
     sqlq_result r = sqlq_table_name_parse(cfg->table, &tn, err);
     if (r == SQLQ_OK)
-        r = sqlq_table_describe(db, &tn, &t, err);
+        r = sqlq_table_key_describe(db, &tn, cfg->key_columns, &t, err);
     if (r == SQLQ_OK)
         r = sqlq_cursor_column_check(db, t, cfg->cursor_column, cfg->soft_delete_column, &order,
                                      &norder, &soft, err);
@@ -447,7 +448,7 @@ sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table, const char *brid
         return r;
     sqlq_table *t = NULL;
     sqlq_catalog_names names;
-    r = sqlq_catalog_lookup(db, table, NULL, &t, &names, err);
+    r = sqlq_catalog_lookup_keyed(db, table, NULL, SQLQ_CATALOG_ANY_KEY, &t, &names, err);
     json_t *rows = NULL;
     if (r == SQLQ_OK)
         r = sqlq_catalog_list(db, names.table_key, &rows, err);

@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "row_json.h"
+#include "table_key.h"
 
 #include <inttypes.h>
 
@@ -25,7 +26,7 @@
 static const char *shape_text(const json_t *v)
 {
     const char *s = json_string_value(v);
-    return s ? s : "(none: the table or its primary key is gone)";
+    return s ? s : "(none: the table, its primary key or its key's unique index is gone)";
 }
 
 /* SQLQ_E_INVALID, not transient, saying what the operator must do; logged as an error. */
@@ -36,7 +37,7 @@ static sqlq_result key_changed(const sqlq_capture *cap, const char *was, const c
     SQLQ_ERROR("table_key_changed", "bridge=%s table=%s was=\"%s\" now=\"%s\" note=\"%s\"",
                cap->bridge, cap->names.table_key, was, now, how);
     return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                          "the primary key of table %s changed (%s; was: %s; now: %s): its "
+                          "the key of table %s changed (%s; was: %s; now: %s): its "
                           "change log is keyed by the old key, so capture cannot go on. Run "
                           "`sqlq setup --table %s --drop`, then `sqlq setup --table %s` again "
                           "(changes not yet delivered go with the old log)",
@@ -57,7 +58,7 @@ static sqlq_result check_key(const sqlq_capture *cap, const json_t *m_key, sqlq_
     sqlq_error e;
     sqlq_error_clear(&e);
     sqlq_table *t = NULL;
-    if (now && sqlq_table_describe(cap->db, &cap->table->name, &t, &e) == SQLQ_OK)
+    if (now && sqlq_table_key_describe_again(cap->db, cap->table, &t, &e) == SQLQ_OK)
         sqlq_table_key_text(t, is, sizeof(is));
     sqlq_table_free(t);
     return key_changed(cap, was, is, "found by a poll", err);
@@ -131,7 +132,7 @@ sqlq_result sqlq_capture_shape_failed(sqlq_capture *cap, sqlq_result failed, sql
     sqlq_error e;
     sqlq_error_clear(&e);
     sqlq_table *now = NULL;
-    if (sqlq_table_describe(cap->db, &cap->table->name, &now, &e) != SQLQ_OK)
+    if (sqlq_table_key_describe_again(cap->db, cap->table, &now, &e) != SQLQ_OK)
         return failed; /* the first error is the one to report */
     sqlq_table_change ch = sqlq_table_compare(cap->table, now);
     if (ch == SQLQ_TABLE_KEY_CHANGED) {
@@ -234,7 +235,7 @@ static bool names_match(const sqlq_table *t, const json_t *shape)
 static sqlq_result follow(sqlq_capture *cap, json_t *shape, sqlq_error *err)
 {
     sqlq_table *now = NULL;
-    sqlq_result r = sqlq_table_describe(cap->db, &cap->table->name, &now, err);
+    sqlq_result r = sqlq_table_key_describe_again(cap->db, cap->table, &now, err);
     if (r != SQLQ_OK)
         return r;
     sqlq_table_change ch = sqlq_table_compare(cap->table, now);

@@ -6,6 +6,7 @@
 #include "capture_sql_builder.h"
 #include "change_log_stamped.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,71 @@ static void table_literal(builder *b)
     free(quoted);
 }
 
+/* The key_shape of a key that is a unique index (--key-columns, table_key.h): that index's
+ * columns as the catalog has them now, NULL when it is gone or no longer unique on plain
+ * columns; the same forms as the primary key's below, and a key column that became nullable
+ * changes it too (PostgreSQL: NULL; elsewhere " null" after the column). */
+static void unique_key_shape(builder *b)
+{
+    const sqlq_table_name *n = &b->c->table->name;
+    const char *ix = b->c->table->key_index;
+    if (is_pg(b)) {
+        sqlq_table_name in = *n; /* an index lives in its table's schema */
+        snprintf(in.name, sizeof(in.name), "%s", ix);
+        sqlq_sql_text q;
+        sqlq_sql_text_init(&q, b->c->dialect);
+        sqlq_sql_text_table(&q, &in);
+        char *quoted = NULL;
+        sqlq_error e;
+        sqlq_error_clear(&e);
+        if (sqlq_sql_text_take(&q, &quoted, &e) != SQLQ_OK) {
+            b->t.rc = b->t.rc ? b->t.rc : e.code;
+            return;
+        }
+        sqlq_sql_text_add(&b->t, "(SELECT CAST(i.indkey AS text) || ' ' || CAST(i.indclass AS "
+                                 "text) FROM pg_catalog.pg_index i WHERE i.indexrelid = "
+                                 "to_regclass(CAST(");
+        sqlq_sql_text_literal(&b->t, quoted);
+        free(quoted);
+        sqlq_sql_text_add(&b->t, " AS text)) AND i.indrelid = CAST(");
+        table_literal(b);
+        sqlq_sql_text_add(&b->t, " AS regclass) AND i.indisunique AND i.indpred IS NULL AND "
+                                 "i.indexprs IS NULL AND NOT EXISTS (SELECT 1 FROM "
+                                 "pg_catalog.pg_attribute a WHERE a.attrelid = i.indrelid AND "
+                                 "a.attnum = ANY ((CAST(i.indkey AS int2[]))[0:i.indnkeyatts - 1]) "
+                                 "AND NOT a.attnotnull))");
+    } else if (is_my(b)) {
+        sqlq_sql_text_add(&b->t, "(SELECT GROUP_CONCAT(CONCAT(s.column_name, ' ', c.column_type, "
+                                 "IF(c.is_nullable = 'YES', ' null', '')) "
+                                 "ORDER BY s.seq_in_index SEPARATOR ', ') FROM "
+                                 "information_schema.statistics s JOIN information_schema.columns "
+                                 "c ON c.column_name = s.column_name AND c.table_schema = ");
+        sqlq_sql_text_literal(&b->t, n->schema);
+        sqlq_sql_text_add(&b->t, " AND c.table_name = ");
+        sqlq_sql_text_literal(&b->t, n->name);
+        sqlq_sql_text_add(&b->t, " WHERE s.non_unique = 0 AND s.index_name = ");
+        sqlq_sql_text_literal(&b->t, ix);
+        sqlq_sql_text_add(&b->t, " AND s.table_schema = ");
+        sqlq_sql_text_literal(&b->t, n->schema);
+        sqlq_sql_text_add(&b->t, " AND s.table_name = ");
+        sqlq_sql_text_literal(&b->t, n->name);
+        sqlq_sql_text_add(&b->t, ")");
+    } else { /* SQLite (SQL Server has no unique-index keys) */
+        sqlq_sql_text_add(&b->t, "(SELECT group_concat(k, ', ') FROM (SELECT ti.name || ' ' || "
+                                 "ti.type || CASE WHEN ti.\"notnull\" THEN '' ELSE ' null' END AS "
+                                 "k FROM pragma_index_list(");
+        table_literal(b);
+        sqlq_sql_text_add(&b->t, ") il JOIN pragma_index_info(il.name, ");
+        sqlq_sql_text_literal(&b->t, n->schema[0] ? n->schema : "main");
+        sqlq_sql_text_add(&b->t, ") ii JOIN pragma_table_info(");
+        table_literal(b);
+        sqlq_sql_text_add(&b->t, ") ti ON ti.cid = ii.cid WHERE il.\"unique\" = 1 AND "
+                                 "il.partial = 0 AND il.name = ");
+        sqlq_sql_text_literal(&b->t, ix);
+        sqlq_sql_text_add(&b->t, " ORDER BY ii.seqno))");
+    }
+}
+
 /* A scalar subquery: the table's primary key as the catalog has it now (SQLite, SQL Server:
  * "name type, …" in key order; PostgreSQL: column numbers and operator classes), NULL when it
  * has none. Compared with the value read when the
@@ -41,6 +107,10 @@ static void table_literal(builder *b)
  * the change log's keys mean something else. Uncorrelated: computed once per statement. */
 void sqlq_capture_sql_key_shape_expr(builder *b)
 {
+    if (b->c->table->key_index) {
+        unique_key_shape(b);
+        return;
+    }
     if (is_pg(b)) {
         /* The key's column numbers and operator classes (a type of another family has
          * another): one row of pg_index. Joined with pg_attribute for names and types it cost

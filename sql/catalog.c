@@ -5,6 +5,7 @@
 #include "dialect_parts.h"
 
 #include "ct_query.h"
+#include "table_key.h"
 
 #include <ctype.h>
 #include <openssl/evp.h>
@@ -224,6 +225,92 @@ sqlq_result sqlq_catalog_lookup(sqlq_db *db, const char *table_text, const char 
                                 sqlq_table **out_table, sqlq_catalog_names *out_names,
                                 sqlq_error *err)
 {
+    return sqlq_catalog_lookup_keyed(db, table_text, bridge, NULL, out_table, out_names, err);
+}
+
+void sqlq_catalog_log_name(const sqlq_catalog_names *n, sqlq_table_name *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!n->dialect->schemas) {
+        snprintf(out->name, sizeof(out->name), "%s%s", n->dialect->object_prefix, n->log_table);
+    } else {
+        snprintf(out->schema, sizeof(out->schema), "sqlq");
+        snprintf(out->name, sizeof(out->name), "%s", n->log_table);
+    }
+}
+
+/* The table's change log as described (its primary key is the key sqlq keys the table by);
+ * NULL when there is none. */
+static sqlq_result log_table(sqlq_db *db, const sqlq_catalog_names *n, sqlq_table **out,
+                             sqlq_error *err)
+{
+    *out = NULL;
+    sqlq_capture_shape shape = n->dialect->capture_shape;
+    if (shape == SQLQ_CAPTURE_NONE || shape == SQLQ_CAPTURE_CHANGE_TRACKING)
+        return SQLQ_OK;
+    bool exists = false;
+    sqlq_result r = sqlq_catalog_object_exists(db, n->log_table, &exists, err);
+    if (r != SQLQ_OK || !exists)
+        return r;
+    sqlq_table_name log;
+    sqlq_catalog_log_name(n, &log);
+    return sqlq_table_describe_any(db, &log, out, err);
+}
+
+/* t's key from the change log lt when no key was named: the log's key, or the primary key. */
+static sqlq_result key_of_log(sqlq_db *db, const sqlq_catalog_names *n, const sqlq_table *lt,
+                              sqlq_table *t, sqlq_error *err)
+{
+    if (!lt || (t->nkey > 0 && sqlq_table_key_same(t, lt)))
+        return sqlq_table_key_require(db, t, err);
+    sqlq_error why;
+    sqlq_error_clear(&why);
+    sqlq_result r = sqlq_table_key_use_like(db, t, lt, &why);
+    if (r == SQLQ_OK || t->nkey > 0) /* a primary key that differs: capture says it changed */
+        return SQLQ_OK;
+    if (r != SQLQ_E_INVALID)
+        return sqlq_error_set(err, r, why.transient, "%s", why.message);
+    char logged[1024];
+    sqlq_table_key_names(lt, logged, sizeof(logged));
+    return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                          "table %s has no primary key, and its change log is keyed by (%s), "
+                          "which no unique index of NOT NULL columns covers now (%s). Restore "
+                          "the index, or `sqlq setup --table %s --drop`, then `sqlq setup "
+                          "--table %s --key-columns …`",
+                          n->table_key, logged, why.message, n->table_key, n->table_key);
+}
+
+/* t's key: the given columns, else the change log's, else the primary key (see the header). */
+static sqlq_result choose_key(sqlq_db *db, const sqlq_catalog_names *n, const char *given,
+                              sqlq_table *t, sqlq_error *err)
+{
+    if (given && strcmp(given, SQLQ_CATALOG_ANY_KEY) == 0)
+        return SQLQ_OK;
+    sqlq_table *lt = NULL;
+    sqlq_result r = log_table(db, n, &lt, err);
+    if (r == SQLQ_OK && given && *given) {
+        r = sqlq_table_key_use(db, t, given, err);
+        if (r == SQLQ_OK && lt && !sqlq_table_key_same(t, lt)) {
+            char logged[1024];
+            sqlq_table_key_names(lt, logged, sizeof(logged));
+            r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                               "key key_columns: '%s' of table %s: its change log is keyed by "
+                               "(%s). To change the key: `sqlq setup --table %s --drop`, then "
+                               "`sqlq setup --table %s --key-columns %s` (changes not yet "
+                               "delivered go with the old log)",
+                               given, n->table_key, logged, n->table_key, n->table_key, given);
+        }
+    } else if (r == SQLQ_OK) {
+        r = key_of_log(db, n, lt, t, err);
+    }
+    sqlq_table_free(lt);
+    return r;
+}
+
+sqlq_result sqlq_catalog_lookup_keyed(sqlq_db *db, const char *table_text, const char *bridge,
+                                      const char *key_columns, sqlq_table **out_table,
+                                      sqlq_catalog_names *out_names, sqlq_error *err)
+{
     *out_table = NULL;
     sqlq_table_name parsed, canon;
     sqlq_result r = sqlq_table_name_parse(table_text, &parsed, err);
@@ -232,8 +319,11 @@ sqlq_result sqlq_catalog_lookup(sqlq_db *db, const char *table_text, const char 
     if (r == SQLQ_OK)
         r = sqlq_catalog_names_make(sqlq_db_dialect(db), &canon, bridge, out_names, err);
     if (r == SQLQ_OK)
-        r = sqlq_table_describe(db, &canon, out_table, err);
+        r = sqlq_table_describe_any(db, &canon, out_table, err);
     if (r == SQLQ_OK)
+        r = choose_key(db, out_names, key_columns, *out_table, err);
+    bool any = key_columns && strcmp(key_columns, SQLQ_CATALOG_ANY_KEY) == 0;
+    if (r == SQLQ_OK && !any)
         r = sqlq_catalog_check_key(*out_table, err);
     if (r != SQLQ_OK) {
         sqlq_table_free(*out_table);

@@ -64,6 +64,19 @@ SQLQ_NODISCARD sqlq_result sqlq_catalog_resolve(sqlq_db *db, const char *raw,
 SQLQ_NODISCARD sqlq_result sqlq_catalog_lookup(sqlq_db *db, const char *table_text,
                                                const char *bridge, sqlq_table **out_table,
                                                sqlq_catalog_names *out_names, sqlq_error *err);
+/* The same with the key a command was given (--key-columns: "a,b", table_key.h); NULL or "":
+ * the key of the table's change log when it has one (what `sqlq setup` chose, so a bridge
+ * started without the flag keeps it), else the primary key. Given columns that differ from an
+ * existing change log's key are refused (the log would name other rows).
+ * SQLQ_CATALOG_ANY_KEY: no key needed (removing the table's objects). */
+#define SQLQ_CATALOG_ANY_KEY "*"
+SQLQ_NODISCARD sqlq_result sqlq_catalog_lookup_keyed(sqlq_db *db, const char *table_text,
+                                                     const char *bridge, const char *key_columns,
+                                                     sqlq_table **out_table,
+                                                     sqlq_catalog_names *out_names,
+                                                     sqlq_error *err);
+/* The change log table's name as a table name (schema sqlq, or SQLite's sqlq_ prefix). */
+void sqlq_catalog_log_name(const sqlq_catalog_names *n, sqlq_table_name *out);
 /* Refuse key columns named like sqlq's own columns. */
 SQLQ_NODISCARD sqlq_result sqlq_catalog_check_key(const sqlq_table *t, sqlq_error *err);
 /* Column declarations of the key (same types as the user table), malloc'd array of nkey

@@ -2,6 +2,7 @@
 #include "cursor_shape.h"
 
 #include "cursor_column.h"
+#include "table_key.h"
 #include "log.h"
 
 #include <stdio.h>
@@ -69,7 +70,7 @@ sqlq_result sqlq_cursor_shape_check(sqlq_db *db, const char *bridge, const char 
     sqlq_error e;
     sqlq_error_clear(&e);
     sqlq_table *now = NULL;
-    if (sqlq_table_describe(db, &was->name, &now, &e) != SQLQ_OK) {
+    if (sqlq_table_key_describe_again(db, was, &now, &e) != SQLQ_OK) {
         if (ran != SQLQ_OK)
             return ran;
         if (err && err->code == SQLQ_OK)

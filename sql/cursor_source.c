@@ -156,7 +156,8 @@ sqlq_result sqlq_cursor_source_open(sqlq_db *db, sqlq_db *state_db, const sqlq_c
     cs->clock = sqlq_clock_system(NULL);
     sqlq_result r = apply_config(cs, cfg, err);
     if (r == SQLQ_OK)
-        r = sqlq_catalog_lookup(db, cfg->table, cs->bridge, &cs->table, &cs->names, err);
+        r = sqlq_catalog_lookup_keyed(db, cfg->table, cs->bridge, cfg->key_columns, &cs->table,
+                                      &cs->names, err);
     if (r == SQLQ_OK)
         r = sqlq_cursor_column_check(db, cs->table, cfg->cursor_column, cfg->soft_delete_column,
                                  &cs->order, &cs->norder, &cs->soft_delete, err);

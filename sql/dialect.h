@@ -119,6 +119,9 @@ struct sqlq_dialect {
     sqlq_result (*describe_params)(const sqlq_dialect *d, const sqlq_table_name *name,
                                    sqlq_buf *quoted, sqlq_param *params, size_t *nparams);
     short (*sql_type)(const char *lower_type_name); /* ODBC SQL_* type of a declared type */
+    /* The table's unique indexes, one row per key column (table_key.c); NULL: unsupported.
+     * Parameters: SQLite name, schema, schema; else describe_params'. */
+    const char *unique_keys_sql;
 
     /* ---- cursor state (cursor_state.c, cursor_status.c) */
     const char *cursor_state_create;

@@ -57,6 +57,13 @@ static const char DESCRIBE_SQL[] =
     "AS key_pos FROM information_schema.columns c JOIN (SELECT ? AS q) p ON " NAMED_BY("c")
     " ORDER BY c.ordinal_position";
 
+/* Unique indexes (table_key.c); a functional key part (MySQL 8) has no column name. */
+static const char UNIQUE_KEYS_SQL[] =
+    "SELECT s.index_name AS index_name, s.seq_in_index AS seq, s.column_name AS column_name, "
+    "0 AS nulls_equal, 1 AS usable FROM information_schema.statistics s "
+    "JOIN (SELECT ? AS q) p ON " NAMED_BY("s") " WHERE s.non_unique = 0 "
+    "ORDER BY s.index_name, s.seq_in_index";
+
 static const char CURSOR_STATE_CREATE[] =
     "CREATE TABLE IF NOT EXISTS sqlq.cursor_state (bridge_name varchar(128) NOT NULL, "
     "table_name varchar(512) NOT NULL, cursor_value text, key_json text, "
@@ -250,6 +257,7 @@ const sqlq_dialect sqlq_dialect_mariadb = {
     .schema_known_sql = NULL,
     .describe_params = sqlq_table_describe_params_quoted,
     .sql_type = mariadb_sql_type,
+    .unique_keys_sql = UNIQUE_KEYS_SQL,
 
     .cursor_state_create = CURSOR_STATE_CREATE,
     .cursor_lag_rule_exists = "SELECT count(*) FROM information_schema.columns WHERE "

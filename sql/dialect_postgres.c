@@ -40,6 +40,20 @@ static const char DESCRIBE_SQL[] =
     "WHERE c.oid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped "
     "ORDER BY a.attnum";
 
+/* Unique indexes (table_key.c): key columns only (not INCLUDE); usable unless partial, on an
+ * expression, invalid or deferrable. indnullsnotdistinct (PostgreSQL 15) is read through
+ * to_jsonb so that older servers answer too. */
+static const char UNIQUE_KEYS_SQL[] =
+    "SELECT c.relname AS index_name, k.ord AS seq, a.attname AS column_name, "
+    "CASE WHEN (to_jsonb(i) ->> 'indnullsnotdistinct') = 'true' THEN 1 ELSE 0 END AS nulls_equal, "
+    "CASE WHEN i.indpred IS NULL AND i.indexprs IS NULL AND i.indisvalid AND i.indimmediate "
+    "THEN 1 ELSE 0 END AS usable "
+    "FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid "
+    "CROSS JOIN LATERAL unnest(CAST(i.indkey AS int2[])) WITH ORDINALITY AS k(attnum, ord) "
+    "LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+    "WHERE i.indrelid = to_regclass(?) AND i.indisunique AND k.ord <= i.indnkeyatts "
+    "ORDER BY c.relname, k.ord";
+
 static const char CURSOR_STATE_CREATE[] =
     "CREATE TABLE IF NOT EXISTS sqlq.cursor_state (bridge_name text NOT NULL, "
     "table_name text NOT NULL, cursor_value text, key_json text, "
@@ -120,6 +134,7 @@ const sqlq_dialect sqlq_dialect_postgres = {
     .schema_known_sql = NULL,
     .describe_params = sqlq_table_describe_params_quoted,
     .sql_type = sqlq_table_sql_type_server,
+    .unique_keys_sql = UNIQUE_KEYS_SQL,
 
     .cursor_state_create = CURSOR_STATE_CREATE,
     .cursor_lag_rule_exists = "SELECT count(*) FROM pg_attribute WHERE attrelid = "

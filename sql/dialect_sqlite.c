@@ -33,6 +33,13 @@ static const char DESCRIBE_SQL[] =
     "CASE WHEN \"notnull\" THEN 0 ELSE 1 END AS nullable, pk AS key_pos "
     "FROM pragma_table_info(?, ?) ORDER BY cid";
 
+/* Unique indexes (table_key.c): a partial one is not usable; an expression column has no name. */
+static const char UNIQUE_KEYS_SQL[] =
+    "SELECT il.name AS index_name, ii.seqno + 1 AS seq, ii.name AS column_name, "
+    "0 AS nulls_equal, CASE WHEN il.partial THEN 0 ELSE 1 END AS usable "
+    "FROM pragma_index_list(?, ?) il JOIN pragma_index_info(il.name, ?) ii "
+    "WHERE il.\"unique\" = 1 ORDER BY il.name, ii.seqno";
+
 static const char CURSOR_STATE_CREATE[] =
     "CREATE TABLE IF NOT EXISTS sqlq_cursor_state (bridge_name TEXT NOT NULL, "
     "table_name TEXT NOT NULL, cursor_value TEXT, key_json TEXT, "
@@ -94,6 +101,7 @@ const sqlq_dialect sqlq_dialect_sqlite = {
     .schema_known_sql = "SELECT count(*) FROM pragma_database_list WHERE name = ?",
     .describe_params = sqlq_table_describe_params_sqlite,
     .sql_type = sqlq_table_sql_type_sqlite,
+    .unique_keys_sql = UNIQUE_KEYS_SQL,
 
     .cursor_state_create = CURSOR_STATE_CREATE,
     .cursor_lag_rule_exists = "SELECT count(*) FROM pragma_table_info('sqlq_cursor_state') "

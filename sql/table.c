@@ -5,6 +5,7 @@
  * query would), SQL Server with OBJECT_ID (the user's default schema, usually dbo).
  */
 #include "table.h"
+#include "table_key.h"
 
 #include "buf.h"
 #include "dialect_parts.h"
@@ -212,7 +213,7 @@ static char *lowercase_dup(const char *s)
     return d;
 }
 
-/* Columns and key from the catalog rows; SQLQ_E_INVALID when there is no primary key. */
+/* Columns and primary key (nkey 0 when there is none) from the catalog rows. */
 static sqlq_result build(const sqlq_dialect *d, const sqlq_table_name *asked, json_t *rows,
                          sqlq_table *t, sqlq_error *err)
 {
@@ -256,15 +257,22 @@ static sqlq_result build(const sqlq_dialect *d, const sqlq_table_name *asked, js
                                   shown);
         t->key[k]--;
     }
-    if (t->nkey == 0)
-        return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                              "table %s has no primary key; sqlq needs one to identify rows",
-                              shown);
     return SQLQ_OK;
 }
 
 sqlq_result sqlq_table_describe(sqlq_db *db, const sqlq_table_name *name, sqlq_table **out,
                                 sqlq_error *err)
+{
+    sqlq_result r = sqlq_table_describe_any(db, name, out, err);
+    if (r == SQLQ_OK && (r = sqlq_table_key_require(db, *out, err)) != SQLQ_OK) {
+        sqlq_table_free(*out);
+        *out = NULL;
+    }
+    return r;
+}
+
+sqlq_result sqlq_table_describe_any(sqlq_db *db, const sqlq_table_name *name, sqlq_table **out,
+                                    sqlq_error *err)
 {
     *out = NULL;
     const sqlq_dialect *d = sqlq_db_dialect(db);
@@ -317,6 +325,7 @@ void sqlq_table_free(sqlq_table *t)
     }
     free(t->columns);
     free(t->key);
+    free(t->key_index);
     free(t);
 }
 

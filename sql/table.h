@@ -1,4 +1,5 @@
-/* table: what sqlq must know of a user table: its columns and primary key. */
+/* table: what sqlq must know of a user table: its columns and primary key (or, through
+ * table_key.h, the unique index that stands in for it). */
 #ifndef SQLQ_TABLE_H
 #define SQLQ_TABLE_H
 
@@ -21,8 +22,9 @@ typedef struct sqlq_table {
     sqlq_table_name name;
     sqlq_column *columns; /* in table order */
     size_t ncolumns;
-    size_t *key;          /* indexes into columns, in primary-key order */
+    size_t *key;          /* indexes into columns, in key order */
     size_t nkey;
+    char *key_index;      /* the unique index used as the key (table_key.h); NULL: primary key */
 } sqlq_table;
 
 /* Discover columns and primary key. SQLQ_E_NOT_FOUND when the table does not exist;
@@ -32,6 +34,10 @@ typedef struct sqlq_table {
  * name as written does not exist (its rule for unquoted names). SQLite keeps the name as given. */
 SQLQ_NODISCARD sqlq_result sqlq_table_describe(sqlq_db *db, const sqlq_table_name *name,
                                                sqlq_table **out, sqlq_error *err);
+/* The same, but a table without a primary key is described too (nkey 0): for commands that
+ * need no key (setup --drop) and for table_key.h, which may choose a unique index instead. */
+SQLQ_NODISCARD sqlq_result sqlq_table_describe_any(sqlq_db *db, const sqlq_table_name *name,
+                                                   sqlq_table **out, sqlq_error *err);
 void sqlq_table_free(sqlq_table *t);
 /* The catalog query sqlq_table_describe runs, and its parameters for a table name (the
  * quoted name is built in quoted, which must outlive params). Exposed for unit tests. */

@@ -22,3 +22,5 @@ sqlq_integration_test(bridge_once FIXTURES azurite TIMEOUT 300)
 sqlq_integration_test(bridge_throttled FIXTURES azurite TIMEOUT 180)
 sqlq_integration_test(bridge_schema FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 400)
 sqlq_integration_test(bridge_message_options FIXTURES azurite postgres TIMEOUT 300)
+# Tables without a primary key, keyed by a unique index (--key-columns), on every database.
+sqlq_database_test(bridge_key_columns FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 300)

@@ -9,6 +9,7 @@ sqlq_integration_test(sql_db FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
 sqlq_integration_test(db_prepared FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 sqlq_integration_test(sql_types FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 sqlq_integration_test(sql_table FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
+sqlq_integration_test(table_key FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 # Extreme values of every type through bridge and sink, PostgreSQL and SQLite (issue 21.3).
 sqlq_integration_test(types_roundtrip FIXTURES azurite postgres TIMEOUT 180)
 sqlq_unit_test(table_shape sqlq_sql)

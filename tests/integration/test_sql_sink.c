@@ -301,6 +301,38 @@ static void test_sql_sink_version_check(void **state)
     free(pg);
 }
 
+/* A target without a primary key upserts by its one unique key of NOT NULL columns (issue 16
+ * item 5); none, or more than one, is refused naming its unique indexes. */
+static void test_sql_sink_unique_key(void **state)
+{
+    (void)state;
+    target t = {
+        "postgres unique", NULL, sqlq_test_pg_create_db("sinkuq"),
+        "CREATE TABLE orders (region text NOT NULL, id integer NOT NULL, total numeric(10,2), "
+        "paid boolean, note text, data bytea, placed timestamptz, UNIQUE (id, region))",
+        "SELECT region, id, total, paid, note, encode(data, 'hex') AS data, "
+        "to_char(placed AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS') AS placed FROM orders "
+        "ORDER BY region, id"};
+    run_target(&t, "[{\"region\":\"eu\",\"id\":1,\"total\":\"25.00\",\"paid\":false,"
+                   "\"note\":\"Žluťoučký kůň\",\"data\":\"000102ff\","
+                   "\"placed\":\"2024-05-01 12:00:00.123\"},"
+                   "{\"region\":\"eu\",\"id\":2,\"total\":\"5.50\",\"paid\":false,"
+                   "\"note\":\"two again\",\"data\":null,\"placed\":null}]");
+    exec_sql(t.conn, "CREATE TABLE two (a int NOT NULL UNIQUE, b int NOT NULL UNIQUE)");
+    exec_sql(t.conn, "CREATE TABLE none (a int, b int UNIQUE)");
+    sqlq_sql_sink *s = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_sql_sink_create(t.conn, "two", NULL, &s, &err), SQLQ_E_INVALID);
+    if (!strstr(err.message, "more than one unique index") || !strstr(err.message, "two_b_key"))
+        fail_msg("%s", err.message);
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_sql_sink_create(t.conn, "none", NULL, &s, &err), SQLQ_E_INVALID);
+    if (!strstr(err.message, "no unique index") || !strstr(err.message, "may be NULL"))
+        fail_msg("%s", err.message);
+    free(t.conn);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_sql_sink_sqlite),
         cmocka_unit_test(test_sql_sink_refuses_what_does_not_fit),
         cmocka_unit_test(test_sql_sink_version_check),
+        cmocka_unit_test(test_sql_sink_unique_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

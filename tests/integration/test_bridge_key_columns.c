@@ -1,0 +1,430 @@
+/* Tables without a primary key, keyed by a unique index named with --key-columns (issue 16
+ * item 5), on every database (the first argument names it: sqlite, postgres, mariadb),
+ * through the real sqlq binary and Azurite: setup refuses a table without a usable key (exit
+ * 2, naming its unique indexes), inserts, updates, deletes and a key-changing update arrive
+ * keyed by the unique key, a bridge started without the flag keeps the key setup chose, the
+ * cursor source and backfill use it, and a unique index dropped under a running bridge stops
+ * it loudly without losing the changes made meanwhile. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "bridge_support.h"
+#include "testdb.h"
+#include "testenv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct database {
+    const char *name;
+    char *(*create)(void);
+    const char *drop_index; /* DROP INDEX statement of kc_u on kc */
+    const char *nullable;   /* make kc.code nullable; NULL: the database cannot (SQLite) */
+} database;
+
+static char *sqlite_create(void)
+{
+    char path[512];
+    return sqlq_test_sqlite_db("keycols", path, sizeof(path));
+}
+
+static char *postgres_create(void)
+{
+    return sqlq_test_pg_create_db("keycols");
+}
+
+static char *mariadb_create(void)
+{
+    return sqlq_test_maria_create_db("keycols");
+}
+
+static const database databases[] = {
+    {"sqlite", sqlite_create, "DROP INDEX kc_u", NULL},
+    {"postgres", postgres_create, "DROP INDEX kc_u",
+     "ALTER TABLE kc ALTER COLUMN code DROP NOT NULL"},
+    {"mariadb", mariadb_create, "DROP INDEX kc_u ON kc",
+     "ALTER TABLE kc MODIFY code VARCHAR(20) NULL"},
+};
+
+static const database *db_under_test;
+
+typedef bt_case ctx;
+
+static int setup(void **state)
+{
+    *state = bt_case_new(db_under_test->create(), db_under_test->name);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    bt_case_free(*state);
+    return 0;
+}
+
+/* The table of every test: no primary key; (region, code) unique, NOT NULL. */
+static const char KC_CREATE[] = "CREATE TABLE kc (code VARCHAR(20) NOT NULL, region VARCHAR(10) "
+                                "NOT NULL, qty INTEGER, ver INTEGER NOT NULL)";
+static const char KC_INDEX[] = "CREATE UNIQUE INDEX kc_u ON kc (region, code)";
+
+/* `sqlq <args>` (shell words) on the case's database: its exit code; stderr into the log. */
+static int sqlq_cmd(ctx *c, const char *args)
+{
+    return sqlq_test_sh("SQLQ_QUEUE_CONNECTION='%s' SQLQ_DB_CONNECTION='%s' '%s' %s >>'%s' 2>&1",
+                        c->q.conn, c->conn, sqlq_test_bin(), args, c->log);
+}
+
+static bool log_has(const ctx *c, const char *text)
+{
+    FILE *f = fopen(c->log, "r");
+    if (!f)
+        return false;
+    char line[8192];
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, text) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* Fail the test with msg after printing the case's log. */
+#define fail_log(c, msg)                                                                           \
+    do {                                                                                           \
+        bt_print_log((c)->log);                                                                    \
+        fail_msg(msg);                                                                             \
+    } while (0)
+
+static json_t *change_of(json_t *by_key, const char *canon, size_t i)
+{
+    json_t *l = json_object_get(by_key, canon);
+    if (!l) {
+        char *keys = json_dumps(by_key, JSON_COMPACT);
+        fail_msg("no message for key %s (got %s)", canon, keys ? keys : "?");
+    }
+    return json_array_get(l, i);
+}
+
+/* Messages from a running bridge: wait for `want` (a bridge starting may take a while), then
+ * expect no more. */
+static json_t *receive(ctx *c, size_t want)
+{
+    json_t *all = json_array();
+    for (int waited = 0; waited < 30000 && json_array_size(all) < want; waited += 300) {
+        json_t *more = bt_drain(&c->q, c->queue, 300, 3000);
+        json_array_extend(all, more);
+        json_decref(more);
+    }
+    json_t *extra = bt_drain(&c->q, c->queue, 500, 2000);
+    json_array_extend(all, extra);
+    json_decref(extra);
+    if (json_array_size(all) != want) {
+        bt_print_log(c->log);
+        fail_msg("expected %zu messages, got %zu", want, json_array_size(all));
+    }
+    return all;
+}
+
+static const char *op_of(json_t *m)
+{
+    return json_string_value(json_object_get(m, "op"));
+}
+
+static long long qty_of(json_t *m)
+{
+    return (long long)json_integer_value(json_object_get(json_object_get(m, "row"), "qty"));
+}
+
+/* Setup without a key refuses (exit 2, saying --key-columns and naming kc_u), then installs
+ * with --key-columns in another order than the index's. */
+static sqlq_db *kc_setup(ctx *c)
+{
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, KC_CREATE);
+    bt_exec(db, KC_INDEX);
+    assert_int_equal(sqlq_cmd(c, "setup --table kc"), 2);
+    if (!log_has(c, "has no primary key") || !log_has(c, "--key-columns") ||
+        !log_has(c, "kc_u (region, code)"))
+        fail_log(c, "setup without a key: no error naming --key-columns and kc_u");
+    assert_int_equal(sqlq_cmd(c, "setup --table kc --key-columns 'code, region'"), 0);
+    return db;
+}
+
+static void test_key_columns_inserts_updates_deletes(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = kc_setup(c);
+    bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1), ('b', 'eu', 2, 2), ('c', 'us', 3, 3)");
+    const char *keyed[] = {"--key-columns", "code,region", NULL};
+    bt_case_run_once(c, "kc", keyed);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 3);
+    json_t *by = bt_by_key(msgs);
+    json_t *m = change_of(by, "{\"code\":\"b\",\"region\":\"eu\"}", 0);
+    assert_string_equal(op_of(m), "insert");
+    assert_int_equal(qty_of(m), 2);
+    json_decref(by);
+    json_decref(msgs);
+
+    /* An update, a delete and a key-changing update; the bridge now runs without the flag:
+     * the change log's key (what setup chose) is the key. */
+    bt_exec(db, "UPDATE kc SET qty = 10 WHERE code = 'a'");
+    bt_exec(db, "DELETE FROM kc WHERE code = 'c'");
+    bt_exec(db, "UPDATE kc SET code = 'B', qty = 20 WHERE code = 'b'");
+    bt_case_run_once(c, "kc", NULL);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 4);
+    by = bt_by_key(msgs);
+    m = change_of(by, "{\"code\":\"a\",\"region\":\"eu\"}", 0);
+    assert_string_equal(op_of(m), "update");
+    assert_int_equal(qty_of(m), 10);
+    assert_string_equal(op_of(change_of(by, "{\"code\":\"c\",\"region\":\"us\"}", 0)), "delete");
+    assert_string_equal(op_of(change_of(by, "{\"code\":\"b\",\"region\":\"eu\"}", 0)), "delete");
+    m = change_of(by, "{\"code\":\"B\",\"region\":\"eu\"}", 0);
+    assert_string_equal(op_of(m), "insert");
+    assert_int_equal(qty_of(m), 20);
+    json_decref(by);
+    json_decref(msgs);
+
+    assert_int_equal(sqlq_cmd(c, "status --table kc"), 0);
+    /* backfill pages by the same key without the flag: the rows now, op read */
+    char args[256];
+    snprintf(args, sizeof(args), "backfill --table kc --queue %s", c->queue);
+    assert_int_equal(sqlq_cmd(c, args), 0);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 2);
+    by = bt_by_key(msgs);
+    assert_string_equal(op_of(change_of(by, "{\"code\":\"B\",\"region\":\"eu\"}", 0)), "read");
+    json_decref(by);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+/* What is refused, each with a message naming what to do: no unique index (exit 2), a unique
+ * index on a nullable column, columns no unique index has exactly, a flag that differs from
+ * the change log's key (the bridge, exit 1). */
+static void test_key_columns_refused(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE bare (x INTEGER, y INTEGER)");
+    assert_int_equal(sqlq_cmd(c, "setup --table bare"), 2);
+    if (!log_has(c, "bare has no primary key") || !log_has(c, "--key-columns") ||
+        !log_has(c, "unique indexes: none"))
+        fail_log(c, "no clear error for a table without any key");
+    bt_exec(db, "CREATE TABLE nul (x INTEGER NOT NULL, y INTEGER)");
+    bt_exec(db, "CREATE UNIQUE INDEX nul_y ON nul (y)");
+    assert_int_equal(sqlq_cmd(c, "setup --table nul --key-columns y"), 2);
+    if (!log_has(c, "column y of unique index nul_y may be NULL"))
+        fail_log(c, "a nullable unique key was not refused clearly");
+    assert_int_equal(sqlq_cmd(c, "setup --table nul --key-columns x"), 2);
+    if (!log_has(c, "no unique index or constraint is on exactly these columns"))
+        fail_log(c, "columns without a unique index were not refused clearly");
+
+    sqlq_db_close(db);
+    db = kc_setup(c);
+    bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1)");
+    remove(c->log);
+    const char *other[] = {"--db",   c->conn,  "--table",       "kc",   "--queue",
+                           c->queue, "--once", "--key-columns", "code", NULL};
+    assert_int_equal(bt_bridge_run(c->q.conn, c->log, other, 60000, 1), 1);
+    json_t *msgs = bt_drain(&c->q, c->queue, 300, 5000);
+    assert_int_equal(json_array_size(msgs), 0);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+/* A table with a primary key may be keyed by other unique columns: messages carry those. */
+static void test_key_columns_instead_of_primary_key(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE pk (id INTEGER PRIMARY KEY, sku VARCHAR(20) NOT NULL, qty INTEGER)");
+    bt_exec(db, "CREATE UNIQUE INDEX pk_sku ON pk (sku)");
+    assert_int_equal(sqlq_cmd(c, "setup --table pk --key-columns sku"), 0);
+    bt_exec(db, "INSERT INTO pk VALUES (1, 's1', 5)");
+    bt_exec(db, "UPDATE pk SET qty = 6 WHERE id = 1");
+    bt_case_run_once(c, "pk", NULL);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 1);
+    json_t *by = bt_by_key(msgs);
+    json_t *m = change_of(by, "{\"sku\":\"s1\"}", 0);
+    assert_int_equal(qty_of(m), 6);
+    json_decref(by);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+/* The key from the environment (setup) and from a config file's route (bridge, cursor source
+ * of a second table), with other routes keyed by their primary key. */
+static void test_key_columns_env_and_routes(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, KC_CREATE);
+    bt_exec(db, KC_INDEX);
+    bt_exec(db, "CREATE TABLE pk (id INTEGER PRIMARY KEY, qty INTEGER)");
+    assert_int_equal(sqlq_cmd(c, "setup --table kc --table pk"), 2); /* kc has no key */
+    assert_int_equal(sqlq_cmd(c, "setup --table kc --table pk --key-columns code,region"), 2);
+    assert_int_equal(sqlq_test_sh("SQLQ_DB_CONNECTION='%s' SQLQ_KEY_COLUMNS=region,code '%s' setup "
+                                  "--table kc >>'%s' 2>&1",
+                                  c->conn, sqlq_test_bin(), c->log),
+                     0);
+    char file[600];
+    snprintf(file, sizeof(file), "%s.json", c->log);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"polling_interval_ms\": 20, \"routes\": [{\"table\": \"kc\", \"queue\": \"%s\", "
+            "\"key_columns\": \"code, region\"}, {\"table\": \"pk\", \"queue\": \"%s\"}]}",
+            c->queue, c->queue);
+    fclose(f);
+    char args[800];
+    snprintf(args, sizeof(args), "setup --config '%s'", file);
+    assert_int_equal(sqlq_cmd(c, args), 0); /* kc again (its route's key), and pk */
+    bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1)");
+    bt_exec(db, "INSERT INTO pk VALUES (7, 1)");
+    snprintf(args, sizeof(args), "bridge --config '%s' --once", file);
+    assert_int_equal(sqlq_cmd(c, args), 0);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    json_t *by = bt_by_key(msgs);
+    assert_int_equal(json_array_size(msgs), 2);
+    assert_string_equal(op_of(change_of(by, "{\"code\":\"a\",\"region\":\"eu\"}", 0)), "insert");
+    assert_string_equal(op_of(change_of(by, "{\"id\":7}", 0)), "insert");
+    json_decref(by);
+    json_decref(msgs);
+    remove(file);
+    sqlq_db_close(db);
+}
+
+/* The cursor source (nothing installed) keyed by the unique index. */
+static void test_key_columns_cursor_source(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, KC_CREATE);
+    bt_exec(db, KC_INDEX);
+    bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1), ('b', 'eu', 2, 2)");
+    const char *cursor[] = {"--source",      "cursor",          "--cursor-column",
+                            "ver",           "--safety-lag-ms", "0",
+                            "--key-columns", "region,code",     NULL};
+    bt_case_run_once(c, "kc", cursor);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 2);
+    json_t *by = bt_by_key(msgs);
+    assert_int_equal(qty_of(change_of(by, "{\"code\":\"a\",\"region\":\"eu\"}", 0)), 1);
+    json_decref(by);
+    json_decref(msgs);
+    /* backfill of a table without a change log: --key-columns pages by the unique key */
+    char args[300];
+    snprintf(args, sizeof(args),
+             "backfill --table kc --queue %s --cursor-column ver --key-columns region,code",
+             c->queue);
+    assert_int_equal(sqlq_cmd(c, args), 0);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 2);
+    by = bt_by_key(msgs);
+    assert_string_equal(op_of(change_of(by, "{\"code\":\"b\",\"region\":\"eu\"}", 0)), "read");
+    json_decref(by);
+    json_decref(msgs);
+    snprintf(args, sizeof(args), "backfill --table kc --queue %s --restart", c->queue);
+    assert_int_equal(sqlq_cmd(c, args), 2); /* no primary key, no change log, no flag */
+    sqlq_db_close(db);
+}
+
+/* The unique index dropped under a running bridge (started without the flag) stops it with
+ * an error naming the key; the change made meanwhile stays in the log and is delivered once
+ * the index is back. */
+static void test_key_columns_index_dropped(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = kc_setup(c);
+    pid_t pid = bt_case_start(c, "kc");
+    bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1)");
+    json_t *msgs = receive(c, 1);
+    json_decref(msgs);
+
+    bt_exec(db, db_under_test->drop_index);
+    sqlq_db *later = bt_db(c->conn); /* a new session: no cached plan of the old table */
+    bt_exec(later, "INSERT INTO kc VALUES ('b', 'eu', 2, 2)");
+    sqlq_db_close(later);
+    for (int i = 0; i < 200 && !log_has(c, "table_key_changed"); i++)
+        bt_sleep_ms(50);
+    msgs = bt_drain(&c->q, c->queue, 1000, 3000);
+    assert_int_equal(json_array_size(msgs), 0);
+    json_decref(msgs);
+    if (!log_has(c, "table_key_changed"))
+        fail_log(c, "no error naming the dropped key");
+    kill(pid, SIGTERM);
+    bt_wait(pid, 30000);
+
+    remove(c->log);
+    char args[256];
+    snprintf(args, sizeof(args), "bridge --table kc --queue %s --once", c->queue);
+    assert_int_equal(sqlq_cmd(c, args), 1);
+    if (!log_has(c, "no unique index") || !log_has(c, "keyed by (region,code)"))
+        fail_log(c, "--once: no error naming the missing unique index");
+
+    bt_exec(db, KC_INDEX);
+    bt_case_run_once(c, "kc", NULL);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    json_t *by = bt_by_key(msgs);
+    assert_string_equal(op_of(change_of(by, "{\"code\":\"b\",\"region\":\"eu\"}", 0)), "insert");
+    json_decref(by);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+/* A key column made nullable under a running bridge stops it too (the key check reads the
+ * columns' nullability): nothing is published after it. */
+static void test_key_columns_made_nullable(void **state)
+{
+    ctx *c = *state;
+    if (!db_under_test->nullable) {
+        skip(); /* SQLite has no ALTER COLUMN */
+        return;
+    }
+    sqlq_db *db = kc_setup(c);
+    pid_t pid = bt_case_start(c, "kc");
+    bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1)");
+    json_decref(receive(c, 1));
+    bt_exec(db, db_under_test->nullable);
+    sqlq_db *later = bt_db(c->conn);
+    bt_exec(later, "UPDATE kc SET qty = 2 WHERE code = 'a'");
+    sqlq_db_close(later);
+    for (int i = 0; i < 200 && !log_has(c, "table_key_changed"); i++)
+        bt_sleep_ms(50);
+    json_t *msgs = bt_drain(&c->q, c->queue, 1000, 3000);
+    assert_int_equal(json_array_size(msgs), 0);
+    json_decref(msgs);
+    if (!log_has(c, "table_key_changed") || !log_has(c, "may be NULL"))
+        fail_log(c, "no error naming the nullable key column");
+    kill(pid, SIGTERM);
+    bt_wait(pid, 30000);
+    sqlq_db_close(db);
+}
+
+int main(int argc, char **argv)
+{
+    for (size_t i = 0; argc == 2 && i < sizeof(databases) / sizeof(databases[0]); i++)
+        if (strcmp(argv[1], databases[i].name) == 0)
+            db_under_test = &databases[i];
+    if (!db_under_test) {
+        fprintf(stderr, "usage: %s DATABASE (sqlite, postgres or mariadb)\n", argv[0]);
+        return 2;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_key_columns_inserts_updates_deletes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_instead_of_primary_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_cursor_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_env_and_routes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_index_dropped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_made_nullable, setup, teardown),
+    };
+    return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
+}
