@@ -7,12 +7,14 @@ NOTIFY, the bridge LISTENs; SQLite: PRAGMA data_version every 10 ms). Writers co
 single-row transactions at 1, 100 and 1,000 transactions/s (Poisson arrivals), on 1 table
 with 1 bridge instance and on 4 tables with 2 instances sharing them (same bridge name). Each
 row carries the time of its insert (PostgreSQL: clock_timestamp() of the server, this
-machine's clock); a reader in this process polls the queue without pause (Get Messages over a
-SAS URL, 32 at a time) and takes the time each row's message became visible. Then, with no
+machine's clock); a reader in this process polls the queue (Get Messages over a SAS URL, 32
+at a time, 5 ms apart when it got fewer) and takes the time each row's message became visible. Then, with no
 writes, the statements and transactions per minute the bridges cost the database
 (PostgreSQL: log_statement=all on the benchmark database, pg_stat_database).
 
   bench/latency.py [--quick] [--write-docs] [--db postgres,sqlite]
+  bench/latency.py --quick --no-idle --no-today --db postgres --rates 1000 --baseline OLD/sqlq --rounds 3
+    (another build's wake-ups interleaved with this build's, with the CPU of each process)
 """
 import argparse
 import base64
@@ -39,12 +41,23 @@ LAYOUTS = ((1, 1), (4, 2))  # (tables, instances)
 MODES = (("today", ["--no-wakeup"]), ("wake-ups", []))
 TARGET_P50, TARGET_P99 = 25.0, 100.0  # issue 22, PostgreSQL
 DRAIN_S = 45  # after the last commit, how long the reader waits for the rest
+READER_GAP_MS = 5.0  # --reader-gap-ms
+BASELINE = "baseline"  # the mode of --baseline BIN: wake-ups with another build of sqlq
 
 
 class Reader(threading.Thread):
-    """Polls the queue and records when each (table, id) first became visible (wall clock)."""
+    """Polls the queue and records when each (table, id) first became visible (wall clock).
 
-    def __init__(self, sas_url):
+    Get Messages again at once after a full answer (32: more is waiting), else after `gap_ms`.
+    In-memory Azurite scans every message of the queue per request, read ones included (they
+    stay, invisible), so a reader polling 1 ms apart cost Azurite 36-41% of a core on an empty
+    queue and 87% with 3,400 read messages (13 ms of Azurite per empty Get Messages): it
+    measured its own load (docs/benchmarks.md, Latency, Finding L1). Deleting what was read
+    keeps the scans short but costs a request per message, as much as the bridge's puts. The
+    time recorded is when the answer came: an upper bound, late by up to `gap_ms` plus one
+    request."""
+
+    def __init__(self, sas_url, gap_ms=5.0):
         super().__init__(daemon=True)
         u = urllib.parse.urlsplit(sas_url)
         self.host, self.port = u.hostname, u.port
@@ -52,6 +65,8 @@ class Reader(threading.Thread):
         self.arrived = {}
         self.lock = threading.Lock()
         self.stop = False
+        self.gap_s = gap_ms / 1000.0
+        self.requests = 0
 
     def run(self):
         conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
@@ -60,6 +75,7 @@ class Reader(threading.Thread):
             resp = conn.getresponse()
             body = resp.read()
             now = time.time()
+            self.requests += 1
             if resp.status != 200:
                 raise RuntimeError(f"Get Messages: HTTP {resp.status} {body[:200]!r}")
             msgs = [json.loads(base64.b64decode(m.findtext("MessageText")))
@@ -68,8 +84,8 @@ class Reader(threading.Thread):
                 for m in msgs:
                     self.arrived.setdefault((m["table"], int(m["key"]["id"])),
                                             (now, float(m["row"]["ts"])))
-            if not msgs:
-                time.sleep(0.001)
+            if len(msgs) < 32:
+                time.sleep(self.gap_s)
 
     def count(self, lo, hi):
         with self.lock:
@@ -152,7 +168,7 @@ def setup_db(dbname, pg, work, tag, tables, log_statements=False):
     return conn, writers
 
 
-def start_bridges(az, conn, tables, queue, instances, flags, work, tag):
+def start_bridges(az, conn, tables, queue, instances, flags, work, tag, binary=None):
     cfg = work / f"{tag}.json"
     cfg.write_text(json.dumps({"db": conn, "routes": [{"table": t, "queue": queue}
                                                       for t in tables]}))
@@ -160,7 +176,7 @@ def start_bridges(az, conn, tables, queue, instances, flags, work, tag):
     for n in range(instances):
         log = open(work / f"{tag}-bridge{n}.log", "wb")
         procs.append(subprocess.Popen(
-            [str(B.SQLQ), "bridge", "--config", str(cfg), "--log-level", "warn", *flags],
+            [str(binary or B.SQLQ), "bridge", "--config", str(cfg), "--log-level", "warn", *flags],
             env={**os.environ, **az.env()}, stdout=log, stderr=log))
     return procs
 
@@ -199,15 +215,49 @@ def drive(writers, reader, ntables, rate, n, first_id):
     return lat, n / offered_s, n - len(got)
 
 
-def latency_runs(az, dbname, pg, work, mode, flags, tables_n, instances, quick, rates):
+class CpuShare:
+    """CPU used during a span, in % of one core, per process group of the benchmark: Azurite,
+    PostgreSQL (every server process), the bridges, the writers, this script (the reader and
+    the driver), and the whole machine (of 2 cores: 200%)."""
+
+    def __init__(self, az, pg, bridges, writers):
+        self.groups = {"azurite": [az.pid], "bridges": [p.pid for p in bridges],
+                       "writers": [p.pid for p in getattr(writers, "procs", [])],
+                       "bench": [os.getpid()]}
+        self.pg = pg
+        self.load = os.getloadavg()[0]
+        self.t0, self.c0 = time.monotonic(), self.sample()
+
+    def sample(self):
+        c = {k: sum(_cpu(p) for p in v) for k, v in self.groups.items()}
+        c["postgres"] = B.tree_cpu_s(self.pg.postmaster_pid) if self.pg else 0.0
+        c["machine"] = B.system_busy_s()
+        return c
+
+    def result(self):
+        c1, dt = self.sample(), time.monotonic() - self.t0
+        out = {k: round(100 * (c1[k] - self.c0[k]) / dt) for k in c1}
+        out["load1"] = round(self.load, 1)
+        return out
+
+
+def _cpu(pid):
+    try:
+        return B.proc_cpu_s(pid)
+    except OSError:
+        return 0.0
+
+
+def latency_runs(az, dbname, pg, work, mode, flags, tables_n, instances, quick, rates,
+                 binary=None, rnd=0):
     tables = [f"t{k}" for k in range(tables_n)]
-    tag = f"lat{dbname[:2]}{mode[:3]}{tables_n}x{instances}"
+    tag = f"lat{dbname[:2]}{mode[:3]}{tables_n}x{instances}r{rnd}"
     conn, make_writers = setup_db(dbname, pg, work, tag, tables)
     queue = f"lat-{tag}"
     az.restart()  # in-memory Azurite slows down with the messages of its lifetime
-    reader = Reader(az.sas_url(queue))
+    reader = Reader(az.sas_url(queue), READER_GAP_MS)
     reader.start()
-    procs = start_bridges(az, conn, tables, queue, instances, flags, work, tag)
+    procs = start_bridges(az, conn, tables, queue, instances, flags, work, tag, binary)
     writers = make_writers()
     runs = []
     try:
@@ -217,14 +267,18 @@ def latency_runs(az, dbname, pg, work, mode, flags, tables_n, instances, quick, 
             if dbname == "sqlite" and rate > 100:
                 continue  # one writer at a time: the file lock, not sqlq, would be measured
             n = (20 if quick else 60) if rate == 1 else rate * ((4 if rate < 1000 else 3) if quick else 12)
+            cpu = CpuShare(az, pg if dbname == "postgres" else None, procs, writers)
+            requests0 = reader.requests
             lat, achieved, late = drive(writers, reader, tables_n, rate, n, (k + 1) * 10_000_000)
             r = {"db": dbname, "mode": mode, "tables": tables_n, "instances": instances,
                  "rate": rate, "achieved": achieved, "samples": len(lat), "not_arrived": late,
                  "p50_ms": B.pctl(lat, 50), "p95_ms": B.pctl(lat, 95), "p99_ms": B.pctl(lat, 99),
-                 "max_ms": max(lat)}
+                 "max_ms": max(lat), "round": rnd, "cpu": cpu.result(),
+                 "reader_requests": reader.requests - requests0}
             runs.append(r)
             B.log(f"{dbname} {mode} {tables_n}x{instances} {rate}/s: p50 {r['p50_ms']:.0f} "
-                  f"p95 {r['p95_ms']:.0f} p99 {r['p99_ms']:.0f} ms ({len(lat)} samples)")
+                  f"p95 {r['p95_ms']:.0f} p99 {r['p99_ms']:.0f} ms ({len(lat)} samples); "
+                  f"CPU % of a core {r['cpu']}")
     finally:
         reader.stop = True
         stop_bridges(procs)
@@ -327,6 +381,33 @@ def table(res):
     return "\n".join(lines)
 
 
+def compare_table(res, baseline):
+    """--baseline: the other build's wake-ups beside this build's, round by round, with the
+    CPU of each process group during the run (% of one core; the machine has 2)."""
+    lines = [f"Baseline: `{baseline}`; this build: `{B.SQLQ}`", "",
+             "| database | tables × instances | tx/s | round | baseline p50 / p95 / p99 ms | "
+             "this build p50 / p95 / p99 ms | CPU % baseline: Azurite / PostgreSQL / bridges / "
+             "writers / bench / machine | CPU % this build | load (1 min) |",
+             "|---|---|---:|---:|---:|---:|---|---|---:|"]
+    by = {(r["db"], r["tables"], r["instances"], r["rate"], r["round"], r["mode"]): r
+          for r in res["runs"]}
+
+    def cpu(r):
+        c = r["cpu"]
+        return " / ".join(str(c[k]) for k in ("azurite", "postgres", "bridges", "writers",
+                                              "bench", "machine"))
+
+    for (db, t, i, rate, rnd, mode), b in by.items():
+        n = by.get((db, t, i, rate, rnd, "wake-ups"))
+        if mode != BASELINE or not n:
+            continue
+        lines.append(f"| {'PostgreSQL' if db == 'postgres' else 'SQLite'} | {t} × {i} | {rate} | "
+                     f"{rnd + 1} | {b['p50_ms']:.0f} / {b['p95_ms']:.0f} / {b['p99_ms']:.0f} | "
+                     f"**{n['p50_ms']:.0f} / {n['p95_ms']:.0f} / {n['p99_ms']:.0f}** | {cpu(b)} | "
+                     f"{cpu(n)} | {b['cpu']['load1']} / {n['cpu']['load1']} |")
+    return "\n".join(lines)
+
+
 def docs(res, cmd):
     return f"""Scenario 4. The time from a single-row transaction's commit to its message being
 visible in the queue, with `sqlq bridge` at the default polling interval (1000 ms) and every
@@ -338,9 +419,10 @@ arrivals; PostgreSQL: one `psql` session per table; SQLite: Python's sqlite3 mod
 100/s since SQLite has one writer), on 1 table with 1 bridge instance and on 4 tables with 2
 instances sharing them (one bridge name, all routes to one queue). Each row stores the time
 of its insert (PostgreSQL: the server's `clock_timestamp()`, the same machine clock); a reader
-in the benchmark process polls the queue without pause (Get Messages over a SAS URL, 32 at a
-time, 1 ms apart when empty) and takes the time each message became visible, so the figures
-include the reader's resolution (1-2 ms) and, at 1,000/s, its own queueing. p99 of a small
+in the benchmark process polls the queue (Get Messages over a SAS URL, 32 at a time: again at
+once after 32, else {READER_GAP_MS:g} ms later, so that the reader's own requests stay a small
+part of Azurite's load) and takes the time of the answer that brought each message, so the
+figures include the reader's resolution (up to {READER_GAP_MS:g} ms plus a request). p99 of a small
 sample is its highest values. Idle cost: with no writes, the statements the bridges ran against
 the benchmark database (`log_statement = all` on that database only) and its transactions
 (`pg_stat_database`), per minute. Write cost of the notification: single-row inserts per
@@ -366,6 +448,7 @@ long after it became visible; a busy one sees it within its next poll.
 
 
 def main():
+    global READER_GAP_MS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--write-docs", action="store_true")
@@ -373,7 +456,18 @@ def main():
     ap.add_argument("--rates", default=",".join(map(str, RATES)), help="e.g. 100,1000")
     ap.add_argument("--layouts", default="1x1,4x2", help="tables x instances, e.g. 4x2")
     ap.add_argument("--no-idle", action="store_true", help="skip the idle cost and write runs")
+    ap.add_argument("--baseline", metavar="BIN",
+                    help="also run wake-ups with this sqlq binary (another build), interleaved "
+                         "with this build's in each round, and print them side by side")
+    ap.add_argument("--rounds", type=int, default=1, help="repeat the modes (with --baseline)")
+    ap.add_argument("--no-today", action="store_true", help="skip today's polling (--no-wakeup)")
+    ap.add_argument("--reader-gap-ms", type=float, default=READER_GAP_MS,
+                    help="the reader's pause after an answer of fewer than 32 messages")
     a = ap.parse_args()
+    READER_GAP_MS = a.reader_gap_ms
+    modes = [(m, f, None) for m, f in MODES if not (a.no_today and m == "today")]
+    if a.baseline:
+        modes.insert(len(modes) - 1, (BASELINE, [], a.baseline))
     rates = tuple(int(x) for x in a.rates.split(","))
     layouts = tuple(tuple(int(v) for v in x.split("x")) for x in a.layouts.split(","))
     if not os.access(B.SQLQ, os.X_OK):
@@ -384,9 +478,11 @@ def main():
         pg = w.add(B.Postgres(w.path / "pg")).start() if "postgres" in a.db else None
         for dbname in a.db.split(","):
             for tables_n, instances in (layouts if dbname == "postgres" else layouts[:1]):
-                for mode, flags in MODES:
-                    res["runs"] += latency_runs(az, dbname, pg, w.path, mode, flags, tables_n,
-                                                instances, a.quick, rates)
+                for rnd in range(a.rounds):
+                    for mode, flags, binary in modes:
+                        res["runs"] += latency_runs(az, dbname, pg, w.path, mode, flags,
+                                                    tables_n, instances, a.quick, rates, binary,
+                                                    rnd)
         if pg and not a.no_idle:
             for tables_n, instances in layouts:
                 for mode, flags in MODES:
@@ -416,6 +512,8 @@ def main():
                               f"single-row insert rate without it")
     B.save("latency", res)
     print(table(res))
+    if a.baseline:
+        print("\n" + compare_table(res, a.baseline))
     if a.write_docs:
         cmd = "bench/latency.py" + (" --quick" if a.quick else "") + \
             (f" --db {a.db}" if a.db != "postgres,sqlite" else "")

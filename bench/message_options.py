@@ -6,6 +6,16 @@ shared machine does not land on one option. Batch format keeps the queue's share
 bridge's and the database's own work show.
 
   bench/message_options.py [--n 20000] [--rounds 3] [--db sqlite,postgres] [--write-docs]
+  bench/message_options.py --updates [--n 20000] [--rounds 3] [--db sqlite,postgres]
+  bench/message_options.py --writes [--n 100000] [--rounds 5] [--db sqlite,postgres]
+
+--updates: what changed columns and before images cost (issue 16 items 1-2), on both sides.
+Each round and setup variant (none, --track-columns, --before-image, both; rotating order): a
+table set up with the option, n rows inserted and delivered, then one statement updating every
+row (the write side: its wall time, the triggers' cost), then that backlog of n updates drained
+with the matching route options (the bridge side). Prints a table; the reading goes into
+docs/benchmarks.md by hand. --writes: the write side alone, n rows updated by one statement per
+round and variant, no bridge (a larger n: the triggers' cost per row).
 """
 import argparse
 import sys
@@ -27,12 +37,105 @@ OPTIONS = [
 ]
 
 
+# (name, sqlq setup options, bridge options) of the --updates run
+UPDATE_OPTIONS = [
+    ("none", [], []),
+    ("--track-columns / --changed", ["--track-columns"], ["--changed"]),
+    ("--before-image / --before-image", ["--before-image"], ["--before-image"]),
+    ("both", ["--track-columns", "--before-image"], ["--changed", "--before-image"]),
+]
+UPDATE_SQL = "UPDATE orders SET total = total + 1, note = note || 'x'"
+
+
+def update_all(db):
+    """One statement updating every row; its wall time (the triggers run once per row)."""
+    if isinstance(db, BR.Sqlite):
+        return B.run(["sqlite3", db.path, UPDATE_SQL]).wall
+    return B.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", db.pg.port,
+                  "-U", "sqlq", "-d", db.tag, "-c", UPDATE_SQL]).wall
+
+
+def updates(a, az, w, engines):
+    runs = []
+    for rd in range(a.rounds):
+        for db in engines:
+            order = UPDATE_OPTIONS[rd % len(UPDATE_OPTIONS):] + UPDATE_OPTIONS[:rd % len(UPDATE_OPTIONS)]
+            for k, (name, setup, extra) in enumerate(order):
+                tag = f"u{rd}{k}{db.name[0].lower()}"
+                db.create(tag)
+                if setup:
+                    B.run([B.SQLQ, "setup", "--db", db.conn, "--table", "orders", *setup])
+                db.fill(1, a.n)
+                BR.fresh_azurite(az, w.path)
+                BR.drain(az, db, "batch", a.n, tag + "i", extra)  # the inserts, not measured
+                write_s = update_all(db)
+                r = BR.drain(az, db, "batch", a.n, tag, extra)
+                r.update(option=name, round=rd, write_s=write_s)
+                runs.append(r)
+                B.log(f"{db.name} {name} round {rd + 1}: update of {a.n} rows {write_s:.2f} s, "
+                      f"drain {r['changes_s']:,.0f} changes/s, bridge cpu "
+                      f"{r['bridge_cpu_ms_per_1000']:.0f} ms/1000, db cpu {r['db_cpu_ms_per_1000']:.0f} "
+                      f"ms/1000, other load {r['other_load_cores']:.2f}")
+    lines = ["| database | setup / route options | update of every row, s (median) | vs none | "
+             "drain changes/s | bridge CPU ms/1000 | db CPU ms/1000 | other load (cores) |",
+             "|---|---|---|---|---|---|---|---|"]
+    summary = []
+    for dbn in sorted({r["db"] for r in runs}):
+        base = None
+        for name, _, _ in UPDATE_OPTIONS:
+            rs = [r for r in runs if r["db"] == dbn and r["option"] == name]
+            s = {"db": dbn, "option": name, "write_s": B.median([r["write_s"] for r in rs]),
+                 "changes_s": B.median([r["changes_s"] for r in rs]),
+                 "bridge_cpu": B.median([r["bridge_cpu_ms_per_1000"] for r in rs]),
+                 "db_cpu": B.median([r["db_cpu_ms_per_1000"] for r in rs]),
+                 "other": B.median([r["other_load_cores"] for r in rs])}
+            base = base or s
+            s["write_vs_none"] = s["write_s"] / base["write_s"] - 1
+            summary.append(s)
+            lines.append(f"| {dbn} | {name} | {s['write_s']:.2f} | {s['write_vs_none']:+.0%} | "
+                         f"{s['changes_s']:,.0f} | {s['bridge_cpu']:.0f} | {s['db_cpu']:.0f} | "
+                         f"{s['other']:.2f} |")
+    B.save("message_options_updates", {"n": a.n, "rounds": a.rounds, "runs": runs, "summary": summary})
+    print("\n".join(lines))
+
+
+def writes(a, engines):
+    """The write side alone: per round and setup variant (rotating order), n rows inserted, then
+    every row updated by one statement, timed (the triggers' cost per row updated)."""
+    runs = []
+    for rd in range(a.rounds):
+        for db in engines:
+            order = UPDATE_OPTIONS[rd % len(UPDATE_OPTIONS):] + UPDATE_OPTIONS[:rd % len(UPDATE_OPTIONS)]
+            for k, (name, setup, _) in enumerate(order):
+                db.create(f"w{rd}{k}{db.name[0].lower()}")
+                if setup:
+                    B.run([B.SQLQ, "setup", "--db", db.conn, "--table", "orders", *setup])
+                db.fill(1, a.n)
+                wall = update_all(db)
+                runs.append({"db": db.name, "option": name, "round": rd, "update_s": wall,
+                             "us_per_row": wall * 1e6 / a.n})
+                B.log(f"{db.name} {name} round {rd + 1}: update of {a.n} rows {wall:.2f} s "
+                      f"({wall * 1e6 / a.n:.1f} us/row)")
+    lines = ["| database | setup option | update of every row, us/row (median) | vs none | runs |",
+             "|---|---|---|---|---|"]
+    for dbn in sorted({r["db"] for r in runs}):
+        base = None
+        for name, _, _ in UPDATE_OPTIONS:
+            us = B.median([r["us_per_row"] for r in runs if r["db"] == dbn and r["option"] == name])
+            base = base or us
+            lines.append(f"| {dbn} | {name.split(' /')[0]} | {us:.1f} | {us / base - 1:+.0%} | {a.rounds} |")
+    B.save("message_options_writes", {"n": a.n, "rounds": a.rounds, "runs": runs})
+    print("\n".join(lines))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--db", default="sqlite,postgres")
     ap.add_argument("--write-docs", action="store_true")
+    ap.add_argument("--updates", action="store_true", help="changed columns and before images")
+    ap.add_argument("--writes", action="store_true", help="their write side alone (no bridge)")
     a = ap.parse_args()
     B.need_tools()
     runs = []
@@ -43,6 +146,10 @@ def main():
             engines.append(BR.Sqlite(w.path))
         if "postgres" in a.db.split(","):
             engines.append(BR.Postgres(w.add(B.Postgres(w.path / "pg")).start()))
+        if a.updates:
+            return updates(a, az, w, engines)
+        if a.writes:
+            return writes(a, engines)
         for rd in range(a.rounds):
             for db in engines:
                 order = OPTIONS[rd % len(OPTIONS):] + OPTIONS[:rd % len(OPTIONS)]

@@ -43,6 +43,8 @@ typedef struct sqlq_route_config {
     const char *where;           /* NULL: every row; else a predicate on the current row
                                   * (route_filter.h: what an unmatched change becomes) */
     int initial_visibility_s;    /* 0: messages visible at once; else this many seconds later */
+    bool changed;      /* updates carry "changed" (sqlq setup --track-columns) */
+    bool before_image; /* updates and deletes carry "before" (sqlq setup --before-image) */
     bool wakeup; /* true: poll at once on a hint of a change (bridge/wakeup.h), not only each interval */
 } sqlq_route_config;
 

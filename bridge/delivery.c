@@ -137,17 +137,23 @@ static void poison_reason(const sqlq_delivery *d, const sqlq_change *ch, char *o
              ch->attempts - 1, d->cfg.max_attempts);
 }
 
-/* A captured change as the message writer takes it, its row cut to the route's columns
- * (*row: the new reference to drop afterwards; false when out of memory). */
-static bool as_message(const sqlq_delivery *d, const sqlq_change *c, sqlq_msg_change *out, json_t **row)
+/* A captured change as the message writer takes it, its row, changed columns and before
+ * image cut to the route's columns (own: the new references to drop afterwards: row,
+ * changed, before; false when out of memory). */
+static bool as_message(const sqlq_delivery *d, const sqlq_change *c, sqlq_msg_change *out,
+                       json_t *own[3])
 {
+    const sqlq_route_filter *f = d->cfg.filter;
     sqlq_op op = c->op;
-    if (d->cfg.filter)
-        (void)sqlq_route_filter_decide(d->cfg.filter, c->op, c->unmatched, &op);
+    if (f)
+        (void)sqlq_route_filter_decide(f, c->op, c->unmatched, &op);
     json_t *full = op == SQLQ_OP_DELETE ? NULL : c->row; /* an update out of --where: a delete */
-    *row = d->cfg.filter ? sqlq_route_filter_row(d->cfg.filter, full, c->key) : json_incref(full);
-    *out = (sqlq_msg_change){.op = op, .version = c->version, .key = c->key, .row = *row};
-    return *row || !full;
+    own[0] = f ? sqlq_route_filter_row(f, full, c->key) : json_incref(full);
+    own[1] = f ? sqlq_route_filter_names(f, c->changed, c->key) : json_incref(c->changed);
+    own[2] = f ? sqlq_route_filter_row(f, c->before, c->key) : json_incref(c->before);
+    *out = (sqlq_msg_change){.op = op, .version = c->version, .key = c->key, .row = own[0],
+                             .changed = own[1], .before = own[2]};
+    return (own[0] || !full) && (own[1] || !c->changed) && (own[2] || !c->before);
 }
 
 /* Changes the route does not publish (--ops, --where): released without a message. */
@@ -170,14 +176,14 @@ static sqlq_result build(sqlq_delivery *d, const sqlq_change *changes, size_t n,
     int64_t ts = sqlq_clock_wall_ms();
     sqlq_msg_change *sub = malloc((n ? n : 1) * sizeof(*sub));
     size_t *map = malloc((n ? n : 1) * sizeof(*map));
-    json_t **rows = calloc(n ? n : 1, sizeof(*rows));
+    json_t *(*own)[3] = calloc(n ? n : 1, sizeof(*own));
     size_t m = 0;
-    sqlq_result r = sub && map && rows ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    sqlq_result r = sub && map && own ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     for (size_t i = 0; i < n && r == SQLQ_OK; i++) {
         if (outcomes[i] != SQLQ_OUTCOME_PENDING && outcomes[i] != SQLQ_OUTCOME_TRANSIENT)
             continue;
         sqlq_msg_change mc;
-        if (!as_message(d, &changes[i], &mc, &rows[i])) {
+        if (!as_message(d, &changes[i], &mc, own[i])) {
             r = sqlq_error_set(err, SQLQ_E_NOMEM, true, "out of memory");
         } else if (changes[i].attempts > d->cfg.max_attempts) {
             char reason[700];
@@ -194,9 +200,10 @@ static sqlq_result build(sqlq_delivery *d, const sqlq_change *changes, size_t n,
     for (size_t k = first; r == SQLQ_OK && k < out->count; k++)
         for (size_t j = 0; j < out->items[k].nchanges; j++)
             out->items[k].changes[j] = map[out->items[k].changes[j]];
-    for (size_t i = 0; rows && i < n; i++)
-        json_decref(rows[i]);
-    free(rows);
+    for (size_t i = 0; own && i < n; i++)
+        for (size_t k = 0; k < 3; k++)
+            json_decref(own[i][k]);
+    free(own);
     free(sub);
     free(map);
     return r;

@@ -221,6 +221,8 @@ sqlq_result sqlq_lease_renewer_set_subset(sqlq_lease_renewer *r, const sqlq_chan
         *c = changes[i]; /* version, attempts, lease token …: renew matches on them */
         c->key = json_deep_copy(changes[i].key);
         c->row = NULL;
+        c->changed = NULL; /* the batch owns them; renewal needs none */
+        c->before = NULL;
         if (!c->key) {
             snapshot_unref(s);
             return SQLQ_E_NOMEM;

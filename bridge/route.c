@@ -128,6 +128,8 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.safety_lag_ms = cfg->safety_lag_ms;
     r->ccfg.allow_retention_gap = cfg->allow_retention_gap;
     r->ccfg.where = cfg->where;
+    r->ccfg.changed = cfg->changed;
+    r->ccfg.before_image = cfg->before_image;
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
     sqlq_backoff_policy op = sqlq_backoff_policy_outage();
@@ -417,8 +419,10 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, sqlq_error *err)
     assert(!r->helper_owns_conn);
     sqlq_error e;
     sqlq_error_clear(&e);
+    r->last_poll_ms = sqlq_clock_now_ms(&r->clock);
     sqlq_result rc = r->cap ? sqlq_capture_poll(r->cap, b, &e)
                             : sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open");
+    r->poll_took_ms = sqlq_clock_now_ms(&r->clock) - r->last_poll_ms;
     if (rc == SQLQ_OK) {
         sqlq_backoff_reset(&r->db_backoff);
         r->db_failures = 0;
@@ -461,6 +465,7 @@ static void state_poll(sqlq_route *r, sqlq_route_facts *f, sqlq_error *err)
         memset(&r->next, 0, sizeof(r->next));
         r->have_next = false;
         f->got_batch = true;
+        r->waited_ms = r->poll_took_ms = 0; /* polled while the previous batch was on the wire */
     } else {
         f->got_batch = poll_once(r, &r->batch, err);
         f->end = sqlq_route_ending(r) && !f->got_batch;
@@ -510,7 +515,9 @@ static void state_idle(sqlq_route *r, sqlq_route_facts *f)
 void sqlq_route_wait_for_change(sqlq_route *r)
 {
     assert(!r->helper_owns_conn);
+    uint64_t t0 = sqlq_clock_now_ms(&r->clock);
     (void)sqlq_wakeup_wait(r->wakeup, r->db, &r->clock, (uint64_t)r->cfg.polling_interval_ms);
+    r->waited_ms = sqlq_clock_now_ms(&r->clock) - t0;
 }
 
 /* STOPPING: release what was accepted; what was polled ahead goes back as it was. */

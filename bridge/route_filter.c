@@ -130,6 +130,25 @@ json_t *sqlq_route_filter_row(const sqlq_route_filter *f, json_t *row, const jso
     return out;
 }
 
+json_t *sqlq_route_filter_names(const sqlq_route_filter *f, json_t *names, const json_t *key)
+{
+    if (!names || f->ncolumns == 0)
+        return json_incref(names);
+    json_t *out = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(names, i, v)
+    {
+        const char *column = json_string_value(v);
+        bool keep = column && (json_object_get(key, column) || named(f, column) != f->exclude);
+        if (keep && out && json_array_append(out, v) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
 const char *sqlq_route_filter_unknown(const sqlq_route_filter *f, const char *const *columns,
                                       size_t n)
 {

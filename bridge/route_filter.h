@@ -42,6 +42,10 @@ bool sqlq_route_filter_decide(const sqlq_route_filter *f, sqlq_op op, bool unmat
  * (key: object of the primary-key columns). NULL row gives NULL. NULL when out of memory. */
 json_t *sqlq_route_filter_row(const sqlq_route_filter *f, json_t *row, const json_t *key);
 
+/* The names of changed columns (array) the route sends: the selected ones; a new reference,
+ * NULL for NULL or when out of memory. */
+json_t *sqlq_route_filter_names(const sqlq_route_filter *f, json_t *names, const json_t *key);
+
 /* A column the filter names that the table does not have (columns: the table's column names),
  * or NULL when all exist: a typo would otherwise silently send nothing or everything. */
 const char *sqlq_route_filter_unknown(const sqlq_route_filter *f, const char *const *columns,

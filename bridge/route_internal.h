@@ -68,6 +68,10 @@ struct sqlq_route {
     bool probe;                /* this round sends one message: the queue service is down */
     sqlq_backoff publish_backoff;
     uint64_t batch_t0_ms;
+    uint64_t last_poll_ms;     /* when the last poll began: the coalescing window counts from it */
+    bool hinted;               /* a wake-up hint came while the last short batch was on the wire */
+    uint64_t waited_ms, poll_took_ms, put_ms; /* of the batch, for the debug log: the wait before
+                                               * its poll, the poll (0: polled ahead), the puts */
     bool idle_advanced;        /* advanced since the last batch: not again while idle */
     uint64_t held_back_ms;     /* the last poll's sqlq_change_batch.held_back_ms */
     sqlq_backoff idle_backoff; /* --once, idle while the queue service is down */

@@ -61,6 +61,28 @@ static void first_round_end(sqlq_route *r)
     assert(r->pend.count == 0 && !r->helper_owns_conn);
 }
 
+/* After the first round of a short batch: whether a wake-up hint came meanwhile (consumed and
+ * remembered in r->hinted: SETTLED then polls without waiting). */
+static bool short_batch_hinted(sqlq_route *r)
+{
+    if (r->batch.full || !r->wakeup || r->env.once || sqlq_route_stopping(r))
+        return false;
+    r->hinted = sqlq_wakeup_hinted(r->wakeup, r->db);
+    return r->hinted;
+}
+
+/* A hint came while the batch was on the wire: poll as soon as the coalescing window, counted
+ * from the last poll, is over (under load the batch's own puts were the window), taking along
+ * the hints it brought. */
+static void coalesce_after_hint(sqlq_route *r)
+{
+    uint64_t now = sqlq_clock_now_ms(&r->clock), due = r->last_poll_ms + SQLQ_WAKEUP_COALESCE_MS;
+    if (now < due)
+        (void)sqlq_clock_sleep_ms(&r->clock, due - now);
+    (void)sqlq_wakeup_hinted(r->wakeup, r->db);
+    r->waited_ms = sqlq_clock_now_ms(&r->clock) - now;
+}
+
 /* PUBLISH: one round of puts for the changes not yet done; settle what came of it. */
 void sqlq_route_publish_round(sqlq_route *r, sqlq_route_facts *f)
 {
@@ -80,12 +102,15 @@ void sqlq_route_publish_round(sqlq_route *r, sqlq_route_facts *f)
         SQLQ_OK)
         sqlq_route_log_error("publish_failed", r, &e);
     sqlq_histogram_observe(r->m_publish_s, (double)(sqlq_clock_now_ms(&r->clock) - t0) / 1000.0);
-    if (first)
+    if (first) {
+        r->put_ms = sqlq_clock_now_ms(&r->clock) - t0;
         first_round_end(r);
+    }
     sqlq_route_note_round(r);
-    /* Accepted in the first round with more already polled: its release rides along with
-     * the next batch. */
-    sqlq_route_settle(r, &r->batch, r->outcomes, r->done, first && r->next.count > 0);
+    /* Accepted in the first round with more already polled, or about to be polled (a short
+     * batch during which a commit signalled): its release rides along with the next batch. */
+    bool defer = first && (r->next.count > 0 || short_batch_hinted(r));
+    sqlq_route_settle(r, &r->batch, r->outcomes, r->done, defer);
     f->batch_done = first_undone(r) == r->batch.count;
     if (!f->batch_done)
         sqlq_route_set_in_flight(r, &r->batch, r->done, &r->next);
@@ -124,11 +149,19 @@ void sqlq_route_publish_settled(sqlq_route *r, sqlq_route_facts *f)
     bool idle_next = !full && !r->wakeup;
     if (idle_next || sqlq_clock_now_ms(&r->clock) - r->last_advance_ms >= ADVANCE_EVERY_MS)
         sqlq_route_advance(r);
-    SQLQ_DEBUG("batch", "table=%s changes=%zu full=%d ms=%llu", r->cfg.table, r->batch.count,
-               (int)full, (unsigned long long)(sqlq_clock_now_ms(&r->clock) - r->batch_t0_ms));
+    /* Stage by stage: the wait before its poll, the poll, the first round of puts, all of it
+     * from the poll's answer to here (puts, release when not deferred, advance). */
+    SQLQ_DEBUG("batch",
+               "table=%s changes=%zu full=%d wait_ms=%llu poll_ms=%llu put_ms=%llu ms=%llu hinted=%d",
+               r->cfg.table, r->batch.count, (int)full, (unsigned long long)r->waited_ms,
+               (unsigned long long)r->poll_took_ms, (unsigned long long)r->put_ms,
+               (unsigned long long)(sqlq_clock_now_ms(&r->clock) - r->batch_t0_ms), (int)r->hinted);
     sqlq_change_batch_free(&r->batch);
     sqlq_route_progress(r, false);
-    if (!full && !r->env.once)
+    if (!full && !r->env.once && r->hinted)
+        coalesce_after_hint(r);
+    else if (!full && !r->env.once)
         sqlq_route_wait_for_change(r);
+    r->hinted = false;
     f->end = sqlq_route_ending(r);
 }

@@ -64,6 +64,8 @@ static bool defer_release(sqlq_route *r, const sqlq_change *list, size_t k)
         copy[i] = list[i];
         json_incref(copy[i].key);
         json_incref(copy[i].row);
+        json_incref(copy[i].changed);
+        json_incref(copy[i].before);
     }
     r->pend.items = copy;
     r->pend.count = k;

@@ -100,3 +100,12 @@ bool sqlq_wakeup_wait(sqlq_wakeup *w, sqlq_db *db, const sqlq_clock *clock, uint
     SQLQ_TRACE("wakeup", "source=%s", w->listen ? "notify" : "data_version");
     return true;
 }
+
+bool sqlq_wakeup_hinted(sqlq_wakeup *w, sqlq_db *db)
+{
+    if (!w)
+        return false;
+    if (w->listen)
+        return sqlq_pg_listen_wait(w->listen, 0) == SQLQ_PG_LISTEN_NOTIFIED;
+    return probe_moved(w, db);
+}

@@ -33,5 +33,10 @@ void sqlq_wakeup_destroy(sqlq_wakeup *w);
  * db is the route's connection (the SQLite probe runs on it); nobody else may use it meanwhile.
  * true when a hint ended the wait. */
 bool sqlq_wakeup_wait(sqlq_wakeup *w, sqlq_db *db, const sqlq_clock *clock, uint64_t interval_ms);
+/* Without waiting: whether a hint came since the last wait or check (consumed, with every
+ * other that came). A route asks this when a short batch is on the queue: if so it polls
+ * again at once (after what is left of the coalescing window) instead of waiting. w NULL:
+ * never. db as for sqlq_wakeup_wait. */
+bool sqlq_wakeup_hinted(sqlq_wakeup *w, sqlq_db *db);
 
 #endif

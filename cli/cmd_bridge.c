@@ -43,6 +43,8 @@ typedef struct bridge_settings {
     char *ops;
     char *where;
     long long initial_visibility_s;
+    bool changed;
+    bool before_image;
     bool wakeup;
     long long shutdown_timeout_s;
     char *listen;
@@ -118,6 +120,14 @@ static const sqlq_setting bridge_table[] = {
                      "change log and change tracking"),
     SQLQ_SETTING_INT(S, initial_visibility_s, "initial_visibility_s", "SQLQ_INITIAL_VISIBILITY_S", "0", 0,
                      604800, "published messages become visible to consumers this many seconds later"),
+    SQLQ_SETTING_BOOL(S, changed, "changed", "SQLQ_CHANGED", "false",
+                      "update messages carry \"changed\": the names of the columns changed since "
+                      "this bridge last delivered the key (needs sqlq setup --track-columns; not "
+                      "with --format functions)"),
+    SQLQ_SETTING_BOOL(S, before_image, "before_image", "SQLQ_BEFORE_IMAGE", "false",
+                      "update and delete messages carry \"before\": the row before the key's latest "
+                      "change (needs sqlq setup --before-image; change log, not SQL Server; not with "
+                      "--format functions)"),
     SQLQ_SETTING_BOOL(S, wakeup, "wakeup", "SQLQ_WAKEUP", "true",
                       "poll at once when the table changed (PostgreSQL: LISTEN for the capture "
                       "trigger's NOTIFY; SQLite: PRAGMA data_version every 10 ms), not only every "
@@ -161,7 +171,8 @@ static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_b
                                          "max_message_bytes", "source", "cursor_column",
                                          "soft_delete_column", "key_columns", "safety_lag_ms", "message_ttl_s",
                                          "columns", "exclude_columns", "ops", "where",
-                                         "initial_visibility_s", "wakeup"};
+                                         "initial_visibility_s", "wakeup", "changed",
+                                         "before_image"};
 
 static const sqlq_setting *setting_of(const char *key)
 {
@@ -194,6 +205,18 @@ static bool route_key(bridge_settings *rs, size_t i, const char *key, json_t *v)
         memcpy(slot, &n, sizeof(n));
         return true;
     }
+    if (s->type == SQLQ_SET_BOOL) {
+        if (!json_is_boolean(v)) {
+            char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            fprintf(stderr, "sqlq bridge: config file routes[%zu] key %s: %s is not allowed (true or false)\n",
+                    i, key, text ? text : "?");
+            free(text);
+            return false;
+        }
+        bool b = json_is_true(v);
+        memcpy(slot, &b, sizeof(b));
+        return true;
+    }
     const char *str = json_string_value(v);
     if (!str || (s->type == SQLQ_SET_ENUM && !sqlq_config_choice_ok(s->choices, str))) {
         char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
@@ -221,6 +244,14 @@ static bool route_filter(const bridge_settings *s, const char *where, sqlq_route
     r->exclude_columns = s->exclude_columns;
     r->ops = s->ops;
     r->where = s->where;
+    if ((s->changed || s->before_image) && strcmp(s->format, "functions") == 0) {
+        fprintf(stderr, "sqlq bridge: %s key %s: not allowed with format functions (the Azure "
+                        "Functions SQL trigger payload has no place for it; use format row or "
+                        "batch)\n", where, s->changed ? "changed" : "before_image");
+        return false;
+    }
+    r->changed = s->changed;
+    r->before_image = s->before_image;
     if (s->initial_visibility_s > 0 && s->message_ttl_s > 0 && s->initial_visibility_s >= s->message_ttl_s) {
         fprintf(stderr, "sqlq bridge: %s key initial_visibility_s: %lld is not allowed (less than "
                         "message_ttl_s %lld)\n", where, s->initial_visibility_s, s->message_ttl_s);
@@ -410,7 +441,9 @@ static int run(const bridge_settings *s, const sqlq_account *account, const sqlq
         char msg[700];
         sqlq_error_format(&err, msg, sizeof(msg));
         fprintf(stderr, "sqlq bridge: %s\n", err.message[0] ? msg : sqlq_strerror(rc));
-        return SQLQ_EXIT_FAILED;
+        /* a setting the database cannot serve (a route's changed / before_image without the
+         * setup option, or not on this source): a configuration error */
+        return rc == SQLQ_E_UNSUPPORTED ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED;
     }
     return SQLQ_EXIT_OK;
 }

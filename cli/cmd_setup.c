@@ -10,6 +10,7 @@
 #include "cursor_state.h"
 #include "db.h"
 #include "log.h"
+#include "sql_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,8 @@ typedef struct setup_settings {
     char *cursor_column;
     char *soft_delete_column;
     char *key_columns;
+    bool track_columns;
+    bool before_image;
     char *log_level;
     char *log_format;
 } setup_settings;
@@ -61,6 +64,14 @@ static const sqlq_setting setup_table[] = {
                      "primary key: a unique index or constraint on exactly them, NOT NULL; the "
                      "change log is keyed by them and the bridge keeps that key (one table at a "
                      "time; in a config file per route; not on SQL Server)"),
+    SQLQ_SETTING_BOOL(S, track_columns, "track_columns", "SQLQ_TRACK_COLUMNS", "false",
+                      "change log: also keep which columns each update changed, for the bridge's "
+                      "--changed (costs the trigger a comparison per column); stays until --drop. "
+                      "SQL Server: change tracking turned on WITH (TRACK_COLUMNS_UPDATED = ON)"),
+    SQLQ_SETTING_BOOL(S, before_image, "before_image", "SQLQ_BEFORE_IMAGE", "false",
+                      "change log: also keep the row as it was before each update or delete, for "
+                      "the bridge's --before-image (a copy of every column per change); stays "
+                      "until --drop; not on SQL Server (change tracking keeps no old values)"),
     SQLQ_SETTING_ENUM(S, log_level, "log_level", "SQLQ_LOG_LEVEL", "warn",
                       "error|warn|info|debug|trace", "log level"),
     SQLQ_SETTING_ENUM(S, log_format, "log_format", "SQLQ_LOG_FORMAT", "text", "text|json",
@@ -70,7 +81,7 @@ static const sqlq_setting setup_table[] = {
 
 static const sqlq_config_spec setup_spec = {
     "setup",
-    "sqlq setup --db CONN --table T [--table T2 …] [--key-columns A,B] [--drop [--bridge-name NAME]]",
+    "sqlq setup --db CONN --table T [--table T2 …] [--key-columns A,B] [--track-columns] [--before-image] [--drop [--bridge-name NAME]]",
     "Prepare tables for `sqlq bridge`: create sqlq's state tables, and per table install the\n"
     "change log (a log table and row triggers: SQLite, PostgreSQL, MariaDB/MySQL) or turn change\n"
     "tracking on (SQL Server). Safe to run again: existing objects are kept, triggers are\n"
@@ -171,7 +182,39 @@ static void print_error(const char *table, const sqlq_error *err)
     fprintf(stderr, "sqlq setup: %s: %s\n", table, line);
 }
 
-static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *key, int days)
+/* --track-columns on SQL Server: the table tracked WITH (TRACK_COLUMNS_UPDATED = ON) when
+ * setup turns its change tracking on; a table tracked without it stays so, and is an error. */
+static sqlq_result ct_track_columns(sqlq_db *db, const sqlq_table *t, sqlq_error *err)
+{
+    char *sql = NULL, *quoted = NULL;
+    sqlq_result r = sqlq_ct_track_columns_enable_sql(&t->name, &sql, err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_exec(db, sql, NULL, 0, NULL, err);
+    free(sql);
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(db));
+    sqlq_sql_text_table(&q, &t->name);
+    if (r == SQLQ_OK)
+        r = sqlq_sql_text_take(&q, &quoted, err);
+    else
+        sqlq_sql_text_free(&q);
+    sqlq_param p = sqlq_param_text(quoted);
+    int64_t tracked = 0;
+    if (r == SQLQ_OK)
+        r = sqlq_db_query_int(db, sqlq_ct_track_columns_sql(), &p, 1, &tracked, err);
+    if (r == SQLQ_OK && tracked != 1)
+        r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                           "--track-columns: change tracking is on for %s without "
+                           "TRACK_COLUMNS_UPDATED; turning it on needs ALTER TABLE %s DISABLE "
+                           "CHANGE_TRACKING first (changes not yet delivered are lost: drain them), "
+                           "then this setup again",
+                           t->name.name, quoted);
+    free(quoted);
+    return r;
+}
+
+static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *key, int days,
+                                  bool track_columns)
 {
     char *on_db = NULL, *on_table = NULL;
     sqlq_error err;
@@ -179,6 +222,8 @@ static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *
     sqlq_result r = sqlq_ct_enable_sql(&t->name, days, &on_db, &on_table, &err);
     if (r == SQLQ_OK)
         r = sqlq_db_exec(db, on_db, NULL, 0, NULL, &err);
+    if (r == SQLQ_OK && track_columns)
+        r = ct_track_columns(db, t, &err);
     if (r == SQLQ_OK)
         r = sqlq_db_exec(db, on_table, NULL, 0, NULL, &err);
     if (r == SQLQ_OK)
@@ -189,7 +234,8 @@ static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *
         print_error(key, &err);
         return SQLQ_EXIT_FAILED;
     }
-    printf("%s: change tracking on (database and table); state tables in schema sqlq\n", key);
+    printf("%s: change tracking on (database and table%s); state tables in schema sqlq\n", key,
+           track_columns ? ", tracking columns updated" : "");
     return SQLQ_EXIT_OK;
 }
 
@@ -212,8 +258,18 @@ static void warn_role_named_schema(sqlq_db *db)
                   "sqlq SET search_path = public\"");
 }
 
+/* What the log keeps beyond the key, as setup reports it. */
+static const char *options_text(const sqlq_change_log_options *o)
+{
+    if (o->track_columns && o->before_image)
+        return "; keeps changed columns and before images";
+    if (o->track_columns)
+        return "; keeps changed columns";
+    return o->before_image ? "; keeps before images" : "";
+}
+
 static int install_one(sqlq_db *db, const char *table, const char *key_columns,
-                       int retention_days)
+                       int retention_days, const sqlq_change_log_options *opts)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -231,15 +287,18 @@ static int install_one(sqlq_db *db, const char *table, const char *key_columns,
     int rc = SQLQ_EXIT_OK;
     bool before = false;
     char objects[512];
+    sqlq_change_log_options kept = *opts;
     if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
-        rc = enable_change_tracking(db, t, n.table_key, retention_days);
+        rc = enable_change_tracking(db, t, n.table_key, retention_days, opts->track_columns);
     else if (sqlq_change_log_installed(db, t, &before, &err) != SQLQ_OK ||
-             sqlq_change_log_install(db, t, &err) != SQLQ_OK)
+             sqlq_change_log_install_with(db, t, opts, &err) != SQLQ_OK ||
+             sqlq_change_log_options_found(db, t, n.log_table, &kept, &err) != SQLQ_OK)
         rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
     else {
         sqlq_change_log_objects(d, &n, objects, sizeof(objects));
-        printf("%s: change log %s: %s\n", n.table_key,
-               before ? "already installed (triggers refreshed)" : "installed", objects);
+        printf("%s: change log %s: %s%s\n", n.table_key,
+               before ? "already installed (triggers refreshed)" : "installed", objects,
+               options_text(&kept));
     }
     sqlq_table_free(t);
     return rc;
@@ -369,6 +428,10 @@ int sqlq_cmd_setup(int argc, char **argv)
             fprintf(stderr, "sqlq setup: key key_columns: '%s' is not allowed with %zu tables (one "
                             "table at a time, or key_columns per route in the config file)\n",
                     s.key_columns, ntables);
+        else if ((s.track_columns || s.before_image) && (s.drop || strcmp(s.source, "cursor") == 0))
+            rc = SQLQ_EXIT_USAGE,
+            fprintf(stderr, "sqlq setup: --track-columns and --before-image are for installing a "
+                            "change log (not with --drop or --source cursor)\n");
     }
     sqlq_db *db = NULL;
     if (rc < 0) {
@@ -381,6 +444,11 @@ int sqlq_cmd_setup(int argc, char **argv)
             rc = SQLQ_EXIT_FAILED;
         }
     }
+    if (rc < 0 && s.before_image && sqlq_db_dialect(db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
+        rc = SQLQ_EXIT_USAGE,
+        fprintf(stderr, "sqlq setup: --before-image: SQL Server change tracking keeps no old values; "
+                        "before images need a change log (PostgreSQL, SQLite, MariaDB/MySQL)\n");
+    sqlq_change_log_options opts = {s.track_columns, s.before_image};
     if (rc < 0) {
         rc = SQLQ_EXIT_OK;
         if (!s.drop)
@@ -392,7 +460,7 @@ int sqlq_cmd_setup(int argc, char **argv)
                       : s.drop         ? drop_one(db, tables[i], s.bridge_name)
                       : cursor
                           ? cursor_one(db, tables[i], keys, &s)
-                          : install_one(db, tables[i], keys, (int)s.retention_days);
+                          : install_one(db, tables[i], keys, (int)s.retention_days, &opts);
             if (one != SQLQ_EXIT_OK)
                 rc = one;
         }

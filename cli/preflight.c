@@ -69,6 +69,8 @@ static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out)
     cc.key_columns = r->key_columns;
     cc.safety_lag_ms = r->safety_lag_ms;
     cc.where = r->where;
+    cc.changed = r->changed;
+    cc.before_image = r->before_image;
     sqlq_error err;
     sqlq_error_clear(&err);
     char what[600];

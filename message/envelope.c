@@ -130,6 +130,18 @@ static sqlq_op effective_op(const sqlq_msg_change *ch)
     return ch->row ? ch->op : SQLQ_OP_DELETE;
 }
 
+/* The optional fields a route asks for (docs/messages.md): "changed" on an update, "before"
+ * on an update or a delete; never on a truncated (key-only) change. */
+static int image_fields(json_t *o, const sqlq_msg_change *ch, sqlq_op op)
+{
+    int rc = 0;
+    if (ch->changed && op == SQLQ_OP_UPDATE)
+        rc |= json_object_set_new(o, "changed", json_deep_copy(ch->changed));
+    if (ch->before && (op == SQLQ_OP_UPDATE || op == SQLQ_OP_DELETE))
+        rc |= json_object_set_new(o, "before", json_deep_copy(ch->before));
+    return rc;
+}
+
 /* The row-mode object of one change; truncated: key only, row omitted. NULL on OOM. A read
  * (backfill) has its row last, as backfill has always written it. */
 static json_t *row_object(const sqlq_envelope_config *cfg, const sqlq_msg_change *ch, int64_t ts_ms,
@@ -151,6 +163,8 @@ static json_t *row_object(const sqlq_envelope_config *cfg, const sqlq_msg_change
         rc |= json_object_set_new(o, "key", json_deep_copy(ch->key));
     if (row_first)
         rc |= json_object_set_new(o, "row", op == SQLQ_OP_DELETE ? json_null() : json_deep_copy(ch->row));
+    if (!truncated)
+        rc |= image_fields(o, ch, op);
     rc |= json_object_set_new(o, "version", json_integer((json_int_t)ch->version));
     rc |= json_object_set_new(o, "bridge", json_string(cfg->bridge_name));
     rc |= json_object_set_new(o, "ts", json_string(ts));

@@ -33,6 +33,10 @@ typedef struct sqlq_msg_change {
                        * fields are in row) */
     json_t *row;      /* every column; NULL for a delete (or a row gone since), or when
                        * truncated */
+    json_t *changed;  /* update, when the route asks: names of the columns changed (array);
+                       * NULL: not sent */
+    json_t *before;   /* update or delete, when the route asks: the row before the change;
+                       * NULL: not sent */
 } sqlq_msg_change;
 
 #endif

@@ -57,6 +57,8 @@ void sqlq_change_batch_free(sqlq_change_batch *b)
     for (size_t i = 0; i < b->count; i++) {
         json_decref(b->items[i].key);
         json_decref(b->items[i].row);
+        json_decref(b->items[i].changed);
+        json_decref(b->items[i].before);
     }
     free(b->items);
     memset(b, 0, sizeof(*b));
@@ -209,8 +211,9 @@ static sqlq_result change_from_row(const sqlq_capture *cap, json_t *row, sqlq_ch
         if (json_object_set(c->key, t->columns[t->key[i]].name, val ? val : json_null()) != 0)
             return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     }
-    if (c->op == SQLQ_OP_DELETE || !present)
-        return SQLQ_OK;
+    sqlq_result r = sqlq_capture_image_read(cap, row, c, err);
+    if (r != SQLQ_OK || c->op == SQLQ_OP_DELETE || !present)
+        return r;
     /* The row's columns as the table has them now (capture_shape.c). */
     c->row = json_incref(json_object_get(row, SQLQ_CAPTURE_ROW));
     if (!json_is_object(c->row))

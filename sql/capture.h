@@ -35,6 +35,10 @@ typedef struct sqlq_capture_config {
                                 * columns of a unique index ("a,b"): table_key.h */
     const char *where;         /* NULL, or a predicate on the current row (alias r) that the poll
                                 * evaluates: sqlq_change.unmatched (change log, change tracking) */
+    bool changed;              /* sqlq_change.changed on updates: the log must keep them (sqlq
+                                * setup --track-columns), else SQLQ_E_UNSUPPORTED at open */
+    bool before_image;         /* sqlq_change.before on updates and deletes: sqlq setup
+                                * --before-image, else SQLQ_E_UNSUPPORTED at open */
     /* SQLQ_SOURCE_CURSOR only: */
     const char *cursor_column;      /* monotonic integer, timestamp or version column, NOT NULL */
     const char *soft_delete_column; /* rows with it set (non-NULL, non-false) publish as deletes */
@@ -52,6 +56,10 @@ typedef struct sqlq_change {
     json_t *key;      /* object: primary-key column → value */
     json_t *row;      /* object: current row, or NULL for a delete (or a row gone since) */
     bool unmatched;   /* with where: the current row exists but does not satisfy it */
+    json_t *changed;  /* with changed, on an update: array of the names of the columns changed
+                       * since what this bridge delivered of the key; NULL when unknown */
+    json_t *before;   /* with before_image, on an update or delete: the row before the key's
+                       * latest change (as row is encoded); NULL when unknown */
     int64_t lease_token; /* fencing token of this delivery's lease (change log and change
                           * tracking): release, renew and abandon match on it together with
                           * instance_id, so copy it along with the change */

@@ -42,6 +42,8 @@ struct sqlq_capture {
     /* The table's shape (capture_shape.c): the statement reading its key, the key read at open,
      * and the columns of the row part of the last poll ([{name, type}, …]; NULL before it). */
     sqlq_capture_stmt key_shape;
+    /* The log as described at open, when the route asks for its before image (capture_image.c). */
+    sqlq_table *log;
     char *key_seen;
     json_t *row_shape;
     /* The description changed since the poll statements were built (their exact-value
@@ -75,6 +77,15 @@ void sqlq_capture_writers_report(sqlq_capture *cap, uint64_t now_ms);
 /* The writers holding delivery back as JSON objects (pid, xid, application_name, database,
  * state, age_s, gid for a prepared transaction), oldest first. */
 sqlq_result sqlq_capture_writers_describe(sqlq_capture *cap, json_t **out, sqlq_error *err);
+
+/* capture_image.c: a route's changed columns and before image. open: the log keeps what the
+ * route asks for (SQLQ_E_UNSUPPORTED naming the setup option when not), sets spec.changed,
+ * spec.before and spec.log; read: c->changed and c->before from one poll row. */
+sqlq_result sqlq_capture_image_open(sqlq_capture *cap, const sqlq_capture_config *cfg,
+                                    sqlq_error *err);
+void sqlq_capture_image_close(sqlq_capture *cap);
+sqlq_result sqlq_capture_image_read(const sqlq_capture *cap, const json_t *row, sqlq_change *c,
+                                    sqlq_error *err);
 
 sqlq_result sqlq_capture_run(sqlq_capture *cap, const sqlq_capture_stmt *st,
                              const sqlq_capture_values *v, long long *out_rows, sqlq_error *err);

@@ -40,6 +40,11 @@ static sqlq_result check_config(const sqlq_capture_config *cfg, sqlq_error *err)
     if (cfg->source == SQLQ_SOURCE_CURSOR && cfg->where && cfg->where[0])
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "key where: not available with source cursor (change log and change tracking only)");
+    if (cfg->source == SQLQ_SOURCE_CURSOR && (cfg->changed || cfg->before_image))
+        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+                              "key %s: not available with source cursor (a cursor sees rows, not "
+                              "changes; use the change log)",
+                              cfg->changed ? "changed" : "before_image");
     return SQLQ_OK;
 }
 
@@ -265,6 +270,8 @@ static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg
     if (r == SQLQ_OK)
         r = check_where(cap, cfg, err);
     if (r == SQLQ_OK)
+        r = sqlq_capture_image_open(cap, cfg, err);
+    if (r == SQLQ_OK)
         r = build_statements(cap, err);
     if (r == SQLQ_OK)
         r = check_source(cap, cfg->table, err);
@@ -352,6 +359,7 @@ void sqlq_capture_close(sqlq_capture *cap)
     if (!cap)
         return;
     sqlq_cursor_source_close(cap->cursor);
+    sqlq_capture_image_close(cap);
     sqlq_capture_stmt *all[] = {&cap->lock,          &cap->poll,         &cap->lease,
                                 &cap->bump,          &cap->base,         &cap->pending,
                                 &cap->scan,          &cap->set_sync,     &cap->trim_leases,

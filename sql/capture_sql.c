@@ -199,6 +199,7 @@ static void batch_select(builder *b, bool sqlite_tokens, bool ms_into)
                       " >= %d THEN %d WHEN l." SQLQ_COL_VERSION " = %s THEN l." SQLQ_COL_ATTEMPTS
                       " + 1 ELSE 1 END AS m_att",
                       ver(b), m, m + 1, ver(b));
+    sqlq_capture_sql_image_columns(b);
     if (sqlite_tokens) {
         sqlq_sql_text_add(&b->t, ", ");
         param(b, SQLQ_P_TOKEN_BASE);

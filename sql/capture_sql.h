@@ -53,7 +53,23 @@ typedef struct sqlq_capture_sql {
     int max_attempts;
     char *const *key_types; /* declared type of each key part (PostgreSQL casts), or NULL */
     const char *where;      /* NULL, or the route's predicate on the current row r: m_row 2 */
+    bool changed;            /* change log: m_chg (the log's changed-column map), m_dv; change
+                              * tracking: m_call, m_c<i> (SYS_CHANGE_COLUMNS) */
+    bool before;             /* change log: m_b<i>, m_bf<i> (before image) */
+    const sqlq_table *log;   /* with before: the log as described (which columns it mirrors) */
 } sqlq_capture_sql;
+
+/* With changed: the log row's changed-column map (change_log_options.h) and the version this
+ * bridge delivered of the key (its sync version, or a released lease at a newer version). */
+#define SQLQ_CAPTURE_CHANGED "m_chg"
+#define SQLQ_CAPTURE_DELIVERED "m_dv"
+/* With changed on change tracking: 1 when SYS_CHANGE_COLUMNS is NULL (every column), and per
+ * column i whether it is in the mask. */
+#define SQLQ_CAPTURE_CT_ALL "m_call"
+#define SQLQ_CAPTURE_CT_COLUMN "m_c"
+/* With before: column i of the table's before image, and its exact form when it needs one. */
+#define SQLQ_CAPTURE_BEFORE "m_b"
+#define SQLQ_CAPTURE_BEFORE_FIX "m_bf"
 
 /* Result columns of poll, read by position (sqlq_db_query_values): k0..k<nkey-1> (key, in key
  * order), m_v (version), m_op ('I','U', 'D'), m_att (attempts counting this delivery, capped

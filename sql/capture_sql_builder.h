@@ -110,6 +110,9 @@ static inline const char *opcol(const builder *b)
     return b->c->change_tracking ? "c.SYS_CHANGE_OPERATION" : "c." SQLQ_COL_OP;
 }
 
+/* capture_sql_image.c: the changed-column map, what this bridge delivered and the before
+ * image, as batch columns (when the spec asks for them). */
+void sqlq_capture_sql_image_columns(builder *b);
 /* capture_sql_shape.c: the table's primary key now, as a scalar subquery (m_key). */
 void sqlq_capture_sql_key_shape_expr(builder *b);
 

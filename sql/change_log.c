@@ -14,6 +14,7 @@
 #include "change_log.h"
 
 #include "catalog.h"
+#include "change_log_options.h"
 #include "change_log_stamped.h"
 #include "log.h"
 #include "sql_text.h"
@@ -26,6 +27,7 @@ typedef struct log_ctx {
     sqlq_db *db;
     const sqlq_table *t;
     sqlq_catalog_names names;
+    sqlq_change_log_options opts; /* what the log keeps beyond the key (change_log_options.h) */
 } log_ctx;
 
 /* The two change logs: SQLite's (triggers bump a counter) or PostgreSQL's (a plpgsql function
@@ -45,6 +47,7 @@ static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, log_ctx *c, sqlq_e
 {
     c->db = db;
     c->t = t;
+    memset(&c->opts, 0, sizeof(c->opts));
     const sqlq_dialect *d = sqlq_db_dialect(db);
     if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
@@ -90,14 +93,19 @@ static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
     }
     sqlq_sql_text_add(q, " (");
     sqlq_catalog_key_list(q, c->t, "");
-    sqlq_sql_text_add(q, ", " SQLQ_COL_VERSION ", " SQLQ_COL_OP ", " SQLQ_COL_SINCE ") VALUES (");
+    sqlq_sql_text_add(q, ", " SQLQ_COL_VERSION ", " SQLQ_COL_OP ", " SQLQ_COL_SINCE);
+    sqlq_change_log_options_names(q, c->t, &c->opts);
+    sqlq_sql_text_add(q, ") VALUES (");
     sqlq_catalog_key_list(q, c->t, row);
-    sqlq_sql_text_add(q, ", %s, '%c', %s) ON CONFLICT (", version_sql, op,
-                      born ? born_since : "NULL");
+    sqlq_sql_text_add(q, ", %s, '%c', %s", version_sql, op, born ? born_since : "NULL");
+    sqlq_change_log_options_values(q, c->t, &c->opts, op, version_sql);
+    sqlq_sql_text_add(q, ") ON CONFLICT (");
     sqlq_catalog_key_list(q, c->t, "");
     sqlq_sql_text_add(q, ") DO UPDATE SET " SQLQ_COL_VERSION " = excluded." SQLQ_COL_VERSION
-                         ", " SQLQ_COL_OP " = excluded." SQLQ_COL_OP "%s;",
+                         ", " SQLQ_COL_OP " = excluded." SQLQ_COL_OP "%s",
                       born ? ", " SQLQ_COL_SINCE " = excluded." SQLQ_COL_SINCE : since_kept(c));
+    sqlq_change_log_options_updates(q, c->t, &c->opts, op, c->names.log_table);
+    sqlq_sql_text_add(q, ";");
 }
 
 /* old key IS new key, column by column (NULL-safe). */
@@ -537,6 +545,26 @@ static void object_display(const log_ctx *c, char *out, size_t size)
 
 sqlq_result sqlq_change_log_install(sqlq_db *db, const sqlq_table *t, sqlq_error *err)
 {
+    sqlq_change_log_options none = {false, false};
+    return sqlq_change_log_install_with(db, t, &none, err);
+}
+
+/* What the log keeps: what this setup asks for and what an earlier setup asked for (the
+ * options stay until --drop), with the columns added when missing. */
+static sqlq_result log_options(log_ctx *c, const sqlq_change_log_options *want, sqlq_error *err)
+{
+    sqlq_change_log_options had;
+    sqlq_result r = sqlq_change_log_options_found(c->db, c->t, c->names.log_table, &had, err);
+    c->opts.track_columns = want->track_columns || had.track_columns;
+    c->opts.before_image = want->before_image || had.before_image;
+    if (r == SQLQ_OK)
+        r = sqlq_change_log_options_add_columns(c->db, c->t, c->names.log_table, &c->opts, err);
+    return r;
+}
+
+sqlq_result sqlq_change_log_install_with(sqlq_db *db, const sqlq_table *t,
+                                         const sqlq_change_log_options *opts, sqlq_error *err)
+{
     log_ctx c;
     sqlq_result r = ctx_init(db, t, &c, err);
     if (r == SQLQ_OK)
@@ -559,8 +587,10 @@ sqlq_result sqlq_change_log_install(sqlq_db *db, const sqlq_table *t, sqlq_error
         r = pg_lock_table(&c, err);
     if (r == SQLQ_OK)
         r = create_log_table(&c, types, err);
+    if (r == SQLQ_OK)
+        r = log_options(&c, opts, err);
     if (r == SQLQ_OK && stamped_log(&c))
-        r = sqlq_change_log_stamped_install(db, t, &c.names, err);
+        r = sqlq_change_log_stamped_install(db, t, &c.names, &c.opts, err);
     else if (r == SQLQ_OK)
         r = counter_log(&c) ? sqlite_install(&c, err) : pg_install(&c, err);
     if (r == SQLQ_OK)

@@ -4,6 +4,7 @@
 #define SQLQ_CHANGE_LOG_H
 
 #include "catalog.h"
+#include "change_log_options.h"
 #include "db.h"
 #include "result.h"
 #include "table.h"
@@ -14,6 +15,11 @@
  * from a sequence taken under the log's ROW EXCLUSIVE lock; readers bound them by the lock
  * holders (docs/capture.md). */
 SQLQ_NODISCARD sqlq_result sqlq_change_log_install(sqlq_db *db, const sqlq_table *t, sqlq_error *err);
+/* The same, keeping what opts asks for too (change_log_options.h: --track-columns,
+ * --before-image); an option an earlier setup gave stays (until --drop). */
+SQLQ_NODISCARD sqlq_result sqlq_change_log_install_with(sqlq_db *db, const sqlq_table *t,
+                                                        const sqlq_change_log_options *opts,
+                                                        sqlq_error *err);
 /* The bare name of a PostgreSQL log's version sequence: ver_<base> (qualify with
  * sqlq_catalog_object). Dropped with the log (OWNED BY its version column). */
 void sqlq_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t size);

@@ -35,18 +35,24 @@ static void trigger_ident(sqlq_sql_text *q, const sqlq_catalog_names *n, int i)
  * KEY UPDATE: an insert starts a new incarnation (since 0: the stamp's version); an update or
  * a delete keeps the since of the incarnation it changes. */
 static void upsert(sqlq_sql_text *q, const sqlq_table *t, const sqlq_catalog_names *n,
-                   const char *row, char op)
+                   const sqlq_change_log_options *o, const char *row, char op)
 {
     bool born = op == 'I';
     sqlq_sql_text_add(q, "INSERT INTO ");
     sqlq_catalog_object(q, n->log_table);
     sqlq_sql_text_add(q, " (");
     sqlq_catalog_key_list(q, t, "");
-    sqlq_sql_text_add(q, ", " SQLQ_COL_VERSION ", " SQLQ_COL_OP ", " SQLQ_COL_SINCE ") VALUES (");
+    sqlq_sql_text_add(q, ", " SQLQ_COL_VERSION ", " SQLQ_COL_OP ", " SQLQ_COL_SINCE);
+    sqlq_change_log_options_names(q, t, o);
+    sqlq_sql_text_add(q, ") VALUES (");
     sqlq_catalog_key_list(q, t, row);
-    sqlq_sql_text_add(q, ", 0, '%c', %s) ON DUPLICATE KEY UPDATE " SQLQ_COL_VERSION " = 0, "
-                         SQLQ_COL_OP " = '%c'%s;",
-                      op, born ? "0" : "NULL", op, born ? ", " SQLQ_COL_SINCE " = 0" : "");
+    sqlq_sql_text_add(q, ", 0, '%c', %s", op, born ? "0" : "NULL");
+    sqlq_change_log_options_values(q, t, o, op, NULL);
+    /* the options' assignments first: they read the version before it is reset */
+    sqlq_sql_text_add(q, ") ON DUPLICATE KEY UPDATE ");
+    sqlq_change_log_options_updates(q, t, o, op, n->log_table);
+    sqlq_sql_text_add(q, SQLQ_COL_VERSION " = 0, " SQLQ_COL_OP " = '%c'%s;", op,
+                      born ? ", " SQLQ_COL_SINCE " = 0" : "");
 }
 
 static sqlq_result exec_text(sqlq_db *db, sqlq_sql_text *q, sqlq_error *err)
@@ -80,7 +86,7 @@ static sqlq_result drop_trigger_first(sqlq_db *db, const sqlq_catalog_names *n, 
  * without the trigger: run it when the table is quiet, docs/dialects.md). An update that changes
  * the key logs a delete of the old key and an insert of the new one. */
 static sqlq_result create_trigger(sqlq_db *db, const sqlq_table *t, const sqlq_catalog_names *n,
-                                  int i, sqlq_error *err)
+                                  const sqlq_change_log_options *o, int i, sqlq_error *err)
 {
     bool mysql = is_mysql(db);
     if (mysql) {
@@ -96,9 +102,9 @@ static sqlq_result create_trigger(sqlq_db *db, const sqlq_table *t, const sqlq_c
     sqlq_sql_text_table(&q, &n->table);
     sqlq_sql_text_add(&q, " FOR EACH ROW BEGIN ");
     if (i == 0) {
-        upsert(&q, t, n, "NEW.", 'I');
+        upsert(&q, t, n, o, "NEW.", 'I');
     } else if (i == 2) {
-        upsert(&q, t, n, "OLD.", 'D');
+        upsert(&q, t, n, o, "OLD.", 'D');
     } else {
         sqlq_sql_text_add(&q, "IF ");
         for (size_t k = 0; k < t->nkey; k++) {
@@ -109,11 +115,11 @@ static sqlq_result create_trigger(sqlq_db *db, const sqlq_table *t, const sqlq_c
             sqlq_sql_text_col(&q, "NEW.", name);
         }
         sqlq_sql_text_add(&q, " THEN ");
-        upsert(&q, t, n, "NEW.", 'U');
+        upsert(&q, t, n, o, "NEW.", 'U');
         sqlq_sql_text_add(&q, " ELSE ");
-        upsert(&q, t, n, "OLD.", 'D');
+        upsert(&q, t, n, o, "OLD.", 'D');
         sqlq_sql_text_add(&q, " ");
-        upsert(&q, t, n, "NEW.", 'I');
+        upsert(&q, t, n, o, "NEW.", 'I');
         sqlq_sql_text_add(&q, " END IF;");
     }
     sqlq_sql_text_add(&q, " END");
@@ -121,11 +127,12 @@ static sqlq_result create_trigger(sqlq_db *db, const sqlq_table *t, const sqlq_c
 }
 
 sqlq_result sqlq_change_log_stamped_install(sqlq_db *db, const sqlq_table *t,
-                                            const sqlq_catalog_names *n, sqlq_error *err)
+                                            const sqlq_catalog_names *n,
+                                            const sqlq_change_log_options *o, sqlq_error *err)
 {
     sqlq_result r = SQLQ_OK;
     for (int i = 0; r == SQLQ_OK && i < 3; i++)
-        r = create_trigger(db, t, n, i, err);
+        r = create_trigger(db, t, n, o, i, err);
     return r;
 }
 

@@ -8,6 +8,7 @@
 #define SQLQ_CHANGE_LOG_STAMPED_H
 
 #include "catalog.h"
+#include "change_log_options.h"
 #include "db.h"
 #include "result.h"
 #include "table.h"
@@ -19,6 +20,7 @@
  * exists. */
 SQLQ_NODISCARD sqlq_result sqlq_change_log_stamped_install(sqlq_db *db, const sqlq_table *t,
                                                            const sqlq_catalog_names *n,
+                                                           const sqlq_change_log_options *o,
                                                            sqlq_error *err);
 /* Drop the triggers (when present). */
 SQLQ_NODISCARD sqlq_result sqlq_change_log_stamped_drop(sqlq_db *db, const sqlq_catalog_names *n,

@@ -72,6 +72,34 @@ const char *sqlq_ct_info_sql(void)
            "CHANGE_TRACKING_CURRENT_VERSION() AS current_version";
 }
 
+const char *sqlq_ct_track_columns_sql(void)
+{
+    return "SET NOCOUNT ON; DECLARE @t nvarchar(600) = ?; "
+           "SELECT COALESCE((SELECT CAST(is_track_columns_updated_on AS int) FROM "
+           "sys.change_tracking_tables WHERE object_id = OBJECT_ID(@t)), -1) AS tracked";
+}
+
+sqlq_result sqlq_ct_track_columns_enable_sql(const sqlq_table_name *t, char **out, sqlq_error *err)
+{
+    *out = NULL;
+    sqlq_sql_text quoted;
+    sqlq_sql_text_init(&quoted, &sqlq_dialect_mssql);
+    sqlq_sql_text_table(&quoted, t);
+    char *name = NULL;
+    sqlq_result r = sqlq_sql_text_take(&quoted, &name, err);
+    if (r != SQLQ_OK)
+        return r;
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, &sqlq_dialect_mssql);
+    sqlq_sql_text_add(&q, "IF NOT EXISTS (SELECT 1 FROM sys.change_tracking_tables WHERE object_id "
+                          "= OBJECT_ID(");
+    sqlq_sql_text_literal(&q, name);
+    sqlq_sql_text_add(&q, ")) ALTER TABLE %s ENABLE CHANGE_TRACKING WITH (TRACK_COLUMNS_UPDATED = "
+                          "ON)", name);
+    free(name);
+    return sqlq_sql_text_take(&q, out, err);
+}
+
 sqlq_result sqlq_ct_enable_sql(const sqlq_table_name *t, int retention_days, char **out_database,
                                char **out_table, sqlq_error *err)
 {

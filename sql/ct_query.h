@@ -27,6 +27,16 @@ SQLQ_NODISCARD sqlq_result sqlq_ct_enable_sql(const sqlq_table_name *t, int rete
                                               char **out_database, char **out_table,
                                               sqlq_error *err);
 
+/* Changed columns (issue 16): one row, tracked = sys.change_tracking_tables'
+ * is_track_columns_updated_on of the table (1 or 0; -1 when change tracking is off on it).
+ * Parameter: the quoted table name. */
+const char *sqlq_ct_track_columns_sql(void);
+/* Enable change tracking on one table with TRACK_COLUMNS_UPDATED = ON, when it is off (run
+ * before sqlq_ct_enable_sql's table statement). A table already tracked without it keeps its
+ * setting (turning it on means disabling change tracking first: the operator's call). */
+SQLQ_NODISCARD sqlq_result sqlq_ct_track_columns_enable_sql(const sqlq_table_name *t, char **out,
+                                                            sqlq_error *err);
+
 /* sp_getapplock on one resource (parameter: the resource, e.g. "sqlq:<hash12>" of the bridge
  * and table), exclusive, owned by the transaction, waiting up to timeout_ms; throws 51000
  * when it cannot be had. Not the one global lock Azure Functions takes for every trigger. */

@@ -24,3 +24,11 @@ sqlq_integration_test(bridge_schema FIXTURES azurite postgres LIBS sqlq_bridge_t
 sqlq_integration_test(bridge_message_options FIXTURES azurite postgres TIMEOUT 300)
 # Tables without a primary key, keyed by a unique index (--key-columns), on every database.
 sqlq_database_test(bridge_key_columns FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 300)
+
+# Issue 16 items 1-2: changed columns and before images, on every change-log database.
+foreach(db ${SQLQ_TEST_DATABASES})
+  add_test(NAME integration.bridge_changed_before.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_bridge_changed_before.sh ${db})
+  set_tests_properties(integration.bridge_changed_before.${db} PROPERTIES LABELS integration TIMEOUT 300
+    FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()

@@ -9,3 +9,5 @@ sqlq_integration_test(setup_cli FIXTURES postgres TIMEOUT 120)
 sqlq_integration_test(capture_pg_writers FIXTURES azurite postgres TIMEOUT 180)
 # A role named sqlq (the schema's name): setup warns; --drop leaves a schema holding other objects.
 sqlq_integration_test(setup_role FIXTURES postgres TIMEOUT 120)
+# Issue 16 items 1-2: the opt-in log columns' SQL (sql/change_log_options.c).
+sqlq_unit_test(change_log_options sqlq_sql)

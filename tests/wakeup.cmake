@@ -1,3 +1,5 @@
 # wakeup: a route polls at once on a hint of a change (PostgreSQL NOTIFY, SQLite data_version).
+# bridge_wakeup_steady: a hint during a short batch polls again at once (issue 22, steady load).
 sqlq_integration_test(bridge_wakeup FIXTURES azurite postgres TIMEOUT 180)
 sqlq_integration_test(bridge_wakeup_sqlite FIXTURES azurite TIMEOUT 180)
+sqlq_integration_test(bridge_wakeup_steady FIXTURES azurite postgres TIMEOUT 180)

@@ -66,6 +66,26 @@ timeout 60 "$sqlq" consume "$q" --exec 'exit 65' --poison-envelope --exit-when-e
 check "$q-poison" "consume --poison-envelope"
 grep -q 'sqlq_poison' "$tmp/peek" || fail "consume --poison-envelope wrote no envelope"
 
+# Issue 16 items 1-2: "changed" on updates and "before" on updates and deletes, row and batch.
+img="$tmp/img.db"
+sqlite3 "$img" "CREATE TABLE orders(id INTEGER PRIMARY KEY, region TEXT, total NUMERIC)"
+"$sqlq" setup --db "Driver={SQLite3};Database=$img;" --table orders --track-columns --before-image >/dev/null
+sqlite3 "$img" "INSERT INTO orders VALUES (1, 'eu', 5), (2, 'us', 50)"
+cp "$img" "$tmp/img-batch.db"
+for format in row batch; do
+    [ "$format" = row ] && f="$img" || f="$tmp/img-batch.db"
+    q="schema-img-$format-$$"
+    queues+=("$q")
+    "$sqlq" bridge --db "Driver={SQLite3};Database=$f;" --table orders --queue "$q" --format "$format" \
+        --changed --before-image --once 2>/dev/null
+    sqlite3 "$f" "UPDATE orders SET total = 6 WHERE id = 1; DELETE FROM orders WHERE id = 2"
+    "$sqlq" bridge --db "Driver={SQLite3};Database=$f;" --table orders --queue "$q" --format "$format" \
+        --changed --before-image --once 2>/dev/null
+    check "$q" "bridge --changed --before-image --format $format"
+    grep -q '\\"changed\\":\[\\"total\\"\]' "$tmp/peek" || fail "$format: no changed"
+    grep -q '\\"before\\":{' "$tmp/peek" || fail "$format: no before"
+done
+
 q="schema-backfill-$$"
 queues+=("$q")
 "$sqlq" backfill --db "$conn" --table orders --queue "$q" 2>/dev/null

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -302,6 +303,71 @@ static void test_capture_sql_params_match_markers(void **state)
     }
 }
 
+/* Issue 16: a route asking for changed columns and the before image reads the log's map, what
+ * this bridge delivered of the key, and the mirrored columns the log has (note only here);
+ * every marker keeps its role. Change tracking reads none of them. */
+static void test_capture_sql_poll_image_columns(void **state)
+{
+    (void)state;
+    const sqlq_dialect *const dialects[] = {&sqlq_dialect_sqlite, &sqlq_dialect_postgres,
+                                            &sqlq_dialect_mariadb, &sqlq_dialect_mssql};
+    for (int k = 0; k < 4; k++) {
+        const sqlq_dialect *d = dialects[k];
+        fixture f;
+        make(&f, d, d->home_schema, "t", false);
+        sqlq_column logcols[2] = {{.name = "id", .in_key = true, .key_pos = 1},
+                                  {.name = "sqlq_b_note"}};
+        size_t logkey[1] = {0};
+        sqlq_table log = {.columns = logcols, .ncolumns = 2, .key = logkey, .nkey = 1};
+        f.spec.changed = true;
+        f.spec.before = true;
+        f.spec.log = &log;
+        sqlq_error err;
+        sqlq_error_clear(&err);
+        sqlq_capture_stmt a, b;
+        assert_int_equal(sqlq_capture_sql_poll(&f.spec, &a, &b, &err), SQLQ_OK);
+        check_params(&a);
+        check_params(&b);
+        if (d == &sqlq_dialect_mssql) { /* the mask of SYS_CHANGE_COLUMNS, into #sqlq_batch */
+            assert_null(strstr(a.sql, "m_chg"));
+            assert_null(strstr(a.sql, "m_b"));
+            contains(a.sql, "CASE WHEN c.SYS_CHANGE_COLUMNS IS NULL THEN 1 ELSE 0 END AS m_call");
+            contains(a.sql, "CAST(CHANGE_TRACKING_IS_COLUMN_IN_MASK(COLUMNPROPERTY(OBJECT_ID(");
+            contains(a.sql, "'note', 'ColumnId'), c.SYS_CHANGE_COLUMNS) AS int) AS m_c1");
+            contains(a.sql, " AS m_c2, CAST(NULL AS bigint) AS m_tok INTO #sqlq_batch");
+        } else {
+            contains(a.sql, "c.sqlq_changed AS m_chg");
+            contains(a.sql, "CASE WHEN l.sqlq_expires_ms IS NULL AND l.sqlq_version > ");
+            contains(a.sql, " END AS m_dv");
+            contains(a.sql, "sqlq_b_note");
+            contains(a.sql, " AS m_b1");
+            assert_null(strstr(a.sql, " AS m_b0")); /* the log does not mirror id */
+            assert_null(strstr(a.sql, " AS m_b2"));
+        }
+        sqlq_capture_stmt_free(&a);
+        sqlq_capture_stmt_free(&b);
+    }
+}
+
+/* SQL Server --track-columns: enabled WITH (TRACK_COLUMNS_UPDATED = ON) only when off; the
+ * check reads is_track_columns_updated_on (-1: change tracking off). */
+static void test_capture_sql_ct_track_columns(void **state)
+{
+    (void)state;
+    sqlq_table_name t;
+    memset(&t, 0, sizeof(t));
+    snprintf(t.schema, sizeof(t.schema), "dbo");
+    snprintf(t.name, sizeof(t.name), "Orders");
+    char *sql = NULL;
+    assert_int_equal(sqlq_ct_track_columns_enable_sql(&t, &sql, NULL), SQLQ_OK);
+    contains(sql, "IF NOT EXISTS (SELECT 1 FROM sys.change_tracking_tables WHERE object_id = OBJECT_ID(");
+    contains(sql, "ALTER TABLE [dbo].[Orders] ENABLE CHANGE_TRACKING WITH (TRACK_COLUMNS_UPDATED = ON)");
+    free(sql);
+    contains(sqlq_ct_track_columns_sql(), "is_track_columns_updated_on");
+    contains(sqlq_ct_track_columns_sql(), ", -1) AS tracked");
+    assert_int_equal(count(sqlq_ct_track_columns_sql(), "?"), 1);
+}
+
 static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
 {
     (void)state;
@@ -511,6 +577,8 @@ int main(void)
         cmocka_unit_test(test_capture_sql_mssql_composite_key),
         cmocka_unit_test(test_capture_sql_mssql_other_statements),
         cmocka_unit_test(test_capture_sql_params_match_markers),
+        cmocka_unit_test(test_capture_sql_poll_image_columns),
+        cmocka_unit_test(test_capture_sql_ct_track_columns),
         cmocka_unit_test(test_capture_sql_postgres_reads_up_to_horizon),
         cmocka_unit_test(test_capture_sql_ct_retention),
         cmocka_unit_test(test_capture_sql_ct_enable_and_types),

@@ -8,6 +8,7 @@
 
 #include "envelope.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -373,6 +374,55 @@ static void test_envelope_poison_wraps_original(void **state)
     free_change(&ch);
 }
 
+/* Issue 16: "changed" only on an update and "before" on an update or a delete, after "row";
+ * neither on an insert nor on a truncated (key-only) change. */
+static void test_envelope_changed_and_before(void **state)
+{
+    (void)state;
+    sqlq_envelope_config cfg = config(SQLQ_FORMAT_ROW);
+    sqlq_op ops[] = {SQLQ_OP_INSERT, SQLQ_OP_UPDATE, SQLQ_OP_DELETE};
+    const char *want[] = {"", "changed,before", "before"};
+    for (size_t i = 0; i < 3; i++) {
+        sqlq_msg_change c = make_change(ops[i], 7, "{\"id\":1}",
+                                        ops[i] == SQLQ_OP_DELETE ? NULL : "{\"id\":1,\"a\":2}");
+        c.changed = json_loads("[\"a\"]", 0, NULL);
+        c.before = json_loads("{\"id\":1,\"a\":1}", 0, NULL);
+        sqlq_envelope_list out = {0};
+        assert_int_equal(sqlq_envelope_build(&cfg, &c, 1, TS, &out, NULL), SQLQ_OK);
+        json_t *m = parse(&out.items[0]);
+        bool ch = json_object_get(m, "changed") != NULL, be = json_object_get(m, "before") != NULL;
+        char got[40];
+        snprintf(got, sizeof(got), "%s%s%s", ch ? "changed" : "", ch && be ? "," : "", be ? "before" : "");
+        assert_string_equal(got, want[i]);
+        if (ops[i] == SQLQ_OP_UPDATE) {
+            assert_string_equal(json_string_value(json_array_get(json_object_get(m, "changed"), 0)), "a");
+            assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "before"), "a")), 1);
+            assert_true(strstr(out.items[0].body, "\"row\"") < strstr(out.items[0].body, "\"changed\""));
+        }
+        json_decref(m);
+        sqlq_envelope_list_free(&out);
+        json_decref(c.changed);
+        json_decref(c.before);
+        free_change(&c);
+    }
+    /* too large: key only, without them */
+    cfg.max_text = 200;
+    char *row = big_row(1, 400);
+    sqlq_msg_change c = make_change(SQLQ_OP_UPDATE, 7, "{\"id\":1}", row);
+    c.changed = json_loads("[\"pad\"]", 0, NULL);
+    c.before = json_loads("{\"id\":1}", 0, NULL);
+    sqlq_envelope_list out = {0};
+    assert_int_equal(sqlq_envelope_build(&cfg, &c, 1, TS, &out, NULL), SQLQ_OK);
+    assert_non_null(strstr(out.items[0].body, "truncated"));
+    assert_null(strstr(out.items[0].body, "changed"));
+    assert_null(strstr(out.items[0].body, "before"));
+    sqlq_envelope_list_free(&out);
+    json_decref(c.changed);
+    json_decref(c.before);
+    free_change(&c);
+    free(row);
+}
+
 static void test_envelope_parse_names(void **state)
 {
     (void)state;
@@ -404,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_envelope_huge_key_goes_to_poison),
         cmocka_unit_test(test_envelope_poison_wraps_original),
         cmocka_unit_test(test_envelope_parse_names),
+        cmocka_unit_test(test_envelope_changed_and_before),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

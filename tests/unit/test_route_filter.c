@@ -122,6 +122,30 @@ static void test_route_filter_refusals_name_key_and_value(void **state)
     assert_non_null(strstr(err.message, "key columns: 'a,,b'"));
 }
 
+/* Issue 16: changed names and the before image follow the route's column selection. */
+static void test_route_filter_changed_and_before_follow_columns(void **state)
+{
+    (void)state;
+    sqlq_route_filter f;
+    assert_int_equal(sqlq_route_filter_parse(NULL, "email", NULL, &f, NULL), SQLQ_OK);
+    json_t *key = json_pack("{s:i}", "id", 1);
+    json_t *names = json_pack("[s,s]", "email", "total");
+    json_t *kept = sqlq_route_filter_names(&f, names, key);
+    assert_int_equal(json_array_size(kept), 1);
+    assert_string_equal(json_string_value(json_array_get(kept, 0)), "total");
+    json_t *before = json_pack("{s:i,s:s,s:i}", "id", 1, "email", "a@x", "total", 5);
+    json_t *b = sqlq_route_filter_row(&f, before, key);
+    assert_int_equal(json_object_size(b), 2);
+    assert_null(json_object_get(b, "email"));
+    assert_null(sqlq_route_filter_names(&f, NULL, key));
+    json_decref(kept);
+    json_decref(b);
+    json_decref(before);
+    json_decref(names);
+    json_decref(key);
+    sqlq_route_filter_free(&f);
+}
+
 static void test_route_filter_unknown_column(void **state)
 {
     (void)state;
@@ -146,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_route_filter_where_rule),
         cmocka_unit_test(test_route_filter_refusals_name_key_and_value),
         cmocka_unit_test(test_route_filter_unknown_column),
+        cmocka_unit_test(test_route_filter_changed_and_before_follow_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

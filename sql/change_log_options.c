@@ -1,0 +1,351 @@
+/* change_log_options: the opt-in columns of a change log (see change_log_options.h). */
+#include "change_log_options.h"
+
+#include "catalog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sqlq_capture_shape shape_of(const sqlq_sql_text *q)
+{
+    return q->dialect->capture_shape;
+}
+
+bool sqlq_change_log_options_mirror_name(const char *name, char *out, size_t size)
+{
+    int n = snprintf(out, size, SQLQ_COL_BEFORE_PREFIX "%s", name);
+    return n > 0 && (size_t)n < size && n <= 63; /* PostgreSQL's identifier limit */
+}
+
+bool sqlq_change_log_options_mirrors(const sqlq_table *log, const char *name)
+{
+    char m[128];
+    if (!log || !sqlq_change_log_options_mirror_name(name, m, sizeof(m)))
+        return false;
+    for (size_t i = 0; i < log->ncolumns; i++)
+        if (strcmp(log->columns[i].name, m) == 0)
+            return true;
+    return false;
+}
+
+void sqlq_change_log_options_of(const sqlq_table *log, sqlq_change_log_options *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; log && i < log->ncolumns; i++) {
+        const char *n = log->columns[i].name;
+        if (strcmp(n, SQLQ_COL_CHANGED) == 0)
+            out->track_columns = true;
+        else if (strncmp(n, SQLQ_COL_BEFORE_PREFIX, strlen(SQLQ_COL_BEFORE_PREFIX)) == 0 &&
+                 !log->columns[i].in_key)
+            out->before_image = true;
+    }
+}
+
+static sqlq_result exec_text(sqlq_db *db, sqlq_sql_text *q, sqlq_error *err)
+{
+    char *sql = NULL;
+    sqlq_result r = sqlq_sql_text_take(q, &sql, err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_exec(db, sql, NULL, 0, NULL, err);
+    free(sql);
+    return r;
+}
+
+static sqlq_result column_exists(sqlq_db *db, const char *log_table, const char *name, bool *out,
+                                 sqlq_error *err)
+{
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    char bare[160];
+    snprintf(bare, sizeof(bare), "%s%s", d->object_prefix, log_table);
+    sqlq_param p[2] = {sqlq_param_text(bare), sqlq_param_text(name)};
+    int64_t n = 0;
+    sqlq_result r = sqlq_db_query_int(db, d->column_exists_sql, p, 2, &n, err);
+    *out = r == SQLQ_OK && n > 0;
+    return r;
+}
+
+sqlq_result sqlq_change_log_options_found(sqlq_db *db, const sqlq_table *t, const char *log_table,
+                                          sqlq_change_log_options *out, sqlq_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    char mirror[128];
+    sqlq_result r = column_exists(db, log_table, SQLQ_COL_CHANGED, &out->track_columns, err);
+    if (r == SQLQ_OK && t->nkey > 0 &&
+        sqlq_change_log_options_mirror_name(t->columns[t->key[0]].name, mirror, sizeof(mirror)))
+        r = column_exists(db, log_table, mirror, &out->before_image, err);
+    return r;
+}
+
+/* ALTER TABLE log ADD [COLUMN] name decl, unless the log has it. */
+static sqlq_result add_column(sqlq_db *db, const char *log_table, const char *name,
+                              const char *decl, sqlq_error *err)
+{
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    bool exists = false;
+    sqlq_result r = column_exists(db, log_table, name, &exists, err);
+    if (r != SQLQ_OK || exists)
+        return r;
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, d);
+    sqlq_sql_text_add(&q, "ALTER TABLE ");
+    sqlq_catalog_object(&q, log_table);
+    sqlq_sql_text_add(&q, " ADD COLUMN ");
+    sqlq_sql_text_ident(&q, name);
+    sqlq_sql_text_add(&q, " %s", decl);
+    return exec_text(db, &q, err);
+}
+
+static const char *changed_decl(const sqlq_dialect *d)
+{
+    if (d->capture_shape == SQLQ_CAPTURE_LOG_SEQUENCE)
+        return "jsonb NULL";
+    return d->capture_shape == SQLQ_CAPTURE_LOG_STAMPED ? "longtext NULL" : "text NULL";
+}
+
+/* The before-image columns: every column of t, with its declared type, nullable. */
+static sqlq_result add_before_columns(sqlq_db *db, const sqlq_table *t, const char *log_table,
+                                      sqlq_error *err)
+{
+    size_t *all = calloc(t->ncolumns ? t->ncolumns : 1, sizeof(size_t));
+    if (!all)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    for (size_t i = 0; i < t->ncolumns; i++)
+        all[i] = i;
+    sqlq_table view = *t; /* every column as a "key", for the catalog's type lookup */
+    view.key = all;
+    view.nkey = t->ncolumns;
+    char **types = NULL;
+    sqlq_result r = sqlq_catalog_key_types(db, &view, &types, err);
+    for (size_t i = 0; r == SQLQ_OK && i < t->ncolumns; i++) {
+        char name[128], decl[300];
+        if (!sqlq_change_log_options_mirror_name(t->columns[i].name, name, sizeof(name))) {
+            r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                               "--before-image: column %s of %s: the name is too long for its "
+                               "before-image column %s<name> (63 bytes at most)",
+                               t->columns[i].name, t->name.name, SQLQ_COL_BEFORE_PREFIX);
+            break;
+        }
+        snprintf(decl, sizeof(decl), "%s NULL", types[i]);
+        r = add_column(db, log_table, name, decl, err);
+    }
+    sqlq_catalog_key_types_free(types, t->ncolumns);
+    free(all);
+    return r;
+}
+
+/* The changed-column map, added to a log that has rows: a row whose latest change is an
+ * insert or a delete has no update to remember ({}); an update's columns are unknown (NULL:
+ * its message carries no "changed" until the key is logged anew). */
+static sqlq_result add_changed_column(sqlq_db *db, const char *log_table, sqlq_error *err)
+{
+    bool exists = false;
+    sqlq_result r = column_exists(db, log_table, SQLQ_COL_CHANGED, &exists, err);
+    if (r != SQLQ_OK || exists)
+        return r;
+    r = add_column(db, log_table, SQLQ_COL_CHANGED, changed_decl(sqlq_db_dialect(db)), err);
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(db));
+    sqlq_sql_text_add(&q, "UPDATE ");
+    sqlq_catalog_object(&q, log_table);
+    sqlq_sql_text_add(&q, " SET " SQLQ_COL_CHANGED " = '{}' WHERE " SQLQ_COL_OP " <> 'U'");
+    if (r != SQLQ_OK) {
+        sqlq_sql_text_free(&q);
+        return r;
+    }
+    return exec_text(db, &q, err);
+}
+
+sqlq_result sqlq_change_log_options_add_columns(sqlq_db *db, const sqlq_table *t,
+                                                const char *log_table,
+                                                const sqlq_change_log_options *o, sqlq_error *err)
+{
+    sqlq_result r = SQLQ_OK;
+    if (o->track_columns)
+        r = add_changed_column(db, log_table, err);
+    if (r == SQLQ_OK && o->before_image)
+        r = add_before_columns(db, t, log_table, err);
+    return r;
+}
+
+void sqlq_change_log_options_names(sqlq_sql_text *q, const sqlq_table *t,
+                                   const sqlq_change_log_options *o)
+{
+    if (o->track_columns)
+        sqlq_sql_text_add(q, ", " SQLQ_COL_CHANGED);
+    for (size_t i = 0; o->before_image && i < t->ncolumns; i++) {
+        char name[128];
+        if (sqlq_change_log_options_mirror_name(t->columns[i].name, name, sizeof(name))) {
+            sqlq_sql_text_add(q, ", ");
+            sqlq_sql_text_ident(q, name);
+        }
+    }
+}
+
+/* PostgreSQL types without an equality operator: compared as text. */
+static bool pg_compare_as_text(const char *type)
+{
+    static const char *const no_eq[] = {"json", "xml", "point", "line", "lseg", "box", "path",
+                                        "polygon", "circle"};
+    for (size_t i = 0; i < sizeof(no_eq) / sizeof(no_eq[0]); i++)
+        if (type && strncmp(type, no_eq[i], strlen(no_eq[i])) == 0 &&
+            (type[strlen(no_eq[i])] == '\0' || type[strlen(no_eq[i])] == '['))
+            return true;
+    return false;
+}
+
+/* OLD.c differs from NEW.c, NULL-safe. */
+static void column_differs(sqlq_sql_text *q, const sqlq_column *c)
+{
+    if (shape_of(q) == SQLQ_CAPTURE_LOG_SEQUENCE && pg_compare_as_text(c->type)) {
+        sqlq_sql_text_add(q, "CAST(");
+        sqlq_sql_text_col(q, "OLD.", c->name);
+        sqlq_sql_text_add(q, " AS text) IS DISTINCT FROM CAST(");
+        sqlq_sql_text_col(q, "NEW.", c->name);
+        sqlq_sql_text_add(q, " AS text)");
+        return;
+    }
+    if (shape_of(q) == SQLQ_CAPTURE_LOG_STAMPED)
+        sqlq_sql_text_add(q, "NOT (");
+    sqlq_sql_text_col(q, "OLD.", c->name);
+    sqlq_sql_text_add(q, shape_of(q) == SQLQ_CAPTURE_LOG_SEQUENCE ? " IS DISTINCT FROM "
+                         : shape_of(q) == SQLQ_CAPTURE_LOG_COUNTER ? " IS NOT "
+                                                                   : " <=> ");
+    sqlq_sql_text_col(q, "NEW.", c->name);
+    if (shape_of(q) == SQLQ_CAPTURE_LOG_STAMPED)
+        sqlq_sql_text_add(q, ")");
+}
+
+/* The columns this update changed, as {"column": version}: PostgreSQL a chain of jsonb ||,
+ * SQLite and MariaDB/MySQL nested JSON merges. */
+static void changed_delta(sqlq_sql_text *q, const sqlq_table *t, const char *version_sql)
+{
+    sqlq_capture_shape s = shape_of(q);
+    const char *merge = s == SQLQ_CAPTURE_LOG_COUNTER ? "json_patch(" : "JSON_MERGE_PATCH(";
+    const char *object = s == SQLQ_CAPTURE_LOG_SEQUENCE ? "jsonb_build_object(" : "json_object(";
+    const char *empty = s == SQLQ_CAPTURE_LOG_SEQUENCE ? "CAST('{}' AS jsonb)" : "'{}'";
+    if (s != SQLQ_CAPTURE_LOG_SEQUENCE)
+        for (size_t i = 0; i < t->ncolumns; i++)
+            sqlq_sql_text_add(q, "%s", merge);
+    sqlq_sql_text_add(q, "%s%s", s == SQLQ_CAPTURE_LOG_SEQUENCE ? "(" : "", empty);
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        sqlq_sql_text_add(q, "%s", s == SQLQ_CAPTURE_LOG_SEQUENCE ? " || " : ", ");
+        sqlq_sql_text_add(q, "CASE WHEN ");
+        column_differs(q, &t->columns[i]);
+        sqlq_sql_text_add(q, " THEN %s", object);
+        sqlq_sql_text_literal(q, t->columns[i].name);
+        sqlq_sql_text_add(q, ", %s) ELSE %s END%s", version_sql ? version_sql : "0", empty,
+                          s == SQLQ_CAPTURE_LOG_SEQUENCE ? "" : ")");
+    }
+    if (s == SQLQ_CAPTURE_LOG_SEQUENCE)
+        sqlq_sql_text_add(q, ")");
+}
+
+void sqlq_change_log_options_values(sqlq_sql_text *q, const sqlq_table *t,
+                                    const sqlq_change_log_options *o, char op,
+                                    const char *version_sql)
+{
+    if (o->track_columns) {
+        sqlq_sql_text_add(q, ", ");
+        if (op == 'U')
+            changed_delta(q, t, version_sql);
+        else
+            sqlq_sql_text_add(q, op == 'I' ? "'{}'" : "NULL");
+    }
+    for (size_t i = 0; o->before_image && i < t->ncolumns; i++) {
+        char name[128];
+        if (!sqlq_change_log_options_mirror_name(t->columns[i].name, name, sizeof(name)))
+            continue;
+        sqlq_sql_text_add(q, ", ");
+        if (op == 'I')
+            sqlq_sql_text_add(q, "NULL");
+        else
+            sqlq_sql_text_col(q, "OLD.", t->columns[i].name);
+    }
+}
+
+/* The JSON path of a column's entry in the map: $."name" (MariaDB/MySQL). */
+static void json_path_literal(sqlq_sql_text *q, const char *name)
+{
+    char path[300];
+    size_t n = 0;
+    path[n++] = '$';
+    path[n++] = '.';
+    path[n++] = '"';
+    for (const char *p = name; *p && n + 4 < sizeof(path); p++) {
+        if (*p == '"' || *p == '\\')
+            path[n++] = '\\';
+        path[n++] = *p;
+    }
+    path[n++] = '"';
+    path[n] = '\0';
+    sqlq_sql_text_literal(q, path);
+}
+
+/* MariaDB/MySQL: the map with the entries of the last change (0) given its version, once that
+ * change is stamped (the log row's version is not 0): a new unstamped change writes 0 again. */
+static void stamped_map(sqlq_sql_text *q, const sqlq_table *t)
+{
+    sqlq_sql_text_add(q, "IF(" SQLQ_COL_VERSION " = 0, " SQLQ_COL_CHANGED ", JSON_REPLACE("
+                         SQLQ_COL_CHANGED);
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        sqlq_sql_text_add(q, ", ");
+        json_path_literal(q, t->columns[i].name);
+        sqlq_sql_text_add(q, ", IF(JSON_EXTRACT(" SQLQ_COL_CHANGED ", ");
+        json_path_literal(q, t->columns[i].name);
+        sqlq_sql_text_add(q, ") = 0, sqlq_version, CAST(JSON_EXTRACT(" SQLQ_COL_CHANGED ", ");
+        json_path_literal(q, t->columns[i].name);
+        sqlq_sql_text_add(q, ") AS SIGNED))");
+    }
+    sqlq_sql_text_add(q, "))");
+}
+
+/* The existing row's map merged with this update's (unknown stays unknown). */
+static void changed_merge(sqlq_sql_text *q, const sqlq_table *t, const char *log_name)
+{
+    sqlq_capture_shape s = shape_of(q);
+    if (s == SQLQ_CAPTURE_LOG_STAMPED) {
+        sqlq_sql_text_add(q, SQLQ_COL_CHANGED " = IF(" SQLQ_COL_CHANGED " IS NULL, NULL, "
+                             "JSON_MERGE_PATCH(");
+        stamped_map(q, t);
+        sqlq_sql_text_add(q, ", VALUES(" SQLQ_COL_CHANGED "))), ");
+        return;
+    }
+    sqlq_sql_text_add(q, ", " SQLQ_COL_CHANGED " = CASE WHEN ");
+    if (s == SQLQ_CAPTURE_LOG_SEQUENCE) /* the existing row, named by its table */
+        sqlq_sql_text_col(q, "", log_name);
+    sqlq_sql_text_add(q, "%s" SQLQ_COL_CHANGED " IS NULL THEN NULL ELSE ",
+                      s == SQLQ_CAPTURE_LOG_SEQUENCE ? "." : "");
+    if (s == SQLQ_CAPTURE_LOG_SEQUENCE) {
+        sqlq_sql_text_col(q, "", log_name);
+        sqlq_sql_text_add(q, "." SQLQ_COL_CHANGED " || excluded." SQLQ_COL_CHANGED " END");
+    } else {
+        sqlq_sql_text_add(q, "json_patch(" SQLQ_COL_CHANGED ", excluded." SQLQ_COL_CHANGED ") END");
+    }
+}
+
+/* col = the new row's value: ", col = excluded.col" or MariaDB's "col = VALUES(col), ". */
+static void take_new(sqlq_sql_text *q, const char *name)
+{
+    bool my = shape_of(q) == SQLQ_CAPTURE_LOG_STAMPED;
+    sqlq_sql_text_add(q, "%s", my ? "" : ", ");
+    sqlq_sql_text_ident(q, name);
+    sqlq_sql_text_add(q, my ? " = VALUES(" : " = excluded.");
+    sqlq_sql_text_ident(q, name);
+    sqlq_sql_text_add(q, "%s", my ? "), " : "");
+}
+
+void sqlq_change_log_options_updates(sqlq_sql_text *q, const sqlq_table *t,
+                                     const sqlq_change_log_options *o, char op,
+                                     const char *log_name)
+{
+    if (o->track_columns && op == 'I')
+        take_new(q, SQLQ_COL_CHANGED);
+    else if (o->track_columns && op == 'U')
+        changed_merge(q, t, log_name);
+    for (size_t i = 0; o->before_image && i < t->ncolumns; i++) {
+        char name[128];
+        if (sqlq_change_log_options_mirror_name(t->columns[i].name, name, sizeof(name)))
+            take_new(q, name);
+    }
+}
