@@ -96,8 +96,8 @@ def case(db, writers, per_txn, pairs):
 def docs(res, cmd):
     return f"""Scenario 6. What capture costs the application's writes: inserts per second into two
 identical tables (`id` serial key, text, decimal, text, timestamp default now), one set up with
-`sqlq setup` (the change-log trigger: one upsert into the log table per row; SQLite also bumps
-its version counter row) and one without, measured one after the other (which goes first
+`sqlq setup` (the change-log trigger: one upsert into the log table per row; SQLite reads
+the log's newest version for it) and one without, measured one after the other (which goes first
 alternates), {res['rounds']} rounds each; the ratio is per round and its median in bold.
 
 - PostgreSQL: `pgbench -n -f insert.sql -c C -j min(C,2) -T {res['seconds']}` with one

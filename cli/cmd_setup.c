@@ -299,6 +299,14 @@ static int install_one(sqlq_db *db, const char *table, const char *key_columns,
         printf("%s: change log %s: %s%s\n", n.table_key,
                before ? "already installed (triggers refreshed)" : "installed", objects,
                options_text(&kept));
+        if (kept.track_columns || kept.before_image)
+            SQLQ_WARN("triggers_name_columns",
+                      "table=%s note=\"the triggers of --track-columns/--before-image name every "
+                      "column: after ALTER TABLE ADD, DROP or RENAME COLUMN run sqlq setup --table "
+                      "%s again at once; until then writes that reach a dropped or renamed column "
+                      "fail in the trigger (PostgreSQL, MariaDB/MySQL) and SQLite refuses the "
+                      "DROP (docs/capture.md)\"",
+                      n.table_key, n.table_key);
     }
     sqlq_table_free(t);
     return rc;

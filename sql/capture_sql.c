@@ -631,6 +631,13 @@ sqlq_result sqlq_capture_sql_trim_log(const sqlq_capture_sql *c, sqlq_capture_st
     sqlq_sql_text_add(&b.t, " WHERE table_name = ");
     param(&b, SQLQ_P_TABLE);
     sqlq_sql_text_add(&b.t, ")%s", is_pg(&b) ? " FOR UPDATE SKIP LOCKED))" : "");
+    if (!is_pg(&b)) {
+        /* SQLite: the newest row stays; the triggers take the next version above it. */
+        sqlq_sql_text_add(&b.t, " AND " SQLQ_COL_VERSION " < (SELECT max(" SQLQ_COL_VERSION
+                                ") FROM ");
+        obj(&b, c->names->log_table);
+        sqlq_sql_text_add(&b.t, ")");
+    }
     return b_done(&b, err);
 }
 

@@ -248,10 +248,15 @@ sqlq_result sqlq_capture_sql_start_version(const sqlq_capture_sql *c, sqlq_start
         sqlq_sql_text_add(&b.t, "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 "
                                 "END FROM ");
         obj(&b, seq);
-    } else {
+    } else if (is_my(&b)) {
         sqlq_sql_text_add(&b.t, "SELECT value FROM ");
         obj(&b, "counter");
         sqlq_sql_text_add(&b.t, " WHERE name = 'version'");
+    } else {
+        /* SQLite: the log's newest version (the triggers take the next one above it or above
+         * their floor; an empty log has nothing to skip). */
+        sqlq_sql_text_add(&b.t, "SELECT coalesce(max(" SQLQ_COL_VERSION "), 0) FROM ");
+        obj(&b, c->names->log_table);
     }
     return b_done(&b, err);
 }

@@ -7,7 +7,7 @@
  * with its latest change. An UPDATE that changes the key logs a delete of the old key and an
  * insert of the new one.
  *
- * Versions. SQLite: a counter row bumped inside the trigger; SQLite has one writer at a time, so
+ * Versions. SQLite: one above the log's newest version and a floor; one writer at a time, so
  * versions commit in order. PostgreSQL: nextval of the log's sequence, evaluated inside the
  * upsert into the log, which holds the log's ROW EXCLUSIVE lock before it runs (the plan cache
  * locks a statement's target before execution); readers bound what they read by the holders
@@ -67,6 +67,15 @@ static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, log_ctx *c, sqlq_e
     return r;
 }
 
+/* The since of an update or a delete: the incarnation's, kept; on SQLite, when the row it
+ * changes is an 'I' row (since left NULL), that row's version. */
+static const char *since_kept(const log_ctx *c)
+{
+    return counter_log(c) ? ", " SQLQ_COL_SINCE " = CASE WHEN " SQLQ_COL_OP " = 'I' THEN "
+                            SQLQ_COL_VERSION " ELSE " SQLQ_COL_SINCE " END"
+                          : "";
+}
+
 /* INSERT INTO log (key…, sqlq_version, sqlq_op, sqlq_since) VALUES (<row>.key…, <version>,
  * '<op>', <since>) ON CONFLICT (key…) DO UPDATE SET version, op[, since]; with
  * c->version_from, SELECT <row>.key…, <version>, '<op>', <since> FROM <version_from> instead of
@@ -78,6 +87,9 @@ static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
                    const char *version_sql)
 {
     bool born = op == 'I';
+    /* SQLite: an 'I' row's since is its own version, left NULL (its version is a read, one per
+     * row fewer); a later change of the key stores it (since_kept). */
+    const char *born_since = counter_log(c) ? "NULL" : version_sql;
     sqlq_sql_text_add(q, "INSERT INTO ");
     if (!q->dialect->schemas) {
         char name[96];
@@ -92,7 +104,7 @@ static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
     sqlq_change_log_options_names(q, c->t, &c->opts);
     sqlq_sql_text_add(q, ") %s", c->version_from ? "SELECT " : "VALUES (");
     sqlq_catalog_key_list(q, c->t, row);
-    sqlq_sql_text_add(q, ", %s, '%c', %s", version_sql, op, born ? version_sql : "NULL");
+    sqlq_sql_text_add(q, ", %s, '%c', %s", version_sql, op, born ? born_since : "NULL");
     sqlq_change_log_options_values(q, c->t, &c->opts, op, version_sql);
     if (c->version_from)
         sqlq_sql_text_add(q, " FROM %s", c->version_from);
@@ -102,7 +114,7 @@ static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
     sqlq_catalog_key_list(q, c->t, "");
     sqlq_sql_text_add(q, ") DO UPDATE SET " SQLQ_COL_VERSION " = excluded." SQLQ_COL_VERSION
                          ", " SQLQ_COL_OP " = excluded." SQLQ_COL_OP "%s",
-                      born ? ", " SQLQ_COL_SINCE " = excluded." SQLQ_COL_SINCE : "");
+                      born ? ", " SQLQ_COL_SINCE " = excluded." SQLQ_COL_SINCE : since_kept(c));
     sqlq_change_log_options_updates(q, c->t, &c->opts, op, c->names.log_table);
     sqlq_sql_text_add(q, ";");
 }
@@ -122,8 +134,23 @@ static void same_key(sqlq_sql_text *q, const log_ctx *c)
 /* The transition table of the PostgreSQL INSERT statement trigger. */
 #define PG_INSERTED "sqlq_inserted"
 
-static const char SQLITE_BUMP[] = "UPDATE sqlq_counter SET value = value + 1 WHERE name = 'version'; ";
-static const char SQLITE_VERSION[] = "(SELECT value FROM sqlq_counter WHERE name = 'version')";
+/* SQLite's next version: one above the newest version in the log (the top of its (version, key)
+ * index: a read, no counter row written per change) and above the floor `floor_v`, fixed when
+ * the triggers are created (sqlite_floor). Housekeeping never deletes the log's newest row, so
+ * the log's top never goes down: versions only grow (docs/capture.md, Versions). */
+static sqlq_result sqlite_version_sql(const log_ctx *c, int64_t floor_v, char **out,
+                                      sqlq_error *err)
+{
+    char name[96];
+    const sqlq_dialect *d = sqlq_db_dialect(c->db);
+    snprintf(name, sizeof(name), "%s%s", d->object_prefix, c->names.log_table);
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, d);
+    sqlq_sql_text_add(&q, "(max(coalesce((SELECT max(" SQLQ_COL_VERSION ") FROM ");
+    sqlq_sql_text_ident(&q, name); /* trigger bodies take unqualified names only */
+    sqlq_sql_text_add(&q, "), 0), %lld) + 1)", (long long)floor_v);
+    return sqlq_sql_text_take(&q, out, err);
+}
 
 static const char *const SQLITE_TRIGGERS[] = {"_ai", "_au", "_ak", "_ad"};
 
@@ -132,9 +159,14 @@ static void sqlite_trigger_name(const log_ctx *c, size_t i, char *out, size_t si
     snprintf(out, size, "%s%s", c->names.trigger, SQLITE_TRIGGERS[i]);
 }
 
-static sqlq_result sqlite_trigger_sql(const log_ctx *c, size_t i, char **out, sqlq_error *err)
+static sqlq_result sqlite_trigger_sql(const log_ctx *c, size_t i, int64_t floor_v, char **out,
+                                     sqlq_error *err)
 {
     static const char *const events[] = {"INSERT", "UPDATE", "UPDATE", "DELETE"};
+    char *v = NULL;
+    sqlq_result r = sqlite_version_sql(c, floor_v, &v, err);
+    if (r != SQLQ_OK)
+        return r;
     char name[96];
     sqlite_trigger_name(c, i, name, sizeof(name));
     sqlq_sql_text q;
@@ -149,18 +181,19 @@ static sqlq_result sqlite_trigger_sql(const log_ctx *c, size_t i, char **out, sq
         same_key(&q, c);
         sqlq_sql_text_add(&q, ") ");
     }
-    sqlq_sql_text_add(&q, "BEGIN %s", SQLITE_BUMP);
+    sqlq_sql_text_add(&q, "BEGIN ");
     if (i == 0)
-        upsert(&q, c, "NEW.", 'I', SQLITE_VERSION);
+        upsert(&q, c, "NEW.", 'I', v);
     else if (i == 1)
-        upsert(&q, c, "NEW.", 'U', SQLITE_VERSION);
+        upsert(&q, c, "NEW.", 'U', v);
     else
-        upsert(&q, c, "OLD.", 'D', SQLITE_VERSION);
-    if (i == 2) {
-        sqlq_sql_text_add(&q, " %s", SQLITE_BUMP);
-        upsert(&q, c, "NEW.", 'I', SQLITE_VERSION);
+        upsert(&q, c, "OLD.", 'D', v);
+    if (i == 2) { /* the second read sees the delete's row: the insert's version is above it */
+        sqlq_sql_text_add(&q, " ");
+        upsert(&q, c, "NEW.", 'I', v);
     }
     sqlq_sql_text_add(&q, " END");
+    free(v);
     return sqlq_sql_text_take(&q, out, err);
 }
 
@@ -266,12 +299,57 @@ static sqlq_result sqlite_drop_triggers(const log_ctx *c, sqlq_error *err)
     return r;
 }
 
+/* Raises the counter row 'version' to the log's newest version (and, with `syncs`, to every
+ * bridge's sync version of the table) and reads it back into *floor_v. The counter only grows:
+ * the triggers of an earlier sqlq bumped it per change, and a floor taken from it at a later
+ * setup or after a drop is never below one taken before. */
+static sqlq_result sqlite_floor(const log_ctx *c, bool syncs, int64_t *floor_v, sqlq_error *err)
+{
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
+    sqlq_sql_text_add(&q, "UPDATE ");
+    sqlq_catalog_object(&q, "counter");
+    sqlq_sql_text_add(&q, " SET value = max(value, coalesce((SELECT max(" SQLQ_COL_VERSION
+                          ") FROM ");
+    sqlq_catalog_object(&q, c->names.log_table);
+    sqlq_sql_text_add(&q, "), 0)");
+    if (syncs) {
+        sqlq_sql_text_add(&q, ", coalesce((SELECT max(sync_version) FROM ");
+        sqlq_catalog_object(&q, "state");
+        sqlq_sql_text_add(&q, " WHERE table_name = ");
+        sqlq_sql_text_literal(&q, c->names.table_key);
+        sqlq_sql_text_add(&q, "), 0)");
+    }
+    sqlq_sql_text_add(&q, ") WHERE name = 'version'");
+    sqlq_result r = exec_text(c->db, &q, err);
+    if (r == SQLQ_OK && floor_v)
+        r = sqlq_db_query_int(c->db, "SELECT value FROM sqlq_counter WHERE name = 'version'", NULL,
+                              0, floor_v, err);
+    return r;
+}
+
+/* The triggers, and before the log goes the floor is raised to its newest version: a log set up
+ * again later starts above every version this one handed out. */
+static sqlq_result sqlite_drop(const log_ctx *c, bool catalog, sqlq_error *err)
+{
+    bool log = false;
+    sqlq_result r = sqlite_drop_triggers(c, err);
+    if (r == SQLQ_OK && catalog)
+        r = sqlq_catalog_object_exists(c->db, c->names.log_table, &log, err);
+    if (r == SQLQ_OK && log)
+        r = sqlite_floor(c, false, NULL, err);
+    return r;
+}
+
 static sqlq_result sqlite_install(const log_ctx *c, sqlq_error *err)
 {
-    sqlq_result r = sqlite_drop_triggers(c, err);
+    int64_t floor_v = 0;
+    sqlq_result r = sqlite_floor(c, true, &floor_v, err);
+    if (r == SQLQ_OK)
+        r = sqlite_drop_triggers(c, err);
     for (size_t i = 0; r == SQLQ_OK && i < 4; i++) {
         char *sql = NULL;
-        r = sqlite_trigger_sql(c, i, &sql, err);
+        r = sqlite_trigger_sql(c, i, floor_v, &sql, err);
         if (r == SQLQ_OK)
             r = sqlq_db_exec(c->db, sql, NULL, 0, NULL, err);
         free(sql);
@@ -612,7 +690,7 @@ sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, sqlq_error *e
     if (r == SQLQ_OK && stamped_log(&c))
         r = sqlq_change_log_stamped_drop(db, &c.names, err);
     else if (r == SQLQ_OK)
-        r = counter_log(&c) ? sqlite_drop_triggers(&c, err) : pg_trigger(&c, false, err);
+        r = counter_log(&c) ? sqlite_drop(&c, catalog, err) : pg_trigger(&c, false, err);
     sqlq_sql_text q;
     if (r == SQLQ_OK && !counter_log(&c) && !stamped_log(&c)) {
         sqlq_sql_text_init(&q, d);

@@ -18,8 +18,8 @@ static const char *const CATALOG_CREATE[] = {
     "CREATE TABLE IF NOT EXISTS sqlq_state (bridge_name TEXT NOT NULL, table_name TEXT NOT NULL, "
     "sync_version INTEGER NOT NULL, updated_ms INTEGER NOT NULL, "
     "PRIMARY KEY (bridge_name, table_name))",
-    /* One writer at a time: a counter bumped inside the triggers gives versions in commit
-     * order. lease_token numbers lease grants (fencing). */
+    /* version: the floor of the change logs' versions (raised by setup and drop; the triggers
+     * of an earlier sqlq bumped it per change). lease_token numbers lease grants (fencing). */
     "CREATE TABLE IF NOT EXISTS sqlq_counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
     "INSERT OR IGNORE INTO sqlq_counter (name, value) VALUES ('version', 0), ('lease_token', 0)",
     NULL};

@@ -1,6 +1,8 @@
 # sql/ change capture (capture engineer): change log, leases, SQL Server change-tracking SQL.
 sqlq_integration_test(capture FIXTURES postgres LIBS sqlq_sql TIMEOUT 180)
 sqlq_integration_test(capture_pg FIXTURES postgres LIBS sqlq_sql TIMEOUT 180)
+# SQLite versions without a counter write: trim, reconnect, upgrade of an earlier log, drop + setup.
+sqlq_integration_test(capture_versions LIBS sqlq_sql TIMEOUT 60)
 sqlq_unit_test(capture_sql sqlq_sql)
 sqlq_unit_test(capture_horizon sqlq_sql)
 sqlq_integration_test(setup_cli FIXTURES postgres TIMEOUT 120)

@@ -103,6 +103,7 @@ sql "INSERT INTO items VALUES (3, 'plum', 3, 'n3')"
 "$sqlq" setup --db "$conn" --table items --track-columns --before-image >"$tmp/setup.log" 2>&1 || fail "setup --track-columns --before-image"
 "$sqlq" setup --db "$conn" --table items >"$tmp/setup.log" 2>&1 || fail "setup again"
 grep -q "keeps changed columns and before images" "$tmp/setup.log" || fail "a later setup dropped the options: $(cat "$tmp/setup.log")"
+grep -q "triggers_name_columns" "$tmp/setup.log" || fail "setup did not warn that the triggers name every column: $(cat "$tmp/setup.log")"
 
 drain a "$qa" --changed --before-image
 drain b "$qb" --changed --before-image

@@ -53,6 +53,20 @@ grep -q "already installed" "$tmp/out" || fail "second setup not reported as alr
 sqlite3 "$db" "INSERT INTO orders VALUES (1, 'a'), (2, 'b'); UPDATE orders SET note = 'c' WHERE id = 1;
                INSERT INTO \"Order Lines\" VALUES (1, 1, 5);"
 [ "$(sqlite3 "$db" 'SELECT count(*) FROM sqlq_log_orders')" = 2 ] || fail "log rows: latest change per key"
+# setup again upgrades the trigger of an earlier sqlq (a counter row bumped per change, shared by
+# every table): versions go on above that counter, and no trigger writes it any more
+sqlite3 "$db" "DROP TRIGGER sqlq_log_orders_ai; UPDATE sqlq_counter SET value = 500 WHERE name = 'version';
+               CREATE TRIGGER sqlq_log_orders_ai AFTER INSERT ON orders FOR EACH ROW BEGIN
+               UPDATE sqlq_counter SET value = value + 1 WHERE name = 'version';
+               INSERT INTO sqlq_log_orders (id, sqlq_version, sqlq_op, sqlq_since) VALUES (NEW.id,
+               (SELECT value FROM sqlq_counter WHERE name = 'version'), 'I', NULL); END;
+               INSERT INTO orders VALUES (5, 'old trigger');"
+expect_rc 0 "$sqlq" setup --db "$conn" --table orders
+sqlite3 "$db" "INSERT INTO orders VALUES (6, 'new trigger')"
+[ "$(sqlite3 "$db" "SELECT group_concat(sqlq_version) FROM sqlq_log_orders WHERE id IN (5, 6)")" = 501,502 ] ||
+    fail "versions after the upgrade: $(sqlite3 "$db" 'SELECT * FROM sqlq_log_orders')"
+[ "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%UPDATE sqlq_counter%'")" = 0 ] ||
+    fail "a trigger still writes the counter after setup"
 expect_rc 0 "$sqlq" status --db "$conn"
 grep -q "^orders (change log)" "$tmp/out" || fail "status lacks orders: $(cat "$tmp/out")"
 grep -q "no bridge has started" "$tmp/out" || fail "status does not say no bridge ran"
