@@ -2,15 +2,17 @@
  *
  * Log table (catalog.h names): the key columns with the user's types, sqlq_version, sqlq_op
  * ('I', 'U', 'D'), sqlq_since (the version whose insert created the key's current row; NULL
- * when that is older than the log), primary key = the key. Every row trigger upserts the key's
- * row, so the log holds one row per key with its latest change. An UPDATE that changes the key
- * logs a delete of the old key and an insert of the new one.
+ * when that is older than the log), primary key = the key. Every trigger upserts the key's
+ * row (PostgreSQL: inserted rows once per INSERT statement), so the log holds one row per key
+ * with its latest change. An UPDATE that changes the key logs a delete of the old key and an
+ * insert of the new one.
  *
  * Versions. SQLite: one above the log's newest version and a floor; one writer at a time, so
- * versions commit in order. PostgreSQL: nextval of the log's sequence, taken after the trigger
- * locked the log in ROW EXCLUSIVE mode; readers bound what they read by the holders of that
- * lock (capture_horizon.h), so a transaction that commits late is still read, and a key's
- * later writer (serialized by the row lock) always has the larger version. */
+ * versions commit in order. PostgreSQL: nextval of the log's sequence, evaluated inside the
+ * upsert into the log, which holds the log's ROW EXCLUSIVE lock before it runs (the plan cache
+ * locks a statement's target before execution); readers bound what they read by the holders
+ * of that lock (capture_horizon.h), so a transaction that commits late is still read, and a
+ * key's later writer (serialized by the row lock) always has the larger version. */
 #include "change_log.h"
 
 #include "catalog.h"
@@ -27,6 +29,7 @@ typedef struct log_ctx {
     sqlq_db *db;
     const sqlq_table *t;
     sqlq_catalog_names names;
+    const char *version_from; /* PostgreSQL: the FROM item that takes the version; NULL: VALUES */
     sqlq_change_log_options opts; /* what the log keeps beyond the key (change_log_options.h) */
 } log_ctx;
 
@@ -47,6 +50,7 @@ static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, log_ctx *c, sqlq_e
 {
     c->db = db;
     c->t = t;
+    c->version_from = NULL;
     memset(&c->opts, 0, sizeof(c->opts));
     const sqlq_dialect *d = sqlq_db_dialect(db);
     if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
@@ -73,9 +77,12 @@ static const char *since_kept(const log_ctx *c)
 }
 
 /* INSERT INTO log (key…, sqlq_version, sqlq_op, sqlq_since) VALUES (<row>.key…, <version>,
- * '<op>', <since>) ON CONFLICT (key…) DO UPDATE SET version, op[, since]. An insert starts a new
- * incarnation of the key: since = its version. An update or a delete keeps the since of the
- * incarnation it changes (NULL when the log holds no row of the key: older than the log). */
+ * '<op>', <since>) ON CONFLICT (key…) DO UPDATE SET version, op[, since]; with
+ * c->version_from, SELECT <row>.key…, <version>, '<op>', <since> FROM <version_from> instead of
+ * the VALUES list (the version is then a column of that FROM item, evaluated once). An insert
+ * starts a new incarnation of the key: since = its version. An update or a delete keeps the
+ * since of the incarnation it changes (NULL when the log holds no row of the key: older than
+ * the log). */
 static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
                    const char *version_sql)
 {
@@ -95,11 +102,15 @@ static void upsert(sqlq_sql_text *q, const log_ctx *c, const char *row, char op,
     sqlq_catalog_key_list(q, c->t, "");
     sqlq_sql_text_add(q, ", " SQLQ_COL_VERSION ", " SQLQ_COL_OP ", " SQLQ_COL_SINCE);
     sqlq_change_log_options_names(q, c->t, &c->opts);
-    sqlq_sql_text_add(q, ") VALUES (");
+    sqlq_sql_text_add(q, ") %s", c->version_from ? "SELECT " : "VALUES (");
     sqlq_catalog_key_list(q, c->t, row);
     sqlq_sql_text_add(q, ", %s, '%c', %s", version_sql, op, born ? born_since : "NULL");
     sqlq_change_log_options_values(q, c->t, &c->opts, op, version_sql);
-    sqlq_sql_text_add(q, ") ON CONFLICT (");
+    if (c->version_from)
+        sqlq_sql_text_add(q, " FROM %s", c->version_from);
+    else
+        sqlq_sql_text_add(q, ")");
+    sqlq_sql_text_add(q, " ON CONFLICT (");
     sqlq_catalog_key_list(q, c->t, "");
     sqlq_sql_text_add(q, ") DO UPDATE SET " SQLQ_COL_VERSION " = excluded." SQLQ_COL_VERSION
                          ", " SQLQ_COL_OP " = excluded." SQLQ_COL_OP "%s",
@@ -119,6 +130,9 @@ static void same_key(sqlq_sql_text *q, const log_ctx *c)
         sqlq_sql_text_col(q, "NEW.", name);
     }
 }
+
+/* The transition table of the PostgreSQL INSERT statement trigger. */
+#define PG_INSERTED "sqlq_inserted"
 
 /* SQLite's next version: one above the newest version in the log (the top of its (version, key)
  * index: a read, no counter row written per change) and above the floor `floor_v`, fixed when
@@ -361,21 +375,21 @@ void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size
     snprintf(out, size, "sqlq.%s", n->log_table);
 }
 
-/* The wake-up of waiting bridges: one notification per transaction and channel whatever the
- * number of rows (PostgreSQL folds identical notifications of a transaction), delivered at
- * commit, never for a rolled-back one. PostgreSQL refuses to PREPARE a transaction that ran
- * NOTIFY, so on a server that allows prepared transactions the trigger stays silent unless
- * the setting sqlq.notify says 'on' (ALTER DATABASE … SET sqlq.notify = on: no writer of a
- * watched table uses PREPARE TRANSACTION); 'off' silences it everywhere. */
+/* The wake-up of waiting bridges, as an expression: one notification per transaction and
+ * channel whatever the number of rows (PostgreSQL folds identical notifications of a
+ * transaction), delivered at commit, never for a rolled-back one. PostgreSQL refuses to PREPARE
+ * a transaction that ran NOTIFY, so on a server that allows prepared transactions the trigger
+ * stays silent unless the setting sqlq.notify says 'on' (ALTER DATABASE … SET sqlq.notify = on:
+ * no writer of a watched table uses PREPARE TRANSACTION); 'off' silences it everywhere. */
 static void pg_notify_sql(const log_ctx *c, sqlq_sql_text *body)
 {
     char channel[72];
     sqlq_change_log_channel(&c->names, channel, sizeof(channel));
-    sqlq_sql_text_add(body, " IF (CASE current_setting('sqlq.notify', true) WHEN 'on' THEN true "
-                            "WHEN 'off' THEN false ELSE current_setting('max_prepared_transactions') "
-                            "= '0' END) THEN PERFORM pg_notify(");
+    sqlq_sql_text_add(body, "CASE WHEN (CASE current_setting('sqlq.notify', true) WHEN 'on' THEN "
+                            "true WHEN 'off' THEN false ELSE "
+                            "current_setting('max_prepared_transactions') = '0' END) THEN pg_notify(");
     sqlq_sql_text_literal(body, channel);
-    sqlq_sql_text_add(body, ", ''); END IF;");
+    sqlq_sql_text_add(body, ", '') END");
 }
 
 /* The version sequence as a string literal of its qualified name, for nextval() and setval(). */
@@ -394,42 +408,80 @@ static sqlq_result sequence_literal(const log_ctx *c, sqlq_sql_text *into, sqlq_
     return r;
 }
 
-/* The trigger function. Its version comes from the log's sequence, taken only once the
- * transaction holds ROW EXCLUSIVE on the log (to its end) and the row lock of the key: a
- * key's later writer gets a larger version, and a reader that finds no such lock holder
- * knows every version up to the sequence value it read before is final (docs/capture.md). */
-static sqlq_result pg_function_sql(const log_ctx *c, char **out, sqlq_error *err)
+/* The FROM item of the trigger's upserts: (SELECT nextval(<sequence>) AS sqlq_version,
+ * <notify> AS sqlq_notify) sqlq_next; for the inserted rows of a statement, (SELECT key…,
+ * nextval(…), <notify> FROM sqlq_inserted) sqlq_next, a version per row. A subquery whose list
+ * holds volatile functions is not pulled up into the INSERT, so each is evaluated once per row
+ * of the subquery, in the executor: after the plan cache locked the statement's target, the
+ * log, in ROW EXCLUSIVE mode (to the end of the transaction), and after the user's statement
+ * locked the keys' rows. */
+static sqlq_result pg_version_from(const log_ctx *c, bool inserted, char **out, sqlq_error *err)
 {
-    static const char v[] = "sqlq_new_version";
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
+    sqlq_sql_text_add(&q, "(SELECT ");
+    if (inserted) { /* key columns cannot be named sqlq_*: no clash with the two below */
+        sqlq_catalog_key_list(&q, c->t, PG_INSERTED ".");
+        sqlq_sql_text_add(&q, ", ");
+    }
+    sqlq_sql_text_add(&q, "nextval(");
+    sqlq_result r = sequence_literal(c, &q, err);
+    sqlq_sql_text_add(&q, ") AS " SQLQ_COL_VERSION ", ");
+    pg_notify_sql(c, &q);
+    sqlq_sql_text_add(&q, " AS sqlq_notify%s) sqlq_next", inserted ? " FROM " PG_INSERTED : "");
+    if (r != SQLQ_OK) {
+        sqlq_sql_text_free(&q);
+        return r;
+    }
+    return sqlq_sql_text_take(&q, out, err);
+}
+
+/* The trigger function, for two triggers (pg_trigger): once per INSERT statement, one upsert
+ * of the statement's inserted rows (its transition table); once per updated or deleted row,
+ * one upsert (two for an update that changes the key: delete the old key, insert the new one).
+ * Each takes its versions in its FROM item (pg_version_from): a key's later writer gets a
+ * larger version, and a reader that finds no holder of the log's lock knows every version up
+ * to the sequence value it read before is final (docs/capture.md). */
+static sqlq_result pg_function_body(const log_ctx *c, char **out, sqlq_error *err)
+{
+    static const char v[] = "sqlq_next." SQLQ_COL_VERSION;
+    log_ctx pc = *c, ps = *c;
+    char *from = NULL, *from_inserted = NULL;
+    sqlq_result r = pg_version_from(c, false, &from, err);
+    if (r == SQLQ_OK)
+        r = pg_version_from(c, true, &from_inserted, err);
+    if (r != SQLQ_OK) {
+        free(from);
+        return r;
+    }
+    pc.version_from = from;
+    ps.version_from = from_inserted;
     sqlq_sql_text body;
     sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
-    sqlq_sql_text_add(&body, " #variable_conflict use_column\nDECLARE %s bigint; BEGIN LOCK TABLE ",
-                      v);
-    sqlq_catalog_object(&body, c->names.log_table);
-    sqlq_sql_text_add(&body, " IN ROW EXCLUSIVE MODE; %s := nextval(", v);
-    sqlq_result r = sequence_literal(c, &body, err);
-    sqlq_sql_text_add(&body, ");");
-    pg_notify_sql(c, &body);
-    sqlq_sql_text_add(&body, " IF TG_OP = 'INSERT' THEN ");
-    upsert(&body, c, "NEW.", 'I', v);
-    sqlq_sql_text_add(&body, " ELSIF TG_OP = 'UPDATE' THEN IF (");
+    sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN IF TG_LEVEL = 'STATEMENT' THEN ");
+    upsert(&body, &ps, "sqlq_next.", 'I', v);
+    sqlq_sql_text_add(&body, " ELSIF TG_OP = 'DELETE' THEN ");
+    upsert(&body, &pc, "OLD.", 'D', v);
+    sqlq_sql_text_add(&body, " ELSIF (");
     sqlq_catalog_key_list(&body, c->t, "OLD.");
     sqlq_sql_text_add(&body, ") IS NOT DISTINCT FROM (");
     sqlq_catalog_key_list(&body, c->t, "NEW.");
     sqlq_sql_text_add(&body, ") THEN ");
-    upsert(&body, c, "NEW.", 'U', v);
+    upsert(&body, &pc, "NEW.", 'U', v);
     sqlq_sql_text_add(&body, " ELSE ");
-    upsert(&body, c, "OLD.", 'D', v);
+    upsert(&body, &pc, "OLD.", 'D', v);
     sqlq_sql_text_add(&body, " ");
-    upsert(&body, c, "NEW.", 'I', v);
-    sqlq_sql_text_add(&body, " END IF; ELSE ");
-    upsert(&body, c, "OLD.", 'D', v);
+    upsert(&body, &pc, "NEW.", 'I', v);
     sqlq_sql_text_add(&body, " END IF; RETURN NULL; END ");
+    free(from);
+    free(from_inserted);
+    return sqlq_sql_text_take(&body, out, err);
+}
+
+static sqlq_result pg_function_sql(const log_ctx *c, char **out, sqlq_error *err)
+{
     char *text = NULL;
-    if (r == SQLQ_OK)
-        r = sqlq_sql_text_take(&body, &text, err);
-    else
-        sqlq_sql_text_free(&body);
+    sqlq_result r = pg_function_body(c, &text, err);
     if (r != SQLQ_OK)
         return r;
     char tag[16];
@@ -489,26 +541,43 @@ static sqlq_result pg_sequence(const log_ctx *c, sqlq_error *err)
     return r;
 }
 
-static sqlq_result pg_trigger(const log_ctx *c, bool create, sqlq_error *err)
+static sqlq_result pg_trigger_drop(const log_ctx *c, const char *name, sqlq_error *err)
 {
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "DROP TRIGGER IF EXISTS ");
-    sqlq_sql_text_ident(&q, c->names.trigger);
+    sqlq_sql_text_ident(&q, name);
     sqlq_sql_text_add(&q, " ON ");
     sqlq_sql_text_table(&q, &c->names.table);
-    sqlq_result r = exec_text(c->db, &q, err);
-    if (r != SQLQ_OK || !create)
-        return r;
-    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
-    sqlq_sql_text_add(&q, "CREATE TRIGGER ");
-    sqlq_sql_text_ident(&q, c->names.trigger);
-    sqlq_sql_text_add(&q, " AFTER INSERT OR UPDATE OR DELETE ON ");
-    sqlq_sql_text_table(&q, &c->names.table);
-    sqlq_sql_text_add(&q, " FOR EACH ROW EXECUTE FUNCTION ");
-    sqlq_catalog_object(&q, c->names.log_function);
-    sqlq_sql_text_add(&q, "()");
     return exec_text(c->db, &q, err);
+}
+
+/* Two triggers run the log's function: <trigger> for each updated or deleted row, and
+ * <trigger>_ins once per INSERT statement with its inserted rows (REFERENCING NEW TABLE: one
+ * upsert per statement instead of a function call and an upsert per row; a transition table
+ * takes one event per trigger). An earlier sqlq's <trigger> also fired per inserted row. */
+static sqlq_result pg_trigger(const log_ctx *c, bool create, sqlq_error *err)
+{
+    char ins[72];
+    snprintf(ins, sizeof(ins), "%s_ins", c->names.trigger);
+    sqlq_result r = pg_trigger_drop(c, c->names.trigger, err);
+    if (r == SQLQ_OK)
+        r = pg_trigger_drop(c, ins, err);
+    for (int i = 0; create && r == SQLQ_OK && i < 2; i++) {
+        sqlq_sql_text q;
+        sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
+        sqlq_sql_text_add(&q, "CREATE TRIGGER ");
+        sqlq_sql_text_ident(&q, i ? ins : c->names.trigger);
+        sqlq_sql_text_add(&q, i ? " AFTER INSERT ON " : " AFTER UPDATE OR DELETE ON ");
+        sqlq_sql_text_table(&q, &c->names.table);
+        sqlq_sql_text_add(&q, i ? " REFERENCING NEW TABLE AS " PG_INSERTED " FOR EACH STATEMENT"
+                                : " FOR EACH ROW");
+        sqlq_sql_text_add(&q, " EXECUTE FUNCTION ");
+        sqlq_catalog_object(&q, c->names.log_function);
+        sqlq_sql_text_add(&q, "()");
+        r = exec_text(c->db, &q, err);
+    }
+    return r;
 }
 
 /* The watched table's SHARE ROW EXCLUSIVE lock (what DROP TRIGGER takes anyway), first: open
@@ -680,12 +749,19 @@ sqlq_result sqlq_change_log_installed(sqlq_db *db, const sqlq_table *t, bool *ou
     sqlq_sql_text_table(&q, &c.names.table);
     char *quoted = NULL;
     r = sqlq_sql_text_take(&q, &quoted, err);
-    sqlq_param p[2] = {sqlq_param_text(quoted), sqlq_param_text(c.names.trigger)};
+    /* <trigger>, and inserts captured: by <trigger>_ins, or by an earlier sqlq's <trigger>
+     * (tgtype bit 4: INSERT) */
+    char ins[72];
+    snprintf(ins, sizeof(ins), "%s_ins", c.names.trigger);
+    sqlq_param p[4] = {sqlq_param_text(c.names.trigger), sqlq_param_text(quoted),
+                       sqlq_param_text(c.names.trigger), sqlq_param_text(ins)};
     if (r == SQLQ_OK)
         r = sqlq_db_query_int(db,
-                              "SELECT count(*) FROM pg_trigger WHERE tgrelid = "
-                              "to_regclass(CAST(? AS text)) AND tgname = CAST(? AS text)",
-                              p, 2, &n, err);
+                              "SELECT CASE WHEN count(*) FILTER (WHERE tgname = CAST(? AS text)) = 1 "
+                              "AND bool_or((CAST(tgtype AS integer) & 4) <> 0) THEN 1 ELSE 0 END "
+                              "FROM pg_trigger WHERE tgrelid = to_regclass(CAST(? AS text)) AND "
+                              "tgname IN (CAST(? AS text), CAST(? AS text))",
+                              p, 4, &n, err);
     free(quoted);
     *out = r == SQLQ_OK && n == 1;
     return r;
@@ -701,6 +777,6 @@ void sqlq_change_log_objects(const sqlq_dialect *d, const sqlq_catalog_names *n,
         snprintf(out, size, "table %s%s, triggers sqlq_%s_ai/_au/_ad", d->object_prefix,
                  n->log_table, n->log_table);
     else
-        snprintf(out, size, "table %s%s, function %s%s, trigger %s", d->object_prefix, n->log_table,
-                 d->object_prefix, n->log_function, n->trigger);
+        snprintf(out, size, "table %s%s, function %s%s, triggers %s, %s_ins", d->object_prefix,
+                 n->log_table, d->object_prefix, n->log_function, n->trigger, n->trigger);
 }

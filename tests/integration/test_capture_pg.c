@@ -364,6 +364,9 @@ static void test_capture_pg_upgrade_xid_log(void **s)
                "(NEW.id, CAST(CAST(pg_current_xact_id() AS text) AS bigint), CASE WHEN TG_OP = "
                "'INSERT' THEN 'I' ELSE 'U' END) ON CONFLICT (id) DO UPDATE SET sqlq_version = "
                "excluded.sqlq_version, sqlq_op = excluded.sqlq_op; END IF; RETURN NULL; END $f$");
+    exec(e.db, "DROP TRIGGER sqlq_capture_ins ON up; DROP TRIGGER sqlq_capture ON up; CREATE "
+               "TRIGGER sqlq_capture AFTER INSERT OR UPDATE OR DELETE ON up FOR EACH ROW EXECUTE "
+               "FUNCTION sqlq.capture_up()");
     exec(e.db, "INSERT INTO up VALUES (1, 'one')");
     exec(e.db, "INSERT INTO up VALUES (2, 'two')");
     exec(e.db, "INSERT INTO up VALUES (3, 'three')");
@@ -400,6 +403,73 @@ static void test_capture_pg_upgrade_xid_log(void **s)
     sqlq_change_batch_free(&b);
     advance(cap);
     assert_int_equal(pending(cap), 0);
+    sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+/* The triggers of this sqlq (issue 15): no LOCK TABLE statement, the version taken inside each
+ * upsert, whose plan holds the log's ROW EXCLUSIVE lock first; inserts logged once per
+ * statement from its transition table, a version per row. `sqlq setup` over the previous
+ * trigger (one row trigger for every event) replaces it in place; an open writer holds the
+ * lock (the read horizon waits for it); a key-changing update logs the old key's delete
+ * before the new key's insert. */
+static void test_capture_pg_trigger_upgrade_in_place(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e);
+    exec(e.db, "CREATE TABLE kc (id integer PRIMARY KEY, v text)");
+    install(e.db, "kc");
+    /* what the previous sqlq installed: LOCK TABLE, then nextval into a variable */
+    exec(e.db, "CREATE OR REPLACE FUNCTION sqlq.capture_kc() RETURNS trigger LANGUAGE plpgsql AS "
+               "$f$ DECLARE v bigint; BEGIN LOCK TABLE sqlq.log_kc IN ROW EXCLUSIVE MODE; v := "
+               "nextval('sqlq.ver_kc'); INSERT INTO sqlq.log_kc (id, sqlq_version, sqlq_op, "
+               "sqlq_since) VALUES (NEW.id, v, 'I', v) ON CONFLICT (id) DO UPDATE SET "
+               "sqlq_version = excluded.sqlq_version, sqlq_op = excluded.sqlq_op, sqlq_since = "
+               "excluded.sqlq_since; RETURN NULL; END $f$");
+    exec(e.db, "DROP TRIGGER sqlq_capture_ins ON kc; DROP TRIGGER sqlq_capture ON kc; CREATE "
+               "TRIGGER sqlq_capture AFTER INSERT OR UPDATE OR DELETE ON kc FOR EACH ROW EXECUTE "
+               "FUNCTION sqlq.capture_kc()");
+    exec(e.db, "INSERT INTO kc VALUES (1, 'one')");
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    OK(sqlq_catalog_lookup(e.db, "kc", NULL, &t, &n, err));
+    bool installed = false;
+    OK(sqlq_change_log_installed(e.db, t, &installed, err));
+    assert_true(installed); /* the earlier layout still captures: a bridge may run on it */
+    sqlq_table_free(t);
+    install(e.db, "kc"); /* the upgrade */
+    assert_int_equal(scalar(e.db, "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'kc'::regclass "
+                                  "AND NOT tgisinternal"),
+                     2);
+    assert_int_equal(scalar(e.db, "SELECT count(*) FROM pg_proc WHERE proname = 'capture_kc' "
+                                  "AND prosrc NOT LIKE '%LOCK TABLE%' AND prosrc LIKE "
+                                  "'%nextval(%'"),
+                     1);
+    sqlq_capture *cap = open_cap(e.db, "kc");
+    assert_int_equal(deliver_now(cap), BIT(1));
+    sqlq_db *a = connect_db(e.conn);
+    OK(sqlq_db_begin(a, err));
+    exec(a, "INSERT INTO kc VALUES (2, 'two')");
+    assert_int_equal(scalar(e.db, "SELECT count(*) FROM pg_locks WHERE relation = "
+                                  "'sqlq.log_kc'::regclass AND mode = 'RowExclusiveLock' AND "
+                                  "granted"),
+                     1);
+    exec(e.db, "INSERT INTO kc VALUES (3, 'three'), (5, 'five')");
+    assert_int_equal(scalar(e.db, "SELECT count(DISTINCT sqlq_version) FROM sqlq.log_kc WHERE id "
+                                  "IN (3, 5) AND sqlq_since = sqlq_version AND sqlq_op = 'I'"),
+                     2);
+    assert_int_equal(deliver_now(cap), 0); /* 3 and 5 wait for the open writer */
+    OK(sqlq_db_commit(a, err));
+    assert_int_equal(deliver_now(cap), BIT(2) | BIT(3) | BIT(5));
+    exec(e.db, "UPDATE kc SET id = 4 WHERE id = 3");
+    assert_int_equal(scalar(e.db, "SELECT count(*) FROM sqlq.log_kc o, sqlq.log_kc n WHERE o.id "
+                                  "= 3 AND o.sqlq_op = 'D' AND n.id = 4 AND n.sqlq_op = 'I' AND "
+                                  "n.sqlq_since = n.sqlq_version AND o.sqlq_version < "
+                                  "n.sqlq_version"),
+                     1);
+    assert_int_equal(deliver_now(cap), BIT(3) | BIT(4));
+    sqlq_db_close(a);
     sqlq_capture_close(cap);
     env_close(&e);
 }
@@ -496,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_capture_pg_savepoints),
         cmocka_unit_test(test_capture_pg_prepared_and_killed),
         cmocka_unit_test(test_capture_pg_upgrade_xid_log),
+        cmocka_unit_test(test_capture_pg_trigger_upgrade_in_place),
         cmocka_unit_test(test_capture_pg_unprivileged_reader),
         cmocka_unit_test(test_capture_pg_polls_prepared_once),
     };
