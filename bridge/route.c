@@ -89,6 +89,7 @@ static void init_metrics(sqlq_route *r)
     r->m_poisoned = sqlq_metrics_counter(m, SQLQ_METRIC_MESSAGES_POISONED, NULL, q, 1);
     r->m_renewals = sqlq_metrics_counter(m, SQLQ_METRIC_LEASE_RENEWALS, NULL, t, 1);
     r->m_filtered = sqlq_metrics_counter(m, SQLQ_METRIC_CHANGES_FILTERED, NULL, tq, 2);
+    r->m_wakeups = sqlq_metrics_counter(m, SQLQ_METRIC_WAKEUPS, NULL, t, 1);
     r->m_publish_s = sqlq_metrics_histogram(m, SQLQ_METRIC_PUBLISH_SECONDS, NULL, NULL, 0, q, 1);
     r->m_pending = sqlq_metrics_gauge(m, SQLQ_METRIC_PENDING_CHANGES, NULL, t, 1);
     r->m_pending_age = sqlq_metrics_gauge(m, "sqlq_oldest_pending_change_age_seconds",
@@ -516,7 +517,8 @@ void sqlq_route_wait_for_change(sqlq_route *r)
 {
     assert(!r->helper_owns_conn);
     uint64_t t0 = sqlq_clock_now_ms(&r->clock);
-    (void)sqlq_wakeup_wait(r->wakeup, r->db, &r->clock, (uint64_t)r->cfg.polling_interval_ms);
+    if (sqlq_wakeup_wait(r->wakeup, r->db, &r->clock, (uint64_t)r->cfg.polling_interval_ms))
+        sqlq_counter_inc(r->m_wakeups);
     r->waited_ms = sqlq_clock_now_ms(&r->clock) - t0;
 }
 

@@ -91,6 +91,7 @@ struct sqlq_route {
     bool gave_up;              /* once: an outage outlasted once_outage_s */
     sqlq_error gave_up_err;
     sqlq_counter *m_published, *m_poisoned, *m_renewals;
+    sqlq_counter *m_wakeups;  /* hints of a change that made the route poll early (wakeup.h) */
     sqlq_counter *m_filtered; /* changes released unpublished: --ops (route_filter.h) */
     sqlq_counter *m_retry_queue, *m_retry_db, *m_lease_lost; /* sqlq_retries_total{reason} */
     sqlq_histogram *m_publish_s;

@@ -68,6 +68,8 @@ static bool short_batch_hinted(sqlq_route *r)
     if (r->batch.full || !r->wakeup || r->env.once || sqlq_route_stopping(r))
         return false;
     r->hinted = sqlq_wakeup_hinted(r->wakeup, r->db);
+    if (r->hinted)
+        sqlq_counter_inc(r->m_wakeups);
     return r->hinted;
 }
 

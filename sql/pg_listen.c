@@ -4,6 +4,7 @@
 #include "log.h"
 
 #include <libpq-fe.h>
+#include <odbcinst.h>
 
 #include <errno.h>
 #include <poll.h>
@@ -29,10 +30,14 @@ static const struct {
               {"user", map_user}, {"password", map_pwd}, {"sslmode", map_ssl}};
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 #define NFIXED 6 /* application_name, connect_timeout, keepalives (4 keys) */
+#define MAX_PQOPT 16 /* libpq options given in psqlODBC's pqopt */
 
 struct sqlq_pg_listen {
     char *channel;
     char *values[NPARAMS]; /* NULL: libpq's default */
+    PQconninfoOption *pqopt; /* psqlODBC's pqopt={...}, parsed by libpq; NULL when none */
+    bool off;              /* the server could not be determined: never connects */
+    bool checked;          /* whether the trigger notifies was checked (at the first LISTEN) */
     PGconn *conn;
     uint64_t next_try_ms;  /* while down: when to connect again */
     uint64_t retry_ms;     /* the back-off step after the next failure */
@@ -59,9 +64,75 @@ static char *last_value(const char *conn, const char *const *keys)
     char *v = NULL;
     for (size_t i = 0; list && list[i]; i++)
         v = list[i];
-    v = v ? strdup(v) : NULL;
+    v = v && v[0] ? strdup(v) : NULL; /* Server= (empty) names nothing */
     sqlq_conn_string_list_free(list);
     return v;
+}
+
+/* A value psqlODBC reads from the DSN's section of odbc.ini (unixODBC's ODBCINI, ~/.odbc.ini,
+ * the system odbc.ini) when the connection string does not give it. */
+static char *dsn_value(const char *dsn, const char *const *keys)
+{
+    char buf[512];
+    for (size_t i = 0; keys[i]; i++) {
+        buf[0] = '\0';
+        int n = SQLGetPrivateProfileString(dsn, keys[i], "", buf, (int)sizeof(buf), "odbc.ini");
+        if (n > 0 && buf[0])
+            return strdup(buf);
+    }
+    return NULL;
+}
+
+/* psqlODBC's pqopt: libpq conninfo text ("sslrootcert=/x keepalives_idle=5"), often in braces. */
+static PQconninfoOption *parse_pqopt(const char *conn)
+{
+    static const char *const key[] = {"pqopt", NULL};
+    char *v = last_value(conn, key);
+    if (!v)
+        return NULL;
+    size_t n = strlen(v);
+    if (n >= 2 && v[0] == '{' && v[n - 1] == '}') {
+        memmove(v, v + 1, n - 2);
+        v[n - 2] = '\0';
+    }
+    char *msg = NULL;
+    PQconninfoOption *o = PQconninfoParse(v, &msg);
+    if (!o)
+        SQLQ_WARN("listen_pqopt_ignored", "error=\"%s\"", msg ? msg : "out of memory");
+    PQfreemem(msg);
+    free(v);
+    return o;
+}
+
+static const char *pqopt_value(const sqlq_pg_listen *l, const char *keyword)
+{
+    for (const PQconninfoOption *o = l->pqopt; o && o->keyword; o++)
+        if (o->val && o->val[0] && strcmp(o->keyword, keyword) == 0)
+            return o->val;
+    return NULL;
+}
+
+/* Never libpq's defaults in silence: with no server named (connection string, DSN, pqopt, or
+ * PGHOST), a local socket could be another PostgreSQL than the one ODBC reaches. */
+static void resolve_server(sqlq_pg_listen *l, const char *odbc_conn)
+{
+    static const char *const dsn_key[] = {"DSN", NULL};
+    char *dsn = last_value(odbc_conn, dsn_key);
+    for (size_t i = 0; dsn && i < NPARAMS; i++)
+        if (!l->values[i])
+            l->values[i] = dsn_value(dsn, params[i].odbc);
+    bool known = l->values[0] || pqopt_value(l, "host") || pqopt_value(l, "hostaddr") ||
+                 pqopt_value(l, "service") || getenv("PGHOST") || getenv("PGSERVICE");
+    if (!known) {
+        l->off = true;
+        SQLQ_WARN("wakeup_off",
+                  "channel=%s dsn=%s reason=\"the PostgreSQL server of the connection string "
+                  "could not be determined (no Server/Servername%s)\" hint=\"name the server in the "
+                  "connection string (Server=...;Port=...), or set wakeup: false; the route polls at "
+                  "its interval\"",
+                  l->channel, dsn ? dsn : "-", dsn ? " in it nor in its odbc.ini section" : "");
+    }
+    free(dsn);
 }
 
 sqlq_result sqlq_pg_listen_create(const char *odbc_conn, const char *channel, sqlq_pg_listen **out,
@@ -75,6 +146,8 @@ sqlq_result sqlq_pg_listen_create(const char *odbc_conn, const char *channel, sq
     }
     for (size_t i = 0; i < NPARAMS; i++)
         l->values[i] = last_value(odbc_conn, params[i].odbc);
+    l->pqopt = parse_pqopt(odbc_conn);
+    resolve_server(l, odbc_conn);
     l->retry_ms = 0; /* the first connection: at once */
     *out = l;
     return SQLQ_OK;
@@ -88,6 +161,7 @@ void sqlq_pg_listen_destroy(sqlq_pg_listen *l)
         PQfinish(l->conn);
     for (size_t i = 0; i < NPARAMS; i++)
         free(l->values[i]);
+    PQconninfoFree(l->pqopt);
     free(l->channel);
     free(l);
 }
@@ -150,14 +224,44 @@ static bool listen_on(sqlq_pg_listen *l)
     return ok;
 }
 
+/* At the first LISTEN: whether the trigger notifies in this database (change_log.c,
+ * pg_notify_sql). It stays silent where prepared transactions are allowed unless sqlq.notify
+ * is on, and then the route polls at its interval: say so, and how to turn wake-ups on. */
+static void check_notify(sqlq_pg_listen *l)
+{
+    l->checked = true;
+    PGresult *res = PQexec(l->conn, "SELECT current_setting('max_prepared_transactions'), "
+                                    "coalesce(current_setting('sqlq.notify', true), '')");
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+        const char *mpt = PQgetvalue(res, 0, 0), *notify = PQgetvalue(res, 0, 1);
+        if (strcmp(notify, "off") == 0)
+            SQLQ_INFO("wakeup_off", "channel=%s reason=\"sqlq.notify is off\"", l->channel);
+        else if (strcmp(notify, "on") != 0 && strcmp(mpt, "0") != 0)
+            SQLQ_WARN("wakeup_off",
+                      "channel=%s max_prepared_transactions=%s sqlq.notify=%s reason=\"the server "
+                      "allows prepared transactions, so the trigger does not NOTIFY (PREPARE "
+                      "TRANSACTION refuses a transaction that did): the route polls at its "
+                      "interval\" hint=\"when no writer of the table uses PREPARE TRANSACTION: "
+                      "ALTER DATABASE %s SET sqlq.notify = on\"",
+                      l->channel, mpt, notify[0] ? notify : "unset", PQdb(l->conn));
+    }
+    PQclear(res);
+}
+
 static bool connect_and_listen(sqlq_pg_listen *l)
 {
-    const char *keys[NPARAMS + NFIXED + 1], *vals[NPARAMS + NFIXED + 1];
+    const char *keys[NPARAMS + MAX_PQOPT + NFIXED + 1], *vals[NPARAMS + MAX_PQOPT + NFIXED + 1];
     size_t k = 0;
     for (size_t i = 0; i < NPARAMS; i++)
         if (l->values[i]) {
             keys[k] = params[i].keyword;
             vals[k++] = l->values[i];
+        }
+    /* pqopt after the mapped keywords: as in psqlODBC, its options win. */
+    for (const PQconninfoOption *o = l->pqopt; o && o->keyword && k < NPARAMS + MAX_PQOPT; o++)
+        if (o->val && o->val[0]) {
+            keys[k] = o->keyword;
+            vals[k++] = o->val;
         }
     static const char *const fixed[NFIXED][2] = {
         {"application_name", "sqlq-listen"}, {"connect_timeout", "5"}, {"keepalives", "1"},
@@ -177,6 +281,8 @@ static bool connect_and_listen(sqlq_pg_listen *l)
         return false;
     }
     SQLQ_INFO("listen_started", "channel=%s pid=%d", l->channel, PQbackendPID(l->conn));
+    if (!l->checked)
+        check_notify(l);
     l->up_since_ms = now_ms();
     return true;
 }
@@ -196,6 +302,10 @@ static bool drain(sqlq_pg_listen *l, bool *notified)
 
 sqlq_pg_listen_event sqlq_pg_listen_wait(sqlq_pg_listen *l, uint64_t timeout_ms)
 {
+    if (l->off) {
+        sleep_ms(timeout_ms);
+        return SQLQ_PG_LISTEN_TIMEOUT;
+    }
     if (!l->conn) {
         uint64_t now = now_ms();
         if (now < l->next_try_ms) {

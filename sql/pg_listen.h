@@ -20,8 +20,11 @@ typedef enum {
 } sqlq_pg_listen_event;
 
 /* From the ODBC connection string of psqlODBC (Server, Port, Database, UID, PWD, SSLMode and
- * their aliases; what it leaves out takes libpq's defaults). Connects on the first wait;
- * fails only when out of memory. */
+ * their aliases; with DSN=, what the string leaves out is read from the DSN's odbc.ini section;
+ * pqopt's libpq options are passed on). When no server can be determined it logs wakeup_off
+ * and never connects (each wait just sleeps): libpq's defaults could reach another server.
+ * At the first LISTEN it warns (wakeup_off) when the trigger does not notify in that database.
+ * Connects on the first wait; fails only when out of memory. */
 SQLQ_NODISCARD sqlq_result sqlq_pg_listen_create(const char *odbc_conn, const char *channel,
                                                  sqlq_pg_listen **out, sqlq_error *err);
 void sqlq_pg_listen_destroy(sqlq_pg_listen *l);

@@ -3,3 +3,5 @@
 sqlq_integration_test(bridge_wakeup FIXTURES azurite postgres TIMEOUT 180)
 sqlq_integration_test(bridge_wakeup_sqlite FIXTURES azurite TIMEOUT 180)
 sqlq_integration_test(bridge_wakeup_steady FIXTURES azurite postgres TIMEOUT 180)
+# bridge_wakeup_notice: wakeup_off warned (sqlq.notify unset), DSN= resolved, sqlq_wakeups_total.
+sqlq_integration_test(bridge_wakeup_notice FIXTURES azurite postgres TIMEOUT 120)
