@@ -194,8 +194,9 @@ static bool route_key(bridge_settings *rs, size_t i, const char *key, json_t *v)
          * log keeps; the bridge reads the log as it is and checks `changed` against it */
         if (json_is_boolean(v))
             return true;
-        fprintf(stderr, "sqlq bridge: config file routes[%zu] key %s: not allowed (true or false)\n",
-                i, key);
+        fprintf(stderr,
+                "sqlq bridge: config file routes[%zu] key %s: not allowed (true or false)\n", i,
+                key);
         return false;
     }
     if (!s) {

@@ -67,14 +67,14 @@ static const sqlq_setting setup_table[] = {
     SQLQ_SETTING_BOOL(S, track_columns, "track_columns", "SQLQ_TRACK_COLUMNS", "false",
                       "change log: also keep which columns each update changed, for the bridge's "
                       "--changed (costs the trigger a comparison per column); stays until --drop "
-                      "(--no-track-columns is refused: only --drop removes it); in a config file per "
-                      "route too. "
-                      "SQL Server: change tracking turned on WITH (TRACK_COLUMNS_UPDATED = ON)"),
+                      "(--no-track-columns is refused: only --drop removes it); in a config "
+                      "file per route too. SQL Server: change tracking turned on WITH (TRACK_COLUMNS_UPDATED = ON)"),
     SQLQ_SETTING_BOOL(S, before_image, "before_image", "SQLQ_BEFORE_IMAGE", "false",
                       "change log: also keep the row as it was before each update or delete, for "
                       "the bridge's --before-image (a copy of every column per change); stays "
                       "until --drop (--no-before-image is refused: only --drop removes it); in a "
-                      "config file per route too; not on SQL Server (change tracking keeps no old values)"),
+                      "config file per route too; not on SQL Server (change tracking keeps no "
+                      "old values)"),
     SQLQ_SETTING_ENUM(S, log_level, "log_level", "SQLQ_LOG_LEVEL", "warn",
                       "error|warn|info|debug|trace", "log level"),
     SQLQ_SETTING_ENUM(S, log_format, "log_format", "SQLQ_LOG_FORMAT", "text", "text|json",
@@ -367,8 +367,9 @@ static int install_one(sqlq_db *db, const char *table, const char *key_columns,
         if (kept.track_columns || kept.before_image)
             SQLQ_WARN("triggers_name_columns",
                       "table=%s note=\"the triggers of --track-columns/--before-image name every "
-                      "column: after ALTER TABLE ADD, DROP, RENAME COLUMN or ALTER COLUMN TYPE run sqlq setup --table "
-                      "%s again at once; until then writes that reach a dropped or renamed column "
+                      "column: after ALTER TABLE ADD, DROP, RENAME COLUMN or ALTER COLUMN TYPE "
+                      "run sqlq setup --table %s again at once; until then writes that reach a "
+                      "dropped or renamed column, or a value the copy's old type cannot hold, "
                       "fail in the trigger (PostgreSQL, MariaDB/MySQL) and SQLite refuses the "
                       "DROP (docs/capture.md)\"",
                       n.table_key, n.table_key);
