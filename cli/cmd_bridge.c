@@ -189,6 +189,16 @@ static bool route_key(bridge_settings *rs, size_t i, const char *key, json_t *v)
 {
     const sqlq_setting *s = setting_of(key);
     char *slot = (char *)rs + (s ? s->offset : 0);
+    if (!s && strcmp(key, "track_columns") == 0) {
+        /* sqlq setup's route key (one file drives both, like key_columns): what the change
+         * log keeps; the bridge reads the log as it is and checks `changed` against it */
+        if (json_is_boolean(v))
+            return true;
+        fprintf(stderr,
+                "sqlq bridge: config file routes[%zu] key %s: not allowed (true or false)\n", i,
+                key);
+        return false;
+    }
     if (!s) {
         fprintf(stderr, "sqlq bridge: config file routes[%zu]: unknown key '%s'\n", i, key);
         return false;
@@ -480,9 +490,14 @@ static int bridge_main(int argc, char **argv, bool check_only)
     if (code < 0 && !check_only)
         code = run(&s, q.account, routes, n);
     if (code < 0) {
-        int problems = sqlq_preflight_run(s.db, q.account, q.encoding, routes, n, stdout);
+        int config_problems = 0;
+        int problems =
+            sqlq_preflight_run(s.db, q.account, q.encoding, routes, n, stdout, &config_problems);
         printf("%d problem%s found\n", problems, problems == 1 ? "" : "s");
-        code = problems ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
+        /* every problem a configuration error (as the bridge would stop with): exit 2 */
+        code = !problems                     ? SQLQ_EXIT_OK
+               : config_problems == problems ? SQLQ_EXIT_USAGE
+                                             : SQLQ_EXIT_FAILED;
     }
     free(routes);
     sqlq_cli_queue_close(&q);

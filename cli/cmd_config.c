@@ -57,7 +57,9 @@ static void usage(FILE *f)
                "             --config file), connect to the database and the queue service, check\n"
                "             every route's table, key, change capture and queue; change nothing.\n"
                "             Exit 0 when the bridge can start, 1 when a problem was found, 2 when\n"
-               "             the configuration itself is invalid.\n\n%s",
+               "             the configuration itself is invalid or every problem found is one\n"
+               "             (a route's changed / before_image its change log does not keep, as\n"
+               "             the bridge says at start).\n\n%s",
             precedence);
 }
 

@@ -66,12 +66,15 @@ static const sqlq_setting setup_table[] = {
                      "time; in a config file per route; not on SQL Server)"),
     SQLQ_SETTING_BOOL(S, track_columns, "track_columns", "SQLQ_TRACK_COLUMNS", "false",
                       "change log: also keep which columns each update changed, for the bridge's "
-                      "--changed (costs the trigger a comparison per column); stays until --drop. "
-                      "SQL Server: change tracking turned on WITH (TRACK_COLUMNS_UPDATED = ON)"),
+                      "--changed (costs the trigger a comparison per column); stays until --drop "
+                      "(--no-track-columns is refused: only --drop removes it); in a config "
+                      "file per route too. SQL Server: change tracking turned on WITH (TRACK_COLUMNS_UPDATED = ON)"),
     SQLQ_SETTING_BOOL(S, before_image, "before_image", "SQLQ_BEFORE_IMAGE", "false",
                       "change log: also keep the row as it was before each update or delete, for "
                       "the bridge's --before-image (a copy of every column per change); stays "
-                      "until --drop; not on SQL Server (change tracking keeps no old values)"),
+                      "until --drop (--no-before-image is refused: only --drop removes it); in a "
+                      "config file per route too; not on SQL Server (change tracking keeps no "
+                      "old values)"),
     SQLQ_SETTING_ENUM(S, log_level, "log_level", "SQLQ_LOG_LEVEL", "warn",
                       "error|warn|info|debug|trace", "log level"),
     SQLQ_SETTING_ENUM(S, log_format, "log_format", "SQLQ_LOG_FORMAT", "text", "text|json",
@@ -120,6 +123,20 @@ static char **translate_aliases(int argc, char **argv, char **owned)
         }
     }
     return out;
+}
+
+/* --no-track-columns / --no-before-image: the options stay until --drop, so a "no" would
+ * be ignored; refused instead (exit 2). Returns the flag given, NULL when none. */
+static const char *negated_sticky_flag(int argc, char **argv)
+{
+    static const char *const flags[] = {"--no-track-columns", "--no-before-image"};
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        for (size_t j = 0; j < sizeof(flags) / sizeof(flags[0]); j++) {
+            size_t n = strlen(flags[j]);
+            if (strncmp(argv[i], flags[j], n) == 0 && (argv[i][n] == '\0' || argv[i][n] == '='))
+                return flags[j];
+        }
+    return NULL;
 }
 
 /* Every --table value (the config loader keeps only the last), then arguments, then the
@@ -173,6 +190,46 @@ static const char *key_columns_of(const setup_settings *s, const sqlq_config_res
             return k;
     }
     return NULL;
+}
+
+/* A boolean key of the config file's route for table (track_columns, before_image): the
+ * route's value when it has one, else dflt (the flag, environment or top-level key). */
+static bool route_bool_of(const sqlq_config_result *res, const char *table, const char *key,
+                          bool dflt)
+{
+    json_t *routes = res->file ? json_object_get(res->file, "routes") : NULL;
+    size_t i;
+    json_t *route;
+    json_array_foreach(routes, i, route) {
+        const char *t = json_string_value(json_object_get(route, "table"));
+        json_t *v = json_object_get(route, key);
+        if (t && json_is_boolean(v) && strcmp(t, table) == 0 && json_is_true(v))
+            return true;
+    }
+    return dflt;
+}
+
+/* A route key that is not true or false: the key, the value and what is allowed. */
+static bool route_bools_ok(const sqlq_config_result *res)
+{
+    static const char *const keys[] = {"track_columns", "before_image"};
+    json_t *routes = res->file ? json_object_get(res->file, "routes") : NULL;
+    size_t i;
+    json_t *route;
+    json_array_foreach(routes, i, route) {
+        for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+            json_t *v = json_object_get(route, keys[k]);
+            if (v && !json_is_boolean(v)) {
+                char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+                fprintf(stderr, "sqlq setup: config file routes[%zu] key %s: %s is not allowed "
+                                "(true or false)\n",
+                        i, keys[k], text ? text : "?");
+                free(text);
+                return false;
+            }
+        }
+    }
+    return true;
 }
 
 static void print_error(const char *table, const sqlq_error *err)
@@ -288,13 +345,21 @@ static int install_one(sqlq_db *db, const char *table, const char *key_columns,
     bool before = false;
     char objects[512];
     sqlq_change_log_options kept = *opts;
-    if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
+    if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING && opts->before_image)
+        rc = SQLQ_EXIT_USAGE,
+        fprintf(stderr, "sqlq setup: %s: key before_image: SQL Server change tracking keeps no old "
+                        "values; before images need a change log (PostgreSQL, SQLite, "
+                        "MariaDB/MySQL)\n", n.table_key);
+    else if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         rc = enable_change_tracking(db, t, n.table_key, retention_days, opts->track_columns);
-    else if (sqlq_change_log_installed(db, t, &before, &err) != SQLQ_OK ||
-             sqlq_change_log_install_with(db, t, opts, &err) != SQLQ_OK ||
-             sqlq_change_log_options_found(db, t, n.log_table, &kept, &err) != SQLQ_OK)
-        rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
-    else {
+    else if ((r = sqlq_change_log_installed(db, t, &before, &err)) != SQLQ_OK ||
+             (r = sqlq_change_log_install_with(db, t, opts, &err)) != SQLQ_OK ||
+             (r = sqlq_change_log_options_found(db, t, n.log_table, &kept, &err)) != SQLQ_OK) {
+        /* what the table or the options ask for cannot be (a name too long for its
+         * before-image column, …): the operator's input, like a usage error */
+        rc = r == SQLQ_E_INVALID || r == SQLQ_E_UNSUPPORTED ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED;
+        print_error(n.table_key, &err);
+    } else {
         sqlq_change_log_objects(d, &n, objects, sizeof(objects));
         printf("%s: change log %s: %s%s\n", n.table_key,
                before ? "already installed (triggers refreshed)" : "installed", objects,
@@ -302,8 +367,9 @@ static int install_one(sqlq_db *db, const char *table, const char *key_columns,
         if (kept.track_columns || kept.before_image)
             SQLQ_WARN("triggers_name_columns",
                       "table=%s note=\"the triggers of --track-columns/--before-image name every "
-                      "column: after ALTER TABLE ADD, DROP or RENAME COLUMN run sqlq setup --table "
-                      "%s again at once; until then writes that reach a dropped or renamed column "
+                      "column: after ALTER TABLE ADD, DROP, RENAME COLUMN or ALTER COLUMN TYPE "
+                      "run sqlq setup --table %s again at once; until then writes that reach a "
+                      "dropped or renamed column, or a value the copy's old type cannot hold, "
                       "fail in the trigger (PostgreSQL, MariaDB/MySQL) and SQLite refuses the "
                       "DROP (docs/capture.md)\"",
                       n.table_key, n.table_key);
@@ -419,6 +485,13 @@ int sqlq_cmd_setup(int argc, char **argv)
     int rc = sqlq_config_load_or_exit(&setup_spec, &s, argc, args, &res);
     const char *tables[64];
     size_t ntables = 0;
+    const char *negated = rc < 0 ? negated_sticky_flag(argc, args) : NULL;
+    if (negated)
+        rc = SQLQ_EXIT_USAGE,
+        fprintf(stderr, "sqlq setup: %s is not allowed: --track-columns and --before-image stay "
+                        "until the change log is removed, and only --drop removes them (sqlq setup "
+                        "--drop --table T, then setup again without them)\n",
+                negated);
     if (rc < 0) {
         sqlq_common_settings common = {.log_level = s.log_level, .log_format = s.log_format};
         sqlq_common_settings_apply(&common);
@@ -436,6 +509,8 @@ int sqlq_cmd_setup(int argc, char **argv)
             fprintf(stderr, "sqlq setup: key key_columns: '%s' is not allowed with %zu tables (one "
                             "table at a time, or key_columns per route in the config file)\n",
                     s.key_columns, ntables);
+        else if (!route_bools_ok(&res))
+            rc = SQLQ_EXIT_USAGE;
         else if ((s.track_columns || s.before_image) && (s.drop || strcmp(s.source, "cursor") == 0))
             rc = SQLQ_EXIT_USAGE,
             fprintf(stderr, "sqlq setup: --track-columns and --before-image are for installing a "
@@ -456,7 +531,6 @@ int sqlq_cmd_setup(int argc, char **argv)
         rc = SQLQ_EXIT_USAGE,
         fprintf(stderr, "sqlq setup: --before-image: SQL Server change tracking keeps no old values; "
                         "before images need a change log (PostgreSQL, SQLite, MariaDB/MySQL)\n");
-    sqlq_change_log_options opts = {s.track_columns, s.before_image};
     if (rc < 0) {
         rc = SQLQ_EXIT_OK;
         if (!s.drop)
@@ -464,6 +538,9 @@ int sqlq_cmd_setup(int argc, char **argv)
         for (size_t i = 0; i < ntables; i++) {
             bool cursor = strcmp(s.source, "cursor") == 0;
             const char *keys = key_columns_of(&s, &res, tables[i]);
+            sqlq_change_log_options opts = {
+                route_bool_of(&res, tables[i], "track_columns", s.track_columns),
+                route_bool_of(&res, tables[i], "before_image", s.before_image)};
             int one = s.drop && cursor ? cursor_drop(db, tables[i], s.bridge_name)
                       : s.drop         ? drop_one(db, tables[i], s.bridge_name)
                       : cursor

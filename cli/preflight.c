@@ -54,7 +54,7 @@ static int check_columns(sqlq_db *db, const sqlq_route_config *r, FILE *out)
     return ok ? 0 : 1;
 }
 
-static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out)
+static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out, int *config_problems)
 {
     sqlq_capture_config cc;
     sqlq_capture_config_default(&cc);
@@ -74,10 +74,21 @@ static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out)
     sqlq_error err;
     sqlq_error_clear(&err);
     char what[600];
-    snprintf(what, sizeof(what), "table %s: exists, has a key, %s", r->table,
-             r->source == SQLQ_SOURCE_CURSOR ? "cursor column is safe" : "change capture installed");
-    bool ok = sqlq_capture_check(db, &cc, &err) == SQLQ_OK;
+    sqlq_result rc = sqlq_capture_check(db, &cc, &err);
+    bool ok = rc == SQLQ_OK;
+    /* a failure names only the table: the error says which check failed (not as if the
+     * others had passed) */
+    if (ok)
+        snprintf(what, sizeof(what), "table %s: exists, has a key, %s", r->table,
+                 r->source == SQLQ_SOURCE_CURSOR ? "cursor column is safe"
+                                                 : "change capture installed");
+    else
+        snprintf(what, sizeof(what), "table %s", r->table);
     report(out, ok, what, &err);
+    /* a setting the database cannot serve (changed / before_image without the setup option):
+     * a configuration error, as the bridge says (exit 2) */
+    if (!ok && rc == SQLQ_E_UNSUPPORTED && config_problems)
+        (*config_problems)++;
     return ok ? check_columns(db, r, out) : 1;
 }
 
@@ -149,8 +160,10 @@ static int check_queue(sqlq_queue_client *qc, const char *queue, FILE *out)
 
 int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
                        sqlq_encoding encoding, const sqlq_route_config *routes, size_t nroutes,
-                       FILE *out)
+                       FILE *out, int *out_config_problems)
 {
+    if (out_config_problems)
+        *out_config_problems = 0;
     int problems = 0;
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -169,7 +182,7 @@ int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
         snprintf(what, sizeof(what), "database: connected (%s)", sqlq_db_dbms_name(db));
         report(out, true, what, NULL);
         for (size_t i = 0; i < nroutes; i++)
-            problems += check_database(db, &routes[i], out);
+            problems += check_database(db, &routes[i], out, out_config_problems);
         sqlq_db_close(db);
     }
 

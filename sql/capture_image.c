@@ -71,9 +71,17 @@ sqlq_result sqlq_capture_image_open(sqlq_capture *cap, const sqlq_capture_config
         return r;
     sqlq_change_log_options kept;
     sqlq_change_log_options_of(cap->log, &kept);
-    if (cfg->changed && !kept.track_columns)
+    bool no_changed = cfg->changed && !kept.track_columns;
+    bool no_before = cfg->before_image && !kept.before_image;
+    if (no_changed && no_before) /* every missing option at once, not one run per option */
+        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+                              "keys changed and before_image: the change log of table %s keeps "
+                              "neither: run `sqlq setup --table %s --track-columns "
+                              "--before-image` first",
+                              cap->names.table_key, cap->names.table_key);
+    if (no_changed)
         return missing(cap, "changed", "--track-columns", err);
-    if (cfg->before_image && !kept.before_image)
+    if (no_before)
         return missing(cap, "before_image", "--before-image", err);
     cap->spec.changed = cfg->changed;
     cap->spec.before = cfg->before_image;

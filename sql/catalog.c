@@ -4,6 +4,7 @@
 #include "catalog.h"
 #include "dialect_parts.h"
 
+#include "change_log_options.h"
 #include "ct_query.h"
 #include "table_key.h"
 
@@ -342,12 +343,19 @@ sqlq_result sqlq_catalog_check_key(const sqlq_table *t, sqlq_error *err)
                               t->name.name);
     for (size_t i = 0; i < t->nkey; i++) {
         const char *name = t->columns[t->key[i]].name;
-        for (size_t j = 0; j < sizeof(reserved) / sizeof(reserved[0]); j++)
-            if (strcasecmp(name, reserved[j]) == 0)
-                return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                      "primary-key column %s of %s clashes with sqlq's own column "
-                                      "of that name: rename it",
-                                      name, t->name.name);
+        bool clash = strcasecmp(name, SQLQ_COL_CHANGED) == 0 ||
+                     strncasecmp(name, SQLQ_COL_BEFORE_PREFIX, strlen(SQLQ_COL_BEFORE_PREFIX)) == 0;
+        for (size_t j = 0; !clash && j < sizeof(reserved) / sizeof(reserved[0]); j++)
+            clash = strcasecmp(name, reserved[j]) == 0;
+        if (clash)
+            return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                  "primary-key column %s of %s clashes with sqlq's own column "
+                                  "of that name (%s, %s, %s, %s, %s, %s, %s, %s, %s<column>): "
+                                  "rename it",
+                                  name, t->name.name, SQLQ_COL_VERSION, SQLQ_COL_OP,
+                                  SQLQ_COL_ATTEMPTS, SQLQ_COL_EXPIRES, SQLQ_COL_OWNER,
+                                  SQLQ_COL_TOKEN, SQLQ_COL_SINCE, SQLQ_COL_CHANGED,
+                                  SQLQ_COL_BEFORE_PREFIX);
     }
     return SQLQ_OK;
 }

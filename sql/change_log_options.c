@@ -2,10 +2,12 @@
 #include "change_log_options.h"
 
 #include "catalog.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static sqlq_capture_shape shape_of(const sqlq_sql_text *q)
 {
@@ -34,10 +36,11 @@ void sqlq_change_log_options_of(const sqlq_table *log, sqlq_change_log_options *
     memset(out, 0, sizeof(*out));
     for (size_t i = 0; log && i < log->ncolumns; i++) {
         const char *n = log->columns[i].name;
+        if (log->columns[i].in_key)
+            continue; /* the key's own columns, whatever their names */
         if (strcmp(n, SQLQ_COL_CHANGED) == 0)
             out->track_columns = true;
-        else if (strncmp(n, SQLQ_COL_BEFORE_PREFIX, strlen(SQLQ_COL_BEFORE_PREFIX)) == 0 &&
-                 !log->columns[i].in_key)
+        else if (strncmp(n, SQLQ_COL_BEFORE_PREFIX, strlen(SQLQ_COL_BEFORE_PREFIX)) == 0)
             out->before_image = true;
     }
 }
@@ -65,14 +68,26 @@ static sqlq_result column_exists(sqlq_db *db, const char *log_table, const char 
     return r;
 }
 
+/* The log keeps t's key columns under their own names: none of them is an option column. */
+static bool is_key_column(const sqlq_table *t, const char *name)
+{
+    for (size_t i = 0; i < t->nkey; i++)
+        if (strcasecmp(t->columns[t->key[i]].name, name) == 0)
+            return true;
+    return false;
+}
+
 sqlq_result sqlq_change_log_options_found(sqlq_db *db, const sqlq_table *t, const char *log_table,
                                           sqlq_change_log_options *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
     char mirror[128];
-    sqlq_result r = column_exists(db, log_table, SQLQ_COL_CHANGED, &out->track_columns, err);
+    sqlq_result r = SQLQ_OK;
+    if (!is_key_column(t, SQLQ_COL_CHANGED))
+        r = column_exists(db, log_table, SQLQ_COL_CHANGED, &out->track_columns, err);
     if (r == SQLQ_OK && t->nkey > 0 &&
-        sqlq_change_log_options_mirror_name(t->columns[t->key[0]].name, mirror, sizeof(mirror)))
+        sqlq_change_log_options_mirror_name(t->columns[t->key[0]].name, mirror, sizeof(mirror)) &&
+        !is_key_column(t, mirror))
         r = column_exists(db, log_table, mirror, &out->before_image, err);
     return r;
 }
@@ -103,6 +118,89 @@ static const char *changed_decl(const sqlq_dialect *d)
     return d->capture_shape == SQLQ_CAPTURE_LOG_STAMPED ? "longtext NULL" : "text NULL";
 }
 
+/* The log's columns and their declared types, as the dialect's key_types_sql reports them. */
+static sqlq_result log_column_types(sqlq_db *db, const char *log_table, json_t **out,
+                                    sqlq_error *err)
+{
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    char *target = NULL;
+    sqlq_result r = SQLQ_OK;
+    if (!d->schemas) {
+        char bare[160];
+        snprintf(bare, sizeof(bare), "%s%s", d->object_prefix, log_table);
+        target = strdup(bare);
+        if (!target)
+            r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    } else {
+        sqlq_sql_text q;
+        sqlq_sql_text_init(&q, d);
+        sqlq_catalog_object(&q, log_table);
+        r = sqlq_sql_text_take(&q, &target, err);
+    }
+    sqlq_param p = sqlq_param_text(target);
+    if (r == SQLQ_OK)
+        r = sqlq_db_query(db, d->key_types_sql, &p, 1, out, err);
+    free(target);
+    return r;
+}
+
+/* ALTER TABLE log ALTER COLUMN c TYPE t USING CAST(c AS t) (PostgreSQL), MODIFY c t NULL
+ * (MariaDB/MySQL). */
+static sqlq_result retype_column(sqlq_db *db, const char *log_table, const char *name,
+                                 const char *type, sqlq_error *err)
+{
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(db));
+    sqlq_sql_text_add(&q, "ALTER TABLE ");
+    sqlq_catalog_object(&q, log_table);
+    if (shape_of(&q) == SQLQ_CAPTURE_LOG_STAMPED) {
+        sqlq_sql_text_add(&q, " MODIFY ");
+        sqlq_sql_text_ident(&q, name);
+        sqlq_sql_text_add(&q, " %s NULL", type);
+    } else {
+        sqlq_sql_text_add(&q, " ALTER COLUMN ");
+        sqlq_sql_text_ident(&q, name);
+        sqlq_sql_text_add(&q, " TYPE %s USING CAST(", type);
+        sqlq_sql_text_ident(&q, name);
+        sqlq_sql_text_add(&q, " AS %s)", type);
+    }
+    SQLQ_INFO("before_image_retyped", "log=%s column=%s type=%s", log_table, name, type);
+    return exec_text(db, &q, err);
+}
+
+/* A before-image column at another type than its table column (an ALTER COLUMN ... TYPE since
+ * the last setup, e.g. varchar(5) to varchar(50)) makes the trigger's copy fail: brought to
+ * the column's type now. SQLite is left alone: its types are affinities, a copy of any value
+ * fits any column (and SQLite has no ALTER COLUMN ... TYPE). */
+static sqlq_result retype_before_columns(sqlq_db *db, const sqlq_table *t, char *const *types,
+                                         const char *log_table, sqlq_error *err)
+{
+    sqlq_capture_shape s = sqlq_db_dialect(db)->capture_shape;
+    if (s != SQLQ_CAPTURE_LOG_SEQUENCE && s != SQLQ_CAPTURE_LOG_STAMPED)
+        return SQLQ_OK;
+    json_t *rows = NULL;
+    sqlq_result r = log_column_types(db, log_table, &rows, err);
+    for (size_t i = 0; r == SQLQ_OK && i < t->ncolumns; i++) {
+        char name[128];
+        if (!sqlq_change_log_options_mirror_name(t->columns[i].name, name, sizeof(name)) ||
+            !types[i][0])
+            continue;
+        size_t j;
+        json_t *row;
+        json_array_foreach(rows, j, row) {
+            const char *n = json_string_value(json_object_get(row, "n"));
+            const char *now = json_string_value(json_object_get(row, "t"));
+            if (n && now && strcmp(n, name) == 0) {
+                if (strcmp(now, types[i]) != 0)
+                    r = retype_column(db, log_table, name, types[i], err);
+                break;
+            }
+        }
+    }
+    json_decref(rows);
+    return r;
+}
+
 /* The before-image columns: every column of t, with its declared type, nullable. */
 static sqlq_result add_before_columns(sqlq_db *db, const sqlq_table *t, const char *log_table,
                                       sqlq_error *err)
@@ -129,6 +227,8 @@ static sqlq_result add_before_columns(sqlq_db *db, const sqlq_table *t, const ch
         snprintf(decl, sizeof(decl), "%s NULL", types[i]);
         r = add_column(db, log_table, name, decl, err);
     }
+    if (r == SQLQ_OK)
+        r = retype_before_columns(db, t, types, log_table, err);
     sqlq_catalog_key_types_free(types, t->ncolumns);
     free(all);
     return r;

@@ -32,3 +32,12 @@ foreach(db ${SQLQ_TEST_DATABASES})
   set_tests_properties(integration.bridge_changed_before.${db} PROPERTIES LABELS integration TIMEOUT 300
     FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
 endforeach()
+
+# x1: setup's change-log options (types after ALTER TYPE, reserved key names, --no-…, long
+# names, config-file routes), on every change-log database.
+foreach(db ${SQLQ_TEST_DATABASES})
+  add_test(NAME integration.setup_options.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_setup_options.sh ${db})
+  set_tests_properties(integration.setup_options.${db} PROPERTIES LABELS integration TIMEOUT 300
+    FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()

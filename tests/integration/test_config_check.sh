@@ -39,6 +39,16 @@ grep -q "^0 problems found" "$tmp/out" || fail "not clean after setup"
 expect_rc 1 "$sqlq" config check --db "$conn" --table orders --queue "$q" --columns totl
 grep -q "^FAIL table orders: every column of columns exists: no column 'totl'" "$tmp/out" || fail "unknown column not reported"
 
+# x1: a route asking for what the change log does not keep is a configuration error (exit 2,
+# as the bridge says), every missing setup option named at once; the FAIL line does not read
+# as if the earlier checks had passed.
+expect_rc 2 "$sqlq" config check --db "$conn" --table orders --queue "$q" --changed --before-image
+grep -q "^FAIL table orders: keys changed and before_image: .*--track-columns --before-image" "$tmp/out" \
+    || { cat "$tmp/out" >&2; fail "missing setup options not both reported"; }
+grep -q "exists, has a key" "$tmp/out" && { cat "$tmp/out" >&2; fail "FAIL line reads as if checks passed"; }
+expect_rc 2 "$sqlq" config check --db "$conn" --table orders --queue "$q" --changed
+grep -q "^FAIL table orders: key changed: .*--track-columns\` first" "$tmp/out" || { cat "$tmp/out" >&2; fail "missing --track-columns not reported"; }
+
 # Routes from a file: every route is checked, each problem on its own line.
 cat >"$tmp/routes.json" <<JSON
 {"db": "$conn", "routes": [{"table": "orders", "queue": "$q"},
@@ -46,7 +56,7 @@ cat >"$tmp/routes.json" <<JSON
                            {"table": "missing", "queue": "$q-c"}]}
 JSON
 expect_rc 1 "$sqlq" config check --config "$tmp/routes.json"
-grep -q "^FAIL table nokey.*primary key" "$tmp/out" || fail "no-key table not reported"
+grep -q "^FAIL table nokey: table nokey has no primary key" "$tmp/out" || { cat "$tmp/out" >&2; fail "no-key table not reported"; }
 grep -q "^FAIL table missing" "$tmp/out" || fail "missing table not reported"
 grep -q "^2 problems found" "$tmp/out" || fail "wrong problem count"
 

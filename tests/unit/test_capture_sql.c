@@ -567,6 +567,17 @@ static void test_capture_sql_reserved_key_columns(void **state)
     sqlq_error_clear(&err);
     f.cols[0].name = "version"; /* a plain "version" key column is fine */
     assert_int_equal(sqlq_catalog_check_key(&f.t, &err), SQLQ_OK);
+    /* the option columns' names too: the changed-column map and the before-image prefix */
+    f.cols[0].name = "sqlq_changed";
+    assert_int_equal(sqlq_catalog_check_key(&f.t, &err), SQLQ_E_INVALID);
+    contains(err.message, "sqlq_changed");
+    sqlq_error_clear(&err);
+    f.cols[0].name = "SQLQ_B_id";
+    assert_int_equal(sqlq_catalog_check_key(&f.t, &err), SQLQ_E_INVALID);
+    contains(err.message, "SQLQ_B_id");
+    sqlq_error_clear(&err);
+    f.cols[0].name = "sqlq_bx"; /* not the prefix */
+    assert_int_equal(sqlq_catalog_check_key(&f.t, &err), SQLQ_OK);
 }
 
 int main(void)
