@@ -379,6 +379,60 @@ static void test_key_columns_index_dropped(void **state)
     sqlq_db_close(db);
 }
 
+/* The unique index made again over the same columns in another order (and under another
+ * name) under a running bridge: the key is the same set of columns, so the bridge goes on with
+ * the change log's key (no table_key_changed); so do setup run again and a new bridge. */
+static void test_key_columns_index_reordered(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = kc_setup(c);
+    pid_t pid = bt_case_start(c, "kc");
+    bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1)");
+    json_decref(receive(c, 1));
+
+    bt_exec(db, db_under_test->drop_index);
+    bt_exec(db, "CREATE UNIQUE INDEX kc_u ON kc (code, region)");
+    sqlq_db *later = bt_db(c->conn);
+    bt_exec(later, "INSERT INTO kc VALUES ('b', 'eu', 2, 2)");
+    sqlq_db_close(later);
+    json_t *msgs = receive(c, 1);
+    assert_string_equal(op_of(json_array_get(msgs, 0)), "insert");
+    json_t *key = json_object_get(json_array_get(msgs, 0), "key");
+    char *k = json_dumps(key, JSON_COMPACT);
+    assert_string_equal(k, "{\"region\":\"eu\",\"code\":\"b\"}"); /* the log's order */
+    free(k);
+    json_decref(msgs);
+    if (log_has(c, "table_key_changed"))
+        fail_log(c, "the same key columns in another order stopped the bridge");
+
+    bt_exec(db, db_under_test->drop_index);
+    bt_exec(db, "CREATE UNIQUE INDEX kc_u2 ON kc (code, region)");
+    later = bt_db(c->conn);
+    bt_exec(later, "UPDATE kc SET qty = 3 WHERE code = 'b'");
+    sqlq_db_close(later);
+    msgs = receive(c, 1);
+    assert_string_equal(op_of(json_array_get(msgs, 0)), "update");
+    assert_int_equal(qty_of(json_array_get(msgs, 0)), 3);
+    json_decref(msgs);
+    if (log_has(c, "table_key_changed"))
+        fail_log(c, "an index of the same key columns under another name stopped the bridge");
+    kill(pid, SIGTERM);
+    bt_wait(pid, 30000);
+
+    assert_int_equal(sqlq_cmd(c, "setup --table kc --key-columns 'code, region'"), 0);
+    bt_exec(db, "INSERT INTO kc VALUES ('c', 'eu', 4, 4)");
+    bt_case_run_once(c, "kc", NULL);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    json_t *by = bt_by_key(msgs);
+    assert_string_equal(op_of(change_of(by, "{\"code\":\"c\",\"region\":\"eu\"}", 0)),
+                        "insert");
+    json_decref(by);
+    json_decref(msgs);
+    if (log_has(c, "table_key_changed"))
+        fail_log(c, "a new bridge refused the index in another order");
+    sqlq_db_close(db);
+}
+
 /* A key column made nullable under a running bridge stops it too (the key check reads the
  * columns' nullability): nothing is published after it. */
 static void test_key_columns_made_nullable(void **state)
@@ -425,6 +479,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_key_columns_env_and_routes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_columns_index_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_columns_made_nullable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_index_reordered, setup, teardown),
     };
     return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
 }
