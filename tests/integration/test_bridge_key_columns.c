@@ -462,6 +462,45 @@ static void test_key_columns_made_nullable(void **state)
     sqlq_db_close(db);
 }
 
+/* SQLite: a key column declared COLLATE NOCASE whose value changes only in case ('Ab' to
+ * 'AB'): every message with a row carries the row's key values, so the key agrees with the row
+ * (sqlq consume --sql refuses a message whose row disagrees with its key). */
+static void test_key_nocase_collation(void **state)
+{
+    ctx *c = *state;
+    if (strcmp(db_under_test->name, "sqlite") != 0) {
+        skip();
+        return;
+    }
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE kn (a TEXT COLLATE NOCASE NOT NULL PRIMARY KEY, v INTEGER)");
+    assert_int_equal(sqlq_cmd(c, "setup --table kn"), 0);
+    bt_exec(db, "INSERT INTO kn VALUES ('Ab', 1)");
+    bt_exec(db, "UPDATE kn SET a = 'AB', v = 2 WHERE a = 'Ab'");
+    bt_case_run_once(c, "kn", NULL);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_true(json_array_size(msgs) >= 1);
+    bool saw_row = false;
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m)
+    {
+        json_t *row = json_object_get(m, "row");
+        const char *key = json_string_value(json_object_get(json_object_get(m, "key"), "a"));
+        if (!json_is_object(row))
+            continue;
+        saw_row = true;
+        const char *in_row = json_string_value(json_object_get(row, "a"));
+        if (!key || !in_row || strcmp(key, in_row) != 0) {
+            char *text = json_dumps(m, JSON_COMPACT);
+            fail_msg("key disagrees with row: %s", text ? text : "?");
+        }
+    }
+    assert_true(saw_row);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
 int main(int argc, char **argv)
 {
     for (size_t i = 0; argc == 2 && i < sizeof(databases) / sizeof(databases[0]); i++)
@@ -480,6 +519,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_key_columns_index_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_columns_made_nullable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_columns_index_reordered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_nocase_collation, setup, teardown),
     };
     return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
 }
