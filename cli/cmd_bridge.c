@@ -79,7 +79,8 @@ static const sqlq_setting bridge_table[] = {
                       "message shape: one change per message, packed {\"changes\":[…]}, or the Azure "
                       "Functions SQL trigger payload"),
     SQLQ_SETTING_ENUM(S, oversize, "oversize", "SQLQ_OVERSIZE", "truncate", "truncate|poison",
-                      "a change too large for one message: send the key only, or send it to poison"),
+                      "a change too large for one message: send it without its before image, else the "
+                      "key only; or send it to poison"),
     SQLQ_SETTING_INT(S, max_message_bytes, "max_message_bytes", "SQLQ_MAX_MESSAGE_BYTES", "65536", 1024,
                      1048576, "limit on a message as sent (after base64); the service allows 65536"),
     SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto", "auto|change_log|change_tracking|cursor",

@@ -221,6 +221,27 @@ static char *element_text(const sqlq_envelope_config *cfg, const sqlq_msg_change
     return s;
 }
 
+/* The row-format element without its before image, marked "before_truncated": the first
+ * step down for a change too large (row and changed kept). NULL when it has no before. */
+static char *element_text_no_before(const sqlq_envelope_config *cfg, const sqlq_msg_change *ch,
+                                    int64_t ts_ms, size_t *out_len)
+{
+    if (cfg->format == SQLQ_FORMAT_FUNCTIONS || !ch->before)
+        return NULL;
+    sqlq_msg_change lean = *ch;
+    lean.before = NULL;
+    json_t *o = element(cfg, &lean, ts_ms, false);
+    if (o && json_object_set_new(o, "before_truncated", json_true()) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (s)
+        *out_len = strlen(s);
+    return s;
+}
+
 static const char *wrap_prefix(sqlq_envelope_format f)
 {
     return f == SQLQ_FORMAT_BATCH ? "{\"changes\":[" : f == SQLQ_FORMAT_FUNCTIONS ? "[" : "";
@@ -374,16 +395,17 @@ static sqlq_result packer_add(packer *p, size_t index, const char *text, size_t 
     return SQLQ_OK;
 }
 
-/* Route one change: its text (possibly key-only) into the packer or a message of its own, or
- * to poison when it cannot fit. */
+/* Route one change: its text into the packer or a message of its own; too large, without its
+ * before image, then key-only, or to poison when even that cannot fit (or by policy). */
 static sqlq_result build_one(packer *p, const sqlq_msg_change *changes, size_t i, int64_t ts_ms,
                              sqlq_envelope_list *out, sqlq_error *err)
 {
     const sqlq_envelope_config *cfg = p->cfg;
     size_t over = wrap_overhead(cfg->format), len = 0;
-    bool truncated = false;
+    bool truncated = false, too_large = false;
     char *text = element_text(cfg, &changes[i], ts_ms, false, &len);
     if (text && !fits(cfg, over + len)) {
+        too_large = true;
         char reason[256];
         snprintf(reason, sizeof(reason),
                  "message too large: %zu bytes as sent, limit %zu (oversize policy %s)",
@@ -393,6 +415,13 @@ static sqlq_result build_one(packer *p, const sqlq_msg_change *changes, size_t i
         text = NULL;
         if (cfg->oversize == SQLQ_OVERSIZE_POISON)
             return sqlq_envelope_add_poison(cfg, &changes[i], i, reason, ts_ms, out, err);
+        text = element_text_no_before(cfg, &changes[i], ts_ms, &len); /* before goes first */
+        if (text && !fits(cfg, over + len)) {
+            free(text);
+            text = NULL;
+        }
+    }
+    if (!text && too_large) { /* still too large: the key only */
         truncated = true;
         text = element_text(cfg, &changes[i], ts_ms, true, &len);
         if (text && !fits(cfg, over + len)) {

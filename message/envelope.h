@@ -20,8 +20,9 @@ typedef enum {
     SQLQ_FORMAT_FUNCTIONS = 2
 } sqlq_envelope_format;
 
-/* What to do with a change whose message would exceed the size limit: send the key only,
- * marked "truncated" (default), or send it to the poison queue. */
+/* What to do with a change whose message would exceed the size limit: send it without its
+ * before image ("before_truncated") when that fits, else the key only, marked "truncated"
+ * (default), or send it to the poison queue. */
 typedef enum { SQLQ_OVERSIZE_TRUNCATE = 0, SQLQ_OVERSIZE_POISON = 1 } sqlq_oversize_policy;
 
 bool sqlq_envelope_format_parse(const char *name, sqlq_envelope_format *out); /* row|batch|functions */
@@ -78,7 +79,8 @@ void sqlq_envelope_list_free(sqlq_envelope_list *l);
 
 /* Build the messages for changes[0..n) published at ts_ms. Row mode: one message per change;
  * batch and functions: as many changes per message as fit under max_text, in order. A change too
- * large alone goes key-only ("truncated") or, by policy, to the poison queue; a change whose
+ * large alone goes without its before image ("before_truncated") when that fits, else key-only
+ * ("truncated"), or, by policy, to the poison queue; a change whose
  * key-only form is still too large always goes to poison. Appends to out.
  * A read (backfill) change is the row-shape object with "row" written last, after "ts", as
  * backfill has always written it; the functions shape writes it as Operation 1 (an upsert). */

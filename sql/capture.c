@@ -219,6 +219,16 @@ static sqlq_result change_from_row(const sqlq_capture *cap, json_t *row, sqlq_ch
     if (!json_is_object(c->row))
         return sqlq_error_set(err, SQLQ_E_PARSE, false, "unexpected change row from %s",
                               cap->names.table_key);
+    /* The key as the row has it: the log's key matched the row under the key column's own
+     * collation (SQLite NOCASE, a case-insensitive MariaDB collation), so it may differ in
+     * case or trailing spaces, and a message whose key disagrees with its row is refused by
+     * consumers (docs/capture.md, "Key columns and collations"). */
+    for (size_t i = 0; i < t->nkey; i++) {
+        const char *name = t->columns[t->key[i]].name;
+        json_t *val = json_object_get(c->row, name);
+        if (val && json_object_set(c->key, name, val) != 0)
+            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
     return SQLQ_OK;
 }
 

@@ -45,9 +45,42 @@ static sqlq_result key_changed(const sqlq_capture *cap, const char *was, const c
                           cap->names.table_key);
 }
 
+static void adopt(sqlq_capture *cap, sqlq_table *now, json_t *shape);
+static sqlq_result read_key(sqlq_capture *cap, json_t **out, sqlq_error *err, int64_t *out_src);
+
+/* A unique index of the key made again over the same columns (in another order, under another
+ * name): the key, in the log's order, is the same, so capture goes on. The key statements are
+ * rebuilt for the new index, key_seen is read again, and the poll runs again (shape_moved). */
+static sqlq_result key_index_again(sqlq_capture *cap, sqlq_table *t, sqlq_error *err)
+{
+    SQLQ_INFO("table_key_index_changed", "bridge=%s table=%s index=%s note=\"a unique index "
+              "on the same key columns: capture goes on with the change log's key\"",
+              cap->bridge, cap->names.table_key, t->key_index ? t->key_index : "");
+    adopt(cap, t, NULL);
+    cap->shape_moved = true;
+    sqlq_capture_stmt_free(&cap->key_shape);
+    sqlq_result r = sqlq_capture_sql_key_shape(&cap->spec, &cap->key_shape, err);
+    json_t *now = NULL;
+    if (r == SQLQ_OK)
+        r = read_key(cap, &now, err, NULL);
+    const char *s = json_string_value(now);
+    if (r == SQLQ_OK && s) {
+        char *copy = strdup(s);
+        if (!copy)
+            r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+        free(copy ? cap->key_seen : NULL);
+        cap->key_seen = copy ? copy : cap->key_seen;
+    }
+    json_decref(now);
+    if (r == SQLQ_OK)
+        r = sqlq_error_set(err, SQLQ_E_CONFLICT, true, "table %s: its key's index changed: "
+                           "poll again", cap->names.table_key);
+    return r;
+}
+
 /* m_key of a poll (or of the key_shape statement) against the one read at open; the message
  * names both keys as the catalog describes them (m_key itself may be column numbers). */
-static sqlq_result check_key(const sqlq_capture *cap, const json_t *m_key, sqlq_error *err)
+static sqlq_result check_key(sqlq_capture *cap, const json_t *m_key, sqlq_error *err)
 {
     const char *now = json_string_value(m_key);
     if (now && cap->key_seen && strcmp(now, cap->key_seen) == 0)
@@ -58,7 +91,13 @@ static sqlq_result check_key(const sqlq_capture *cap, const json_t *m_key, sqlq_
     sqlq_error e;
     sqlq_error_clear(&e);
     sqlq_table *t = NULL;
-    if (now && sqlq_table_key_describe_again(cap->db, cap->table, &t, &e) == SQLQ_OK)
+    bool again = cap->table->key_index &&
+                 sqlq_table_key_describe_again(cap->db, cap->table, &t, &e) == SQLQ_OK;
+    if (!again && now && sqlq_table_key_describe_again(cap->db, cap->table, &t, &e) == SQLQ_OK)
+        sqlq_table_key_text(t, is, sizeof(is));
+    if (again && sqlq_table_compare(cap->table, t) == SQLQ_TABLE_SAME)
+        return key_index_again(cap, t, err); /* takes t */
+    if (again)
         sqlq_table_key_text(t, is, sizeof(is));
     sqlq_table_free(t);
     return key_changed(cap, was, is, "found by a poll", err);

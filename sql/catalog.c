@@ -300,6 +300,8 @@ static sqlq_result choose_key(sqlq_db *db, const sqlq_catalog_names *n, const ch
                                "`sqlq setup --table %s --key-columns %s` (changes not yet "
                                "delivered go with the old log)",
                                given, n->table_key, logged, n->table_key, n->table_key, given);
+        } else if (r == SQLQ_OK && lt && t->key_index) { /* in the log's order (table_key.h) */
+            r = sqlq_table_key_use_like(db, t, lt, err);
         }
     } else if (r == SQLQ_OK) {
         r = key_of_log(db, n, lt, t, err);

@@ -206,8 +206,9 @@ static bool same_set(const size_t *a, size_t na, const size_t *b, size_t nb)
     return true;
 }
 
-/* Make x t's key, in the index's column order. */
-static sqlq_result adopt(sqlq_table *t, const unique_index *x, sqlq_error *err)
+/* Make x t's key, in the index's column order, or in order[] (the same columns) when given. */
+static sqlq_result adopt(sqlq_table *t, const unique_index *x, const size_t *order,
+                         sqlq_error *err)
 {
     char *name = strdup(x->name);
     if (!name)
@@ -217,9 +218,10 @@ static sqlq_result adopt(sqlq_table *t, const unique_index *x, sqlq_error *err)
         t->columns[i].key_pos = 0;
     }
     for (size_t k = 0; k < x->n; k++) { /* t->key has room for every column */
-        t->key[k] = x->col[k];
-        t->columns[x->col[k]].in_key = true;
-        t->columns[x->col[k]].key_pos = (int)k + 1;
+        size_t col = order ? order[k] : x->col[k];
+        t->key[k] = col;
+        t->columns[col].in_key = true;
+        t->columns[col].key_pos = (int)k + 1;
     }
     t->nkey = x->n;
     free(t->key_index);
@@ -245,9 +247,11 @@ static sqlq_result refuse_nullable(const sqlq_table *t, const unique_index *x, c
                                          : "");
 }
 
-/* Key t by the columns cols[n] (key_columns: how they were named, for messages). */
+/* Key t by the columns cols[n] (key_columns: how they were named, for messages), in the
+ * index's order, or in the order named when keep_order (a change log's key: an index made
+ * again over the same columns in another order keeps the log's key). */
 static sqlq_result use_columns(sqlq_db *db, sqlq_table *t, const size_t *cols, size_t n,
-                               const char *key_columns, sqlq_error *err)
+                               const char *key_columns, bool keep_order, sqlq_error *err)
 {
     sqlq_result r = SQLQ_OK;
     if (!t->key_index && same_set(cols, n, t->key, t->nkey))
@@ -267,7 +271,7 @@ static sqlq_result use_columns(sqlq_db *db, sqlq_table *t, const size_t *cols, s
             fit = x; /* one in the order named (a change log's) before another order */
     }
     if (r == SQLQ_OK && fit) {
-        r = adopt(t, fit, err);
+        r = adopt(t, fit, keep_order ? cols : NULL, err);
     } else if (r == SQLQ_OK && nullable) {
         r = refuse_nullable(t, nullable, key_columns, err);
     } else if (r == SQLQ_OK) {
@@ -286,7 +290,7 @@ sqlq_result sqlq_table_key_use(sqlq_db *db, sqlq_table *t, const char *key_colum
 {
     size_t cols[KEY_MAX], n = 0;
     sqlq_result r = parse_names(t, key_columns, cols, &n, err);
-    return r == SQLQ_OK ? use_columns(db, t, cols, n, key_columns, err) : r;
+    return r == SQLQ_OK ? use_columns(db, t, cols, n, key_columns, false, err) : r;
 }
 
 /* other's key columns as columns of t (by exact name, else sqlq_table_column's match). */
@@ -318,7 +322,7 @@ sqlq_result sqlq_table_key_use_like(sqlq_db *db, sqlq_table *t, const sqlq_table
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "key key_columns: '%s' of table %s: %s%s",
                               names, shown(t).text, missing ? "no column " : "no key columns",
                               missing ? missing : "");
-    return use_columns(db, t, cols, n, names, err);
+    return use_columns(db, t, cols, n, names, true, err);
 }
 
 bool sqlq_table_key_same(const sqlq_table *t, const sqlq_table *other)
@@ -375,7 +379,7 @@ sqlq_result sqlq_table_key_use_sole_unique(sqlq_db *db, sqlq_table *t, sqlq_erro
         if (l->ix[i].usable && !l->ix[i].nullable && nfit++ == 0)
             fit = &l->ix[i];
     if (r == SQLQ_OK && nfit == 1) {
-        r = adopt(t, fit, err);
+        r = adopt(t, fit, NULL, err);
     } else if (r == SQLQ_OK) {
         char have[1200];
         describe_list(t, l, have, sizeof(have));

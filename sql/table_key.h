@@ -2,7 +2,8 @@
  * index or constraint named with --key-columns (a table without a primary key).
  *
  * A unique key qualifies when an index or constraint is unique on exactly those columns (in
- * any order; the key then takes the index's order), is neither partial nor on expressions,
+ * any order; the key then takes the index's order, but a key taken from a change log keeps the
+ * log's order, so an index made again over the same columns in another order changes nothing), is neither partial nor on expressions,
  * is valid and not deferrable (PostgreSQL), and every one of its columns is NOT NULL: the
  * change log stores keys in NOT NULL columns and the poll joins the log to the table with =,
  * under which NULL matches nothing (a PostgreSQL 15 NULLS NOT DISTINCT index does not change
@@ -23,7 +24,8 @@
  * columns and the unique indexes it has; SQLQ_E_UNSUPPORTED on SQL Server. */
 SQLQ_NODISCARD sqlq_result sqlq_table_key_use(sqlq_db *db, sqlq_table *t, const char *key_columns,
                                               sqlq_error *err);
-/* The same with the key columns of `other` (a change log, an earlier description), by name. */
+/* The same with the key columns of `other` (a change log, an earlier description), by name;
+ * the key keeps other's order even when the index now has its columns in another order. */
 SQLQ_NODISCARD sqlq_result sqlq_table_key_use_like(sqlq_db *db, sqlq_table *t,
                                                    const sqlq_table *other, sqlq_error *err);
 /* Whether t's key columns are other's (by name, any order). */

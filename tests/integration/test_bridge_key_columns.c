@@ -379,6 +379,60 @@ static void test_key_columns_index_dropped(void **state)
     sqlq_db_close(db);
 }
 
+/* The unique index made again over the same columns in another order (and under another
+ * name) under a running bridge: the key is the same set of columns, so the bridge goes on with
+ * the change log's key (no table_key_changed); so do setup run again and a new bridge. */
+static void test_key_columns_index_reordered(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = kc_setup(c);
+    pid_t pid = bt_case_start(c, "kc");
+    bt_exec(db, "INSERT INTO kc VALUES ('a', 'eu', 1, 1)");
+    json_decref(receive(c, 1));
+
+    bt_exec(db, db_under_test->drop_index);
+    bt_exec(db, "CREATE UNIQUE INDEX kc_u ON kc (code, region)");
+    sqlq_db *later = bt_db(c->conn);
+    bt_exec(later, "INSERT INTO kc VALUES ('b', 'eu', 2, 2)");
+    sqlq_db_close(later);
+    json_t *msgs = receive(c, 1);
+    assert_string_equal(op_of(json_array_get(msgs, 0)), "insert");
+    json_t *key = json_object_get(json_array_get(msgs, 0), "key");
+    char *k = json_dumps(key, JSON_COMPACT);
+    assert_string_equal(k, "{\"region\":\"eu\",\"code\":\"b\"}"); /* the log's order */
+    free(k);
+    json_decref(msgs);
+    if (log_has(c, "table_key_changed"))
+        fail_log(c, "the same key columns in another order stopped the bridge");
+
+    bt_exec(db, db_under_test->drop_index);
+    bt_exec(db, "CREATE UNIQUE INDEX kc_u2 ON kc (code, region)");
+    later = bt_db(c->conn);
+    bt_exec(later, "UPDATE kc SET qty = 3 WHERE code = 'b'");
+    sqlq_db_close(later);
+    msgs = receive(c, 1);
+    assert_string_equal(op_of(json_array_get(msgs, 0)), "update");
+    assert_int_equal(qty_of(json_array_get(msgs, 0)), 3);
+    json_decref(msgs);
+    if (log_has(c, "table_key_changed"))
+        fail_log(c, "an index of the same key columns under another name stopped the bridge");
+    kill(pid, SIGTERM);
+    bt_wait(pid, 30000);
+
+    assert_int_equal(sqlq_cmd(c, "setup --table kc --key-columns 'code, region'"), 0);
+    bt_exec(db, "INSERT INTO kc VALUES ('c', 'eu', 4, 4)");
+    bt_case_run_once(c, "kc", NULL);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    json_t *by = bt_by_key(msgs);
+    assert_string_equal(op_of(change_of(by, "{\"code\":\"c\",\"region\":\"eu\"}", 0)),
+                        "insert");
+    json_decref(by);
+    json_decref(msgs);
+    if (log_has(c, "table_key_changed"))
+        fail_log(c, "a new bridge refused the index in another order");
+    sqlq_db_close(db);
+}
+
 /* A key column made nullable under a running bridge stops it too (the key check reads the
  * columns' nullability): nothing is published after it. */
 static void test_key_columns_made_nullable(void **state)
@@ -408,6 +462,45 @@ static void test_key_columns_made_nullable(void **state)
     sqlq_db_close(db);
 }
 
+/* SQLite: a key column declared COLLATE NOCASE whose value changes only in case ('Ab' to
+ * 'AB'): every message with a row carries the row's key values, so the key agrees with the row
+ * (sqlq consume --sql refuses a message whose row disagrees with its key). */
+static void test_key_nocase_collation(void **state)
+{
+    ctx *c = *state;
+    if (strcmp(db_under_test->name, "sqlite") != 0) {
+        skip();
+        return;
+    }
+    sqlq_db *db = bt_db(c->conn);
+    bt_exec(db, "CREATE TABLE kn (a TEXT COLLATE NOCASE NOT NULL PRIMARY KEY, v INTEGER)");
+    assert_int_equal(sqlq_cmd(c, "setup --table kn"), 0);
+    bt_exec(db, "INSERT INTO kn VALUES ('Ab', 1)");
+    bt_exec(db, "UPDATE kn SET a = 'AB', v = 2 WHERE a = 'Ab'");
+    bt_case_run_once(c, "kn", NULL);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_true(json_array_size(msgs) >= 1);
+    bool saw_row = false;
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m)
+    {
+        json_t *row = json_object_get(m, "row");
+        const char *key = json_string_value(json_object_get(json_object_get(m, "key"), "a"));
+        if (!json_is_object(row))
+            continue;
+        saw_row = true;
+        const char *in_row = json_string_value(json_object_get(row, "a"));
+        if (!key || !in_row || strcmp(key, in_row) != 0) {
+            char *text = json_dumps(m, JSON_COMPACT);
+            fail_msg("key disagrees with row: %s", text ? text : "?");
+        }
+    }
+    assert_true(saw_row);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
 int main(int argc, char **argv)
 {
     for (size_t i = 0; argc == 2 && i < sizeof(databases) / sizeof(databases[0]); i++)
@@ -425,6 +518,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_key_columns_env_and_routes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_columns_index_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_columns_made_nullable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_index_reordered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_nocase_collation, setup, teardown),
     };
     return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
 }

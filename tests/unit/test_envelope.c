@@ -423,6 +423,46 @@ static void test_envelope_changed_and_before(void **state)
     free(row);
 }
 
+/* Too large with its before image: before goes first (row and changed kept, marked
+ * "before_truncated", not "truncated"), in the row and batch formats; the key-only form only
+ * when that is still too large (test_envelope_changed_and_before). */
+static void test_envelope_oversize_drops_before_first(void **state)
+{
+    (void)state;
+    sqlq_envelope_format formats[] = {SQLQ_FORMAT_ROW, SQLQ_FORMAT_BATCH};
+    for (int f = 0; f < 2; f++) {
+        sqlq_envelope_config cfg = config(formats[f]);
+        cfg.max_text = 600;
+        char *before = big_row(1, 1000);
+        sqlq_msg_change c = make_change(SQLQ_OP_UPDATE, 7, "{\"id\":1}", "{\"id\":1,\"pad\":\"y\"}");
+        c.changed = json_loads("[\"pad\"]", 0, NULL);
+        c.before = json_loads(before, 0, NULL);
+        free(before);
+        sqlq_envelope_list out = {0};
+        assert_int_equal(sqlq_envelope_build(&cfg, &c, 1, TS, &out, NULL), SQLQ_OK);
+        assert_int_equal(out.count, 1);
+        assert_int_equal(out.items[0].dest, SQLQ_DEST_MAIN);
+        assert_false(out.items[0].truncated);
+        json_t *j = parse(&out.items[0]);
+        json_t *m = formats[f] == SQLQ_FORMAT_ROW ? j : json_array_get(json_object_get(j, "changes"), 0);
+        assert_true(json_is_true(json_object_get(m, "before_truncated")));
+        assert_null(json_object_get(m, "before"));
+        assert_null(json_object_get(m, "truncated"));
+        assert_true(json_equal(json_object_get(m, "row"), c.row));
+        assert_string_equal(json_string_value(json_array_get(json_object_get(m, "changed"), 0)), "pad");
+        json_decref(j);
+        sqlq_envelope_list_free(&out);
+        /* the poison policy still poisons it: nothing of it is left out */
+        cfg.oversize = SQLQ_OVERSIZE_POISON;
+        assert_int_equal(sqlq_envelope_build(&cfg, &c, 1, TS, &out, NULL), SQLQ_OK);
+        assert_int_equal(out.items[0].dest, SQLQ_DEST_POISON);
+        sqlq_envelope_list_free(&out);
+        json_decref(c.changed);
+        json_decref(c.before);
+        free_change(&c);
+    }
+}
+
 static void test_envelope_parse_names(void **state)
 {
     (void)state;
@@ -455,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_envelope_poison_wraps_original),
         cmocka_unit_test(test_envelope_parse_names),
         cmocka_unit_test(test_envelope_changed_and_before),
+        cmocka_unit_test(test_envelope_oversize_drops_before_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

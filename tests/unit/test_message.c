@@ -34,11 +34,14 @@ static void changes_free(sqlq_msg_change *c, size_t n)
     for (size_t i = 0; i < n; i++) {
         json_decref(c[i].key);
         json_decref(c[i].row);
+        json_decref(c[i].changed);
+        json_decref(c[i].before);
     }
 }
 
-/* A sample of every op, one row too large for the limit (key-only), one key too large (poison). */
-#define NSAMPLE 6
+/* A sample of every op, one row too large for the limit (key-only), one key too large (poison),
+ * one update whose before image is too large (sent without it, "before_truncated"). */
+#define NSAMPLE 7
 static void samples(sqlq_msg_change out[NSAMPLE])
 {
     out[0] = change(SQLQ_OP_INSERT, 1, "{\"id\":1}", "{\"id\":1,\"name\":\"a\",\"ok\":true}");
@@ -54,6 +57,9 @@ static void samples(sqlq_msg_change out[NSAMPLE])
     out[5] = change(SQLQ_OP_INSERT, 6, "{\"id\":6}", NULL);
     json_object_set_new(out[5].key, "k", json_string(big));
     out[5].row = json_deep_copy(out[5].key);
+    out[6] = change(SQLQ_OP_UPDATE, 7, "{\"id\":7}", "{\"id\":7,\"pad\":\"y\"}");
+    out[6].changed = json_pack("[s]", "pad");
+    out[6].before = json_pack("{s:i, s:s}", "id", 7, "pad", big);
 }
 
 static sqlq_envelope_config config(sqlq_envelope_format f)
@@ -114,14 +120,15 @@ static void test_message_every_shape_is_valid_under_the_schema(void **state)
     sqlq_envelope_list l = write_all(ch);
     const char **bodies = calloc(l.count, sizeof(*bodies));
     size_t *lens = calloc(l.count, sizeof(*lens));
-    bool poison = false, truncated = false;
+    bool poison = false, truncated = false, before_dropped = false;
     for (size_t i = 0; i < l.count; i++) {
         bodies[i] = l.items[i].body;
         lens[i] = l.items[i].len;
         poison = poison || l.items[i].dest == SQLQ_DEST_POISON;
         truncated = truncated || l.items[i].truncated;
+        before_dropped = before_dropped || strstr(l.items[i].body, "\"before_truncated\":true");
     }
-    assert_true(poison && truncated); /* the sample covers both */
+    assert_true(poison && truncated && before_dropped); /* the sample covers all three */
     assert_int_equal(validate(bodies, lens, l.count), 0);
     /* The check can fail: a message the schema refuses makes the validator fail. */
     const char *bad = "{\"op\":\"upsert\",\"key\":{\"id\":1}}";
