@@ -4,6 +4,7 @@
 #include "catalog.h"
 #include "change_log.h"
 #include "db.h"
+#include "testdb.h"
 #include "testenv.h"
 
 // clang-format off
@@ -65,27 +66,6 @@ static void env_close(env *e)
 {
     sqlq_db_close(e->db);
     free(e->conn);
-}
-
-static void exec(sqlq_db *db, const char *sql)
-{
-    OK(sqlq_db_exec(db, sql, NULL, 0, NULL, err));
-}
-
-static int64_t scalar(sqlq_db *db, const char *sql)
-{
-    int64_t v = -1;
-    OK(sqlq_db_query_int(db, sql, NULL, 0, &v, err));
-    return v;
-}
-
-static void install(sqlq_db *db, const char *table)
-{
-    sqlq_table *t = NULL;
-    sqlq_catalog_names n;
-    OK(sqlq_catalog_lookup(db, table, NULL, &t, &n, err));
-    OK(sqlq_change_log_install(db, t, err));
-    sqlq_table_free(t);
 }
 
 static sqlq_capture *open_cap(sqlq_db *db, const char *table, const char *instance, int lease_s,
@@ -164,28 +144,30 @@ static const char *row_str(const sqlq_change *c, const char *col)
 static long long sqlq_objects(env *e)
 {
     if (e->kind == SQLITE)
-        return scalar(e->db, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'sqlq%'");
-    return scalar(e->db, "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'sqlq') + "
-                         "(SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'sqlq%')");
+        return sqlq_test_db_int(e->db,
+                                "SELECT count(*) FROM sqlite_master WHERE name LIKE 'sqlq%'");
+    return sqlq_test_db_int(e->db,
+                            "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'sqlq') + "
+                            "(SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'sqlq%')");
 }
 
 static void run_install_drop(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE orders (id integer PRIMARY KEY, item text)");
-    install(e.db, "orders");
-    install(e.db, "orders"); /* idempotent */
+    sqlq_test_db_exec(e.db, "CREATE TABLE orders (id integer PRIMARY KEY, item text)");
+    sqlq_test_change_log_install(e.db, "orders");
+    sqlq_test_change_log_install(e.db, "orders"); /* idempotent */
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
     OK(sqlq_catalog_lookup(e.db, "orders", NULL, &t, &n, err));
     bool on = false;
     OK(sqlq_change_log_installed(e.db, t, &on, err));
     assert_true(on);
-    exec(e.db, "INSERT INTO orders VALUES (1, 'a')");
+    sqlq_test_db_exec(e.db, "INSERT INTO orders VALUES (1, 'a')");
     const char *log = kind == SQLITE ? "SELECT count(*) FROM sqlq_log_orders"
                                      : "SELECT count(*) FROM sqlq.log_orders";
-    assert_int_equal(scalar(e.db, log), 1);
+    assert_int_equal(sqlq_test_db_int(e.db, log), 1);
     sqlq_capture *cap = open_cap(e.db, "orders", "a", 60, 10);
     sqlq_capture_close(cap);
     size_t forgotten = 0;
@@ -195,7 +177,8 @@ static void run_install_drop(int kind)
     OK(sqlq_change_log_installed(e.db, t, &on, err));
     assert_false(on);
     assert_int_equal(sqlq_objects(&e), 0);
-    exec(e.db, "INSERT INTO orders VALUES (2, 'b')"); /* the table works without the triggers */
+    sqlq_test_db_exec(
+        e.db, "INSERT INTO orders VALUES (2, 'b')"); /* the table works without the triggers */
     OK(sqlq_change_log_drop(e.db, t, err));          /* and dropping twice is fine */
     sqlq_table_free(t);
     env_close(&e);
@@ -210,15 +193,16 @@ static void run_operations(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE items (id integer PRIMARY KEY, name text, qty integer)");
-    install(e.db, "items");
+    sqlq_test_db_exec(e.db, "CREATE TABLE items (id integer PRIMARY KEY, name text, qty integer)");
+    sqlq_test_change_log_install(e.db, "items");
     sqlq_capture *cap = open_cap(e.db, "items", "a", 60, 100);
-    exec(e.db, "INSERT INTO items VALUES (1, 'one', 1)");
-    exec(e.db, "INSERT INTO items VALUES (2, 'two', 2)");
-    exec(e.db, "INSERT INTO items VALUES (3, 'three', 3)");
-    exec(e.db, "UPDATE items SET qty = 20 WHERE id = 2");
-    exec(e.db, "UPDATE items SET qty = 21 WHERE id = 2"); /* several changes → one, latest */
-    exec(e.db, "DELETE FROM items WHERE id = 3");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (1, 'one', 1)");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (2, 'two', 2)");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (3, 'three', 3)");
+    sqlq_test_db_exec(e.db, "UPDATE items SET qty = 20 WHERE id = 2");
+    sqlq_test_db_exec(e.db,
+                      "UPDATE items SET qty = 21 WHERE id = 2"); /* several changes → one, latest */
+    sqlq_test_db_exec(e.db, "DELETE FROM items WHERE id = 3");
     assert_int_equal(pending(cap), 3);
     sqlq_change_batch b;
     poll(cap, &b);
@@ -250,10 +234,10 @@ static void run_operations(int kind)
     sqlq_change_batch_free(&b);
 
     /* a key update: delete of the old key, insert of the new */
-    exec(e.db, "UPDATE items SET id = 10 WHERE id = 1");
+    sqlq_test_db_exec(e.db, "UPDATE items SET id = 10 WHERE id = 1");
     /* a row changed, then deleted before the poll: the log says delete */
-    exec(e.db, "INSERT INTO items VALUES (4, 'four', 4)");
-    exec(e.db, "DELETE FROM items WHERE id = 4");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (4, 'four', 4)");
+    sqlq_test_db_exec(e.db, "DELETE FROM items WHERE id = 4");
     poll(cap, &b);
     assert_int_equal(b.count, 3);
     int seen = 0;
@@ -272,8 +256,8 @@ static void run_operations(int kind)
     sqlq_change_batch_free(&b);
     /* delivered keys: an update is an update, also when the sync version has not moved past
      * the delivery yet (its released lease says what was delivered) */
-    exec(e.db, "UPDATE items SET qty = 22 WHERE id = 2");
-    exec(e.db, "UPDATE items SET qty = 11 WHERE id = 10");
+    sqlq_test_db_exec(e.db, "UPDATE items SET qty = 22 WHERE id = 2");
+    sqlq_test_db_exec(e.db, "UPDATE items SET qty = 11 WHERE id = 10");
     poll(cap, &b);
     assert_int_equal(b.count, 2);
     for (size_t i = 0; i < b.count; i++)
@@ -281,9 +265,9 @@ static void run_operations(int kind)
     assert_int_equal(release(cap, &b), 0);
     sqlq_change_batch_free(&b);
     /* deleted, then inserted again before the poll: the row is new since the last delivery */
-    exec(e.db, "DELETE FROM items WHERE id = 2");
-    exec(e.db, "INSERT INTO items VALUES (2, 'two again', 2)");
-    exec(e.db, "UPDATE items SET qty = 23 WHERE id = 2");
+    sqlq_test_db_exec(e.db, "DELETE FROM items WHERE id = 2");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (2, 'two again', 2)");
+    sqlq_test_db_exec(e.db, "UPDATE items SET qty = 23 WHERE id = 2");
     poll(cap, &b);
     assert_int_equal(b.count, 1);
     assert_int_equal(b.items[0].op, SQLQ_OP_INSERT);
@@ -291,7 +275,7 @@ static void run_operations(int kind)
     assert_int_equal(release(cap, &b), 0);
     sqlq_change_batch_free(&b);
     advance(cap);
-    exec(e.db, "INSERT INTO items VALUES (5, 'five', 5)");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (5, 'five', 5)");
     sqlq_capture_status st;
     OK(sqlq_capture_status_get(cap, &st, err));
     assert_int_equal(st.pending, 1);
@@ -309,13 +293,16 @@ static void run_odd_names(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE \"Odd \"\"tbl\"\" ü\" (\"key one\" text NOT NULL, \"k\"\"2\" integer "
-               "NOT NULL, \"välue\" text, PRIMARY KEY (\"key one\", \"k\"\"2\"))");
+    sqlq_test_db_exec(
+        e.db, "CREATE TABLE \"Odd \"\"tbl\"\" ü\" (\"key one\" text NOT NULL, \"k\"\"2\" integer "
+              "NOT NULL, \"välue\" text, PRIMARY KEY (\"key one\", \"k\"\"2\"))");
     const char *name = "\"Odd \"\"tbl\"\" ü\"";
-    install(e.db, name);
+    sqlq_test_change_log_install(e.db, name);
     sqlq_capture *cap = open_cap(e.db, name, "a", 60, 10);
-    exec(e.db, "INSERT INTO \"Odd \"\"tbl\"\" ü\" VALUES ('x y', 1, 'é'), ('x y', 2, 'ß')");
-    exec(e.db, "UPDATE \"Odd \"\"tbl\"\" ü\" SET \"välue\" = 'ok' WHERE \"k\"\"2\" = 2");
+    sqlq_test_db_exec(e.db,
+                      "INSERT INTO \"Odd \"\"tbl\"\" ü\" VALUES ('x y', 1, 'é'), ('x y', 2, 'ß')");
+    sqlq_test_db_exec(e.db,
+                      "UPDATE \"Odd \"\"tbl\"\" ü\" SET \"välue\" = 'ok' WHERE \"k\"\"2\" = 2");
     sqlq_change_batch b;
     poll(cap, &b);
     assert_int_equal(b.count, 2);
@@ -342,12 +329,13 @@ static void run_thousand(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE bulk (id integer PRIMARY KEY, v integer)");
-    install(e.db, "bulk");
+    sqlq_test_db_exec(e.db, "CREATE TABLE bulk (id integer PRIMARY KEY, v integer)");
+    sqlq_test_change_log_install(e.db, "bulk");
     sqlq_capture *cap = open_cap(e.db, "bulk", "a", 60, 100);
-    exec(e.db, kind == SQLITE ? "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
-                                "WHERE i < 1000) INSERT INTO bulk SELECT i, i FROM n"
-                              : "INSERT INTO bulk SELECT i, i FROM generate_series(1, 1000) i");
+    sqlq_test_db_exec(e.db, kind == SQLITE
+                                ? "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                                  "WHERE i < 1000) INSERT INTO bulk SELECT i, i FROM n"
+                                : "INSERT INTO bulk SELECT i, i FROM generate_series(1, 1000) i");
     assert_int_equal(pending(cap), 1000);
     char *seen = calloc(1001, 1);
     size_t total = 0;
@@ -384,10 +372,12 @@ static void run_thousand(int kind)
     snprintf(sql, sizeof(sql), kind == SQLITE ? "SELECT count(*) FROM sqlq_%s"
                                               : "SELECT count(*) FROM sqlq.%s",
              n.leases_table);
-    assert_int_equal(scalar(e.db, sql), 0); /* released rows at or below the sync version go */
+    assert_int_equal(sqlq_test_db_int(e.db, sql),
+                     0); /* released rows at or below the sync version go */
     /* the log was trimmed up to the sync version of the only bridge */
-    assert_true(scalar(e.db, kind == SQLITE ? "SELECT count(*) FROM sqlq_log_bulk"
-                                            : "SELECT count(*) FROM sqlq.log_bulk") < 1000);
+    assert_true(sqlq_test_db_int(e.db, kind == SQLITE
+                                           ? "SELECT count(*) FROM sqlq_log_bulk"
+                                           : "SELECT count(*) FROM sqlq.log_bulk") < 1000);
     sqlq_capture_close(cap);
     env_close(&e);
 }
@@ -418,17 +408,19 @@ static void run_one_version(int kind)
     env e;
     env_open(&e, kind);
     sqlq_db *db_b = connect_db(e.conn);
-    exec(e.db, "CREATE TABLE one_version (region text NOT NULL, id integer NOT NULL, v integer, "
-               "PRIMARY KEY (region, id))");
-    install(e.db, "one_version");
+    sqlq_test_db_exec(
+        e.db, "CREATE TABLE one_version (region text NOT NULL, id integer NOT NULL, v integer, "
+              "PRIMARY KEY (region, id))");
+    sqlq_test_change_log_install(e.db, "one_version");
     sqlq_capture *a = open_cap(e.db, "one_version", "a", 60, 100);
     sqlq_capture *b = open_cap(db_b, "one_version", "b", 1, 100);
-    exec(e.db, kind == SQLITE
-                   ? "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE "
-                     "i < 999) INSERT INTO one_version SELECT 'r' || (i / 100), i % 100 + 1, i "
-                     "FROM n"
-                   : "INSERT INTO one_version SELECT 'r' || (i / 100), i % 100 + 1, i FROM "
-                     "generate_series(0, 999) i");
+    sqlq_test_db_exec(
+        e.db, kind == SQLITE
+                  ? "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE "
+                    "i < 999) INSERT INTO one_version SELECT 'r' || (i / 100), i % 100 + 1, i "
+                    "FROM n"
+                  : "INSERT INTO one_version SELECT 'r' || (i / 100), i % 100 + 1, i FROM "
+                    "generate_series(0, 999) i");
     int delivered[1000] = {0};
     sqlq_change_batch bb, ba;
     poll(b, &bb); /* B leases the first 100 for 1 s and is never heard of again */
@@ -501,9 +493,9 @@ static void run_fencing(int kind)
     env e;
     env_open(&e, kind);
     sqlq_db *db_b = connect_db(e.conn);
-    exec(e.db, "CREATE TABLE f (id integer PRIMARY KEY, v text)");
-    install(e.db, "f");
-    exec(e.db, "INSERT INTO f VALUES (1, 'a'), (2, 'b'), (3, 'c')");
+    sqlq_test_db_exec(e.db, "CREATE TABLE f (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "f");
+    sqlq_test_db_exec(e.db, "INSERT INTO f VALUES (1, 'a'), (2, 'b'), (3, 'c')");
     sqlq_capture *a = open_cap(e.db, "f", "instance-a", 1, 2);
     sqlq_capture *b = open_cap(db_b, "f", "instance-b", 60, 10);
     sqlq_change_batch ba, bb;
@@ -556,10 +548,10 @@ static void run_attempts(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE p (id integer PRIMARY KEY, v text)");
-    install(e.db, "p");
+    sqlq_test_db_exec(e.db, "CREATE TABLE p (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "p");
     sqlq_capture *cap = open_cap(e.db, "p", "a", 60, 10);
-    exec(e.db, "INSERT INTO p VALUES (1, 'poison')");
+    sqlq_test_db_exec(e.db, "INSERT INTO p VALUES (1, 'poison')");
     sqlq_change_batch b;
     for (int i = 1; i <= 5; i++) {
         poll(cap, &b);
@@ -582,7 +574,7 @@ static void run_attempts(int kind)
     advance(cap);
     assert_int_equal(pending(cap), 0);
     /* a new change of the same key starts counting again */
-    exec(e.db, "UPDATE p SET v = 'fixed' WHERE id = 1");
+    sqlq_test_db_exec(e.db, "UPDATE p SET v = 'fixed' WHERE id = 1");
     poll(cap, &b);
     assert_int_equal(b.count, 1);
     assert_int_equal(b.items[0].attempts, 1);
@@ -600,9 +592,9 @@ static void run_start_now(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE s (id integer PRIMARY KEY)");
-    install(e.db, "s");
-    exec(e.db, "INSERT INTO s VALUES (1), (2)");
+    sqlq_test_db_exec(e.db, "CREATE TABLE s (id integer PRIMARY KEY)");
+    sqlq_test_change_log_install(e.db, "s");
+    sqlq_test_db_exec(e.db, "INSERT INTO s VALUES (1), (2)");
     sqlq_capture_config cfg;
     sqlq_capture_config_default(&cfg);
     cfg.table = "s";
@@ -612,7 +604,7 @@ static void run_start_now(int kind)
     sqlq_capture *late = NULL;
     OK(sqlq_capture_open(e.db, &cfg, &late, err));
     sqlq_capture *early = open_cap(e.db, "s", "y", 60, 10);
-    exec(e.db, "INSERT INTO s VALUES (3)");
+    sqlq_test_db_exec(e.db, "INSERT INTO s VALUES (3)");
     sqlq_change_batch b;
     poll(late, &b);
     assert_int_equal(b.count, 1);
@@ -644,15 +636,16 @@ static void test_capture_pg_late_commit(void **s)
     (void)s;
     env e;
     env_open(&e, PG);
-    exec(e.db, "CREATE TABLE lc (id integer PRIMARY KEY, v text)");
-    install(e.db, "lc");
+    sqlq_test_db_exec(e.db, "CREATE TABLE lc (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "lc");
     sqlq_capture *cap = open_cap(e.db, "lc", "a", 60, 100);
     sqlq_db *ta = connect_db(e.conn);
     sqlq_db *tb = connect_db(e.conn);
     OK(sqlq_db_begin(ta, err));
-    exec(ta, "INSERT INTO lc VALUES (1, 'from A')"); /* A wrote the log and stays open */
+    sqlq_test_db_exec(ta,
+                      "INSERT INTO lc VALUES (1, 'from A')"); /* A wrote the log and stays open */
     OK(sqlq_db_begin(tb, err));
-    exec(tb, "INSERT INTO lc VALUES (2, 'from B')"); /* B's version is larger */
+    sqlq_test_db_exec(tb, "INSERT INTO lc VALUES (2, 'from B')"); /* B's version is larger */
     OK(sqlq_db_commit(tb, err));
     sqlq_change_batch b;
     poll_now(cap, &b); /* B committed, but A (older version) still runs: nothing past A is read */
@@ -670,12 +663,12 @@ static void test_capture_pg_late_commit(void **s)
 
     /* and the other order: B commits first and is read, released, advanced past; then A commits */
     OK(sqlq_db_begin(ta, err));
-    exec(ta, "INSERT INTO lc VALUES (3, 'from A')");
+    sqlq_test_db_exec(ta, "INSERT INTO lc VALUES (3, 'from A')");
     OK(sqlq_db_begin(tb, err));
-    exec(tb, "INSERT INTO lc VALUES (4, 'from B')");
+    sqlq_test_db_exec(tb, "INSERT INTO lc VALUES (4, 'from B')");
     OK(sqlq_db_commit(tb, err));
     sqlq_db *other = connect_db(e.conn);
-    exec(other, "INSERT INTO lc VALUES (5, 'autocommit')");
+    sqlq_test_db_exec(other, "INSERT INTO lc VALUES (5, 'autocommit')");
     poll_now(cap, &b);
     assert_int_equal(b.count, 0); /* A holds the horizon */
     sqlq_change_batch_free(&b);
@@ -808,8 +801,8 @@ static void run_concurrent(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE cc (id integer PRIMARY KEY, v integer)");
-    install(e.db, "cc");
+    sqlq_test_db_exec(e.db, "CREATE TABLE cc (id integer PRIMARY KEY, v integer)");
+    sqlq_test_change_log_install(e.db, "cc");
     cc_shared sh = {.conn = e.conn, .kind = kind, .writers_running = 2, .delivered = json_array()};
     pthread_mutex_init(&sh.mu, NULL);
     pthread_t w[2], c[2];

@@ -18,5 +18,11 @@ void sqlq_test_db_execf(sqlq_db *db, const char *fmt, ...) __attribute__((format
 void sqlq_test_db_exec_params(sqlq_db *db, const char *sql, const sqlq_param *params, size_t n);
 /* The integer in the first column of the first row, or fail the test. */
 int64_t sqlq_test_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *params, size_t n);
+/* The same without parameters. */
+int64_t sqlq_test_db_int(sqlq_db *db, const char *sql);
+/* Install or drop the change log of table, found through the catalog as `sqlq setup` finds
+ * it, or fail the test. */
+void sqlq_test_change_log_install(sqlq_db *db, const char *table);
+void sqlq_test_change_log_drop(sqlq_db *db, const char *table);
 
 #endif
