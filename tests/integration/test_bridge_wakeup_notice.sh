@@ -8,16 +8,12 @@
 #     server (no warning), a commit arrives within 600 ms at a 3 s interval, and
 #     sqlq_wakeups_total{table="kv"} on /metrics counts the wake-up;
 set -euo pipefail
-: "${SQLQ_BIN:?run through ctest}" "${SQLQ_TEST_ENV_DIR:?}"
-export SQLQ_QUEUE_CONNECTION="$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")"
+. "$(dirname "$0")/../support/testenv.sh"
 here=$(cd "$(dirname "$0")/../support" && pwd)
-port=$(cat "$SQLQ_TEST_ENV_DIR/postgres/port")
-odbc=$(cat "$SQLQ_TEST_ENV_DIR/postgres/odbc")
 db="wn_$$"
 q="wn-$$-$RANDOM"
 work=$(mktemp -d)
 pid=""
-psql_() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U sqlq "$@"; }
 cleanup() {
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
     "$SQLQ_BIN" queue delete "$q" >/dev/null 2>&1 || true
@@ -52,11 +48,11 @@ stop() {
 
 psql_ -d postgres -c "CREATE DATABASE $db"
 psql_ -d "$db" -c "CREATE TABLE kv (id int PRIMARY KEY, v text)"
-"$SQLQ_BIN" setup --db "${odbc}Database=$db;" --table kv >/dev/null
+"$SQLQ_BIN" setup --db "${pgodbc}Database=$db;" --table kv >/dev/null
 "$SQLQ_BIN" queue create "$q" >/dev/null
 
 # ---- 1. sqlq.notify unset on a server with prepared transactions: a warning ----------------------
-start notify_unset "${odbc}Database=$db;"
+start notify_unset "${pgodbc}Database=$db;"
 for _ in $(seq 1 50); do grep -q "event=wakeup_off" "$work/notify_unset.log" && break; sleep 0.1; done
 grep -q "event=wakeup_off.*max_prepared_transactions=20.*SET sqlq.notify = on" \
     "$work/notify_unset.log" || fail "no wakeup_off warning with sqlq.notify unset"
@@ -65,7 +61,7 @@ echo "bridge_wakeup_notice: sqlq.notify unset, max_prepared_transactions 20: war
 
 # ---- 2. sqlq.notify = on, connected through a DSN: woken, no warning, counted -------------------
 psql_ -d postgres -c "ALTER DATABASE $db SET sqlq.notify = on"
-driver=$(sed -n 's/^Driver=\([^;]*\);.*/\1/p' <<<"$odbc" | tr -d '{}')
+driver=$(sed -n 's/^Driver=\([^;]*\);.*/\1/p' <<<"$pgodbc" | tr -d '{}')
 cat >"$work/odbc.ini" <<INI
 [sqlq_wn]
 Driver = $driver
