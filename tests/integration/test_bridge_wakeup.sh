@@ -34,17 +34,14 @@ fail() {
     exit 1
 }
 . "$(dirname "$0")/../support/queue_count.sh"
+. "$(dirname "$0")/../support/wait_log.sh"
 # start_bridge NAME: a bridge at a 3 s polling interval, logging to $work/NAME.log.
 start_bridge() {
     SQLQ_LOG_LEVEL=info "$SQLQ_BIN" bridge --db "${pgodbc}Database=$db;" --table kv --queue "$q" \
         --polling-interval-ms 3000 >/dev/null 2>>"$work/$1.log" &
     pids+=($!)
     eval "pid_$1=$!"
-    for _ in $(seq 1 100); do
-        grep -q "event=listen_started" "$work/$1.log" 2>/dev/null && break
-        sleep 0.1
-    done
-    grep -q "event=listen_started" "$work/$1.log" || fail "$1 did not start listening"
+    wait_log "$work/$1.log" "event=listen_started" || fail "$1 did not start listening"
 }
 listeners() {
     psql_ -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db' AND application_name = 'sqlq-listen'"

@@ -27,6 +27,7 @@ fail() {
     exit 1
 }
 . "$here/queue_count.sh"
+. "$here/wait_log.sh"
 # start LOG DB [ARGS]: a bridge at a 3 s interval; waits for the route to start.
 start() {
     local log=$1 conn=$2
@@ -34,11 +35,7 @@ start() {
     SQLQ_LOG_LEVEL=info "$SQLQ_BIN" bridge --db "$conn" --table kv --queue "$q" \
         --polling-interval-ms 3000 "$@" >/dev/null 2>>"$work/$log.log" &
     pid=$!
-    for _ in $(seq 1 100); do
-        grep -q "event=route_started" "$work/$log.log" 2>/dev/null && break
-        sleep 0.1
-    done
-    grep -q "event=route_started" "$work/$log.log" || fail "$log: the route did not start"
+    wait_log "$work/$log.log" "event=route_started" || fail "$log: the route did not start"
 }
 stop() {
     kill -TERM "$pid"
@@ -53,7 +50,7 @@ psql_ -d "$db" -c "CREATE TABLE kv (id int PRIMARY KEY, v text)"
 
 # ---- 1. sqlq.notify unset on a server with prepared transactions: a warning ----------------------
 start notify_unset "${pgodbc}Database=$db;"
-for _ in $(seq 1 50); do grep -q "event=wakeup_off" "$work/notify_unset.log" && break; sleep 0.1; done
+wait_log "$work/notify_unset.log" "event=wakeup_off" 50 || true
 grep -q "event=wakeup_off.*max_prepared_transactions=20.*SET sqlq.notify = on" \
     "$work/notify_unset.log" || fail "no wakeup_off warning with sqlq.notify unset"
 stop
@@ -74,8 +71,7 @@ INI
 export ODBCINI="$work/odbc.ini"
 hport=$("$here/free_port.sh")
 start dsn "DSN=sqlq_wn;PWD=;" --listen "127.0.0.1:$hport"
-for _ in $(seq 1 50); do grep -q "event=listen_started" "$work/dsn.log" && break; sleep 0.1; done
-grep -q "event=listen_started" "$work/dsn.log" || fail "DSN: the listener did not start"
+wait_log "$work/dsn.log" "event=listen_started" 50 || fail "DSN: the listener did not start"
 sleep 0.5
 ! grep -q "wakeup_off" "$work/dsn.log" || fail "DSN, sqlq.notify on: wakeup_off logged"
 wait_count 0 100 >/dev/null

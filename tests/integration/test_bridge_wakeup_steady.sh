@@ -28,6 +28,7 @@ fail() {
     exit 1
 }
 . "$(dirname "$0")/../support/queue_count.sh"
+. "$(dirname "$0")/../support/wait_log.sh"
 conn="${pgodbc}Database=$db;"
 
 psql_ -d postgres -c "CREATE DATABASE $db"
@@ -39,11 +40,7 @@ psql_ -d "$db" -c "CREATE TABLE kv (id bigserial PRIMARY KEY, v text)"
 SQLQ_LOG_LEVEL=debug "$SQLQ_BIN" bridge --db "$conn" --table kv --queue "$q" \
     --polling-interval-ms 3000 >/dev/null 2>"$work/bridge.log" &
 bridge_pid=$!
-for _ in $(seq 1 100); do
-    grep -q "event=listen_started" "$work/bridge.log" 2>/dev/null && break
-    sleep 0.1
-done
-grep -q "event=listen_started" "$work/bridge.log" || fail "the bridge did not start listening"
+wait_log "$work/bridge.log" "event=listen_started" || fail "the bridge did not start listening"
 
 echo "INSERT INTO kv (v) VALUES ('steady');" >"$work/insert.sql"
 pgbench -n -h 127.0.0.1 -p "$port" -U sqlq -c 1 -R 300 -T 4 -f "$work/insert.sql" "$db" >"$work/pgbench.log" 2>&1 ||
