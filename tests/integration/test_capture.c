@@ -27,25 +27,10 @@ typedef struct env {
     sqlq_db *db;
 } env;
 
-static void fail_err(const char *what, const sqlq_error *err)
-{
-    fail_msg("%s: %s (sqlstate %s native %ld)", what, err->message, err->sqlstate,
-             err->native_code);
-}
-
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        sqlq_error err_;                                                                           \
-        sqlq_error_clear(&err_);                                                                   \
-        sqlq_error *err = &err_;                                                                   \
-        if ((call) != SQLQ_OK)                                                                     \
-            fail_err(#call, err);                                                                  \
-    } while (0)
-
 static sqlq_db *connect_db(const char *conn)
 {
     sqlq_db *db = NULL;
-    OK(sqlq_db_connect(conn, &db, err));
+    SQLQ_TEST_OK(sqlq_db_connect(conn, &db, err));
     return db;
 }
 
@@ -79,14 +64,14 @@ static sqlq_capture *open_cap(sqlq_db *db, const char *table, const char *instan
     cfg.max_batch_size = batch;
     cfg.max_attempts = 5;
     sqlq_capture *cap = NULL;
-    OK(sqlq_capture_open(db, &cfg, &cap, err));
+    SQLQ_TEST_OK(sqlq_capture_open(db, &cfg, &cap, err));
     return cap;
 }
 
 /* One poll, taking whatever is there (for checks that nothing is). */
 static void poll_now(sqlq_capture *cap, sqlq_change_batch *b)
 {
-    OK(sqlq_capture_poll(cap, b, err));
+    SQLQ_TEST_OK(sqlq_capture_poll(cap, b, err));
 }
 
 /* A poll that expects changes (waits up to 5 s for them: a concurrent writer of the same log,
@@ -94,33 +79,33 @@ static void poll_now(sqlq_capture *cap, sqlq_change_batch *b)
 static void poll(sqlq_capture *cap, sqlq_change_batch *b)
 {
     for (int i = 0; i < 50; i++) {
-        OK(sqlq_capture_poll(cap, b, err));
+        SQLQ_TEST_OK(sqlq_capture_poll(cap, b, err));
         if (b->count > 0)
             return;
         sqlq_change_batch_free(b);
         usleep(100 * 1000);
     }
-    OK(sqlq_capture_poll(cap, b, err));
+    SQLQ_TEST_OK(sqlq_capture_poll(cap, b, err));
 }
 
 static size_t release(sqlq_capture *cap, const sqlq_change_batch *b)
 {
     size_t lost = 99;
-    OK(sqlq_capture_release(cap, b->items, b->count, &lost, err));
+    SQLQ_TEST_OK(sqlq_capture_release(cap, b->items, b->count, &lost, err));
     return lost;
 }
 
 static int64_t advance(sqlq_capture *cap)
 {
     int64_t v = -1;
-    OK(sqlq_capture_advance(cap, &v, err));
+    SQLQ_TEST_OK(sqlq_capture_advance(cap, &v, err));
     return v;
 }
 
 static long long pending(sqlq_capture *cap)
 {
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     long long p = st.pending;
     sqlq_capture_status_free(&st);
     return p;
@@ -160,9 +145,9 @@ static void run_install_drop(int kind)
     sqlq_test_change_log_install(e.db, "orders"); /* idempotent */
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
-    OK(sqlq_catalog_lookup(e.db, "orders", NULL, &t, &n, err));
+    SQLQ_TEST_OK(sqlq_catalog_lookup(e.db, "orders", NULL, &t, &n, err));
     bool on = false;
-    OK(sqlq_change_log_installed(e.db, t, &on, err));
+    SQLQ_TEST_OK(sqlq_change_log_installed(e.db, t, &on, err));
     assert_true(on);
     sqlq_test_db_exec(e.db, "INSERT INTO orders VALUES (1, 'a')");
     const char *log = kind == SQLITE ? "SELECT count(*) FROM sqlq_log_orders"
@@ -171,15 +156,15 @@ static void run_install_drop(int kind)
     sqlq_capture *cap = open_cap(e.db, "orders", "a", 60, 10);
     sqlq_capture_close(cap);
     size_t forgotten = 0;
-    OK(sqlq_capture_forget(e.db, "orders", NULL, &forgotten, err));
+    SQLQ_TEST_OK(sqlq_capture_forget(e.db, "orders", NULL, &forgotten, err));
     assert_int_equal(forgotten, 1);
-    OK(sqlq_change_log_drop(e.db, t, err));
-    OK(sqlq_change_log_installed(e.db, t, &on, err));
+    SQLQ_TEST_OK(sqlq_change_log_drop(e.db, t, err));
+    SQLQ_TEST_OK(sqlq_change_log_installed(e.db, t, &on, err));
     assert_false(on);
     assert_int_equal(sqlq_objects(&e), 0);
     sqlq_test_db_exec(
         e.db, "INSERT INTO orders VALUES (2, 'b')"); /* the table works without the triggers */
-    OK(sqlq_change_log_drop(e.db, t, err));          /* and dropping twice is fine */
+    SQLQ_TEST_OK(sqlq_change_log_drop(e.db, t, err)); /* and dropping twice is fine */
     sqlq_table_free(t);
     env_close(&e);
 }
@@ -277,7 +262,7 @@ static void run_operations(int kind)
     advance(cap);
     sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (5, 'five', 5)");
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     assert_int_equal(st.pending, 1);
     sqlq_capture_status_free(&st);
     sqlq_capture_close(cap);
@@ -366,7 +351,7 @@ static void run_thousand(int kind)
     (void)q;
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
-    OK(sqlq_catalog_lookup(e.db, "bulk", "default", &t, &n, err));
+    SQLQ_TEST_OK(sqlq_catalog_lookup(e.db, "bulk", "default", &t, &n, err));
     sqlq_table_free(t);
     char sql[256];
     snprintf(sql, sizeof(sql), kind == SQLITE ? "SELECT count(*) FROM sqlq_%s"
@@ -436,7 +421,7 @@ static void run_one_version(int kind)
     /* A change abandoned mid-sweep is polled again at once, not after the sweep. */
     poll(a, &ba);
     assert_int_equal(ov_index(&ba.items[0]), 200);
-    OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
+    SQLQ_TEST_OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
     sqlq_change_batch_free(&ba);
     poll(a, &ba);
     assert_int_equal(ov_index(&ba.items[0]), 200);
@@ -513,11 +498,11 @@ static void run_fencing(int kind)
         assert_int_equal(bb.items[i].attempts, 2);
     /* A wakes up: its release touches nothing, every change is counted lost */
     assert_int_equal(release(a, &ba), 2);
-    OK(sqlq_capture_renew(a, ba.items, ba.count, err));
+    SQLQ_TEST_OK(sqlq_capture_renew(a, ba.items, ba.count, err));
     size_t lost = 0;
-    OK(sqlq_capture_renew_owned(a, ba.items, ba.count, &lost, err));
+    SQLQ_TEST_OK(sqlq_capture_renew_owned(a, ba.items, ba.count, &lost, err));
     assert_int_equal(lost, 2);
-    OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
+    SQLQ_TEST_OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
     /* and A cannot move the sync version past B's unprocessed work */
     int64_t before = advance(a);
     assert_int_equal(pending(a), 2); /* B holds them, not delivered yet: pending (issue 14.5) */
@@ -557,12 +542,12 @@ static void run_attempts(int kind)
         poll(cap, &b);
         assert_int_equal(b.count, 1);
         assert_int_equal(b.items[0].attempts, i);
-        OK(sqlq_capture_abandon(cap, b.items, 1, true, err));
+        SQLQ_TEST_OK(sqlq_capture_abandon(cap, b.items, 1, true, err));
         /* not counting (a transient failure) leaves the count where it was */
         sqlq_change_batch_free(&b);
         poll(cap, &b);
         assert_int_equal(b.items[0].attempts, i + 1 > 5 ? 6 : i + 1);
-        OK(sqlq_capture_abandon(cap, b.items, 1, false, err));
+        SQLQ_TEST_OK(sqlq_capture_abandon(cap, b.items, 1, false, err));
         sqlq_change_batch_free(&b);
         assert_int_equal(pending(cap), 1);
     }
@@ -602,7 +587,7 @@ static void run_start_now(int kind)
     cfg.instance_id = "x";
     cfg.start_from = SQLQ_START_NOW;
     sqlq_capture *late = NULL;
-    OK(sqlq_capture_open(e.db, &cfg, &late, err));
+    SQLQ_TEST_OK(sqlq_capture_open(e.db, &cfg, &late, err));
     sqlq_capture *early = open_cap(e.db, "s", "y", 60, 10);
     sqlq_test_db_exec(e.db, "INSERT INTO s VALUES (3)");
     sqlq_change_batch b;
@@ -615,9 +600,9 @@ static void run_start_now(int kind)
     sqlq_change_batch_free(&b);
     sqlq_capture_close(late);
     /* reopening does not move the start again */
-    OK(sqlq_capture_open(e.db, &cfg, &late, err));
+    SQLQ_TEST_OK(sqlq_capture_open(e.db, &cfg, &late, err));
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(late, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(late, &st, err));
     assert_int_equal(st.leased, 1);
     assert_int_equal(json_integer_value(json_object_get(st.owners, "x")), 1);
     sqlq_capture_status_free(&st);
@@ -641,18 +626,18 @@ static void test_capture_pg_late_commit(void **s)
     sqlq_capture *cap = open_cap(e.db, "lc", "a", 60, 100);
     sqlq_db *ta = connect_db(e.conn);
     sqlq_db *tb = connect_db(e.conn);
-    OK(sqlq_db_begin(ta, err));
+    SQLQ_TEST_OK(sqlq_db_begin(ta, err));
     sqlq_test_db_exec(ta,
                       "INSERT INTO lc VALUES (1, 'from A')"); /* A wrote the log and stays open */
-    OK(sqlq_db_begin(tb, err));
+    SQLQ_TEST_OK(sqlq_db_begin(tb, err));
     sqlq_test_db_exec(tb, "INSERT INTO lc VALUES (2, 'from B')"); /* B's version is larger */
-    OK(sqlq_db_commit(tb, err));
+    SQLQ_TEST_OK(sqlq_db_commit(tb, err));
     sqlq_change_batch b;
     poll_now(cap, &b); /* B committed, but A (older version) still runs: nothing past A is read */
     assert_int_equal(b.count, 0);
     sqlq_change_batch_free(&b);
     assert_int_equal(advance(cap), 0);
-    OK(sqlq_db_commit(ta, err));
+    SQLQ_TEST_OK(sqlq_db_commit(ta, err));
     poll(cap, &b);
     assert_int_equal(b.count, 2);
     assert_int_equal(key_int(&b.items[0], "id"), 1); /* A's version is older */
@@ -662,18 +647,18 @@ static void test_capture_pg_late_commit(void **s)
     advance(cap);
 
     /* and the other order: B commits first and is read, released, advanced past; then A commits */
-    OK(sqlq_db_begin(ta, err));
+    SQLQ_TEST_OK(sqlq_db_begin(ta, err));
     sqlq_test_db_exec(ta, "INSERT INTO lc VALUES (3, 'from A')");
-    OK(sqlq_db_begin(tb, err));
+    SQLQ_TEST_OK(sqlq_db_begin(tb, err));
     sqlq_test_db_exec(tb, "INSERT INTO lc VALUES (4, 'from B')");
-    OK(sqlq_db_commit(tb, err));
+    SQLQ_TEST_OK(sqlq_db_commit(tb, err));
     sqlq_db *other = connect_db(e.conn);
     sqlq_test_db_exec(other, "INSERT INTO lc VALUES (5, 'autocommit')");
     poll_now(cap, &b);
     assert_int_equal(b.count, 0); /* A holds the horizon */
     sqlq_change_batch_free(&b);
     advance(cap);
-    OK(sqlq_db_commit(ta, err));
+    SQLQ_TEST_OK(sqlq_db_commit(ta, err));
     poll(cap, &b);
     assert_int_equal(b.count, 3);
     assert_int_equal(key_int(&b.items[0], "id"), 3);
@@ -832,7 +817,7 @@ static void run_concurrent(int kind)
             json_object_set(latest, k, d);
     }
     json_t *rows = NULL;
-    OK(sqlq_db_query(e.db, "SELECT id, v FROM cc", NULL, 0, &rows, err));
+    SQLQ_TEST_OK(sqlq_db_query(e.db, "SELECT id, v FROM cc", NULL, 0, &rows, err));
     int checked = 0;
     for (int id = 0; id < CC_KEYS; id++) {
         if (!sh.touched[id])

@@ -26,19 +26,10 @@ typedef struct env {
     sqlq_db *db;
 } env;
 
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        sqlq_error err_;                                                                           \
-        sqlq_error_clear(&err_);                                                                   \
-        sqlq_error *err = &err_;                                                                   \
-        if ((call) != SQLQ_OK)                                                                     \
-            fail_msg("%s: %s (sqlstate %s)", #call, err->message, err->sqlstate);                  \
-    } while (0)
-
 static sqlq_db *connect_db(const char *conn)
 {
     sqlq_db *db = NULL;
-    OK(sqlq_db_connect(conn, &db, err));
+    SQLQ_TEST_OK(sqlq_db_connect(conn, &db, err));
     return db;
 }
 
@@ -61,32 +52,32 @@ static sqlq_capture *open_cap(sqlq_db *db, const char *table)
     cfg.table = table;
     cfg.instance_id = "a";
     sqlq_capture *cap = NULL;
-    OK(sqlq_capture_open(db, &cfg, &cap, err));
+    SQLQ_TEST_OK(sqlq_capture_open(db, &cfg, &cap, err));
     return cap;
 }
 
 static void poll_now(sqlq_capture *cap, sqlq_change_batch *b)
 {
-    OK(sqlq_capture_poll(cap, b, err));
+    SQLQ_TEST_OK(sqlq_capture_poll(cap, b, err));
 }
 
 static size_t release(sqlq_capture *cap, const sqlq_change_batch *b)
 {
     size_t lost = 99;
-    OK(sqlq_capture_release(cap, b->items, b->count, &lost, err));
+    SQLQ_TEST_OK(sqlq_capture_release(cap, b->items, b->count, &lost, err));
     return lost;
 }
 
 static void advance(sqlq_capture *cap)
 {
     int64_t v = -1;
-    OK(sqlq_capture_advance(cap, &v, err));
+    SQLQ_TEST_OK(sqlq_capture_advance(cap, &v, err));
 }
 
 static long long pending(sqlq_capture *cap)
 {
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     long long p = st.pending;
     sqlq_capture_status_free(&st);
     return p;
@@ -146,12 +137,12 @@ static void test_capture_pg_unrelated_transactions(void **s)
     sqlq_test_change_log_install(e.db, "w");
     sqlq_capture *cap = open_cap(e.db, "w");
     sqlq_db *same = connect_db(e.conn), *report = connect_db(e.conn);
-    OK(sqlq_db_begin(other, err));
+    SQLQ_TEST_OK(sqlq_db_begin(other, err));
     sqlq_test_db_exec(other, "INSERT INTO jobs VALUES (1)"); /* has an xid, in another database */
-    OK(sqlq_db_begin(same, err));
+    SQLQ_TEST_OK(sqlq_db_begin(same, err));
     sqlq_test_db_exec(same,
                       "INSERT INTO side VALUES (1)"); /* has an xid, same database, another table */
-    OK(sqlq_db_begin(report, err));
+    SQLQ_TEST_OK(sqlq_db_begin(report, err));
     assert_int_equal(sqlq_test_db_int(report, "SELECT count(*) FROM w"),
                      0); /* read-only, on w itself */
     for (int i = 1; i <= 20; i++) {
@@ -165,13 +156,13 @@ static void test_capture_pg_unrelated_transactions(void **s)
     assert_int_equal(release(cap, &b), 0);
     sqlq_change_batch_free(&b);
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     assert_int_equal(json_array_size(st.writers), 0); /* nobody holds the log */
     assert_int_equal(st.held_back, 0);
     sqlq_capture_status_free(&st);
-    OK(sqlq_db_commit(other, err));
-    OK(sqlq_db_commit(same, err));
-    OK(sqlq_db_commit(report, err));
+    SQLQ_TEST_OK(sqlq_db_commit(other, err));
+    SQLQ_TEST_OK(sqlq_db_commit(same, err));
+    SQLQ_TEST_OK(sqlq_db_commit(report, err));
     sqlq_db_close(report);
     sqlq_db_close(same);
     sqlq_db_close(other);
@@ -198,7 +189,7 @@ static void test_capture_pg_xid_early(void **s)
     sqlq_db *a = connect_db(e.conn), *b = connect_db(e.conn);
     sqlq_test_db_exec(a, "SET application_name = 'sqlq-test-writer-a'");
     int64_t a_pid = sqlq_test_db_int(a, "SELECT pg_backend_pid()");
-    OK(sqlq_db_begin(a, err));
+    SQLQ_TEST_OK(sqlq_db_begin(a, err));
     sqlq_test_db_exec(a, "INSERT INTO side VALUES (1)");       /* A's xid, early */
     sqlq_test_db_exec(b, "UPDATE x SET v = 'B' WHERE id = 1"); /* B: key 1, commits */
     sqlq_test_db_exec(b, "INSERT INTO x VALUES (2, 'B')");
@@ -214,7 +205,7 @@ static void test_capture_pg_xid_early(void **s)
     sqlq_test_db_exec(b, "INSERT INTO x VALUES (3, 'after A wrote')");
     assert_int_equal(deliver_now(cap), 0); /* 3 may be preceded by A's version: it waits */
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     assert_int_equal(json_array_size(st.writers), 1);
     json_t *w = json_array_get(st.writers, 0);
     assert_int_equal(json_integer_value(json_object_get(w, "pid")), a_pid);
@@ -224,7 +215,7 @@ static void test_capture_pg_xid_early(void **s)
     assert_string_equal(json_string_value(json_object_get(w, "state")), "idle in transaction");
     assert_int_equal(st.held_back, 1); /* key 3; A's own change is not committed */
     sqlq_capture_status_free(&st);
-    OK(sqlq_db_commit(a, err));
+    SQLQ_TEST_OK(sqlq_db_commit(a, err));
     poll_now(cap, &bt);
     assert_int_equal(ids_of(&bt), BIT(1) | BIT(3));
     for (size_t i = 0; i < bt.count; i++)
@@ -254,7 +245,7 @@ static void test_capture_pg_savepoints(void **s)
     sqlq_test_change_log_install(e.db, "sp");
     sqlq_capture *cap = open_cap(e.db, "sp");
     sqlq_db *a = connect_db(e.conn);
-    OK(sqlq_db_begin(a, err));
+    SQLQ_TEST_OK(sqlq_db_begin(a, err));
     sqlq_test_db_exec(a, "SAVEPOINT s1");
     sqlq_test_db_exec(a, "INSERT INTO sp VALUES (10)");
     sqlq_test_db_exec(a, "ROLLBACK TO SAVEPOINT s1");
@@ -265,7 +256,7 @@ static void test_capture_pg_savepoints(void **s)
     sqlq_test_db_exec(a, "RELEASE SAVEPOINT s2");
     sqlq_test_db_exec(e.db, "INSERT INTO sp VALUES (13)");
     assert_int_equal(deliver_now(cap), 0); /* A (through its released savepoint) holds the log */
-    OK(sqlq_db_commit(a, err));
+    SQLQ_TEST_OK(sqlq_db_commit(a, err));
     assert_int_equal(deliver_now(cap), BIT(11) | BIT(13));
     assert_int_equal(pending(cap), 0);
     sqlq_db_close(a);
@@ -287,7 +278,7 @@ static void test_capture_pg_prepared_and_killed(void **s)
     sqlq_test_change_log_install(e.db, "tp");
     sqlq_capture *cap = open_cap(e.db, "tp");
     sqlq_db *a = connect_db(e.conn);
-    OK(sqlq_db_begin(a, err));
+    SQLQ_TEST_OK(sqlq_db_begin(a, err));
     sqlq_test_db_exec(a, "INSERT INTO tp VALUES (20)");
     assert_int_equal(deliver_now(cap), 0); /* A is known by its xid from here on */
     sqlq_test_db_exec(a, "PREPARE TRANSACTION 'sqlq-test-tp'");
@@ -297,7 +288,7 @@ static void test_capture_pg_prepared_and_killed(void **s)
     cap = open_cap(e.db, "tp");
     assert_int_equal(deliver_now(cap), 0);
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     assert_int_equal(json_array_size(st.writers), 1);
     json_t *w = json_array_get(st.writers, 0);
     assert_string_equal(json_string_value(json_object_get(w, "gid")), "sqlq-test-tp");
@@ -308,7 +299,7 @@ static void test_capture_pg_prepared_and_killed(void **s)
 
     sqlq_db *k = connect_db(e.conn);
     int64_t k_pid = sqlq_test_db_int(k, "SELECT pg_backend_pid()");
-    OK(sqlq_db_begin(k, err));
+    SQLQ_TEST_OK(sqlq_db_begin(k, err));
     sqlq_test_db_exec(k, "INSERT INTO tp VALUES (30)");
     sqlq_test_db_exec(e.db, "INSERT INTO tp VALUES (31)");
     assert_int_equal(deliver_now(cap), 0);
@@ -420,9 +411,9 @@ static void test_capture_pg_trigger_upgrade_in_place(void **s)
     sqlq_test_db_exec(e.db, "INSERT INTO kc VALUES (1, 'one')");
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
-    OK(sqlq_catalog_lookup(e.db, "kc", NULL, &t, &n, err));
+    SQLQ_TEST_OK(sqlq_catalog_lookup(e.db, "kc", NULL, &t, &n, err));
     bool installed = false;
-    OK(sqlq_change_log_installed(e.db, t, &installed, err));
+    SQLQ_TEST_OK(sqlq_change_log_installed(e.db, t, &installed, err));
     assert_true(installed); /* the earlier layout still captures: a bridge may run on it */
     sqlq_table_free(t);
     sqlq_test_change_log_install(e.db, "kc"); /* the upgrade */
@@ -438,7 +429,7 @@ static void test_capture_pg_trigger_upgrade_in_place(void **s)
     sqlq_capture *cap = open_cap(e.db, "kc");
     assert_int_equal(deliver_now(cap), BIT(1));
     sqlq_db *a = connect_db(e.conn);
-    OK(sqlq_db_begin(a, err));
+    SQLQ_TEST_OK(sqlq_db_begin(a, err));
     sqlq_test_db_exec(a, "INSERT INTO kc VALUES (2, 'two')");
     assert_int_equal(sqlq_test_db_int(e.db,
                                       "SELECT count(*) FROM pg_locks WHERE relation = "
@@ -451,7 +442,7 @@ static void test_capture_pg_trigger_upgrade_in_place(void **s)
                                "IN (3, 5) AND sqlq_since = sqlq_version AND sqlq_op = 'I'"),
         2);
     assert_int_equal(deliver_now(cap), 0); /* 3 and 5 wait for the open writer */
-    OK(sqlq_db_commit(a, err));
+    SQLQ_TEST_OK(sqlq_db_commit(a, err));
     assert_int_equal(deliver_now(cap), BIT(2) | BIT(3) | BIT(5));
     sqlq_test_db_exec(e.db, "UPDATE kc SET id = 4 WHERE id = 3");
     assert_int_equal(
@@ -501,15 +492,15 @@ static void test_capture_pg_unprivileged_reader(void **s)
         1);
     sqlq_capture *cap = open_cap(ro, "pr");
     sqlq_db *a = connect_db(e.conn); /* the writer: another role */
-    OK(sqlq_db_begin(a, err));
+    SQLQ_TEST_OK(sqlq_db_begin(a, err));
     sqlq_test_db_exec(a, "INSERT INTO pr VALUES (1)");
     sqlq_test_db_exec(e.db, "INSERT INTO pr VALUES (2)");
     assert_int_equal(deliver_now(cap), 0); /* the writer's lock is visible to this role */
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     assert_int_equal(json_array_size(st.writers), 1);
     sqlq_capture_status_free(&st);
-    OK(sqlq_db_commit(a, err));
+    SQLQ_TEST_OK(sqlq_db_commit(a, err));
     assert_int_equal(deliver_now(cap), BIT(1) | BIT(2));
     sqlq_capture_close(cap);
     sqlq_db_close(ro);

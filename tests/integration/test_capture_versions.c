@@ -17,15 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        sqlq_error err_;                                                                           \
-        sqlq_error_clear(&err_);                                                                   \
-        sqlq_error *err = &err_;                                                                   \
-        if ((call) != SQLQ_OK)                                                                     \
-            fail_msg("%s: %s", #call, err_.message);                                               \
-    } while (0)
-
 typedef struct env {
     char *conn;
     sqlq_db *db;
@@ -36,14 +27,14 @@ static void env_open(env *e)
     char path[1024];
     e->conn = sqlq_test_sqlite_db("capture_versions", path, sizeof(path));
     e->db = NULL;
-    OK(sqlq_db_connect(e->conn, &e->db, err));
+    SQLQ_TEST_OK(sqlq_db_connect(e->conn, &e->db, err));
 }
 
 static void reconnect(env *e)
 {
     sqlq_db_close(e->db);
     e->db = NULL;
-    OK(sqlq_db_connect(e->conn, &e->db, err));
+    SQLQ_TEST_OK(sqlq_db_connect(e->conn, &e->db, err));
 }
 
 static void env_close(env *e)
@@ -62,7 +53,7 @@ static sqlq_capture *open_cap(sqlq_db *db, const char *table, const char *bridge
     cfg.lease_s = 60;
     cfg.max_batch_size = 100;
     sqlq_capture *cap = NULL;
-    OK(sqlq_capture_open(db, &cfg, &cap, err));
+    SQLQ_TEST_OK(sqlq_capture_open(db, &cfg, &cap, err));
     return cap;
 }
 
@@ -73,17 +64,17 @@ static size_t drain(sqlq_capture *cap, char *last_op)
     size_t total = 0;
     for (int round = 0; round < 20; round++) {
         sqlq_change_batch b;
-        OK(sqlq_capture_poll(cap, &b, err));
+        SQLQ_TEST_OK(sqlq_capture_poll(cap, &b, err));
         if (b.count > 0 && last_op)
             *last_op = sqlq_op_name(b.items[b.count - 1].op)[0];
         total += b.count;
         size_t lost = 0;
         if (b.count > 0)
-            OK(sqlq_capture_release(cap, b.items, b.count, &lost, err));
+            SQLQ_TEST_OK(sqlq_capture_release(cap, b.items, b.count, &lost, err));
         assert_int_equal(lost, 0);
         bool empty = b.count == 0;
         sqlq_change_batch_free(&b);
-        OK(sqlq_capture_advance(cap, NULL, err));
+        SQLQ_TEST_OK(sqlq_capture_advance(cap, NULL, err));
         if (empty)
             break;
     }
@@ -233,7 +224,7 @@ static void test_versions_drop_and_setup(void **s)
     cfg.instance_id = "i";
     cfg.start_from = SQLQ_START_NOW;
     sqlq_capture *cap = NULL;
-    OK(sqlq_capture_open(e.db, &cfg, &cap, err));
+    SQLQ_TEST_OK(sqlq_capture_open(e.db, &cfg, &cap, err));
     sqlq_test_db_exec(e.db, "DELETE FROM d WHERE id = 1");
     char op = '?';
     assert_int_equal(drain(cap, &op), 1);

@@ -12,6 +12,14 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+void sqlq_test_fail_error(const char *what, const sqlq_error *err)
+{
+    fail_msg("%s: %s (sqlstate %s native %ld)", what, err->message, err->sqlstate,
+             err->native_code);
+    abort(); /* fail_msg does not return */
+}
 
 sqlq_db *sqlq_test_db_open(const char *conn)
 {
