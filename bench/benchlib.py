@@ -436,6 +436,17 @@ def pctl(xs, p):
     return xs[min(len(xs) - 1, max(0, int(round(p / 100 * len(xs) + 0.5)) - 1))]
 
 
+def engines(w, dbs, sqlite, postgres):
+    """The databases of a --db list (comma-separated: sqlite, postgres) in a Workdir w: sqlite(work
+    path) and postgres(a private PostgreSQL server, started)."""
+    out = []
+    if "sqlite" in dbs.split(","):
+        out.append(sqlite(w.path))
+    if "postgres" in dbs.split(","):
+        out.append(postgres(w.add(Postgres(w.path / "pg")).start()))
+    return out
+
+
 # A drain's medians: summary name -> key of a run of bench/bridge.py's drain.
 DRAIN_FIELDS = {"changes_s": "changes_s", "bridge_cpu": "bridge_cpu_ms_per_1000",
                 "db_cpu": "db_cpu_ms_per_1000", "other": "other_load_cores"}

@@ -56,11 +56,7 @@ def main():
     runs = []
     with B.Workdir("keycols") as w:
         az = w.add(B.Azurite(w.path / "azurite")).start()
-        engines = []
-        if "sqlite" in a.db.split(","):
-            engines.append(KeyedSqlite(w.path))
-        if "postgres" in a.db.split(","):
-            engines.append(KeyedPostgres(w.add(B.Postgres(w.path / "pg")).start()))
+        engines = B.engines(w, a.db, KeyedSqlite, KeyedPostgres)
         for rd in range(a.rounds):
             for db in engines:
                 order = VARIANTS if rd % 2 == 0 else VARIANTS[::-1]

@@ -129,11 +129,7 @@ def main():
     runs = []
     with B.Workdir("msgopt") as w:
         az = w.add(B.Azurite(w.path / "azurite")).start()
-        engines = []
-        if "sqlite" in a.db.split(","):
-            engines.append(BR.Sqlite(w.path))
-        if "postgres" in a.db.split(","):
-            engines.append(BR.Postgres(w.add(B.Postgres(w.path / "pg")).start()))
+        engines = B.engines(w, a.db, BR.Sqlite, BR.Postgres)
         if a.updates:
             return updates(a, az, w, engines)
         if a.writes:
