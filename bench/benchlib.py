@@ -436,6 +436,45 @@ def pctl(xs, p):
     return xs[min(len(xs) - 1, max(0, int(round(p / 100 * len(xs) + 0.5)) - 1))]
 
 
+def engines(w, dbs, sqlite, postgres):
+    """The databases of a --db list (comma-separated: sqlite, postgres) in a Workdir w: sqlite(work
+    path) and postgres(a private PostgreSQL server, started)."""
+    out = []
+    if "sqlite" in dbs.split(","):
+        out.append(sqlite(w.path))
+    if "postgres" in dbs.split(","):
+        out.append(postgres(w.add(Postgres(w.path / "pg")).start()))
+    return out
+
+
+# A drain's medians: summary name -> key of a run of bench/bridge.py's drain.
+DRAIN_FIELDS = {"changes_s": "changes_s", "bridge_cpu": "bridge_cpu_ms_per_1000",
+                "db_cpu": "db_cpu_ms_per_1000", "other": "other_load_cores"}
+
+
+def drain_line(r):
+    """A drain's result for a log line: changes/s, bridge and database CPU per 1000 changes."""
+    return (f"{r['changes_s']:,.0f} changes/s, bridge cpu {r['bridge_cpu_ms_per_1000']:.0f} ms/1000, "
+            f"db cpu {r['db_cpu_ms_per_1000']:.0f} ms/1000")
+
+
+def summarise(runs, by, names, fields, base_field, vs_name):
+    """Medians per database (sorted) and variant (a run's `by`, in the order of names): each a
+    dict of db, by, runs (how many), the median of every run key in fields (summary name -> run
+    key), and vs_name: its base_field against the first variant's (+0.05: 5% more)."""
+    summary = []
+    for db in sorted({r["db"] for r in runs}):
+        base = None
+        for name in names:
+            rs = [r for r in runs if r["db"] == db and r[by] == name]
+            s = {"db": db, by: name, "runs": len(rs)}
+            s.update({k: median([r[f] for r in rs]) for k, f in fields.items()})
+            base = base or s
+            s[vs_name] = s[base_field] / base[base_field] - 1
+            summary.append(s)
+    return summary
+
+
 def n_(x, digits=0):
     return f"{x:,.{digits}f}"
 

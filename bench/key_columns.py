@@ -56,11 +56,7 @@ def main():
     runs = []
     with B.Workdir("keycols") as w:
         az = w.add(B.Azurite(w.path / "azurite")).start()
-        engines = []
-        if "sqlite" in a.db.split(","):
-            engines.append(KeyedSqlite(w.path))
-        if "postgres" in a.db.split(","):
-            engines.append(KeyedPostgres(w.add(B.Postgres(w.path / "pg")).start()))
+        engines = B.engines(w, a.db, KeyedSqlite, KeyedPostgres)
         for rd in range(a.rounds):
             for db in engines:
                 order = VARIANTS if rd % 2 == 0 else VARIANTS[::-1]
@@ -72,22 +68,9 @@ def main():
                     r = BR.drain(az, db, "batch", a.n, tag)
                     r.update(variant=name, round=rd)
                     runs.append(r)
-                    B.log(f"{db.name} {name} round {rd + 1}: {r['changes_s']:,.0f} changes/s, bridge cpu "
-                          f"{r['bridge_cpu_ms_per_1000']:.0f} ms/1000, db cpu {r['db_cpu_ms_per_1000']:.0f} "
-                          f"ms/1000, other load {r['other_load_cores']:.2f}")
-    summary = []
-    for db in sorted({r["db"] for r in runs}):
-        base = None
-        for name in VARIANTS:
-            rs = [r for r in runs if r["db"] == db and r["variant"] == name]
-            s = {"db": db, "variant": name, "runs": len(rs),
-                 "changes_s": B.median([r["changes_s"] for r in rs]),
-                 "bridge_cpu": B.median([r["bridge_cpu_ms_per_1000"] for r in rs]),
-                 "db_cpu": B.median([r["db_cpu_ms_per_1000"] for r in rs]),
-                 "other": B.median([r["other_load_cores"] for r in rs])}
-            base = base or s
-            s["vs_pk"] = s["changes_s"] / base["changes_s"] - 1
-            summary.append(s)
+                    B.log(f"{db.name} {name} round {rd + 1}: {B.drain_line(r)}, other load "
+                          f"{r['other_load_cores']:.2f}")
+    summary = B.summarise(runs, "variant", VARIANTS, B.DRAIN_FIELDS, "changes_s", "vs_pk")
     B.save("key_columns", {"n": a.n, "rounds": a.rounds, "runs": runs, "summary": summary})
     lines = ["| database | key | changes/s (median) | vs primary key | bridge CPU ms/1000 | "
              "db CPU ms/1000 | other load (cores) |", "|---|---|---|---|---|---|---|"]

@@ -73,28 +73,16 @@ def updates(a, az, w, engines):
                 r.update(option=name, round=rd, write_s=write_s)
                 runs.append(r)
                 B.log(f"{db.name} {name} round {rd + 1}: update of {a.n} rows {write_s:.2f} s, "
-                      f"drain {r['changes_s']:,.0f} changes/s, bridge cpu "
-                      f"{r['bridge_cpu_ms_per_1000']:.0f} ms/1000, db cpu {r['db_cpu_ms_per_1000']:.0f} "
-                      f"ms/1000, other load {r['other_load_cores']:.2f}")
+                      f"drain {B.drain_line(r)}, other load {r['other_load_cores']:.2f}")
     lines = ["| database | setup / route options | update of every row, s (median) | vs none | "
              "drain changes/s | bridge CPU ms/1000 | db CPU ms/1000 | other load (cores) |",
              "|---|---|---|---|---|---|---|---|"]
-    summary = []
-    for dbn in sorted({r["db"] for r in runs}):
-        base = None
-        for name, _, _ in UPDATE_OPTIONS:
-            rs = [r for r in runs if r["db"] == dbn and r["option"] == name]
-            s = {"db": dbn, "option": name, "write_s": B.median([r["write_s"] for r in rs]),
-                 "changes_s": B.median([r["changes_s"] for r in rs]),
-                 "bridge_cpu": B.median([r["bridge_cpu_ms_per_1000"] for r in rs]),
-                 "db_cpu": B.median([r["db_cpu_ms_per_1000"] for r in rs]),
-                 "other": B.median([r["other_load_cores"] for r in rs])}
-            base = base or s
-            s["write_vs_none"] = s["write_s"] / base["write_s"] - 1
-            summary.append(s)
-            lines.append(f"| {dbn} | {name} | {s['write_s']:.2f} | {s['write_vs_none']:+.0%} | "
-                         f"{s['changes_s']:,.0f} | {s['bridge_cpu']:.0f} | {s['db_cpu']:.0f} | "
-                         f"{s['other']:.2f} |")
+    summary = B.summarise(runs, "option", [name for name, _, _ in UPDATE_OPTIONS],
+                          {"write_s": "write_s", **B.DRAIN_FIELDS}, "write_s", "write_vs_none")
+    for s in summary:
+        lines.append(f"| {s['db']} | {s['option']} | {s['write_s']:.2f} | {s['write_vs_none']:+.0%} | "
+                     f"{s['changes_s']:,.0f} | {s['bridge_cpu']:.0f} | {s['db_cpu']:.0f} | "
+                     f"{s['other']:.2f} |")
     B.save("message_options_updates", {"n": a.n, "rounds": a.rounds, "runs": runs, "summary": summary})
     print("\n".join(lines))
 
@@ -141,11 +129,7 @@ def main():
     runs = []
     with B.Workdir("msgopt") as w:
         az = w.add(B.Azurite(w.path / "azurite")).start()
-        engines = []
-        if "sqlite" in a.db.split(","):
-            engines.append(BR.Sqlite(w.path))
-        if "postgres" in a.db.split(","):
-            engines.append(BR.Postgres(w.add(B.Postgres(w.path / "pg")).start()))
+        engines = B.engines(w, a.db, BR.Sqlite, BR.Postgres)
         if a.updates:
             return updates(a, az, w, engines)
         if a.writes:
@@ -162,23 +146,10 @@ def main():
                     r = BR.drain(az, db, "batch", a.n, tag, extra)
                     r.update(option=name, round=rd)
                     runs.append(r)
-                    B.log(f"{db.name} {name} round {rd + 1}: {r['changes_s']:,.0f} changes/s, bridge cpu "
-                          f"{r['bridge_cpu_ms_per_1000']:.0f} ms/1000, db cpu {r['db_cpu_ms_per_1000']:.0f} "
-                          f"ms/1000, {r['messages']} messages, other load {r['other_load_cores']:.2f}")
-    summary = []
-    for db in sorted({r["db"] for r in runs}):
-        base = None
-        for name, _ in OPTIONS:
-            rs = [r for r in runs if r["db"] == db and r["option"] == name]
-            s = {"db": db, "option": name, "runs": len(rs),
-                 "changes_s": B.median([r["changes_s"] for r in rs]),
-                 "bridge_cpu": B.median([r["bridge_cpu_ms_per_1000"] for r in rs]),
-                 "db_cpu": B.median([r["db_cpu_ms_per_1000"] for r in rs]),
-                 "messages": B.median([r["messages"] for r in rs]),
-                 "other": B.median([r["other_load_cores"] for r in rs])}
-            base = base or s
-            s["vs_none"] = s["changes_s"] / base["changes_s"] - 1
-            summary.append(s)
+                    B.log(f"{db.name} {name} round {rd + 1}: {B.drain_line(r)}, {r['messages']} messages, "
+                          f"other load {r['other_load_cores']:.2f}")
+    summary = B.summarise(runs, "option", [name for name, _ in OPTIONS],
+                          {**B.DRAIN_FIELDS, "messages": "messages"}, "changes_s", "vs_none")
     B.save("message_options", {"n": a.n, "rounds": a.rounds, "runs": runs, "summary": summary})
     lines = ["| database | option | changes/s (median) | vs none | bridge CPU ms/1000 | db CPU ms/1000 "
              "| messages | other load (cores) |", "|---|---|---|---|---|---|---|---|"]

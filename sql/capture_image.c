@@ -10,21 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The log of the capture's table as the catalog describes it. */
-static sqlq_result describe_log(sqlq_capture *cap, sqlq_table **out, sqlq_error *err)
-{
-    sqlq_table_name log;
-    memset(&log, 0, sizeof(log));
-    if (!cap->spec.dialect->schemas) {
-        snprintf(log.name, sizeof(log.name), "%s%s", cap->spec.dialect->object_prefix,
-                 cap->names.log_table);
-    } else {
-        snprintf(log.schema, sizeof(log.schema), "sqlq");
-        snprintf(log.name, sizeof(log.name), "%s", cap->names.log_table);
-    }
-    return sqlq_table_describe(cap->db, &log, out, err);
-}
-
 static sqlq_result missing(const sqlq_capture *cap, const char *key, const char *option,
                            sqlq_error *err)
 {
@@ -64,7 +49,7 @@ sqlq_result sqlq_capture_image_open(sqlq_capture *cap, const sqlq_capture_config
                               "(it keeps no old values)");
     if (cap->spec.change_tracking)
         return ct_open(cap, err);
-    sqlq_result r = describe_log(cap, &cap->log, err);
+    sqlq_result r = sqlq_capture_shape_describe_log(cap, &cap->log, err);
     if (r == SQLQ_E_NOT_FOUND) /* no log at all: check_source says so */
         return sqlq_error_clear(err), SQLQ_OK;
     if (r != SQLQ_OK)

@@ -115,6 +115,8 @@ sqlq_result sqlq_capture_shape_poll(sqlq_capture *cap, const sqlq_capture_stmt *
  * and the change source's objects (triggers, change tracking) still there; else SQLQ_E_INVALID
  * (not transient) saying to run setup again. */
 sqlq_result sqlq_capture_shape_check_key(sqlq_capture *cap, sqlq_error *err);
+/* The capture's change log table as the catalog describes it (sqlq_table_free). */
+sqlq_result sqlq_capture_shape_describe_log(sqlq_capture *cap, sqlq_table **out, sqlq_error *err);
 /* After a poll failed with `failed` (and was rolled back): the table described again; when
  * its key changed (a key column renamed fails the poll's join), that error replaces the SQL
  * error in err. */

@@ -193,9 +193,7 @@ sqlq_result sqlq_capture_shape_failed(sqlq_capture *cap, sqlq_result failed, sql
     return failed;
 }
 
-/* The change log's key columns (its primary key) must be the table's key: a key changed while
- * no bridge ran is found here, before a poll reads the old log with the new key. */
-static sqlq_result check_log_key(sqlq_capture *cap, sqlq_error *err)
+sqlq_result sqlq_capture_shape_describe_log(sqlq_capture *cap, sqlq_table **out, sqlq_error *err)
 {
     sqlq_table_name log;
     memset(&log, 0, sizeof(log));
@@ -206,8 +204,15 @@ static sqlq_result check_log_key(sqlq_capture *cap, sqlq_error *err)
         snprintf(log.schema, sizeof(log.schema), "sqlq");
         snprintf(log.name, sizeof(log.name), "%s", cap->names.log_table);
     }
+    return sqlq_table_describe(cap->db, &log, out, err);
+}
+
+/* The change log's key columns (its primary key) must be the table's key: a key changed while
+ * no bridge ran is found here, before a poll reads the old log with the new key. */
+static sqlq_result check_log_key(sqlq_capture *cap, sqlq_error *err)
+{
     sqlq_table *lt = NULL;
-    sqlq_result r = sqlq_table_describe(cap->db, &log, &lt, err);
+    sqlq_result r = sqlq_capture_shape_describe_log(cap, &lt, err);
     if (r != SQLQ_OK)
         return r;
     const sqlq_table *t = cap->table;

@@ -135,6 +135,40 @@ void bt_print_log(const char *log_path)
     sqlq_test_sh("tail -n 60 '%s' >&2", log_path);
 }
 
+bool bt_log_has(const char *log_path, const char *text)
+{
+    FILE *f = fopen(log_path, "rb");
+    if (!f)
+        return false;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = calloc((size_t)(n > 0 ? n : 0) + 1, 1);
+    if (s && n > 0 && fread(s, 1, (size_t)n, f) != (size_t)n)
+        s[0] = '\0';
+    fclose(f);
+    bool found = s && strstr(s, text) != NULL;
+    free(s);
+    return found;
+}
+
+const void *bt_database_arg(int argc, char **argv, const void *table, size_t count, size_t size)
+{
+    const char *name = NULL;
+    for (size_t i = 0; argc == 2 && i < count; i++) {
+        memcpy(&name, (const char *)table + i * size, sizeof(name));
+        if (strcmp(argv[1], name) == 0)
+            return (const char *)table + i * size;
+    }
+    fprintf(stderr, "usage: %s DATABASE (", argv[0]);
+    for (size_t i = 0; i < count; i++) {
+        memcpy(&name, (const char *)table + i * size, sizeof(name));
+        fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 == count ? " or " : ", ", name);
+    }
+    fprintf(stderr, ")\n");
+    return NULL;
+}
+
 int bt_bridge_run(const char *queue_conn, const char *log_path, const char *const *args, int timeout_ms,
                   int expect)
 {
@@ -164,6 +198,12 @@ void bt_case_free(bt_case *c)
     bt_queue_close(&c->q);
     free(c->conn);
     free(c);
+}
+
+int bt_case_teardown(void **state)
+{
+    bt_case_free(*state);
+    return 0;
 }
 
 void bt_case_run_once(bt_case *c, const char *table, const char *const *extra)
@@ -274,6 +314,24 @@ json_t *bt_drain(bt_queue *q, const char *queue, int quiet_ms, int max_ms)
         else
             bt_sleep_ms(100);
         sqlq_message_list_free(&l);
+    }
+    return all;
+}
+
+json_t *bt_receive(bt_queue *q, const char *queue, const char *log_path, size_t want)
+{
+    json_t *all = json_array();
+    for (int waited = 0; waited < 30000 && json_array_size(all) < want; waited += 300) {
+        json_t *more = bt_drain(q, queue, 300, 3000);
+        json_array_extend(all, more);
+        json_decref(more);
+    }
+    json_t *extra = bt_drain(q, queue, 500, 2000); /* nothing more than expected */
+    json_array_extend(all, extra);
+    json_decref(extra);
+    if (json_array_size(all) != want) {
+        bt_print_log(log_path);
+        fail_msg("expected %zu messages, got %zu", want, json_array_size(all));
     }
     return all;
 }

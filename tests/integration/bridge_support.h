@@ -32,6 +32,8 @@ int bt_wait(pid_t pid, int timeout_ms);
 int bt_bridge_run(const char *queue_conn, const char *log_path, const char *const *args, int timeout_ms,
                   int expect);
 void bt_print_log(const char *log_path);
+/* Whether the log file holds text. */
+bool bt_log_has(const char *log_path, const char *text);
 /* A log path under the test environment for this test and name. */
 void bt_log_path(const char *name, char *out, size_t size);
 
@@ -47,6 +49,8 @@ typedef struct bt_case {
  * name. bt_case_free deletes the queue and its -poison queue. */
 bt_case *bt_case_new(char *conn, const char *name);
 void bt_case_free(bt_case *c);
+/* cmocka teardown of a test whose state is a bt_case. */
+int bt_case_teardown(void **state);
 /* Run `sqlq bridge --once` over table into the case's queue, polling every 20 ms with a 10 s
  * lease, plus extra flags (NULL-terminated, may be NULL); expect exit 0. */
 void bt_case_run_once(bt_case *c, const char *table, const char *const *extra);
@@ -69,6 +73,9 @@ void bt_setup(const char *conn, const char *table);
 /* Receive and delete every message of a queue until none has come for quiet_ms (at most
  * max_ms in all). Returns an array of the decoded JSON bodies. */
 json_t *bt_drain(bt_queue *q, const char *queue, int quiet_ms, int max_ms);
+/* Messages from a running bridge: drain until `want` have come (within 30 s: a bridge starting
+ * may take a while), then 500 ms of quiet; fewer or more fail the test (the log printed). */
+json_t *bt_receive(bt_queue *q, const char *queue, const char *log_path, size_t want);
 /* Row-format changes of messages in any format: batch elements and row objects as they are. */
 json_t *bt_flatten(json_t *messages);
 /* Index changes by canonical key: object key → array of change objects. */
@@ -79,6 +86,13 @@ json_t *bt_latest(json_t *changes);
 size_t bt_distinct_ids(json_t *changes);
 
 void bt_sleep_ms(int ms);
+
+/* The entry of `table`, an array of `count` structs of `size` bytes whose first member is the
+ * `const char *` name of a database, that the one argument names; NULL after a usage line
+ * listing the names on stderr. BT_DATABASE_ARG passes an array's count and size. */
+const void *bt_database_arg(int argc, char **argv, const void *table, size_t count, size_t size);
+#define BT_DATABASE_ARG(argc, argv, table)                                                         \
+    bt_database_arg((argc), (argv), (table), sizeof(table) / sizeof((table)[0]), sizeof((table)[0]))
 
 /* Writer threads: each with its own connection, random upserts, updates and deletes on
  * table (id integer primary key, v integer) over ids 0..nkeys-1, each write a new v. */

@@ -22,33 +22,14 @@
 
 typedef struct database {
     const char *name;
-    char *(*create)(void);
     const char *drop_index; /* DROP INDEX statement of kc_u on kc */
     const char *nullable;   /* make kc.code nullable; NULL: the database cannot (SQLite) */
 } database;
 
-static char *sqlite_create(void)
-{
-    char path[512];
-    return sqlq_test_sqlite_db("keycols", path, sizeof(path));
-}
-
-static char *postgres_create(void)
-{
-    return sqlq_test_pg_create_db("keycols");
-}
-
-static char *mariadb_create(void)
-{
-    return sqlq_test_maria_create_db("keycols");
-}
-
 static const database databases[] = {
-    {"sqlite", sqlite_create, "DROP INDEX kc_u", NULL},
-    {"postgres", postgres_create, "DROP INDEX kc_u",
-     "ALTER TABLE kc ALTER COLUMN code DROP NOT NULL"},
-    {"mariadb", mariadb_create, "DROP INDEX kc_u ON kc",
-     "ALTER TABLE kc MODIFY code VARCHAR(20) NULL"},
+    {"sqlite", "DROP INDEX kc_u", NULL},
+    {"postgres", "DROP INDEX kc_u", "ALTER TABLE kc ALTER COLUMN code DROP NOT NULL"},
+    {"mariadb", "DROP INDEX kc_u ON kc", "ALTER TABLE kc MODIFY code VARCHAR(20) NULL"},
 };
 
 static const database *db_under_test;
@@ -57,13 +38,7 @@ typedef bt_case ctx;
 
 static int setup(void **state)
 {
-    *state = bt_case_new(db_under_test->create(), db_under_test->name);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    bt_case_free(*state);
+    *state = bt_case_new(sqlq_test_create_db(db_under_test->name, "keycols"), db_under_test->name);
     return 0;
 }
 
@@ -81,15 +56,7 @@ static int sqlq_cmd(ctx *c, const char *args)
 
 static bool log_has(const ctx *c, const char *text)
 {
-    FILE *f = fopen(c->log, "r");
-    if (!f)
-        return false;
-    char line[8192];
-    bool found = false;
-    while (!found && fgets(line, sizeof(line), f))
-        found = strstr(line, text) != NULL;
-    fclose(f);
-    return found;
+    return bt_log_has(c->log, text);
 }
 
 /* Fail the test with msg after printing the case's log. */
@@ -113,20 +80,7 @@ static json_t *change_of(json_t *by_key, const char *canon, size_t i)
  * expect no more. */
 static json_t *receive(ctx *c, size_t want)
 {
-    json_t *all = json_array();
-    for (int waited = 0; waited < 30000 && json_array_size(all) < want; waited += 300) {
-        json_t *more = bt_drain(&c->q, c->queue, 300, 3000);
-        json_array_extend(all, more);
-        json_decref(more);
-    }
-    json_t *extra = bt_drain(&c->q, c->queue, 500, 2000);
-    json_array_extend(all, extra);
-    json_decref(extra);
-    if (json_array_size(all) != want) {
-        bt_print_log(c->log);
-        fail_msg("expected %zu messages, got %zu", want, json_array_size(all));
-    }
-    return all;
+    return bt_receive(&c->q, c->queue, c->log, want);
 }
 
 static const char *op_of(json_t *m)
@@ -424,8 +378,7 @@ static void test_key_columns_index_reordered(void **state)
     bt_case_run_once(c, "kc", NULL);
     msgs = bt_drain(&c->q, c->queue, 500, 20000);
     json_t *by = bt_by_key(msgs);
-    assert_string_equal(op_of(change_of(by, "{\"code\":\"c\",\"region\":\"eu\"}", 0)),
-                        "insert");
+    assert_string_equal(op_of(change_of(by, "{\"code\":\"c\",\"region\":\"eu\"}", 0)), "insert");
     json_decref(by);
     json_decref(msgs);
     if (log_has(c, "table_key_changed"))
@@ -503,23 +456,21 @@ static void test_key_nocase_collation(void **state)
 
 int main(int argc, char **argv)
 {
-    for (size_t i = 0; argc == 2 && i < sizeof(databases) / sizeof(databases[0]); i++)
-        if (strcmp(argv[1], databases[i].name) == 0)
-            db_under_test = &databases[i];
-    if (!db_under_test) {
-        fprintf(stderr, "usage: %s DATABASE (sqlite, postgres or mariadb)\n", argv[0]);
+    db_under_test = BT_DATABASE_ARG(argc, argv, databases);
+    if (!db_under_test)
         return 2;
-    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_key_columns_inserts_updates_deletes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_key_columns_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_key_columns_instead_of_primary_key, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_key_columns_cursor_source, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_key_columns_env_and_routes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_key_columns_index_dropped, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_key_columns_made_nullable, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_key_columns_index_reordered, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_key_nocase_collation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_inserts_updates_deletes, setup,
+                                        bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_refused, setup, bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_instead_of_primary_key, setup,
+                                        bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_cursor_source, setup, bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_env_and_routes, setup, bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_index_dropped, setup, bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_made_nullable, setup, bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_key_columns_index_reordered, setup, bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_key_nocase_collation, setup, bt_case_teardown),
     };
     return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
 }

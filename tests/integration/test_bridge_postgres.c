@@ -23,12 +23,6 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    bt_case_free(*state);
-    return 0;
-}
-
 static const char *field_str(json_t *row, const char *k)
 {
     const char *s = json_string_value(json_object_get(row, k));
@@ -191,10 +185,13 @@ static void test_bridge_pg_connection_killed_reconnects(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_bridge_pg_column_types, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_pg_schema_composite_key, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_pg_out_of_order_commits_not_lost, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_pg_connection_killed_reconnects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_pg_column_types, setup, bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_pg_schema_composite_key, setup,
+                                        bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_pg_out_of_order_commits_not_lost, setup,
+                                        bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_pg_connection_killed_reconnects, setup,
+                                        bt_case_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A database the scenarios run on: how to make a fresh one, and the statements that differ. */
+/* A database the scenarios run on: its kind (sqlq_test_create_db makes a fresh one), and the
+ * statements that differ. */
 typedef struct database {
     const char *name;
-    char *(*create)(void);     /* a new empty database: its ODBC connection string (malloc'd) */
     const char *types_columns; /* id, name, qty, weight, paid, data, big, note: see test 1 */
     const char *binary_open;   /* a binary literal is binary_open, hex digits, binary_close */
     const char *binary_close;
@@ -30,32 +30,18 @@ typedef struct database {
     bool backticks;            /* identifiers are quoted `so` (MariaDB), not "so" */
 } database;
 
-static char *sqlite_create(void)
-{
-    char path[512];
-    return sqlq_test_sqlite_db("bridge", path, sizeof(path));
-}
-
-static char *postgres_create(void)
-{
-    return sqlq_test_pg_create_db("bridge");
-}
-
-static char *mariadb_create(void)
-{
-    return sqlq_test_maria_create_db("bridge");
-}
-
 static const database databases[] = {
-    {"sqlite", sqlite_create,
-     "id INTEGER PRIMARY KEY, name TEXT, qty INTEGER, weight REAL, paid BOOLEAN, data BLOB, big INTEGER, "
+    {"sqlite",
+     "id INTEGER PRIMARY KEY, name TEXT, qty INTEGER, weight REAL, paid BOOLEAN, data BLOB, big "
+     "INTEGER, "
      "note VARCHAR(20)",
      "x'", "'", "TEXT", false},
-    {"postgres", postgres_create,
-     "id bigint PRIMARY KEY, name text, qty int, weight double precision, paid boolean, data bytea, "
+    {"postgres",
+     "id bigint PRIMARY KEY, name text, qty int, weight double precision, paid boolean, data "
+     "bytea, "
      "big bigint, note varchar(20)",
      "'\\x", "'::bytea", "text", false},
-    {"mariadb", mariadb_create,
+    {"mariadb",
      "id bigint PRIMARY KEY, name text, qty int, weight double, paid boolean, data blob, "
      "big bigint, note varchar(20)",
      "x'", "'", "longtext", true},
@@ -97,13 +83,7 @@ typedef bt_case ctx;
 
 static int setup(void **state)
 {
-    *state = bt_case_new(db_under_test->create(), db_under_test->name);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    bt_case_free(*state);
+    *state = bt_case_new(sqlq_test_create_db(db_under_test->name, "bridge"), db_under_test->name);
     return 0;
 }
 
@@ -508,23 +488,26 @@ static void test_bridge_cursor_source(void **state)
 
 int main(int argc, char **argv)
 {
-    for (size_t i = 0; argc == 2 && i < sizeof(databases) / sizeof(databases[0]); i++)
-        if (strcmp(argv[1], databases[i].name) == 0)
-            db_under_test = &databases[i];
-    if (!db_under_test) {
-        fprintf(stderr, "usage: %s DATABASE (sqlite or postgres)\n", argv[0]);
+    db_under_test = BT_DATABASE_ARG(argc, argv, databases);
+    if (!db_under_test)
         return 2;
-    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_bridge_types_inserts_updates_deletes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_op_as_change_tracking, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_changes_between_polls_collapse, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_composite_key_odd_identifiers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_batch_and_functions_formats, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_oversize_truncate_and_poison, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_permanent_failure_goes_to_poison, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_sigterm_finishes_and_exits_0, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_cursor_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_types_inserts_updates_deletes, setup,
+                                        bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_op_as_change_tracking, setup, bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_changes_between_polls_collapse, setup,
+                                        bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_composite_key_odd_identifiers, setup,
+                                        bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_batch_and_functions_formats, setup,
+                                        bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_oversize_truncate_and_poison, setup,
+                                        bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_permanent_failure_goes_to_poison, setup,
+                                        bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_sigterm_finishes_and_exits_0, setup,
+                                        bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_cursor_source, setup, bt_case_teardown),
     };
     return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
 }

@@ -60,27 +60,9 @@ static int teardown(void **state)
     return 0;
 }
 
-static char *read_log(const ctx *c)
-{
-    FILE *f = fopen(c->log, "rb");
-    if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = calloc((size_t)(n > 0 ? n : 0) + 1, 1);
-    if (s && n > 0 && fread(s, 1, (size_t)n, f) != (size_t)n)
-        s[0] = '\0';
-    fclose(f);
-    return s;
-}
-
 static bool log_has(const ctx *c, const char *needle)
 {
-    char *s = read_log(c);
-    bool found = s && strstr(s, needle) != NULL;
-    free(s);
-    return found;
+    return bt_log_has(c->log, needle);
 }
 
 static int free_port(void)
@@ -179,20 +161,7 @@ static void insert_range(sqlq_db *db, int from, int to, const char *cols, values
 /* Messages until `want` have come (or 30 s): every change is expected exactly once. */
 static json_t *receive(ctx *c, size_t want)
 {
-    json_t *all = json_array();
-    for (int waited = 0; waited < 30000 && json_array_size(all) < want; waited += 300) {
-        json_t *more = bt_drain(&c->q, c->queue, 300, 3000);
-        json_array_extend(all, more);
-        json_decref(more);
-    }
-    json_t *extra = bt_drain(&c->q, c->queue, 500, 2000); /* nothing more than expected */
-    json_array_extend(all, extra);
-    json_decref(extra);
-    if (json_array_size(all) != want) {
-        bt_print_log(c->log);
-        fail_msg("expected %zu messages, got %zu", want, json_array_size(all));
-    }
-    return all;
+    return bt_receive(&c->q, c->queue, c->log, want);
 }
 
 /* Every message's row has exactly the columns `expect` (comma-separated, sorted). */

@@ -13,16 +13,12 @@
 #     multi-row transactions, each published exactly once (a double lease would publish twice),
 #     both instances listening, and a single commit still arrives within 600 ms.
 set -euo pipefail
-: "${SQLQ_BIN:?run through ctest}" "${SQLQ_TEST_ENV_DIR:?}"
-export SQLQ_QUEUE_CONNECTION="$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")"
-port=$(cat "$SQLQ_TEST_ENV_DIR/postgres/port")
-odbc=$(cat "$SQLQ_TEST_ENV_DIR/postgres/odbc")
+. "$(dirname "$0")/../support/testenv.sh"
 db="wk_$$"
 q="wk-$$-$RANDOM"
 work=$(mktemp -d)
 pids=()
 killer=""
-psql_() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U sqlq "$@"; }
 cleanup() {
     [ -n "$killer" ] && kill "$killer" 2>/dev/null || true
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
@@ -38,17 +34,14 @@ fail() {
     exit 1
 }
 . "$(dirname "$0")/../support/queue_count.sh"
+. "$(dirname "$0")/../support/wait_log.sh"
 # start_bridge NAME: a bridge at a 3 s polling interval, logging to $work/NAME.log.
 start_bridge() {
-    SQLQ_LOG_LEVEL=info "$SQLQ_BIN" bridge --db "${odbc}Database=$db;" --table kv --queue "$q" \
+    SQLQ_LOG_LEVEL=info "$SQLQ_BIN" bridge --db "${pgodbc}Database=$db;" --table kv --queue "$q" \
         --polling-interval-ms 3000 >/dev/null 2>>"$work/$1.log" &
     pids+=($!)
     eval "pid_$1=$!"
-    for _ in $(seq 1 100); do
-        grep -q "event=listen_started" "$work/$1.log" 2>/dev/null && break
-        sleep 0.1
-    done
-    grep -q "event=listen_started" "$work/$1.log" || fail "$1 did not start listening"
+    wait_log "$work/$1.log" "event=listen_started" || fail "$1 did not start listening"
 }
 listeners() {
     psql_ -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db' AND application_name = 'sqlq-listen'"
@@ -72,7 +65,7 @@ psql_ -d postgres -c "CREATE DATABASE $db"
 # no writer here prepares.
 psql_ -d postgres -c "ALTER DATABASE $db SET sqlq.notify = on"
 psql_ -d "$db" -c "CREATE TABLE kv (id int PRIMARY KEY, v text)"
-"$SQLQ_BIN" setup --db "${odbc}Database=$db;" --table kv >/dev/null
+"$SQLQ_BIN" setup --db "${pgodbc}Database=$db;" --table kv >/dev/null
 "$SQLQ_BIN" queue create "$q" >/dev/null
 start_bridge bridge1
 wait_count 0 100 >/dev/null

@@ -8,16 +8,12 @@
 #     server (no warning), a commit arrives within 600 ms at a 3 s interval, and
 #     sqlq_wakeups_total{table="kv"} on /metrics counts the wake-up;
 set -euo pipefail
-: "${SQLQ_BIN:?run through ctest}" "${SQLQ_TEST_ENV_DIR:?}"
-export SQLQ_QUEUE_CONNECTION="$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")"
+. "$(dirname "$0")/../support/testenv.sh"
 here=$(cd "$(dirname "$0")/../support" && pwd)
-port=$(cat "$SQLQ_TEST_ENV_DIR/postgres/port")
-odbc=$(cat "$SQLQ_TEST_ENV_DIR/postgres/odbc")
 db="wn_$$"
 q="wn-$$-$RANDOM"
 work=$(mktemp -d)
 pid=""
-psql_() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U sqlq "$@"; }
 cleanup() {
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
     "$SQLQ_BIN" queue delete "$q" >/dev/null 2>&1 || true
@@ -31,6 +27,7 @@ fail() {
     exit 1
 }
 . "$here/queue_count.sh"
+. "$here/wait_log.sh"
 # start LOG DB [ARGS]: a bridge at a 3 s interval; waits for the route to start.
 start() {
     local log=$1 conn=$2
@@ -38,11 +35,7 @@ start() {
     SQLQ_LOG_LEVEL=info "$SQLQ_BIN" bridge --db "$conn" --table kv --queue "$q" \
         --polling-interval-ms 3000 "$@" >/dev/null 2>>"$work/$log.log" &
     pid=$!
-    for _ in $(seq 1 100); do
-        grep -q "event=route_started" "$work/$log.log" 2>/dev/null && break
-        sleep 0.1
-    done
-    grep -q "event=route_started" "$work/$log.log" || fail "$log: the route did not start"
+    wait_log "$work/$log.log" "event=route_started" || fail "$log: the route did not start"
 }
 stop() {
     kill -TERM "$pid"
@@ -52,12 +45,12 @@ stop() {
 
 psql_ -d postgres -c "CREATE DATABASE $db"
 psql_ -d "$db" -c "CREATE TABLE kv (id int PRIMARY KEY, v text)"
-"$SQLQ_BIN" setup --db "${odbc}Database=$db;" --table kv >/dev/null
+"$SQLQ_BIN" setup --db "${pgodbc}Database=$db;" --table kv >/dev/null
 "$SQLQ_BIN" queue create "$q" >/dev/null
 
 # ---- 1. sqlq.notify unset on a server with prepared transactions: a warning ----------------------
-start notify_unset "${odbc}Database=$db;"
-for _ in $(seq 1 50); do grep -q "event=wakeup_off" "$work/notify_unset.log" && break; sleep 0.1; done
+start notify_unset "${pgodbc}Database=$db;"
+wait_log "$work/notify_unset.log" "event=wakeup_off" 50 || true
 grep -q "event=wakeup_off.*max_prepared_transactions=20.*SET sqlq.notify = on" \
     "$work/notify_unset.log" || fail "no wakeup_off warning with sqlq.notify unset"
 stop
@@ -65,7 +58,7 @@ echo "bridge_wakeup_notice: sqlq.notify unset, max_prepared_transactions 20: war
 
 # ---- 2. sqlq.notify = on, connected through a DSN: woken, no warning, counted -------------------
 psql_ -d postgres -c "ALTER DATABASE $db SET sqlq.notify = on"
-driver=$(sed -n 's/^Driver=\([^;]*\);.*/\1/p' <<<"$odbc" | tr -d '{}')
+driver=$(sed -n 's/^Driver=\([^;]*\);.*/\1/p' <<<"$pgodbc" | tr -d '{}')
 cat >"$work/odbc.ini" <<INI
 [sqlq_wn]
 Driver = $driver
@@ -78,8 +71,7 @@ INI
 export ODBCINI="$work/odbc.ini"
 hport=$("$here/free_port.sh")
 start dsn "DSN=sqlq_wn;PWD=;" --listen "127.0.0.1:$hport"
-for _ in $(seq 1 50); do grep -q "event=listen_started" "$work/dsn.log" && break; sleep 0.1; done
-grep -q "event=listen_started" "$work/dsn.log" || fail "DSN: the listener did not start"
+wait_log "$work/dsn.log" "event=listen_started" 50 || fail "DSN: the listener did not start"
 sleep 0.5
 ! grep -q "wakeup_off" "$work/dsn.log" || fail "DSN, sqlq.notify on: wakeup_off logged"
 wait_count 0 100 >/dev/null

@@ -10,15 +10,11 @@
 #     lease well within one polling interval (a deferred release that was never made would
 #     hold its leases until they expire and show the changes as pending).
 set -euo pipefail
-: "${SQLQ_BIN:?run through ctest}" "${SQLQ_TEST_ENV_DIR:?}"
-export SQLQ_QUEUE_CONNECTION="$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")"
-port=$(cat "$SQLQ_TEST_ENV_DIR/postgres/port")
-odbc=$(cat "$SQLQ_TEST_ENV_DIR/postgres/odbc")
+. "$(dirname "$0")/../support/testenv.sh"
 db="wks_$$"
 q="wks-$$-$RANDOM"
 work=$(mktemp -d)
 bridge_pid=""
-psql_() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U sqlq "$@"; }
 cleanup() {
     [ -n "$bridge_pid" ] && kill -9 "$bridge_pid" 2>/dev/null || true
     "$SQLQ_BIN" queue delete "$q" >/dev/null 2>&1 || true
@@ -32,7 +28,8 @@ fail() {
     exit 1
 }
 . "$(dirname "$0")/../support/queue_count.sh"
-conn="${odbc}Database=$db;"
+. "$(dirname "$0")/../support/wait_log.sh"
+conn="${pgodbc}Database=$db;"
 
 psql_ -d postgres -c "CREATE DATABASE $db"
 # The test server allows prepared transactions: say that no writer here prepares (docs/capture.md).
@@ -43,11 +40,7 @@ psql_ -d "$db" -c "CREATE TABLE kv (id bigserial PRIMARY KEY, v text)"
 SQLQ_LOG_LEVEL=debug "$SQLQ_BIN" bridge --db "$conn" --table kv --queue "$q" \
     --polling-interval-ms 3000 >/dev/null 2>"$work/bridge.log" &
 bridge_pid=$!
-for _ in $(seq 1 100); do
-    grep -q "event=listen_started" "$work/bridge.log" 2>/dev/null && break
-    sleep 0.1
-done
-grep -q "event=listen_started" "$work/bridge.log" || fail "the bridge did not start listening"
+wait_log "$work/bridge.log" "event=listen_started" || fail "the bridge did not start listening"
 
 echo "INSERT INTO kv (v) VALUES ('steady');" >"$work/insert.sql"
 pgbench -n -h 127.0.0.1 -p "$port" -U sqlq -c 1 -R 300 -T 4 -f "$work/insert.sql" "$db" >"$work/pgbench.log" 2>&1 ||

@@ -4,6 +4,7 @@
 #include "catalog.h"
 #include "change_log.h"
 #include "db.h"
+#include "testdb.h"
 #include "testenv.h"
 
 // clang-format off
@@ -26,25 +27,10 @@ typedef struct env {
     sqlq_db *db;
 } env;
 
-static void fail_err(const char *what, const sqlq_error *err)
-{
-    fail_msg("%s: %s (sqlstate %s native %ld)", what, err->message, err->sqlstate,
-             err->native_code);
-}
-
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        sqlq_error err_;                                                                           \
-        sqlq_error_clear(&err_);                                                                   \
-        sqlq_error *err = &err_;                                                                   \
-        if ((call) != SQLQ_OK)                                                                     \
-            fail_err(#call, err);                                                                  \
-    } while (0)
-
 static sqlq_db *connect_db(const char *conn)
 {
     sqlq_db *db = NULL;
-    OK(sqlq_db_connect(conn, &db, err));
+    SQLQ_TEST_OK(sqlq_db_connect(conn, &db, err));
     return db;
 }
 
@@ -67,27 +53,6 @@ static void env_close(env *e)
     free(e->conn);
 }
 
-static void exec(sqlq_db *db, const char *sql)
-{
-    OK(sqlq_db_exec(db, sql, NULL, 0, NULL, err));
-}
-
-static int64_t scalar(sqlq_db *db, const char *sql)
-{
-    int64_t v = -1;
-    OK(sqlq_db_query_int(db, sql, NULL, 0, &v, err));
-    return v;
-}
-
-static void install(sqlq_db *db, const char *table)
-{
-    sqlq_table *t = NULL;
-    sqlq_catalog_names n;
-    OK(sqlq_catalog_lookup(db, table, NULL, &t, &n, err));
-    OK(sqlq_change_log_install(db, t, err));
-    sqlq_table_free(t);
-}
-
 static sqlq_capture *open_cap(sqlq_db *db, const char *table, const char *instance, int lease_s,
                               int batch)
 {
@@ -99,14 +64,14 @@ static sqlq_capture *open_cap(sqlq_db *db, const char *table, const char *instan
     cfg.max_batch_size = batch;
     cfg.max_attempts = 5;
     sqlq_capture *cap = NULL;
-    OK(sqlq_capture_open(db, &cfg, &cap, err));
+    SQLQ_TEST_OK(sqlq_capture_open(db, &cfg, &cap, err));
     return cap;
 }
 
 /* One poll, taking whatever is there (for checks that nothing is). */
 static void poll_now(sqlq_capture *cap, sqlq_change_batch *b)
 {
-    OK(sqlq_capture_poll(cap, b, err));
+    SQLQ_TEST_OK(sqlq_capture_poll(cap, b, err));
 }
 
 /* A poll that expects changes (waits up to 5 s for them: a concurrent writer of the same log,
@@ -114,33 +79,33 @@ static void poll_now(sqlq_capture *cap, sqlq_change_batch *b)
 static void poll(sqlq_capture *cap, sqlq_change_batch *b)
 {
     for (int i = 0; i < 50; i++) {
-        OK(sqlq_capture_poll(cap, b, err));
+        SQLQ_TEST_OK(sqlq_capture_poll(cap, b, err));
         if (b->count > 0)
             return;
         sqlq_change_batch_free(b);
         usleep(100 * 1000);
     }
-    OK(sqlq_capture_poll(cap, b, err));
+    SQLQ_TEST_OK(sqlq_capture_poll(cap, b, err));
 }
 
 static size_t release(sqlq_capture *cap, const sqlq_change_batch *b)
 {
     size_t lost = 99;
-    OK(sqlq_capture_release(cap, b->items, b->count, &lost, err));
+    SQLQ_TEST_OK(sqlq_capture_release(cap, b->items, b->count, &lost, err));
     return lost;
 }
 
 static int64_t advance(sqlq_capture *cap)
 {
     int64_t v = -1;
-    OK(sqlq_capture_advance(cap, &v, err));
+    SQLQ_TEST_OK(sqlq_capture_advance(cap, &v, err));
     return v;
 }
 
 static long long pending(sqlq_capture *cap)
 {
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     long long p = st.pending;
     sqlq_capture_status_free(&st);
     return p;
@@ -164,39 +129,42 @@ static const char *row_str(const sqlq_change *c, const char *col)
 static long long sqlq_objects(env *e)
 {
     if (e->kind == SQLITE)
-        return scalar(e->db, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'sqlq%'");
-    return scalar(e->db, "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'sqlq') + "
-                         "(SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'sqlq%')");
+        return sqlq_test_db_int(e->db,
+                                "SELECT count(*) FROM sqlite_master WHERE name LIKE 'sqlq%'");
+    return sqlq_test_db_int(e->db,
+                            "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'sqlq') + "
+                            "(SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'sqlq%')");
 }
 
 static void run_install_drop(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE orders (id integer PRIMARY KEY, item text)");
-    install(e.db, "orders");
-    install(e.db, "orders"); /* idempotent */
+    sqlq_test_db_exec(e.db, "CREATE TABLE orders (id integer PRIMARY KEY, item text)");
+    sqlq_test_change_log_install(e.db, "orders");
+    sqlq_test_change_log_install(e.db, "orders"); /* idempotent */
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
-    OK(sqlq_catalog_lookup(e.db, "orders", NULL, &t, &n, err));
+    SQLQ_TEST_OK(sqlq_catalog_lookup(e.db, "orders", NULL, &t, &n, err));
     bool on = false;
-    OK(sqlq_change_log_installed(e.db, t, &on, err));
+    SQLQ_TEST_OK(sqlq_change_log_installed(e.db, t, &on, err));
     assert_true(on);
-    exec(e.db, "INSERT INTO orders VALUES (1, 'a')");
+    sqlq_test_db_exec(e.db, "INSERT INTO orders VALUES (1, 'a')");
     const char *log = kind == SQLITE ? "SELECT count(*) FROM sqlq_log_orders"
                                      : "SELECT count(*) FROM sqlq.log_orders";
-    assert_int_equal(scalar(e.db, log), 1);
+    assert_int_equal(sqlq_test_db_int(e.db, log), 1);
     sqlq_capture *cap = open_cap(e.db, "orders", "a", 60, 10);
     sqlq_capture_close(cap);
     size_t forgotten = 0;
-    OK(sqlq_capture_forget(e.db, "orders", NULL, &forgotten, err));
+    SQLQ_TEST_OK(sqlq_capture_forget(e.db, "orders", NULL, &forgotten, err));
     assert_int_equal(forgotten, 1);
-    OK(sqlq_change_log_drop(e.db, t, err));
-    OK(sqlq_change_log_installed(e.db, t, &on, err));
+    SQLQ_TEST_OK(sqlq_change_log_drop(e.db, t, err));
+    SQLQ_TEST_OK(sqlq_change_log_installed(e.db, t, &on, err));
     assert_false(on);
     assert_int_equal(sqlq_objects(&e), 0);
-    exec(e.db, "INSERT INTO orders VALUES (2, 'b')"); /* the table works without the triggers */
-    OK(sqlq_change_log_drop(e.db, t, err));          /* and dropping twice is fine */
+    sqlq_test_db_exec(
+        e.db, "INSERT INTO orders VALUES (2, 'b')"); /* the table works without the triggers */
+    SQLQ_TEST_OK(sqlq_change_log_drop(e.db, t, err)); /* and dropping twice is fine */
     sqlq_table_free(t);
     env_close(&e);
 }
@@ -210,15 +178,16 @@ static void run_operations(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE items (id integer PRIMARY KEY, name text, qty integer)");
-    install(e.db, "items");
+    sqlq_test_db_exec(e.db, "CREATE TABLE items (id integer PRIMARY KEY, name text, qty integer)");
+    sqlq_test_change_log_install(e.db, "items");
     sqlq_capture *cap = open_cap(e.db, "items", "a", 60, 100);
-    exec(e.db, "INSERT INTO items VALUES (1, 'one', 1)");
-    exec(e.db, "INSERT INTO items VALUES (2, 'two', 2)");
-    exec(e.db, "INSERT INTO items VALUES (3, 'three', 3)");
-    exec(e.db, "UPDATE items SET qty = 20 WHERE id = 2");
-    exec(e.db, "UPDATE items SET qty = 21 WHERE id = 2"); /* several changes → one, latest */
-    exec(e.db, "DELETE FROM items WHERE id = 3");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (1, 'one', 1)");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (2, 'two', 2)");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (3, 'three', 3)");
+    sqlq_test_db_exec(e.db, "UPDATE items SET qty = 20 WHERE id = 2");
+    sqlq_test_db_exec(e.db,
+                      "UPDATE items SET qty = 21 WHERE id = 2"); /* several changes → one, latest */
+    sqlq_test_db_exec(e.db, "DELETE FROM items WHERE id = 3");
     assert_int_equal(pending(cap), 3);
     sqlq_change_batch b;
     poll(cap, &b);
@@ -250,10 +219,10 @@ static void run_operations(int kind)
     sqlq_change_batch_free(&b);
 
     /* a key update: delete of the old key, insert of the new */
-    exec(e.db, "UPDATE items SET id = 10 WHERE id = 1");
+    sqlq_test_db_exec(e.db, "UPDATE items SET id = 10 WHERE id = 1");
     /* a row changed, then deleted before the poll: the log says delete */
-    exec(e.db, "INSERT INTO items VALUES (4, 'four', 4)");
-    exec(e.db, "DELETE FROM items WHERE id = 4");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (4, 'four', 4)");
+    sqlq_test_db_exec(e.db, "DELETE FROM items WHERE id = 4");
     poll(cap, &b);
     assert_int_equal(b.count, 3);
     int seen = 0;
@@ -272,8 +241,8 @@ static void run_operations(int kind)
     sqlq_change_batch_free(&b);
     /* delivered keys: an update is an update, also when the sync version has not moved past
      * the delivery yet (its released lease says what was delivered) */
-    exec(e.db, "UPDATE items SET qty = 22 WHERE id = 2");
-    exec(e.db, "UPDATE items SET qty = 11 WHERE id = 10");
+    sqlq_test_db_exec(e.db, "UPDATE items SET qty = 22 WHERE id = 2");
+    sqlq_test_db_exec(e.db, "UPDATE items SET qty = 11 WHERE id = 10");
     poll(cap, &b);
     assert_int_equal(b.count, 2);
     for (size_t i = 0; i < b.count; i++)
@@ -281,9 +250,9 @@ static void run_operations(int kind)
     assert_int_equal(release(cap, &b), 0);
     sqlq_change_batch_free(&b);
     /* deleted, then inserted again before the poll: the row is new since the last delivery */
-    exec(e.db, "DELETE FROM items WHERE id = 2");
-    exec(e.db, "INSERT INTO items VALUES (2, 'two again', 2)");
-    exec(e.db, "UPDATE items SET qty = 23 WHERE id = 2");
+    sqlq_test_db_exec(e.db, "DELETE FROM items WHERE id = 2");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (2, 'two again', 2)");
+    sqlq_test_db_exec(e.db, "UPDATE items SET qty = 23 WHERE id = 2");
     poll(cap, &b);
     assert_int_equal(b.count, 1);
     assert_int_equal(b.items[0].op, SQLQ_OP_INSERT);
@@ -291,9 +260,9 @@ static void run_operations(int kind)
     assert_int_equal(release(cap, &b), 0);
     sqlq_change_batch_free(&b);
     advance(cap);
-    exec(e.db, "INSERT INTO items VALUES (5, 'five', 5)");
+    sqlq_test_db_exec(e.db, "INSERT INTO items VALUES (5, 'five', 5)");
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     assert_int_equal(st.pending, 1);
     sqlq_capture_status_free(&st);
     sqlq_capture_close(cap);
@@ -309,13 +278,16 @@ static void run_odd_names(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE \"Odd \"\"tbl\"\" ü\" (\"key one\" text NOT NULL, \"k\"\"2\" integer "
-               "NOT NULL, \"välue\" text, PRIMARY KEY (\"key one\", \"k\"\"2\"))");
+    sqlq_test_db_exec(
+        e.db, "CREATE TABLE \"Odd \"\"tbl\"\" ü\" (\"key one\" text NOT NULL, \"k\"\"2\" integer "
+              "NOT NULL, \"välue\" text, PRIMARY KEY (\"key one\", \"k\"\"2\"))");
     const char *name = "\"Odd \"\"tbl\"\" ü\"";
-    install(e.db, name);
+    sqlq_test_change_log_install(e.db, name);
     sqlq_capture *cap = open_cap(e.db, name, "a", 60, 10);
-    exec(e.db, "INSERT INTO \"Odd \"\"tbl\"\" ü\" VALUES ('x y', 1, 'é'), ('x y', 2, 'ß')");
-    exec(e.db, "UPDATE \"Odd \"\"tbl\"\" ü\" SET \"välue\" = 'ok' WHERE \"k\"\"2\" = 2");
+    sqlq_test_db_exec(e.db,
+                      "INSERT INTO \"Odd \"\"tbl\"\" ü\" VALUES ('x y', 1, 'é'), ('x y', 2, 'ß')");
+    sqlq_test_db_exec(e.db,
+                      "UPDATE \"Odd \"\"tbl\"\" ü\" SET \"välue\" = 'ok' WHERE \"k\"\"2\" = 2");
     sqlq_change_batch b;
     poll(cap, &b);
     assert_int_equal(b.count, 2);
@@ -342,12 +314,13 @@ static void run_thousand(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE bulk (id integer PRIMARY KEY, v integer)");
-    install(e.db, "bulk");
+    sqlq_test_db_exec(e.db, "CREATE TABLE bulk (id integer PRIMARY KEY, v integer)");
+    sqlq_test_change_log_install(e.db, "bulk");
     sqlq_capture *cap = open_cap(e.db, "bulk", "a", 60, 100);
-    exec(e.db, kind == SQLITE ? "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
-                                "WHERE i < 1000) INSERT INTO bulk SELECT i, i FROM n"
-                              : "INSERT INTO bulk SELECT i, i FROM generate_series(1, 1000) i");
+    sqlq_test_db_exec(e.db, kind == SQLITE
+                                ? "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                                  "WHERE i < 1000) INSERT INTO bulk SELECT i, i FROM n"
+                                : "INSERT INTO bulk SELECT i, i FROM generate_series(1, 1000) i");
     assert_int_equal(pending(cap), 1000);
     char *seen = calloc(1001, 1);
     size_t total = 0;
@@ -378,16 +351,18 @@ static void run_thousand(int kind)
     (void)q;
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
-    OK(sqlq_catalog_lookup(e.db, "bulk", "default", &t, &n, err));
+    SQLQ_TEST_OK(sqlq_catalog_lookup(e.db, "bulk", "default", &t, &n, err));
     sqlq_table_free(t);
     char sql[256];
     snprintf(sql, sizeof(sql), kind == SQLITE ? "SELECT count(*) FROM sqlq_%s"
                                               : "SELECT count(*) FROM sqlq.%s",
              n.leases_table);
-    assert_int_equal(scalar(e.db, sql), 0); /* released rows at or below the sync version go */
+    assert_int_equal(sqlq_test_db_int(e.db, sql),
+                     0); /* released rows at or below the sync version go */
     /* the log was trimmed up to the sync version of the only bridge */
-    assert_true(scalar(e.db, kind == SQLITE ? "SELECT count(*) FROM sqlq_log_bulk"
-                                            : "SELECT count(*) FROM sqlq.log_bulk") < 1000);
+    assert_true(sqlq_test_db_int(e.db, kind == SQLITE
+                                           ? "SELECT count(*) FROM sqlq_log_bulk"
+                                           : "SELECT count(*) FROM sqlq.log_bulk") < 1000);
     sqlq_capture_close(cap);
     env_close(&e);
 }
@@ -418,17 +393,19 @@ static void run_one_version(int kind)
     env e;
     env_open(&e, kind);
     sqlq_db *db_b = connect_db(e.conn);
-    exec(e.db, "CREATE TABLE one_version (region text NOT NULL, id integer NOT NULL, v integer, "
-               "PRIMARY KEY (region, id))");
-    install(e.db, "one_version");
+    sqlq_test_db_exec(
+        e.db, "CREATE TABLE one_version (region text NOT NULL, id integer NOT NULL, v integer, "
+              "PRIMARY KEY (region, id))");
+    sqlq_test_change_log_install(e.db, "one_version");
     sqlq_capture *a = open_cap(e.db, "one_version", "a", 60, 100);
     sqlq_capture *b = open_cap(db_b, "one_version", "b", 1, 100);
-    exec(e.db, kind == SQLITE
-                   ? "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE "
-                     "i < 999) INSERT INTO one_version SELECT 'r' || (i / 100), i % 100 + 1, i "
-                     "FROM n"
-                   : "INSERT INTO one_version SELECT 'r' || (i / 100), i % 100 + 1, i FROM "
-                     "generate_series(0, 999) i");
+    sqlq_test_db_exec(
+        e.db, kind == SQLITE
+                  ? "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE "
+                    "i < 999) INSERT INTO one_version SELECT 'r' || (i / 100), i % 100 + 1, i "
+                    "FROM n"
+                  : "INSERT INTO one_version SELECT 'r' || (i / 100), i % 100 + 1, i FROM "
+                    "generate_series(0, 999) i");
     int delivered[1000] = {0};
     sqlq_change_batch bb, ba;
     poll(b, &bb); /* B leases the first 100 for 1 s and is never heard of again */
@@ -444,7 +421,7 @@ static void run_one_version(int kind)
     /* A change abandoned mid-sweep is polled again at once, not after the sweep. */
     poll(a, &ba);
     assert_int_equal(ov_index(&ba.items[0]), 200);
-    OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
+    SQLQ_TEST_OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
     sqlq_change_batch_free(&ba);
     poll(a, &ba);
     assert_int_equal(ov_index(&ba.items[0]), 200);
@@ -501,9 +478,9 @@ static void run_fencing(int kind)
     env e;
     env_open(&e, kind);
     sqlq_db *db_b = connect_db(e.conn);
-    exec(e.db, "CREATE TABLE f (id integer PRIMARY KEY, v text)");
-    install(e.db, "f");
-    exec(e.db, "INSERT INTO f VALUES (1, 'a'), (2, 'b'), (3, 'c')");
+    sqlq_test_db_exec(e.db, "CREATE TABLE f (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "f");
+    sqlq_test_db_exec(e.db, "INSERT INTO f VALUES (1, 'a'), (2, 'b'), (3, 'c')");
     sqlq_capture *a = open_cap(e.db, "f", "instance-a", 1, 2);
     sqlq_capture *b = open_cap(db_b, "f", "instance-b", 60, 10);
     sqlq_change_batch ba, bb;
@@ -521,11 +498,11 @@ static void run_fencing(int kind)
         assert_int_equal(bb.items[i].attempts, 2);
     /* A wakes up: its release touches nothing, every change is counted lost */
     assert_int_equal(release(a, &ba), 2);
-    OK(sqlq_capture_renew(a, ba.items, ba.count, err));
+    SQLQ_TEST_OK(sqlq_capture_renew(a, ba.items, ba.count, err));
     size_t lost = 0;
-    OK(sqlq_capture_renew_owned(a, ba.items, ba.count, &lost, err));
+    SQLQ_TEST_OK(sqlq_capture_renew_owned(a, ba.items, ba.count, &lost, err));
     assert_int_equal(lost, 2);
-    OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
+    SQLQ_TEST_OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
     /* and A cannot move the sync version past B's unprocessed work */
     int64_t before = advance(a);
     assert_int_equal(pending(a), 2); /* B holds them, not delivered yet: pending (issue 14.5) */
@@ -556,21 +533,21 @@ static void run_attempts(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE p (id integer PRIMARY KEY, v text)");
-    install(e.db, "p");
+    sqlq_test_db_exec(e.db, "CREATE TABLE p (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "p");
     sqlq_capture *cap = open_cap(e.db, "p", "a", 60, 10);
-    exec(e.db, "INSERT INTO p VALUES (1, 'poison')");
+    sqlq_test_db_exec(e.db, "INSERT INTO p VALUES (1, 'poison')");
     sqlq_change_batch b;
     for (int i = 1; i <= 5; i++) {
         poll(cap, &b);
         assert_int_equal(b.count, 1);
         assert_int_equal(b.items[0].attempts, i);
-        OK(sqlq_capture_abandon(cap, b.items, 1, true, err));
+        SQLQ_TEST_OK(sqlq_capture_abandon(cap, b.items, 1, true, err));
         /* not counting (a transient failure) leaves the count where it was */
         sqlq_change_batch_free(&b);
         poll(cap, &b);
         assert_int_equal(b.items[0].attempts, i + 1 > 5 ? 6 : i + 1);
-        OK(sqlq_capture_abandon(cap, b.items, 1, false, err));
+        SQLQ_TEST_OK(sqlq_capture_abandon(cap, b.items, 1, false, err));
         sqlq_change_batch_free(&b);
         assert_int_equal(pending(cap), 1);
     }
@@ -582,7 +559,7 @@ static void run_attempts(int kind)
     advance(cap);
     assert_int_equal(pending(cap), 0);
     /* a new change of the same key starts counting again */
-    exec(e.db, "UPDATE p SET v = 'fixed' WHERE id = 1");
+    sqlq_test_db_exec(e.db, "UPDATE p SET v = 'fixed' WHERE id = 1");
     poll(cap, &b);
     assert_int_equal(b.count, 1);
     assert_int_equal(b.items[0].attempts, 1);
@@ -600,9 +577,9 @@ static void run_start_now(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE s (id integer PRIMARY KEY)");
-    install(e.db, "s");
-    exec(e.db, "INSERT INTO s VALUES (1), (2)");
+    sqlq_test_db_exec(e.db, "CREATE TABLE s (id integer PRIMARY KEY)");
+    sqlq_test_change_log_install(e.db, "s");
+    sqlq_test_db_exec(e.db, "INSERT INTO s VALUES (1), (2)");
     sqlq_capture_config cfg;
     sqlq_capture_config_default(&cfg);
     cfg.table = "s";
@@ -610,9 +587,9 @@ static void run_start_now(int kind)
     cfg.instance_id = "x";
     cfg.start_from = SQLQ_START_NOW;
     sqlq_capture *late = NULL;
-    OK(sqlq_capture_open(e.db, &cfg, &late, err));
+    SQLQ_TEST_OK(sqlq_capture_open(e.db, &cfg, &late, err));
     sqlq_capture *early = open_cap(e.db, "s", "y", 60, 10);
-    exec(e.db, "INSERT INTO s VALUES (3)");
+    sqlq_test_db_exec(e.db, "INSERT INTO s VALUES (3)");
     sqlq_change_batch b;
     poll(late, &b);
     assert_int_equal(b.count, 1);
@@ -623,9 +600,9 @@ static void run_start_now(int kind)
     sqlq_change_batch_free(&b);
     sqlq_capture_close(late);
     /* reopening does not move the start again */
-    OK(sqlq_capture_open(e.db, &cfg, &late, err));
+    SQLQ_TEST_OK(sqlq_capture_open(e.db, &cfg, &late, err));
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(late, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(late, &st, err));
     assert_int_equal(st.leased, 1);
     assert_int_equal(json_integer_value(json_object_get(st.owners, "x")), 1);
     sqlq_capture_status_free(&st);
@@ -644,22 +621,23 @@ static void test_capture_pg_late_commit(void **s)
     (void)s;
     env e;
     env_open(&e, PG);
-    exec(e.db, "CREATE TABLE lc (id integer PRIMARY KEY, v text)");
-    install(e.db, "lc");
+    sqlq_test_db_exec(e.db, "CREATE TABLE lc (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "lc");
     sqlq_capture *cap = open_cap(e.db, "lc", "a", 60, 100);
     sqlq_db *ta = connect_db(e.conn);
     sqlq_db *tb = connect_db(e.conn);
-    OK(sqlq_db_begin(ta, err));
-    exec(ta, "INSERT INTO lc VALUES (1, 'from A')"); /* A wrote the log and stays open */
-    OK(sqlq_db_begin(tb, err));
-    exec(tb, "INSERT INTO lc VALUES (2, 'from B')"); /* B's version is larger */
-    OK(sqlq_db_commit(tb, err));
+    SQLQ_TEST_OK(sqlq_db_begin(ta, err));
+    sqlq_test_db_exec(ta,
+                      "INSERT INTO lc VALUES (1, 'from A')"); /* A wrote the log and stays open */
+    SQLQ_TEST_OK(sqlq_db_begin(tb, err));
+    sqlq_test_db_exec(tb, "INSERT INTO lc VALUES (2, 'from B')"); /* B's version is larger */
+    SQLQ_TEST_OK(sqlq_db_commit(tb, err));
     sqlq_change_batch b;
     poll_now(cap, &b); /* B committed, but A (older version) still runs: nothing past A is read */
     assert_int_equal(b.count, 0);
     sqlq_change_batch_free(&b);
     assert_int_equal(advance(cap), 0);
-    OK(sqlq_db_commit(ta, err));
+    SQLQ_TEST_OK(sqlq_db_commit(ta, err));
     poll(cap, &b);
     assert_int_equal(b.count, 2);
     assert_int_equal(key_int(&b.items[0], "id"), 1); /* A's version is older */
@@ -669,18 +647,18 @@ static void test_capture_pg_late_commit(void **s)
     advance(cap);
 
     /* and the other order: B commits first and is read, released, advanced past; then A commits */
-    OK(sqlq_db_begin(ta, err));
-    exec(ta, "INSERT INTO lc VALUES (3, 'from A')");
-    OK(sqlq_db_begin(tb, err));
-    exec(tb, "INSERT INTO lc VALUES (4, 'from B')");
-    OK(sqlq_db_commit(tb, err));
+    SQLQ_TEST_OK(sqlq_db_begin(ta, err));
+    sqlq_test_db_exec(ta, "INSERT INTO lc VALUES (3, 'from A')");
+    SQLQ_TEST_OK(sqlq_db_begin(tb, err));
+    sqlq_test_db_exec(tb, "INSERT INTO lc VALUES (4, 'from B')");
+    SQLQ_TEST_OK(sqlq_db_commit(tb, err));
     sqlq_db *other = connect_db(e.conn);
-    exec(other, "INSERT INTO lc VALUES (5, 'autocommit')");
+    sqlq_test_db_exec(other, "INSERT INTO lc VALUES (5, 'autocommit')");
     poll_now(cap, &b);
     assert_int_equal(b.count, 0); /* A holds the horizon */
     sqlq_change_batch_free(&b);
     advance(cap);
-    OK(sqlq_db_commit(ta, err));
+    SQLQ_TEST_OK(sqlq_db_commit(ta, err));
     poll(cap, &b);
     assert_int_equal(b.count, 3);
     assert_int_equal(key_int(&b.items[0], "id"), 3);
@@ -808,8 +786,8 @@ static void run_concurrent(int kind)
 {
     env e;
     env_open(&e, kind);
-    exec(e.db, "CREATE TABLE cc (id integer PRIMARY KEY, v integer)");
-    install(e.db, "cc");
+    sqlq_test_db_exec(e.db, "CREATE TABLE cc (id integer PRIMARY KEY, v integer)");
+    sqlq_test_change_log_install(e.db, "cc");
     cc_shared sh = {.conn = e.conn, .kind = kind, .writers_running = 2, .delivered = json_array()};
     pthread_mutex_init(&sh.mu, NULL);
     pthread_t w[2], c[2];
@@ -839,7 +817,7 @@ static void run_concurrent(int kind)
             json_object_set(latest, k, d);
     }
     json_t *rows = NULL;
-    OK(sqlq_db_query(e.db, "SELECT id, v FROM cc", NULL, 0, &rows, err));
+    SQLQ_TEST_OK(sqlq_db_query(e.db, "SELECT id, v FROM cc", NULL, 0, &rows, err));
     int checked = 0;
     for (int id = 0; id < CC_KEYS; id++) {
         if (!sh.touched[id])

@@ -7,6 +7,7 @@
 #include "catalog.h"
 #include "change_log.h"
 #include "db.h"
+#include "testdb.h"
 #include "testenv.h"
 
 // clang-format off
@@ -25,19 +26,10 @@ typedef struct env {
     sqlq_db *db;
 } env;
 
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        sqlq_error err_;                                                                           \
-        sqlq_error_clear(&err_);                                                                   \
-        sqlq_error *err = &err_;                                                                   \
-        if ((call) != SQLQ_OK)                                                                     \
-            fail_msg("%s: %s (sqlstate %s)", #call, err->message, err->sqlstate);                  \
-    } while (0)
-
 static sqlq_db *connect_db(const char *conn)
 {
     sqlq_db *db = NULL;
-    OK(sqlq_db_connect(conn, &db, err));
+    SQLQ_TEST_OK(sqlq_db_connect(conn, &db, err));
     return db;
 }
 
@@ -53,27 +45,6 @@ static void env_close(env *e)
     free(e->conn);
 }
 
-static void exec(sqlq_db *db, const char *sql)
-{
-    OK(sqlq_db_exec(db, sql, NULL, 0, NULL, err));
-}
-
-static int64_t scalar(sqlq_db *db, const char *sql)
-{
-    int64_t v = -1;
-    OK(sqlq_db_query_int(db, sql, NULL, 0, &v, err));
-    return v;
-}
-
-static void install(sqlq_db *db, const char *table)
-{
-    sqlq_table *t = NULL;
-    sqlq_catalog_names n;
-    OK(sqlq_catalog_lookup(db, table, NULL, &t, &n, err));
-    OK(sqlq_change_log_install(db, t, err));
-    sqlq_table_free(t);
-}
-
 static sqlq_capture *open_cap(sqlq_db *db, const char *table)
 {
     sqlq_capture_config cfg;
@@ -81,32 +52,32 @@ static sqlq_capture *open_cap(sqlq_db *db, const char *table)
     cfg.table = table;
     cfg.instance_id = "a";
     sqlq_capture *cap = NULL;
-    OK(sqlq_capture_open(db, &cfg, &cap, err));
+    SQLQ_TEST_OK(sqlq_capture_open(db, &cfg, &cap, err));
     return cap;
 }
 
 static void poll_now(sqlq_capture *cap, sqlq_change_batch *b)
 {
-    OK(sqlq_capture_poll(cap, b, err));
+    SQLQ_TEST_OK(sqlq_capture_poll(cap, b, err));
 }
 
 static size_t release(sqlq_capture *cap, const sqlq_change_batch *b)
 {
     size_t lost = 99;
-    OK(sqlq_capture_release(cap, b->items, b->count, &lost, err));
+    SQLQ_TEST_OK(sqlq_capture_release(cap, b->items, b->count, &lost, err));
     return lost;
 }
 
 static void advance(sqlq_capture *cap)
 {
     int64_t v = -1;
-    OK(sqlq_capture_advance(cap, &v, err));
+    SQLQ_TEST_OK(sqlq_capture_advance(cap, &v, err));
 }
 
 static long long pending(sqlq_capture *cap)
 {
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     long long p = st.pending;
     sqlq_capture_status_free(&st);
     return p;
@@ -160,22 +131,24 @@ static void test_capture_pg_unrelated_transactions(void **s)
     env_open(&e);
     char *other_conn = sqlq_test_pg_create_db("capture_other");
     sqlq_db *other = connect_db(other_conn);
-    exec(other, "CREATE TABLE jobs (id integer PRIMARY KEY)");
-    exec(e.db, "CREATE TABLE w (id integer PRIMARY KEY, v text)");
-    exec(e.db, "CREATE TABLE side (id integer PRIMARY KEY)");
-    install(e.db, "w");
+    sqlq_test_db_exec(other, "CREATE TABLE jobs (id integer PRIMARY KEY)");
+    sqlq_test_db_exec(e.db, "CREATE TABLE w (id integer PRIMARY KEY, v text)");
+    sqlq_test_db_exec(e.db, "CREATE TABLE side (id integer PRIMARY KEY)");
+    sqlq_test_change_log_install(e.db, "w");
     sqlq_capture *cap = open_cap(e.db, "w");
     sqlq_db *same = connect_db(e.conn), *report = connect_db(e.conn);
-    OK(sqlq_db_begin(other, err));
-    exec(other, "INSERT INTO jobs VALUES (1)"); /* has an xid, in another database */
-    OK(sqlq_db_begin(same, err));
-    exec(same, "INSERT INTO side VALUES (1)"); /* has an xid, same database, another table */
-    OK(sqlq_db_begin(report, err));
-    assert_int_equal(scalar(report, "SELECT count(*) FROM w"), 0); /* read-only, on w itself */
+    SQLQ_TEST_OK(sqlq_db_begin(other, err));
+    sqlq_test_db_exec(other, "INSERT INTO jobs VALUES (1)"); /* has an xid, in another database */
+    SQLQ_TEST_OK(sqlq_db_begin(same, err));
+    sqlq_test_db_exec(same,
+                      "INSERT INTO side VALUES (1)"); /* has an xid, same database, another table */
+    SQLQ_TEST_OK(sqlq_db_begin(report, err));
+    assert_int_equal(sqlq_test_db_int(report, "SELECT count(*) FROM w"),
+                     0); /* read-only, on w itself */
     for (int i = 1; i <= 20; i++) {
         char sql[64];
         snprintf(sql, sizeof(sql), "INSERT INTO w VALUES (%d, 'x')", i);
-        exec(e.db, sql);
+        sqlq_test_db_exec(e.db, sql);
     }
     sqlq_change_batch b;
     poll_now(cap, &b);
@@ -183,13 +156,13 @@ static void test_capture_pg_unrelated_transactions(void **s)
     assert_int_equal(release(cap, &b), 0);
     sqlq_change_batch_free(&b);
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     assert_int_equal(json_array_size(st.writers), 0); /* nobody holds the log */
     assert_int_equal(st.held_back, 0);
     sqlq_capture_status_free(&st);
-    OK(sqlq_db_commit(other, err));
-    OK(sqlq_db_commit(same, err));
-    OK(sqlq_db_commit(report, err));
+    SQLQ_TEST_OK(sqlq_db_commit(other, err));
+    SQLQ_TEST_OK(sqlq_db_commit(same, err));
+    SQLQ_TEST_OK(sqlq_db_commit(report, err));
     sqlq_db_close(report);
     sqlq_db_close(same);
     sqlq_db_close(other);
@@ -207,19 +180,19 @@ static void test_capture_pg_xid_early(void **s)
     (void)s;
     env e;
     env_open(&e);
-    exec(e.db, "CREATE TABLE x (id integer PRIMARY KEY, v text)");
-    exec(e.db, "CREATE TABLE side (id integer PRIMARY KEY)");
-    install(e.db, "x");
-    exec(e.db, "INSERT INTO x VALUES (1, 'initial')");
+    sqlq_test_db_exec(e.db, "CREATE TABLE x (id integer PRIMARY KEY, v text)");
+    sqlq_test_db_exec(e.db, "CREATE TABLE side (id integer PRIMARY KEY)");
+    sqlq_test_change_log_install(e.db, "x");
+    sqlq_test_db_exec(e.db, "INSERT INTO x VALUES (1, 'initial')");
     sqlq_capture *cap = open_cap(e.db, "x");
     assert_int_equal(deliver_now(cap), BIT(1));
     sqlq_db *a = connect_db(e.conn), *b = connect_db(e.conn);
-    exec(a, "SET application_name = 'sqlq-test-writer-a'");
-    int64_t a_pid = scalar(a, "SELECT pg_backend_pid()");
-    OK(sqlq_db_begin(a, err));
-    exec(a, "INSERT INTO side VALUES (1)"); /* A's xid, early */
-    exec(b, "UPDATE x SET v = 'B' WHERE id = 1"); /* B: key 1, commits */
-    exec(b, "INSERT INTO x VALUES (2, 'B')");
+    sqlq_test_db_exec(a, "SET application_name = 'sqlq-test-writer-a'");
+    int64_t a_pid = sqlq_test_db_int(a, "SELECT pg_backend_pid()");
+    SQLQ_TEST_OK(sqlq_db_begin(a, err));
+    sqlq_test_db_exec(a, "INSERT INTO side VALUES (1)");       /* A's xid, early */
+    sqlq_test_db_exec(b, "UPDATE x SET v = 'B' WHERE id = 1"); /* B: key 1, commits */
+    sqlq_test_db_exec(b, "INSERT INTO x VALUES (2, 'B')");
     sqlq_change_batch bt;
     poll_now(cap, &bt); /* A has not written the log: nothing waits for it */
     assert_int_equal(ids_of(&bt), BIT(1) | BIT(2));
@@ -228,11 +201,11 @@ static void test_capture_pg_xid_early(void **s)
     assert_int_equal(release(cap, &bt), 0);
     sqlq_change_batch_free(&bt);
     advance(cap);
-    exec(a, "UPDATE x SET v = 'A' WHERE id = 1"); /* A: key 1 after B, still open */
-    exec(b, "INSERT INTO x VALUES (3, 'after A wrote')");
+    sqlq_test_db_exec(a, "UPDATE x SET v = 'A' WHERE id = 1"); /* A: key 1 after B, still open */
+    sqlq_test_db_exec(b, "INSERT INTO x VALUES (3, 'after A wrote')");
     assert_int_equal(deliver_now(cap), 0); /* 3 may be preceded by A's version: it waits */
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     assert_int_equal(json_array_size(st.writers), 1);
     json_t *w = json_array_get(st.writers, 0);
     assert_int_equal(json_integer_value(json_object_get(w, "pid")), a_pid);
@@ -242,7 +215,7 @@ static void test_capture_pg_xid_early(void **s)
     assert_string_equal(json_string_value(json_object_get(w, "state")), "idle in transaction");
     assert_int_equal(st.held_back, 1); /* key 3; A's own change is not committed */
     sqlq_capture_status_free(&st);
-    OK(sqlq_db_commit(a, err));
+    SQLQ_TEST_OK(sqlq_db_commit(a, err));
     poll_now(cap, &bt);
     assert_int_equal(ids_of(&bt), BIT(1) | BIT(3));
     for (size_t i = 0; i < bt.count; i++)
@@ -268,22 +241,22 @@ static void test_capture_pg_savepoints(void **s)
     (void)s;
     env e;
     env_open(&e);
-    exec(e.db, "CREATE TABLE sp (id integer PRIMARY KEY)");
-    install(e.db, "sp");
+    sqlq_test_db_exec(e.db, "CREATE TABLE sp (id integer PRIMARY KEY)");
+    sqlq_test_change_log_install(e.db, "sp");
     sqlq_capture *cap = open_cap(e.db, "sp");
     sqlq_db *a = connect_db(e.conn);
-    OK(sqlq_db_begin(a, err));
-    exec(a, "SAVEPOINT s1");
-    exec(a, "INSERT INTO sp VALUES (10)");
-    exec(a, "ROLLBACK TO SAVEPOINT s1");
-    exec(e.db, "INSERT INTO sp VALUES (12)");
+    SQLQ_TEST_OK(sqlq_db_begin(a, err));
+    sqlq_test_db_exec(a, "SAVEPOINT s1");
+    sqlq_test_db_exec(a, "INSERT INTO sp VALUES (10)");
+    sqlq_test_db_exec(a, "ROLLBACK TO SAVEPOINT s1");
+    sqlq_test_db_exec(e.db, "INSERT INTO sp VALUES (12)");
     assert_int_equal(deliver_now(cap), BIT(12)); /* A holds nothing of the log any more */
-    exec(a, "SAVEPOINT s2");
-    exec(a, "INSERT INTO sp VALUES (11)");
-    exec(a, "RELEASE SAVEPOINT s2");
-    exec(e.db, "INSERT INTO sp VALUES (13)");
+    sqlq_test_db_exec(a, "SAVEPOINT s2");
+    sqlq_test_db_exec(a, "INSERT INTO sp VALUES (11)");
+    sqlq_test_db_exec(a, "RELEASE SAVEPOINT s2");
+    sqlq_test_db_exec(e.db, "INSERT INTO sp VALUES (13)");
     assert_int_equal(deliver_now(cap), 0); /* A (through its released savepoint) holds the log */
-    OK(sqlq_db_commit(a, err));
+    SQLQ_TEST_OK(sqlq_db_commit(a, err));
     assert_int_equal(deliver_now(cap), BIT(11) | BIT(13));
     assert_int_equal(pending(cap), 0);
     sqlq_db_close(a);
@@ -301,38 +274,38 @@ static void test_capture_pg_prepared_and_killed(void **s)
     (void)s;
     env e;
     env_open(&e);
-    exec(e.db, "CREATE TABLE tp (id integer PRIMARY KEY)");
-    install(e.db, "tp");
+    sqlq_test_db_exec(e.db, "CREATE TABLE tp (id integer PRIMARY KEY)");
+    sqlq_test_change_log_install(e.db, "tp");
     sqlq_capture *cap = open_cap(e.db, "tp");
     sqlq_db *a = connect_db(e.conn);
-    OK(sqlq_db_begin(a, err));
-    exec(a, "INSERT INTO tp VALUES (20)");
+    SQLQ_TEST_OK(sqlq_db_begin(a, err));
+    sqlq_test_db_exec(a, "INSERT INTO tp VALUES (20)");
     assert_int_equal(deliver_now(cap), 0); /* A is known by its xid from here on */
-    exec(a, "PREPARE TRANSACTION 'sqlq-test-tp'");
-    exec(e.db, "INSERT INTO tp VALUES (21)");
+    sqlq_test_db_exec(a, "PREPARE TRANSACTION 'sqlq-test-tp'");
+    sqlq_test_db_exec(e.db, "INSERT INTO tp VALUES (21)");
     assert_int_equal(deliver_now(cap), 0);
     sqlq_capture_close(cap); /* restarted while the prepared transaction is open */
     cap = open_cap(e.db, "tp");
     assert_int_equal(deliver_now(cap), 0);
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     assert_int_equal(json_array_size(st.writers), 1);
     json_t *w = json_array_get(st.writers, 0);
     assert_string_equal(json_string_value(json_object_get(w, "gid")), "sqlq-test-tp");
     assert_int_equal(json_integer_value(json_object_get(w, "pid")), 0);
     sqlq_capture_status_free(&st);
-    exec(e.db, "COMMIT PREPARED 'sqlq-test-tp'");
+    sqlq_test_db_exec(e.db, "COMMIT PREPARED 'sqlq-test-tp'");
     assert_int_equal(deliver_now(cap), BIT(20) | BIT(21));
 
     sqlq_db *k = connect_db(e.conn);
-    int64_t k_pid = scalar(k, "SELECT pg_backend_pid()");
-    OK(sqlq_db_begin(k, err));
-    exec(k, "INSERT INTO tp VALUES (30)");
-    exec(e.db, "INSERT INTO tp VALUES (31)");
+    int64_t k_pid = sqlq_test_db_int(k, "SELECT pg_backend_pid()");
+    SQLQ_TEST_OK(sqlq_db_begin(k, err));
+    sqlq_test_db_exec(k, "INSERT INTO tp VALUES (30)");
+    sqlq_test_db_exec(e.db, "INSERT INTO tp VALUES (31)");
     assert_int_equal(deliver_now(cap), 0);
     char sql[96];
     snprintf(sql, sizeof(sql), "SELECT CASE WHEN pg_terminate_backend(%lld, 5000) THEN 1 ELSE 0 END", (long long)k_pid);
-    assert_int_equal(scalar(e.db, sql), 1);
+    assert_int_equal(sqlq_test_db_int(e.db, sql), 1);
     assert_int_equal(deliver_now(cap), BIT(31)); /* 30 died with its session */
     assert_int_equal(pending(cap), 0);
     sqlq_db_close(k);
@@ -349,32 +322,35 @@ static void test_capture_pg_upgrade_xid_log(void **s)
     (void)s;
     env e;
     env_open(&e);
-    exec(e.db, "CREATE TABLE up (id integer PRIMARY KEY, v text)");
-    install(e.db, "up");
+    sqlq_test_db_exec(e.db, "CREATE TABLE up (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "up");
     sqlq_capture *cap = open_cap(e.db, "up");
     sqlq_capture_close(cap);
     /* what an earlier sqlq installed */
-    exec(e.db, "DROP SEQUENCE sqlq.ver_up");
-    exec(e.db, "ALTER TABLE sqlq.log_up DROP COLUMN sqlq_since");
-    exec(e.db, "CREATE OR REPLACE FUNCTION sqlq.capture_up() RETURNS trigger LANGUAGE plpgsql AS "
-               "$f$ BEGIN IF TG_OP = 'DELETE' THEN INSERT INTO sqlq.log_up (id, sqlq_version, "
-               "sqlq_op) VALUES (OLD.id, CAST(CAST(pg_current_xact_id() AS text) AS bigint), 'D') "
-               "ON CONFLICT (id) DO UPDATE SET sqlq_version = excluded.sqlq_version, sqlq_op = "
-               "excluded.sqlq_op; ELSE INSERT INTO sqlq.log_up (id, sqlq_version, sqlq_op) VALUES "
-               "(NEW.id, CAST(CAST(pg_current_xact_id() AS text) AS bigint), CASE WHEN TG_OP = "
-               "'INSERT' THEN 'I' ELSE 'U' END) ON CONFLICT (id) DO UPDATE SET sqlq_version = "
-               "excluded.sqlq_version, sqlq_op = excluded.sqlq_op; END IF; RETURN NULL; END $f$");
-    exec(e.db, "DROP TRIGGER sqlq_capture_ins ON up; DROP TRIGGER sqlq_capture ON up; CREATE "
-               "TRIGGER sqlq_capture AFTER INSERT OR UPDATE OR DELETE ON up FOR EACH ROW EXECUTE "
-               "FUNCTION sqlq.capture_up()");
-    exec(e.db, "INSERT INTO up VALUES (1, 'one')");
-    exec(e.db, "INSERT INTO up VALUES (2, 'two')");
-    exec(e.db, "INSERT INTO up VALUES (3, 'three')");
-    int64_t v2 = scalar(e.db, "SELECT sqlq_version FROM sqlq.log_up WHERE id = 2");
+    sqlq_test_db_exec(e.db, "DROP SEQUENCE sqlq.ver_up");
+    sqlq_test_db_exec(e.db, "ALTER TABLE sqlq.log_up DROP COLUMN sqlq_since");
+    sqlq_test_db_exec(
+        e.db, "CREATE OR REPLACE FUNCTION sqlq.capture_up() RETURNS trigger LANGUAGE plpgsql AS "
+              "$f$ BEGIN IF TG_OP = 'DELETE' THEN INSERT INTO sqlq.log_up (id, sqlq_version, "
+              "sqlq_op) VALUES (OLD.id, CAST(CAST(pg_current_xact_id() AS text) AS bigint), 'D') "
+              "ON CONFLICT (id) DO UPDATE SET sqlq_version = excluded.sqlq_version, sqlq_op = "
+              "excluded.sqlq_op; ELSE INSERT INTO sqlq.log_up (id, sqlq_version, sqlq_op) VALUES "
+              "(NEW.id, CAST(CAST(pg_current_xact_id() AS text) AS bigint), CASE WHEN TG_OP = "
+              "'INSERT' THEN 'I' ELSE 'U' END) ON CONFLICT (id) DO UPDATE SET sqlq_version = "
+              "excluded.sqlq_version, sqlq_op = excluded.sqlq_op; END IF; RETURN NULL; END $f$");
+    sqlq_test_db_exec(
+        e.db, "DROP TRIGGER sqlq_capture_ins ON up; DROP TRIGGER sqlq_capture ON up; CREATE "
+              "TRIGGER sqlq_capture AFTER INSERT OR UPDATE OR DELETE ON up FOR EACH ROW EXECUTE "
+              "FUNCTION sqlq.capture_up()");
+    sqlq_test_db_exec(e.db, "INSERT INTO up VALUES (1, 'one')");
+    sqlq_test_db_exec(e.db, "INSERT INTO up VALUES (2, 'two')");
+    sqlq_test_db_exec(e.db, "INSERT INTO up VALUES (3, 'three')");
+    int64_t v2 = sqlq_test_db_int(e.db, "SELECT sqlq_version FROM sqlq.log_up WHERE id = 2");
     assert_true(v2 > 3); /* an xid */
     /* the earlier bridge had delivered key 1 */
-    exec(e.db, "UPDATE sqlq.state SET sync_version = (SELECT sqlq_version FROM sqlq.log_up "
-               "WHERE id = 1)");
+    sqlq_test_db_exec(e.db,
+                      "UPDATE sqlq.state SET sync_version = (SELECT sqlq_version FROM sqlq.log_up "
+                      "WHERE id = 1)");
     sqlq_capture_config cfg;
     sqlq_capture_config_default(&cfg);
     cfg.table = "up";
@@ -382,10 +358,10 @@ static void test_capture_pg_upgrade_xid_log(void **s)
     sqlq_error_clear(&oe);
     assert_int_equal(sqlq_capture_open(e.db, &cfg, &cap, &oe), SQLQ_E_NOT_FOUND);
     assert_non_null(strstr(oe.message, "installed by an earlier sqlq"));
-    install(e.db, "up"); /* the upgrade */
-    install(e.db, "up"); /* idempotent */
-    exec(e.db, "INSERT INTO up VALUES (4, 'four')");
-    exec(e.db, "UPDATE up SET v = 'two, updated' WHERE id = 2");
+    sqlq_test_change_log_install(e.db, "up"); /* the upgrade */
+    sqlq_test_change_log_install(e.db, "up"); /* idempotent */
+    sqlq_test_db_exec(e.db, "INSERT INTO up VALUES (4, 'four')");
+    sqlq_test_db_exec(e.db, "UPDATE up SET v = 'two, updated' WHERE id = 2");
     cap = open_cap(e.db, "up");
     sqlq_change_batch b;
     poll_now(cap, &b);
@@ -418,56 +394,63 @@ static void test_capture_pg_trigger_upgrade_in_place(void **s)
     (void)s;
     env e;
     env_open(&e);
-    exec(e.db, "CREATE TABLE kc (id integer PRIMARY KEY, v text)");
-    install(e.db, "kc");
+    sqlq_test_db_exec(e.db, "CREATE TABLE kc (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "kc");
     /* what the previous sqlq installed: LOCK TABLE, then nextval into a variable */
-    exec(e.db, "CREATE OR REPLACE FUNCTION sqlq.capture_kc() RETURNS trigger LANGUAGE plpgsql AS "
-               "$f$ DECLARE v bigint; BEGIN LOCK TABLE sqlq.log_kc IN ROW EXCLUSIVE MODE; v := "
-               "nextval('sqlq.ver_kc'); INSERT INTO sqlq.log_kc (id, sqlq_version, sqlq_op, "
-               "sqlq_since) VALUES (NEW.id, v, 'I', v) ON CONFLICT (id) DO UPDATE SET "
-               "sqlq_version = excluded.sqlq_version, sqlq_op = excluded.sqlq_op, sqlq_since = "
-               "excluded.sqlq_since; RETURN NULL; END $f$");
-    exec(e.db, "DROP TRIGGER sqlq_capture_ins ON kc; DROP TRIGGER sqlq_capture ON kc; CREATE "
-               "TRIGGER sqlq_capture AFTER INSERT OR UPDATE OR DELETE ON kc FOR EACH ROW EXECUTE "
-               "FUNCTION sqlq.capture_kc()");
-    exec(e.db, "INSERT INTO kc VALUES (1, 'one')");
+    sqlq_test_db_exec(
+        e.db, "CREATE OR REPLACE FUNCTION sqlq.capture_kc() RETURNS trigger LANGUAGE plpgsql AS "
+              "$f$ DECLARE v bigint; BEGIN LOCK TABLE sqlq.log_kc IN ROW EXCLUSIVE MODE; v := "
+              "nextval('sqlq.ver_kc'); INSERT INTO sqlq.log_kc (id, sqlq_version, sqlq_op, "
+              "sqlq_since) VALUES (NEW.id, v, 'I', v) ON CONFLICT (id) DO UPDATE SET "
+              "sqlq_version = excluded.sqlq_version, sqlq_op = excluded.sqlq_op, sqlq_since = "
+              "excluded.sqlq_since; RETURN NULL; END $f$");
+    sqlq_test_db_exec(
+        e.db, "DROP TRIGGER sqlq_capture_ins ON kc; DROP TRIGGER sqlq_capture ON kc; CREATE "
+              "TRIGGER sqlq_capture AFTER INSERT OR UPDATE OR DELETE ON kc FOR EACH ROW EXECUTE "
+              "FUNCTION sqlq.capture_kc()");
+    sqlq_test_db_exec(e.db, "INSERT INTO kc VALUES (1, 'one')");
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
-    OK(sqlq_catalog_lookup(e.db, "kc", NULL, &t, &n, err));
+    SQLQ_TEST_OK(sqlq_catalog_lookup(e.db, "kc", NULL, &t, &n, err));
     bool installed = false;
-    OK(sqlq_change_log_installed(e.db, t, &installed, err));
+    SQLQ_TEST_OK(sqlq_change_log_installed(e.db, t, &installed, err));
     assert_true(installed); /* the earlier layout still captures: a bridge may run on it */
     sqlq_table_free(t);
-    install(e.db, "kc"); /* the upgrade */
-    assert_int_equal(scalar(e.db, "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'kc'::regclass "
-                                  "AND NOT tgisinternal"),
-                     2);
-    assert_int_equal(scalar(e.db, "SELECT count(*) FROM pg_proc WHERE proname = 'capture_kc' "
-                                  "AND prosrc NOT LIKE '%LOCK TABLE%' AND prosrc LIKE "
-                                  "'%nextval(%'"),
+    sqlq_test_change_log_install(e.db, "kc"); /* the upgrade */
+    assert_int_equal(
+        sqlq_test_db_int(e.db, "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'kc'::regclass "
+                               "AND NOT tgisinternal"),
+        2);
+    assert_int_equal(sqlq_test_db_int(e.db,
+                                      "SELECT count(*) FROM pg_proc WHERE proname = 'capture_kc' "
+                                      "AND prosrc NOT LIKE '%LOCK TABLE%' AND prosrc LIKE "
+                                      "'%nextval(%'"),
                      1);
     sqlq_capture *cap = open_cap(e.db, "kc");
     assert_int_equal(deliver_now(cap), BIT(1));
     sqlq_db *a = connect_db(e.conn);
-    OK(sqlq_db_begin(a, err));
-    exec(a, "INSERT INTO kc VALUES (2, 'two')");
-    assert_int_equal(scalar(e.db, "SELECT count(*) FROM pg_locks WHERE relation = "
-                                  "'sqlq.log_kc'::regclass AND mode = 'RowExclusiveLock' AND "
-                                  "granted"),
+    SQLQ_TEST_OK(sqlq_db_begin(a, err));
+    sqlq_test_db_exec(a, "INSERT INTO kc VALUES (2, 'two')");
+    assert_int_equal(sqlq_test_db_int(e.db,
+                                      "SELECT count(*) FROM pg_locks WHERE relation = "
+                                      "'sqlq.log_kc'::regclass AND mode = 'RowExclusiveLock' AND "
+                                      "granted"),
                      1);
-    exec(e.db, "INSERT INTO kc VALUES (3, 'three'), (5, 'five')");
-    assert_int_equal(scalar(e.db, "SELECT count(DISTINCT sqlq_version) FROM sqlq.log_kc WHERE id "
-                                  "IN (3, 5) AND sqlq_since = sqlq_version AND sqlq_op = 'I'"),
-                     2);
+    sqlq_test_db_exec(e.db, "INSERT INTO kc VALUES (3, 'three'), (5, 'five')");
+    assert_int_equal(
+        sqlq_test_db_int(e.db, "SELECT count(DISTINCT sqlq_version) FROM sqlq.log_kc WHERE id "
+                               "IN (3, 5) AND sqlq_since = sqlq_version AND sqlq_op = 'I'"),
+        2);
     assert_int_equal(deliver_now(cap), 0); /* 3 and 5 wait for the open writer */
-    OK(sqlq_db_commit(a, err));
+    SQLQ_TEST_OK(sqlq_db_commit(a, err));
     assert_int_equal(deliver_now(cap), BIT(2) | BIT(3) | BIT(5));
-    exec(e.db, "UPDATE kc SET id = 4 WHERE id = 3");
-    assert_int_equal(scalar(e.db, "SELECT count(*) FROM sqlq.log_kc o, sqlq.log_kc n WHERE o.id "
-                                  "= 3 AND o.sqlq_op = 'D' AND n.id = 4 AND n.sqlq_op = 'I' AND "
-                                  "n.sqlq_since = n.sqlq_version AND o.sqlq_version < "
-                                  "n.sqlq_version"),
-                     1);
+    sqlq_test_db_exec(e.db, "UPDATE kc SET id = 4 WHERE id = 3");
+    assert_int_equal(
+        sqlq_test_db_int(e.db, "SELECT count(*) FROM sqlq.log_kc o, sqlq.log_kc n WHERE o.id "
+                               "= 3 AND o.sqlq_op = 'D' AND n.id = 4 AND n.sqlq_op = 'I' AND "
+                               "n.sqlq_since = n.sqlq_version AND o.sqlq_version < "
+                               "n.sqlq_version"),
+        1);
     assert_int_equal(deliver_now(cap), BIT(3) | BIT(4));
     sqlq_db_close(a);
     sqlq_capture_close(cap);
@@ -485,9 +468,9 @@ static void test_capture_pg_unprivileged_reader(void **s)
     char role[64], sql[512];
     snprintf(role, sizeof(role), "sqlq_ro_%d", (int)getpid());
     snprintf(sql, sizeof(sql), "CREATE ROLE %s LOGIN NOSUPERUSER", role);
-    exec(e.db, sql);
-    exec(e.db, "CREATE TABLE pr (id integer PRIMARY KEY)");
-    install(e.db, "pr");
+    sqlq_test_db_exec(e.db, sql);
+    sqlq_test_db_exec(e.db, "CREATE TABLE pr (id integer PRIMARY KEY)");
+    sqlq_test_change_log_install(e.db, "pr");
     sqlq_capture *owner = open_cap(e.db, "pr"); /* state and leases tables exist from here */
     sqlq_capture_close(owner);
     snprintf(sql, sizeof(sql),
@@ -495,7 +478,7 @@ static void test_capture_pg_unprivileged_reader(void **s)
              "TABLES IN SCHEMA sqlq TO %s; GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA sqlq "
              "TO %s; GRANT SELECT ON pr TO %s",
              role, role, role, role);
-    exec(e.db, sql);
+    sqlq_test_db_exec(e.db, sql);
     char *conn = strdup(e.conn);
     char *uid = strstr(conn, "UID=sqlq;");
     assert_non_null(uid);
@@ -503,25 +486,27 @@ static void test_capture_pg_unprivileged_reader(void **s)
     char *ro_conn = malloc(n);
     snprintf(ro_conn, n, "%.*sUID=%s;%s", (int)(uid - conn), conn, role, uid + strlen("UID=sqlq;"));
     sqlq_db *ro = connect_db(ro_conn);
-    assert_int_equal(scalar(ro, "SELECT CASE WHEN current_setting('is_superuser') = 'off' THEN 1 "
-                                "ELSE 0 END"), 1);
+    assert_int_equal(
+        sqlq_test_db_int(ro, "SELECT CASE WHEN current_setting('is_superuser') = 'off' THEN 1 "
+                             "ELSE 0 END"),
+        1);
     sqlq_capture *cap = open_cap(ro, "pr");
     sqlq_db *a = connect_db(e.conn); /* the writer: another role */
-    OK(sqlq_db_begin(a, err));
-    exec(a, "INSERT INTO pr VALUES (1)");
-    exec(e.db, "INSERT INTO pr VALUES (2)");
+    SQLQ_TEST_OK(sqlq_db_begin(a, err));
+    sqlq_test_db_exec(a, "INSERT INTO pr VALUES (1)");
+    sqlq_test_db_exec(e.db, "INSERT INTO pr VALUES (2)");
     assert_int_equal(deliver_now(cap), 0); /* the writer's lock is visible to this role */
     sqlq_capture_status st;
-    OK(sqlq_capture_status_get(cap, &st, err));
+    SQLQ_TEST_OK(sqlq_capture_status_get(cap, &st, err));
     assert_int_equal(json_array_size(st.writers), 1);
     sqlq_capture_status_free(&st);
-    OK(sqlq_db_commit(a, err));
+    SQLQ_TEST_OK(sqlq_db_commit(a, err));
     assert_int_equal(deliver_now(cap), BIT(1) | BIT(2));
     sqlq_capture_close(cap);
     sqlq_db_close(ro);
     sqlq_db_close(a);
     snprintf(sql, sizeof(sql), "DROP OWNED BY %s; DROP ROLE %s", role, role);
-    exec(e.db, sql);
+    sqlq_test_db_exec(e.db, sql);
     free(ro_conn);
     free(conn);
     env_close(&e);
@@ -535,25 +520,25 @@ static void test_capture_pg_polls_prepared_once(void **s)
     (void)s;
     env e;
     env_open(&e);
-    exec(e.db, "CREATE TABLE kept (id int PRIMARY KEY, v text)");
-    install(e.db, "kept");
+    sqlq_test_db_exec(e.db, "CREATE TABLE kept (id int PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "kept");
     sqlq_capture *cap = open_cap(e.db, "kept");
     for (int i = 0; i < 8; i++) {
         char sql[128];
         snprintf(sql, sizeof(sql), "INSERT INTO kept VALUES (%d, 'x')", i);
-        exec(e.db, sql);
+        sqlq_test_db_exec(e.db, sql);
         assert_int_equal(deliver_now(cap), BIT(i));
     }
     const char *polls = "FROM pg_prepared_statements WHERE statement LIKE '/* sqlq poll */%'";
     char sql[256];
     snprintf(sql, sizeof(sql), "SELECT count(*) %s", polls);
-    assert_int_equal(scalar(e.db, sql), 1);
+    assert_int_equal(sqlq_test_db_int(e.db, sql), 1);
     snprintf(sql, sizeof(sql), "SELECT sum(generic_plans + custom_plans) %s", polls);
-    assert_true(scalar(e.db, sql) >= 8);
+    assert_true(sqlq_test_db_int(e.db, sql) >= 8);
     /* every poll planned for its parameters (plan_cache_mode): never the generic plan */
     snprintf(sql, sizeof(sql), "SELECT sum(generic_plans) %s", polls);
-    assert_int_equal(scalar(e.db, sql), 0);
-    assert_true(scalar(e.db, "SELECT count(*) FROM pg_prepared_statements") <= 48);
+    assert_int_equal(sqlq_test_db_int(e.db, sql), 0);
+    assert_true(sqlq_test_db_int(e.db, "SELECT count(*) FROM pg_prepared_statements") <= 48);
     sqlq_capture_close(cap);
     env_close(&e);
 }

@@ -3,9 +3,8 @@
  * only grow across the log trim, a reconnect, a setup over a log of an earlier sqlq (whose
  * triggers bumped sqlq_counter) and a drop followed by a new setup (docs/capture.md, Versions). */
 #include "capture.h"
-#include "catalog.h"
-#include "change_log.h"
 #include "db.h"
+#include "testdb.h"
 #include "testenv.h"
 
 // clang-format off
@@ -18,15 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        sqlq_error err_;                                                                           \
-        sqlq_error_clear(&err_);                                                                   \
-        sqlq_error *err = &err_;                                                                   \
-        if ((call) != SQLQ_OK)                                                                     \
-            fail_msg("%s: %s", #call, err_.message);                                               \
-    } while (0)
-
 typedef struct env {
     char *conn;
     sqlq_db *db;
@@ -37,47 +27,20 @@ static void env_open(env *e)
     char path[1024];
     e->conn = sqlq_test_sqlite_db("capture_versions", path, sizeof(path));
     e->db = NULL;
-    OK(sqlq_db_connect(e->conn, &e->db, err));
+    SQLQ_TEST_OK(sqlq_db_connect(e->conn, &e->db, err));
 }
 
 static void reconnect(env *e)
 {
     sqlq_db_close(e->db);
     e->db = NULL;
-    OK(sqlq_db_connect(e->conn, &e->db, err));
+    SQLQ_TEST_OK(sqlq_db_connect(e->conn, &e->db, err));
 }
 
 static void env_close(env *e)
 {
     sqlq_db_close(e->db);
     free(e->conn);
-}
-
-static void exec(sqlq_db *db, const char *sql) { OK(sqlq_db_exec(db, sql, NULL, 0, NULL, err)); }
-
-static int64_t scalar(sqlq_db *db, const char *sql)
-{
-    int64_t v = -1;
-    OK(sqlq_db_query_int(db, sql, NULL, 0, &v, err));
-    return v;
-}
-
-static void install(sqlq_db *db, const char *table)
-{
-    sqlq_table *t = NULL;
-    sqlq_catalog_names n;
-    OK(sqlq_catalog_lookup(db, table, NULL, &t, &n, err));
-    OK(sqlq_change_log_install(db, t, err));
-    sqlq_table_free(t);
-}
-
-static void drop(sqlq_db *db, const char *table)
-{
-    sqlq_table *t = NULL;
-    sqlq_catalog_names n;
-    OK(sqlq_catalog_lookup(db, table, NULL, &t, &n, err));
-    OK(sqlq_change_log_drop(db, t, err));
-    sqlq_table_free(t);
 }
 
 static sqlq_capture *open_cap(sqlq_db *db, const char *table, const char *bridge)
@@ -90,7 +53,7 @@ static sqlq_capture *open_cap(sqlq_db *db, const char *table, const char *bridge
     cfg.lease_s = 60;
     cfg.max_batch_size = 100;
     sqlq_capture *cap = NULL;
-    OK(sqlq_capture_open(db, &cfg, &cap, err));
+    SQLQ_TEST_OK(sqlq_capture_open(db, &cfg, &cap, err));
     return cap;
 }
 
@@ -101,17 +64,17 @@ static size_t drain(sqlq_capture *cap, char *last_op)
     size_t total = 0;
     for (int round = 0; round < 20; round++) {
         sqlq_change_batch b;
-        OK(sqlq_capture_poll(cap, &b, err));
+        SQLQ_TEST_OK(sqlq_capture_poll(cap, &b, err));
         if (b.count > 0 && last_op)
             *last_op = sqlq_op_name(b.items[b.count - 1].op)[0];
         total += b.count;
         size_t lost = 0;
         if (b.count > 0)
-            OK(sqlq_capture_release(cap, b.items, b.count, &lost, err));
+            SQLQ_TEST_OK(sqlq_capture_release(cap, b.items, b.count, &lost, err));
         assert_int_equal(lost, 0);
         bool empty = b.count == 0;
         sqlq_change_batch_free(&b);
-        OK(sqlq_capture_advance(cap, NULL, err));
+        SQLQ_TEST_OK(sqlq_capture_advance(cap, NULL, err));
         if (empty)
             break;
     }
@@ -122,7 +85,7 @@ static int64_t newest(sqlq_db *db, const char *log)
 {
     char sql[128];
     snprintf(sql, sizeof(sql), "SELECT coalesce(max(sqlq_version), -1) FROM %s", log);
-    return scalar(db, sql);
+    return sqlq_test_db_int(db, sql);
 }
 
 /* No counter row is written per change: the counter stays, versions follow the log. */
@@ -131,30 +94,36 @@ static void test_versions_no_counter_write(void **s)
     (void)s;
     env e;
     env_open(&e);
-    exec(e.db, "CREATE TABLE a (id integer PRIMARY KEY, v text)");
-    install(e.db, "a");
-    int64_t counter = scalar(e.db, "SELECT value FROM sqlq_counter WHERE name = 'version'");
-    exec(e.db, "INSERT INTO a VALUES (1, 'x'), (2, 'y'), (3, 'z')");
-    exec(e.db, "UPDATE a SET id = 4 WHERE id = 1"); /* delete of 1 and insert of 4 */
-    assert_int_equal(scalar(e.db, "SELECT value FROM sqlq_counter WHERE name = 'version'"),
-                     counter);
-    assert_int_equal(scalar(e.db, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
-                                  "AND sql LIKE '%sqlq_counter%'"),
+    sqlq_test_db_exec(e.db, "CREATE TABLE a (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "a");
+    int64_t counter =
+        sqlq_test_db_int(e.db, "SELECT value FROM sqlq_counter WHERE name = 'version'");
+    sqlq_test_db_exec(e.db, "INSERT INTO a VALUES (1, 'x'), (2, 'y'), (3, 'z')");
+    sqlq_test_db_exec(e.db, "UPDATE a SET id = 4 WHERE id = 1"); /* delete of 1 and insert of 4 */
+    assert_int_equal(
+        sqlq_test_db_int(e.db, "SELECT value FROM sqlq_counter WHERE name = 'version'"), counter);
+    assert_int_equal(sqlq_test_db_int(e.db,
+                                      "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+                                      "AND sql LIKE '%sqlq_counter%'"),
                      0);
     /* every row change its own version, in order: 1 2 3, then 5 (delete of 1), 6 (insert 4) */
-    assert_int_equal(scalar(e.db, "SELECT count(DISTINCT sqlq_version) FROM sqlq_log_a"), 4);
-    assert_int_equal(scalar(e.db, "SELECT sqlq_version FROM sqlq_log_a WHERE id = 1"),
+    assert_int_equal(sqlq_test_db_int(e.db, "SELECT count(DISTINCT sqlq_version) FROM sqlq_log_a"),
+                     4);
+    assert_int_equal(sqlq_test_db_int(e.db, "SELECT sqlq_version FROM sqlq_log_a WHERE id = 1"),
                      counter + 4);
-    assert_int_equal(scalar(e.db, "SELECT sqlq_version FROM sqlq_log_a WHERE id = 4"),
+    assert_int_equal(sqlq_test_db_int(e.db, "SELECT sqlq_version FROM sqlq_log_a WHERE id = 4"),
                      counter + 5);
     /* an 'I' row's since is its own version, left NULL; an update of the key stores it */
-    assert_int_equal(scalar(e.db, "SELECT count(*) FROM sqlq_log_a WHERE id = 4 AND sqlq_since "
-                                  "IS NULL"),
+    assert_int_equal(sqlq_test_db_int(e.db,
+                                      "SELECT count(*) FROM sqlq_log_a WHERE id = 4 AND sqlq_since "
+                                      "IS NULL"),
                      1);
-    exec(e.db, "UPDATE a SET v = 'w' WHERE id = 4");
-    assert_int_equal(scalar(e.db, "SELECT sqlq_since FROM sqlq_log_a WHERE id = 4"), counter + 5);
-    assert_int_equal(scalar(e.db, "SELECT count(*) FROM sqlq_log_a WHERE id = 4 AND sqlq_op = "
-                                  "'U' AND sqlq_version > sqlq_since"),
+    sqlq_test_db_exec(e.db, "UPDATE a SET v = 'w' WHERE id = 4");
+    assert_int_equal(sqlq_test_db_int(e.db, "SELECT sqlq_since FROM sqlq_log_a WHERE id = 4"),
+                     counter + 5);
+    assert_int_equal(sqlq_test_db_int(e.db,
+                                      "SELECT count(*) FROM sqlq_log_a WHERE id = 4 AND sqlq_op = "
+                                      "'U' AND sqlq_version > sqlq_since"),
                      1);
     env_close(&e);
 }
@@ -166,18 +135,19 @@ static void test_versions_trim_keeps_newest(void **s)
     (void)s;
     env e;
     env_open(&e);
-    exec(e.db, "CREATE TABLE b (id integer PRIMARY KEY, v text)");
-    install(e.db, "b");
-    exec(e.db, "INSERT INTO b VALUES (1, 'x'), (2, 'y'), (3, 'z')");
-    exec(e.db, "DELETE FROM b WHERE id = 3");
+    sqlq_test_db_exec(e.db, "CREATE TABLE b (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "b");
+    sqlq_test_db_exec(e.db, "INSERT INTO b VALUES (1, 'x'), (2, 'y'), (3, 'z')");
+    sqlq_test_db_exec(e.db, "DELETE FROM b WHERE id = 3");
     int64_t top = newest(e.db, "sqlq_log_b");
     sqlq_capture *cap = open_cap(e.db, "b", "default");
     assert_int_equal(drain(cap, NULL), 3);
-    assert_int_equal(scalar(e.db, "SELECT count(*) FROM sqlq_log_b"), 1); /* the newest stays */
+    assert_int_equal(sqlq_test_db_int(e.db, "SELECT count(*) FROM sqlq_log_b"),
+                     1); /* the newest stays */
     assert_int_equal(newest(e.db, "sqlq_log_b"), top);
     sqlq_capture_close(cap);
     reconnect(&e);
-    exec(e.db, "INSERT INTO b VALUES (3, 'again')"); /* the key of the row kept */
+    sqlq_test_db_exec(e.db, "INSERT INTO b VALUES (3, 'again')"); /* the key of the row kept */
     assert_true(newest(e.db, "sqlq_log_b") > top);
     cap = open_cap(e.db, "b", "default");
     char op = '?';
@@ -195,33 +165,38 @@ static void test_versions_upgrade_counter_log(void **s)
     (void)s;
     env e;
     env_open(&e);
-    exec(e.db, "CREATE TABLE c (id integer PRIMARY KEY, v text)");
-    install(e.db, "c");
-    exec(e.db, "DROP TRIGGER sqlq_log_c_ai");
-    exec(e.db, "CREATE TRIGGER sqlq_log_c_ai AFTER INSERT ON c FOR EACH ROW BEGIN UPDATE "
-               "sqlq_counter SET value = value + 1 WHERE name = 'version'; INSERT INTO sqlq_log_c "
-               "(id, sqlq_version, sqlq_op, sqlq_since) VALUES (NEW.id, (SELECT value FROM "
-               "sqlq_counter WHERE name = 'version'), 'I', (SELECT value FROM sqlq_counter WHERE "
-               "name = 'version')) ON CONFLICT (id) DO UPDATE SET sqlq_version = "
-               "excluded.sqlq_version, sqlq_op = excluded.sqlq_op, sqlq_since = "
-               "excluded.sqlq_since; END");
-    exec(e.db, "UPDATE sqlq_counter SET value = 1000 WHERE name = 'version'"); /* other tables */
-    exec(e.db, "INSERT INTO c VALUES (1, 'x'), (2, 'y')");                   /* 1001, 1002 */
+    sqlq_test_db_exec(e.db, "CREATE TABLE c (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "c");
+    sqlq_test_db_exec(e.db, "DROP TRIGGER sqlq_log_c_ai");
+    sqlq_test_db_exec(
+        e.db, "CREATE TRIGGER sqlq_log_c_ai AFTER INSERT ON c FOR EACH ROW BEGIN UPDATE "
+              "sqlq_counter SET value = value + 1 WHERE name = 'version'; INSERT INTO sqlq_log_c "
+              "(id, sqlq_version, sqlq_op, sqlq_since) VALUES (NEW.id, (SELECT value FROM "
+              "sqlq_counter WHERE name = 'version'), 'I', (SELECT value FROM sqlq_counter WHERE "
+              "name = 'version')) ON CONFLICT (id) DO UPDATE SET sqlq_version = "
+              "excluded.sqlq_version, sqlq_op = excluded.sqlq_op, sqlq_since = "
+              "excluded.sqlq_since; END");
+    sqlq_test_db_exec(
+        e.db, "UPDATE sqlq_counter SET value = 1000 WHERE name = 'version'"); /* other tables */
+    sqlq_test_db_exec(e.db, "INSERT INTO c VALUES (1, 'x'), (2, 'y')");       /* 1001, 1002 */
     assert_int_equal(newest(e.db, "sqlq_log_c"), 1002);
     sqlq_capture *cap = open_cap(e.db, "c", "old");
     sqlq_capture_close(cap);
-    exec(e.db, "UPDATE sqlq_counter SET value = 2000 WHERE name = 'version'");
-    exec(e.db, "UPDATE sqlq_state SET sync_version = 2000"); /* started "now" at 2000 */
-    install(e.db, "c");
-    exec(e.db, "INSERT INTO c VALUES (3, 'z')");
-    assert_int_equal(scalar(e.db, "SELECT sqlq_version FROM sqlq_log_c WHERE id = 3"), 2001);
+    sqlq_test_db_exec(e.db, "UPDATE sqlq_counter SET value = 2000 WHERE name = 'version'");
+    sqlq_test_db_exec(e.db,
+                      "UPDATE sqlq_state SET sync_version = 2000"); /* started "now" at 2000 */
+    sqlq_test_change_log_install(e.db, "c");
+    sqlq_test_db_exec(e.db, "INSERT INTO c VALUES (3, 'z')");
+    assert_int_equal(sqlq_test_db_int(e.db, "SELECT sqlq_version FROM sqlq_log_c WHERE id = 3"),
+                     2001);
     cap = open_cap(e.db, "c", "old");
     assert_int_equal(drain(cap, NULL), 1);
     sqlq_capture_close(cap);
     /* setup again over this log: the floor does not go back */
-    install(e.db, "c");
-    exec(e.db, "UPDATE c SET v = 'w' WHERE id = 3");
-    assert_int_equal(scalar(e.db, "SELECT sqlq_version FROM sqlq_log_c WHERE id = 3"), 2002);
+    sqlq_test_change_log_install(e.db, "c");
+    sqlq_test_db_exec(e.db, "UPDATE c SET v = 'w' WHERE id = 3");
+    assert_int_equal(sqlq_test_db_int(e.db, "SELECT sqlq_version FROM sqlq_log_c WHERE id = 3"),
+                     2002);
     env_close(&e);
 }
 
@@ -232,15 +207,15 @@ static void test_versions_drop_and_setup(void **s)
     (void)s;
     env e;
     env_open(&e);
-    exec(e.db, "CREATE TABLE d (id integer PRIMARY KEY, v text)");
-    exec(e.db, "CREATE TABLE other (id integer PRIMARY KEY)");
-    install(e.db, "other");
-    install(e.db, "d");
-    exec(e.db, "INSERT INTO d VALUES (1, 'x'), (2, 'y'), (3, 'z')");
+    sqlq_test_db_exec(e.db, "CREATE TABLE d (id integer PRIMARY KEY, v text)");
+    sqlq_test_db_exec(e.db, "CREATE TABLE other (id integer PRIMARY KEY)");
+    sqlq_test_change_log_install(e.db, "other");
+    sqlq_test_change_log_install(e.db, "d");
+    sqlq_test_db_exec(e.db, "INSERT INTO d VALUES (1, 'x'), (2, 'y'), (3, 'z')");
     int64_t top = newest(e.db, "sqlq_log_d");
-    drop(e.db, "d");
-    install(e.db, "d");
-    exec(e.db, "INSERT INTO d VALUES (4, 'w')");
+    sqlq_test_change_log_drop(e.db, "d");
+    sqlq_test_change_log_install(e.db, "d");
+    sqlq_test_db_exec(e.db, "INSERT INTO d VALUES (4, 'w')");
     assert_true(newest(e.db, "sqlq_log_d") > top);
     /* a bridge starting "now" skips what the log holds, and gets what follows */
     sqlq_capture_config cfg;
@@ -249,8 +224,8 @@ static void test_versions_drop_and_setup(void **s)
     cfg.instance_id = "i";
     cfg.start_from = SQLQ_START_NOW;
     sqlq_capture *cap = NULL;
-    OK(sqlq_capture_open(e.db, &cfg, &cap, err));
-    exec(e.db, "DELETE FROM d WHERE id = 1");
+    SQLQ_TEST_OK(sqlq_capture_open(e.db, &cfg, &cap, err));
+    sqlq_test_db_exec(e.db, "DELETE FROM d WHERE id = 1");
     char op = '?';
     assert_int_equal(drain(cap, &op), 1);
     assert_int_equal(op, 'd');

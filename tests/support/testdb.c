@@ -1,5 +1,8 @@
 #include "testdb.h"
 
+#include "catalog.h"
+#include "change_log.h"
+
 // clang-format off
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,7 +10,16 @@
 #include <cmocka.h>
 // clang-format on
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+void sqlq_test_fail_error(const char *what, const sqlq_error *err)
+{
+    fail_msg("%s: %s (sqlstate %s native %ld)", what, err->message, err->sqlstate,
+             err->native_code);
+    abort(); /* fail_msg does not return */
+}
 
 sqlq_db *sqlq_test_db_open(const char *conn)
 {
@@ -52,4 +64,36 @@ int64_t sqlq_test_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *p
     if (sqlq_db_query_int(db, sql, params, n, &v, &err) != SQLQ_OK)
         fail_msg("SQL failed: %s\n  %s", err.message, sql);
     return v;
+}
+
+int64_t sqlq_test_db_int(sqlq_db *db, const char *sql)
+{
+    return sqlq_test_db_query_int(db, sql, NULL, 0);
+}
+
+/* Look table up, then install (install true) or drop its change log; fail the test on error. */
+static void change_log_set(sqlq_db *db, const char *table, bool install)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_table *t = NULL;
+    sqlq_catalog_names names;
+    if (sqlq_catalog_lookup(db, table, NULL, &t, &names, &err) != SQLQ_OK)
+        fail_msg("lookup of %s failed: %s", table, err.message);
+    sqlq_result r =
+        install ? sqlq_change_log_install(db, t, &err) : sqlq_change_log_drop(db, t, &err);
+    sqlq_table_free(t);
+    if (r != SQLQ_OK)
+        fail_msg("change log %s of %s failed: %s", install ? "install" : "drop", table,
+                 err.message);
+}
+
+void sqlq_test_change_log_install(sqlq_db *db, const char *table)
+{
+    change_log_set(db, table, true);
+}
+
+void sqlq_test_change_log_drop(sqlq_db *db, const char *table)
+{
+    change_log_set(db, table, false);
 }

@@ -8,6 +8,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Fail the test naming what failed and err's message, SQLSTATE and native code. */
+void sqlq_test_fail_error(const char *what, const sqlq_error *err) __attribute__((noreturn));
+/* Evaluate call, a sqlq function that may use `err` (a sqlq_error * this provides, cleared),
+ * or fail the test naming the call and the error. */
+#define SQLQ_TEST_OK(call)                                                                         \
+    do {                                                                                           \
+        sqlq_error err_;                                                                           \
+        sqlq_error_clear(&err_);                                                                   \
+        sqlq_error *err = &err_;                                                                   \
+        if ((call) != SQLQ_OK)                                                                     \
+            sqlq_test_fail_error(#call, err);                                                      \
+    } while (0)
+
 /* Connect or fail the test. */
 sqlq_db *sqlq_test_db_open(const char *conn);
 /* Execute one statement or fail the test. */
@@ -18,5 +31,11 @@ void sqlq_test_db_execf(sqlq_db *db, const char *fmt, ...) __attribute__((format
 void sqlq_test_db_exec_params(sqlq_db *db, const char *sql, const sqlq_param *params, size_t n);
 /* The integer in the first column of the first row, or fail the test. */
 int64_t sqlq_test_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *params, size_t n);
+/* The same without parameters. */
+int64_t sqlq_test_db_int(sqlq_db *db, const char *sql);
+/* Install or drop the change log of table, found through the catalog as `sqlq setup` finds
+ * it, or fail the test. */
+void sqlq_test_change_log_install(sqlq_db *db, const char *table);
+void sqlq_test_change_log_drop(sqlq_db *db, const char *table);
 
 #endif

@@ -105,6 +105,20 @@ char *sqlq_test_sqlite_db(const char *prefix, char *out_path, size_t out_path_si
     return conn;
 }
 
+char *sqlq_test_create_db(const char *kind, const char *prefix)
+{
+    if (strcmp(kind, "postgres") == 0)
+        return sqlq_test_pg_create_db(prefix);
+    if (strcmp(kind, "mariadb") == 0)
+        return sqlq_test_maria_create_db(prefix);
+    if (strcmp(kind, "sqlite") != 0) {
+        fprintf(stderr, "test environment: kind=%s\n", kind);
+        die("no such kind of database (allowed: sqlite, postgres, mariadb)");
+    }
+    char path[512];
+    return sqlq_test_sqlite_db(prefix, path, sizeof(path));
+}
+
 const char *sqlq_test_bin(void)
 {
     const char *b = getenv("SQLQ_BIN");

@@ -17,6 +17,9 @@ char *sqlq_test_pg_create_db(const char *prefix);
 char *sqlq_test_maria_create_db(const char *prefix);
 /* A fresh SQLite database file under the build tree; returns its ODBC connection string. */
 char *sqlq_test_sqlite_db(const char *prefix, char *out_path, size_t out_path_size);
+/* A new empty database of kind "sqlite", "postgres" or "mariadb" named after prefix: its ODBC
+ * connection string (malloc'd). Exits 1 on another kind. */
+char *sqlq_test_create_db(const char *kind, const char *prefix);
 /* A name unique to this process and call: prefix-<pid>-<n>, lowercase (valid queue name). */
 void sqlq_test_unique_name(const char *prefix, char *out, size_t out_size);
 /* Path of the sqlq binary ($SQLQ_BIN) and the source tree ($SQLQ_SOURCE_DIR). */
