@@ -98,15 +98,17 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 [ -n "$port" ] || fail "no port in the log"
-sqlite3 -cmd ".timeout 5000" "$db" "INSERT INTO a VALUES (4, 'w');" # the only change this bridge name sees:
-# the change log keeps what no bridge name has processed yet, and "default" processed 1..3
+sqlite3 -cmd ".timeout 5000" "$db" "INSERT INTO a VALUES (4, 'w');"
+# This bridge name sees what the change log still holds: change 4, and change 3 when the trim
+# after "default" processed 1..3 kept it as the log's newest row (SQLite's versions continue
+# from it, docs/capture.md): 1 or 2 published, never more.
 ok=""
 for _ in $(seq 100); do
     curl -s "http://127.0.0.1:$port/metrics" >"$tmp/metrics" || true
-    if grep -q "^sqlq_changes_published_total{table=\"a\",queue=\"$qa\"} 1$" "$tmp/metrics"; then ok=1; break; fi
+    if grep -q "^sqlq_changes_published_total{table=\"a\",queue=\"$qa\"} [12]$" "$tmp/metrics"; then ok=1; break; fi
     sleep 0.1
 done
-[ -n "$ok" ] || fail "sqlq_changes_published_total did not reach 1: $(grep sqlq_ "$tmp/metrics" | head)"
+[ -n "$ok" ] || fail "sqlq_changes_published_total did not reach 1 or 2: $(grep sqlq_ "$tmp/metrics" | head)"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 200 ] || fail "/readyz not 200"
 kill -TERM "$pid"
 set +e
