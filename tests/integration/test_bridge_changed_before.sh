@@ -8,23 +8,6 @@
 # option, or with --format functions, stops with exit 2.
 set -euo pipefail
 kind=${1:?usage: test_bridge_changed_before.sh sqlite|postgres|mariadb}
-sqlq=${SQLQ_BIN:?run through ctest}
-env_dir=${SQLQ_TEST_ENV_DIR:?}
-export SQLQ_QUEUE_CONNECTION=$(cat "$env_dir/azurite/conn")
-tmp=$(mktemp -d)
-name="img_$$_$RANDOM"
-queues=()
-cleanup() {
-    for q in "${queues[@]}"; do "$sqlq" queue delete "$q" >/dev/null 2>&1 || true; done
-    case "$kind" in
-    postgres) psql -X -q -h 127.0.0.1 -p "$(cat "$env_dir/postgres/port")" -U sqlq -d postgres \
-        -c "DROP DATABASE IF EXISTS $name" >/dev/null 2>&1 || true ;;
-    mariadb) mariadb --no-defaults -h 127.0.0.1 -P "$(cat "$env_dir/mariadb/port")" -u sqlq \
-        -e "DROP DATABASE IF EXISTS $name" >/dev/null 2>&1 || true ;;
-    esac
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
 fail() {
     echo "FAIL: $kind: $*" >&2
     for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; grep -v level=debug "$f" | tail -6 >&2; }; done
@@ -33,22 +16,8 @@ fail() {
 unset SQLQ_DB_CONNECTION AzureWebJobsStorage SQLQ_CONFIG SQLQ_CHANGED SQLQ_BEFORE_IMAGE SQLQ_COLUMNS \
     SQLQ_EXCLUDE_COLUMNS || true
 
-case "$kind" in
-sqlite)
-    conn="Driver={SQLite3};Database=$tmp/shop.db;"
-    sql() { sqlite3 -cmd ".timeout 5000" "$tmp/shop.db" "$1"; } ;;
-postgres)
-    port=$(cat "$env_dir/postgres/port")
-    psql -X -q -h 127.0.0.1 -p "$port" -U sqlq -d postgres -c "CREATE DATABASE $name" >/dev/null
-    conn="$(cat "$env_dir/postgres/odbc")Database=$name;"
-    sql() { psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U sqlq -d "$name" -c "$1" >/dev/null; } ;;
-mariadb)
-    port=$(cat "$env_dir/mariadb/port")
-    mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sqlq -e "CREATE DATABASE $name"
-    conn="$(cat "$env_dir/mariadb/odbc")Database=$name;"
-    sql() { mariadb --no-defaults -h 127.0.0.1 -P "$port" -u sqlq "$name" -e "$1"; } ;;
-*) fail "unknown database" ;;
-esac
+prefix=img
+. "$(dirname "$0")/../support/change_log_db.sh"
 
 # drain BRIDGE QUEUE [options]: publish what is pending
 drain() {
