@@ -1,5 +1,6 @@
 /* change_log_options: the opt-in columns of a change log (see change_log_options.h). */
 #include "change_log_options.h"
+#include "change_log_internal.h"
 
 #include "catalog.h"
 #include "log.h"
@@ -43,16 +44,6 @@ void sqlq_change_log_options_of(const sqlq_table *log, sqlq_change_log_options *
         else if (strncmp(n, SQLQ_COL_BEFORE_PREFIX, strlen(SQLQ_COL_BEFORE_PREFIX)) == 0)
             out->before_image = true;
     }
-}
-
-static sqlq_result exec_text(sqlq_db *db, sqlq_sql_text *q, sqlq_error *err)
-{
-    char *sql = NULL;
-    sqlq_result r = sqlq_sql_text_take(q, &sql, err);
-    if (r == SQLQ_OK)
-        r = sqlq_db_exec(db, sql, NULL, 0, NULL, err);
-    free(sql);
-    return r;
 }
 
 static sqlq_result column_exists(sqlq_db *db, const char *log_table, const char *name, bool *out,
@@ -108,7 +99,7 @@ static sqlq_result add_column(sqlq_db *db, const char *log_table, const char *na
     sqlq_sql_text_add(&q, " ADD COLUMN ");
     sqlq_sql_text_ident(&q, name);
     sqlq_sql_text_add(&q, " %s", decl);
-    return exec_text(db, &q, err);
+    return sqlq_change_log_exec(db, &q, err);
 }
 
 static const char *changed_decl(const sqlq_dialect *d)
@@ -165,7 +156,7 @@ static sqlq_result retype_column(sqlq_db *db, const char *log_table, const char 
         sqlq_sql_text_add(&q, " AS %s)", type);
     }
     SQLQ_INFO("before_image_retyped", "log=%s column=%s type=%s", log_table, name, type);
-    return exec_text(db, &q, err);
+    return sqlq_change_log_exec(db, &q, err);
 }
 
 /* A before-image column at another type than its table column (an ALTER COLUMN ... TYPE since
@@ -253,7 +244,7 @@ static sqlq_result add_changed_column(sqlq_db *db, const char *log_table, sqlq_e
         sqlq_sql_text_free(&q);
         return r;
     }
-    return exec_text(db, &q, err);
+    return sqlq_change_log_exec(db, &q, err);
 }
 
 sqlq_result sqlq_change_log_options_add_columns(sqlq_db *db, const sqlq_table *t,
@@ -285,8 +276,8 @@ void sqlq_change_log_options_names(sqlq_sql_text *q, const sqlq_table *t,
 /* PostgreSQL types without an equality operator: compared as text. */
 static bool pg_compare_as_text(const char *type)
 {
-    static const char *const no_eq[] = {"json", "xml", "point", "line", "lseg", "box", "path",
-                                        "polygon", "circle"};
+    static const char *const no_eq[] = {"json", "xml",  "point",   "line",  "lseg",
+                                        "box",  "path", "polygon", "circle"};
     for (size_t i = 0; i < sizeof(no_eq) / sizeof(no_eq[0]); i++)
         if (type && strncmp(type, no_eq[i], strlen(no_eq[i])) == 0 &&
             (type[strlen(no_eq[i])] == '\0' || type[strlen(no_eq[i])] == '['))
@@ -308,7 +299,7 @@ static void column_differs(sqlq_sql_text *q, const sqlq_column *c)
     if (shape_of(q) == SQLQ_CAPTURE_LOG_STAMPED)
         sqlq_sql_text_add(q, "NOT (");
     sqlq_sql_text_col(q, "OLD.", c->name);
-    sqlq_sql_text_add(q, shape_of(q) == SQLQ_CAPTURE_LOG_SEQUENCE ? " IS DISTINCT FROM "
+    sqlq_sql_text_add(q, shape_of(q) == SQLQ_CAPTURE_LOG_SEQUENCE  ? " IS DISTINCT FROM "
                          : shape_of(q) == SQLQ_CAPTURE_LOG_COUNTER ? " IS NOT "
                                                                    : " <=> ");
     sqlq_sql_text_col(q, "NEW.", c->name);
@@ -386,8 +377,8 @@ static void json_path_literal(sqlq_sql_text *q, const char *name)
  * change is stamped (the log row's version is not 0): a new unstamped change writes 0 again. */
 static void stamped_map(sqlq_sql_text *q, const sqlq_table *t)
 {
-    sqlq_sql_text_add(q, "IF(" SQLQ_COL_VERSION " = 0, " SQLQ_COL_CHANGED ", JSON_REPLACE("
-                         SQLQ_COL_CHANGED);
+    sqlq_sql_text_add(q, "IF(" SQLQ_COL_VERSION " = 0, " SQLQ_COL_CHANGED
+                         ", JSON_REPLACE(" SQLQ_COL_CHANGED);
     for (size_t i = 0; i < t->ncolumns; i++) {
         sqlq_sql_text_add(q, ", ");
         json_path_literal(q, t->columns[i].name);
@@ -406,7 +397,7 @@ static void changed_merge(sqlq_sql_text *q, const sqlq_table *t, const char *log
     sqlq_capture_shape s = shape_of(q);
     if (s == SQLQ_CAPTURE_LOG_STAMPED) {
         sqlq_sql_text_add(q, SQLQ_COL_CHANGED " = IF(" SQLQ_COL_CHANGED " IS NULL, NULL, "
-                             "JSON_MERGE_PATCH(");
+                                              "JSON_MERGE_PATCH(");
         stamped_map(q, t);
         sqlq_sql_text_add(q, ", VALUES(" SQLQ_COL_CHANGED "))), ");
         return;

@@ -3,6 +3,7 @@
  * stamped), sqlq_op, sqlq_since (0 while the key's current row was born in the unstamped
  * change, set to the stamp's version then; NULL when older than the log). */
 #include "change_log_stamped.h"
+#include "change_log_internal.h"
 
 #include <string.h>
 
@@ -55,16 +56,6 @@ static void upsert(sqlq_sql_text *q, const sqlq_table *t, const sqlq_catalog_nam
                       born ? ", " SQLQ_COL_SINCE " = 0" : "");
 }
 
-static sqlq_result exec_text(sqlq_db *db, sqlq_sql_text *q, sqlq_error *err)
-{
-    char *sql = NULL;
-    sqlq_result r = sqlq_sql_text_take(q, &sql, err);
-    if (r == SQLQ_OK)
-        r = sqlq_db_exec(db, sql, NULL, 0, NULL, err);
-    free(sql);
-    return r;
-}
-
 /* MySQL 8 has no CREATE OR REPLACE TRIGGER: there a second setup drops the trigger first. */
 static bool is_mysql(sqlq_db *db)
 {
@@ -78,7 +69,7 @@ static sqlq_result drop_trigger_first(sqlq_db *db, const sqlq_catalog_names *n, 
     sqlq_sql_text_init(&q, sqlq_db_dialect(db));
     sqlq_sql_text_add(&q, "DROP TRIGGER IF EXISTS ");
     trigger_ident(&q, n, i);
-    return exec_text(db, &q, err);
+    return sqlq_change_log_exec(db, &q, err);
 }
 
 /* MariaDB: CREATE OR REPLACE, so the old trigger stays until the new one is in place (no write
@@ -123,7 +114,7 @@ static sqlq_result create_trigger(sqlq_db *db, const sqlq_table *t, const sqlq_c
         sqlq_sql_text_add(&q, " END IF;");
     }
     sqlq_sql_text_add(&q, " END");
-    return exec_text(db, &q, err);
+    return sqlq_change_log_exec(db, &q, err);
 }
 
 sqlq_result sqlq_change_log_stamped_install(sqlq_db *db, const sqlq_table *t,
@@ -144,7 +135,7 @@ sqlq_result sqlq_change_log_stamped_drop(sqlq_db *db, const sqlq_catalog_names *
         sqlq_sql_text_init(&q, sqlq_db_dialect(db));
         sqlq_sql_text_add(&q, "DROP TRIGGER IF EXISTS ");
         trigger_ident(&q, n, i);
-        r = exec_text(db, &q, err);
+        r = sqlq_change_log_exec(db, &q, err);
     }
     return r;
 }
@@ -223,7 +214,7 @@ sqlq_result sqlq_change_log_stamp(sqlq_db *db, const sqlq_table *t, const sqlq_c
     sqlq_sql_text_add(&q, "UPDATE ");
     sqlq_catalog_object(&q, "counter");
     sqlq_sql_text_add(&q, " SET value = LAST_INSERT_ID(value + 1) WHERE name = 'version'");
-    r = exec_text(db, &q, err);
+    r = sqlq_change_log_exec(db, &q, err);
     if (r == SQLQ_OK)
         r = sqlq_db_exec(db, sql, NULL, 0, out_stamped, err);
     if (r == SQLQ_OK && *out_stamped > 0)

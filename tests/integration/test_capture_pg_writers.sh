@@ -37,7 +37,7 @@ fail() {
     [ -f "$work/bridge.log" ] && tail -20 "$work/bridge.log" >&2
     exit 1
 }
-now_ms() { date +%s%3N; }
+. "$(dirname "$0")/../support/queue_count.sh" # now_ms, count, wait_count
 
 # session NAME DB: a psql session kept open on a pipe; statements go in with `say NAME SQL`.
 session() {
@@ -57,18 +57,6 @@ say() {
         sleep 0.05
     done
     fail "session $1 did not finish: $2 ($(cat "$work/$1.out"))"
-}
-count() { "$SQLQ_BIN" queue stats "$q" | grep -o '"approximate_count":[0-9]*' | head -1 | cut -d: -f2; }
-# wait_count N MAX_MS: until the queue holds N messages; prints the milliseconds it took.
-wait_count() {
-    local start n
-    start=$(now_ms)
-    while :; do
-        n=$(count)
-        [ "$n" -ge "$1" ] && { echo $(($(now_ms) - start)); return 0; }
-        [ $(($(now_ms) - start)) -gt "$2" ] && fail "queue holds $n messages after $2 ms, wanted $1"
-        sleep 0.05
-    done
 }
 
 for d in "$src" "$other" "$dst"; do psql_ -d postgres -c "CREATE DATABASE $d"; done
