@@ -393,7 +393,8 @@ void sqlq_route_refresh_metrics(sqlq_route *r, uint64_t now)
     sqlq_error e;
     sqlq_error_clear(&e);
     if (r->cap && sqlq_capture_status_get(r->cap, &st, &e) == SQLQ_OK) {
-        sqlq_gauge_set(r->m_pending, (double)st.pending);
+        /* Held back by an open writer of the log (PostgreSQL): committed, not delivered yet. */
+        sqlq_gauge_set(r->m_pending, (double)(st.pending + st.held_back));
         sqlq_gauge_set(r->m_pending_age, st.oldest_pending_age_s);
         sqlq_capture_status_free(&st);
     }

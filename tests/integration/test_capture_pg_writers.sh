@@ -4,7 +4,8 @@
 #     this one) delay nothing: 20 inserts arrive within 2 polling intervals;
 #  2. transaction A takes its xid early (writes another table), B updates key 1 and commits (it
 #     arrives at once), A updates key 1 and stays open: a later insert waits for A, and the
-#     bridge's log, `sqlq status` and the /metrics age gauge say so, naming A;
+#     bridge's log, `sqlq status` and the /metrics age gauge say so, naming A, and the pending
+#     gauge counts the held-back change;
 #  3. A commits: everything arrives, and `sqlq consume --sql` into a second database (newest
 #     version per key wins) gives a replica equal to the source: A's newer state of key 1 has
 #     the larger version.
@@ -117,6 +118,10 @@ for _ in $(seq 1 60); do
     sleep 0.2
 done
 [ -n "$age" ] && awk "BEGIN{exit !($age >= 1)}" || fail "oldest pending age gauge '$age'"
+# The change held back is pending (committed, not delivered): the gauge an autoscaler reads
+# must not say 0.
+pending=$(curl -s "http://127.0.0.1:$mport/metrics" | grep '^sqlq_pending_changes{table="kv"}' | awk '{print $2}')
+[ "$pending" = 1 ] || fail "pending changes gauge '$pending' while 1 committed change is held back"
 echo "capture_pg_writers: held back by A (pid $a_pid), named by log, status and metric (age ${age}s): ok"
 
 # ---- 3. A commits: everything arrives; the replica equals the source --------------------------
