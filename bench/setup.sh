@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Prepare the benchmarks: the tools they use and a Release build of sqlq.
-#   - wrk (Debian package) for the Put Message ceiling, installed with apt-get when missing;
-#     benchmark tools are installed here, not by scripts/install-deps.sh (build/test/run only);
+#   - wrk (Debian package) for the Put Message ceiling, and tcpdump for bench/latency.py's
+#     passive capture of the queue service's port (bench/tap.py), installed with apt-get when
+#     missing; benchmark tools are installed here, not by scripts/install-deps.sh
+#     (build/test/run only);
 #   - bench/putload.c and bench/getload.c, the minimal SAS put and get+delete clients, compiled
 #     against libcurl, and
 #     bench/measure.c, which reports a command's CPU time and peak RSS;
@@ -15,6 +17,7 @@ tools=${SQLQ_BENCH_TOOLS:-$build/bench-tools}
 
 missing=()
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+command -v tcpdump >/dev/null 2>&1 || [ -x /usr/bin/tcpdump ] || missing+=(tcpdump)
 command -v pgbench >/dev/null 2>&1 || missing+=(postgresql-contrib)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if [ ${#missing[@]} -gt 0 ]; then
