@@ -5,7 +5,8 @@
 #     missing; benchmark tools are installed here, not by scripts/install-deps.sh
 #     (build/test/run only);
 #   - bench/putload.c and bench/getload.c, the minimal SAS put and get+delete clients, compiled
-#     against libcurl, and
+#     against libcurl; bench/fakequeue.c, a queue service that costs next to nothing
+#     (bench/latency.py --queue fake), against libmicrohttpd; and
 #     bench/measure.c, which reports a command's CPU time and peak RSS;
 #   - sqlq built with -DCMAKE_BUILD_TYPE=Release in $SQLQ_BENCH_BUILD (default build-bench/),
 #     unless SQLQ_BIN names a binary to measure.
@@ -45,7 +46,11 @@ if [ ! -x "$tools/getload" ] || [ "$root/bench/getload.c" -nt "$tools/getload" ]
     cc -O2 -Wall -Wextra -o "$tools/getload" "$root/bench/getload.c" \
         $(pkg-config --cflags --libs libcurl)
 fi
+if [ ! -x "$tools/fakequeue" ] || [ "$root/bench/fakequeue.c" -nt "$tools/fakequeue" ]; then
+    cc -O2 -Wall -Wextra -o "$tools/fakequeue" "$root/bench/fakequeue.c" \
+        $(pkg-config --cflags --libs libmicrohttpd)
+fi
 if [ ! -x "$tools/measure" ] || [ "$root/bench/measure.c" -nt "$tools/measure" ]; then
     cc -O2 -Wall -Wextra -o "$tools/measure" "$root/bench/measure.c"
 fi
-echo "bench/setup.sh: putload, getload and measure in $tools; wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null || wrk -v 2>&1 | head -1)"
+echo "bench/setup.sh: putload, getload, fakequeue and measure in $tools; wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null || wrk -v 2>&1 | head -1)"
