@@ -103,6 +103,10 @@ class Reader(threading.Thread):
             if len(msgs) < 32:
                 time.sleep(self.gap_s)
 
+    def count(self, lo, hi):
+        with self.lock:
+            return sum(1 for _, i in self.arrived if lo <= i < hi)
+
     def take(self, lo, hi):
         """What arrived of ids lo..hi-1 (later arrivals of other ids are dropped)."""
         with self.lock:
@@ -304,8 +308,10 @@ class QueueCheck:
             need = expect - sum(1 for k in found if lo <= k[1] < hi)
             while time.monotonic() < deadline and self.count() < need:
                 time.sleep(0.1)
-            if reader:
-                time.sleep(0.2)  # the reader takes what is visible (5 ms apart)
+            # a reader takes what is visible (5 ms apart, slower as the queue fills): let it
+            # see every message before the draining read takes the rest
+            while reader and time.monotonic() < deadline and reader.count(lo, hi) < expect:
+                time.sleep(0.05)
             got = self.drain()
             if reader:
                 arrivals.update(reader.take(lo, hi))
@@ -349,6 +355,20 @@ def figures_tap(puts, lo, hi, committed):
     # TCP connections the puts went over (a new connection is a handshake and, in Azurite,
     # a new socket and HTTP parser)
     r["put_connections"] = len({p["conn"] for p in mine})
+    # At the queue service: the most puts in flight at once, and the longest time it answered
+    # none while some were waiting (a stall: a pause of its one thread, or no CPU for it)
+    inflight = peak = 0
+    last, stall = None, 0.0
+    for t, d in sorted([(p["sent"], 1) for p in mine] + [(p["answered"], -1) for p in mine]):
+        if d < 0 and last is not None:
+            stall = max(stall, t - last)
+        if d < 0:
+            last = t
+        elif inflight == 0:
+            last = t
+        inflight += d
+        peak = max(peak, inflight)
+    r["put_peak_in_flight"], r["put_longest_stall_ms"] = peak, round(stall * 1000)
     return r
 
 
@@ -657,7 +677,7 @@ def visibility_table(res):
     tap's two stages and the CPU of each process group."""
     lines = ["| database | tables × instances | tx/s (achieved) | round | mode | run | visible by | "
              "p50 / p95 / p99 ms | commit → put sent p50 / p99 | put → 201 p50 / p99 | samples "
-             "(committed, in queue) | put connections | CPU %: Azurite / tap / PostgreSQL / bridges / "
+             "(committed, in queue) | puts: connections / peak in flight / longest stall ms | CPU %: Azurite / tap / PostgreSQL / bridges / "
              "bench / machine | load (1 min) |",
              "|---|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|---|---:|"]
     for r in res["runs"]:
@@ -671,7 +691,8 @@ def visibility_table(res):
             + (f"{_f(r['to_put_p50_ms'])} / {_f(r['to_put_p99_ms'])} | {_f(r['put_p50_ms'])} / "
                f"{_f(r['put_p99_ms'])}" if tap else "- | -")
             + f" | {r['samples']} ({r['committed']}, {r['in_queue']}) | "
-            + (f"{r['put_connections']}" if tap else "-")
+            + (f"{r['put_connections']} / {r['put_peak_in_flight']} / {r['put_longest_stall_ms']}"
+               if tap else "-")
             + f" | {c['azurite']} / "
             f"{c.get('tap', 0)} / {c['postgres']} / {c['bridges']} / {c['bench']} / "
             f"{c['machine']} | {c['load1']}"
