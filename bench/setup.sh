@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Prepare the benchmarks: the tools they use and a Release build of sqlq.
-#   - wrk (Debian package) for the Put Message ceiling, installed with apt-get when missing;
-#     benchmark tools are installed here, not by scripts/install-deps.sh (build/test/run only);
+#   - wrk (Debian package) for the Put Message ceiling, and tcpdump for bench/latency.py's
+#     passive capture of the queue service's port (bench/tap.py), installed with apt-get when
+#     missing; benchmark tools are installed here, not by scripts/install-deps.sh
+#     (build/test/run only);
 #   - bench/putload.c and bench/getload.c, the minimal SAS put and get+delete clients, compiled
-#     against libcurl, and
+#     against libcurl; bench/fakequeue.c, a queue service that costs next to nothing
+#     (bench/latency.py --queue fake), against libmicrohttpd; and
 #     bench/measure.c, which reports a command's CPU time and peak RSS;
 #   - sqlq built with -DCMAKE_BUILD_TYPE=Release in $SQLQ_BENCH_BUILD (default build-bench/),
 #     unless SQLQ_BIN names a binary to measure.
@@ -15,6 +18,7 @@ tools=${SQLQ_BENCH_TOOLS:-$build/bench-tools}
 
 missing=()
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+command -v tcpdump >/dev/null 2>&1 || [ -x /usr/bin/tcpdump ] || missing+=(tcpdump)
 command -v pgbench >/dev/null 2>&1 || missing+=(postgresql-contrib)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -42,7 +46,11 @@ if [ ! -x "$tools/getload" ] || [ "$root/bench/getload.c" -nt "$tools/getload" ]
     cc -O2 -Wall -Wextra -o "$tools/getload" "$root/bench/getload.c" \
         $(pkg-config --cflags --libs libcurl)
 fi
+if [ ! -x "$tools/fakequeue" ] || [ "$root/bench/fakequeue.c" -nt "$tools/fakequeue" ]; then
+    cc -O2 -Wall -Wextra -o "$tools/fakequeue" "$root/bench/fakequeue.c" \
+        $(pkg-config --cflags --libs libmicrohttpd)
+fi
 if [ ! -x "$tools/measure" ] || [ "$root/bench/measure.c" -nt "$tools/measure" ]; then
     cc -O2 -Wall -Wextra -o "$tools/measure" "$root/bench/measure.c"
 fi
-echo "bench/setup.sh: putload, getload and measure in $tools; wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null || wrk -v 2>&1 | head -1)"
+echo "bench/setup.sh: putload, getload, fakequeue and measure in $tools; wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null || wrk -v 2>&1 | head -1)"

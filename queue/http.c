@@ -32,6 +32,7 @@ struct sqlq_http {
     uint64_t timer_due_ms;
     bool (*abort_now)(void *ctx);
     void *abort_ctx;
+    size_t cache; /* connections kept open between requests: the most ever in flight */
 };
 
 /* How often a waiting perform looks at the abort callback. */
@@ -151,9 +152,16 @@ void sqlq_http_set_parallel(sqlq_http *h, size_t n)
     if (n > SQLQ_HTTP_MAX_PARALLEL)
         n = SQLQ_HTTP_MAX_PARALLEL;
     /* HTTP/1.1 carries one request per connection at a time: n in flight need n connections,
-     * and keeping n open lets the next batch reuse them. */
+     * and keeping them open lets the next batch reuse them. The cache only grows: a call with
+     * fewer in flight (a short batch of a route) must not close the connections a fuller one
+     * will want again (libcurl closes an idle connection for each one handed back to a cache
+     * over its limit: at a steady load of short and fuller batches most puts paid a new TCP
+     * connection, and Azurite a new socket). */
     curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)n);
-    curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)(n < 4 ? 4 : n));
+    if (n > h->cache || h->cache == 0) {
+        h->cache = n < 4 ? 4 : n;
+        curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->cache);
+    }
 }
 
 /* Header values we keep, by name (case-insensitive). */

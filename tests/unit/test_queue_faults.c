@@ -10,12 +10,14 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PUT_OK_BODY                                                                                \
     "<?xml version=\"1.0\" encoding=\"utf-8\"?><QueueMessagesList><QueueMessage>"                  \
@@ -298,6 +300,112 @@ static void test_faults_put_many_retries_each_item(void **state)
     assert_true(fake.nsleeps > 0);
 }
 
+/* A server of its own for the connection test: a thread per connection, each answer 201 after
+ * 20 ms (real time), so that 16 puts in flight need 16 connections; it counts the client
+ * ports it saw, one per TCP connection. */
+static struct {
+    pthread_mutex_t lock;
+    unsigned short ports[256];
+    int connections, requests;
+} slow = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0};
+
+static enum MHD_Result on_slow_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                       const char *method, const char *version, const char *upload,
+                                       size_t *upload_size, void **con_cls)
+{
+    (void)cls;
+    (void)url;
+    (void)method;
+    (void)version;
+    (void)upload;
+    static int marker;
+    if (*con_cls == NULL) {
+        *con_cls = &marker;
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    unsigned short port = 0;
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+        port = ntohs(((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_port);
+    pthread_mutex_lock(&slow.lock);
+    slow.requests++;
+    bool seen = false;
+    for (int i = 0; i < slow.connections && !seen; i++)
+        seen = slow.ports[i] == port;
+    if (!seen && slow.connections < 256)
+        slow.ports[slow.connections++] = port;
+    pthread_mutex_unlock(&slow.lock);
+    struct timespec ts = {0, 20 * 1000000L};
+    nanosleep(&ts, NULL);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        strlen(PUT_OK_BODY), (void *)(uintptr_t)PUT_OK_BODY, MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ret = MHD_queue_response(conn, 201, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* Short batches (fewer changes than max_in_flight) must not shrink the client's connection
+ * cache: they did (CURLMOPT_MAXCONNECTS followed each batch's size, so each connection a short
+ * batch handed back closed an idle one), and at a steady load of short and longer batches many
+ * puts opened a new TCP connection (bench/latency.py, 4 tables x 2 instances at 1,000
+ * commits/s: 449 connections for 3,010 puts). Full, 8 short, full: the last full batch finds
+ * the first one's 16 connections still open. */
+static void test_faults_short_batches_keep_connections(void **state)
+{
+    (void)state;
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
+                                            0, NULL, NULL, on_slow_request, NULL, MHD_OPTION_SOCK_ADDR,
+                                            (struct sockaddr *)&addr, MHD_OPTION_END);
+    assert_non_null(d);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    char conn[512];
+    snprintf(conn, sizeof(conn),
+             "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey="
+             "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"
+             "QueueEndpoint=http://127.0.0.1:%u/devstoreaccount1",
+             (unsigned)info->port);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_account *account = NULL;
+    sqlq_queue_client *client = NULL;
+    assert_int_equal(sqlq_account_parse(conn, &account, &err), SQLQ_OK);
+    sqlq_queue_options o;
+    sqlq_queue_options_default(&o);
+    assert_int_equal(sqlq_queue_client_create(account, &o, &client, &err), SQLQ_OK);
+    sqlq_put_item items[16];
+    int after_first = 0;
+    for (int round = 0; round < 10; round++) {
+        size_t n = round == 0 || round == 9 ? 16 : 2; /* full, 8 short ones, full */
+        memset(items, 0, sizeof(items));
+        for (size_t i = 0; i < n; i++) {
+            items[i].body = "body";
+            items[i].len = 4;
+        }
+        assert_int_equal(sqlq_queue_put_many(client, "orders", items, n, 16, NULL), SQLQ_OK);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(items[i].result, SQLQ_OK);
+        if (round == 0) {
+            pthread_mutex_lock(&slow.lock);
+            after_first = slow.connections;
+            pthread_mutex_unlock(&slow.lock);
+        }
+    }
+    sqlq_queue_client_destroy(client);
+    sqlq_account_destroy(account);
+    MHD_stop_daemon(d);
+    assert_int_equal(slow.requests, 48);
+    assert_int_equal(after_first, 16); /* 16 in flight, each answer 20 ms: 16 connections */
+    assert_int_equal(slow.connections, 16);
+}
+
 static void test_faults_shutdown_during_backoff_cancels(void **state)
 {
     fixture *f = *state;
@@ -348,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_faults_clear_repeats_on_operation_timed_out),
         cmocka_unit_test(test_faults_clear_backs_off_on_instant_timeouts),
         cmocka_unit_test(test_faults_put_many_retries_each_item),
+        cmocka_unit_test(test_faults_short_batches_keep_connections),
         cmocka_unit_test(test_faults_shutdown_during_backoff_cancels),
         cmocka_unit_test(test_faults_oversized_response_is_named),
     };
