@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepare the benchmarks: the tools they use and a Release build of sqlq.
-#   - wrk (Debian package) for the Put Message ceiling, installed with apt-get when missing;
+#   - wrk (Debian package) for the Put Message ceiling, and valgrind for
+#     bench/trigger_cost.py's instruction counts, installed with apt-get when missing;
 #     benchmark tools are installed here, not by scripts/install-deps.sh (build/test/run only);
 #   - bench/putload.c and bench/getload.c, the minimal SAS put and get+delete clients, compiled
 #     against libcurl, and
@@ -16,6 +17,7 @@ tools=${SQLQ_BENCH_TOOLS:-$build/bench-tools}
 missing=()
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v pgbench >/dev/null 2>&1 || missing+=(postgresql-contrib)
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind) # bench/trigger_cost.py
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=""
