@@ -1,6 +1,6 @@
-/* change_log_pg: PostgreSQL's change-log trigger function, its row and INSERT-statement
- * triggers, the version sequence and the wake-up NOTIFY (docs/capture.md, Versions and
- * Wake-ups). */
+/* change_log_pg: PostgreSQL's change-log trigger functions (one per INSERT statement, one per
+ * updated or deleted row) and their triggers, the version sequence and the wake-up NOTIFY
+ * (docs/capture.md, Versions and Wake-ups). */
 #include "change_log.h"
 #include "change_log_internal.h"
 
@@ -66,6 +66,11 @@ static sqlq_result sequence_literal(const sqlq_log_ctx *c, sqlq_sql_text *into, 
     return r;
 }
 
+void sqlq_change_log_pg_row_function(const sqlq_catalog_names *n, char *out, size_t size)
+{
+    snprintf(out, size, "%s_row", n->log_function);
+}
+
 /* The FROM item of the trigger's upserts: (SELECT nextval(<sequence>) AS sqlq_version,
  * <notify> AS sqlq_notify) sqlq_next; for the inserted rows of a statement, (SELECT key…,
  * nextval(…), <notify> FROM sqlq_inserted) sqlq_next, a version per row. A subquery whose list
@@ -73,8 +78,8 @@ static sqlq_result sequence_literal(const sqlq_log_ctx *c, sqlq_sql_text *into, 
  * of the subquery, in the executor: after the plan cache locked the statement's target, the
  * log, in ROW EXCLUSIVE mode (to the end of the transaction), and after the user's statement
  * locked the keys' rows. */
-static sqlq_result pg_version_from(const sqlq_log_ctx *c, bool inserted, char **out,
-                                   sqlq_error *err)
+static sqlq_result pg_version_from(const sqlq_log_ctx *c, const char *nextval, bool inserted,
+                                   char **out, sqlq_error *err)
 {
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
@@ -83,44 +88,53 @@ static sqlq_result pg_version_from(const sqlq_log_ctx *c, bool inserted, char **
         sqlq_catalog_key_list(&q, c->t, PG_INSERTED ".");
         sqlq_sql_text_add(&q, ", ");
     }
-    sqlq_sql_text_add(&q, "nextval(");
-    sqlq_result r = sequence_literal(c, &q, err);
-    sqlq_sql_text_add(&q, ") AS " SQLQ_COL_VERSION ", ");
+    sqlq_sql_text_add(&q, "%s AS " SQLQ_COL_VERSION ", ", nextval);
     pg_notify_sql(c, &q);
     sqlq_sql_text_add(&q, " AS sqlq_notify%s) sqlq_next", inserted ? " FROM " PG_INSERTED : "");
-    if (r != SQLQ_OK) {
-        sqlq_sql_text_free(&q);
-        return r;
-    }
     return sqlq_sql_text_take(&q, out, err);
 }
 
-/* The trigger function, for two triggers (pg_trigger): once per INSERT statement, one upsert
- * of the statement's inserted rows (its transition table); once per updated or deleted row,
- * one upsert (two for an update that changes the key: delete the old key, insert the new one).
- * Each takes its versions in its FROM item (pg_version_from): a key's later writer gets a
- * larger version, and a reader that finds no holder of the log's lock knows every version up
- * to the sequence value it read before is final (docs/capture.md). */
-static sqlq_result pg_function_body(const sqlq_log_ctx *c, char **out, sqlq_error *err)
+/* The INSERT statement trigger's function: one upsert of the statement's inserted rows (its
+ * transition table), each with its own version. A statement trigger's return value is ignored;
+ * OLD is NULL there, and returning it evaluates no expression (RETURN NULL is one, initialized
+ * in every transaction). #variable_conflict: key columns may be named like plpgsql's
+ * variables (found, new, old) where the statement names them unqualified. */
+static sqlq_result pg_statement_body(const sqlq_log_ctx *c, const char *nextval, char **out,
+                                     sqlq_error *err)
 {
-    static const char v[] = "sqlq_next." SQLQ_COL_VERSION;
-    sqlq_log_ctx pc = *c, ps = *c;
-    char *from = NULL, *from_inserted = NULL;
-    sqlq_result r = pg_version_from(c, false, &from, err);
-    if (r == SQLQ_OK)
-        r = pg_version_from(c, true, &from_inserted, err);
-    if (r != SQLQ_OK) {
-        free(from);
+    sqlq_log_ctx ps = *c;
+    char *from = NULL;
+    sqlq_result r = pg_version_from(c, nextval, true, &from, err);
+    if (r != SQLQ_OK)
         return r;
-    }
-    pc.version_from = from;
-    ps.version_from = from_inserted;
+    ps.version_from = from;
     sqlq_sql_text body;
     sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
-    sqlq_sql_text_add(&body,
-                      " #variable_conflict use_column\nBEGIN IF TG_LEVEL = 'STATEMENT' THEN ");
-    sqlq_change_log_upsert(&body, &ps, "sqlq_next.", 'I', v);
-    sqlq_sql_text_add(&body, " ELSIF TG_OP = 'DELETE' THEN ");
+    sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN ");
+    sqlq_change_log_upsert(&body, &ps, "sqlq_next.", 'I', "sqlq_next." SQLQ_COL_VERSION);
+    sqlq_sql_text_add(&body, " RETURN OLD; END ");
+    free(from);
+    return sqlq_sql_text_take(&body, out, err);
+}
+
+/* The row trigger's function, once per updated or deleted row: one upsert (two for an update
+ * that changes the key: delete the old key, insert the new one). Each takes its version in its
+ * FROM item (pg_version_from): a key's later writer gets a larger version, and a reader that
+ * finds no holder of the log's lock knows every version up to the sequence value it read
+ * before is final (docs/capture.md). */
+static sqlq_result pg_row_body(const sqlq_log_ctx *c, const char *nextval, char **out,
+                               sqlq_error *err)
+{
+    static const char v[] = "sqlq_next." SQLQ_COL_VERSION;
+    sqlq_log_ctx pc = *c;
+    char *from = NULL;
+    sqlq_result r = pg_version_from(c, nextval, false, &from, err);
+    if (r != SQLQ_OK)
+        return r;
+    pc.version_from = from;
+    sqlq_sql_text body;
+    sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
+    sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN IF TG_OP = 'DELETE' THEN ");
     sqlq_change_log_upsert(&body, &pc, "OLD.", 'D', v);
     sqlq_sql_text_add(&body, " ELSIF (");
     sqlq_catalog_key_list(&body, c->t, "OLD.");
@@ -134,25 +148,52 @@ static sqlq_result pg_function_body(const sqlq_log_ctx *c, char **out, sqlq_erro
     sqlq_change_log_upsert(&body, &pc, "NEW.", 'I', v);
     sqlq_sql_text_add(&body, " END IF; RETURN NULL; END ");
     free(from);
-    free(from_inserted);
     return sqlq_sql_text_take(&body, out, err);
 }
 
-static sqlq_result pg_function_sql(const sqlq_log_ctx *c, char **out, sqlq_error *err)
+/* CREATE OR REPLACE FUNCTION sqlq.<name>() RETURNS trigger … AS <body>. */
+static sqlq_result pg_function_create(const sqlq_log_ctx *c, const char *name, const char *body,
+                                      sqlq_error *err)
 {
-    char *text = NULL;
-    sqlq_result r = pg_function_body(c, &text, err);
-    if (r != SQLQ_OK)
-        return r;
     char tag[16];
-    dollar_tag(text, tag, sizeof(tag));
+    dollar_tag(body, tag, sizeof(tag));
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "CREATE OR REPLACE FUNCTION ");
-    sqlq_catalog_object(&q, c->names.log_function);
-    sqlq_sql_text_add(&q, "() RETURNS trigger LANGUAGE plpgsql AS %s%s%s", tag, text, tag);
-    free(text);
-    return sqlq_sql_text_take(&q, out, err);
+    sqlq_catalog_object(&q, name);
+    sqlq_sql_text_add(&q, "() RETURNS trigger LANGUAGE plpgsql AS %s%s%s", tag, body, tag);
+    return sqlq_change_log_exec(c->db, &q, err);
+}
+
+/* Both functions: the statement trigger's under the log function's name (an earlier sqlq's
+ * teardown drops that name, and fails while this sqlq's statement trigger uses it, instead of
+ * leaving a trigger whose inserts fail), the row trigger's under <name>_row. */
+static sqlq_result pg_functions(const sqlq_log_ctx *c, sqlq_error *err)
+{
+    char *nextval = NULL, *stmt = NULL, *row = NULL;
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
+    sqlq_sql_text_add(&q, "nextval(");
+    sqlq_result r = sequence_literal(c, &q, err);
+    sqlq_sql_text_add(&q, ")");
+    if (r == SQLQ_OK)
+        r = sqlq_sql_text_take(&q, &nextval, err);
+    else
+        sqlq_sql_text_free(&q);
+    if (r == SQLQ_OK)
+        r = pg_statement_body(c, nextval, &stmt, err);
+    if (r == SQLQ_OK)
+        r = pg_row_body(c, nextval, &row, err);
+    char row_fn[72];
+    sqlq_change_log_pg_row_function(&c->names, row_fn, sizeof(row_fn));
+    if (r == SQLQ_OK)
+        r = pg_function_create(c, c->names.log_function, stmt, err);
+    if (r == SQLQ_OK)
+        r = pg_function_create(c, row_fn, row, err);
+    free(nextval);
+    free(stmt);
+    free(row);
+    return r;
 }
 
 /* The version sequence, created when missing (a first setup, or a log of an earlier sqlq
@@ -212,14 +253,16 @@ static sqlq_result pg_trigger_drop(const sqlq_log_ctx *c, const char *name, sqlq
     return sqlq_change_log_exec(c->db, &q, err);
 }
 
-/* Two triggers run the log's function: <trigger> for each updated or deleted row, and
- * <trigger>_ins once per INSERT statement with its inserted rows (REFERENCING NEW TABLE: one
- * upsert per statement instead of a function call and an upsert per row; a transition table
- * takes one event per trigger). An earlier sqlq's <trigger> also fired per inserted row. */
+/* Two triggers: <trigger> for each updated or deleted row, running <function>_row, and
+ * <trigger>_ins once per INSERT statement with its inserted rows, running <function>
+ * (REFERENCING NEW TABLE: one upsert per statement instead of a function call and an upsert
+ * per row; a transition table takes one event per trigger). An earlier sqlq's <trigger> also
+ * fired per inserted row, and ran <function> for every event. */
 sqlq_result sqlq_change_log_pg_trigger(const sqlq_log_ctx *c, bool create, sqlq_error *err)
 {
-    char ins[72];
+    char ins[72], row_fn[72];
     snprintf(ins, sizeof(ins), "%s_ins", c->names.trigger);
+    sqlq_change_log_pg_row_function(&c->names, row_fn, sizeof(row_fn));
     sqlq_result r = pg_trigger_drop(c, c->names.trigger, err);
     if (r == SQLQ_OK)
         r = pg_trigger_drop(c, ins, err);
@@ -233,7 +276,23 @@ sqlq_result sqlq_change_log_pg_trigger(const sqlq_log_ctx *c, bool create, sqlq_
         sqlq_sql_text_add(&q, i ? " REFERENCING NEW TABLE AS " PG_INSERTED " FOR EACH STATEMENT"
                                 : " FOR EACH ROW");
         sqlq_sql_text_add(&q, " EXECUTE FUNCTION ");
-        sqlq_catalog_object(&q, c->names.log_function);
+        sqlq_catalog_object(&q, i ? c->names.log_function : row_fn);
+        sqlq_sql_text_add(&q, "()");
+        r = sqlq_change_log_exec(c->db, &q, err);
+    }
+    return r;
+}
+
+sqlq_result sqlq_change_log_pg_drop(const sqlq_log_ctx *c, sqlq_error *err)
+{
+    char row_fn[72];
+    sqlq_change_log_pg_row_function(&c->names, row_fn, sizeof(row_fn));
+    sqlq_result r = sqlq_change_log_pg_trigger(c, false, err);
+    for (int i = 0; r == SQLQ_OK && i < 2; i++) {
+        sqlq_sql_text q;
+        sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
+        sqlq_sql_text_add(&q, "DROP FUNCTION IF EXISTS ");
+        sqlq_catalog_object(&q, i ? row_fn : c->names.log_function);
         sqlq_sql_text_add(&q, "()");
         r = sqlq_change_log_exec(c->db, &q, err);
     }
@@ -255,13 +314,9 @@ sqlq_result sqlq_change_log_pg_lock_table(const sqlq_log_ctx *c, sqlq_error *err
 
 sqlq_result sqlq_change_log_pg_install(const sqlq_log_ctx *c, sqlq_error *err)
 {
-    char *fn = NULL;
     sqlq_result r = pg_sequence(c, err);
     if (r == SQLQ_OK)
-        r = pg_function_sql(c, &fn, err);
-    if (r == SQLQ_OK)
-        r = sqlq_db_exec(c->db, fn, NULL, 0, NULL, err);
-    free(fn);
+        r = pg_functions(c, err);
     if (r == SQLQ_OK)
         r = sqlq_change_log_pg_trigger(c, true, err);
     return r;
