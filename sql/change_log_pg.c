@@ -71,34 +71,58 @@ void sqlq_change_log_pg_row_function(const sqlq_catalog_names *n, char *out, siz
     snprintf(out, size, "%s_row", n->log_function);
 }
 
-/* The FROM item of the trigger's upserts: (SELECT nextval(<sequence>) AS sqlq_version,
- * <notify> AS sqlq_notify) sqlq_next; for the inserted rows of a statement, (SELECT key…,
- * nextval(…), <notify> FROM sqlq_inserted) sqlq_next, a version per row. A subquery whose list
- * holds volatile functions is not pulled up into the INSERT, so each is evaluated once per row
- * of the subquery, in the executor: after the plan cache locked the statement's target, the
- * log, in ROW EXCLUSIVE mode (to the end of the transaction), and after the user's statement
- * locked the keys' rows. */
+/* The FROM item that takes the versions of the upserts that need one twice (an insert: its
+ * sqlq_since is its version; an update with the changed-column map): (SELECT nextval(<sequence>)
+ * AS sqlq_version) sqlq_next, or for the inserted rows of a statement (SELECT key…, nextval(…)
+ * AS sqlq_version FROM sqlq_inserted) sqlq_next, a version per row. A subquery whose list holds
+ * a volatile function is not pulled up into the INSERT, so nextval is evaluated once per row of
+ * the subquery, in the executor: after the plan cache locked the statement's target, the log,
+ * in ROW EXCLUSIVE mode (to the end of the transaction), and after the user's statement locked
+ * the keys' rows. */
 static sqlq_result pg_version_from(const sqlq_log_ctx *c, const char *nextval, bool inserted,
                                    char **out, sqlq_error *err)
 {
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "(SELECT ");
-    if (inserted) { /* key columns cannot be named sqlq_*: no clash with the two below */
+    if (inserted) { /* key columns cannot be named sqlq_*: no clash with the version */
         sqlq_catalog_key_list(&q, c->t, PG_INSERTED ".");
         sqlq_sql_text_add(&q, ", ");
     }
-    sqlq_sql_text_add(&q, "%s AS " SQLQ_COL_VERSION ", ", nextval);
-    pg_notify_sql(c, &q);
-    sqlq_sql_text_add(&q, " AS sqlq_notify%s) sqlq_next", inserted ? " FROM " PG_INSERTED : "");
+    sqlq_sql_text_add(&q, "%s AS " SQLQ_COL_VERSION "%s) sqlq_next", nextval,
+                      inserted ? " FROM " PG_INSERTED : "");
     return sqlq_sql_text_take(&q, out, err);
 }
 
+/* One upsert of the row function. An update's or a delete's version is written once (its
+ * sqlq_since is kept): nextval stands in the VALUES list itself, evaluated once, in the
+ * executor, after the same locks (a Result node: one plan node fewer than the FROM item). */
+static void pg_row_upsert(sqlq_sql_text *body, const sqlq_log_ctx *c, const char *nextval,
+                          const char *from, const char *row, char op)
+{
+    bool once = op != 'I' && !sqlq_change_log_options_use_version(&c->opts, op);
+    sqlq_log_ctx u = *c;
+    u.version_from = once ? NULL : from;
+    sqlq_change_log_upsert(body, &u, row, op, once ? nextval : "sqlq_next." SQLQ_COL_VERSION);
+}
+
+/* The wake-up, evaluated by plpgsql as an IF condition (its value is ignored): a simple
+ * expression, initialized once per transaction, where a column of the upsert was initialized
+ * with the upsert's plan at every call (and PERFORM would run a SELECT through the executor).
+ * `guard`: a condition evaluated first ("FOUND AND ": the upsert wrote a row). */
+static void pg_wakeup(sqlq_sql_text *body, const sqlq_log_ctx *c, const char *guard)
+{
+    sqlq_sql_text_add(body, " IF %s(", guard);
+    pg_notify_sql(c, body);
+    sqlq_sql_text_add(body, ") IS NULL THEN END IF;");
+}
+
 /* The INSERT statement trigger's function: one upsert of the statement's inserted rows (its
- * transition table), each with its own version. A statement trigger's return value is ignored;
- * OLD is NULL there, and returning it evaluates no expression (RETURN NULL is one, initialized
- * in every transaction). #variable_conflict: key columns may be named like plpgsql's
- * variables (found, new, old) where the statement names them unqualified. */
+ * transition table), each with its own version, and the wake-up when it wrote any (an INSERT
+ * that inserted nothing fires the trigger too). A statement trigger's return value is ignored;
+ * OLD is NULL there, and returning it evaluates no expression (RETURN NULL would be one more,
+ * initialized in every transaction). #variable_conflict: key columns may be named like
+ * plpgsql's variables (found, new, old) where the statement names them unqualified. */
 static sqlq_result pg_statement_body(const sqlq_log_ctx *c, const char *nextval, char **out,
                                      sqlq_error *err)
 {
@@ -112,41 +136,41 @@ static sqlq_result pg_statement_body(const sqlq_log_ctx *c, const char *nextval,
     sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN ");
     sqlq_change_log_upsert(&body, &ps, "sqlq_next.", 'I', "sqlq_next." SQLQ_COL_VERSION);
+    pg_wakeup(&body, c, "FOUND AND ");
     sqlq_sql_text_add(&body, " RETURN OLD; END ");
     free(from);
     return sqlq_sql_text_take(&body, out, err);
 }
 
 /* The row trigger's function, once per updated or deleted row: one upsert (two for an update
- * that changes the key: delete the old key, insert the new one). Each takes its version in its
- * FROM item (pg_version_from): a key's later writer gets a larger version, and a reader that
- * finds no holder of the log's lock knows every version up to the sequence value it read
- * before is final (docs/capture.md). */
+ * that changes the key: delete the old key, insert the new one), then the wake-up. Each
+ * upsert takes its version as it runs (pg_row_upsert): a key's later writer gets a larger
+ * version, and a reader that finds no holder of the log's lock knows every version up to the
+ * sequence value it read before is final (docs/capture.md). */
 static sqlq_result pg_row_body(const sqlq_log_ctx *c, const char *nextval, char **out,
                                sqlq_error *err)
 {
-    static const char v[] = "sqlq_next." SQLQ_COL_VERSION;
-    sqlq_log_ctx pc = *c;
     char *from = NULL;
     sqlq_result r = pg_version_from(c, nextval, false, &from, err);
     if (r != SQLQ_OK)
         return r;
-    pc.version_from = from;
     sqlq_sql_text body;
     sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN IF TG_OP = 'DELETE' THEN ");
-    sqlq_change_log_upsert(&body, &pc, "OLD.", 'D', v);
+    pg_row_upsert(&body, c, nextval, from, "OLD.", 'D');
     sqlq_sql_text_add(&body, " ELSIF (");
     sqlq_catalog_key_list(&body, c->t, "OLD.");
     sqlq_sql_text_add(&body, ") IS NOT DISTINCT FROM (");
     sqlq_catalog_key_list(&body, c->t, "NEW.");
     sqlq_sql_text_add(&body, ") THEN ");
-    sqlq_change_log_upsert(&body, &pc, "NEW.", 'U', v);
+    pg_row_upsert(&body, c, nextval, from, "NEW.", 'U');
     sqlq_sql_text_add(&body, " ELSE ");
-    sqlq_change_log_upsert(&body, &pc, "OLD.", 'D', v);
+    pg_row_upsert(&body, c, nextval, from, "OLD.", 'D');
     sqlq_sql_text_add(&body, " ");
-    sqlq_change_log_upsert(&body, &pc, "NEW.", 'I', v);
-    sqlq_sql_text_add(&body, " END IF; RETURN NULL; END ");
+    pg_row_upsert(&body, c, nextval, from, "NEW.", 'I');
+    sqlq_sql_text_add(&body, " END IF;");
+    pg_wakeup(&body, c, "");
+    sqlq_sql_text_add(&body, " RETURN NULL; END ");
     free(from);
     return sqlq_sql_text_take(&body, out, err);
 }
