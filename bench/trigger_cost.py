@@ -35,6 +35,7 @@ checked). Needs valgrind (bench/setup.sh installs it) and pgbench.
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -428,6 +429,7 @@ def pgbench(pg, work, table, clients, seconds, per_txn):
            f"19.90, '{NOTE}');\n")
     sc.write_text(ins if per_txn == 1 else "BEGIN;\n" + ins * per_txn + "COMMIT;\n")
     busy0, srv0 = B.system_busy_s(), pg.cpu_s()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     r = subprocess.run(["pgbench", "-n", "-h", "127.0.0.1", "-p", str(pg.port), "-U",
                         "sqlq_app" if ROLE else "sqlq",
@@ -435,6 +437,8 @@ def pgbench(pg, work, table, clients, seconds, per_txn):
                         str(seconds), "tc"], capture_output=True, text=True, timeout=seconds + 60)
     wall = time.monotonic() - t0
     busy1 = B.system_busy_s()
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
     srv1 = pg.cpu_s()  # waits 0.5 s for the backends to exit
     m = re.search(r"number of transactions actually processed: (\d+)", r.stdout)
     if r.returncode != 0 or not m:
@@ -442,7 +446,8 @@ def pgbench(pg, work, table, clients, seconds, per_txn):
     n = int(m.group(1))
     return {"tps": n / wall, "rows_s": n * per_txn / wall,
             "cpu_us_per_row": (busy1 - busy0) * 1e6 / (n * per_txn),
-            "server_us_per_row": (srv1 - srv0) * 1e6 / (n * per_txn)}
+            "server_us_per_row": (srv1 - srv0) * 1e6 / (n * per_txn),
+            "own_us_per_row": (srv1 - srv0 + client) * 1e6 / (n * per_txn)}
 
 
 def measure_pgbench(pg, work, names, a):
@@ -459,8 +464,9 @@ def measure_pgbench(pg, work, names, a):
                             a.seconds * 2, per_txn)
                 res.setdefault(key, {}).setdefault(v, []).append(r)
                 B.log(f"pgbench {key} round {rd + 1} (load {load}) {v:18} "
-                      f"{r['rows_s']:8,.0f} rows/s  {r['cpu_us_per_row']:6.1f} us CPU/row  "
-                      f"server {r['server_us_per_row']:6.1f} us/row")
+                      f"{r['rows_s']:8,.0f} rows/s  machine {r['cpu_us_per_row']:6.1f}  "
+                      f"server {r['server_us_per_row']:6.1f}  server+pgbench "
+                      f"{r['own_us_per_row']:6.1f} us CPU/row")
     return res
 
 
@@ -470,18 +476,22 @@ def report_pgbench(res, names):
         base = by["plain"]
         lines.append(f"\npgbench {key} (clients x rows per transaction): medians of rounds; "
                      f"ratio = median of per-round ratios to plain")
-        lines.append(f"{'variant':20} {'rows/s':>9} {'ratio':>6} {'CPU us/row':>11} "
-                     f"{'+us':>6} {'server us':>10} {'+us':>6}")
+        lines.append("CPU us per row (+: over plain, median of per-round differences): the "
+                     "machine's (everything running), the server's processes', server + "
+                     "pgbench")
+        lines.append(f"{'variant':20} {'rows/s':>9} {'ratio':>6} {'machine':>8} {'+':>6} "
+                     f"{'server':>8} {'+':>6} {'srv+pgb':>8} {'+':>6} {'own ratio':>9}")
         for v in names:
             rs = by[v]
             ratio = B.median([x["rows_s"] / b["rows_s"] for x, b in zip(rs, base)])
-            cpu = B.median([x["cpu_us_per_row"] for x in rs])
-            srv = B.median([x["server_us_per_row"] for x in rs])
-            dcpu = B.median([x["cpu_us_per_row"] - b["cpu_us_per_row"] for x, b in zip(rs, base)])
-            dsrv = B.median([x["server_us_per_row"] - b["server_us_per_row"]
-                             for x, b in zip(rs, base)])
+            cols = []
+            for k in ("cpu_us_per_row", "server_us_per_row", "own_us_per_row"):
+                cols.append(B.median([x[k] for x in rs]))
+                cols.append(B.median([x[k] - b[k] for x, b in zip(rs, base)]))
+            own = B.median([b["own_us_per_row"] / x["own_us_per_row"] for x, b in zip(rs, base)])
             lines.append(f"{v:20} {B.median([x['rows_s'] for x in rs]):9,.0f} {ratio:6.0%} "
-                         f"{cpu:11.1f} {dcpu:6.1f} {srv:10.1f} {dsrv:6.1f}")
+                         + " ".join(f"{c:8.1f} {d:6.1f}" for c, d in zip(cols[::2], cols[1::2]))
+                         + f" {own:9.0%}")
     return "\n".join(lines)
 
 

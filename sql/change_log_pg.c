@@ -95,8 +95,9 @@ static sqlq_result pg_version_from(const sqlq_log_ctx *c, const char *nextval, b
 }
 
 /* One upsert of the row function. An update's or a delete's version is written once (its
- * sqlq_since is kept): nextval stands in the VALUES list itself, evaluated once, in the
- * executor, after the same locks (a Result node: one plan node fewer than the FROM item). */
+ * sqlq_since is kept; the changed-column map would name it per column): nextval stands in the
+ * VALUES list itself, evaluated once, in the executor, after the same locks (a Result node:
+ * one plan node fewer than the FROM item, which the other upserts take it from). */
 static void pg_row_upsert(sqlq_sql_text *body, const sqlq_log_ctx *c, const char *nextval,
                           const char *from, const char *row, char op)
 {
@@ -107,8 +108,8 @@ static void pg_row_upsert(sqlq_sql_text *body, const sqlq_log_ctx *c, const char
 }
 
 /* The wake-up, evaluated by plpgsql as an IF condition (its value is ignored): a simple
- * expression, initialized once per transaction, where a column of the upsert was initialized
- * with the upsert's plan at every call (and PERFORM would run a SELECT through the executor).
+ * expression, set up once per transaction; as a column of the upsert it would be set up with
+ * the upsert's plan at every call, and PERFORM would run a SELECT through the executor.
  * `guard`: a condition evaluated first ("FOUND AND ": the upsert wrote a row). */
 static void pg_wakeup(sqlq_sql_text *body, const sqlq_log_ctx *c, const char *guard)
 {
