@@ -451,7 +451,7 @@ def pgbench(pg, work, table, clients, seconds, per_txn):
 
 
 def measure_pgbench(pg, work, names, a):
-    cases = [(int(c), 1) for c in a.clients.split(",")] + ([(1, 1000)] if a.batch else [])
+    cases = [(int(c), 1) for c in a.clients.split(",") if c] + ([(1, 1000)] if a.batch else [])
     res = {}
     for clients, per_txn in cases:
         key = f"{clients}x{per_txn}"
