@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Prepare the benchmarks: the tools they use and a Release build of sqlq.
-#   - wrk (Debian package) for the Put Message ceiling, and tcpdump for bench/latency.py's
-#     passive capture of the queue service's port (bench/tap.py), installed with apt-get when
-#     missing; benchmark tools are installed here, not by scripts/install-deps.sh
-#     (build/test/run only);
+#   - wrk (Debian package) for the Put Message ceiling, tcpdump for bench/latency.py's
+#     passive capture of the queue service's port (bench/tap.py) and valgrind for
+#     bench/trigger_cost.py's instruction counts, installed with apt-get when missing;
+#     benchmark tools are installed here, not by scripts/install-deps.sh (build/test/run only);
 #   - bench/putload.c and bench/getload.c, the minimal SAS put and get+delete clients, compiled
 #     against libcurl; bench/fakequeue.c, a queue service that costs next to nothing
 #     (bench/latency.py --queue fake), against libmicrohttpd; and
@@ -20,6 +20,7 @@ missing=()
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v tcpdump >/dev/null 2>&1 || [ -x /usr/bin/tcpdump ] || missing+=(tcpdump)
 command -v pgbench >/dev/null 2>&1 || missing+=(postgresql-contrib)
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind) # bench/trigger_cost.py
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=""

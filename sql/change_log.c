@@ -287,15 +287,8 @@ sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, sqlq_error *e
         r = sqlq_change_log_stamped_drop(db, &c.names, err);
     else if (r == SQLQ_OK)
         r = sqlq_change_log_counter(&c) ? sqlq_change_log_sqlite_drop(&c, catalog, err)
-                                        : sqlq_change_log_pg_trigger(&c, false, err);
+                                        : sqlq_change_log_pg_drop(&c, err);
     sqlq_sql_text q;
-    if (r == SQLQ_OK && !sqlq_change_log_counter(&c) && !sqlq_change_log_stamped(&c)) {
-        sqlq_sql_text_init(&q, d);
-        sqlq_sql_text_add(&q, "DROP FUNCTION IF EXISTS ");
-        sqlq_catalog_object(&q, c.names.log_function);
-        sqlq_sql_text_add(&q, "()");
-        r = sqlq_change_log_exec(db, &q, err);
-    }
     if (r == SQLQ_OK) {
         sqlq_sql_text_init(&q, d);
         sqlq_sql_text_add(&q, "DROP TABLE IF EXISTS ");
@@ -375,7 +368,11 @@ void sqlq_change_log_objects(const sqlq_dialect *d, const sqlq_catalog_names *n,
     else if (d->capture_shape == SQLQ_CAPTURE_LOG_STAMPED)
         snprintf(out, size, "table %s%s, triggers sqlq_%s_ai/_au/_ad", d->object_prefix,
                  n->log_table, n->log_table);
-    else
-        snprintf(out, size, "table %s%s, function %s%s, triggers %s, %s_ins", d->object_prefix,
-                 n->log_table, d->object_prefix, n->log_function, n->trigger, n->trigger);
+    else {
+        char row_fn[72];
+        sqlq_change_log_pg_row_function(n, row_fn, sizeof(row_fn));
+        snprintf(out, size, "table %s%s, functions %s%s, %s%s, triggers %s, %s_ins",
+                 d->object_prefix, n->log_table, d->object_prefix, n->log_function,
+                 d->object_prefix, row_fn, n->trigger, n->trigger);
+    }
 }

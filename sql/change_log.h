@@ -30,8 +30,8 @@ void sqlq_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t siz
 void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size);
 /* Remove the triggers and the log table of one table. */
 /* The objects a change log is made of, for people: "table sqlq_log_t, triggers
- * sqlq_log_t_ai/_au/_ak/_ad" (SQLite) or "table sqlq.log_t, function sqlq.capture_t, triggers
- * sqlq_capture, sqlq_capture_ins" (PostgreSQL). */
+ * sqlq_log_t_ai/_au/_ak/_ad" (SQLite) or "table sqlq.log_t, functions sqlq.capture_t,
+ * sqlq.capture_t_row, triggers sqlq_capture, sqlq_capture_ins" (PostgreSQL). */
 void sqlq_change_log_objects(const sqlq_dialect *d, const sqlq_catalog_names *n, char *out,
                              size_t size);
 SQLQ_NODISCARD sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, sqlq_error *err);

@@ -1,6 +1,6 @@
 /* change_log_internal: what the change log's files share (change_log.c the table and the
  * commands; change_log_sqlite.c SQLite's triggers and version floor; change_log_pg.c
- * PostgreSQL's trigger function, triggers and version sequence). Private to sql/. */
+ * PostgreSQL's trigger functions, triggers and version sequence). Private to sql/. */
 #ifndef SQLQ_CHANGE_LOG_INTERNAL_H
 #define SQLQ_CHANGE_LOG_INTERNAL_H
 
@@ -22,8 +22,8 @@ typedef struct sqlq_log_ctx {
     sqlq_change_log_options opts; /* what the log keeps beyond the key (change_log_options.h) */
 } sqlq_log_ctx;
 
-/* The two change logs: SQLite's (triggers bump a counter) or PostgreSQL's (a plpgsql function
- * takes the next value of a sequence); ctx_init refuses every other capture shape. */
+/* The two change logs: SQLite's (triggers bump a counter) or PostgreSQL's (plpgsql functions
+ * take the next value of a sequence); ctx_init refuses every other capture shape. */
 static inline bool sqlq_change_log_counter(const sqlq_log_ctx *c)
 {
     return sqlq_db_dialect(c->db)->capture_shape == SQLQ_CAPTURE_LOG_COUNTER;
@@ -52,5 +52,9 @@ sqlq_result sqlq_change_log_sqlite_drop(const sqlq_log_ctx *c, bool catalog, sql
 sqlq_result sqlq_change_log_pg_lock_table(const sqlq_log_ctx *c, sqlq_error *err);
 sqlq_result sqlq_change_log_pg_install(const sqlq_log_ctx *c, sqlq_error *err);
 sqlq_result sqlq_change_log_pg_trigger(const sqlq_log_ctx *c, bool create, sqlq_error *err);
+/* The triggers and both functions (the log table stays). */
+sqlq_result sqlq_change_log_pg_drop(const sqlq_log_ctx *c, sqlq_error *err);
+/* The bare name of the row trigger's function: <log function>_row (at most 59 bytes). */
+void sqlq_change_log_pg_row_function(const sqlq_catalog_names *n, char *out, size_t size);
 
 #endif

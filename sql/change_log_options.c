@@ -355,6 +355,11 @@ void sqlq_change_log_options_values(sqlq_sql_text *q, const sqlq_table *t,
     }
 }
 
+bool sqlq_change_log_options_use_version(const sqlq_change_log_options *o, char op)
+{
+    return o->track_columns && op == 'U'; /* changed_delta */
+}
+
 /* The JSON path of a column's entry in the map: $."name" (MariaDB/MySQL). */
 static void json_path_literal(sqlq_sql_text *q, const char *name)
 {

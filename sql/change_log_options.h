@@ -56,6 +56,9 @@ void sqlq_change_log_options_names(sqlq_sql_text *q, const sqlq_table *t,
 void sqlq_change_log_options_values(sqlq_sql_text *q, const sqlq_table *t,
                                     const sqlq_change_log_options *o, char op,
                                     const char *version_sql);
+/* Whether those values of op name version_sql (the changed-column map of an update): a
+ * trigger that writes the version as an expression must then take it once, in a FROM item. */
+bool sqlq_change_log_options_use_version(const sqlq_change_log_options *o, char op);
 void sqlq_change_log_options_updates(sqlq_sql_text *q, const sqlq_table *t,
                                      const sqlq_change_log_options *o, char op,
                                      const char *log_name);

@@ -1,6 +1,6 @@
-/* change_log_pg: PostgreSQL's change-log trigger function, its row and INSERT-statement
- * triggers, the version sequence and the wake-up NOTIFY (docs/capture.md, Versions and
- * Wake-ups). */
+/* change_log_pg: PostgreSQL's change-log trigger functions (one per INSERT statement, one per
+ * updated or deleted row) and their triggers, the version sequence and the wake-up NOTIFY
+ * (docs/capture.md, Versions and Wake-ups). */
 #include "change_log.h"
 #include "change_log_internal.h"
 
@@ -66,93 +66,159 @@ static sqlq_result sequence_literal(const sqlq_log_ctx *c, sqlq_sql_text *into, 
     return r;
 }
 
-/* The FROM item of the trigger's upserts: (SELECT nextval(<sequence>) AS sqlq_version,
- * <notify> AS sqlq_notify) sqlq_next; for the inserted rows of a statement, (SELECT key…,
- * nextval(…), <notify> FROM sqlq_inserted) sqlq_next, a version per row. A subquery whose list
- * holds volatile functions is not pulled up into the INSERT, so each is evaluated once per row
- * of the subquery, in the executor: after the plan cache locked the statement's target, the
- * log, in ROW EXCLUSIVE mode (to the end of the transaction), and after the user's statement
- * locked the keys' rows. */
-static sqlq_result pg_version_from(const sqlq_log_ctx *c, bool inserted, char **out,
-                                   sqlq_error *err)
+void sqlq_change_log_pg_row_function(const sqlq_catalog_names *n, char *out, size_t size)
+{
+    snprintf(out, size, "%s_row", n->log_function);
+}
+
+/* The FROM item that takes the versions of the upserts that need one twice (an insert: its
+ * sqlq_since is its version; an update with the changed-column map): (SELECT nextval(<sequence>)
+ * AS sqlq_version) sqlq_next, or for the inserted rows of a statement (SELECT key…, nextval(…)
+ * AS sqlq_version FROM sqlq_inserted) sqlq_next, a version per row. A subquery whose list holds
+ * a volatile function is not pulled up into the INSERT, so nextval is evaluated once per row of
+ * the subquery, in the executor: after the plan cache locked the statement's target, the log,
+ * in ROW EXCLUSIVE mode (to the end of the transaction), and after the user's statement locked
+ * the keys' rows. */
+static sqlq_result pg_version_from(const sqlq_log_ctx *c, const char *nextval, bool inserted,
+                                   char **out, sqlq_error *err)
 {
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "(SELECT ");
-    if (inserted) { /* key columns cannot be named sqlq_*: no clash with the two below */
+    if (inserted) { /* key columns cannot be named sqlq_*: no clash with the version */
         sqlq_catalog_key_list(&q, c->t, PG_INSERTED ".");
         sqlq_sql_text_add(&q, ", ");
     }
-    sqlq_sql_text_add(&q, "nextval(");
-    sqlq_result r = sequence_literal(c, &q, err);
-    sqlq_sql_text_add(&q, ") AS " SQLQ_COL_VERSION ", ");
-    pg_notify_sql(c, &q);
-    sqlq_sql_text_add(&q, " AS sqlq_notify%s) sqlq_next", inserted ? " FROM " PG_INSERTED : "");
-    if (r != SQLQ_OK) {
-        sqlq_sql_text_free(&q);
-        return r;
-    }
+    sqlq_sql_text_add(&q, "%s AS " SQLQ_COL_VERSION "%s) sqlq_next", nextval,
+                      inserted ? " FROM " PG_INSERTED : "");
     return sqlq_sql_text_take(&q, out, err);
 }
 
-/* The trigger function, for two triggers (pg_trigger): once per INSERT statement, one upsert
- * of the statement's inserted rows (its transition table); once per updated or deleted row,
- * one upsert (two for an update that changes the key: delete the old key, insert the new one).
- * Each takes its versions in its FROM item (pg_version_from): a key's later writer gets a
- * larger version, and a reader that finds no holder of the log's lock knows every version up
- * to the sequence value it read before is final (docs/capture.md). */
-static sqlq_result pg_function_body(const sqlq_log_ctx *c, char **out, sqlq_error *err)
+/* One upsert of the row function. An update's or a delete's version is written once (its
+ * sqlq_since is kept; the changed-column map would name it per column): nextval stands in the
+ * VALUES list itself, evaluated once, in the executor, after the same locks (a Result node:
+ * one plan node fewer than the FROM item, which the other upserts take it from). */
+static void pg_row_upsert(sqlq_sql_text *body, const sqlq_log_ctx *c, const char *nextval,
+                          const char *from, const char *row, char op)
 {
-    static const char v[] = "sqlq_next." SQLQ_COL_VERSION;
-    sqlq_log_ctx pc = *c, ps = *c;
-    char *from = NULL, *from_inserted = NULL;
-    sqlq_result r = pg_version_from(c, false, &from, err);
-    if (r == SQLQ_OK)
-        r = pg_version_from(c, true, &from_inserted, err);
-    if (r != SQLQ_OK) {
-        free(from);
+    bool once = op != 'I' && !sqlq_change_log_options_use_version(&c->opts, op);
+    sqlq_log_ctx u = *c;
+    u.version_from = once ? NULL : from;
+    sqlq_change_log_upsert(body, &u, row, op, once ? nextval : "sqlq_next." SQLQ_COL_VERSION);
+}
+
+/* The wake-up, evaluated by plpgsql as an IF condition (its value is ignored): a simple
+ * expression, set up once per transaction; as a column of the upsert it would be set up with
+ * the upsert's plan at every call, and PERFORM would run a SELECT through the executor.
+ * `guard`: a condition evaluated first ("FOUND AND ": the upsert wrote a row). */
+static void pg_wakeup(sqlq_sql_text *body, const sqlq_log_ctx *c, const char *guard)
+{
+    sqlq_sql_text_add(body, " IF %s(", guard);
+    pg_notify_sql(c, body);
+    sqlq_sql_text_add(body, ") IS NULL THEN END IF;");
+}
+
+/* The INSERT statement trigger's function: one upsert of the statement's inserted rows (its
+ * transition table), each with its own version, and the wake-up when it wrote any (an INSERT
+ * that inserted nothing fires the trigger too). A statement trigger's return value is ignored;
+ * OLD is NULL there, and returning it evaluates no expression (RETURN NULL would be one more,
+ * initialized in every transaction). #variable_conflict: key columns may be named like
+ * plpgsql's variables (found, new, old) where the statement names them unqualified. */
+static sqlq_result pg_statement_body(const sqlq_log_ctx *c, const char *nextval, char **out,
+                                     sqlq_error *err)
+{
+    sqlq_log_ctx ps = *c;
+    char *from = NULL;
+    sqlq_result r = pg_version_from(c, nextval, true, &from, err);
+    if (r != SQLQ_OK)
         return r;
-    }
-    pc.version_from = from;
-    ps.version_from = from_inserted;
+    ps.version_from = from;
     sqlq_sql_text body;
     sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
-    sqlq_sql_text_add(&body,
-                      " #variable_conflict use_column\nBEGIN IF TG_LEVEL = 'STATEMENT' THEN ");
-    sqlq_change_log_upsert(&body, &ps, "sqlq_next.", 'I', v);
-    sqlq_sql_text_add(&body, " ELSIF TG_OP = 'DELETE' THEN ");
-    sqlq_change_log_upsert(&body, &pc, "OLD.", 'D', v);
+    sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN ");
+    sqlq_change_log_upsert(&body, &ps, "sqlq_next.", 'I', "sqlq_next." SQLQ_COL_VERSION);
+    pg_wakeup(&body, c, "FOUND AND ");
+    sqlq_sql_text_add(&body, " RETURN OLD; END ");
+    free(from);
+    return sqlq_sql_text_take(&body, out, err);
+}
+
+/* The row trigger's function, once per updated or deleted row: one upsert (two for an update
+ * that changes the key: delete the old key, insert the new one), then the wake-up. Each
+ * upsert takes its version as it runs (pg_row_upsert): a key's later writer gets a larger
+ * version, and a reader that finds no holder of the log's lock knows every version up to the
+ * sequence value it read before is final (docs/capture.md). */
+static sqlq_result pg_row_body(const sqlq_log_ctx *c, const char *nextval, char **out,
+                               sqlq_error *err)
+{
+    char *from = NULL;
+    sqlq_result r = pg_version_from(c, nextval, false, &from, err);
+    if (r != SQLQ_OK)
+        return r;
+    sqlq_sql_text body;
+    sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
+    sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN IF TG_OP = 'DELETE' THEN ");
+    pg_row_upsert(&body, c, nextval, from, "OLD.", 'D');
     sqlq_sql_text_add(&body, " ELSIF (");
     sqlq_catalog_key_list(&body, c->t, "OLD.");
     sqlq_sql_text_add(&body, ") IS NOT DISTINCT FROM (");
     sqlq_catalog_key_list(&body, c->t, "NEW.");
     sqlq_sql_text_add(&body, ") THEN ");
-    sqlq_change_log_upsert(&body, &pc, "NEW.", 'U', v);
+    pg_row_upsert(&body, c, nextval, from, "NEW.", 'U');
     sqlq_sql_text_add(&body, " ELSE ");
-    sqlq_change_log_upsert(&body, &pc, "OLD.", 'D', v);
+    pg_row_upsert(&body, c, nextval, from, "OLD.", 'D');
     sqlq_sql_text_add(&body, " ");
-    sqlq_change_log_upsert(&body, &pc, "NEW.", 'I', v);
-    sqlq_sql_text_add(&body, " END IF; RETURN NULL; END ");
+    pg_row_upsert(&body, c, nextval, from, "NEW.", 'I');
+    sqlq_sql_text_add(&body, " END IF;");
+    pg_wakeup(&body, c, "");
+    sqlq_sql_text_add(&body, " RETURN NULL; END ");
     free(from);
-    free(from_inserted);
     return sqlq_sql_text_take(&body, out, err);
 }
 
-static sqlq_result pg_function_sql(const sqlq_log_ctx *c, char **out, sqlq_error *err)
+/* CREATE OR REPLACE FUNCTION sqlq.<name>() RETURNS trigger … AS <body>. */
+static sqlq_result pg_function_create(const sqlq_log_ctx *c, const char *name, const char *body,
+                                      sqlq_error *err)
 {
-    char *text = NULL;
-    sqlq_result r = pg_function_body(c, &text, err);
-    if (r != SQLQ_OK)
-        return r;
     char tag[16];
-    dollar_tag(text, tag, sizeof(tag));
+    dollar_tag(body, tag, sizeof(tag));
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_sql_text_add(&q, "CREATE OR REPLACE FUNCTION ");
-    sqlq_catalog_object(&q, c->names.log_function);
-    sqlq_sql_text_add(&q, "() RETURNS trigger LANGUAGE plpgsql AS %s%s%s", tag, text, tag);
-    free(text);
-    return sqlq_sql_text_take(&q, out, err);
+    sqlq_catalog_object(&q, name);
+    sqlq_sql_text_add(&q, "() RETURNS trigger LANGUAGE plpgsql AS %s%s%s", tag, body, tag);
+    return sqlq_change_log_exec(c->db, &q, err);
+}
+
+/* Both functions: the statement trigger's under the log function's name (an earlier sqlq's
+ * teardown drops that name, and fails while this sqlq's statement trigger uses it, instead of
+ * leaving a trigger whose inserts fail), the row trigger's under <name>_row. */
+static sqlq_result pg_functions(const sqlq_log_ctx *c, sqlq_error *err)
+{
+    char *nextval = NULL, *stmt = NULL, *row = NULL;
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
+    sqlq_sql_text_add(&q, "nextval(");
+    sqlq_result r = sequence_literal(c, &q, err);
+    sqlq_sql_text_add(&q, ")");
+    if (r == SQLQ_OK)
+        r = sqlq_sql_text_take(&q, &nextval, err);
+    else
+        sqlq_sql_text_free(&q);
+    if (r == SQLQ_OK)
+        r = pg_statement_body(c, nextval, &stmt, err);
+    if (r == SQLQ_OK)
+        r = pg_row_body(c, nextval, &row, err);
+    char row_fn[72];
+    sqlq_change_log_pg_row_function(&c->names, row_fn, sizeof(row_fn));
+    if (r == SQLQ_OK)
+        r = pg_function_create(c, c->names.log_function, stmt, err);
+    if (r == SQLQ_OK)
+        r = pg_function_create(c, row_fn, row, err);
+    free(nextval);
+    free(stmt);
+    free(row);
+    return r;
 }
 
 /* The version sequence, created when missing (a first setup, or a log of an earlier sqlq
@@ -212,14 +278,16 @@ static sqlq_result pg_trigger_drop(const sqlq_log_ctx *c, const char *name, sqlq
     return sqlq_change_log_exec(c->db, &q, err);
 }
 
-/* Two triggers run the log's function: <trigger> for each updated or deleted row, and
- * <trigger>_ins once per INSERT statement with its inserted rows (REFERENCING NEW TABLE: one
- * upsert per statement instead of a function call and an upsert per row; a transition table
- * takes one event per trigger). An earlier sqlq's <trigger> also fired per inserted row. */
+/* Two triggers: <trigger> for each updated or deleted row, running <function>_row, and
+ * <trigger>_ins once per INSERT statement with its inserted rows, running <function>
+ * (REFERENCING NEW TABLE: one upsert per statement instead of a function call and an upsert
+ * per row; a transition table takes one event per trigger). An earlier sqlq's <trigger> also
+ * fired per inserted row, and ran <function> for every event. */
 sqlq_result sqlq_change_log_pg_trigger(const sqlq_log_ctx *c, bool create, sqlq_error *err)
 {
-    char ins[72];
+    char ins[72], row_fn[72];
     snprintf(ins, sizeof(ins), "%s_ins", c->names.trigger);
+    sqlq_change_log_pg_row_function(&c->names, row_fn, sizeof(row_fn));
     sqlq_result r = pg_trigger_drop(c, c->names.trigger, err);
     if (r == SQLQ_OK)
         r = pg_trigger_drop(c, ins, err);
@@ -233,7 +301,23 @@ sqlq_result sqlq_change_log_pg_trigger(const sqlq_log_ctx *c, bool create, sqlq_
         sqlq_sql_text_add(&q, i ? " REFERENCING NEW TABLE AS " PG_INSERTED " FOR EACH STATEMENT"
                                 : " FOR EACH ROW");
         sqlq_sql_text_add(&q, " EXECUTE FUNCTION ");
-        sqlq_catalog_object(&q, c->names.log_function);
+        sqlq_catalog_object(&q, i ? c->names.log_function : row_fn);
+        sqlq_sql_text_add(&q, "()");
+        r = sqlq_change_log_exec(c->db, &q, err);
+    }
+    return r;
+}
+
+sqlq_result sqlq_change_log_pg_drop(const sqlq_log_ctx *c, sqlq_error *err)
+{
+    char row_fn[72];
+    sqlq_change_log_pg_row_function(&c->names, row_fn, sizeof(row_fn));
+    sqlq_result r = sqlq_change_log_pg_trigger(c, false, err);
+    for (int i = 0; r == SQLQ_OK && i < 2; i++) {
+        sqlq_sql_text q;
+        sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
+        sqlq_sql_text_add(&q, "DROP FUNCTION IF EXISTS ");
+        sqlq_catalog_object(&q, i ? row_fn : c->names.log_function);
         sqlq_sql_text_add(&q, "()");
         r = sqlq_change_log_exec(c->db, &q, err);
     }
@@ -255,13 +339,9 @@ sqlq_result sqlq_change_log_pg_lock_table(const sqlq_log_ctx *c, sqlq_error *err
 
 sqlq_result sqlq_change_log_pg_install(const sqlq_log_ctx *c, sqlq_error *err)
 {
-    char *fn = NULL;
     sqlq_result r = pg_sequence(c, err);
     if (r == SQLQ_OK)
-        r = pg_function_sql(c, &fn, err);
-    if (r == SQLQ_OK)
-        r = sqlq_db_exec(c->db, fn, NULL, 0, NULL, err);
-    free(fn);
+        r = pg_functions(c, err);
     if (r == SQLQ_OK)
         r = sqlq_change_log_pg_trigger(c, true, err);
     return r;

@@ -7,6 +7,8 @@ sqlq_unit_test(capture_sql sqlq_sql)
 sqlq_unit_test(capture_horizon sqlq_sql)
 sqlq_integration_test(setup_cli FIXTURES postgres TIMEOUT 120)
 sqlq_integration_test(capture_pg_writers FIXTURES azurite postgres TIMEOUT 180)
+# The trigger's wake-up NOTIFY as a listening session sees it (once per writing transaction).
+sqlq_integration_test(capture_pg_notify FIXTURES postgres TIMEOUT 60)
 # A role named sqlq (the schema's name): setup warns; --drop leaves a schema holding other objects.
 sqlq_integration_test(setup_role FIXTURES postgres TIMEOUT 120)
 # Issue 16 items 1-2: the opt-in log columns' SQL (sql/change_log_options.c).

@@ -426,6 +426,13 @@ static void test_capture_pg_trigger_upgrade_in_place(void **s)
                                       "AND prosrc NOT LIKE '%LOCK TABLE%' AND prosrc LIKE "
                                       "'%nextval(%'"),
                      1);
+    /* the statement trigger runs the log function, the row trigger its _row function */
+    assert_int_equal(
+        sqlq_test_db_int(e.db, "SELECT count(*) FROM pg_trigger t JOIN pg_proc p ON p.oid = "
+                               "t.tgfoid WHERE t.tgrelid = 'kc'::regclass AND ((t.tgname = "
+                               "'sqlq_capture_ins' AND p.proname = 'capture_kc') OR (t.tgname = "
+                               "'sqlq_capture' AND p.proname = 'capture_kc_row'))"),
+        2);
     sqlq_capture *cap = open_cap(e.db, "kc");
     assert_int_equal(deliver_now(cap), BIT(1));
     sqlq_db *a = connect_db(e.conn);
@@ -454,6 +461,60 @@ static void test_capture_pg_trigger_upgrade_in_place(void **s)
     assert_int_equal(deliver_now(cap), BIT(3) | BIT(4));
     sqlq_db_close(a);
     sqlq_capture_close(cap);
+    env_close(&e);
+}
+
+/* A writer without superuser rights needs what docs/capture.md says: SELECT, INSERT, UPDATE
+ * on the log (ON CONFLICT … DO UPDATE reads excluded's columns), USAGE on schema sqlq and on the
+ * version sequence. With those, each kind of write is logged: an insert, an update, an update
+ * of the key (the old key's delete and the new key's insert), a delete, and an INSERT that
+ * inserts nothing logs nothing. */
+static void test_capture_pg_unprivileged_writer(void **s)
+{
+    (void)s;
+    env e;
+    env_open(&e);
+    char role[64], sql[640];
+    snprintf(role, sizeof(role), "sqlq_wr_%d", (int)getpid());
+    sqlq_test_db_execf(e.db, "CREATE ROLE %s LOGIN NOSUPERUSER", role);
+    sqlq_test_db_exec(e.db, "CREATE TABLE pw (id integer PRIMARY KEY, v text)");
+    sqlq_test_change_log_install(e.db, "pw");
+    snprintf(sql, sizeof(sql),
+             "GRANT SELECT, INSERT, UPDATE, DELETE ON pw TO %s; GRANT USAGE ON SCHEMA sqlq TO "
+             "%s; GRANT SELECT, INSERT, UPDATE ON sqlq.log_pw TO %s; GRANT USAGE ON SEQUENCE "
+             "sqlq.ver_pw TO %s",
+             role, role, role, role);
+    sqlq_test_db_exec(e.db, sql);
+    char *conn = strdup(e.conn);
+    char *uid = strstr(conn, "UID=sqlq;");
+    assert_non_null(uid);
+    size_t n = strlen(conn) + strlen(role) + 8;
+    char *wr_conn = malloc(n);
+    snprintf(wr_conn, n, "%.*sUID=%s;%s", (int)(uid - conn), conn, role, uid + strlen("UID=sqlq;"));
+    sqlq_db *w = connect_db(wr_conn);
+    sqlq_test_db_exec(w, "INSERT INTO pw VALUES (1, 'a'), (2, 'b'), (3, 'c')");
+    sqlq_test_db_exec(w, "INSERT INTO pw SELECT 9, 'none' WHERE false");
+    sqlq_test_db_exec(w, "UPDATE pw SET v = 'b2' WHERE id = 2");
+    sqlq_test_db_exec(w, "UPDATE pw SET id = 4 WHERE id = 3");
+    sqlq_test_db_exec(w, "DELETE FROM pw WHERE id = 1");
+    assert_int_equal(sqlq_test_db_int(e.db, "SELECT count(*) FROM sqlq.log_pw"), 4);
+    assert_int_equal(
+        sqlq_test_db_int(e.db, "SELECT count(*) FROM sqlq.log_pw WHERE (id, sqlq_op) IN ((1, "
+                               "'D'), (2, 'U'), (3, 'D'), (4, 'I'))"),
+        4);
+    /* each change its own version, in the order of the writes; an insert's since is its own */
+    assert_int_equal(
+        sqlq_test_db_int(e.db, "SELECT count(*) FROM sqlq.log_pw a, sqlq.log_pw b, sqlq.log_pw "
+                               "c, sqlq.log_pw d WHERE a.id = 2 AND b.id = 3 AND c.id = 4 AND d.id "
+                               "= 1 AND a.sqlq_version < b.sqlq_version AND b.sqlq_version < "
+                               "c.sqlq_version AND c.sqlq_version < d.sqlq_version AND "
+                               "c.sqlq_since = c.sqlq_version AND a.sqlq_since < a.sqlq_version"),
+        1);
+    sqlq_db_close(w);
+    snprintf(sql, sizeof(sql), "DROP OWNED BY %s; DROP ROLE %s", role, role);
+    sqlq_test_db_exec(e.db, sql);
+    free(wr_conn);
+    free(conn);
     env_close(&e);
 }
 
@@ -552,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_capture_pg_prepared_and_killed),
         cmocka_unit_test(test_capture_pg_upgrade_xid_log),
         cmocka_unit_test(test_capture_pg_trigger_upgrade_in_place),
+        cmocka_unit_test(test_capture_pg_unprivileged_writer),
         cmocka_unit_test(test_capture_pg_unprivileged_reader),
         cmocka_unit_test(test_capture_pg_polls_prepared_once),
     };
