@@ -37,6 +37,7 @@
 #include <string.h>
 
 #define TRIM_LOG_EVERY 4
+#define KEY_CHECK_MS 1000u /* after empty polls, the key and triggers at most this often */
 
 void sqlq_capture_config_default(sqlq_capture_config *c)
 {
@@ -386,8 +387,14 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
         position_clear(&cap->resume);
         return sqlq_capture_shape_failed(cap, r, err);
     }
-    if (json_array_size(rows) == 0) /* nothing read: the key is checked on its own */
+    /* Nothing read: the key and the triggers are checked on their own (a poll that reads rows
+     * checks the key with them), at most once a second: with wake-ups an idle-then-busy route
+     * polls empty many times a second, and each check is a catalog query. */
+    if (json_array_size(rows) == 0 && (uint64_t)v.now - cap->key_checked_ms >= KEY_CHECK_MS) {
         r = sqlq_capture_shape_check_key(cap, err);
+        if (r == SQLQ_OK) /* a failed check is made again by the next poll */
+            cap->key_checked_ms = (uint64_t)v.now;
+    }
     resume_after(cap, rows, (uint64_t)v.now);
     if (cap->seq_lock.sql)
         sqlq_capture_writers_report(cap, (uint64_t)v.now);

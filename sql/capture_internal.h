@@ -56,6 +56,7 @@ struct sqlq_capture {
      * oldest change the sync version has not passed (a metric), to within the status period. */
     struct { int64_t version; uint64_t seen_ms; } marks[32];
     size_t nmarks;
+    uint64_t key_checked_ms; /* the last check of the key and triggers after an empty poll */
 };
 
 typedef struct sqlq_capture_values {
