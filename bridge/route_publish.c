@@ -67,7 +67,7 @@ static bool short_batch_hinted(sqlq_route *r)
 {
     if (r->batch.full || !r->wakeup || r->env.once || sqlq_route_stopping(r))
         return false;
-    r->hinted = sqlq_wakeup_hinted(r->wakeup, r->db);
+    r->hinted = sqlq_wakeup_hinted(r->wakeup, r->db, r->cap);
     if (r->hinted)
         sqlq_counter_inc(r->m_wakeups);
     return r->hinted;
@@ -81,7 +81,7 @@ static void coalesce_after_hint(sqlq_route *r)
     uint64_t now = sqlq_clock_now_ms(&r->clock), due = r->last_poll_ms + SQLQ_WAKEUP_COALESCE_MS;
     if (now < due)
         (void)sqlq_clock_sleep_ms(&r->clock, due - now);
-    (void)sqlq_wakeup_hinted(r->wakeup, r->db);
+    (void)sqlq_wakeup_hinted(r->wakeup, r->db, r->cap);
     r->waited_ms = sqlq_clock_now_ms(&r->clock) - now;
 }
 

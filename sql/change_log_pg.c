@@ -32,12 +32,31 @@ void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size
     snprintf(out, size, "sqlq.%s", n->log_table);
 }
 
-/* The wake-up of waiting bridges, as an expression: one notification per transaction and
- * channel whatever the number of rows (PostgreSQL folds identical notifications of a
- * transaction), delivered at commit, never for a rolled-back one. PostgreSQL refuses to PREPARE
- * a transaction that ran NOTIFY, so on a server that allows prepared transactions the trigger
- * stays silent unless the setting sqlq.notify says 'on' (ALTER DATABASE … SET sqlq.notify = on:
- * no writer of a watched table uses PREPARE TRANSACTION); 'off' silences it everywhere. */
+/* The wake-up lock of a log (docs/capture.md, Wake-ups): PostgreSQL's two-int4 advisory key
+ * (SQLQ_PG_WAKE_CLASS, hashtext(channel)). Keys of that form are a lock tag apart from int8 keys
+ * (objsubid 2 in pg_locks), so it can never be sqlq's poll or DDL lock (int8 keys from
+ * hashtextextended); hashtext of a constant is folded when the statement is planned. */
+static void pg_wake_key(const sqlq_catalog_names *n, sqlq_sql_text *q)
+{
+    char channel[72];
+    sqlq_change_log_channel(n, channel, sizeof(channel));
+    sqlq_sql_text_add(q, "%d, hashtext(", SQLQ_PG_WAKE_CLASS);
+    sqlq_sql_text_literal(q, channel);
+    sqlq_sql_text_add(q, ")");
+}
+
+/* The wake-up of waiting bridges, as an expression: a notification only while a bridge holds
+ * the log's wake-up lock or waits for it, that is while one is idle and armed (pg_arm.h). The
+ * writer tries the lock shared: a writer that gets it keeps it to the end of its transaction
+ * (an armed bridge's lock waited for it, and then reads the version sequence: what it committed
+ * is found there) and does not notify; a try fails while a bridge holds or waits for the lock
+ * exclusively, and that writer notifies. The nested CASE fixes the order: try, then notify.
+ * One notification per transaction and channel whatever the number of rows (PostgreSQL folds
+ * identical notifications of a transaction), delivered at commit, never for a rolled-back one.
+ * PostgreSQL refuses to PREPARE a transaction that ran NOTIFY, so on a server that allows
+ * prepared transactions the trigger stays silent, and takes no lock, unless the setting
+ * sqlq.notify says 'on' (ALTER DATABASE … SET sqlq.notify = on: no writer of a watched table
+ * uses PREPARE TRANSACTION); 'off' silences it everywhere. */
 static void pg_notify_sql(const sqlq_log_ctx *c, sqlq_sql_text *body)
 {
     char channel[72];
@@ -45,9 +64,26 @@ static void pg_notify_sql(const sqlq_log_ctx *c, sqlq_sql_text *body)
     sqlq_sql_text_add(body,
                       "CASE WHEN (CASE current_setting('sqlq.notify', true) WHEN 'on' THEN "
                       "true WHEN 'off' THEN false ELSE "
-                      "current_setting('max_prepared_transactions') = '0' END) THEN pg_notify(");
+                      "current_setting('max_prepared_transactions') = '0' END) THEN CASE WHEN "
+                      "pg_try_advisory_xact_lock_shared(");
+    pg_wake_key(&c->names, body);
+    sqlq_sql_text_add(body, ") THEN NULL ELSE pg_notify(");
     sqlq_sql_text_literal(body, channel);
-    sqlq_sql_text_add(body, ", '') END");
+    sqlq_sql_text_add(body, ", '') END END");
+}
+
+sqlq_result sqlq_change_log_pg_arm_sql(const sqlq_dialect *d, const sqlq_catalog_names *n,
+                                       char **out, sqlq_error *err)
+{
+    char seq[72];
+    sqlq_change_log_sequence(n, seq, sizeof(seq));
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, d);
+    sqlq_sql_text_add(&q, "SELECT pg_advisory_lock(");
+    pg_wake_key(n, &q);
+    sqlq_sql_text_add(&q, "); SELECT " SQLQ_PG_SEQUENCE_LAST " FROM ");
+    sqlq_catalog_object(&q, seq);
+    return sqlq_sql_text_take(&q, out, err);
 }
 
 /* The version sequence as a string literal of its qualified name, for nextval() and setval(). */
@@ -66,9 +102,9 @@ static sqlq_result sequence_literal(const sqlq_log_ctx *c, sqlq_sql_text *into, 
     return r;
 }
 
-/* The FROM item of the trigger's upserts: (SELECT nextval(<sequence>) AS sqlq_version,
- * <notify> AS sqlq_notify) sqlq_next; for the inserted rows of a statement, (SELECT key…,
- * nextval(…), <notify> FROM sqlq_inserted) sqlq_next, a version per row. A subquery whose list
+/* The FROM item of the trigger's upserts: (SELECT <notify> AS sqlq_notify, nextval(<sequence>)
+ * AS sqlq_version) sqlq_next; for the inserted rows of a statement, (SELECT <notify>, key…,
+ * nextval(…) FROM sqlq_inserted) sqlq_next, a version per row. A subquery whose list
  * holds volatile functions is not pulled up into the INSERT, so each is evaluated once per row
  * of the subquery, in the executor: after the plan cache locked the statement's target, the
  * log, in ROW EXCLUSIVE mode (to the end of the transaction), and after the user's statement
@@ -78,16 +114,19 @@ static sqlq_result pg_version_from(const sqlq_log_ctx *c, bool inserted, char **
 {
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
+    /* The wake-up first: a list is evaluated in its order (ExecBuildProjectionInfo), so a
+     * writer tries the wake-up lock before it takes a version (pg_arm.h relies on it). */
     sqlq_sql_text_add(&q, "(SELECT ");
-    if (inserted) { /* key columns cannot be named sqlq_*: no clash with the two below */
+    pg_notify_sql(c, &q);
+    sqlq_sql_text_add(&q, " AS sqlq_notify, ");
+    if (inserted) { /* key columns cannot be named sqlq_*: no clash with the two here */
         sqlq_catalog_key_list(&q, c->t, PG_INSERTED ".");
         sqlq_sql_text_add(&q, ", ");
     }
     sqlq_sql_text_add(&q, "nextval(");
     sqlq_result r = sequence_literal(c, &q, err);
-    sqlq_sql_text_add(&q, ") AS " SQLQ_COL_VERSION ", ");
-    pg_notify_sql(c, &q);
-    sqlq_sql_text_add(&q, " AS sqlq_notify%s) sqlq_next", inserted ? " FROM " PG_INSERTED : "");
+    sqlq_sql_text_add(&q, ") AS " SQLQ_COL_VERSION "%s) sqlq_next",
+                      inserted ? " FROM " PG_INSERTED : "");
     if (r != SQLQ_OK) {
         sqlq_sql_text_free(&q);
         return r;

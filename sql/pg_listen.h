@@ -1,7 +1,9 @@
 /* pg_listen: a small libpq connection that only LISTENs on one channel and waits for its
  * notifications (psqlODBC reads notifications while it runs a query and drops them: it has no
- * API to wait for one). A notification is only a hint that the change log moved; the caller
- * polls on its own connection. The connection reconnects by itself with back-off (logged). */
+ * API to wait for one), and arms the capture trigger's notifications: the trigger notifies only
+ * while a bridge holds the change log's wake-up lock or waits for it (pg_arm.h). A hint only:
+ * the caller polls on its own connection. Never blocks on the database (the arm and the unlock
+ * are sent and their answers read as they arrive); reconnects by itself with back-off (logged). */
 #ifndef SQLQ_PG_LISTEN_H
 #define SQLQ_PG_LISTEN_H
 
@@ -16,6 +18,8 @@ typedef enum {
     SQLQ_PG_LISTEN_TIMEOUT = 0, /* nothing arrived within the wait */
     SQLQ_PG_LISTEN_NOTIFIED,    /* a notification arrived, or LISTEN began (again): changes of the
                                    time without a listener were not signalled */
+    SQLQ_PG_LISTEN_UNSIGNALLED, /* an arm found versions that the last poll did not cover and no
+                                   notification signalled (committed while not armed): poll */
     SQLQ_PG_LISTEN_DOWN,        /* no connection (reconnecting with back-off): poll as before */
 } sqlq_pg_listen_event;
 
@@ -24,14 +28,22 @@ typedef enum {
  * pqopt's libpq options are passed on). When no server can be determined it logs wakeup_off
  * and never connects (each wait just sleeps): libpq's defaults could reach another server.
  * At the first LISTEN it warns (wakeup_off) when the trigger does not notify in that database.
+ * arm_sql: the statement string that arms (sqlq_change_log_pg_arm_sql); NULL: listen only.
  * Connects on the first wait; fails only when out of memory. */
 SQLQ_NODISCARD sqlq_result sqlq_pg_listen_create(const char *odbc_conn, const char *channel,
-                                                 sqlq_pg_listen **out, sqlq_error *err);
+                                                 const char *arm_sql, sqlq_pg_listen **out,
+                                                 sqlq_error *err);
 void sqlq_pg_listen_destroy(sqlq_pg_listen *l);
-/* Wait up to timeout_ms for a notification on the channel, (re)connecting first when due.
- * Every notification that has arrived is consumed: a burst is one wake-up. */
-sqlq_pg_listen_event sqlq_pg_listen_wait(sqlq_pg_listen *l, uint64_t timeout_ms);
+/* Wait up to timeout_ms for a hint, (re)connecting first when due, and arming when not armed.
+ * covered: sqlq_capture_covered_version of the route's last poll. Every notification that has
+ * arrived is consumed: a burst is one hint. A hint lets the wake-up lock go (at once, or as soon
+ * as a pending arm is granted): the route is about to poll, and writers need not notify. */
+sqlq_pg_listen_event sqlq_pg_listen_wait(sqlq_pg_listen *l, uint64_t timeout_ms, int64_t covered);
+/* The same without waiting, connecting or arming: what has arrived (a hint, or an arm's answer). */
+sqlq_pg_listen_event sqlq_pg_listen_check(sqlq_pg_listen *l, int64_t covered);
 /* The server process id of the listening session (0 when down), for tests and logs. */
 int sqlq_pg_listen_backend_pid(const sqlq_pg_listen *l);
+/* Whether the listener holds the wake-up lock now (as far as it knows), for tests and logs. */
+bool sqlq_pg_listen_armed(const sqlq_pg_listen *l);
 
 #endif
