@@ -39,6 +39,10 @@ void sqlq_route_publish_begin(sqlq_route *r, sqlq_route_facts *f)
     sqlq_backoff_policy p = sqlq_backoff_policy_outage(); /* catch up within 10 s of a recovery */
     sqlq_backoff_init(&r->publish_backoff, &p, &r->clock);
     sqlq_route_set_in_flight(r, &r->batch, NULL, &r->pend);
+    /* A short batch: while it is on the wire, find out whether more was committed since its
+     * poll (short_batch_hinted reads the answer). */
+    if (!r->batch.full && !r->env.once)
+        sqlq_wakeup_peek(r->wakeup, r->cap);
     (void)f;
 }
 

@@ -34,14 +34,18 @@ sqlq_result sqlq_wakeup_create(const char *db_connection, sqlq_db *db, const sql
         sqlq_catalog_names names;
         char channel[72];
         sqlq_result rc = sqlq_catalog_names_make(d, &sqlq_capture_table(cap)->name, NULL, &names, err);
-        char *arm = NULL;
+        char *arm = NULL, *peek = NULL;
         if (rc == SQLQ_OK)
-            rc = sqlq_change_log_pg_arm_sql(d, &names, &arm, err);
+            rc = sqlq_change_log_pg_arm_sql(d, &names, true, &arm, err);
+        if (rc == SQLQ_OK)
+            rc = sqlq_change_log_pg_arm_sql(d, &names, false, &peek, err);
         if (rc == SQLQ_OK) {
             sqlq_change_log_channel(&names, channel, sizeof(channel));
-            rc = sqlq_pg_listen_create(db_connection, channel, arm, &w->listen, err);
+            sqlq_pg_listen_sql sql = {.arm = arm, .peek = peek};
+            rc = sqlq_pg_listen_create(db_connection, channel, &sql, &w->listen, err);
         }
         free(arm);
+        free(peek);
         if (rc != SQLQ_OK) {
             free(w);
             return rc;
@@ -123,6 +127,12 @@ bool sqlq_wakeup_wait(sqlq_wakeup *w, sqlq_db *db, const sqlq_capture *cap, cons
                : e == SQLQ_PG_LISTEN_UNSIGNALLED ? "arm"
                                                  : "notify");
     return true;
+}
+
+void sqlq_wakeup_peek(sqlq_wakeup *w, const sqlq_capture *cap)
+{
+    if (w && w->listen)
+        sqlq_pg_listen_peek(w->listen, sqlq_capture_covered_version(cap));
 }
 
 bool sqlq_wakeup_hinted(sqlq_wakeup *w, sqlq_db *db, const sqlq_capture *cap)

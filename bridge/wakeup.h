@@ -39,6 +39,12 @@ void sqlq_wakeup_destroy(sqlq_wakeup *w);
  * committed meanwhile. true when a hint ended the wait. */
 bool sqlq_wakeup_wait(sqlq_wakeup *w, sqlq_db *db, const sqlq_capture *cap, const sqlq_clock *clock,
                       uint64_t interval_ms, uint64_t last_poll_ms);
+/* A short batch was polled (cap's last poll) and goes on the queue: without waiting, ask for
+ * what sqlq_wakeup_hinted will compare with what that poll covered (PostgreSQL: the version
+ * sequence's last value, read while the batch is on the wire; a hint only, which takes no
+ * lock: versions taken since make the route poll again at once, and writers were not made to
+ * notify meanwhile). w NULL, other databases: nothing. */
+void sqlq_wakeup_peek(sqlq_wakeup *w, const sqlq_capture *cap);
 /* Without waiting: whether a hint came since the last wait or check (consumed, with every
  * other that came). A route asks this when a short batch is on the queue: if so it polls
  * again at once (after what is left of the coalescing window) instead of waiting. w NULL:

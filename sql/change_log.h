@@ -37,10 +37,11 @@ void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size
  * sequence (what the poll's horizon observation and a listener's arm read). */
 #define SQLQ_PG_SEQUENCE_LAST "CASE WHEN is_called THEN last_value ELSE last_value - 1 END"
 /* The statement string a listener arms with (pg_arm.h): `SELECT pg_advisory_lock(<key>);
- * SELECT <last version> FROM <sequence>`, two results. */
+ * SELECT <last version> FROM <sequence>`, two results; without lock, the second alone (a peek
+ * at the sequence, a hint that takes no lock). */
 SQLQ_NODISCARD sqlq_result sqlq_change_log_pg_arm_sql(const sqlq_dialect *d,
-                                                      const sqlq_catalog_names *n, char **out,
-                                                      sqlq_error *err);
+                                                      const sqlq_catalog_names *n, bool lock,
+                                                      char **out, sqlq_error *err);
 /* Remove the triggers and the log table of one table. */
 /* The objects a change log is made of, for people: "table sqlq_log_t, triggers
  * sqlq_log_t_ai/_au/_ak/_ad" (SQLite) or "table sqlq.log_t, function sqlq.capture_t, triggers

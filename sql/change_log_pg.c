@@ -73,15 +73,18 @@ static void pg_notify_sql(const sqlq_log_ctx *c, sqlq_sql_text *body)
 }
 
 sqlq_result sqlq_change_log_pg_arm_sql(const sqlq_dialect *d, const sqlq_catalog_names *n,
-                                       char **out, sqlq_error *err)
+                                       bool lock, char **out, sqlq_error *err)
 {
     char seq[72];
     sqlq_change_log_sequence(n, seq, sizeof(seq));
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, d);
-    sqlq_sql_text_add(&q, "SELECT pg_advisory_lock(");
-    pg_wake_key(n, &q);
-    sqlq_sql_text_add(&q, "); SELECT " SQLQ_PG_SEQUENCE_LAST " FROM ");
+    if (lock) {
+        sqlq_sql_text_add(&q, "SELECT pg_advisory_lock(");
+        pg_wake_key(n, &q);
+        sqlq_sql_text_add(&q, "); ");
+    }
+    sqlq_sql_text_add(&q, "SELECT " SQLQ_PG_SEQUENCE_LAST " FROM ");
     sqlq_catalog_object(&q, seq);
     return sqlq_sql_text_take(&q, out, err);
 }

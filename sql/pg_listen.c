@@ -49,22 +49,26 @@ static const struct {
 
 struct sqlq_pg_listen {
     char *channel;
-    char *values[NPARAMS]; /* NULL: libpq's default */
-    PQconninfoOption *pqopt; /* psqlODBC's pqopt={...}, parsed by libpq; NULL when none */
-    bool off;              /* the server could not be determined: never connects */
-    bool checked;          /* whether the trigger notifies was checked (at the first LISTEN) */
-    char *arm_sql;         /* NULL: never arms */
-    sqlq_pg_arm arm;       /* the wake-up lock, and the arm or unlock in flight */
+    char *values[NPARAMS];     /* NULL: libpq's default */
+    PQconninfoOption *pqopt;   /* psqlODBC's pqopt={...}, parsed by libpq; NULL when none */
+    bool off;                  /* the server could not be determined: never connects */
+    bool checked;              /* whether the trigger notifies was checked (at the first LISTEN) */
+    char *arm_sql;             /* NULL: never arms */
+    char *peek_sql;            /* the sequence's last value alone (sqlq_pg_listen_peek) */
+    sqlq_pg_arm arm;           /* the wake-up lock, and the arm or unlock in flight */
+    bool peeking;              /* a peek is in flight */
+    sqlq_pg_listen_event kept; /* a hint a peek read on its way, for the next check or wait */
     /* The answer of the statement in flight, as its results arrive. */
-    int answers;           /* results read */
+    int answers;  /* results read */
+    int l_answer; /* which of them is the sequence's last value (0: none) */
     bool have_l, errored;
-    int64_t l;             /* an arm's second result: the sequence's last value */
+    int64_t l; /* the sequence's last value, when it came */
     char sqlstate[6];
     char error[200];
     PGconn *conn;
-    uint64_t next_try_ms;  /* while down: when to connect again */
-    uint64_t retry_ms;     /* the back-off step after the next failure */
-    uint64_t up_since_ms;  /* when the current connection began to listen */
+    uint64_t next_try_ms; /* while down: when to connect again */
+    uint64_t retry_ms;    /* the back-off step after the next failure */
+    uint64_t up_since_ms; /* when the current connection began to listen */
 };
 
 static uint64_t now_ms(void)
@@ -158,14 +162,24 @@ static void resolve_server(sqlq_pg_listen *l, const char *odbc_conn)
     free(dsn);
 }
 
-sqlq_result sqlq_pg_listen_create(const char *odbc_conn, const char *channel, const char *arm_sql,
-                                  sqlq_pg_listen **out, sqlq_error *err)
+sqlq_result sqlq_pg_listen_create(const char *odbc_conn, const char *channel,
+                                  const sqlq_pg_listen_sql *sql, sqlq_pg_listen **out,
+                                  sqlq_error *err)
 {
     *out = NULL;
     sqlq_pg_listen *l = calloc(1, sizeof(*l));
-    if (!l || !(l->channel = strdup(channel)) || (arm_sql && !(l->arm_sql = strdup(arm_sql)))) {
-        if (l)
+    bool ok = l && (l->channel = strdup(channel)) != NULL;
+    if (ok && sql && sql->arm && sql->peek) {
+        l->arm_sql = strdup(sql->arm);
+        l->peek_sql = strdup(sql->peek);
+        ok = l->arm_sql && l->peek_sql;
+    }
+    if (!ok) {
+        if (l) {
             free(l->channel);
+            free(l->arm_sql);
+            free(l->peek_sql);
+        }
         free(l);
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     }
@@ -190,6 +204,7 @@ void sqlq_pg_listen_destroy(sqlq_pg_listen *l)
     PQconninfoFree(l->pqopt);
     free(l->channel);
     free(l->arm_sql);
+    free(l->peek_sql);
     free(l);
 }
 
@@ -219,6 +234,8 @@ static void went_down(sqlq_pg_listen *l, const char *event, const char *why, boo
         PQfinish(l->conn); /* the server lets the session's wake-up lock go */
     l->conn = NULL;
     sqlq_pg_arm_init(&l->arm);
+    l->peeking = false;
+    l->kept = SQLQ_PG_LISTEN_TIMEOUT;
     l->next_try_ms = now + delay;
     l->retry_ms = delay == 0 ? RETRY_FIRST_MS : delay * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : delay * 2;
 }
@@ -320,13 +337,23 @@ static bool connect_and_listen(sqlq_pg_listen *l)
         check_notify(l);
     l->up_since_ms = now_ms();
     sqlq_pg_arm_init(&l->arm);
+    l->peeking = false;
     return true;
 }
 
-/* Send a statement whose answer is read later (pump). */
-static bool send(sqlq_pg_listen *l, const char *sql)
+/* Whether a statement is in flight (one at a time: its answer comes before the next is sent). */
+static bool in_flight(const sqlq_pg_listen *l)
+{
+    return l->peeking || l->arm.state == SQLQ_PG_ARM_PENDING ||
+           l->arm.state == SQLQ_PG_ARM_RELEASING;
+}
+
+/* Send a statement whose answer is read later (pump); l_answer: which of its results is the
+ * sequence's last value (0: none). */
+static bool send(sqlq_pg_listen *l, const char *sql, int l_answer)
 {
     l->answers = 0;
+    l->l_answer = l_answer;
     l->have_l = l->errored = false;
     l->sqlstate[0] = l->error[0] = '\0';
     return PQsendQuery(l->conn, sql) == 1;
@@ -336,12 +363,12 @@ static void take_result(sqlq_pg_listen *l, PGresult *res)
 {
     ExecStatusType st = PQresultStatus(res);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
-        /* the arm's second result: the version sequence's last value */
-        if (++l->answers == 2 && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
+        if (++l->answers == l->l_answer && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
+            const char *text = PQgetvalue(res, 0, 0);
             char *end = NULL;
             errno = 0;
-            long long v = strtoll(PQgetvalue(res, 0, 0), &end, 10);
-            l->have_l = errno == 0 && end && *end == '\0';
+            long long v = strtoll(text, &end, 10);
+            l->have_l = errno == 0 && end != text && *end == '\0';
             l->l = (int64_t)v;
         }
         return;
@@ -361,7 +388,15 @@ static bool answered(sqlq_pg_listen *l, int64_t covered, sqlq_pg_listen_event *e
 {
     uint64_t now = now_ms();
     bool unlock = false;
-    if (l->arm.state == SQLQ_PG_ARM_RELEASING) {
+    if (l->peeking) {
+        /* A hint only: versions taken since the poll, committed or about to be. */
+        l->peeking = false;
+        if (!l->errored && l->have_l && l->l > covered && *event == SQLQ_PG_LISTEN_TIMEOUT)
+            *event = SQLQ_PG_LISTEN_UNSIGNALLED;
+        if (l->errored)
+            SQLQ_DEBUG("wakeup_peek_failed", "channel=%s sqlstate=%s error=\"%s\"", l->channel,
+                       l->sqlstate, l->error);
+    } else if (l->arm.state == SQLQ_PG_ARM_RELEASING) {
         if (l->errored)
             SQLQ_DEBUG("wakeup_unlock_failed", "channel=%s sqlstate=%s error=\"%s\"", l->channel,
                        l->sqlstate, l->error);
@@ -394,7 +429,7 @@ static bool answered(sqlq_pg_listen *l, int64_t covered, sqlq_pg_listen_event *e
                       l->channel, (unsigned long long)retry, l->errored ? l->sqlstate : "-",
                       l->errored ? l->error : "no version read");
     }
-    return !unlock || send(l, UNLOCK_SQL);
+    return !unlock || send(l, UNLOCK_SQL, 0);
 }
 
 /* Read what has arrived, never blocking: the answers of the statement in flight, then the
@@ -402,10 +437,13 @@ static bool answered(sqlq_pg_listen *l, int64_t covered, sqlq_pg_listen_event *e
  * UNSIGNALLED on an arm's hint. false when the connection broke. */
 static bool pump(sqlq_pg_listen *l, int64_t covered, sqlq_pg_listen_event *event)
 {
+    if (l->kept != SQLQ_PG_LISTEN_TIMEOUT) { /* read by a peek on its way */
+        *event = l->kept;
+        l->kept = SQLQ_PG_LISTEN_TIMEOUT;
+    }
     if (!PQconsumeInput(l->conn) || PQstatus(l->conn) != CONNECTION_OK)
         return false;
-    bool in_flight = l->arm.state == SQLQ_PG_ARM_PENDING || l->arm.state == SQLQ_PG_ARM_RELEASING;
-    while (in_flight && !PQisBusy(l->conn)) {
+    while (in_flight(l) && !PQisBusy(l->conn)) {
         PGresult *res = PQgetResult(l->conn);
         if (res) {
             take_result(l, res);
@@ -414,7 +452,6 @@ static bool pump(sqlq_pg_listen *l, int64_t covered, sqlq_pg_listen_event *event
         }
         if (!answered(l, covered, event))
             return false;
-        in_flight = l->arm.state == SQLQ_PG_ARM_PENDING || l->arm.state == SQLQ_PG_ARM_RELEASING;
     }
     bool notified = false;
     PGnotify *n;
@@ -424,7 +461,7 @@ static bool pump(sqlq_pg_listen *l, int64_t covered, sqlq_pg_listen_event *event
     }
     if (notified) {
         *event = SQLQ_PG_LISTEN_NOTIFIED;
-        if (sqlq_pg_arm_hint(&l->arm) && !send(l, UNLOCK_SQL))
+        if (sqlq_pg_arm_hint(&l->arm) && !send(l, UNLOCK_SQL, 0))
             return false;
     }
     return true;
@@ -476,8 +513,8 @@ sqlq_pg_listen_event sqlq_pg_listen_wait(sqlq_pg_listen *l, uint64_t timeout_ms,
         if (ev != SQLQ_PG_LISTEN_TIMEOUT)
             return ev;
         now = now_ms();
-        if (l->arm_sql && sqlq_pg_arm_due(&l->arm, now)) {
-            if (!send(l, l->arm_sql))
+        if (l->arm_sql && !in_flight(l) && sqlq_pg_arm_due(&l->arm, now)) {
+            if (!send(l, l->arm_sql, 2))
                 return lost(l);
             sqlq_pg_arm_sent(&l->arm, now);
         }
@@ -498,4 +535,18 @@ sqlq_pg_listen_event sqlq_pg_listen_check(sqlq_pg_listen *l, int64_t covered)
         return l->off ? SQLQ_PG_LISTEN_TIMEOUT : SQLQ_PG_LISTEN_DOWN;
     sqlq_pg_listen_event ev = SQLQ_PG_LISTEN_TIMEOUT;
     return pump(l, covered, &ev) ? ev : lost(l);
+}
+
+void sqlq_pg_listen_peek(sqlq_pg_listen *l, int64_t covered)
+{
+    if (l->off || !l->conn || !l->peek_sql)
+        return;
+    sqlq_pg_listen_event ev = SQLQ_PG_LISTEN_TIMEOUT;
+    bool ok = pump(l, covered, &ev);
+    if (ok && ev != SQLQ_PG_LISTEN_TIMEOUT)
+        l->kept = ev; /* a hint already: no need to peek */
+    else if (ok && !in_flight(l) && l->arm.state == SQLQ_PG_ARM_OFF)
+        ok = (l->peeking = send(l, l->peek_sql, 1));
+    if (!ok)
+        (void)lost(l); /* the next wait reconnects; its new LISTEN is a hint */
 }
