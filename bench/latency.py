@@ -145,8 +145,9 @@ class SqliteWriters:
             c.close()
 
 
-def setup_db(dbname, pg, work, tag, tables, log_statements=False):
-    """A fresh database with the watched tables set up; its ODBC string and a writer factory."""
+def setup_db(dbname, pg, work, tag, tables, log_statements=False, binary=None):
+    """A fresh database with the watched tables set up (by `binary`'s sqlq setup: a baseline
+    build runs with its own trigger); its ODBC string and a writer factory."""
     if dbname == "postgres":
         pg.create_db(tag)
         # The benchmark server allows prepared transactions, where the trigger stays silent
@@ -164,7 +165,7 @@ def setup_db(dbname, pg, work, tag, tables, log_statements=False):
             B.sh(["sqlite3", path, f"CREATE TABLE {t} (id INTEGER PRIMARY KEY, ts REAL)"])
         conn = B.sqlite_odbc(path)
         writers = lambda: SqliteWriters(path, tables)  # noqa: E731
-    B.sh([B.SQLQ, "setup", "--db", conn, *sum((["--table", t] for t in tables), [])])
+    B.sh([binary or B.SQLQ, "setup", "--db", conn, *sum((["--table", t] for t in tables), [])])
     return conn, writers
 
 
@@ -252,7 +253,7 @@ def latency_runs(az, dbname, pg, work, mode, flags, tables_n, instances, quick, 
                  binary=None, rnd=0):
     tables = [f"t{k}" for k in range(tables_n)]
     tag = f"lat{dbname[:2]}{mode[:3]}{tables_n}x{instances}r{rnd}"
-    conn, make_writers = setup_db(dbname, pg, work, tag, tables)
+    conn, make_writers = setup_db(dbname, pg, work, tag, tables, binary=binary)
     queue = f"lat-{tag}"
     az.restart()  # in-memory Azurite slows down with the messages of its lifetime
     reader = Reader(az.sas_url(queue), READER_GAP_MS)

@@ -3,7 +3,7 @@
 #   - wrk (Debian package) for the Put Message ceiling, installed with apt-get when missing;
 #     benchmark tools are installed here, not by scripts/install-deps.sh (build/test/run only);
 #   - bench/putload.c and bench/getload.c, the minimal SAS put and get+delete clients, compiled
-#     against libcurl, and
+#     against libcurl, bench/listen_count.c (counts a channel's notifications, against libpq), and
 #     bench/measure.c, which reports a command's CPU time and peak RSS;
 #   - sqlq built with -DCMAKE_BUILD_TYPE=Release in $SQLQ_BENCH_BUILD (default build-bench/),
 #     unless SQLQ_BIN names a binary to measure.
@@ -42,7 +42,11 @@ if [ ! -x "$tools/getload" ] || [ "$root/bench/getload.c" -nt "$tools/getload" ]
     cc -O2 -Wall -Wextra -o "$tools/getload" "$root/bench/getload.c" \
         $(pkg-config --cflags --libs libcurl)
 fi
+if [ ! -x "$tools/listen_count" ] || [ "$root/bench/listen_count.c" -nt "$tools/listen_count" ]; then
+    cc -O2 -Wall -Wextra -o "$tools/listen_count" "$root/bench/listen_count.c" \
+        $(pkg-config --cflags --libs libpq)
+fi
 if [ ! -x "$tools/measure" ] || [ "$root/bench/measure.c" -nt "$tools/measure" ]; then
     cc -O2 -Wall -Wextra -o "$tools/measure" "$root/bench/measure.c"
 fi
-echo "bench/setup.sh: putload, getload and measure in $tools; wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null || wrk -v 2>&1 | head -1)"
+echo "bench/setup.sh: putload, getload, listen_count and measure in $tools; wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null || wrk -v 2>&1 | head -1)"
