@@ -71,7 +71,7 @@ synced() {
 notifications() { grep -c 'Asynchronous notification "sqlq.log_kv"' "$work/lis.out" || true; }
 # commit ID: one single-row transaction, which must not wait for the wake-up lock.
 commit() { timeout 5 psql -X -q -h 127.0.0.1 -p "$port" -U sqlq -d "$db" -c "INSERT INTO kv VALUES ($1, 'x')" >/dev/null || fail "insert $1 waited or failed"; }
-wake_locks() { psql_ -d "$db" -c "SELECT coalesce(string_agg(mode || CASE WHEN granted THEN '' ELSE '?' END, ',' ORDER BY mode), '') FROM pg_locks WHERE locktype = 'advisory' AND classid = 1936813169 AND objsubid = 2"; }
+wake_locks() { psql_ -d "$db" -c "SELECT coalesce(string_agg(mode || CASE WHEN granted THEN '' ELSE '?' END, ',' ORDER BY mode), '') FROM pg_locks WHERE locktype = 'advisory' AND classid = 1936813169 AND objsubid = 2 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"; }
 # start_bridge NAME [LEVEL]: a bridge at a 30 s polling interval, logging to NAME.log.
 start_bridge() {
     SQLQ_LOG_LEVEL=${2:-info} "$SQLQ_BIN" bridge --db "$conn" --table kv --queue "$q" \

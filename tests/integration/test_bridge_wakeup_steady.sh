@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Wake-ups under a steady load (issue 22, 1,000 single-row transactions/s): after a short
 # batch the route polls again at once (after what is left of the 5 ms coalescing window)
-# instead of waiting: the arm at the start of its wait finds the versions committed while it
-# was busy (the trigger notifies only while a bridge is armed, docs/capture.md), or a hint
-# came while the batch was on the wire (then its release rides along with the next batch,
-# released by the route's helper while that one is on the wire). The bridge runs at a 3 s
+# instead of waiting: a hint came while the batch was on the wire (the version sequence read
+# during its puts shows versions taken since its poll; then its release rides along with the
+# next batch, released by the route's helper while that one is on the wire), or the arm at
+# the start of its wait finds them (the trigger notifies only while a bridge is armed,
+# docs/capture.md). The bridge runs at a 3 s
 # polling interval and debug level, fed by pgbench with single-row commits at 300/s for 4 s:
 #  1. the path is taken: no batch of the load waited for the polling interval (each wait
 #     before a poll ended on a hint), and most polled again within 20 ms;
