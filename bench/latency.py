@@ -186,8 +186,9 @@ class SqliteWriters:
             c.close()
 
 
-def setup_db(dbname, pg, work, tag, tables, log_statements=False):
-    """A fresh database with the watched tables set up; its ODBC string and a writer factory."""
+def setup_db(dbname, pg, work, tag, tables, log_statements=False, binary=None):
+    """A fresh database with the watched tables set up (by `binary`'s sqlq setup: a baseline
+    build runs with its own trigger); its ODBC string and a writer factory."""
     if dbname == "postgres":
         pg.create_db(tag)
         # The benchmark server allows prepared transactions, where the trigger stays silent
@@ -205,7 +206,7 @@ def setup_db(dbname, pg, work, tag, tables, log_statements=False):
             B.sh(["sqlite3", path, f"CREATE TABLE {t} (id INTEGER PRIMARY KEY, ts REAL)"])
         conn = B.sqlite_odbc(path)
         writers = lambda: SqliteWriters(path, tables)  # noqa: E731
-    B.sh([B.SQLQ, "setup", "--db", conn, *sum((["--table", t] for t in tables), [])])
+    B.sh([binary or B.SQLQ, "setup", "--db", conn, *sum((["--table", t] for t in tables), [])])
     return conn, writers
 
 
@@ -469,7 +470,7 @@ def latency_runs(az, dbname, pg, work, mode, flags, tables_n, instances, quick, 
     both (VISIBLE). One result per rate and method of taking the visible time."""
     tables = [f"t{k}" for k in range(tables_n)]
     tag = f"lat{dbname[:2]}{mode[:3]}{tables_n}x{instances}r{rnd}{visible[:2]}"
-    conn, make_writers = setup_db(dbname, pg, work, tag, tables)
+    conn, make_writers = setup_db(dbname, pg, work, tag, tables, binary=binary)
     queue = f"lat-{tag}"
     quiet = wait_quiet()
     az.restart()  # in-memory Azurite slows down with the messages of its lifetime

@@ -6,7 +6,8 @@
 #     benchmark tools are installed here, not by scripts/install-deps.sh (build/test/run only);
 #   - bench/putload.c and bench/getload.c, the minimal SAS put and get+delete clients, compiled
 #     against libcurl; bench/fakequeue.c, a queue service that costs next to nothing
-#     (bench/latency.py --queue fake), against libmicrohttpd; and
+#     (bench/latency.py --queue fake), against libmicrohttpd; bench/listen_count.c (counts a
+#     channel's notifications, against libpq); and
 #     bench/measure.c, which reports a command's CPU time and peak RSS;
 #   - sqlq built with -DCMAKE_BUILD_TYPE=Release in $SQLQ_BENCH_BUILD (default build-bench/),
 #     unless SQLQ_BIN names a binary to measure.
@@ -51,7 +52,11 @@ if [ ! -x "$tools/fakequeue" ] || [ "$root/bench/fakequeue.c" -nt "$tools/fakequ
     cc -O2 -Wall -Wextra -o "$tools/fakequeue" "$root/bench/fakequeue.c" \
         $(pkg-config --cflags --libs libmicrohttpd)
 fi
+if [ ! -x "$tools/listen_count" ] || [ "$root/bench/listen_count.c" -nt "$tools/listen_count" ]; then
+    cc -O2 -Wall -Wextra -o "$tools/listen_count" "$root/bench/listen_count.c" \
+        $(pkg-config --cflags --libs libpq)
+fi
 if [ ! -x "$tools/measure" ] || [ "$root/bench/measure.c" -nt "$tools/measure" ]; then
     cc -O2 -Wall -Wextra -o "$tools/measure" "$root/bench/measure.c"
 fi
-echo "bench/setup.sh: putload, getload, fakequeue and measure in $tools; wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null || wrk -v 2>&1 | head -1)"
+echo "bench/setup.sh: putload, getload, fakequeue, listen_count and measure in $tools; wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null || wrk -v 2>&1 | head -1)"

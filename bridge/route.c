@@ -518,7 +518,8 @@ void sqlq_route_wait_for_change(sqlq_route *r)
 {
     assert(!r->helper_owns_conn);
     uint64_t t0 = sqlq_clock_now_ms(&r->clock);
-    if (sqlq_wakeup_wait(r->wakeup, r->db, &r->clock, (uint64_t)r->cfg.polling_interval_ms))
+    if (sqlq_wakeup_wait(r->wakeup, r->db, r->cap, &r->clock, (uint64_t)r->cfg.polling_interval_ms,
+                         r->last_poll_ms))
         sqlq_counter_inc(r->m_wakeups);
     r->waited_ms = sqlq_clock_now_ms(&r->clock) - t0;
 }

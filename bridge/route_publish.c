@@ -39,6 +39,10 @@ void sqlq_route_publish_begin(sqlq_route *r, sqlq_route_facts *f)
     sqlq_backoff_policy p = sqlq_backoff_policy_outage(); /* catch up within 10 s of a recovery */
     sqlq_backoff_init(&r->publish_backoff, &p, &r->clock);
     sqlq_route_set_in_flight(r, &r->batch, NULL, &r->pend);
+    /* A short batch: while it is on the wire, find out whether more was committed since its
+     * poll (short_batch_hinted reads the answer). */
+    if (!r->batch.full && !r->env.once)
+        sqlq_wakeup_peek(r->wakeup, r->cap);
     (void)f;
 }
 
@@ -67,7 +71,7 @@ static bool short_batch_hinted(sqlq_route *r)
 {
     if (r->batch.full || !r->wakeup || r->env.once || sqlq_route_stopping(r))
         return false;
-    r->hinted = sqlq_wakeup_hinted(r->wakeup, r->db);
+    r->hinted = sqlq_wakeup_hinted(r->wakeup, r->db, r->cap);
     if (r->hinted)
         sqlq_counter_inc(r->m_wakeups);
     return r->hinted;
@@ -81,7 +85,7 @@ static void coalesce_after_hint(sqlq_route *r)
     uint64_t now = sqlq_clock_now_ms(&r->clock), due = r->last_poll_ms + SQLQ_WAKEUP_COALESCE_MS;
     if (now < due)
         (void)sqlq_clock_sleep_ms(&r->clock, due - now);
-    (void)sqlq_wakeup_hinted(r->wakeup, r->db);
+    (void)sqlq_wakeup_hinted(r->wakeup, r->db, r->cap);
     r->waited_ms = sqlq_clock_now_ms(&r->clock) - now;
 }
 

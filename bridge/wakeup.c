@@ -34,10 +34,18 @@ sqlq_result sqlq_wakeup_create(const char *db_connection, sqlq_db *db, const sql
         sqlq_catalog_names names;
         char channel[72];
         sqlq_result rc = sqlq_catalog_names_make(d, &sqlq_capture_table(cap)->name, NULL, &names, err);
+        char *arm = NULL, *peek = NULL;
+        if (rc == SQLQ_OK)
+            rc = sqlq_change_log_pg_arm_sql(d, &names, true, &arm, err);
+        if (rc == SQLQ_OK)
+            rc = sqlq_change_log_pg_arm_sql(d, &names, false, &peek, err);
         if (rc == SQLQ_OK) {
             sqlq_change_log_channel(&names, channel, sizeof(channel));
-            rc = sqlq_pg_listen_create(db_connection, channel, &w->listen, err);
+            sqlq_pg_listen_sql sql = {.arm = arm, .peek = peek};
+            rc = sqlq_pg_listen_create(db_connection, channel, &sql, &w->listen, err);
         }
+        free(arm);
+        free(peek);
         if (rc != SQLQ_OK) {
             free(w);
             return rc;
@@ -70,42 +78,68 @@ static bool probe_moved(sqlq_wakeup *w, sqlq_db *db)
     return moved;
 }
 
-/* One slice of the wait: true on a hint. */
-static bool hinted(sqlq_wakeup *w, sqlq_db *db, const sqlq_clock *clock, uint64_t slice_ms)
+static bool is_hint(sqlq_pg_listen_event e)
 {
-    if (w->listen)
-        return sqlq_pg_listen_wait(w->listen, slice_ms) == SQLQ_PG_LISTEN_NOTIFIED;
-    return sqlq_clock_sleep_ms(clock, slice_ms) && probe_moved(w, db);
+    return e == SQLQ_PG_LISTEN_NOTIFIED || e == SQLQ_PG_LISTEN_UNSIGNALLED;
 }
 
-bool sqlq_wakeup_wait(sqlq_wakeup *w, sqlq_db *db, const sqlq_clock *clock, uint64_t interval_ms)
+/* One slice of the wait: the hint, or TIMEOUT. */
+static sqlq_pg_listen_event hinted(sqlq_wakeup *w, sqlq_db *db, const sqlq_clock *clock,
+                                   uint64_t slice_ms, int64_t covered)
+{
+    if (w->listen)
+        return sqlq_pg_listen_wait(w->listen, slice_ms, covered);
+    return sqlq_clock_sleep_ms(clock, slice_ms) && probe_moved(w, db) ? SQLQ_PG_LISTEN_NOTIFIED
+                                                                      : SQLQ_PG_LISTEN_TIMEOUT;
+}
+
+bool sqlq_wakeup_wait(sqlq_wakeup *w, sqlq_db *db, const sqlq_capture *cap, const sqlq_clock *clock,
+                      uint64_t interval_ms, uint64_t last_poll_ms)
 {
     if (!w) {
         (void)sqlq_clock_sleep_ms(clock, interval_ms);
         return false;
     }
+    int64_t covered = sqlq_capture_covered_version(cap);
     uint64_t end = sqlq_clock_now_ms(clock) + interval_ms;
     uint64_t slice = w->listen ? LISTEN_SLICE_MS : SQLQ_WAKEUP_PROBE_MS;
+    sqlq_pg_listen_event e = SQLQ_PG_LISTEN_TIMEOUT;
     for (;;) {
         uint64_t now = sqlq_clock_now_ms(clock);
         if (now >= end || !sqlq_clock_sleep_ms(clock, 0))
             return false;
-        if (hinted(w, db, clock, end - now < slice ? end - now : slice))
+        e = hinted(w, db, clock, end - now < slice ? end - now : slice, covered);
+        if (is_hint(e))
             break;
     }
-    /* Coalesce: let the rest of a burst commit, then take what it signalled along. */
-    (void)sqlq_clock_sleep_ms(clock, SQLQ_WAKEUP_COALESCE_MS);
+    /* Coalesce: let the rest of a burst commit, then take what it signalled along. A
+     * notification came as a commit did; an arm that found changes committed since the last
+     * poll began counts its window from that poll (they were committing meanwhile). */
+    uint64_t now = sqlq_clock_now_ms(clock);
+    uint64_t due = e == SQLQ_PG_LISTEN_UNSIGNALLED ? last_poll_ms + SQLQ_WAKEUP_COALESCE_MS
+                                                   : now + SQLQ_WAKEUP_COALESCE_MS;
+    if (due > now)
+        (void)sqlq_clock_sleep_ms(clock, due - now);
     if (w->listen)
-        (void)sqlq_pg_listen_wait(w->listen, 0);
-    SQLQ_TRACE("wakeup", "source=%s", w->listen ? "notify" : "data_version");
+        (void)sqlq_pg_listen_check(w->listen, covered);
+    SQLQ_TRACE("wakeup", "source=%s",
+               !w->listen                        ? "data_version"
+               : e == SQLQ_PG_LISTEN_UNSIGNALLED ? "arm"
+                                                 : "notify");
     return true;
 }
 
-bool sqlq_wakeup_hinted(sqlq_wakeup *w, sqlq_db *db)
+void sqlq_wakeup_peek(sqlq_wakeup *w, const sqlq_capture *cap)
+{
+    if (w && w->listen)
+        sqlq_pg_listen_peek(w->listen, sqlq_capture_covered_version(cap));
+}
+
+bool sqlq_wakeup_hinted(sqlq_wakeup *w, sqlq_db *db, const sqlq_capture *cap)
 {
     if (!w)
         return false;
     if (w->listen)
-        return sqlq_pg_listen_wait(w->listen, 0) == SQLQ_PG_LISTEN_NOTIFIED;
+        return is_hint(sqlq_pg_listen_check(w->listen, sqlq_capture_covered_version(cap)));
     return probe_moved(w, db);
 }

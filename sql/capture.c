@@ -346,6 +346,7 @@ static sqlq_result stamp(sqlq_capture *cap, sqlq_error *err)
 static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
+    cap->covered = INT64_MIN;
     if (cap->cursor)
         return sqlq_cursor_source_poll(cap->cursor, out, err);
     sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
@@ -400,6 +401,10 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
         sqlq_capture_writers_report(cap, (uint64_t)v.now);
     if (r == SQLQ_OK)
         r = rows_to_batch(cap, rows, out, err);
+    /* PostgreSQL: a short poll saw every version up to its horizon that will ever commit (the
+     * horizon's guarantee) and took every one of them whose lease was free. */
+    if (r == SQLQ_OK && cap->seq_lock.sql && !out->full)
+        cap->covered = v.horizon;
     json_decref(rows);
     if (r == SQLQ_OK && out->count > 0)
         SQLQ_DEBUG("capture_polled", "bridge=%s table=%s n=%zu first_version=%" PRId64,
@@ -421,6 +426,11 @@ sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_er
             r = poll_once(cap, out, err);
     }
     return r;
+}
+
+int64_t sqlq_capture_covered_version(const sqlq_capture *cap)
+{
+    return cap ? cap->covered : INT64_MIN;
 }
 
 /* ---- release, renew, abandon ------------------------------------------------------------- */

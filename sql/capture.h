@@ -96,6 +96,11 @@ const sqlq_table *sqlq_capture_table(const sqlq_capture *cap);
  * max_attempts + 1: attempts > max_attempts means "route to poison" (never dropped). */
 SQLQ_NODISCARD sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out,
                                              sqlq_error *err);
+/* PostgreSQL change logs: after a poll that succeeded and was not full, its read horizon: every
+ * version at or below it that will ever commit was visible to that poll, which took each one
+ * whose lease was free (a wake-up's arm compares the version sequence with it, pg_arm.h).
+ * INT64_MIN after a full or failed poll, before the first, for other sources, and for NULL. */
+int64_t sqlq_capture_covered_version(const sqlq_capture *cap);
 /* Extend the leases of changes still in flight (only rows this instance still owns). */
 SQLQ_NODISCARD sqlq_result sqlq_capture_renew(sqlq_capture *cap, const sqlq_change *changes,
                                               size_t n, sqlq_error *err);

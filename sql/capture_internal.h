@@ -52,6 +52,9 @@ struct sqlq_capture {
     /* PostgreSQL: the safe read horizon and the writers holding the log (capture_horizon.h). */
     sqlq_horizon horizon;
     uint64_t held_logged_ms; /* last capture_held_back line (rate limit) */
+    /* What the last poll covered (sqlq_capture_covered_version): its horizon when it was short
+     * and succeeded, else INT64_MIN. */
+    int64_t covered;
     /* The newest log version seen by status, with when it was first seen: the age of the
      * oldest change the sync version has not passed (a metric), to within the status period. */
     struct { int64_t version; uint64_t seen_ms; } marks[32];

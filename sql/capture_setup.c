@@ -293,6 +293,7 @@ sqlq_result sqlq_capture_open(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_
     if (!cap)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     cap->db = db;
+    cap->covered = INT64_MIN;
     cap->allow_gap = cfg->allow_retention_gap;
     cap->bridge = strdup(cfg->bridge_name);
     cap->instance = cfg->instance_id && cfg->instance_id[0] ? strdup(cfg->instance_id)

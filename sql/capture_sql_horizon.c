@@ -85,8 +85,7 @@ sqlq_result sqlq_capture_sql_sequence(const sqlq_capture_sql *c, bool with_lock,
         sqlq_sql_text_add(&b.t, "set_config('enable_sort', 'off', true) AS m_plan, "
                                 "set_config('jit', 'off', true) AS m_jit, ");
     }
-    sqlq_sql_text_add(&b.t, "(SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END "
-                            "FROM ");
+    sqlq_sql_text_add(&b.t, "(SELECT " SQLQ_PG_SEQUENCE_LAST " FROM ");
     obj(&b, seq);
     sqlq_sql_text_add(&b.t, ") AS m_seq");
     return b_done(&b, err);

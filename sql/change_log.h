@@ -25,9 +25,23 @@ SQLQ_NODISCARD sqlq_result sqlq_change_log_install_with(sqlq_db *db, const sqlq_
 void sqlq_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t size);
 /* The notification channel of a PostgreSQL log: sqlq.log_<base> (at most 49 bytes, within
  * PostgreSQL's 63). The trigger signals it with pg_notify, folded to one notification per
- * transaction (not on servers that allow prepared transactions, unless sqlq.notify = on); a
- * bridge LISTENs on it to poll at once (a hint: polling stays the truth). */
+ * transaction, while a bridge is armed (below; not on servers that allow prepared transactions,
+ * unless sqlq.notify = on); a bridge LISTENs on it to poll at once (a hint: polling stays the
+ * truth). */
 void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size);
+/* The first half of a PostgreSQL log's wake-up lock key, pg_advisory_lock(SQLQ_PG_WAKE_CLASS,
+ * hashtext(<channel>)): 'sqlq' in ASCII. The trigger tries it shared and notifies only when that
+ * fails, that is while a bridge holds or waits for it (docs/capture.md, Wake-ups). */
+#define SQLQ_PG_WAKE_CLASS 1936813169
+/* The last version a PostgreSQL log's sequence handed out, as a select-list expression over the
+ * sequence (what the poll's horizon observation and a listener's arm read). */
+#define SQLQ_PG_SEQUENCE_LAST "CASE WHEN is_called THEN last_value ELSE last_value - 1 END"
+/* The statement string a listener arms with (pg_arm.h): `SELECT pg_advisory_lock(<key>);
+ * SELECT <last version> FROM <sequence>`, two results; without lock, the second alone (a peek
+ * at the sequence, a hint that takes no lock). */
+SQLQ_NODISCARD sqlq_result sqlq_change_log_pg_arm_sql(const sqlq_dialect *d,
+                                                      const sqlq_catalog_names *n, bool lock,
+                                                      char **out, sqlq_error *err);
 /* Remove the triggers and the log table of one table. */
 /* The objects a change log is made of, for people: "table sqlq_log_t, triggers
  * sqlq_log_t_ai/_au/_ak/_ad" (SQLite) or "table sqlq.log_t, functions sqlq.capture_t,

@@ -32,22 +32,72 @@ void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size
     snprintf(out, size, "sqlq.%s", n->log_table);
 }
 
-/* The wake-up of waiting bridges, as an expression: one notification per transaction and
- * channel whatever the number of rows (PostgreSQL folds identical notifications of a
- * transaction), delivered at commit, never for a rolled-back one. PostgreSQL refuses to PREPARE
- * a transaction that ran NOTIFY, so on a server that allows prepared transactions the trigger
- * stays silent unless the setting sqlq.notify says 'on' (ALTER DATABASE … SET sqlq.notify = on:
- * no writer of a watched table uses PREPARE TRANSACTION); 'off' silences it everywhere. */
+/* The wake-up lock of a log (docs/capture.md, Wake-ups): PostgreSQL's two-int4 advisory key
+ * (SQLQ_PG_WAKE_CLASS, hashtext(channel)). Keys of that form are a lock tag apart from int8 keys
+ * (objsubid 2 in pg_locks), so it can never be sqlq's poll or DDL lock (int8 keys from
+ * hashtextextended); hashtext of a constant is folded when the statement is planned. */
+static void pg_wake_key(const sqlq_catalog_names *n, sqlq_sql_text *q)
+{
+    char channel[72];
+    sqlq_change_log_channel(n, channel, sizeof(channel));
+    sqlq_sql_text_add(q, "%d, hashtext(", SQLQ_PG_WAKE_CLASS);
+    sqlq_sql_text_literal(q, channel);
+    sqlq_sql_text_add(q, ")");
+}
+
+/* The wake-up of waiting bridges, as an expression: a notification only while a bridge holds
+ * the log's wake-up lock or waits for it, that is while one is idle and armed (pg_arm.h). The
+ * writer tries the lock shared: a writer that gets it keeps it to the end of its transaction
+ * (an armed bridge's lock waited for it, and then reads the version sequence: what it committed
+ * is found there) and does not notify; a try fails while a bridge holds or waits for the lock
+ * exclusively, and that writer notifies. The nested CASE fixes the order: try, then notify.
+ * One notification per transaction and channel whatever the number of rows (PostgreSQL folds
+ * identical notifications of a transaction), delivered at commit, never for a rolled-back one.
+ * PostgreSQL refuses to PREPARE a transaction that ran NOTIFY, so on a server that allows
+ * prepared transactions the trigger stays silent, and takes no lock, unless the setting
+ * sqlq.notify says 'on' (ALTER DATABASE … SET sqlq.notify = on: no writer of a watched table
+ * uses PREPARE TRANSACTION); 'off' silences it everywhere. */
+#define PG_NOTIFY_ON                                                                          \
+    "(CASE current_setting('sqlq.notify', true) WHEN 'on' THEN true WHEN 'off' THEN false "    \
+    "ELSE current_setting('max_prepared_transactions') = '0' END)"
+
 static void pg_notify_sql(const sqlq_log_ctx *c, sqlq_sql_text *body)
 {
     char channel[72];
     sqlq_change_log_channel(&c->names, channel, sizeof(channel));
-    sqlq_sql_text_add(body,
-                      "CASE WHEN (CASE current_setting('sqlq.notify', true) WHEN 'on' THEN "
-                      "true WHEN 'off' THEN false ELSE "
-                      "current_setting('max_prepared_transactions') = '0' END) THEN pg_notify(");
+    sqlq_sql_text_add(body, "CASE WHEN " PG_NOTIFY_ON " THEN CASE WHEN "
+                            "pg_try_advisory_xact_lock_shared(");
+    pg_wake_key(&c->names, body);
+    sqlq_sql_text_add(body, ") THEN NULL ELSE pg_notify(");
     sqlq_sql_text_literal(body, channel);
-    sqlq_sql_text_add(body, ", '') END");
+    sqlq_sql_text_add(body, ", '') END END");
+}
+
+/* The same decision as a boolean, for a notification sent later: whether this writer must
+ * notify (notifications on, and the try of the wake-up lock failed). */
+static void pg_wake_try_sql(const sqlq_log_ctx *c, sqlq_sql_text *body)
+{
+    sqlq_sql_text_add(body, "CASE WHEN " PG_NOTIFY_ON " THEN NOT "
+                            "pg_try_advisory_xact_lock_shared(");
+    pg_wake_key(&c->names, body);
+    sqlq_sql_text_add(body, ") ELSE false END");
+}
+
+sqlq_result sqlq_change_log_pg_arm_sql(const sqlq_dialect *d, const sqlq_catalog_names *n,
+                                       bool lock, char **out, sqlq_error *err)
+{
+    char seq[72];
+    sqlq_change_log_sequence(n, seq, sizeof(seq));
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, d);
+    if (lock) {
+        sqlq_sql_text_add(&q, "SELECT pg_advisory_lock(");
+        pg_wake_key(n, &q);
+        sqlq_sql_text_add(&q, "); ");
+    }
+    sqlq_sql_text_add(&q, "SELECT " SQLQ_PG_SEQUENCE_LAST " FROM ");
+    sqlq_catalog_object(&q, seq);
+    return sqlq_sql_text_take(&q, out, err);
 }
 
 /* The version sequence as a string literal of its qualified name, for nextval() and setval(). */
@@ -107,15 +157,37 @@ static void pg_row_upsert(sqlq_sql_text *body, const sqlq_log_ctx *c, const char
     sqlq_change_log_upsert(body, &u, row, op, once ? nextval : "sqlq_next." SQLQ_COL_VERSION);
 }
 
-/* The wake-up, evaluated by plpgsql as an IF condition (its value is ignored): a simple
- * expression, set up once per transaction; as a column of the upsert it would be set up with
- * the upsert's plan at every call, and PERFORM would run a SELECT through the executor.
- * `guard`: a condition evaluated first ("FOUND AND ": the upsert wrote a row). */
-static void pg_wakeup(sqlq_sql_text *body, const sqlq_log_ctx *c, const char *guard)
+/* The wake-up, evaluated by plpgsql as an IF condition (its value is ignored) before the
+ * upserts: a simple expression, set up once per transaction (as a column of the upsert it would
+ * be set up with the upsert's plan at every call, and PERFORM would run a SELECT through the
+ * executor). Before them, because the writer must try the wake-up lock before it takes a
+ * version (pg_arm.h: a writer that does not notify took all its versions after its try). */
+static void pg_wakeup(sqlq_sql_text *body, const sqlq_log_ctx *c)
 {
-    sqlq_sql_text_add(body, " IF %s(", guard);
+    sqlq_sql_text_add(body, " IF (");
     pg_notify_sql(c, body);
     sqlq_sql_text_add(body, ") IS NULL THEN END IF;");
+}
+
+/* The statement trigger's wake-up in two parts: the try in the declaration of sqlq_wake (before
+ * the upsert takes versions), the notification after the upsert only when it wrote a row (an
+ * INSERT that inserted nothing, such as INSERT … ON CONFLICT DO NOTHING of an existing key,
+ * fires the trigger too, and signals nothing). */
+static void pg_wake_declare(sqlq_sql_text *body, const sqlq_log_ctx *c)
+{
+    sqlq_sql_text_add(body, "DECLARE sqlq_wake boolean := ");
+    pg_wake_try_sql(c, body);
+    sqlq_sql_text_add(body, ";\n");
+}
+
+static void pg_wake_notify(sqlq_sql_text *body, const sqlq_log_ctx *c)
+{
+    char channel[72];
+    sqlq_change_log_channel(&c->names, channel, sizeof(channel));
+    /* In parentheses: plpgsql ends an IF condition at its first THEN outside them. */
+    sqlq_sql_text_add(body, " IF (CASE WHEN sqlq_wake AND FOUND THEN pg_notify(");
+    sqlq_sql_text_literal(body, channel);
+    sqlq_sql_text_add(body, ", '') IS NULL END) THEN END IF;");
 }
 
 /* The INSERT statement trigger's function: one upsert of the statement's inserted rows (its
@@ -135,9 +207,11 @@ static sqlq_result pg_statement_body(const sqlq_log_ctx *c, const char *nextval,
     ps.version_from = from;
     sqlq_sql_text body;
     sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
-    sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN ");
+    sqlq_sql_text_add(&body, " #variable_conflict use_column\n");
+    pg_wake_declare(&body, c);
+    sqlq_sql_text_add(&body, "BEGIN ");
     sqlq_change_log_upsert(&body, &ps, "sqlq_next.", 'I', "sqlq_next." SQLQ_COL_VERSION);
-    pg_wakeup(&body, c, "FOUND AND ");
+    pg_wake_notify(&body, c);
     sqlq_sql_text_add(&body, " RETURN OLD; END ");
     free(from);
     return sqlq_sql_text_take(&body, out, err);
@@ -157,7 +231,9 @@ static sqlq_result pg_row_body(const sqlq_log_ctx *c, const char *nextval, char 
         return r;
     sqlq_sql_text body;
     sqlq_sql_text_init(&body, sqlq_db_dialect(c->db));
-    sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN IF TG_OP = 'DELETE' THEN ");
+    sqlq_sql_text_add(&body, " #variable_conflict use_column\nBEGIN");
+    pg_wakeup(&body, c);
+    sqlq_sql_text_add(&body, " IF TG_OP = 'DELETE' THEN ");
     pg_row_upsert(&body, c, nextval, from, "OLD.", 'D');
     sqlq_sql_text_add(&body, " ELSIF (");
     sqlq_catalog_key_list(&body, c->t, "OLD.");
@@ -169,9 +245,7 @@ static sqlq_result pg_row_body(const sqlq_log_ctx *c, const char *nextval, char 
     pg_row_upsert(&body, c, nextval, from, "OLD.", 'D');
     sqlq_sql_text_add(&body, " ");
     pg_row_upsert(&body, c, nextval, from, "NEW.", 'I');
-    sqlq_sql_text_add(&body, " END IF;");
-    pg_wakeup(&body, c, "");
-    sqlq_sql_text_add(&body, " RETURN NULL; END ");
+    sqlq_sql_text_add(&body, " END IF; RETURN NULL; END ");
     free(from);
     return sqlq_sql_text_take(&body, out, err);
 }

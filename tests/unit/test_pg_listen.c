@@ -30,7 +30,7 @@ static sqlq_pg_listen *create(const char *conn)
     sqlq_error_clear(&e);
     sqlq_pg_listen *l = NULL;
     sqlq_log_set_sink(capture, NULL);
-    assert_int_equal(sqlq_pg_listen_create(conn, "ch", &l, &e), SQLQ_OK);
+    assert_int_equal(sqlq_pg_listen_create(conn, "ch", NULL, &l, &e), SQLQ_OK);
     sqlq_log_set_sink(NULL, NULL);
     assert_non_null(l);
     return l;
@@ -45,7 +45,7 @@ static void test_no_server_is_wakeup_off(void **state)
     assert_non_null(strstr(captured, "wakeup: false"));
     captured[0] = '\0';
     sqlq_log_set_sink(capture, NULL);
-    assert_int_equal(sqlq_pg_listen_wait(l, 1), SQLQ_PG_LISTEN_TIMEOUT); /* no connect attempt */
+    assert_int_equal(sqlq_pg_listen_wait(l, 1, INT64_MIN), SQLQ_PG_LISTEN_TIMEOUT); /* no connect attempt */
     sqlq_log_set_sink(NULL, NULL);
     assert_null(strstr(captured, "listen_failed"));
     assert_int_equal(sqlq_pg_listen_backend_pid(l), 0);
