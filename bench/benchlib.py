@@ -496,13 +496,20 @@ def load(name):
     return json.loads(p.read_text()) if p.exists() else None
 
 
+KEPT = "<!-- Earlier runs and findings: kept as they are when a script rewrites this section. -->"
+
+
 def write_section(title, body):
     """Replace the '## title' section of docs/benchmarks.md (up to the next '## ' heading),
-    or append it."""
+    or append it. What follows the KEPT line in the old section (earlier runs, findings taken
+    apart by hand) stays, after the new body."""
     old = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
     section = f"## {title}\n\n{body.strip()}\n\n"
     pat = re.compile(r"^## " + re.escape(title) + r"\n.*?(?=^## |\Z)", re.S | re.M)
-    new = pat.sub(lambda _: section, old, count=1) if pat.search(old) else \
+    m = pat.search(old)
+    if m and KEPT in m.group(0):
+        section += m.group(0)[m.group(0).index(KEPT):].rstrip("\n") + "\n\n"
+    new = pat.sub(lambda _: section, old, count=1) if m else \
         old.rstrip("\n") + "\n\n" + section
     DOCS.write_text(new.rstrip("\n") + "\n")
     log(f"wrote the '{title}' section of {DOCS}")
