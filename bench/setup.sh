@@ -40,23 +40,18 @@ if [ -z "${SQLQ_BIN:-}" ]; then
 fi
 
 mkdir -p "$tools"
-if [ ! -x "$tools/putload" ] || [ "$root/bench/putload.c" -nt "$tools/putload" ]; then
-    cc -O2 -Wall -Wextra -o "$tools/putload" "$root/bench/putload.c" \
-        $(pkg-config --cflags --libs libcurl)
-fi
-if [ ! -x "$tools/getload" ] || [ "$root/bench/getload.c" -nt "$tools/getload" ]; then
-    cc -O2 -Wall -Wextra -o "$tools/getload" "$root/bench/getload.c" \
-        $(pkg-config --cflags --libs libcurl)
-fi
-if [ ! -x "$tools/fakequeue" ] || [ "$root/bench/fakequeue.c" -nt "$tools/fakequeue" ]; then
-    cc -O2 -Wall -Wextra -o "$tools/fakequeue" "$root/bench/fakequeue.c" \
-        $(pkg-config --cflags --libs libmicrohttpd)
-fi
-if [ ! -x "$tools/listen_count" ] || [ "$root/bench/listen_count.c" -nt "$tools/listen_count" ]; then
-    cc -O2 -Wall -Wextra -o "$tools/listen_count" "$root/bench/listen_count.c" \
-        $(pkg-config --cflags --libs libpq)
-fi
-if [ ! -x "$tools/measure" ] || [ "$root/bench/measure.c" -nt "$tools/measure" ]; then
-    cc -O2 -Wall -Wextra -o "$tools/measure" "$root/bench/measure.c"
-fi
+# tool NAME [PKG-CONFIG MODULE]: compile bench/NAME.c when it is newer than the binary.
+tool() {
+    local name=$1 flags=""
+    [ -z "${2:-}" ] || flags=$(pkg-config --cflags --libs "$2")
+    if [ ! -x "$tools/$name" ] || [ "$root/bench/$name.c" -nt "$tools/$name" ]; then
+        # shellcheck disable=SC2086 # pkg-config's flags are words
+        cc -O2 -Wall -Wextra -o "$tools/$name" "$root/bench/$name.c" $flags
+    fi
+}
+tool putload libcurl
+tool getload libcurl
+tool fakequeue libmicrohttpd
+tool listen_count libpq
+tool measure
 echo "bench/setup.sh: putload, getload, fakequeue, listen_count and measure in $tools; wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null || wrk -v 2>&1 | head -1)"
