@@ -213,14 +213,7 @@ for i in $(seq 300 311); do
     [ "$ms" -le 1000 ] || fail "two instances: row $i arrived after $ms ms (interval 30 s)"
     [ "$ms" -gt "$worst" ] && worst=$ms
 done
-status=""
-for _ in $(seq 1 40); do
-    status=$("$SQLQ_BIN" status --db "$conn" --table kv --json)
-    echo "$status" | grep -q '"pending": *0[,}]' && echo "$status" | grep -q '"leased": *0[,}]' && break
-    sleep 0.1
-done
-echo "$status" | grep -q '"pending": *0[,}]' || fail "changes still pending: $status"
-echo "$status" | grep -q '"leased": *0[,}]' || fail "leases still held: $status"
+settled "$conn" kv 40 || fail "changes still pending or leased: $status"
 sleep 1
 [ "$(count)" = "$n" ] || fail "queue holds $(count) messages, wanted $n (each change exactly once)"
 echo "bridge_wakeup_armed: two instances, 12 commits each within $worst ms, $n messages for $n changes, nothing leased: ok"

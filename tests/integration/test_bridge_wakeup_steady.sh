@@ -57,14 +57,7 @@ ms=$(wait_count "$n" 20000)
 echo "bridge_wakeup_steady: $n single-row commits, the last arrived $ms ms after the load"
 
 # 3. nothing left leased, well within the 3 s polling interval.
-status=""
-for _ in $(seq 1 20); do
-    status=$("$SQLQ_BIN" status --db "$conn" --table kv --json)
-    echo "$status" | grep -q '"pending": *0[,}]' && echo "$status" | grep -q '"leased": *0[,}]' && break
-    sleep 0.1
-done
-echo "$status" | grep -q '"pending": *0[,}]' || fail "changes still pending 2 s after the load: $status"
-echo "$status" | grep -q '"leased": *0[,}]' || fail "leases still held 2 s after the load: $status"
+settled "$conn" kv 20 || fail "changes still pending or leases held 2 s after the load: $status"
 echo "bridge_wakeup_steady: no change pending, no lease held after the load: ok"
 sleep 3.5 # one more polling interval: a change published twice would show now
 [ "$(count)" = "$n" ] || fail "queue holds $(count) messages, wanted $n (each change exactly once)"
