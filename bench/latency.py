@@ -579,31 +579,6 @@ def idle_run(az, pg, work, mode, flags, tables_n, instances, seconds):
             "transactions_per_min": (x1 - x0 - 1) * 60 / seconds}
 
 
-def pgbench_tps(pg, work, db, table_name, seconds):
-    script = work / f"ins_{table_name}.sql"
-    script.write_text(f"INSERT INTO {table_name} (ts) VALUES (1);\n")
-    out = B.sh(["pgbench", "-n", "-h", "127.0.0.1", "-p", pg.port, "-U", "sqlq", "-f", script,
-                "-c", 1, "-T", seconds, db])
-    return float(re.search(r"tps = ([\d.]+) \(without initial connection time\)", out).group(1))
-
-
-def notify_overhead(pg, work, seconds, rounds):
-    """Single-row inserts per second (pgbench, 1 client): no capture, capture with the trigger's
-    NOTIFY off (sqlq.notify = off) and on, alternating."""
-    db = "latwo"
-    pg.create_db(db)
-    for t in ("plain", "captured"):
-        pg.psql(db, f"CREATE TABLE {t} (id bigserial PRIMARY KEY, ts double precision)")
-    B.sh([B.SQLQ, "setup", "--db", pg.odbc(db), "--table", "captured"])
-    rates = {"none": [], "off": [], "on": []}
-    for _ in range(rounds):
-        rates["none"].append(pgbench_tps(pg, work, db, "plain", seconds))
-        for mode in ("off", "on"):
-            pg.psql("postgres", f"ALTER DATABASE {db} SET sqlq.notify = {mode}")
-            rates[mode].append(pgbench_tps(pg, work, db, "captured", seconds))
-    return {k: B.median(v) for k, v in rates.items()} | {"rounds": rounds, "seconds": seconds}
-
-
 def late_note(*runs):
     late = [f"{r['mode']}: {r['not_arrived']} not arrived {DRAIN_S} s after the last commit"
             for r in runs if r.get("not_arrived")]
@@ -658,13 +633,6 @@ def table(res):
             lines.append(f"| {t} × {i} | {a['statements_per_min']:.0f} / "
                          f"{a['transactions_per_min']:.0f} | {b['statements_per_min']:.0f} / "
                          f"{b['transactions_per_min']:.0f} |")
-    w = res.get("write")
-    if w:
-        lines += ["", "| PostgreSQL single-row inserts/s (pgbench, 1 client) | no capture | "
-                  "capture, NOTIFY off | capture, NOTIFY on |", "|---|---:|---:|---:|",
-                  f"| median of {w['rounds']} alternating rounds of {w['seconds']} s | "
-                  f"{w['none']:,.0f} | {w['off']:,.0f} ({w['off'] / w['none']:.0%}) | "
-                  f"{w['on']:,.0f} ({w['on'] / w['none']:.0%}) |"]
     return "\n".join(lines)
 
 
@@ -826,9 +794,9 @@ after the measured span) and clears the queue; a row whose message is not there
 {DRAIN_S} s after the last commit is counted that late. p99 of a small sample is its highest
 values. Idle cost: with no writes, the statements the bridges ran against
 the benchmark database (`log_statement = all` on that database only) and its transactions
-(`pg_stat_database`), per minute. Write cost of the notification: single-row inserts per
-second with pgbench (1 client) into a table without capture and one with it, the trigger's
-NOTIFY off and on (`sqlq.notify`), alternating rounds. **This is a shared 2-core machine
+(`pg_stat_database`), per minute. What wake-ups cost writers (a notification only while a
+bridge waits) is measured by `bench/wakeup_writes.py` (Findings 11) and, with no bridge, by the
+Write overhead scenario. **This is a shared 2-core machine
 (other engineers build and test on it): the load average is given with the figures; compare
 the columns of one run rather than runs.**
 
@@ -856,7 +824,7 @@ def main():
     ap.add_argument("--db", default="postgres,sqlite")
     ap.add_argument("--rates", default=",".join(map(str, RATES)), help="e.g. 100,1000")
     ap.add_argument("--layouts", default="1x1,4x2", help="tables x instances, e.g. 4x2")
-    ap.add_argument("--no-idle", action="store_true", help="skip the idle cost and write runs")
+    ap.add_argument("--no-idle", action="store_true", help="skip the idle cost runs")
     ap.add_argument("--baseline", metavar="BIN",
                     help="also run wake-ups with this sqlq binary (another build), interleaved "
                          "with this build's in each round, and print them side by side")
@@ -921,8 +889,6 @@ def main():
                     res["idle"].append(r)
                     B.log(f"idle {mode} {tables_n}x{instances}: {r['statements_per_min']:.0f} "
                           f"statements/min, {r['transactions_per_min']:.0f} transactions/min")
-            res["write"] = notify_overhead(pg, w.path, 5 if a.quick else 15, 3 if a.quick else 5)
-            B.log(f"write: {res['write']}")
     pg_wake = [r for r in primary(res) if r["db"] == "postgres" and r["mode"] == "wake-ups"]
     res["targets"] = [{"target": f"PostgreSQL latency p50 <= {TARGET_P50:.0f} ms, p99 <= "
                                  f"{TARGET_P99:.0f} ms ({r['tables']} table(s), {r['instances']} "
@@ -937,10 +903,6 @@ def main():
                       for (db, t, i, rate, mode), w in by.items()
                       if db == "postgres" and mode == "wake-ups" and rate == 1
                       and (o := by.get((db, t, i, rate, "today")))]
-    if res.get("write"):
-        wr = res["write"]
-        res["figures"].append(f"NOTIFY write cost: {wr['on'] / wr['off']:.0%} of the captured "
-                              f"single-row insert rate without it")
     B.save("latency", res)
     print(table(res))
     print("\n" + visibility_table(res))
