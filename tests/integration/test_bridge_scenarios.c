@@ -294,6 +294,8 @@ static void test_bridge_composite_key_odd_identifiers(void **state)
     assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "row"), "select")), 2);
     json_t *d = json_array_get(find_key(by, "{\"K\xc3\xa9y\":1,\"a b\":\"q\"}"), 0);
     assert_string_equal(json_string_value(json_object_get(d, "op")), "delete");
+    json_decref(by);
+    json_decref(msgs);
     for (size_t i = 0; i < 5; i++)
         free(sql[i]);
     sqlq_db_close(db);

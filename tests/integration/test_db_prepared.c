@@ -13,12 +13,15 @@
 
 #include <cmocka.h>
 
-static sqlq_db *open_db(const char *conn)
+/* Connects to conn (a string of sqlq_test_pg_create_db, freed here). */
+static sqlq_db *open_db(char *conn)
 {
     sqlq_db *db = NULL;
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (sqlq_db_connect(conn, &db, &err) != SQLQ_OK)
+    sqlq_result r = sqlq_db_connect(conn, &db, &err);
+    free(conn);
+    if (r != SQLQ_OK)
         fail_msg("connect failed: %s", err.message);
     return db;
 }
