@@ -40,6 +40,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <sql.h>
 #include <sqlext.h>
 #include <stdlib.h>
@@ -91,9 +92,12 @@ sqlq_param sqlq_param_binary(const void *bytes, size_t len)
 
 /* ---- connect ------------------------------------------------------------------------------ */
 
+static pthread_mutex_t connect_lock = PTHREAD_MUTEX_INITIALIZER; /* see driver_connect */
+
 static void db_disconnect(sqlq_db *db)
 {
     sqlq_stmt_cache_clear(&db->cache); /* the handles belong to this connection */
+    pthread_mutex_lock(&connect_lock);
     if (db->dbc) {
         if (db->connected)
             SQLDisconnect(db->dbc);
@@ -101,6 +105,7 @@ static void db_disconnect(sqlq_db *db)
     }
     if (db->env)
         SQLFreeHandle(SQL_HANDLE_ENV, db->env);
+    pthread_mutex_unlock(&connect_lock);
     db->dbc = NULL;
     db->env = NULL;
     db->connected = false;
@@ -145,25 +150,38 @@ static sqlq_result session_setup(sqlq_db *db, sqlq_error *err)
     return r;
 }
 
-static sqlq_result db_open(sqlq_db *db, sqlq_error *err)
+/* Connection handles, the driver's connect and disconnect: one thread at a time in the
+ * process (connect_lock, above): they are not
+ * thread-safe in the stack below us. psqlODBC's connect calls setlocale(), whose returned name
+ * the next call frees, and unixODBC's handle allocation and connect format into shared state
+ * (ThreadSanitizer: two `sqlq consume --sql` workers, and two bridge routes, connecting at
+ * once). Connects are rare (start, reconnect); a connect that hangs until its timeout holds
+ * the others back that long. */
+static sqlq_result driver_connect(sqlq_db *db, sqlq_error *err)
 {
     if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, SQL_NULL_HANDLE, &db->env)))
         return sqlq_error_set(err, SQLQ_E_SQL, false, "cannot allocate an ODBC environment");
     SQLSetEnvAttr(db->env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0);
-    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_DBC, db->env, &db->dbc))) {
-        sqlq_result r = sqlq_diag_set(err, SQL_HANDLE_ENV, db->env, "allocate connection", NULL);
-        db_disconnect(db);
-        return r;
-    }
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_DBC, db->env, &db->dbc)))
+        return sqlq_diag_set(err, SQL_HANDLE_ENV, db->env, "allocate connection", NULL);
     SQLRETURN rc = SQLDriverConnect(db->dbc, NULL, (SQLCHAR *)db->conn, SQL_NTS, NULL, 0, NULL,
                                     SQL_DRIVER_NOPROMPT);
-    if (!SQL_SUCCEEDED(rc)) {
-        sqlq_result r = sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, "connect", db->secrets);
+    if (!SQL_SUCCEEDED(rc))
+        return sqlq_diag_set(err, SQL_HANDLE_DBC, db->dbc, "connect", db->secrets);
+    return SQLQ_OK;
+}
+
+static sqlq_result db_open(sqlq_db *db, sqlq_error *err)
+{
+    pthread_mutex_lock(&connect_lock);
+    sqlq_result r = driver_connect(db, err);
+    pthread_mutex_unlock(&connect_lock);
+    if (r != SQLQ_OK) {
         db_disconnect(db);
         return r;
     }
     db->connected = true;
-    sqlq_result r = detect_dialect(db, err);
+    r = detect_dialect(db, err);
     if (r == SQLQ_OK)
         r = session_setup(db, err);
     if (r != SQLQ_OK) {
