@@ -62,10 +62,11 @@ static sqlq_token_cache *cache_for(fake_source *f)
     return c;
 }
 
-/* Gets a token; returns its text (static) and stores the generation. */
+/* Gets a token; returns its text (static, one per thread: getter threads call it at once) and
+ * stores the generation. */
 static const char *get(sqlq_token_cache *c, uint64_t *gen, sqlq_result want)
 {
-    static char text[64];
+    static _Thread_local char text[64];
     sqlq_buf b;
     sqlq_buf_init(&b, 4096);
     sqlq_error err;

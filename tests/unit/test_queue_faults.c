@@ -89,7 +89,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return ret;
 }
 
-/* A clock that only pretends to sleep: it records each delay and advances its time. */
+/* A clock that only pretends to sleep: it records each delay and advances its time (now is read
+ * and moved atomically: the fake server's thread advances it too). */
 static struct {
     uint64_t now;
     uint64_t sleeps[64];
@@ -99,13 +100,13 @@ static struct {
 
 static void fake_advance(uint64_t ms)
 {
-    fake.now += ms;
+    __atomic_fetch_add(&fake.now, ms, __ATOMIC_SEQ_CST);
 }
 
 static uint64_t fake_now(void *ctx)
 {
     (void)ctx;
-    return fake.now;
+    return __atomic_load_n(&fake.now, __ATOMIC_SEQ_CST);
 }
 
 static bool fake_sleep(void *ctx, uint64_t ms)
@@ -113,7 +114,7 @@ static bool fake_sleep(void *ctx, uint64_t ms)
     (void)ctx;
     if (ms > 0 && fake.nsleeps < 64)
         fake.sleeps[fake.nsleeps++] = ms;
-    fake.now += ms;
+    fake_advance(ms);
     return !fake.refuse;
 }
 
