@@ -304,15 +304,18 @@ class MariaDB:
 
 
 class Postgres:
-    """A private PostgreSQL server (tests/support/postgres.sh: trust auth, fsync off)."""
+    """A private PostgreSQL server (tests/support/postgres.sh: trust auth, fsync off; durable:
+    PostgreSQL's own defaults, fsync and synchronous commits on)."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, durable=False):
         self.dir = Path(workdir)
+        self.durable = durable
 
     def start(self):
         self.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.dir.parent, 0o755)  # the server runs as its own user when we are root
-        sh([SUPPORT / "postgres.sh", "start", self.dir])
+        env = dict(os.environ, SQLQ_PG_DURABLE="1" if self.durable else "0")
+        sh([SUPPORT / "postgres.sh", "start", self.dir], env=env)
         self.port = int((self.dir / "port").read_text())
         self.odbc_prefix = (self.dir / "odbc").read_text().strip()
         return self

@@ -3,6 +3,8 @@
 #   postgres.sh start DIR [PORT]   initdb if needed, start, wait; writes DIR/port and DIR/odbc
 #                                  (ODBC connection string prefix without Database=)
 #   postgres.sh stop DIR
+# SQLQ_PG_DURABLE=1 keeps PostgreSQL's durable defaults (fsync, synchronous_commit and
+# full_page_writes on), as a production server runs: bench/write_overhead.py measures both.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:?usage: postgres.sh start|stop DIR [PORT]}
@@ -26,8 +28,10 @@ case "$cmd" in
         fi
         as_pg "$bindir/pg_ctl" -D "$dir/data" stop -m immediate >/dev/null 2>&1 || true
         port=${3:-$("$here/free_port.sh")}
+        fast="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        [ "${SQLQ_PG_DURABLE:-0}" != 1 ] || fast=""
         as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-            -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c max_prepared_transactions=20" >/dev/null \
+            -o "-p $port -k $dir -c listen_addresses=127.0.0.1 $fast -c max_connections=300 -c max_prepared_transactions=20" >/dev/null \
             || { cat "$dir/server.log" >&2; exit 1; }
         echo "$port" >"$dir/port"
         echo "Driver={PostgreSQL Unicode};Server=127.0.0.1;Port=$port;UID=sqlq;PWD=;BoolsAsChar=0;UseDeclareFetch=1;Fetch=1000;" >"$dir/odbc"
