@@ -33,6 +33,18 @@ static sqlq_db *connect_db(const char *conn)
     return db;
 }
 
+/* The test server's connection string with another role's UID in place of sqlq's. */
+static char *conn_as(const char *conn, const char *role)
+{
+    const char *uid = strstr(conn, "UID=sqlq;");
+    assert_non_null(uid);
+    size_t n = strlen(conn) + strlen(role) + 8;
+    char *out = malloc(n);
+    assert_non_null(out);
+    snprintf(out, n, "%.*sUID=%s;%s", (int)(uid - conn), conn, role, uid + strlen("UID=sqlq;"));
+    return out;
+}
+
 static void env_open(env *e)
 {
     e->conn = sqlq_test_pg_create_db("capture_pg");
@@ -485,12 +497,7 @@ static void test_capture_pg_unprivileged_writer(void **s)
              "sqlq.ver_pw TO %s",
              role, role, role, role);
     sqlq_test_db_exec(e.db, sql);
-    char *conn = strdup(e.conn);
-    char *uid = strstr(conn, "UID=sqlq;");
-    assert_non_null(uid);
-    size_t n = strlen(conn) + strlen(role) + 8;
-    char *wr_conn = malloc(n);
-    snprintf(wr_conn, n, "%.*sUID=%s;%s", (int)(uid - conn), conn, role, uid + strlen("UID=sqlq;"));
+    char *wr_conn = conn_as(e.conn, role);
     sqlq_db *w = connect_db(wr_conn);
     sqlq_test_db_exec(w, "INSERT INTO pw VALUES (1, 'a'), (2, 'b'), (3, 'c')");
     sqlq_test_db_exec(w, "INSERT INTO pw SELECT 9, 'none' WHERE false");
@@ -514,7 +521,6 @@ static void test_capture_pg_unprivileged_writer(void **s)
     snprintf(sql, sizeof(sql), "DROP OWNED BY %s; DROP ROLE %s", role, role);
     sqlq_test_db_exec(e.db, sql);
     free(wr_conn);
-    free(conn);
     env_close(&e);
 }
 
@@ -540,12 +546,7 @@ static void test_capture_pg_unprivileged_reader(void **s)
              "TO %s; GRANT SELECT ON pr TO %s",
              role, role, role, role);
     sqlq_test_db_exec(e.db, sql);
-    char *conn = strdup(e.conn);
-    char *uid = strstr(conn, "UID=sqlq;");
-    assert_non_null(uid);
-    size_t n = strlen(conn) + strlen(role) + 8;
-    char *ro_conn = malloc(n);
-    snprintf(ro_conn, n, "%.*sUID=%s;%s", (int)(uid - conn), conn, role, uid + strlen("UID=sqlq;"));
+    char *ro_conn = conn_as(e.conn, role);
     sqlq_db *ro = connect_db(ro_conn);
     assert_int_equal(
         sqlq_test_db_int(ro, "SELECT CASE WHEN current_setting('is_superuser') = 'off' THEN 1 "
@@ -569,7 +570,6 @@ static void test_capture_pg_unprivileged_reader(void **s)
     snprintf(sql, sizeof(sql), "DROP OWNED BY %s; DROP ROLE %s", role, role);
     sqlq_test_db_exec(e.db, sql);
     free(ro_conn);
-    free(conn);
     env_close(&e);
 }
 
