@@ -12,6 +12,7 @@
 #include <time.h>
 
 #define PROGRESS_LOG_MS 30000u
+#define OUTAGE_SLICE_MS 1000u /* an outage wait refreshes the metrics between slices */
 
 bool sqlq_route_stopping(const sqlq_route *r)
 {
@@ -52,10 +53,15 @@ static uint64_t queue_clock_now(void *ctx)
 }
 
 /* Requests already on the wire finish after a stop request (their changes are then released);
- * only waits before a retry are cut short. */
+ * only waits before a retry are cut short. The client's retries of a put take up to 5 s: the
+ * metrics are refreshed before each wait (every 5 s at most) when the connection is the route
+ * thread's, so an outage's backlog is seen at once, not after the first put gave up. */
 static bool queue_clock_sleep(void *ctx, uint64_t ms)
 {
-    return ms == 0 || sqlq_clock_sleep_ms(&((sqlq_route *)ctx)->clock, ms);
+    sqlq_route *r = ctx;
+    if (ms > 0 && !r->helper_owns_conn)
+        sqlq_route_refresh_metrics(r, sqlq_clock_now_ms(&r->clock));
+    return ms == 0 || sqlq_clock_sleep_ms(&r->clock, ms);
 }
 
 static double queue_clock_random(void *ctx)
@@ -230,14 +236,32 @@ static bool give_up(sqlq_route *r, uint64_t since_ms, const char *what, const ch
     return true;
 }
 
-bool sqlq_route_backoff_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms)
+static uint64_t backoff_delay(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms)
 {
     uint64_t delay = 30000;
     if (!sqlq_backoff_next(b, 0, &delay))
         sqlq_backoff_reset(b);
     if (r->env.once && since_ms && delay > once_budget_left(r, since_ms))
         delay = once_budget_left(r, since_ms);
-    return sqlq_clock_sleep_ms(&r->clock, delay) && !sqlq_route_stopping(r);
+    return delay;
+}
+
+bool sqlq_route_backoff_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms)
+{
+    return sqlq_clock_sleep_ms(&r->clock, backoff_delay(r, b, since_ms)) && !sqlq_route_stopping(r);
+}
+
+bool sqlq_route_outage_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms)
+{
+    uint64_t left = backoff_delay(r, b, since_ms);
+    while (left > 0) {
+        uint64_t step = left < OUTAGE_SLICE_MS ? left : OUTAGE_SLICE_MS;
+        if (!sqlq_clock_sleep_ms(&r->clock, step) || sqlq_route_stopping(r))
+            return false;
+        left -= step;
+        sqlq_route_refresh_metrics(r, sqlq_clock_now_ms(&r->clock));
+    }
+    return true;
 }
 
 bool sqlq_route_queue_give_up(sqlq_route *r)
@@ -504,7 +528,7 @@ static void state_idle(sqlq_route *r, sqlq_route_facts *f)
     sqlq_route_refresh_metrics(r, sqlq_clock_now_ms(&r->clock));
     sqlq_route_probe_queue(r);
     if (r->env.once && r->queue_down && !sqlq_route_queue_give_up(r))
-        (void)sqlq_route_backoff_sleep(r, &r->idle_backoff, r->outage.since_ms);
+        (void)sqlq_route_outage_sleep(r, &r->idle_backoff, r->outage.since_ms);
     else if (r->env.once && r->held_back_ms > 0)
         once_wait_lag(r);
     else if (r->env.once)

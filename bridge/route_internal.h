@@ -106,6 +106,9 @@ bool sqlq_route_ending(const sqlq_route *r);
 /* Sleep the next back-off step (with --once, never past the outage budget of an outage that
  * began at since_ms, 0 = none); false when a stop request cut it short. */
 bool sqlq_route_backoff_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms);
+/* The same during a queue outage, the database reachable: the metrics go on being refreshed
+ * every 5 s through the sleep (a step is up to 10 s), so the backlog is seen growing. */
+bool sqlq_route_outage_sleep(sqlq_route *r, sqlq_backoff *b, uint64_t since_ms);
 /* With --once: the queue service's outage outlasted the budget. */
 bool sqlq_route_queue_give_up(sqlq_route *r);
 void sqlq_route_advance(sqlq_route *r);

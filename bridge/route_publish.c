@@ -132,7 +132,7 @@ void sqlq_route_publish_wait(sqlq_route *r, sqlq_route_facts *f)
         return; /* the probe went through: the rest at once */
     bool give_back =
         (r->outage.down && sqlq_route_queue_give_up(r)) || sqlq_route_stopping(r) ||
-        !sqlq_route_backoff_sleep(r, &r->publish_backoff, r->outage.down ? r->outage.since_ms : 0);
+        !sqlq_route_outage_sleep(r, &r->publish_backoff, r->outage.down ? r->outage.since_ms : 0);
     if (give_back) {
         sqlq_route_abandon_rest(r, &r->batch, r->done); /* not counted: not their fault */
         f->batch_done = true;
