@@ -42,7 +42,9 @@ static const sqlq_config_spec status_spec = {
     "status",
     "sqlq status --db CONN [--table T] [--bridge-name NAME] [--json]",
     "Show, per table and bridge: the sync version (every change at or below it is delivered),\n"
-    "pending changes (not delivered yet, leased ones included: the backlog an autoscaler reads),\n"
+    "pending changes (not delivered yet, leased ones included, and on PostgreSQL committed\n"
+    "changes an open writer of the change log holds back: the backlog an autoscaler reads, as\n"
+    "the bridge's sqlq_pending_changes metric counts it),\n"
     "and the leases held now, by owner (host:pid:random of the bridge instance).\n"
     "Exit code 1 when a table asked for is not set up or cannot be read.",
     status_table,
@@ -116,9 +118,12 @@ static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge,
                                                  err.message));
         return SQLQ_EXIT_FAILED;
     }
+    /* Pending as sqlq_pending_changes counts it: committed changes an open writer of the log
+     * holds back (PostgreSQL) are not delivered either. */
+    long long pending = st.pending + st.held_back;
     if (json) {
         json_t *b = json_pack("{s:s, s:I, s:I, s:I, s:O}", "bridge", bridge, "sync_version",
-                              (json_int_t)st.sync_version, "pending", (json_int_t)st.pending,
+                              (json_int_t)st.sync_version, "pending", (json_int_t)pending,
                               "leased", (json_int_t)st.leased, "owners", st.owners);
         if (b && st.writers) {
             json_object_set_new(b, "horizon", json_integer((json_int_t)st.horizon));
@@ -128,7 +133,7 @@ static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge,
         json_array_append_new(bridges, b);
     } else {
         printf("  bridge %s: sync version %lld, pending %lld, leased %lld", bridge,
-               (long long)st.sync_version, st.pending, st.leased);
+               (long long)st.sync_version, pending, st.leased);
         const char *owner;
         json_t *n;
         const char *sep = " (";

@@ -132,7 +132,8 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table,
 
 typedef struct sqlq_capture_status {
     int64_t sync_version;
-    long long pending;      /* changes not yet delivered (what an autoscaler would read) */
+    long long pending;      /* changes not yet delivered, leased ones included; with held_back
+                             * what an autoscaler reads (`sqlq status`, sqlq_pending_changes) */
     long long leased;       /* leases currently held */
     json_t *owners;         /* object: instance id → leases held */
     /* Change log: */

@@ -53,6 +53,7 @@ struct sqlq_pg_listen {
     PQconninfoOption *pqopt;   /* psqlODBC's pqopt={...}, parsed by libpq; NULL when none */
     bool off;                  /* the server could not be determined: never connects */
     bool checked;              /* whether the trigger notifies was checked (at the first LISTEN) */
+    bool said_silent;          /* wakeup_off said the trigger does not notify: say when it does */
     char *arm_sql;             /* NULL: never arms */
     char *peek_sql;            /* the sequence's last value alone (sqlq_pg_listen_peek) */
     sqlq_pg_arm arm;           /* the wake-up lock, and the arm or unlock in flight */
@@ -286,9 +287,10 @@ static void check_notify(sqlq_pg_listen *l)
                                     "coalesce(current_setting('sqlq.notify', true), '')");
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
         const char *mpt = PQgetvalue(res, 0, 0), *notify = PQgetvalue(res, 0, 1);
+        l->said_silent = strcmp(notify, "off") == 0 || (strcmp(notify, "on") != 0 && strcmp(mpt, "0") != 0);
         if (strcmp(notify, "off") == 0)
             SQLQ_INFO("wakeup_off", "channel=%s reason=\"sqlq.notify is off\"", l->channel);
-        else if (strcmp(notify, "on") != 0 && strcmp(mpt, "0") != 0)
+        else if (l->said_silent)
             SQLQ_WARN("wakeup_off",
                       "channel=%s max_prepared_transactions=%s sqlq.notify=%s reason=\"the server "
                       "allows prepared transactions, so the trigger does not NOTIFY (PREPARE "
@@ -458,6 +460,12 @@ static bool pump(sqlq_pg_listen *l, int64_t covered, sqlq_pg_listen_event *event
     while ((n = PQnotifies(l->conn)) != NULL) {
         notified = true;
         PQfreemem(n);
+    }
+    if (notified && l->said_silent) { /* sqlq.notify turned on since: the warning is stale */
+        l->said_silent = false;
+        SQLQ_INFO("wakeup_on", "channel=%s note=\"a notification came after all (sqlq.notify "
+                  "changed since wakeup_off was logged): the route is woken by commits\"",
+                  l->channel);
     }
     if (notified) {
         *event = SQLQ_PG_LISTEN_NOTIFIED;

@@ -3,6 +3,8 @@
 # prepared transactions (max_prepared_transactions 20):
 #  1. sqlq.notify unset: the trigger does not NOTIFY, so the listener warns at start
 #     (event=wakeup_off naming max_prepared_transactions and ALTER DATABASE ... SET sqlq.notify);
+#     that cure applied while it runs, the next commit notifies and the bridge says so
+#     (event=wakeup_on: the warning is stale; found by a user);
 #  2. sqlq.notify = on, the bridge connected through DSN= (an ODBCINI file names the server,
 #     port, database and user; the connection string only the DSN): the listener reaches that
 #     server (no warning), a commit arrives within 600 ms at a 3 s interval, and
@@ -53,8 +55,13 @@ start notify_unset "${pgodbc}Database=$db;"
 wait_log "$work/notify_unset.log" "event=wakeup_off" 50 || true
 grep -q "event=wakeup_off.*max_prepared_transactions=20.*SET sqlq.notify = on" \
     "$work/notify_unset.log" || fail "no wakeup_off warning with sqlq.notify unset"
+psql_ -d postgres -c "ALTER DATABASE $db SET sqlq.notify = on"
+psql_ -d "$db" -c "INSERT INTO kv VALUES (100, 'cured')"
+wait_log "$work/notify_unset.log" "event=wakeup_on" 50 || fail "no wakeup_on after sqlq.notify = on"
 stop
-echo "bridge_wakeup_notice: sqlq.notify unset, max_prepared_transactions 20: warned: ok"
+psql_ -d postgres -c "ALTER DATABASE $db RESET sqlq.notify"
+"$SQLQ_BIN" queue clear "$q" >/dev/null # part 2 times its own message
+echo "bridge_wakeup_notice: sqlq.notify unset, max_prepared_transactions 20: warned, cure seen: ok"
 
 # ---- 2. sqlq.notify = on, connected through a DSN: woken, no warning, counted -------------------
 psql_ -d postgres -c "ALTER DATABASE $db SET sqlq.notify = on"

@@ -107,6 +107,8 @@ grep -q "event=capture_held_back.*pid=$a_pid application_name=\"cw_writer\" data
 [ "$(count)" = 21 ] || fail "a change after A's version was delivered before A ended"
 "$SQLQ_BIN" status --db "${odbc}Database=$src;" --table kv >"$work/status" 2>&1 || fail "status: $(cat "$work/status")"
 grep -q "held back: 1 committed change" "$work/status" || fail "status: $(cat "$work/status")"
+# status counts it pending, as the metric below does (found by a user: it said pending 0)
+grep -q "pending 1, " "$work/status" || fail "status does not count the held-back change pending: $(cat "$work/status")"
 grep -q "pid $a_pid, application_name 'cw_writer', database $src, state idle in transaction" "$work/status" \
     || fail "status does not name A: $(cat "$work/status")"
 "$SQLQ_BIN" status --db "${odbc}Database=$src;" --table kv --json >"$work/status.json"
