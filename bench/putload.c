@@ -108,7 +108,8 @@ int main(int argc, char **argv)
         free(extra);
     }
     slot slots[MAX_K];
-    long sent = 0, done = 0, ok = 0;
+    long sent = 0, done = 0, ok = 0, last_bad = -1;
+    CURLcode last_err = CURLE_OK;
     double t0 = now_s();
     for (long i = 0; i < k && sent < n; i++, sent++) {
         slots[i].h = curl_easy_init();
@@ -127,6 +128,10 @@ int main(int argc, char **argv)
             curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
             lat[done++] = now_s() - s->started;
             ok += status == 201;
+            if (status != 201) { /* said at the end: a failed run names its cause */
+                last_bad = status;
+                last_err = msg->data.result;
+            }
             curl_multi_remove_handle(m, s->h);
             if (sent < n) {
                 sent++;
@@ -149,5 +154,8 @@ int main(int argc, char **argv)
     curl_global_cleanup();
     free(lat);
     free(body);
+    if (ok != n)
+        fprintf(stderr, "putload: %ld of %ld puts failed; the last: HTTP status %ld (0: none), %s\n",
+                n - ok, n, last_bad, curl_easy_strerror(last_err));
     return ok == n ? 0 : 1;
 }
