@@ -356,8 +356,11 @@ static int install_one(sqlq_db *db, const char *table, const char *key_columns,
              (r = sqlq_change_log_install_with(db, t, opts, &err)) != SQLQ_OK ||
              (r = sqlq_change_log_options_found(db, t, n.log_table, &kept, &err)) != SQLQ_OK) {
         /* what the table or the options ask for cannot be (a name too long for its
-         * before-image column, …): the operator's input, like a usage error */
-        rc = r == SQLQ_E_INVALID || r == SQLQ_E_UNSUPPORTED ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED;
+         * before-image column, a log another table has, …): the operator's input, like a
+         * usage error */
+        rc = r == SQLQ_E_INVALID || r == SQLQ_E_UNSUPPORTED || r == SQLQ_E_CONFLICT
+                 ? SQLQ_EXIT_USAGE
+                 : SQLQ_EXIT_FAILED;
         print_error(n.table_key, &err);
     } else {
         sqlq_change_log_objects(d, &n, objects, sizeof(objects));
@@ -457,8 +460,13 @@ static int drop_one(sqlq_db *db, const char *table, const char *bridge)
     int rc = SQLQ_EXIT_OK;
     const sqlq_dialect *d = sqlq_db_dialect(db);
     if (!bridge && d->capture_shape != SQLQ_CAPTURE_CHANGE_TRACKING) {
-        if (sqlq_change_log_drop(db, t, &err) != SQLQ_OK)
+        bool shared = false;
+        if (sqlq_change_log_drop(db, t, &shared, &err) != SQLQ_OK)
             rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
+        else if (shared)
+            printf("%s: triggers removed; change log %s%s kept: it is registered to another "
+                   "table too (see the warning)\n",
+                   n.table_key, d->object_prefix, n.log_table);
         else
             printf("%s: change log and triggers removed\n", n.table_key);
     } else if (!bridge) {
