@@ -33,7 +33,8 @@ sqlq_result sqlq_wakeup_create(const char *db_connection, sqlq_db *db, const sql
     if (pg) {
         sqlq_catalog_names names;
         char channel[72];
-        sqlq_result rc = sqlq_catalog_names_make(d, &sqlq_capture_table(cap)->name, NULL, &names, err);
+        sqlq_result rc =
+            sqlq_catalog_names_find(db, &sqlq_capture_table(cap)->name, NULL, &names, err);
         char *arm = NULL, *peek = NULL;
         if (rc == SQLQ_OK)
             rc = sqlq_change_log_pg_arm_sql(d, &names, true, &arm, err);

@@ -297,7 +297,10 @@ static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *
 }
 
 /* PostgreSQL: a role named like sqlq's schema finds that schema first on the default
- * search_path ("$user", public), so its unqualified names resolve into sqlq's objects. */
+ * search_path ("$user", public), so its unqualified names resolve into sqlq's objects. What
+ * counts is this session's search_path as the server set it (ALTER ROLE … SET search_path
+ * included): an entry "$user" while the role is sqlq, or sqlq itself (quoted or not). Parsed
+ * here, not by current_schemas(), which leaves out schema sqlq before the first setup. */
 static void warn_role_named_schema(sqlq_db *db)
 {
     if (strcmp(sqlq_db_dialect(db)->name, "postgres") != 0)
@@ -305,14 +308,20 @@ static void warn_role_named_schema(sqlq_db *db)
     sqlq_error err;
     sqlq_error_clear(&err);
     int64_t same = 0;
-    if (sqlq_db_query_int(db, "SELECT count(*) WHERE current_user = 'sqlq'", NULL, 0, &same,
-                          &err) == SQLQ_OK &&
+    if (sqlq_db_query_int(
+            db,
+            "SELECT count(*) FROM unnest(string_to_array(current_setting('search_path'), ',')) "
+            "AS p(e) WHERE CASE WHEN btrim(e) IN ('\"$user\"', '$user') THEN "
+            "CAST(current_user AS text) WHEN btrim(e) LIKE '\"%\"' THEN "
+            "replace(substr(btrim(e), 2, length(btrim(e)) - 2), '\"\"', '\"') "
+            "ELSE lower(btrim(e)) END = 'sqlq'",
+            NULL, 0, &same, &err) == SQLQ_OK &&
         same > 0)
         SQLQ_WARN("role_named_like_schema",
-                  "role=sqlq schema=sqlq note=\"with the default search_path (\\\"$user\\\", "
-                  "public) this role's unqualified names resolve into sqlq's schema (its "
-                  "registry, new tables): connect as a role with another name, or ALTER ROLE "
-                  "sqlq SET search_path = public\"");
+                  "role=sqlq schema=sqlq note=\"this session's search_path (the default: "
+                  "\\\"$user\\\", public) resolves the role's unqualified names into sqlq's "
+                  "schema (its registry, new tables): connect as a role with another name, or "
+                  "ALTER ROLE sqlq SET search_path = public\"");
 }
 
 /* What the log keeps beyond the key, as setup reports it. */
@@ -356,8 +365,11 @@ static int install_one(sqlq_db *db, const char *table, const char *key_columns,
              (r = sqlq_change_log_install_with(db, t, opts, &err)) != SQLQ_OK ||
              (r = sqlq_change_log_options_found(db, t, n.log_table, &kept, &err)) != SQLQ_OK) {
         /* what the table or the options ask for cannot be (a name too long for its
-         * before-image column, …): the operator's input, like a usage error */
-        rc = r == SQLQ_E_INVALID || r == SQLQ_E_UNSUPPORTED ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED;
+         * before-image column, a log another table has, …): the operator's input, like a
+         * usage error */
+        rc = r == SQLQ_E_INVALID || r == SQLQ_E_UNSUPPORTED || r == SQLQ_E_CONFLICT
+                 ? SQLQ_EXIT_USAGE
+                 : SQLQ_EXIT_FAILED;
         print_error(n.table_key, &err);
     } else {
         sqlq_change_log_objects(d, &n, objects, sizeof(objects));
@@ -457,8 +469,13 @@ static int drop_one(sqlq_db *db, const char *table, const char *bridge)
     int rc = SQLQ_EXIT_OK;
     const sqlq_dialect *d = sqlq_db_dialect(db);
     if (!bridge && d->capture_shape != SQLQ_CAPTURE_CHANGE_TRACKING) {
-        if (sqlq_change_log_drop(db, t, &err) != SQLQ_OK)
+        bool shared = false;
+        if (sqlq_change_log_drop(db, t, &shared, &err) != SQLQ_OK)
             rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
+        else if (shared)
+            printf("%s: triggers removed; change log %s%s kept: it is registered to another "
+                   "table too (see the warning)\n",
+                   n.table_key, d->object_prefix, n.log_table);
         else
             printf("%s: change log and triggers removed\n", n.table_key);
     } else if (!bridge) {

@@ -179,6 +179,27 @@ static bool table_key(sqlq_db *db, const char *table, char *out, size_t size)
     return true;
 }
 
+/* A change log the registry lists against another table too is refused: what it holds may be
+ * either table's (sqlq_catalog_log_check; `sqlq setup` says how to part them). */
+static int shared_log(sqlq_db *db, const char *table, const char *object)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    char other[SQLQ_TABLE_KEY_MAX];
+    if (sqlq_catalog_log_sharer(db, object, table, other, sizeof(other), &err) != SQLQ_OK) {
+        print_err(table, &err);
+        return SQLQ_EXIT_FAILED;
+    }
+    if (!other[0])
+        return SQLQ_EXIT_OK;
+    sqlq_error_set(&err, SQLQ_E_CONFLICT, false,
+                   "change log %s is registered to table %s too: its changes may be either "
+                   "table's. `sqlq setup --table %s` says how to give each table a log of its own",
+                   object, other, table);
+    print_err(table, &err);
+    return SQLQ_EXIT_FAILED;
+}
+
 /* The tables and bridges to show: registry rows, ordered by table (only `key`'s when set);
  * `*found` says whether there was any. */
 static int show(sqlq_db *db, const status_settings *s, const char *key, json_t *doc, bool *found)
@@ -224,6 +245,8 @@ static int show(sqlq_db *db, const status_settings *s, const char *key, json_t *
         }
         if (strcmp(kind, "log") == 0) {
             json_object_set_new(entry, "log", json_string(object ? object : ""));
+            if (object && shared_log(db, table, object) != SQLQ_EXIT_OK)
+                rc = SQLQ_EXIT_FAILED;
             continue;
         }
         if (s->bridge_name && strcmp(s->bridge_name, bridge) != 0)

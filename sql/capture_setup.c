@@ -128,6 +128,8 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
                                "the change log of table %s is not installed: run "
                                "`sqlq setup --table %s` first",
                                cap->names.table_key, user_table);
+        if (r == SQLQ_OK) /* not a log another table writes to as well */
+            r = sqlq_catalog_log_check(cap->db, &cap->names, err);
         char seq[72];
         sqlq_change_log_sequence(&cap->names, seq, sizeof(seq));
         if (r == SQLQ_OK && cap->spec.dialect->capture_shape == SQLQ_CAPTURE_LOG_SEQUENCE &&

@@ -71,12 +71,32 @@ static bool key_part(char *out, size_t size, size_t *pos, const char *part, bool
     return true;
 }
 
-static void make_base(const sqlq_dialect *d, const sqlq_table_name *t, const char *key, char *out,
-                      size_t size)
+/* Ends in '_' and 12 hex digits: the shape of a hashed <base>. */
+static bool hash_suffixed(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 13 || s[n - 13] != '_')
+        return false;
+    for (size_t i = n - 12; i < n; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+/* The table's name as <base> as it is (lowercased): short and plain, in the home schema. A
+ * name shaped like a hashed base is plain only for `legacy`, what sqlq did before: that let
+ * public.orders_aee247e33b26 share the log of s1.orders. */
+static bool base_plain(const sqlq_dialect *d, const sqlq_table_name *t, bool legacy)
 {
     bool home_schema = !d->schemas || strcmp(t->schema, d->home_schema) == 0;
-    if (home_schema && strlen(t->name) <= BASE_PLAIN_MAX &&
-        plain_ident(t->name, !d->names_ignore_case)) {
+    return home_schema && strlen(t->name) <= BASE_PLAIN_MAX &&
+           plain_ident(t->name, !d->names_ignore_case) && (legacy || !hash_suffixed(t->name));
+}
+
+static void make_base(const sqlq_dialect *d, const sqlq_table_name *t, const char *key,
+                      bool legacy, char *out, size_t size)
+{
+    if (base_plain(d, t, legacy)) {
         size_t i = 0;
         for (; t->name[i] && i + 1 < size; i++)
             out[i] = (char)tolower((unsigned char)t->name[i]);
@@ -98,8 +118,8 @@ static void make_base(const sqlq_dialect *d, const sqlq_table_name *t, const cha
     snprintf(out, size, "%s%s%s", n ? prefix : "t", "_", hash);
 }
 
-sqlq_result sqlq_catalog_names_make(const sqlq_dialect *d, const sqlq_table_name *t,
-                                    const char *bridge, sqlq_catalog_names *out, sqlq_error *err)
+static sqlq_result names_fill(const sqlq_dialect *d, const sqlq_table_name *t, const char *bridge,
+                              bool legacy, sqlq_catalog_names *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
     out->dialect = d;
@@ -123,7 +143,7 @@ sqlq_result sqlq_catalog_names_make(const sqlq_dialect *d, const sqlq_table_name
     if (!ok)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "table name too long");
     char base[48];
-    make_base(d, t, out->table_key, base, sizeof(base));
+    make_base(d, t, out->table_key, legacy, base, sizeof(base));
     snprintf(out->log_table, sizeof(out->log_table), "log_%s", base);
     snprintf(out->log_function, sizeof(out->log_function), "capture_%s", base);
     if (!d->schemas) /* one namespace: a trigger's name must differ per table */
@@ -139,6 +159,58 @@ sqlq_result sqlq_catalog_names_make(const sqlq_dialect *d, const sqlq_table_name
         snprintf(out->lock_hash, sizeof(out->lock_hash), "sqlq:%s", hash);
     }
     return SQLQ_OK;
+}
+
+sqlq_result sqlq_catalog_names_make(const sqlq_dialect *d, const sqlq_table_name *t,
+                                    const char *bridge, sqlq_catalog_names *out, sqlq_error *err)
+{
+    return names_fill(d, t, bridge, false, out, err);
+}
+
+void sqlq_catalog_log_display(const sqlq_catalog_names *n, char *out, size_t size)
+{
+    snprintf(out, size, "%s%s", n->dialect->object_prefix, n->log_table);
+}
+
+/* Whether the registry lists `object` as table_key's change log. */
+static sqlq_result registered_as(sqlq_db *db, const char *table_key, const char *object,
+                                 bool *out, sqlq_error *err)
+{
+    *out = false;
+    bool catalog = false;
+    json_t *rows = NULL;
+    sqlq_result r = sqlq_catalog_exists(db, &catalog, err);
+    if (r == SQLQ_OK && catalog)
+        r = sqlq_catalog_list(db, table_key, &rows, err);
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        const char *kind = json_string_value(json_object_get(row, "kind"));
+        const char *name = json_string_value(json_object_get(row, "object_name"));
+        if (kind && name && strcmp(kind, "log") == 0 && strcmp(name, object) == 0)
+            *out = true;
+    }
+    json_decref(rows);
+    return r;
+}
+
+sqlq_result sqlq_catalog_names_find(sqlq_db *db, const sqlq_table_name *t, const char *bridge,
+                                    sqlq_catalog_names *out, sqlq_error *err)
+{
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    sqlq_result r = names_fill(d, t, bridge, false, out, err);
+    if (r != SQLQ_OK || base_plain(d, t, false) || !base_plain(d, t, true))
+        return r;
+    sqlq_catalog_names legacy;
+    char object[128];
+    bool kept = false;
+    r = names_fill(d, t, bridge, true, &legacy, err);
+    sqlq_catalog_log_display(&legacy, object, sizeof(object));
+    if (r == SQLQ_OK)
+        r = registered_as(db, legacy.table_key, object, &kept, err);
+    if (r == SQLQ_OK && kept)
+        *out = legacy;
+    return r;
 }
 
 void sqlq_catalog_object(sqlq_sql_text *s, const char *bare)
@@ -320,7 +392,7 @@ sqlq_result sqlq_catalog_lookup_keyed(sqlq_db *db, const char *table_text, const
     if (r == SQLQ_OK)
         r = sqlq_catalog_resolve(db, table_text, &parsed, &canon, err);
     if (r == SQLQ_OK)
-        r = sqlq_catalog_names_make(sqlq_db_dialect(db), &canon, bridge, out_names, err);
+        r = sqlq_catalog_names_find(db, &canon, bridge, out_names, err);
     if (r == SQLQ_OK)
         r = sqlq_table_describe_any(db, &canon, out_table, err);
     if (r == SQLQ_OK)

@@ -6,8 +6,10 @@
  * (bridge, table). SQLite has no schemas: the same objects carry the prefix sqlq_
  * (sqlq_tables, sqlq_state, sqlq_counter, sqlq_log_<base>, sqlq_leases_<hash12>).
  * <base> is the table name when it is short and plain (lowercase letters, digits, _; public
- * schema on PostgreSQL), otherwise a sanitised prefix plus 12 hex digits of SHA-256 of the
- * canonical table key. Every derived object is recorded in the registry. */
+ * schema on PostgreSQL) and does not itself end in _ and 12 hex digits, otherwise a sanitised
+ * prefix plus 12 hex digits of SHA-256 of the canonical table key, so that no two tables get
+ * one <base>. Every derived object is recorded in the registry, and a change log registered to
+ * one table is never installed, dropped or read for another (sqlq_catalog_log_check). */
 #ifndef SQLQ_CATALOG_H
 #define SQLQ_CATALOG_H
 
@@ -47,6 +49,24 @@ typedef struct sqlq_catalog_names {
 /* Pure: derive every name from a canonical table (and bridge, may be NULL). */
 SQLQ_NODISCARD sqlq_result sqlq_catalog_names_make(const sqlq_dialect *d, const sqlq_table_name *t,
                                                    const char *bridge, sqlq_catalog_names *out,
+                                                   sqlq_error *err);
+/* The same for a table in db: a table whose change log an earlier sqlq installed under its
+ * plain name although that name ends in _ and 12 hex digits (the registry says so) keeps it, so
+ * a deployed log is never renamed under its bridge. What setup, bridges and status use. */
+SQLQ_NODISCARD sqlq_result sqlq_catalog_names_find(sqlq_db *db, const sqlq_table_name *t,
+                                                   const char *bridge, sqlq_catalog_names *out,
+                                                   sqlq_error *err);
+/* The change log's name as the registry's object_name holds it: sqlq.log_x / sqlq_log_x. */
+void sqlq_catalog_log_display(const sqlq_catalog_names *n, char *out, size_t size);
+/* SQLQ_E_CONFLICT, naming both tables and the remedy, when the registry lists n's change log
+ * against a table other than n's: two tables would share one log (the changes of one read as
+ * the other's). SQLQ_OK when it does not, or there is no registry. */
+SQLQ_NODISCARD sqlq_result sqlq_catalog_log_check(sqlq_db *db, const sqlq_catalog_names *n,
+                                                  sqlq_error *err);
+/* The first table other than table_key that the registry lists against change log `object`
+ * (a registry object_name) into out; "" when none. */
+SQLQ_NODISCARD sqlq_result sqlq_catalog_log_sharer(sqlq_db *db, const char *object,
+                                                   const char *table_key, char *out, size_t size,
                                                    sqlq_error *err);
 /* 12 lowercase hex digits of SHA-256(a '\n' b); b may be NULL. */
 void sqlq_catalog_hash12(const char *a, const char *b, char out[13]);

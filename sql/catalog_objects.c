@@ -188,3 +188,53 @@ sqlq_result sqlq_catalog_drop_if_unused(sqlq_db *db, bool *out_dropped, sqlq_err
                   "because other objects are in it\"");
     return SQLQ_OK;
 }
+
+/* ---- one log, one table ------------------------------------------------------------------ */
+
+sqlq_result sqlq_catalog_log_sharer(sqlq_db *db, const char *object, const char *table_key,
+                                    char *out, size_t size, sqlq_error *err)
+{
+    out[0] = '\0';
+    bool catalog = false;
+    sqlq_result r = sqlq_catalog_exists(db, &catalog, err);
+    if (r != SQLQ_OK || !catalog)
+        return r;
+    char *sql = NULL;
+    r = registry_sql(db, "SELECT table_name FROM ",
+                     " WHERE kind = 'log' AND object_name = ? AND table_name <> ? "
+                     "ORDER BY table_name",
+                     &sql, err);
+    sqlq_param p[2] = {sqlq_param_text(object), sqlq_param_text(table_key)};
+    json_t *rows = NULL;
+    if (r == SQLQ_OK)
+        r = sqlq_db_query(db, sql, p, 2, &rows, err);
+    free(sql);
+    const char *other = json_string_value(json_object_get(json_array_get(rows, 0), "table_name"));
+    if (r == SQLQ_OK && other)
+        snprintf(out, size, "%s", other);
+    json_decref(rows);
+    return r;
+}
+
+sqlq_result sqlq_catalog_log_check(sqlq_db *db, const sqlq_catalog_names *n, sqlq_error *err)
+{
+    char object[128], other[SQLQ_TABLE_KEY_MAX];
+    sqlq_catalog_log_display(n, object, sizeof(object));
+    sqlq_result r = sqlq_catalog_log_sharer(db, object, n->table_key, other, sizeof(other), err);
+    if (r != SQLQ_OK || !other[0])
+        return r;
+    /* The table that holds the log under a name its own would no longer be is the one that
+     * came in: an earlier sqlq named public.orders_aee247e33b26 plainly. */
+    sqlq_catalog_names fresh;
+    bool mine_legacy = sqlq_catalog_names_make(n->dialect, &n->table, NULL, &fresh, err) ==
+                           SQLQ_OK &&
+                       strcmp(fresh.log_table, n->log_table) != 0;
+    const char *intruder = mine_legacy ? n->table_key : other;
+    const char *owner = mine_legacy ? other : n->table_key;
+    return sqlq_error_set(err, SQLQ_E_CONFLICT, false,
+                          "change log %s of table %s is registered to table %s too: one log for "
+                          "two tables mixes their changes. Run `sqlq setup --table %s --drop` "
+                          "(the log stays with %s), then `sqlq setup` of both tables again: each "
+                          "gets a log of its own (docs/capture.md, Names)",
+                          object, n->table_key, other, intruder, owner);
+}

@@ -44,7 +44,7 @@ static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, sqlq_log_ctx *c, s
     sqlq_table_name canon;
     sqlq_result r = sqlq_catalog_resolve(db, NULL, &t->name, &canon, err);
     if (r == SQLQ_OK)
-        r = sqlq_catalog_names_make(d, &canon, NULL, &c->names, err);
+        r = sqlq_catalog_names_find(db, &canon, NULL, &c->names, err);
     return r;
 }
 
@@ -247,6 +247,8 @@ sqlq_result sqlq_change_log_install_with(sqlq_db *db, const sqlq_table *t,
     r = sqlq_db_begin(db, err);
     if (r == SQLQ_OK)
         r = sqlq_catalog_ddl_lock(db, err);
+    if (r == SQLQ_OK) /* a log another table has: neither reuse nor rewrite it */
+        r = sqlq_catalog_log_check(db, &c.names, err);
     if (r == SQLQ_OK && !sqlq_change_log_counter(&c) && !sqlq_change_log_stamped(&c))
         r = sqlq_change_log_pg_lock_table(&c, err);
     if (r == SQLQ_OK)
@@ -270,11 +272,40 @@ sqlq_result sqlq_change_log_install_with(sqlq_db *db, const sqlq_table *t,
     return r;
 }
 
-sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, sqlq_error *err)
+/* Whether the registry lists c's log against another table too (sqlq_catalog_log_check): then
+ * that table's, and only this table's own triggers may go. */
+static sqlq_result log_shared(const sqlq_log_ctx *c, bool *out, sqlq_error *err)
 {
+    sqlq_error why;
+    sqlq_error_clear(&why);
+    sqlq_result r = sqlq_catalog_log_check(c->db, &c->names, &why);
+    *out = r == SQLQ_E_CONFLICT;
+    if (*out)
+        SQLQ_WARN("change_log_kept", "table=%s note=\"%s\"", c->names.table_key, why.message);
+    if (r == SQLQ_OK || *out)
+        return SQLQ_OK;
+    return sqlq_error_set(err, r, why.transient, "%s", why.message);
+}
+
+/* This table's triggers; with `shared`, only those, else the log's functions too. */
+static sqlq_result drop_triggers(const sqlq_log_ctx *c, bool catalog, bool shared,
+                                 sqlq_error *err)
+{
+    if (sqlq_change_log_stamped(c)) /* in the table's database, named by its own hash */
+        return sqlq_change_log_stamped_drop(c->db, &c->names, err);
+    if (sqlq_change_log_counter(c))
+        return sqlq_change_log_sqlite_drop(c, catalog, shared, err);
+    return shared ? sqlq_change_log_pg_trigger(c, false, err) : sqlq_change_log_pg_drop(c, err);
+}
+
+sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, bool *out_shared,
+                                 sqlq_error *err)
+{
+    if (out_shared)
+        *out_shared = false;
     sqlq_log_ctx c;
     sqlq_result r = ctx_init(db, t, &c, err);
-    bool catalog = false;
+    bool catalog = false, shared = false;
     if (r == SQLQ_OK)
         r = sqlq_catalog_exists(db, &catalog, err);
     if (r == SQLQ_OK)
@@ -283,13 +314,12 @@ sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, sqlq_error *e
         return r;
     r = sqlq_catalog_ddl_lock(db, err);
     const sqlq_dialect *d = sqlq_db_dialect(db);
-    if (r == SQLQ_OK && sqlq_change_log_stamped(&c))
-        r = sqlq_change_log_stamped_drop(db, &c.names, err);
-    else if (r == SQLQ_OK)
-        r = sqlq_change_log_counter(&c) ? sqlq_change_log_sqlite_drop(&c, catalog, err)
-                                        : sqlq_change_log_pg_drop(&c, err);
+    if (r == SQLQ_OK)
+        r = log_shared(&c, &shared, err);
+    if (r == SQLQ_OK)
+        r = drop_triggers(&c, catalog, shared, err);
     sqlq_sql_text q;
-    if (r == SQLQ_OK) {
+    if (r == SQLQ_OK && !shared) {
         sqlq_sql_text_init(&q, d);
         sqlq_sql_text_add(&q, "DROP TABLE IF EXISTS ");
         sqlq_catalog_object(&q, c.names.log_table);
@@ -303,7 +333,10 @@ sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, sqlq_error *e
         sqlq_db_rollback(db);
         return r;
     }
-    SQLQ_INFO("change_log_dropped", "table=%s", c.names.table_key);
+    SQLQ_INFO("change_log_dropped", "table=%s log=%s", c.names.table_key,
+              shared ? "kept" : "dropped");
+    if (out_shared)
+        *out_shared = shared;
     return sqlq_catalog_drop_if_unused(db, NULL, err);
 }
 

@@ -46,7 +46,9 @@ sqlq_result sqlq_change_log_exec(sqlq_db *db, sqlq_sql_text *q, sqlq_error *err)
 /* SQLite (change_log_sqlite.c). */
 void sqlq_change_log_sqlite_trigger_name(const sqlq_log_ctx *c, size_t i, char *out, size_t size);
 sqlq_result sqlq_change_log_sqlite_install(const sqlq_log_ctx *c, sqlq_error *err);
-sqlq_result sqlq_change_log_sqlite_drop(const sqlq_log_ctx *c, bool catalog, sqlq_error *err);
+/* own_only: only the triggers on c's table (their names may be on another's: a shared log). */
+sqlq_result sqlq_change_log_sqlite_drop(const sqlq_log_ctx *c, bool catalog, bool own_only,
+                                        sqlq_error *err);
 
 /* PostgreSQL (change_log_pg.c). */
 sqlq_result sqlq_change_log_pg_lock_table(const sqlq_log_ctx *c, sqlq_error *err);

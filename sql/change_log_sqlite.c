@@ -73,12 +73,21 @@ static sqlq_result sqlite_trigger_sql(const sqlq_log_ctx *c, size_t i, int64_t f
     return sqlq_sql_text_take(&q, out, err);
 }
 
-static sqlq_result sqlite_drop_triggers(const sqlq_log_ctx *c, sqlq_error *err)
+static sqlq_result sqlite_drop_triggers(const sqlq_log_ctx *c, bool own_only, sqlq_error *err)
 {
     sqlq_result r = SQLQ_OK;
     for (size_t i = 0; r == SQLQ_OK && i < 4; i++) {
         char name[96];
         sqlq_change_log_sqlite_trigger_name(c, i, name, sizeof(name));
+        sqlq_param p[2] = {sqlq_param_text(name), sqlq_param_text(c->names.table.name)};
+        int64_t other = 0;
+        if (own_only)
+            r = sqlq_db_query_int(c->db,
+                                  "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND "
+                                  "name = ? AND tbl_name <> ? COLLATE NOCASE",
+                                  p, 2, &other, err);
+        if (r != SQLQ_OK || other > 0)
+            continue;
         sqlq_sql_text q;
         sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
         sqlq_sql_text_add(&q, "DROP TRIGGER IF EXISTS ");
@@ -120,11 +129,12 @@ static sqlq_result sqlite_floor(const sqlq_log_ctx *c, bool syncs, int64_t *floo
 
 /* The triggers, and before the log goes the floor is raised to its newest version: a log set up
  * again later starts above every version this one handed out. */
-sqlq_result sqlq_change_log_sqlite_drop(const sqlq_log_ctx *c, bool catalog, sqlq_error *err)
+sqlq_result sqlq_change_log_sqlite_drop(const sqlq_log_ctx *c, bool catalog, bool own_only,
+                                        sqlq_error *err)
 {
     bool log = false;
-    sqlq_result r = sqlite_drop_triggers(c, err);
-    if (r == SQLQ_OK && catalog)
+    sqlq_result r = sqlite_drop_triggers(c, own_only, err);
+    if (r == SQLQ_OK && catalog && !own_only)
         r = sqlq_catalog_object_exists(c->db, c->names.log_table, &log, err);
     if (r == SQLQ_OK && log)
         r = sqlite_floor(c, false, NULL, err);
@@ -136,7 +146,7 @@ sqlq_result sqlq_change_log_sqlite_install(const sqlq_log_ctx *c, sqlq_error *er
     int64_t floor_v = 0;
     sqlq_result r = sqlite_floor(c, true, &floor_v, err);
     if (r == SQLQ_OK)
-        r = sqlite_drop_triggers(c, err);
+        r = sqlite_drop_triggers(c, false, err);
     for (size_t i = 0; r == SQLQ_OK && i < 4; i++) {
         char *sql = NULL;
         r = sqlite_trigger_sql(c, i, floor_v, &sql, err);

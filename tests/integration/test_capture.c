@@ -158,13 +158,13 @@ static void run_install_drop(int kind)
     size_t forgotten = 0;
     SQLQ_TEST_OK(sqlq_capture_forget(e.db, "orders", NULL, &forgotten, err));
     assert_int_equal(forgotten, 1);
-    SQLQ_TEST_OK(sqlq_change_log_drop(e.db, t, err));
+    SQLQ_TEST_OK(sqlq_change_log_drop(e.db, t, NULL, err));
     SQLQ_TEST_OK(sqlq_change_log_installed(e.db, t, &on, err));
     assert_false(on);
     assert_int_equal(sqlq_objects(&e), 0);
     sqlq_test_db_exec(
         e.db, "INSERT INTO orders VALUES (2, 'b')"); /* the table works without the triggers */
-    SQLQ_TEST_OK(sqlq_change_log_drop(e.db, t, err)); /* and dropping twice is fine */
+    SQLQ_TEST_OK(sqlq_change_log_drop(e.db, t, NULL, err)); /* and dropping twice is fine */
     sqlq_table_free(t);
     env_close(&e);
 }

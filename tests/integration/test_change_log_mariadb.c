@@ -45,7 +45,7 @@ static void teardown_table(fixture *f)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    assert_int_equal(sqlq_change_log_drop(f->db, f->table, &err), SQLQ_OK);
+    assert_int_equal(sqlq_change_log_drop(f->db, f->table, NULL, &err), SQLQ_OK);
     bool installed = true;
     assert_int_equal(sqlq_change_log_installed(f->db, f->table, &installed, &err), SQLQ_OK);
     assert_false(installed);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # PostgreSQL: a role named like sqlq's schema (sqlq) resolves its unqualified names into that
 # schema on the default search_path ("$user", public): sqlq setup warns about it (and does not
-# for another role). sqlq setup --drop with other objects left in schema sqlq is not an error:
-# sqlq's own objects go, the schema stays and the log says so; an empty schema is dropped.
+# for another role, nor once the role's search_path leaves sqlq out). sqlq setup --drop with
+# other objects left in schema sqlq is not an error: sqlq's own objects go, the schema stays
+# and the log says so; an empty schema is dropped.
 # Before: no warning, and --drop exited 1 ("cannot drop schema sqlq because other objects
 # depend on it") after removing the change log and trigger.
 set -euo pipefail
@@ -30,6 +31,17 @@ conn="${pgodbc}Database=$db;" # the test server's admin role is named sqlq
 
 run 0 "$bin" setup --db "$conn" --table public.a
 grep -q "role_named_like_schema" "$tmp/out" || fail "setup as role sqlq does not warn"
+
+# The cure the warning names, as a new session sees it: no warning once the role's search_path
+# leaves out "$user" (before: it warned on the role's name alone, whatever its search_path);
+# a search_path that names schema sqlq itself warns again.
+psql_ -d postgres -c "ALTER ROLE sqlq IN DATABASE $db SET search_path = public" >/dev/null
+run 0 "$bin" setup --db "$conn" --table public.a
+grep -q "role_named_like_schema" "$tmp/out" && fail "setup warns after ALTER ROLE sqlq SET search_path = public"
+psql_ -d postgres -c "ALTER ROLE sqlq IN DATABASE $db SET search_path = public, \"SQLQ\", Sqlq" >/dev/null
+run 0 "$bin" setup --db "$conn" --table public.a
+grep -q "role_named_like_schema" "$tmp/out" || fail "setup does not warn for a search_path naming sqlq"
+psql_ -d postgres -c "ALTER ROLE sqlq IN DATABASE $db RESET search_path" >/dev/null
 
 # The collision itself: role sqlq's unqualified CREATE TABLE lands in schema sqlq.
 psql_ -d "$db" -c "CREATE TABLE mine (x integer)" >/dev/null

@@ -81,7 +81,7 @@ static void change_log_set(sqlq_db *db, const char *table, bool install)
     if (sqlq_catalog_lookup(db, table, NULL, &t, &names, &err) != SQLQ_OK)
         fail_msg("lookup of %s failed: %s", table, err.message);
     sqlq_result r =
-        install ? sqlq_change_log_install(db, t, &err) : sqlq_change_log_drop(db, t, &err);
+        install ? sqlq_change_log_install(db, t, &err) : sqlq_change_log_drop(db, t, NULL, &err);
     sqlq_table_free(t);
     if (r != SQLQ_OK)
         fail_msg("change log %s of %s failed: %s", install ? "install" : "drop", table,

@@ -538,6 +538,16 @@ static void test_capture_sql_catalog_names(void **state)
                      SQLQ_OK);
     assert_string_not_equal(m.log_table, "log_orders"); /* "Orders" is not orders in PostgreSQL */
     assert_string_equal(m.table_key, "public.\"Orders\"");
+    /* a plain name shaped like a hashed one takes the hashed form: one log per table */
+    sqlq_table_name like = {.schema = "public", .name = "orders_9070a83f92d8"};
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_postgres, &like, NULL, &m, &err),
+                     SQLQ_OK);
+    assert_string_not_equal(m.log_table, "log_orders_9070a83f92d8");
+    assert_string_equal(m.log_table, "log_orders_9070a83f92d8_209c6a74383f");
+    sqlq_table_name near = {.schema = "public", .name = "orders_9070a83f92dx"};
+    assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_postgres, &near, NULL, &m, &err),
+                     SQLQ_OK);
+    assert_string_equal(m.log_table, "log_orders_9070a83f92dx"); /* not 12 hex digits: plain */
     /* SQLite: names are case-insensitive there, so a plain mixed-case name stays readable */
     sqlq_table_name lite = {.name = "Orders"};
     assert_int_equal(sqlq_catalog_names_make(&sqlq_dialect_sqlite, &lite, "default", &m, &err),
