@@ -523,9 +523,16 @@ def _interrupt(signum, frame):
 
 
 def write_docs(title, body):
-    """Replace a scenario's section, then the Summary at the top."""
+    """Replace a scenario's section, then the Summary at the top: only when this machine holds
+    results of every scenario (a Summary from some would say the others were never run and drop
+    their figures, which the sections below still show)."""
     write_section(title, body)
     import summary  # bench/summary.py (imported here: it imports this module)
+    missing = [name for name, _ in summary.SCENARIOS if not load(name)]
+    if missing:
+        log(f"Summary not rewritten: no results here for {', '.join(missing)} "
+            f"(bench/run.sh runs them all)")
+        return
     summary.write()
 
 
