@@ -10,13 +10,29 @@ static bool is(const char *code, const char *want)
     return code && strcmp(code, want) == 0;
 }
 
-sqlq_fault_kind sqlq_fault_classify(int http_status, const char *azure_code, bool net_retryable)
+/* A failure with no answer from the service. Only curl's failure (SQLQ_E_NETWORK) says anything
+ * about the transport; a body refused before sending is this message's; whatever else stopped
+ * the request on this side (out of memory, a request too long to build, an unreadable reply) is
+ * no proof of a network or TLS fault, and no fault of this one body either. */
+static sqlq_fault_kind classify_unanswered(const sqlq_error *e)
 {
+    switch (e->code) {
+    case SQLQ_E_NETWORK: return e->transient ? SQLQ_FAULT_NETWORK : SQLQ_FAULT_TLS;
+    case SQLQ_E_TOO_LARGE: return SQLQ_FAULT_TOO_LARGE;
+    case SQLQ_E_BODY: return SQLQ_FAULT_BAD_BODY;
+    default: return SQLQ_FAULT_LOCAL;
+    }
+}
+
+sqlq_fault_kind sqlq_fault_classify(const sqlq_error *e)
+{
+    int http_status = e->http_status;
+    const char *azure_code = e->azure_code;
     /* No Entra ID token (queue/credential.h): the token endpoint's outage is the queue's. */
     if (is(azure_code, "TokenUnavailable"))
         return SQLQ_FAULT_AUTHENTICATION;
     if (http_status == 0)
-        return net_retryable ? SQLQ_FAULT_NETWORK : SQLQ_FAULT_TLS;
+        return classify_unanswered(e);
     if (http_status == 413 || is(azure_code, "RequestBodyTooLarge") ||
         is(azure_code, "MessageTooLarge"))
         return SQLQ_FAULT_TOO_LARGE;
@@ -65,6 +81,7 @@ const char *sqlq_fault_name(sqlq_fault_kind kind)
     case SQLQ_FAULT_TOO_LARGE: return "too_large";
     case SQLQ_FAULT_BAD_BODY: return "bad_body";
     case SQLQ_FAULT_UNEXPECTED: return "unexpected";
+    case SQLQ_FAULT_LOCAL: return "local";
     }
     return "unexpected";
 }
@@ -222,10 +239,22 @@ void sqlq_fault_describe(sqlq_fault_kind kind, const sqlq_fault_context *c, char
         snprintf(out, size, "queue %s is being deleted or is disabled (%s)", q, code);
         return;
     case SQLQ_FAULT_TOO_LARGE:
-        snprintf(out, size, "message too large for queue %s (%s)", q, code);
+        if (c->http_status == 0)
+            snprintf(out, size, "message too large for queue %s: %.300s", q,
+                     c->detail ? c->detail : "over the limit");
+        else
+            snprintf(out, size, "message too large for queue %s (%s)", q, code);
         return;
     case SQLQ_FAULT_BAD_BODY:
-        snprintf(out, size, "message body refused by queue %s (%s)", q, code);
+        if (c->http_status == 0)
+            snprintf(out, size, "message body cannot be sent to queue %s: %.300s", q,
+                     c->detail ? c->detail : "not encodable");
+        else
+            snprintf(out, size, "message body refused by queue %s (%s)", q, code);
+        return;
+    case SQLQ_FAULT_LOCAL:
+        snprintf(out, size, "%s on queue %s failed before the queue service answered: %.300s",
+                 c->op ? c->op : "request", q, c->detail ? c->detail : "local failure");
         return;
     case SQLQ_FAULT_UNEXPECTED: break;
     }
