@@ -214,6 +214,17 @@ static void describe_permission(const sqlq_fault_context *c, char *out, size_t s
                  c->op ? c->op : "request", q, c->azure_code ? c->azure_code : "");
 }
 
+/* One message refused: by the service (its error code) or before sending (the error's words). */
+static void describe_body(const char *what, const sqlq_fault_context *c, char *out, size_t size)
+{
+    const char *q = c->queue ? c->queue : "-";
+    if (c->http_status == 0 && c->detail && c->detail[0])
+        snprintf(out, size, "%s for queue %s, not sent: %.300s", what, q, c->detail);
+    else
+        snprintf(out, size, "%s for queue %s (%s)", what, q,
+                 c->azure_code && c->azure_code[0] ? c->azure_code : "no error code");
+}
+
 void sqlq_fault_describe(sqlq_fault_kind kind, const sqlq_fault_context *c, char *out, size_t size)
 {
     const char *q = c->queue ? c->queue : "-";
@@ -238,20 +249,8 @@ void sqlq_fault_describe(sqlq_fault_kind kind, const sqlq_fault_context *c, char
     case SQLQ_FAULT_QUEUE_BUSY:
         snprintf(out, size, "queue %s is being deleted or is disabled (%s)", q, code);
         return;
-    case SQLQ_FAULT_TOO_LARGE:
-        if (c->http_status == 0)
-            snprintf(out, size, "message too large for queue %s: %.300s", q,
-                     c->detail ? c->detail : "over the limit");
-        else
-            snprintf(out, size, "message too large for queue %s (%s)", q, code);
-        return;
-    case SQLQ_FAULT_BAD_BODY:
-        if (c->http_status == 0)
-            snprintf(out, size, "message body cannot be sent to queue %s: %.300s", q,
-                     c->detail ? c->detail : "not encodable");
-        else
-            snprintf(out, size, "message body refused by queue %s (%s)", q, code);
-        return;
+    case SQLQ_FAULT_TOO_LARGE: describe_body("message too large", c, out, size); return;
+    case SQLQ_FAULT_BAD_BODY: describe_body("message body refused", c, out, size); return;
     case SQLQ_FAULT_LOCAL:
         snprintf(out, size, "%s on queue %s failed before the queue service answered: %.300s",
                  c->op ? c->op : "request", q, c->detail ? c->detail : "local failure");

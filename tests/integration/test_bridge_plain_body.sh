@@ -5,15 +5,12 @@
 # an outage, never "TLS": the rows before and after it, and every later change, go out, and
 # /readyz stays 200. In the row, batch and functions formats, on PostgreSQL.
 set -euo pipefail
-sqlq=${SQLQ_BIN:?run through ctest}
-export SQLQ_QUEUE_CONNECTION=$(cat "${SQLQ_TEST_ENV_DIR:?}/azurite/conn")
-port=$(cat "$SQLQ_TEST_ENV_DIR/postgres/port")
-pgodbc=$(cat "$SQLQ_TEST_ENV_DIR/postgres/odbc")
+. "${SQLQ_SOURCE_DIR:?run through ctest}/tests/support/testenv.sh"
+sqlq=$bin
 tmp=$(mktemp -d)
 queues=()
 pgdb="plainbody_$$"
 bridge_pid=
-psql_() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U sqlq "$@"; }
 cleanup() {
     [ -z "$bridge_pid" ] || kill "$bridge_pid" 2>/dev/null || true
     for q in "${queues[@]}"; do "$sqlq" queue delete "$q" >/dev/null 2>&1 || true; done

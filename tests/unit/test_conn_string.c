@@ -10,18 +10,24 @@
 
 static const char *const pwd_keys[] = {"PWD", "Password", NULL};
 
-static void expect_values(const char *conn, const char *const *want)
+/* got (freed here) holds exactly want, in order. */
+static void expect_list(const char *conn, char **got, const char *const *want)
 {
-    char **got = sqlq_conn_string_values(conn, pwd_keys);
     assert_non_null(got);
     size_t i = 0;
     for (; want[i]; i++) {
         if (!got[i])
-            fail_msg("%s: missing value %s", conn, want[i]);
+            fail_msg("%s: missing %s", conn, want[i]);
         assert_string_equal(got[i], want[i]);
     }
-    assert_null(got[i]);
+    if (got[i])
+        fail_msg("%s: unexpected %s", conn, got[i]);
     sqlq_conn_string_list_free(got);
+}
+
+static void expect_values(const char *conn, const char *const *want)
+{
+    expect_list(conn, sqlq_conn_string_values(conn, pwd_keys), want);
 }
 
 static void test_conn_string_plain_and_braced(void **state)
@@ -80,17 +86,7 @@ static void test_conn_string_unterminated_brace_refused(void **state)
 
 static void expect_secrets(const char *conn, const char *const *want)
 {
-    char **got = sqlq_conn_string_secrets(conn);
-    assert_non_null(got);
-    size_t i = 0;
-    for (; want[i]; i++) {
-        if (!got[i])
-            fail_msg("%s: missing secret %s", conn, want[i]);
-        assert_string_equal(got[i], want[i]);
-    }
-    if (got[i])
-        fail_msg("%s: unexpected secret %s", conn, got[i]);
-    sqlq_conn_string_list_free(got);
+    expect_list(conn, sqlq_conn_string_secrets(conn), want);
 }
 
 /* Every spelling the drivers accept (keywords are case-insensitive): psqlODBC Password/PWD,

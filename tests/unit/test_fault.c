@@ -98,7 +98,7 @@ static void test_fault_without_a_response(void **state)
     assert_null(strstr(out, "TLS"));
     c.detail = "plain message text has a byte sequence at offset 3 that is not UTF-8 XML can carry";
     sqlq_fault_describe(SQLQ_FAULT_BAD_BODY, &c, out, sizeof(out));
-    assert_non_null(strstr(out, "message body cannot be sent to queue orders: plain message text"));
+    assert_non_null(strstr(out, "message body refused for queue orders, not sent: plain message text"));
 }
 
 static void test_fault_sas_expiry_parsed(void **state)
