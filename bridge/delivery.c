@@ -40,15 +40,16 @@ sqlq_outcome sqlq_delivery_classify(sqlq_result r, const sqlq_error *err)
     case SQLQ_E_INVALID: /* queue name or put options: every message alike */
         return SQLQ_OUTCOME_TRANSIENT;
     case SQLQ_E_TOO_LARGE:
+    case SQLQ_E_BODY: /* this body refused before sending: counts like the service's refusal */
         if (!err || err->http_status == 0)
-            return SQLQ_OUTCOME_FAILED; /* too large to encode: nothing was sent */
+            return SQLQ_OUTCOME_FAILED;
         break;
     default:
         break;
     }
     if (!err)
         return r == SQLQ_E_NETWORK || r == SQLQ_E_NOT_FOUND ? SQLQ_OUTCOME_TRANSIENT : SQLQ_OUTCOME_FAILED;
-    sqlq_fault_kind k = sqlq_fault_classify(err->http_status, err->azure_code, err->transient);
+    sqlq_fault_kind k = sqlq_fault_classify(err);
     return sqlq_fault_counts(k) ? SQLQ_OUTCOME_FAILED : SQLQ_OUTCOME_TRANSIENT;
 }
 
@@ -299,7 +300,7 @@ static void note_fault(sqlq_delivery *d, const sqlq_envelope *e, const sqlq_put_
     d->fault.error = it->error;
     if (d->fault.error.code == SQLQ_OK)
         sqlq_error_set(&d->fault.error, it->result, true, "%s", sqlq_strerror(it->result));
-    d->fault.kind = sqlq_fault_classify(it->error.http_status, it->error.azure_code, it->error.transient);
+    d->fault.kind = sqlq_fault_classify(&d->fault.error);
     bool create = strncmp(it->error.message, "create queue", 12) == 0;
     snprintf(d->fault.op, sizeof(d->fault.op), "%s", create ? "create queue" : "put message");
     snprintf(d->fault.queue, sizeof(d->fault.queue), "%s", e->dest == SQLQ_DEST_MAIN ? d->cfg.queue : d->poison);

@@ -62,7 +62,7 @@ void sqlq_route_probe_queue(sqlq_route *r)
     bool expired = sqlq_fault_sas_expiry(r->env.account->sas, se, sizeof(se), &expiry) &&
                    expiry <= (int64_t)time(NULL);
     sqlq_fault_kind kind = expired ? SQLQ_FAULT_AUTHENTICATION
-                                   : sqlq_fault_classify(e.http_status, e.azure_code, e.transient);
+                                   : sqlq_fault_classify(&e);
     bool ok = !expired &&
               (rc == SQLQ_OK || (kind == SQLQ_FAULT_PERMISSION && strcmp(op, "create queue") != 0));
     probe_result(r, now, ok, kind, op, &e);

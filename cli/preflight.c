@@ -140,7 +140,7 @@ static int check_queue(sqlq_queue_client *qc, const char *queue, FILE *out)
     char what[300];
     snprintf(what, sizeof(what), "queue %s: reachable with these credentials", queue);
     if (sqlq_queue_exists(qc, queue, &exists, &err) != SQLQ_OK) {
-        if (sqlq_fault_classify(err.http_status, err.azure_code, err.transient) == SQLQ_FAULT_PERMISSION) {
+        if (sqlq_fault_classify(&err) == SQLQ_FAULT_PERMISSION) {
             /* The service checked the credential and only refused reading metadata. */
             fprintf(out, "note queue %s: these credentials may not read its metadata (%s): fine for the "
                          "bridge, which needs only add (sp=a); the queue must then exist already\n",

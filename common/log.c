@@ -140,6 +140,25 @@ static void build(sqlq_log_record *rec, const char *fields_fmt, va_list *ap)
     sqlq_log_record_each_value(rec, redact);
 }
 
+void sqlq_log_one_line(char *text)
+{
+    char *w = text;
+    bool gap = false;
+    for (const char *r = text; r && *r; r++) {
+        unsigned char c = (unsigned char)*r;
+        if (c <= ' ' || c == 0x7f) {
+            gap = w != text;
+            continue;
+        }
+        if (gap)
+            *w++ = ' ';
+        gap = false;
+        *w++ = (char)c;
+    }
+    if (w)
+        *w = '\0';
+}
+
 char *sqlq_log_render(sqlq_log_format format, sqlq_log_level level, const char *event,
                       const char *fields_fmt, ...)
 {

@@ -65,6 +65,12 @@ void sqlq_log_write_error(sqlq_log_level level, const char *event, const sqlq_er
             sqlq_log_write_error(level, event, err, __VA_ARGS__);                                  \
     } while (0)
 
+/* A message from outside written over several lines (libpq's "server closed the connection
+ * unexpectedly\n\tThis probably means…") as one line of text, in place: every run of blanks and
+ * control characters becomes one space, none left at either end. The logger would escape
+ * them (\n, \t) anyway; this keeps such a message readable as a sentence. */
+void sqlq_log_one_line(char *text);
+
 /* Render a record as one line (no newline) in the given format, as the stderr sink writes it;
  * for tests. Returns a malloc'd string or NULL. */
 char *sqlq_log_render(sqlq_log_format format, sqlq_log_level level, const char *event,

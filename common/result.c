@@ -24,6 +24,7 @@ const char *sqlq_strerror(sqlq_result r)
     case SQLQ_E_LEASE_LOST: return "lease lost";
     case SQLQ_E_UNSUPPORTED: return "unsupported";
     case SQLQ_E_REJECTED: return "rejected by the handler";
+    case SQLQ_E_BODY: return "message body cannot be sent";
     }
     return "unknown error";
 }

@@ -93,13 +93,18 @@ static sqlq_result check_plain(const unsigned char *p, size_t len, sqlq_error *e
         }
         size_t n = xml_char_len(p + i, len - i);
         if (n == 0)
-            return sqlq_error_set(err, SQLQ_E_INVALID, false,
+            return sqlq_error_set(err, SQLQ_E_BODY, false,
                                   "plain message text has a byte sequence at offset %zu that is not "
                                   "UTF-8 XML can carry (use --encoding base64 for binary data)",
                                   i);
         i += n;
     }
     return SQLQ_OK;
+}
+
+bool sqlq_codec_carries(sqlq_encoding e, const void *body, size_t len)
+{
+    return e != SQLQ_ENCODING_PLAIN || check_plain(body, len, NULL) == SQLQ_OK;
 }
 
 sqlq_result sqlq_codec_encode(sqlq_encoding e, const void *body, size_t len, sqlq_buf *out,

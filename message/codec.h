@@ -14,13 +14,16 @@ bool sqlq_encoding_parse(const char *name, sqlq_encoding *out); /* "base64" | "p
 const char *sqlq_encoding_name(sqlq_encoding e);
 
 /* Appends the encoded text to out. SQLQ_E_TOO_LARGE (with sizes in err) when the result would
- * exceed SQLQ_MESSAGE_MAX_TEXT; SQLQ_E_INVALID for plain text that is not valid UTF-8 or holds
- * characters XML 1.0 cannot carry. */
+ * exceed SQLQ_MESSAGE_MAX_TEXT; SQLQ_E_BODY for plain text that is not valid UTF-8 or holds
+ * characters XML 1.0 cannot carry (a refusal of this body alone: nothing was sent). */
 SQLQ_NODISCARD sqlq_result sqlq_codec_encode(sqlq_encoding e, const void *body, size_t len,
                                              sqlq_buf *out, sqlq_error *err);
 /* Appends the decoded bytes to out; SQLQ_E_PARSE when base64 text is not valid base64. */
 SQLQ_NODISCARD sqlq_result sqlq_codec_decode(sqlq_encoding e, const char *text, size_t len,
                                              sqlq_buf *out, sqlq_error *err);
+/* False when e cannot carry body[0..len) whatever its size: plain text that sqlq_codec_encode
+ * refuses with SQLQ_E_BODY. Base64 carries any bytes. */
+bool sqlq_codec_carries(sqlq_encoding e, const void *body, size_t len);
 /* Size the encoded form of len bytes would have. */
 size_t sqlq_codec_encoded_size(sqlq_encoding e, size_t len);
 

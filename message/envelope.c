@@ -315,6 +315,36 @@ static json_t *single_message(const sqlq_envelope_config *cfg, const sqlq_msg_ch
     return o;
 }
 
+/* JSON text with U+FFFE and U+FFFF, which plain text (XML 1.0) cannot carry, written as the
+ * escapes \ufffe and \uffff: the same JSON. Jansson escapes control characters itself and
+ * holds valid UTF-8 only, so these two are all it writes raw that XML refuses; in valid UTF-8
+ * 0xEF only ever leads a character. Frees s; NULL when out of memory. */
+static char *escape_noncharacters(char *s, size_t *len)
+{
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    sqlq_result r = SQLQ_OK;
+    size_t from = 0;
+    for (size_t i = 0; r == SQLQ_OK && i + 2 < *len; i++) {
+        const unsigned char *u = (const unsigned char *)s + i;
+        if (u[0] != 0xEF || u[1] != 0xBF || (u[2] != 0xBE && u[2] != 0xBF))
+            continue;
+        r = sqlq_buf_add(&b, s + from, i - from);
+        if (r == SQLQ_OK)
+            r = sqlq_buf_adds(&b, u[2] == 0xBE ? "\\ufffe" : "\\uffff");
+        from = i + 3;
+        i += 2;
+    }
+    if (r == SQLQ_OK)
+        r = sqlq_buf_add(&b, s + from, *len - from);
+    free(s);
+    if (r != SQLQ_OK) {
+        sqlq_buf_free(&b);
+        return NULL;
+    }
+    return sqlq_buf_take(&b, len);
+}
+
 /* The poison envelope {"sqlq_poison":1, "reason", "message"} as text, or NULL (OOM). stage 0:
  * full, 1: key only, 2: no key. */
 static char *poison_text(const sqlq_envelope_config *cfg, const sqlq_msg_change *ch, const char *reason,
@@ -343,9 +373,12 @@ sqlq_result sqlq_envelope_add_poison(const sqlq_envelope_config *cfg, const sqlq
         capped.max_text = SQLQ_MESSAGE_MAX_TEXT;
     for (int stage = 0; stage < 3; stage++) {
         char *s = poison_text(cfg, ch, reason, ts_ms, stage);
+        size_t len = s ? strlen(s) : 0;
+        /* A change poisoned because plain text cannot carry it must still reach the poison queue. */
+        if (s && !sqlq_codec_carries(cfg->encoding, s, len))
+            s = escape_noncharacters(s, &len);
         if (!s)
             return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a poison message");
-        size_t len = strlen(s);
         if (fits(&capped, len) || stage == 2)
             return list_push(out, SQLQ_DEST_POISON, s, len, &index, 1, stage > 0, err);
         free(s);
@@ -395,6 +428,29 @@ static sqlq_result packer_add(packer *p, size_t index, const char *text, size_t 
     return SQLQ_OK;
 }
 
+/* A change whose text its encoding cannot carry, in a message of its own (batch and functions
+ * formats): the put refuses that message alone, and only its change counts toward poison, not
+ * the changes it would have shared a message with. Frees text. */
+static sqlq_result push_alone(const sqlq_envelope_config *cfg, size_t index, char *text, size_t len,
+                              bool truncated, sqlq_envelope_list *out, sqlq_error *err)
+{
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    sqlq_result r = sqlq_buf_adds(&b, wrap_prefix(cfg->format));
+    if (r == SQLQ_OK)
+        r = sqlq_buf_add(&b, text, len);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(&b, wrap_suffix(cfg->format));
+    free(text);
+    if (r != SQLQ_OK) {
+        sqlq_buf_free(&b);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building messages");
+    }
+    size_t blen = 0;
+    char *body = sqlq_buf_take(&b, &blen);
+    return list_push(out, SQLQ_DEST_MAIN, body, blen, &index, 1, truncated, err);
+}
+
 /* Route one change: its text into the packer or a message of its own; too large, without its
  * before image, then key-only, or to poison when even that cannot fit (or by policy). */
 static sqlq_result build_one(packer *p, const sqlq_msg_change *changes, size_t i, int64_t ts_ms,
@@ -434,6 +490,8 @@ static sqlq_result build_one(packer *p, const sqlq_msg_change *changes, size_t i
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory building a message");
     if (cfg->format == SQLQ_FORMAT_ROW)
         return list_push(out, SQLQ_DEST_MAIN, text, len, &i, 1, truncated, err);
+    if (!sqlq_codec_carries(cfg->encoding, text, len))
+        return push_alone(cfg, i, text, len, truncated, out, err);
     sqlq_result r = packer_add(p, i, text, len, truncated, out, err);
     free(text);
     return r;

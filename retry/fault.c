@@ -10,13 +10,29 @@ static bool is(const char *code, const char *want)
     return code && strcmp(code, want) == 0;
 }
 
-sqlq_fault_kind sqlq_fault_classify(int http_status, const char *azure_code, bool net_retryable)
+/* A failure with no answer from the service. Only curl's failure (SQLQ_E_NETWORK) says anything
+ * about the transport; a body refused before sending is this message's; whatever else stopped
+ * the request on this side (out of memory, a request too long to build, an unreadable reply) is
+ * no proof of a network or TLS fault, and no fault of this one body either. */
+static sqlq_fault_kind classify_unanswered(const sqlq_error *e)
 {
+    switch (e->code) {
+    case SQLQ_E_NETWORK: return e->transient ? SQLQ_FAULT_NETWORK : SQLQ_FAULT_TLS;
+    case SQLQ_E_TOO_LARGE: return SQLQ_FAULT_TOO_LARGE;
+    case SQLQ_E_BODY: return SQLQ_FAULT_BAD_BODY;
+    default: return SQLQ_FAULT_LOCAL;
+    }
+}
+
+sqlq_fault_kind sqlq_fault_classify(const sqlq_error *e)
+{
+    int http_status = e->http_status;
+    const char *azure_code = e->azure_code;
     /* No Entra ID token (queue/credential.h): the token endpoint's outage is the queue's. */
     if (is(azure_code, "TokenUnavailable"))
         return SQLQ_FAULT_AUTHENTICATION;
     if (http_status == 0)
-        return net_retryable ? SQLQ_FAULT_NETWORK : SQLQ_FAULT_TLS;
+        return classify_unanswered(e);
     if (http_status == 413 || is(azure_code, "RequestBodyTooLarge") ||
         is(azure_code, "MessageTooLarge"))
         return SQLQ_FAULT_TOO_LARGE;
@@ -65,6 +81,7 @@ const char *sqlq_fault_name(sqlq_fault_kind kind)
     case SQLQ_FAULT_TOO_LARGE: return "too_large";
     case SQLQ_FAULT_BAD_BODY: return "bad_body";
     case SQLQ_FAULT_UNEXPECTED: return "unexpected";
+    case SQLQ_FAULT_LOCAL: return "local";
     }
     return "unexpected";
 }
@@ -197,6 +214,17 @@ static void describe_permission(const sqlq_fault_context *c, char *out, size_t s
                  c->op ? c->op : "request", q, c->azure_code ? c->azure_code : "");
 }
 
+/* One message refused: by the service (its error code) or before sending (the error's words). */
+static void describe_body(const char *what, const sqlq_fault_context *c, char *out, size_t size)
+{
+    const char *q = c->queue ? c->queue : "-";
+    if (c->http_status == 0 && c->detail && c->detail[0])
+        snprintf(out, size, "%s for queue %s, not sent: %.300s", what, q, c->detail);
+    else
+        snprintf(out, size, "%s for queue %s (%s)", what, q,
+                 c->azure_code && c->azure_code[0] ? c->azure_code : "no error code");
+}
+
 void sqlq_fault_describe(sqlq_fault_kind kind, const sqlq_fault_context *c, char *out, size_t size)
 {
     const char *q = c->queue ? c->queue : "-";
@@ -221,11 +249,11 @@ void sqlq_fault_describe(sqlq_fault_kind kind, const sqlq_fault_context *c, char
     case SQLQ_FAULT_QUEUE_BUSY:
         snprintf(out, size, "queue %s is being deleted or is disabled (%s)", q, code);
         return;
-    case SQLQ_FAULT_TOO_LARGE:
-        snprintf(out, size, "message too large for queue %s (%s)", q, code);
-        return;
-    case SQLQ_FAULT_BAD_BODY:
-        snprintf(out, size, "message body refused by queue %s (%s)", q, code);
+    case SQLQ_FAULT_TOO_LARGE: describe_body("message too large", c, out, size); return;
+    case SQLQ_FAULT_BAD_BODY: describe_body("message body refused", c, out, size); return;
+    case SQLQ_FAULT_LOCAL:
+        snprintf(out, size, "%s on queue %s failed before the queue service answered: %.300s",
+                 c->op ? c->op : "request", q, c->detail ? c->detail : "local failure");
         return;
     case SQLQ_FAULT_UNEXPECTED: break;
     }

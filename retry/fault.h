@@ -5,6 +5,8 @@
 #ifndef SQLQ_FAULT_H
 #define SQLQ_FAULT_H
 
+#include "result.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,13 +22,19 @@ typedef enum {
     SQLQ_FAULT_QUEUE_MISSING,  /* 404 QueueNotFound */
     SQLQ_FAULT_QUEUE_BUSY,     /* 409 QueueBeingDeleted, QueueDisabled */
     SQLQ_FAULT_TOO_LARGE,      /* 413 RequestBodyTooLarge, 400 MessageTooLarge: this message */
-    SQLQ_FAULT_BAD_BODY,       /* 400 InvalidXmlDocument, InvalidXmlNodeValue: this message */
-    SQLQ_FAULT_UNEXPECTED      /* any other refusal: treated as an outage, never poisons */
+    SQLQ_FAULT_BAD_BODY,       /* 400 InvalidXmlDocument, InvalidXmlNodeValue, or a body its
+                                  encoding cannot carry (SQLQ_E_BODY, never sent): this message */
+    SQLQ_FAULT_UNEXPECTED,     /* any other refusal: treated as an outage, never poisons */
+    SQLQ_FAULT_LOCAL           /* no request sent or no answer read for a reason of sqlq's own
+                                  (out of memory, a request that cannot be built, an unreadable
+                                  reply): would fail any message alike, never poisons */
 } sqlq_fault_kind;
 
-/* The kind of a failed request. http_status 0 means no response; net_retryable then tells a
- * network failure (DNS, refused, timeout, reset) from a TLS or other transport failure. */
-sqlq_fault_kind sqlq_fault_classify(int http_status, const char *azure_code, bool net_retryable);
+/* The kind of a failed request, from its error. Without an HTTP status (http_status 0) only
+ * SQLQ_E_NETWORK is a transport failure (curl's: transient tells a network failure, DNS,
+ * refused, timeout, reset, from TLS or another transport failure); SQLQ_E_TOO_LARGE and
+ * SQLQ_E_BODY are this body refused before sending; anything else is SQLQ_FAULT_LOCAL. */
+sqlq_fault_kind sqlq_fault_classify(const sqlq_error *e);
 
 /* True only for refusals specific to one message's body: the attempt counts toward poison.
  * Every other fault would fail any message the same way (an outage). */
@@ -34,7 +42,7 @@ bool sqlq_fault_counts(sqlq_fault_kind kind);
 
 /* Short stable name for logs and metrics: "network", "tls", "throttled", "server",
  * "authentication", "permission", "queue_missing", "queue_busy", "too_large", "bad_body",
- * "unexpected". */
+ * "unexpected", "local". */
 const char *sqlq_fault_name(sqlq_fault_kind kind);
 
 /* What the request and the credential were, for the cause. */

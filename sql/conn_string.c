@@ -2,88 +2,218 @@
 
 #include "buf.h"
 
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-static bool key_is(const char *key, size_t klen, const char *name)
+const char *const sqlq_conn_string_password_keys[] = {
+    "PWD", "Password", "PWD1", "PWD2", "PWD3", "Password1", "Password2", "Password3", NULL};
+
+/* One key=value attribute as written. */
+typedef struct attr {
+    const char *key;
+    size_t klen;
+    const char *raw; /* the value as written, inside the braces when braced */
+    size_t rawlen;
+    bool braced;
+    bool closed; /* a braced value's closing '}' was found */
+    size_t at;   /* offset of the value in the string */
+} attr;
+
+static bool blank(char c)
 {
-    return strlen(name) == klen && strncasecmp(key, name, klen) == 0;
+    return c == ' ' || c == '\t';
 }
 
-static bool key_in(const char *key, size_t klen, const char *const *keys)
+/* The next attribute at or after *pp; false at the end of the string. A piece without '='
+ * is skipped (drivers ignore it too). */
+static bool next_attr(const char *conn, const char **pp, attr *a)
 {
-    for (size_t i = 0; keys[i]; i++)
-        if (key_is(key, klen, keys[i]))
-            return true;
-    return false;
-}
-
-char **sqlq_conn_string_values(const char *conn, const char *const *keys)
-{
-    size_t n = 0;
-    bool oom = false;
-    char **list = calloc(1, sizeof(char *));
-    const char *p = conn ? conn : "";
-    while (*p) {
-        while (*p == ';' || *p == ' ')
+    const char *p = *pp;
+    for (;;) {
+        while (*p == ';' || blank(*p))
             p++;
+        if (!*p) {
+            *pp = p;
+            return false;
+        }
         const char *key = p;
         while (*p && *p != '=' && *p != ';')
             p++;
         size_t klen = (size_t)(p - key);
-        while (klen > 0 && key[klen - 1] == ' ')
+        while (klen > 0 && blank(key[klen - 1]))
             klen--;
         if (*p != '=')
             continue;
-        p++;
-        while (*p == ' ')
-            p++;
-        sqlq_buf v;
-        sqlq_buf_init(&v, 4096);
-        sqlq_result r = SQLQ_OK;
-        if (*p == '{') {
-            for (p++; *p && r == SQLQ_OK; p++) {
-                if (*p == '}' && p[1] != '}')
-                    break;
-                if (*p == '}')
+        for (p++; blank(*p); p++) {
+        }
+        *a = (attr){.key = key, .klen = klen, .braced = *p == '{', .at = (size_t)(p - conn)};
+        if (a->braced) {
+            a->raw = ++p;
+            for (; *p; p++) {
+                if (*p == '}' && p[1] == '}') {
                     p++;
-                r = sqlq_buf_addc(&v, *p);
+                    continue;
+                }
+                if (*p == '}') {
+                    a->closed = true;
+                    break;
+                }
             }
+            a->rawlen = (size_t)(p - a->raw);
             while (*p && *p != ';')
                 p++;
         } else {
-            const char *start = p;
+            a->raw = p;
             while (*p && *p != ';')
                 p++;
-            size_t vlen = (size_t)(p - start);
-            while (vlen > 0 && start[vlen - 1] == ' ')
-                vlen--;
-            r = sqlq_buf_add(&v, start, vlen);
+            a->rawlen = (size_t)(p - a->raw);
+            while (a->rawlen > 0 && blank(a->raw[a->rawlen - 1]))
+                a->rawlen--;
         }
-        if (!list || r == SQLQ_E_NOMEM) {
-            oom = true;
-            break;
-        }
-        if (r == SQLQ_OK && v.len > 0 && key_in(key, klen, keys)) {
-            char **grown = realloc(list, (n + 2) * sizeof(char *));
-            if (!grown) {
-                sqlq_buf_free(&v);
-                sqlq_conn_string_list_free(list);
-                return NULL;
-            }
-            list = grown;
-            list[n++] = sqlq_buf_take(&v, NULL);
-            list[n] = NULL;
-        }
-        sqlq_buf_free(&v);
+        *pp = p;
+        return true;
     }
-    if (oom) {
-        sqlq_conn_string_list_free(list);
+}
+
+static bool key_in(const attr *a, const char *const *keys)
+{
+    for (size_t i = 0; keys[i]; i++)
+        if (strlen(keys[i]) == a->klen && strncasecmp(a->key, keys[i], a->klen) == 0)
+            return true;
+    return false;
+}
+
+sqlq_result sqlq_conn_string_check(const char *conn, sqlq_error *err)
+{
+    const char *base = conn ? conn : "", *p = base;
+    attr a;
+    while (next_attr(base, &p, &a))
+        if (a.braced && !a.closed)
+            return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                  "database connection string: the value of %.*s opens '{' at "
+                                  "offset %zu and never closes it (a braced value ends with '}'; "
+                                  "a '}' inside it is written '}}')",
+                                  (int)(a.klen < 40 ? a.klen : 40), a.key, a.at);
+    return SQLQ_OK;
+}
+
+/* A growing NULL-terminated list of strings. */
+typedef struct strlist {
+    char **items;
+    size_t n;
+    bool oom;
+} strlist;
+
+static void list_add(strlist *l, const char *s, size_t len)
+{
+    if (l->oom || len == 0)
+        return;
+    char **grown = realloc(l->items, (l->n + 2) * sizeof(char *));
+    char *copy = grown ? strndup(s, len) : NULL;
+    if (grown)
+        l->items = grown;
+    if (!copy) {
+        l->oom = true;
+        return;
+    }
+    l->items[l->n++] = copy;
+    l->items[l->n] = NULL;
+}
+
+static char **list_finish(strlist *l)
+{
+    if (!l->oom && !l->items)
+        l->items = calloc(1, sizeof(char *));
+    if (l->oom || !l->items) {
+        sqlq_conn_string_list_free(l->items);
         return NULL;
     }
-    return list;
+    return l->items;
+}
+
+/* The value unbraced ("}}" is "}") into l. */
+static void add_value(strlist *l, const attr *a)
+{
+    sqlq_buf v;
+    sqlq_buf_init(&v, 0);
+    sqlq_result r = SQLQ_OK;
+    for (size_t i = 0; i < a->rawlen && r == SQLQ_OK; i++) {
+        r = sqlq_buf_addc(&v, a->raw[i]);
+        i += a->braced && a->raw[i] == '}';
+    }
+    if (r != SQLQ_OK)
+        l->oom = true;
+    list_add(l, v.data ? v.data : "", v.len);
+    sqlq_buf_free(&v);
+}
+
+char **sqlq_conn_string_values(const char *conn, const char *const *keys)
+{
+    strlist l = {0};
+    const char *base = conn ? conn : "", *p = base;
+    attr a;
+    while (next_attr(base, &p, &a))
+        if (key_in(&a, keys))
+            add_value(&l, &a);
+    return list_finish(&l);
+}
+
+/* The password= values of libpq conninfo text s[0..len) (keyword = value, the value bare or
+ * 'quoted' with backslash escapes), unescaped and as written. */
+static void add_conninfo_passwords(strlist *l, const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && isspace((unsigned char)s[i]))
+            i++;
+        size_t k = i;
+        while (i < len && s[i] != '=' && !isspace((unsigned char)s[i]))
+            i++;
+        bool password = i - k == 8 && strncmp(s + k, "password", 8) == 0;
+        while (i < len && isspace((unsigned char)s[i]))
+            i++;
+        if (i >= len || s[i] != '=')
+            continue;
+        for (i++; i < len && isspace((unsigned char)s[i]); i++) {
+        }
+        bool quoted = i < len && s[i] == '\'';
+        size_t start = i += quoted;
+        sqlq_buf v;
+        sqlq_buf_init(&v, 0);
+        for (; i < len && (quoted ? s[i] != '\'' : !isspace((unsigned char)s[i])); i++) {
+            i += s[i] == '\\' && i + 1 < len;
+            if (sqlq_buf_addc(&v, s[i]) != SQLQ_OK)
+                l->oom = true;
+        }
+        if (password) {
+            list_add(l, v.data ? v.data : "", v.len);
+            if (v.len != i - start) /* escapes: also as written */
+                list_add(l, s + start, i - start);
+        }
+        sqlq_buf_free(&v);
+        i += quoted && i < len;
+    }
+}
+
+char **sqlq_conn_string_secrets(const char *conn)
+{
+    strlist l = {0};
+    const char *base = conn ? conn : "", *p = base;
+    attr a;
+    static const char *const pqopt[] = {"pqopt", NULL};
+    while (next_attr(base, &p, &a)) {
+        if (key_in(&a, sqlq_conn_string_password_keys)) {
+            add_value(&l, &a);
+            if (a.braced && memmem(a.raw, a.rawlen, "}}", 2))
+                list_add(&l, a.raw, a.rawlen); /* as a driver may echo it */
+        } else if (key_in(&a, pqopt)) {
+            add_conninfo_passwords(&l, a.raw, a.rawlen);
+        }
+    }
+    return list_finish(&l);
 }
 
 void sqlq_conn_string_list_free(char **list)

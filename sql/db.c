@@ -51,7 +51,7 @@ struct sqlq_db {
     SQLHENV env;
     SQLHDBC dbc;
     char *conn;
-    char **secrets; /* every PWD= value, NULL-terminated: redacted from every error message */
+    char **secrets; /* sqlq_conn_string_secrets, NULL-terminated: redacted from every error message */
     const sqlq_dialect *dialect;
     char dbms_name[64];
     bool connected;
@@ -196,20 +196,22 @@ sqlq_result sqlq_db_connect(const char *conn, sqlq_db **out, sqlq_error *err)
     *out = NULL;
     if (!conn || !*conn)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "empty database connection string");
+    sqlq_result r = sqlq_conn_string_check(conn, err); /* before any driver reads it */
+    if (r != SQLQ_OK)
+        return r;
     sqlq_db *db = calloc(1, sizeof(*db));
     if (!db || !(db->conn = strdup(conn))) {
         free(db);
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     }
-    static const char *const password_keys[] = {"PWD", "Password", NULL};
-    db->secrets = sqlq_conn_string_values(conn, password_keys);
+    db->secrets = sqlq_conn_string_secrets(conn);
     if (!db->secrets) {
         sqlq_db_close(db);
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     }
     for (size_t i = 0; db->secrets && db->secrets[i]; i++)
         sqlq_log_add_secret(db->secrets[i]);
-    sqlq_result r = db_open(db, err);
+    r = db_open(db, err);
     if (r != SQLQ_OK) {
         sqlq_db_close(db);
         return r;

@@ -253,9 +253,7 @@ static void quiet_notice(void *arg, const char *message)
 static void message_of(PGconn *c, char *out, size_t size)
 {
     snprintf(out, size, "%s", c ? PQerrorMessage(c) : "out of memory");
-    for (char *p = out; *p; p++)
-        if (*p == '\n' || *p == '"')
-            *p = ' ';
+    sqlq_log_one_line(out);
 }
 
 /* LISTEN, with the session's timeouts for the arm's wait (ARM_LOCK_TIMEOUT). */
@@ -379,9 +377,7 @@ static void take_result(sqlq_pg_listen *l, PGresult *res)
     const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
     snprintf(l->sqlstate, sizeof(l->sqlstate), "%s", state ? state : "");
     snprintf(l->error, sizeof(l->error), "%s", PQresultErrorMessage(res));
-    for (char *p = l->error; *p; p++)
-        if (*p == '\n' || *p == '"')
-            *p = ' ';
+    sqlq_log_one_line(l->error);
 }
 
 /* The statement in flight has answered in full: what it tells (an arm's hint in *event), and

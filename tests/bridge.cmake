@@ -50,3 +50,6 @@ foreach(db ${SQLQ_TEST_DATABASES})
   set_tests_properties(integration.setup_shared_log.${db} PROPERTIES LABELS integration TIMEOUT 300
     FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
 endforeach()
+
+# A body --encoding plain cannot carry: refused before sending, poisoned alone, never an outage.
+sqlq_integration_test(bridge_plain_body FIXTURES azurite postgres TIMEOUT 300)

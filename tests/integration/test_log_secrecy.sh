@@ -117,6 +117,21 @@ run bridge-pg -- bridge --once --db "$pg_conn" --table public.no_such_table --qu
 run bridge-pg-env SQLQ_DB_CONNECTION="$pg_conn" SQLQ_QUEUE_CONNECTION="$sas_conn" -- \
     bridge --once --table public.no_such_table --queue "$q"
 
+# A mistyped connection string (the driver's '}' missing): refused before connecting, without
+# echoing it. The driver manager would take the rest, PWD= and all, as the driver's name and
+# print it in its error.
+bad_conn=$(echo "$pg_conn" | sed 's/Unicode}/Unicode/')
+[ "$bad_conn" != "$pg_conn" ] || fail "could not drop the '}' from $pg_conn"
+run bridge-unclosed-brace -- bridge --db "$bad_conn" --table orders --queue "$q" \
+    --queue-connection "$azurite_conn"
+run setup-unclosed-brace -- setup --db "$bad_conn" --table orders
+run config-check-unclosed-brace -- config check --db "$bad_conn" --table orders --queue "$q" \
+    --queue-connection "$azurite_conn"
+for name in bridge setup config-check; do
+    grep -q "the value of Driver opens '{' at offset 7 and never closes it" "$tmp/$name-unclosed-brace.text" ||
+        fail "$name: the unclosed brace was not refused: $(cat "$tmp/$name-unclosed-brace.text")"
+done
+
 queue_placeholder=$(cat "$tmp"/queue-* | grep -c "is not built yet" || true)
 if [ "$queue_placeholder" -gt 0 ]; then
     echo "SKIP: 'sqlq queue' is still a placeholder ($placeholder of $runs runs were placeholders)"

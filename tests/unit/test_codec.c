@@ -117,6 +117,7 @@ static void test_codec_plain_accepts_utf8_rejects_what_xml_cannot_carry(void **s
         sqlq_error err;
         assert_int_equal(encode(SQLQ_ENCODING_PLAIN, good[i], strlen(good[i]), &b, &err), SQLQ_OK);
         assert_string_equal(sqlq_buf_str(&b), good[i]);
+        assert_true(sqlq_codec_carries(SQLQ_ENCODING_PLAIN, good[i], strlen(good[i])));
         sqlq_buf_free(&b);
     }
     const char *bad[] = {"\xff", "a\x01", "\xc0\xaf", "\xed\xa0\x80", "\xef\xbf\xbe", "\xf4\x90\x80\x80",
@@ -125,8 +126,10 @@ static void test_codec_plain_accepts_utf8_rejects_what_xml_cannot_carry(void **s
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         sqlq_buf b;
         sqlq_error err;
-        if (encode(SQLQ_ENCODING_PLAIN, bad[i], bad_len[i], &b, &err) != SQLQ_E_INVALID)
+        if (encode(SQLQ_ENCODING_PLAIN, bad[i], bad_len[i], &b, &err) != SQLQ_E_BODY)
             fail_msg("bad plain text %zu accepted", i);
+        assert_false(sqlq_codec_carries(SQLQ_ENCODING_PLAIN, bad[i], bad_len[i]));
+        assert_true(sqlq_codec_carries(SQLQ_ENCODING_BASE64, bad[i], bad_len[i]));
         assert_non_null(strstr(err.message, "base64"));
         sqlq_buf_free(&b);
     }

@@ -102,6 +102,34 @@ static void test_common_log_json_render(void **state)
     free(line);
 }
 
+/* A server's multi-line message (libpq's, with tabs) reads as one line; whatever control
+ * characters a value still holds are escaped in a key=value line, quoted or not, never raw. */
+static void test_common_log_control_characters(void **state)
+{
+    (void)state;
+    char msg[] = "server closed the connection unexpectedly\n\tThis probably means the server "
+                 "terminated abnormally\n\tbefore or while processing the request.\n";
+    sqlq_log_one_line(msg);
+    assert_string_equal(msg, "server closed the connection unexpectedly This probably means the "
+                             "server terminated abnormally before or while processing the request.");
+    char edges[] = " \t\r\n a \x01\x7f b\t";
+    sqlq_log_one_line(edges);
+    assert_string_equal(edges, "a b");
+    char blank[] = "\n\t ";
+    sqlq_log_one_line(blank);
+    assert_string_equal(blank, "");
+    sqlq_log_one_line(NULL);
+
+    char *line = sqlq_log_render(SQLQ_LOG_TEXT, SQLQ_LOG_WARN, "listen_lost", "error=\"%s\" bare=%s",
+                                 "a\tb\rc\x01" "d\x1b[31m", "x\ty");
+    assert_non_null(line);
+    for (const char *p = line; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            fail_msg("raw control byte 0x%02x in %s", (unsigned)*p, line);
+    assert_non_null(strstr(line, " error=\"a\\tb\\rc\\x01d\\x1b[31m\" bare=\"x\\ty\""));
+    free(line);
+}
+
 /* Issue 14.5: one helper logs an error: the fields, then err="…" as sqlq_error_format writes
  * it, redacted like any value; nothing is formatted below the level. */
 static void test_common_log_error_helper(void **state)
@@ -166,6 +194,7 @@ int main(void)
         cmocka_unit_test(test_common_log_error_helper),
         cmocka_unit_test(test_common_log_hostile_values_escaped),
         cmocka_unit_test(test_common_log_json_render),
+        cmocka_unit_test(test_common_log_control_characters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

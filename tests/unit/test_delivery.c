@@ -83,6 +83,9 @@ static void test_delivery_message_refusals_count(void **state)
     assert_int_equal(sqlq_delivery_classify(SQLQ_E_HTTP, &xml), SQLQ_OUTCOME_FAILED);
     sqlq_error node = azure_error(SQLQ_E_HTTP, 400, "InvalidXmlNodeValue");
     assert_int_equal(sqlq_delivery_classify(SQLQ_E_HTTP, &node), SQLQ_OUTCOME_FAILED);
+    sqlq_error plain = error_of(SQLQ_E_BODY, false, 0); /* plain text XML cannot carry: not sent */
+    assert_int_equal(sqlq_delivery_classify(SQLQ_E_BODY, &plain), SQLQ_OUTCOME_FAILED);
+    assert_int_equal(sqlq_delivery_classify(SQLQ_E_BODY, NULL), SQLQ_OUTCOME_FAILED);
 }
 
 int main(void)

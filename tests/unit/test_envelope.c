@@ -374,6 +374,50 @@ static void test_envelope_poison_wraps_original(void **state)
     free_change(&ch);
 }
 
+/* A change whose text plain encoding cannot carry (U+FFFE) travels in a message of its own in
+ * the batch and functions formats, so that the put's refusal counts against it alone; its poison
+ * copy writes the character as a JSON escape, which plain text carries: the same JSON. */
+static void test_envelope_plain_uncarriable_change_alone(void **state)
+{
+    (void)state;
+    const sqlq_envelope_format formats[] = {SQLQ_FORMAT_BATCH, SQLQ_FORMAT_FUNCTIONS};
+    for (size_t f = 0; f < 2; f++) {
+        sqlq_envelope_config cfg = config(formats[f]);
+        cfg.encoding = SQLQ_ENCODING_PLAIN;
+        sqlq_msg_change ch[3] = {
+            make_change(SQLQ_OP_INSERT, 1, "{\"id\":1}", "{\"id\":1,\"s\":\"ok\"}"),
+            make_change(SQLQ_OP_INSERT, 2, "{\"id\":2}", "{\"id\":2,\"s\":\"x \xef\xbf\xbe y\"}"),
+            make_change(SQLQ_OP_INSERT, 3, "{\"id\":3}", "{\"id\":3,\"s\":\"after\"}")};
+        sqlq_envelope_list l = {0};
+        assert_int_equal(sqlq_envelope_build(&cfg, ch, 3, TS, &l, NULL), SQLQ_OK);
+        assert_int_equal(l.count, 2);
+        for (size_t i = 0; i < l.count; i++) {
+            bool hostile = l.items[i].nchanges == 1 && l.items[i].changes[0] == 1;
+            assert_int_equal(sqlq_codec_carries(SQLQ_ENCODING_PLAIN, l.items[i].body, l.items[i].len),
+                             !hostile);
+            if (!hostile) /* 1 and 3 share a message */
+                assert_int_equal(l.items[i].nchanges, 2);
+            json_decref(parse(&l.items[i]));
+        }
+        sqlq_envelope_list poison = {0};
+        assert_int_equal(sqlq_envelope_add_poison(&cfg, &ch[1], 1, "plain", TS, &poison, NULL), SQLQ_OK);
+        assert_int_equal(poison.count, 1);
+        assert_true(sqlq_codec_carries(SQLQ_ENCODING_PLAIN, poison.items[0].body, poison.items[0].len));
+        assert_non_null(strstr(poison.items[0].body, "x \\ufffe y"));
+        json_t *p = parse(&poison.items[0]);
+        json_t *m = json_object_get(p, "message");
+        json_t *e = formats[f] == SQLQ_FORMAT_BATCH ? json_array_get(json_object_get(m, "changes"), 0)
+                                                    : json_array_get(m, 0);
+        json_t *row = json_object_get(e, formats[f] == SQLQ_FORMAT_BATCH ? "row" : "Item");
+        assert_string_equal(json_string_value(json_object_get(row, "s")), "x \xef\xbf\xbe y");
+        json_decref(p);
+        sqlq_envelope_list_free(&poison);
+        sqlq_envelope_list_free(&l);
+        for (size_t i = 0; i < 3; i++)
+            free_change(&ch[i]);
+    }
+}
+
 /* Issue 16: "changed" only on an update and "before" on an update or a delete, after "row";
  * neither on an insert nor on a truncated (key-only) change. */
 static void test_envelope_changed_and_before(void **state)
@@ -493,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_envelope_oversize_poison_policy),
         cmocka_unit_test(test_envelope_huge_key_goes_to_poison),
         cmocka_unit_test(test_envelope_poison_wraps_original),
+        cmocka_unit_test(test_envelope_plain_uncarriable_change_alone),
         cmocka_unit_test(test_envelope_parse_names),
         cmocka_unit_test(test_envelope_changed_and_before),
         cmocka_unit_test(test_envelope_oversize_drops_before_first),

@@ -11,7 +11,20 @@
 #include "fake_clock.h"
 #include "fault.h"
 
+#include <stdio.h>
 #include <string.h>
+
+/* The kind of a failure given as its result code, HTTP status, Azure code and transience. */
+static sqlq_fault_kind kind_of(sqlq_result code, int status, const char *azure_code, bool transient)
+{
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    e.code = code;
+    e.http_status = status;
+    e.transient = transient;
+    snprintf(e.azure_code, sizeof(e.azure_code), "%s", azure_code);
+    return sqlq_fault_classify(&e);
+}
 
 static void test_fault_service_wide_faults_do_not_count(void **state)
 {
@@ -39,12 +52,12 @@ static void test_fault_service_wide_faults_do_not_count(void **state)
         {400, "", SQLQ_FAULT_UNEXPECTED},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        sqlq_fault_kind k = sqlq_fault_classify(cases[i].status, cases[i].code, false);
+        sqlq_fault_kind k = kind_of(SQLQ_E_HTTP, cases[i].status, cases[i].code, false);
         assert_int_equal(k, cases[i].want);
         assert_false(sqlq_fault_counts(k));
     }
-    assert_int_equal(sqlq_fault_classify(0, "", true), SQLQ_FAULT_NETWORK);
-    assert_int_equal(sqlq_fault_classify(0, "", false), SQLQ_FAULT_TLS);
+    assert_int_equal(kind_of(SQLQ_E_NETWORK, 0, "", true), SQLQ_FAULT_NETWORK);
+    assert_int_equal(kind_of(SQLQ_E_NETWORK, 0, "", false), SQLQ_FAULT_TLS);
     assert_false(sqlq_fault_counts(SQLQ_FAULT_NETWORK));
     assert_false(sqlq_fault_counts(SQLQ_FAULT_TLS));
 }
@@ -52,13 +65,40 @@ static void test_fault_service_wide_faults_do_not_count(void **state)
 static void test_fault_message_refusals_count(void **state)
 {
     (void)state;
-    assert_int_equal(sqlq_fault_classify(413, "RequestBodyTooLarge", false), SQLQ_FAULT_TOO_LARGE);
-    assert_int_equal(sqlq_fault_classify(400, "MessageTooLarge", false), SQLQ_FAULT_TOO_LARGE);
-    assert_int_equal(sqlq_fault_classify(400, "InvalidXmlDocument", false), SQLQ_FAULT_BAD_BODY);
-    assert_int_equal(sqlq_fault_classify(400, "InvalidXmlNodeValue", false), SQLQ_FAULT_BAD_BODY);
+    assert_int_equal(kind_of(SQLQ_E_TOO_LARGE, 413, "RequestBodyTooLarge", false), SQLQ_FAULT_TOO_LARGE);
+    assert_int_equal(kind_of(SQLQ_E_TOO_LARGE, 400, "MessageTooLarge", false), SQLQ_FAULT_TOO_LARGE);
+    assert_int_equal(kind_of(SQLQ_E_HTTP, 400, "InvalidXmlDocument", false), SQLQ_FAULT_BAD_BODY);
+    assert_int_equal(kind_of(SQLQ_E_HTTP, 400, "InvalidXmlNodeValue", false), SQLQ_FAULT_BAD_BODY);
     assert_true(sqlq_fault_counts(SQLQ_FAULT_TOO_LARGE));
     assert_true(sqlq_fault_counts(SQLQ_FAULT_BAD_BODY));
     assert_string_equal(sqlq_fault_name(SQLQ_FAULT_BAD_BODY), "bad_body");
+}
+
+/* A body refused before any request (plain text XML cannot carry, over the limit) is this
+ * message's refusal like the service's; a local failure that is not curl's is neither a
+ * transport fault nor the body's: an outage named for what it is, never "TLS". */
+static void test_fault_without_a_response(void **state)
+{
+    (void)state;
+    assert_int_equal(kind_of(SQLQ_E_BODY, 0, "", false), SQLQ_FAULT_BAD_BODY);
+    assert_int_equal(kind_of(SQLQ_E_TOO_LARGE, 0, "", false), SQLQ_FAULT_TOO_LARGE);
+    const sqlq_result local[] = {SQLQ_E_INVALID, SQLQ_E_NOMEM, SQLQ_E_PARSE, SQLQ_E_IO, SQLQ_OK};
+    for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++) {
+        sqlq_fault_kind k = kind_of(local[i], 0, "", false);
+        assert_int_equal(k, SQLQ_FAULT_LOCAL);
+        assert_false(sqlq_fault_counts(k));
+    }
+    assert_string_equal(sqlq_fault_name(SQLQ_FAULT_LOCAL), "local");
+    char out[512];
+    sqlq_fault_context c = {"put message", "orders", 0, "", NULL, 0,
+                            "put message 'orders': request headers too long"};
+    sqlq_fault_describe(SQLQ_FAULT_LOCAL, &c, out, sizeof(out));
+    assert_non_null(strstr(out, "before the queue service answered: put message 'orders': request "
+                                "headers too long"));
+    assert_null(strstr(out, "TLS"));
+    c.detail = "plain message text has a byte sequence at offset 3 that is not UTF-8 XML can carry";
+    sqlq_fault_describe(SQLQ_FAULT_BAD_BODY, &c, out, sizeof(out));
+    assert_non_null(strstr(out, "message body refused for queue orders, not sent: plain message text"));
 }
 
 static void test_fault_sas_expiry_parsed(void **state)
@@ -122,7 +162,7 @@ static void test_fault_causes_name_what_to_do(void **state)
 static void test_fault_token_unavailable_is_an_outage(void **state)
 {
     (void)state;
-    sqlq_fault_kind k = sqlq_fault_classify(0, "TokenUnavailable", true);
+    sqlq_fault_kind k = kind_of(SQLQ_E_NETWORK, 0, "TokenUnavailable", true);
     assert_int_equal(k, SQLQ_FAULT_AUTHENTICATION);
     assert_false(sqlq_fault_counts(k));
     char out[512];
@@ -187,6 +227,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fault_service_wide_faults_do_not_count),
         cmocka_unit_test(test_fault_message_refusals_count),
+        cmocka_unit_test(test_fault_without_a_response),
         cmocka_unit_test(test_fault_sas_expiry_parsed),
         cmocka_unit_test(test_fault_causes_name_what_to_do),
         cmocka_unit_test(test_fault_outage_backoff_capped_with_jitter),
