@@ -221,21 +221,30 @@ static void test_faults_budget_spent_reports_transient(void **state)
     assert_non_null(strstr(err.message, "gave up after 5 retries"));
 }
 
+/* A client of its own on the fake server with one_budget and max_retries retries. */
+static sqlq_queue_client *one_budget_client(const fixture *f, unsigned max_retries)
+{
+    sqlq_queue_options o;
+    sqlq_queue_options_default(&o);
+    o.clock = &fake_clock;
+    o.retry.max_retries = max_retries;
+    o.one_budget = true;
+    sqlq_queue_client *c = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_queue_client_create(f->account, &o, &c, &err), SQLQ_OK);
+    return c;
+}
+
 /* one_budget (operator tools): once a call has spent the retry budget on a transient failure,
  * every later call on the client fails at once with it, sending nothing, so a command in an
  * outage stops after one budget, not one per request. A final failure spends nothing. */
 static void test_faults_one_budget_per_client(void **state)
 {
     fixture *f = *state;
-    sqlq_queue_options o;
-    sqlq_queue_options_default(&o);
-    o.clock = &fake_clock;
-    o.retry.max_retries = 5;
-    o.one_budget = true;
-    sqlq_queue_client *c = NULL;
+    sqlq_queue_client *c = one_budget_client(f, 5);
     sqlq_error err;
     sqlq_error_clear(&err);
-    assert_int_equal(sqlq_queue_client_create(f->account, &o, &c, &err), SQLQ_OK);
     static const reply r404[] = {{404, "QueueNotFound", NULL, NULL, NULL}};
     script(r404, 1);
     assert_int_equal(sqlq_queue_put(c, "orders", "x", 1, NULL, NULL, &err), SQLQ_E_NOT_FOUND);
@@ -273,15 +282,9 @@ static void test_faults_one_budget_per_client(void **state)
 static void test_faults_one_budget_spent_by_put_many(void **state)
 {
     fixture *f = *state;
-    sqlq_queue_options o;
-    sqlq_queue_options_default(&o);
-    o.clock = &fake_clock;
-    o.retry.max_retries = 2;
-    o.one_budget = true;
-    sqlq_queue_client *c = NULL;
+    sqlq_queue_client *c = one_budget_client(f, 2);
     sqlq_error err;
     sqlq_error_clear(&err);
-    assert_int_equal(sqlq_queue_client_create(f->account, &o, &c, &err), SQLQ_OK);
     static const reply r503[] = {{503, "ServerBusy", NULL, NULL, NULL}};
     script(r503, 1);
     sqlq_put_item items[1] = {{"a", 1, SQLQ_OK, {0}}};
