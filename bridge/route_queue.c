@@ -57,10 +57,7 @@ void sqlq_route_probe_queue(sqlq_route *r)
         op = "create queue";
         rc = sqlq_delivery_prepare(r->delivery, &e);
     }
-    char se[64];
-    int64_t expiry = 0;
-    bool expired = sqlq_fault_sas_expiry(r->env.account->sas, se, sizeof(se), &expiry) &&
-                   expiry <= (int64_t)time(NULL);
+    bool expired = sqlq_fault_sas_expired(r->env.account->sas, (int64_t)time(NULL));
     sqlq_fault_kind kind = expired ? SQLQ_FAULT_AUTHENTICATION
                                    : sqlq_fault_classify(&e);
     bool ok = !expired &&

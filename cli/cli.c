@@ -56,6 +56,7 @@ static void client_options(sqlq_cli_client kind, sqlq_cli_queue *q, sqlq_queue_o
         o->timeout_ms = SQLQ_CLI_REQUEST_TIMEOUT_MS;
         o->retry.max_delay_ms = SQLQ_CLI_RETRY_MAX_DELAY_MS;
         o->retry.max_total_ms = SQLQ_CLI_RETRY_BUDGET_MS;
+        o->one_budget = true; /* one budget per command, not per request */
     }
 }
 

@@ -30,7 +30,8 @@ int sqlq_cli_dispatch(const char *group, const sqlq_cli_command *commands, size_
 /* Operator tools give up sooner than the daemons: each request waits at most
  * SQLQ_CLI_REQUEST_TIMEOUT_MS and a failing one is retried with back-off (200 ms doubling up
  * to SQLQ_CLI_RETRY_MAX_DELAY_MS, jittered) for at most SQLQ_CLI_RETRY_BUDGET_MS. A failure
- * that outlasts the budget is an outage: the command stops with exit 1 and the cause. */
+ * that outlasts the budget is an outage: the command stops with exit 1 and the cause, and
+ * its client makes no further request (one budget per command: queue_options.one_budget). */
 #define SQLQ_CLI_REQUEST_TIMEOUT_MS 30000
 #define SQLQ_CLI_RETRY_MAX_DELAY_MS 2000
 #define SQLQ_CLI_RETRY_BUDGET_MS 20000

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static void report(FILE *out, bool ok, const char *what, const sqlq_error *err)
 {
@@ -132,22 +133,36 @@ static bool sqlite_file_missing(const char *conn, char *path, size_t size)
     return stat(path, &st) != 0 && errno == ENOENT;
 }
 
-static int check_queue(sqlq_queue_client *qc, const char *queue, FILE *out)
+/* The queue answers with these credentials. A failure is explained as the bridge explains it
+ * (retry/fault.h: "SAS expired at …", "key rejected: …", the permission missing), followed by
+ * the service's answer; a SAS past its expiry fails the check whatever the service said. */
+static int check_queue(sqlq_queue_client *qc, const sqlq_account *account, const char *queue,
+                       FILE *out)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
     bool exists = false;
     char what[300];
     snprintf(what, sizeof(what), "queue %s: reachable with these credentials", queue);
-    if (sqlq_queue_exists(qc, queue, &exists, &err) != SQLQ_OK) {
-        if (sqlq_fault_classify(&err) == SQLQ_FAULT_PERMISSION) {
-            /* The service checked the credential and only refused reading metadata. */
-            fprintf(out, "note queue %s: these credentials may not read its metadata (%s): fine for the "
-                         "bridge, which needs only add (sp=a); the queue must then exist already\n",
-                    queue, err.azure_code);
-            return 0;
-        }
-        report(out, false, what, &err);
+    bool failed = sqlq_queue_exists(qc, queue, &exists, &err) != SQLQ_OK;
+    int64_t now = (int64_t)time(NULL);
+    bool expired = sqlq_fault_sas_expired(account->sas, now);
+    sqlq_fault_kind kind = expired ? SQLQ_FAULT_AUTHENTICATION
+                                   : sqlq_fault_classify(&err);
+    if (failed && kind == SQLQ_FAULT_PERMISSION) {
+        /* The service checked the credential and only refused reading metadata. */
+        fprintf(out, "note queue %s: these credentials may not read its metadata (%s): fine for the "
+                     "bridge, which needs only add (sp=a); the queue must then exist already\n",
+                queue, err.azure_code);
+        return 0;
+    }
+    if (failed || expired) {
+        sqlq_fault_context c = {"get queue properties", queue, err.http_status, err.azure_code, account->sas, now,
+                                err.message};
+        char cause[400], line[800];
+        sqlq_fault_describe(kind, &c, cause, sizeof(cause));
+        snprintf(line, sizeof(line), "%s: %s", what, cause);
+        report(out, false, line, failed ? &err : NULL);
         return 1;
     }
     report(out, true, what, NULL);
@@ -203,7 +218,7 @@ int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
         for (size_t j = 0; j < i; j++)
             seen = seen || strcmp(routes[j].queue, routes[i].queue) == 0;
         if (!seen)
-            problems += check_queue(qc, routes[i].queue, out);
+            problems += check_queue(qc, account, routes[i].queue, out);
     }
     sqlq_queue_client_destroy(qc);
     return problems;

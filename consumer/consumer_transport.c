@@ -74,10 +74,12 @@ static sqlq_result az_remove(void *conn, const char *queue, const char *id, cons
     return sqlq_queue_delete_message(conn, queue, id, pop_receipt, err);
 }
 
+/* The consumer puts only into {queue}-poison: copies that never expire (ttl -1), as the
+ * bridge's and the poison tools' (docs/consumer.md); 0 would be the service's 7 days. */
 static sqlq_result az_put(void *conn, const char *queue, const char *text, size_t len,
                           sqlq_error *err)
 {
-    sqlq_put_options po = {.visibility_s = 0, .ttl_s = 0, .verbatim = true};
+    sqlq_put_options po = {.visibility_s = 0, .ttl_s = -1, .verbatim = true};
     return sqlq_queue_put(conn, queue, text, len, &po, NULL, err);
 }
 

@@ -24,6 +24,15 @@ json_t *sqlq_sink_key_value(const sqlq_table *t, json_t *key, const sqlq_column 
     return NULL;
 }
 
+/* A defect of the message itself, which no change to the table can cure: the error becomes
+ * SQLQ_E_REJECTED (poisoned at once), keeping its words. */
+static sqlq_result defect(sqlq_error *err)
+{
+    if (err)
+        err->code = SQLQ_E_REJECTED;
+    return SQLQ_E_REJECTED;
+}
+
 typedef struct parse_ctx {
     const sqlq_table *t;
     const char *shown;
@@ -158,7 +167,11 @@ static sqlq_result check_row(const parse_ctx *p, json_t *key, json_t *row, sqlq_
         const sqlq_column *c = sqlq_table_column(p->t, name);
         if (!c)
             return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                  "column %s of the message is not in table %s", name, p->shown);
+                                  "column %s of the message is not in table %s: the table lacks "
+                                  "it (add it with ALTER TABLE and restart the consumer, which "
+                                  "reads the table's columns at start; retried until then, then "
+                                  "poisoned: requeue it after)",
+                                  name, p->shown);
         json_t *k = c->in_key ? sqlq_sink_key_value(p->t, key, c) : NULL;
         sqlq_error ignored;
         json_t *rv_canon = k ? canonical_value(p, c, v, &ignored) : NULL;
@@ -167,14 +180,13 @@ static sqlq_result check_row(const parse_ctx *p, json_t *key, json_t *row, sqlq_
         if (differs) {
             char *kv = json_dumps(k, JSON_ENCODE_ANY | JSON_COMPACT);
             char *rv = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-            sqlq_result r = sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                           "row.%s (%.100s) disagrees with the message key "
-                                           "(%.100s): refusing a change whose row names another "
-                                           "key",
-                                           name, rv ? rv : "?", kv ? kv : "?");
+            sqlq_error_set(err, SQLQ_E_INVALID, false,
+                           "row.%s (%.100s) disagrees with the message key (%.100s): refusing a "
+                           "change whose row names another key",
+                           name, rv ? rv : "?", kv ? kv : "?");
             free(kv);
             free(rv);
-            return r;
+            return defect(err);
         }
     }
     return SQLQ_OK;
@@ -204,19 +216,22 @@ static sqlq_result row_change(const parse_ctx *p, const sqlq_msg_change *m, sqlq
     sqlq_sink_change c = {.key = key, .has_version = m->has_version, .version = m->version};
     c.kind = m->op == SQLQ_OP_DELETE ? SQLQ_SINK_DELETE : SQLQ_SINK_UPSERT;
     c.row = c.kind == SQLQ_SINK_UPSERT ? m->row : NULL;
-    if (r == SQLQ_OK && c.kind == SQLQ_SINK_UPSERT && !c.row)
-        r = sqlq_error_set(err, SQLQ_E_INVALID, false,
-                           "%s without its row (truncated: the row did not fit in a message); "
-                           "apply it by reading the source row, or raise the bridge's message "
-                           "size",
-                           op);
+    if (r == SQLQ_OK && c.kind == SQLQ_SINK_UPSERT && !c.row) {
+        sqlq_error_set(err, SQLQ_E_INVALID, false,
+                       "%s without its row (truncated: the row did not fit in a message); "
+                       "apply it by reading the source row, or raise the bridge's message size",
+                       op);
+        r = defect(err);
+    }
     if (r == SQLQ_OK && m->row) /* a delete's row, when given, must name this key too */
         r = check_row(p, key, m->row, err);
-    if (r == SQLQ_OK && !c.has_version)
-        r = sqlq_error_set(err, SQLQ_E_INVALID, false,
-                           "%s without a \"version\": every row and batch message carries one "
-                           "(refused: its order cannot be checked)",
-                           op);
+    if (r == SQLQ_OK && !c.has_version) {
+        sqlq_error_set(err, SQLQ_E_INVALID, false,
+                       "%s without a \"version\": every row and batch message carries one "
+                       "(refused: its order cannot be checked)",
+                       op);
+        r = defect(err);
+    }
     if (r != SQLQ_OK) {
         json_decref(key);
         return r;
@@ -251,10 +266,14 @@ static sqlq_result functions_change(const parse_ctx *p, const sqlq_msg_change *m
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     if (c.kind == SQLQ_SINK_UPSERT) {
         c.row = m->row;
-        sqlq_result r = m->truncated
-                            ? sqlq_error_set(err, SQLQ_E_INVALID, false,
-                                             "truncated Item (key fields only): cannot upsert")
-                            : check_row(p, c.key, m->row, err);
+        sqlq_result r = SQLQ_OK;
+        if (m->truncated) {
+            sqlq_error_set(err, SQLQ_E_INVALID, false,
+                           "truncated Item (key fields only): cannot upsert");
+            r = defect(err);
+        } else {
+            r = check_row(p, c.key, m->row, err);
+        }
         if (r != SQLQ_OK) {
             json_decref(c.key);
             return r;
@@ -271,6 +290,8 @@ sqlq_result sqlq_sink_changes_parse(const sqlq_table *t, const char *shown, cons
     memset(out, 0, sizeof(*out));
     sqlq_msg_parsed m;
     sqlq_result r = sqlq_msg_parse(body, len, &m, err);
+    if (r == SQLQ_E_PARSE || r == SQLQ_E_INVALID)
+        return defect(err); /* not a change message: not JSON, no key, … */
     if (r != SQLQ_OK)
         return r;
     parse_ctx p = {t, shown, out};

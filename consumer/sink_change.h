@@ -1,10 +1,15 @@
 /* sink_change: a change message as the --sql sink reads it (docs/messages.md), checked against
- * the target table before anything is written. The sink trusts nothing in the message: a body
- * with duplicate JSON fields, a row whose key columns disagree with its key, a version that is
- * not an integer or is implausibly far ahead, a key that is not the table's primary key, a
- * column the table lacks and a truncated insert or update are all refused with a reason
- * (the message then takes the consumer's failure path and is poisoned after the usual
- * attempts). */
+ * the target table before anything is written. The sink trusts nothing in the message, and
+ * tells two kinds of refusal apart (docs/consumer.md):
+ *  - a defect of the message itself, which no retry and no change to the table can cure: not
+ *    JSON (or not UTF-8, or with \u0000), duplicate JSON fields, not one of the shapes, no
+ *    "key", a version that is not an integer or is implausibly far ahead, a row or batch change
+ *    without a version, a row whose key columns disagree with its key, a truncated insert or
+ *    update. SQLQ_E_REJECTED: the consumer poisons it at once.
+ *  - a change that does not fit the table: a column the table lacks, key columns that are not
+ *    its primary key, a key value spelled otherwise than its column's type. SQLQ_E_INVALID:
+ *    the usual failure path (retried, poisoned after the usual attempts), since the operator
+ *    may change the table and requeue. */
 #ifndef SQLQ_SINK_CHANGE_H
 #define SQLQ_SINK_CHANGE_H
 
@@ -34,8 +39,9 @@ typedef struct sqlq_sink_changes {
 
 /* Read one message body (msg_parse.h: versions beyond 2^53 are refused there, storing one would
  * make the sink skip every later change of its key) and check it against table t (shown: its
- * name for messages). SQLQ_E_PARSE: not JSON, duplicate fields, not a change message;
- * SQLQ_E_INVALID: does not fit the table or is not trustworthy (see the file comment). */
+ * name for messages). SQLQ_E_REJECTED: a defect of the message; SQLQ_E_INVALID: it does not
+ * fit the table (see the file comment). Nothing here touches the database, so a database that
+ * is down can never make a message look defective. */
 SQLQ_NODISCARD sqlq_result sqlq_sink_changes_parse(const sqlq_table *t, const char *shown,
                                                    const char *body, size_t len,
                                                    sqlq_sink_changes *out, sqlq_error *err);

@@ -13,11 +13,12 @@
  * {"changes": [row-format, ...]}, or the Functions shape [{"Operation": 0|1|2, "Item": {...}}].
  * All changes of one message are applied in one transaction. Values follow docs/types.md:
  * numbers, strings, true/false, null, {"$base64": "..."} for binary, ISO dates as strings; they
- * are always bound as parameters. A message the sink cannot trust fails with a reason and is
- * poisoned after the usual attempts (consumer/sink_change.h): duplicate JSON fields, a row whose
- * key columns disagree with its key, a version that is not an integer or is beyond 2^53, key
- * columns that are not exactly the table's primary key, a column the table lacks, a truncated
- * insert/update (row left out). */
+ * are always bound as parameters. A message the sink cannot trust fails with a reason
+ * (consumer/sink_change.h): a defect of the message itself (not JSON, no key, duplicate JSON
+ * fields, a row whose key columns disagree with its key, a version that is not an integer or is
+ * beyond 2^53, a truncated insert/update) is SQLQ_E_REJECTED and poisoned at once; a change
+ * that does not fit the table (a column it lacks, key columns that are not exactly its primary
+ * key) is poisoned after the usual attempts. */
 typedef struct sqlq_sql_sink sqlq_sql_sink;
 
 /* Connects once to check the table: SQLQ_E_NOT_FOUND when it does not exist, SQLQ_E_INVALID
@@ -30,8 +31,8 @@ SQLQ_NODISCARD sqlq_result sqlq_sql_sink_create(const char *conn, const char *ta
                                                 sqlq_error *err);
 void sqlq_sql_sink_destroy(sqlq_sql_sink *s);
 
-/* Checks a message body against the table without touching the database. SQLQ_E_PARSE when it
- * is not a change message, SQLQ_E_INVALID when its keys or columns do not fit the table. (Not
+/* Checks a message body against the table without touching the database. SQLQ_E_REJECTED for a
+ * defect of the message, SQLQ_E_INVALID when its keys or columns do not fit the table. (Not
  * used at start: a bad message takes the message path, it never stops the consumer.) */
 SQLQ_NODISCARD sqlq_result sqlq_sql_sink_check(const sqlq_sql_sink *s, const char *body, size_t len,
                                                sqlq_error *err);

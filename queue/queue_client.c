@@ -22,6 +22,7 @@ struct sqlq_queue_client {
     sqlq_http_exchange single; /* sequential calls */
     sqlq_buf text;             /* encoded text of the current put/update */
     sqlq_pipeline *pipeline;   /* put_many, created on first use */
+    sqlq_error outage;         /* opt.one_budget: the failure that spent the budget */
 };
 
 void sqlq_queue_options_default(sqlq_queue_options *o)
@@ -153,6 +154,22 @@ static void perform(sqlq_queue_client *c)
     }
 }
 
+/* With opt.one_budget, a transient failure e that outlasted the retry budget is kept: every
+ * later call fails with it at once. */
+static void note_outage(sqlq_queue_client *c, const sqlq_error *e)
+{
+    if (c->opt.one_budget && e->transient && c->outage.code == SQLQ_OK)
+        c->outage = *e;
+}
+
+/* A call made after the budget was spent: the outage, nothing sent. */
+static sqlq_result spent(const sqlq_queue_client *c, sqlq_error *err)
+{
+    if (err && err->code == SQLQ_OK)
+        *err = c->outage;
+    return c->outage.code;
+}
+
 /* The end of a failed attempt: false when e is final, else true after waiting out the
  * back-off (a stop during the wait is SQLQ_E_CANCELLED in *r). */
 static bool retry_after(sqlq_queue_client *c, const sqlq_call *call, sqlq_backoff *b,
@@ -163,6 +180,7 @@ static bool retry_after(sqlq_queue_client *c, const sqlq_call *call, sqlq_backof
         if (e->transient && b->retries > 0)
             snprintf(e->message + strlen(e->message), sizeof(e->message) - strlen(e->message),
                      " (gave up after %u retries)", b->retries);
+        note_outage(c, e);
         if (err && err->code == SQLQ_OK)
             *err = *e;
         return false;
@@ -184,6 +202,8 @@ static bool retry_after(sqlq_queue_client *c, const sqlq_call *call, sqlq_backof
  * refused token is dropped and the call made once more at once. */
 static sqlq_result call_service(sqlq_queue_client *c, const sqlq_call *call, sqlq_error *err)
 {
+    if (c->outage.code != SQLQ_OK)
+        return spent(c, err);
     sqlq_backoff b;
     sqlq_backoff_init(&b, &c->opt.retry, c->clock);
     bool refreshed = false;
@@ -418,6 +438,8 @@ sqlq_result sqlq_queue_put_many(sqlq_queue_client *c, const char *queue, sqlq_pu
     sqlq_error e;
     sqlq_error_clear(&e);
     sqlq_result r = sqlq_queue_name_valid(queue, &e) ? check_put_options(opt, &e) : SQLQ_E_INVALID;
+    if (r == SQLQ_OK && c->outage.code != SQLQ_OK)
+        r = spent(c, &e);
     if (r == SQLQ_OK && !c->pipeline)
         r = sqlq_pipeline_create(c->http, c->endpoint, &c->pipeline, &e);
     if (r != SQLQ_OK) {
@@ -429,7 +451,11 @@ sqlq_result sqlq_queue_put_many(sqlq_queue_client *c, const char *queue, sqlq_pu
     }
     sqlq_pipeline_job job = {queue, opt, opt->verbatim ? SQLQ_ENCODING_PLAIN : c->opt.encoding,
                              &c->opt.retry, c->clock, c->opt.on_retry, c->opt.retry_ctx};
-    return sqlq_pipeline_put(c->pipeline, &job, items, count, max_in_flight);
+    r = sqlq_pipeline_put(c->pipeline, &job, items, count, max_in_flight);
+    for (size_t i = 0; i < count; i++) /* an item's own retries outlasted the budget */
+        if (items[i].result != SQLQ_OK && items[i].result != SQLQ_E_CANCELLED)
+            note_outage(c, &items[i].error);
+    return r;
 }
 
 static sqlq_result receive(sqlq_queue_client *c, const char *queue, int count, int visibility_s,

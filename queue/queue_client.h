@@ -30,6 +30,10 @@ typedef struct sqlq_queue_options {
      * caller can report an outage at its first failure, not when the retries are spent. */
     void (*on_retry)(void *ctx, const sqlq_error *err);
     void *retry_ctx;
+    /* The retry budget is the client's, not each call's: once a transient failure has
+     * outlasted it (an outage), every later call fails at once with that failure and sends
+     * nothing (operator tools: one budget per command, docs/consumer.md "Outages"). */
+    bool one_budget;
 } sqlq_queue_options;
 
 void sqlq_queue_options_default(sqlq_queue_options *o);

@@ -135,6 +135,13 @@ bool sqlq_fault_sas_expiry(const char *sas, char *out_text, size_t text_size, in
     return true;
 }
 
+bool sqlq_fault_sas_expired(const char *sas, int64_t now_s)
+{
+    char se[64];
+    int64_t expiry = 0;
+    return sqlq_fault_sas_expiry(sas, se, sizeof(se), &expiry) && expiry <= now_s;
+}
+
 /* No Entra ID token. The token request's error (queue/credential_source.c) names the source and
  * says whether the endpoint refused the credential (a 4xx with the endpoint's error code and
  * description, never a secret), failed (5xx) or cannot be reached. */
@@ -165,7 +172,8 @@ static void describe_authentication(const sqlq_fault_context *c, char *out, size
     int64_t expiry = 0;
     if (is(c->azure_code, "TokenUnavailable"))
         describe_token(c, out, size);
-    else if (c->sas && sqlq_fault_sas_expiry(c->sas, se, sizeof(se), &expiry) && expiry <= c->now_s)
+    else if (sqlq_fault_sas_expired(c->sas, c->now_s) &&
+             sqlq_fault_sas_expiry(c->sas, se, sizeof(se), &expiry))
         snprintf(out, size,
                  "SAS expired at %s: restart with a fresh SAS (or key) in the connection string",
                  se);

@@ -67,5 +67,8 @@ void sqlq_fault_describe(sqlq_fault_kind kind, const sqlq_fault_context *ctx, ch
 /* The SAS's signed expiry (`se=`, URL-decoded: 2026-11-25T10:00:00Z, seconds and fraction
  * optional, or a bare date) into text and Unix seconds. False when absent or unreadable. */
 bool sqlq_fault_sas_expiry(const char *sas, char *out_text, size_t text_size, int64_t *out_epoch_s);
+/* True when the SAS's signed expiry is at or before now_s: an authentication fault whatever the
+ * service answered (the bridge's probe and `config check` both say so). */
+bool sqlq_fault_sas_expired(const char *sas, int64_t now_s);
 
 #endif

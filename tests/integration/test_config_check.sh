@@ -64,7 +64,21 @@ grep -q "^2 problems found" "$tmp/out" || fail "wrong problem count"
 bad=$(printf '%s' "$conn_q" | sed 's|AccountKey=[^;]*|AccountKey=d3JvbmdrZXl3cm9uZ2tleXdyb25na2V5|')
 expect_rc 1 env SQLQ_QUEUE_CONNECTION="$bad" "$sqlq" config check --db "$conn" --table orders --queue "$q"
 grep -q "^FAIL queue $q.*403" "$tmp/out" || fail "auth failure not reported"
+grep -q "^FAIL queue $q: reachable with these credentials: key rejected: " "$tmp/out" \
+    || { cat "$tmp/out" >&2; fail "the rejected key is not named as the cause"; }
 grep -q "d3JvbmdrZXl3cm9uZ2tleXdyb25na2V5" "$tmp/out" "$tmp/err" && fail "key printed"
+# An expired SAS (properly signed, expired an hour ago): the same diagnosis as the bridge's
+# (retry/fault.c), not only the service's generic 403 AuthenticationFailed.
+expired=$(node "${SQLQ_SOURCE_DIR:?}/tests/support/queue_sas.js" account "$conn_q" sco rwdlacup -3600)
+se=$(printf '%s' "$expired" | sed -n 's/.*se=\([^&;]*\).*/\1/p' | sed 's/%3A/:/g')
+[ -n "$se" ] || fail "no se= in the SAS: $expired"
+expect_rc 1 env SQLQ_QUEUE_CONNECTION="$expired" "$sqlq" config check --db "$conn" --table orders --queue "$q"
+echo "config check, expired SAS: $(grep "^FAIL queue" "$tmp/out")"
+grep -q "^FAIL queue $q: reachable with these credentials: SAS expired at $se: restart with a fresh SAS" "$tmp/out" \
+    || { cat "$tmp/out" >&2; fail "the expired SAS is not named as the cause"; }
+grep -q "403" "$tmp/out" || { cat "$tmp/out" >&2; fail "the service's answer is not kept"; }
+sig=$(printf '%s' "$expired" | sed -n 's/.*sig=\([^&;]*\).*/\1/p')
+grep -qF "$sig" "$tmp/out" "$tmp/err" && fail "SAS signature printed"
 
 # A mistyped SQLite path: reported, and no empty database file is created (check changes nothing).
 expect_rc 1 "$sqlq" config check --db "Driver={SQLite3};Database=$tmp/typo.db" --table orders --queue "$q"

@@ -53,8 +53,12 @@ grep -q 'missing_table: the table does not exist' "$work/err" || fail "missing t
 echo "consume_sql: refusals: ok"
 
 # Message-level faults take the message path (issue 21.4): the consumer starts, each bad message
-# fails with its reason and is poisoned after the usual attempts; the good one behind them is
-# applied. Before, a bad first message made every start exit 2 and the queue stalled.
+# fails with its reason and is poisoned; the good one behind them is applied. Before, a bad first
+# message made every start exit 2 and the queue stalled. A defect of the message itself (not
+# JSON, \u0000, not UTF-8, no key, truncated, no or a bad version, a row naming another key,
+# duplicate fields) is poisoned at once (dequeue count 1: no retry can cure it); a change that
+# does not fit the table (a column it lacks, another key) after the usual attempts (2 here),
+# since the operator may ALTER TABLE and requeue.
 c='{"id":"x","op":"update","table":"orders","bridge":"default","ts":"x",'
 bad=(
   "${c}\"key\":{\"id\":9},\"row\":{\"id\":9,\"total\":\"1\"},\"version\":9}"
@@ -64,16 +68,27 @@ bad=(
   "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"note\":\"a\",\"note\":\"b\"},\"version\":10}"
   "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"note\":\"frozen\"},\"version\":9223372036854775807}"
   "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"note\":\"v\"},\"version\":\"10\"}"
+  'not json at all'
+  "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"note\":\"nul\\u0000\"},\"version\":11}"
+  "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"note\":\"bad"$'\xff'"\"},\"version\":11}"
+  "${c}\"row\":{\"region\":\"eu\",\"id\":1,\"note\":\"keyless\"},\"version\":11}"
 )
-reasons=("primary key of orders is (region, id)" "without its row" "column colour of the message is not in table"
-         "row.id (5) disagrees with the message key" "duplicate JSON fields" "is implausible" "is not an integer")
+reasons=("primary key of orders is (region, id)" "without its row" "column colour of the message is not in table orders: the table lacks it (add it with ALTER TABLE"
+         "row.id (5) disagrees with the message key" "duplicate JSON fields" "is implausible" "is not an integer"
+         "body is not JSON: invalid token" "u0000 is not allowed" "unable to decode byte 0xff" "change without a")
+# The dequeue count each was poisoned at: 1 for a defect of the message, 2 for a table misfit.
+attempts=(2 1 2 1 1 1 1 1 1 1 1)
 for m in "${bad[@]}"; do put "$m"; done
 put "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"total\":\"12.00\",\"note\":\"good\"},\"version\":10}"
 timeout 60 "$SQLQ_BIN" consume "$q" --sql "$odbc" --table orders --exit-when-empty --max-dequeue-count 2 \
     --batch-size 1 --new-batch-threshold 1 --max-polling-interval-ms 300 2> "$work/log" \
     || fail "bad messages: consume exited $?: $(tail -3 "$work/log")"
-for r in "${reasons[@]}"; do grep -qF "$r" "$work/log" || fail "no failure naming: $r"; done
-"$SQLQ_BIN" queue stats "$q-poison" | grep -Eq '"approximate_count":7[,}]' \
+for i in "${!reasons[@]}"; do
+    r=${reasons[$i]}
+    grep -F "$r" "$work/log" | grep -q "event=consumer.poisoned .*dequeue_count=${attempts[$i]} " \
+        || fail "not poisoned at dequeue count ${attempts[$i]} naming: $r: $(grep -F "$r" "$work/log")"
+done
+"$SQLQ_BIN" queue stats "$q-poison" | grep -Eq '"approximate_count":11[,}]' \
     || fail "bad messages were not all poisoned: $("$SQLQ_BIN" queue stats "$q-poison")"
 got=$(psql_ -d "$db" -c "SELECT region, id, total, note FROM orders ORDER BY region, id")
 want2=$'eu|1|12.00|good\neu|5|5.00|functions'

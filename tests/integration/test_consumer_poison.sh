@@ -2,7 +2,7 @@
 # `sqlq consume` against Azurite: a handler that always fails sees the message exactly five
 # times (dequeue count 1..5), then the same MessageText sits in {queue}-poison and the main
 # queue is empty. Text that is not base64 goes to poison at once, with a log line that says why
-# and names --encoding plain.
+# and names --encoding plain. Poison copies never expire (TTL -1: ExpirationTime 9999-12-31).
 set -euo pipefail
 : "${SQLQ_BIN:?}" "${SQLQ_TEST_ENV_DIR:?}"
 export SQLQ_QUEUE_CONNECTION="$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")"
@@ -35,6 +35,10 @@ timeout 60 "$SQLQ_BIN" consume "$q" --exit-when-empty --max-polling-interval-ms 
 [ "$(count "$q-poison")" = 1 ] || fail "poison queue has $(count "$q-poison") messages"
 poisoned=$("$SQLQ_BIN" queue peek "$q-poison" --raw | sed -n 's/.*"text":"\([^"]*\)".*/\1/p')
 [ "$poisoned" = "$stored" ] || fail "poison text '$poisoned' differs from '$stored'"
+# The poison copy never expires (put with TTL -1: the service reports 9999-12-31), even though
+# the original was put with the default 7 days.
+"$SQLQ_BIN" poison list "$q" --json | grep -q '"expiration_time":"9999-12-31' \
+    || fail "the poison copy expires: $("$SQLQ_BIN" poison list "$q" --json)"
 grep -q "event=consumer.poisoned queue=$q poison_queue=$q-poison msg_id=.* dequeue_count=5 last_error=\"command exited with status 7; stderr: no luck\"" "$work/log" \
     || fail "no poisoning log line with queue, id, count and error: $(grep poisoned "$work/log")"
 echo "consumer_poison: five attempts then poison: ok"
@@ -49,6 +53,8 @@ timeout 60 "$SQLQ_BIN" consume "$q" --exit-when-empty --max-polling-interval-ms 
 [ "$(count "$q-poison")" = 1 ] || fail "undecodable message not in poison"
 "$SQLQ_BIN" queue peek "$q-poison" --raw | grep -q '"text":"plain text, not base64"' \
     || fail "poison text changed"
+"$SQLQ_BIN" queue peek "$q-poison" | grep -q '"expiration_time":"9999-12-31' \
+    || fail "the poison copy of undecodable text expires"
 grep -q 'event=consumer.poisoned.*dequeue_count=1 last_error="message text is not valid base64.*--encoding plain' "$work/log2" \
     || fail "no clear reason logged: $(grep poison "$work/log2")"
 # The same text consumed with --encoding plain succeeds.

@@ -121,6 +121,11 @@ static void test_fault_sas_expiry_parsed(void **state)
     assert_false(sqlq_fault_sas_expiry("sse=2026-11-25&sig=x", text, sizeof(text), &when));
     assert_false(sqlq_fault_sas_expiry("se=tomorrow", text, sizeof(text), &when));
     assert_false(sqlq_fault_sas_expiry(NULL, text, sizeof(text), &when));
+    /* Expired at or before now (the bridge's probe and config check): never for a key. */
+    assert_true(sqlq_fault_sas_expired("se=2026-11-25T10:24:58Z&sig=x", 1795602298));
+    assert_false(sqlq_fault_sas_expired("se=2026-11-25T10:24:58Z&sig=x", 1795602297));
+    assert_false(sqlq_fault_sas_expired("sp=a&sig=x", 1795602298));
+    assert_false(sqlq_fault_sas_expired(NULL, 1795602298));
 }
 
 static void describe(sqlq_fault_kind k, const char *op, int status, const char *code,

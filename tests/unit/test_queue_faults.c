@@ -1,7 +1,7 @@
 /* queue_client's retry rules against a scripted fake queue service (libmicrohttpd on
  * 127.0.0.1) and a fake clock, so back-off never waits: server hints, retry budgets, clear's
  * repetition on OperationTimedOut, finals that must not be retried, put_many retries per item,
- * and shutdown during back-off. */
+ * one budget per client (operator tools), and shutdown during back-off. */
 #include "queue_client.h"
 
 #include <arpa/inet.h>
@@ -219,6 +219,83 @@ static void test_faults_budget_spent_reports_transient(void **state)
     assert_string_equal(err.azure_code, "ServerBusy");
     assert_string_equal(err.request_id, "fake-request");
     assert_non_null(strstr(err.message, "gave up after 5 retries"));
+}
+
+/* A client of its own on the fake server with one_budget and max_retries retries. */
+static sqlq_queue_client *one_budget_client(const fixture *f, unsigned max_retries)
+{
+    sqlq_queue_options o;
+    sqlq_queue_options_default(&o);
+    o.clock = &fake_clock;
+    o.retry.max_retries = max_retries;
+    o.one_budget = true;
+    sqlq_queue_client *c = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_queue_client_create(f->account, &o, &c, &err), SQLQ_OK);
+    return c;
+}
+
+/* one_budget (operator tools): once a call has spent the retry budget on a transient failure,
+ * every later call on the client fails at once with it, sending nothing, so a command in an
+ * outage stops after one budget, not one per request. A final failure spends nothing. */
+static void test_faults_one_budget_per_client(void **state)
+{
+    fixture *f = *state;
+    sqlq_queue_client *c = one_budget_client(f, 5);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    static const reply r404[] = {{404, "QueueNotFound", NULL, NULL, NULL}};
+    script(r404, 1);
+    assert_int_equal(sqlq_queue_put(c, "orders", "x", 1, NULL, NULL, &err), SQLQ_E_NOT_FOUND);
+    static const reply r503[] = {{503, "ServerBusy", NULL, NULL, NULL}};
+    script(r503, 1);
+    sqlq_error_clear(&err);
+    sqlq_queue_props props;
+    assert_int_equal(sqlq_queue_properties(c, "orders", &props, &err), SQLQ_E_HTTP);
+    assert_int_equal(server.requests, 6); /* the 404 spent nothing: 1 + max_retries 5 */
+
+    sqlq_error again;
+    sqlq_error_clear(&again);
+    sqlq_message_list list = {NULL, 0};
+    assert_int_equal(sqlq_queue_get(c, "orders", 32, 30, &list, &again), SQLQ_E_HTTP);
+    assert_true(again.transient);
+    assert_int_equal(again.http_status, 503);
+    assert_string_equal(again.message, err.message); /* the cause: the call that spent it */
+    sqlq_put_item items[2] = {{"a", 1, SQLQ_OK, {0}}, {"b", 1, SQLQ_OK, {0}}};
+    assert_int_equal(sqlq_queue_put_many(c, "orders", items, 2, 2, NULL), SQLQ_E_HTTP);
+    assert_int_equal(items[1].result, SQLQ_E_HTTP);
+    assert_int_equal(server.requests, 6); /* nothing more was sent */
+    assert_int_equal(fake.nsleeps, 5);    /* nor waited for */
+    sqlq_queue_client_destroy(c);
+
+    /* Without one_budget (the daemons) each call has a budget of its own. */
+    script(r503, 1);
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_queue_properties(f->client, "orders", &props, &err), SQLQ_E_HTTP);
+    sqlq_error_clear(&err);
+    assert_int_equal(sqlq_queue_properties(f->client, "orders", &props, &err), SQLQ_E_HTTP);
+    assert_int_equal(server.requests, 12);
+}
+
+/* An item of put_many whose retries outlast the budget spends it for the client too. */
+static void test_faults_one_budget_spent_by_put_many(void **state)
+{
+    fixture *f = *state;
+    sqlq_queue_client *c = one_budget_client(f, 2);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    static const reply r503[] = {{503, "ServerBusy", NULL, NULL, NULL}};
+    script(r503, 1);
+    sqlq_put_item items[1] = {{"a", 1, SQLQ_OK, {0}}};
+    assert_int_equal(sqlq_queue_put_many(c, "orders", items, 1, 1, NULL), SQLQ_OK); /* per item */
+    assert_int_equal(items[0].result, SQLQ_E_HTTP);
+    assert_int_equal(server.requests, 3); /* 1 + max_retries 2 */
+    sqlq_queue_props props;
+    assert_int_equal(sqlq_queue_properties(c, "orders", &props, &err), SQLQ_E_HTTP);
+    assert_true(err.transient);
+    assert_int_equal(server.requests, 3);
+    sqlq_queue_client_destroy(c);
 }
 
 static void test_faults_final_statuses_are_not_retried(void **state)
@@ -453,6 +530,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_faults_server_busy_then_ok_honours_retry_after),
         cmocka_unit_test(test_faults_budget_spent_reports_transient),
+        cmocka_unit_test(test_faults_one_budget_per_client),
+        cmocka_unit_test(test_faults_one_budget_spent_by_put_many),
         cmocka_unit_test(test_faults_final_statuses_are_not_retried),
         cmocka_unit_test(test_faults_clear_repeats_on_operation_timed_out),
         cmocka_unit_test(test_faults_clear_backs_off_on_instant_timeouts),
