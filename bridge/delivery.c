@@ -333,9 +333,11 @@ static void record(sqlq_delivery *d, const sqlq_change *changes, const sqlq_enve
             if (o == SQLQ_OUTCOME_FAILED)
                 remember_failure(d, &changes[e->changes[j]], &items[i].error);
             if (o == SQLQ_OUTCOME_POISONED)
-                SQLQ_WARN("change_poisoned", "queue=%s table=%s version=%lld attempts=%d",
+                /* attempts counts this lease too: the failed ones are one fewer, as the
+                 * poison reason says ("publish failed 5 times (max_attempts 5)") */
+                SQLQ_WARN("change_poisoned", "queue=%s table=%s version=%lld failed_attempts=%d",
                           d->poison, d->cfg.envelope.table, (long long)changes[e->changes[j]].version,
-                          changes[e->changes[j]].attempts);
+                          changes[e->changes[j]].attempts - 1);
         }
     }
     if (transient_seen)

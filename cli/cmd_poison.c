@@ -376,8 +376,15 @@ static int cmd_requeue(ctx *c)
                            .visibility_s = o.visibility_s, .started = n.started};
     code = sqlq_poison_report_requeue(stdout, &run, &n);
     if (o.nids && n.matched < o.nids) {
-        printf("%llu of the %zu id(s) given were not found in %s\n",
-               (unsigned long long)o.nids - n.matched, o.nids, c->poison);
+        /* Not found only when the whole queue was looked at: a run that stopped (an outage)
+         * says the ids are still to do, not gone. */
+        if (r == SQLQ_OK)
+            printf("%llu of the %zu id(s) given were not found in %s\n",
+                   (unsigned long long)o.nids - n.matched, o.nids, c->poison);
+        else
+            printf("%llu of the %zu id(s) given were not requeued: the run stopped before it "
+                   "found them (they stay in %s; run the command again)\n",
+                   (unsigned long long)o.nids - n.matched, o.nids, c->poison);
         code = SQLQ_EXIT_FAILED;
     }
     return code;

@@ -90,6 +90,8 @@ PY
     kill "$bridge_pid"; wait "$bridge_pid" || true; bridge_pid=
     grep -q "publish_failed" "$log" || fail "$fmt: no publish_failed for the refused body"
     grep -q "change_poisoned" "$log" || fail "$fmt: no change_poisoned"
+    # The log counts the failed attempts as the poison reason does (--max-attempts 2; it said 3)
+    grep -q "change_poisoned.*failed_attempts=2" "$log" || fail "$fmt: change_poisoned does not say failed_attempts=2: $(grep change_poisoned "$log")"
     ! grep -q "queue_outage" "$log" || fail "$fmt: a refused body was logged as an outage"
     ! grep -qi "TLS" "$log" || fail "$fmt: a refused body was blamed on TLS"
     echo "ok $fmt"

@@ -77,3 +77,8 @@ for n in "${names[@]}"; do
     [ "$retries" -le 16 ] || fail "$n retried $retries times (one budget is about 13)"
     echo "poison_outage: $n: exit 1 after $ms ms, $retries retries: ok"
 done
+# An id not looked for is not "not found" (found by a user: it told the operator the message
+# was gone): it is still to do.
+! grep -q "not found" "$work/requeue-id.out" || { cat "$work/requeue-id.out" >&2; fail "requeue --id said not found in an outage"; }
+grep -q "1 of the 1 id(s) given were not requeued: the run stopped" "$work/requeue-id.out" \
+    || { cat "$work/requeue-id.out" >&2; fail "requeue --id does not say the id is still to do"; }
