@@ -93,8 +93,11 @@ struct sqlq_consumer {
     /* Outage log, rate-limited */
     pthread_mutex_t outage_mu;
     uint64_t outage_logged_ms;
-    char outage_cause[96];
+    char outage_cause[192];
     sqlq_error outage_err; /* the latest outage failure */
+    /* The account SAS's signed expiry (0: a key, or none), to name it when it is the cause */
+    int64_t sas_expiry_s;
+    char sas_expiry[64];
 };
 
 /* consumer.c */
@@ -108,6 +111,10 @@ void sqlq_consumer_transport_azure_abort(sqlq_consumer_transport *t, bool (*poll
                                          bool (*io_abort)(void *), void *ctx);
 
 /* consumer_worker.c */
+/* Why requests fail in an outage: disposition's cause of the error, or an account SAS past its
+ * expiry named as such (as the bridge and config check name it). Into buf; returns buf. */
+const char *sqlq_consumer_outage_cause(const struct sqlq_consumer *c, const sqlq_error *err,
+                                       char *buf, size_t size);
 /* A delete/update/put failed (note_failure) or worked (note_ok): an outage is logged at most
  * every 30 s, makes the poller back off and /readyz report it; it never counts an attempt. */
 void sqlq_consumer_note_failure(struct sqlq_consumer *c, const char *op, const sqlq_error *err);

@@ -65,11 +65,12 @@ static void note_poll_error(sqlq_consumer *c, poll_state *ps, sqlq_result r, con
                       c->queue);
         ps->logged_missing = true;
     } else if (ps->last_error != r) {
+        char why[sizeof(c->outage_cause)];
         SQLQ_LOG_ERR(SQLQ_LOG_WARN, "consumer.poll_failed", err,
                   "queue=%s cause=\"%s\" note=\"retrying with back-off; messages are "
                   "not touched\"",
                   c->queue,
-                  sqlq_disposition_is_outage(err) ? sqlq_disposition_outage_cause(err)
+                  sqlq_disposition_is_outage(err) ? sqlq_consumer_outage_cause(c, err, why, sizeof(why))
                                                   : "the queue service refused the request");
     } else {
         SQLQ_LOG_ERR(SQLQ_LOG_DEBUG, "consumer.poll_failed", err, "queue=%s", c->queue);

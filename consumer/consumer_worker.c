@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <time.h>
 
 int sqlq_consumer_cond_init(pthread_cond_t *cv)
 {
@@ -49,12 +50,25 @@ void sqlq_consumer_kick_renewal(struct sqlq_consumer *c, uint64_t due_ms)
 
 #define OUTAGE_LOG_EVERY_MS 30000u
 
+const char *sqlq_consumer_outage_cause(const struct sqlq_consumer *c, const sqlq_error *err,
+                                       char *buf, size_t size)
+{
+    if (c->sas_expiry_s > 0 && c->sas_expiry_s <= (int64_t)time(NULL) &&
+        (err->http_status == 401 || err->http_status == 403))
+        snprintf(buf, size, "credential rejected: SAS expired at %s: restart with a fresh SAS (or "
+                            "key) in the connection string", c->sas_expiry);
+    else
+        snprintf(buf, size, "%s", sqlq_disposition_outage_cause(err));
+    return buf;
+}
+
 void sqlq_consumer_note_failure(struct sqlq_consumer *c, const char *op, const sqlq_error *err)
 {
     if (!sqlq_disposition_is_outage(err))
         return;
     unsigned long long failing = atomic_fetch_add(&c->n.service_failing, 1) + 1;
-    const char *cause = sqlq_disposition_outage_cause(err);
+    char why[sizeof(c->outage_cause)];
+    const char *cause = sqlq_consumer_outage_cause(c, err, why, sizeof(why));
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     uint64_t now = (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;

@@ -70,7 +70,8 @@ echo "consumer_least_privilege: a poison queue it may not create: reported, mess
 # a SAS that expires while the handler runs
 "$SQLQ_BIN" queue create "$q-poison" >/dev/null
 "$SQLQ_BIN" queue put "$q" '{"job":"long"}' >/dev/null
-short=$(sas_conn pua "$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)")
+short_se=$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)
+short=$(sas_conn pua "$short_se")
 port=$("$SQLQ_SOURCE_DIR/tests/support/free_port.sh")
 : > "$work/log"
 : > "$work/handled"
@@ -81,6 +82,9 @@ pid=$!
 for _ in $(seq 150); do grep -q 'event=consumer.outage' "$work/log" && break; sleep 0.1; done
 grep -q 'event=consumer.outage' "$work/log" || fail "no consumer.outage line after the SAS expired"
 grep 'event=consumer.outage' "$work/log" | head -1 | grep -q 'cause=' || fail "the outage line names no cause"
+# named as the bridge names it (found by a user: only "key rotated or SAS expired or invalid")
+grep 'event=consumer.outage' "$work/log" | head -1 | grep -q "cause=\"credential rejected: SAS expired at $short_se" \
+    || fail "the outage line does not name the SAS's expiry ($short_se)"
 ready=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")
 [ "$ready" = 503 ] || fail "/readyz answered $ready during the outage"
 kill -TERM "$pid"
