@@ -2,7 +2,6 @@
  * per-message work and renewal in consumer_worker.c). */
 #include "consumer_internal.h"
 
-#include "fault.h"
 #include "log.h"
 
 #include <stdio.h>
@@ -134,9 +133,10 @@ sqlq_result sqlq_consumer_create(const sqlq_account *account,
     sqlq_consumer *c = calloc(1, sizeof(*c));
     if (!c)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "consumer: out of memory");
-    if (!account || !sqlq_fault_sas_expiry(account->sas, c->sas_expiry, sizeof(c->sas_expiry),
-                                           &c->sas_expiry_s))
-        c->sas_expiry_s = 0; /* a key, or a SAS without a readable se= */
+    if (account && account->sas && !(c->sas = strdup(account->sas))) {
+        free(c);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "consumer: out of memory");
+    }
     snprintf(c->queue, sizeof(c->queue), "%s", queue);
     c->opt = *options;
     c->handler = *handler;
@@ -423,6 +423,7 @@ void sqlq_consumer_destroy(sqlq_consumer *c)
         free(c->pending);
     }
     free(c->workers);
+    free(c->sas);
     if (c->own_transport)
         sqlq_consumer_transport_free(&c->transport);
     free(c);

@@ -95,9 +95,7 @@ struct sqlq_consumer {
     uint64_t outage_logged_ms;
     char outage_cause[192];
     sqlq_error outage_err; /* the latest outage failure */
-    /* The account SAS's signed expiry (0: a key, or none), to name it when it is the cause */
-    int64_t sas_expiry_s;
-    char sas_expiry[64];
+    char *sas; /* the account's SAS (NULL: a key), to name its expiry when that is the cause */
 };
 
 /* consumer.c */

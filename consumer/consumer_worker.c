@@ -5,6 +5,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "codec.h"
+#include "fault.h"
 #include "log.h"
 #include "poison_envelope.h"
 
@@ -53,12 +54,16 @@ void sqlq_consumer_kick_renewal(struct sqlq_consumer *c, uint64_t due_ms)
 const char *sqlq_consumer_outage_cause(const struct sqlq_consumer *c, const sqlq_error *err,
                                        char *buf, size_t size)
 {
-    if (c->sas_expiry_s > 0 && c->sas_expiry_s <= (int64_t)time(NULL) &&
-        (err->http_status == 401 || err->http_status == 403))
-        snprintf(buf, size, "credential rejected: SAS expired at %s: restart with a fresh SAS (or "
-                            "key) in the connection string", c->sas_expiry);
-    else
+    int64_t now = (int64_t)time(NULL);
+    if ((err->http_status == 401 || err->http_status == 403) && sqlq_fault_sas_expired(c->sas, now)) {
+        sqlq_fault_context ctx = {NULL, c->queue, err->http_status, err->azure_code, c->sas, now,
+                                  err->message};
+        char cause[160];
+        sqlq_fault_describe(SQLQ_FAULT_AUTHENTICATION, &ctx, cause, sizeof(cause));
+        snprintf(buf, size, "credential rejected: %s", cause);
+    } else {
         snprintf(buf, size, "%s", sqlq_disposition_outage_cause(err));
+    }
     return buf;
 }
 

@@ -172,8 +172,7 @@ static void describe_authentication(const sqlq_fault_context *c, char *out, size
     int64_t expiry = 0;
     if (is(c->azure_code, "TokenUnavailable"))
         describe_token(c, out, size);
-    else if (sqlq_fault_sas_expired(c->sas, c->now_s) &&
-             sqlq_fault_sas_expiry(c->sas, se, sizeof(se), &expiry))
+    else if (sqlq_fault_sas_expiry(c->sas, se, sizeof(se), &expiry) && expiry <= c->now_s)
         snprintf(out, size,
                  "SAS expired at %s: restart with a fresh SAS (or key) in the connection string",
                  se);
