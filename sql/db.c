@@ -151,8 +151,7 @@ static sqlq_result session_setup(sqlq_db *db, sqlq_error *err)
 }
 
 /* Connection handles, the driver's connect and disconnect: one thread at a time in the
- * process (connect_lock, above): they are not
- * thread-safe in the stack below us. psqlODBC's connect calls setlocale(), whose returned name
+ * process (connect_lock, above): they are not thread-safe in the stack below us. psqlODBC's connect calls setlocale(), whose returned name
  * the next call frees, and unixODBC's handle allocation and connect format into shared state
  * (ThreadSanitizer: two `sqlq consume --sql` workers, and two bridge routes, connecting at
  * once). Connects are rare (start, reconnect); a connect that hangs until its timeout holds
