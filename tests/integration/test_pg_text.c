@@ -371,6 +371,13 @@ static void compare_all(const char *dbname, const char *const *settings)
     /* What the trigger source reads in a domain over a date/time type holding infinity. */
     json_t *edge = json_object_get(json_object_get(trig_t, "7"), "row");
     assert_false(json_equal(json_object_get(edge, "dtstz"), json_object_get(edge, "tstz")));
+    for (size_t i = 0; DOMAIN_TWINS[i][0]; i++) {
+        char *d = json_dumps(json_object_get(edge, DOMAIN_TWINS[i][0]), JSON_ENCODE_ANY);
+        char *p = json_dumps(json_object_get(edge, DOMAIN_TWINS[i][1]), JSON_ENCODE_ANY);
+        print_message("%s: trigger source, row %d: %s %s, %s %s\n", dbname, DOMAIN_EDGE_ROW,
+                      DOMAIN_TWINS[i][0], d, DOMAIN_TWINS[i][1], p);
+        free(d), free(p);
+    }
 
     /* The options are what makes the text the trigger source's where the database's defaults
      * differ: libpq without them (but UTF-8, which LATIN1 could not carry) gives other text. */
