@@ -18,7 +18,7 @@
 #define BYTEA_OID 17u
 
 /* The SQL type and type name psqlODBC reports for the built-in types whose shape is not text
- * (psqlODBC 13-16, pgtypes.c); every other type it reports as text (SQL_VARCHAR "unknown",
+ * (psqlODBC 13.02, pgtypes.c); every other type it reports as text (SQL_VARCHAR "unknown",
  * SQL_CHAR, SQL_LONGVARCHAR), and so does sqlq. A domain is reported as the type under it.
  * tests/integration/test_pg_text.c checks this against the driver for every built-in type. */
 static const struct {
