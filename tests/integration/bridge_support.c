@@ -152,23 +152,6 @@ bool bt_log_has(const char *log_path, const char *text)
     return found;
 }
 
-const void *bt_database_arg(int argc, char **argv, const void *table, size_t count, size_t size)
-{
-    const char *name = NULL;
-    for (size_t i = 0; argc == 2 && i < count; i++) {
-        memcpy(&name, (const char *)table + i * size, sizeof(name));
-        if (strcmp(argv[1], name) == 0)
-            return (const char *)table + i * size;
-    }
-    fprintf(stderr, "usage: %s DATABASE (", argv[0]);
-    for (size_t i = 0; i < count; i++) {
-        memcpy(&name, (const char *)table + i * size, sizeof(name));
-        fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 == count ? " or " : ", ", name);
-    }
-    fprintf(stderr, ")\n");
-    return NULL;
-}
-
 int bt_bridge_run(const char *queue_conn, const char *log_path, const char *const *args, int timeout_ms,
                   int expect)
 {

@@ -1,9 +1,9 @@
-/* `sqlq bridge` scenarios written once and run against every database (the first argument
+/* `sqlq bridge` scenarios written once and run against every database ($SQLQ_TEST_DATABASE
  * names it: sqlite, postgres, mariadb), publishing to Azurite: content of the common column types,
  * updates and deletes, op as change tracking reports it, collapsing, composite keys and odd
  * identifiers, formats, oversized rows, a permanent failure going to poison while the table
  * keeps flowing, SIGTERM, the cursor source. A new database adds one entry to `databases`
- * below (and its name to SQLQ_TEST_DATABASES in tests/CMakeLists.txt). What only one database
+ * below (and one sqlq_test_database line in tests/CMakeLists.txt). What only one database
  * has stays in its own file: test_bridge_postgres.c. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -488,11 +488,9 @@ static void test_bridge_cursor_source(void **state)
     sqlq_db_close(db);
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-    db_under_test = BT_DATABASE_ARG(argc, argv, databases);
-    if (!db_under_test)
-        return 2;
+    db_under_test = SQLQ_TEST_DATABASE_ENTRY(databases);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bridge_types_inserts_updates_deletes, setup,
                                         bt_case_teardown),

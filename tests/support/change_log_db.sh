@@ -1,7 +1,8 @@
-# Sourced by the shell tests that run on one change-log database: $kind is sqlite, postgres or
-# mariadb, $prefix names the test's database, and the test defines fail() first. Sets sqlq,
-# env_dir, tmp, name, queues (the queues the test creates, deleted at exit), conn and sql()
-# (one statement on the test's database); at exit drops that database and $tmp.
+# Sourced by the shell tests that run on one database: $kind is sqlite, postgres or mariadb (the
+# test sets it from $SQLQ_TEST_DATABASE, which sqlq_database_test gives it), $prefix names the
+# test's database, and the test defines fail() first. Sets sqlq, env_dir, tmp, name, queues (the
+# queues the test creates, deleted at exit), conn and sql() (one statement on the test's
+# database); at exit drops that database and $tmp.
 sqlq=${SQLQ_BIN:?run through ctest}
 env_dir=${SQLQ_TEST_ENV_DIR:?}
 export SQLQ_QUEUE_CONNECTION=$(cat "$env_dir/azurite/conn")

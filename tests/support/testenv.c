@@ -119,6 +119,37 @@ char *sqlq_test_create_db(const char *kind, const char *prefix)
     return sqlq_test_sqlite_db(prefix, path, sizeof(path));
 }
 
+const char *sqlq_test_database(void)
+{
+    const char *d = getenv("SQLQ_TEST_DATABASE");
+    if (!d || !*d)
+        die("SQLQ_TEST_DATABASE is not set (sqlq_database_test in tests/CMakeLists.txt sets it)");
+    return d;
+}
+
+const char *sqlq_test_source(void)
+{
+    const char *s = getenv("SQLQ_TEST_SOURCE");
+    return s ? s : "";
+}
+
+const void *sqlq_test_database_entry(const void *table, size_t count, size_t size)
+{
+    const char *want = sqlq_test_database(), *name = NULL;
+    for (size_t i = 0; i < count; i++) {
+        memcpy(&name, (const char *)table + i * size, sizeof(name));
+        if (strcmp(want, name) == 0)
+            return (const char *)table + i * size;
+    }
+    fprintf(stderr, "test environment: SQLQ_TEST_DATABASE=%s; this suite knows ", want);
+    for (size_t i = 0; i < count; i++) {
+        memcpy(&name, (const char *)table + i * size, sizeof(name));
+        fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 == count ? " and " : ", ", name);
+    }
+    fprintf(stderr, "\n");
+    exit(1);
+}
+
 const char *sqlq_test_bin(void)
 {
     const char *b = getenv("SQLQ_BIN");
