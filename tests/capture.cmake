@@ -1,5 +1,14 @@
 # sql/ change capture (capture engineer): change log, leases, SQL Server change-tracking SQL.
-sqlq_integration_test(capture FIXTURES postgres LIBS sqlq_sql TIMEOUT 180)
+# The capture algorithm, and writers that commit out of order or concurrently, on every
+# change-log database (tests/integration/capture_support.c holds what differs per database).
+sqlq_database_test(capture SOURCES log
+  WITHOUT "cursor: the cursor source leases by checkpoint, not per change: suite cursor_source"
+  LIBS sqlq_sql TIMEOUT 180)
+target_sources(itest_capture PRIVATE integration/capture_support.c)
+sqlq_database_test(capture_concurrent SOURCES log
+  WITHOUT "cursor: the cursor source reads committed rows behind a safety lag: suite cursor_defaults"
+  LIBS sqlq_sql TIMEOUT 240)
+target_sources(itest_capture_concurrent PRIVATE integration/capture_support.c)
 sqlq_integration_test(capture_pg FIXTURES postgres LIBS sqlq_sql TIMEOUT 180)
 # SQLite versions without a counter write: trim, reconnect, upgrade of an earlier log, drop + setup.
 sqlq_integration_test(capture_versions LIBS sqlq_sql TIMEOUT 60)

@@ -50,32 +50,13 @@ static const database databases[] = {
 static const database *db_under_test;
 
 /* sql written with standard quoted identifiers ("x"), in the quoting of the database under
- * test (malloc'd): on MariaDB a "" inside becomes ", the quotes become ` (a ` inside doubled). */
+ * test (malloc'd). */
 static char *quoted(const char *sql)
 {
-    char *out = malloc(2 * strlen(sql) + 1);
+    if (db_under_test->backticks)
+        return sqlq_test_backticks(sql);
+    char *out = strdup(sql);
     assert_non_null(out);
-    char *o = out;
-    bool in_ident = false, in_text = false;
-    for (const char *p = sql; *p; p++) {
-        if (!db_under_test->backticks || (in_text && *p != '\'')) {
-            *o++ = *p;
-        } else if (*p == '\'' && !in_ident) {
-            in_text = !in_text;
-            *o++ = *p;
-        } else if (*p == '"' && in_ident && p[1] == '"') {
-            *o++ = '"';
-            p++;
-        } else if (*p == '"') {
-            in_ident = !in_ident;
-            *o++ = '`';
-        } else {
-            if (*p == '`' && in_ident)
-                *o++ = '`';
-            *o++ = *p;
-        }
-    }
-    *o = '\0';
     return out;
 }
 

@@ -33,6 +33,9 @@ void sqlq_test_db_exec_params(sqlq_db *db, const char *sql, const sqlq_param *pa
 int64_t sqlq_test_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *params, size_t n);
 /* The same without parameters. */
 int64_t sqlq_test_db_int(sqlq_db *db, const char *sql);
+/* sql written with standard quoted identifiers ("x") as MariaDB/MySQL quote them (malloc'd): a
+ * "" inside becomes ", the quotes become ` (a ` inside doubled); text literals stay as they are. */
+char *sqlq_test_backticks(const char *sql);
 /* Install or drop the change log of table, found through the catalog as `sqlq setup` finds
  * it, or fail the test. */
 void sqlq_test_change_log_install(sqlq_db *db, const char *table);
