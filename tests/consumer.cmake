@@ -11,7 +11,7 @@ sqlq_integration_test(consumer_polling FIXTURES azurite TIMEOUT 60)
 # It checks real gaps between polls to within 250 ms: alone, so other tests do not stretch them.
 set_property(TEST integration.consumer_polling PROPERTY RUN_SERIAL TRUE)
 sqlq_integration_test(poison_tools FIXTURES azurite TIMEOUT 180)
-sqlq_integration_test(sql_sink FIXTURES postgres LIBS sqlq_consumer TIMEOUT 120)
+sqlq_database_test(sql_sink DATABASES sqlite postgres mariadb LIBS sqlq_consumer TIMEOUT 120)
 sqlq_integration_test(consume_sql FIXTURES azurite postgres TIMEOUT 120)
 sqlq_integration_test(handler_exec LIBS sqlq_consumer TIMEOUT 60)
 sqlq_integration_test(handler_http LIBS sqlq_consumer PkgConfig::MHD TIMEOUT 60)
