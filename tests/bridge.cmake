@@ -12,9 +12,22 @@ target_include_directories(sqlq_bridge_testsupport PUBLIC ${CMAKE_CURRENT_SOURCE
 sqlq_database_test(bridge_scenarios SOURCES log
   WITHOUT "cursor: the scenarios need deletes and the log's op, the cursor source has a case here and suites of its own"
   FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 400)
-sqlq_integration_test(bridge_postgres FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 300)
-sqlq_integration_test(bridge_crash FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 400)
-sqlq_integration_test(bridge_instances FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 300)
+# Each database's own column types through a running bridge.
+sqlq_database_test(bridge_types SOURCES log
+  WITHOUT "cursor: the cursor source reads rows with the same code as the log's poll (row_json), its types ride in suite types_roundtrip"
+  FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 300)
+# A server's schemas, transactions and connections under a running bridge.
+sqlq_database_test(bridge_server SOURCES log
+  WITHOUT "sqlite: a file, not a server: one writer at a time, no schemas, no connections to drop"
+          "cursor: a cursor source reads committed rows behind its lag, suites cursor_defaults and cursor_failover"
+  FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 300)
+# kill -9 at random moments, and two instances of one bridge, under writers.
+sqlq_database_test(bridge_crash SOURCES log
+  WITHOUT "cursor: suite cursor_failover kills cursor pollers"
+  FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 400)
+sqlq_database_test(bridge_instances SOURCES log
+  WITHOUT "cursor: one cursor poller works while the other stands by: suite cursor_failover"
+  FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 300)
 sqlq_integration_test(bridge_outage LIBS sqlq_bridge_testsupport TIMEOUT 300)
 sqlq_integration_test(bridge_outage_metrics TIMEOUT 180)
 sqlq_integration_test(bridge_cli FIXTURES azurite TIMEOUT 120)

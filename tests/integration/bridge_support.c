@@ -387,6 +387,7 @@ size_t bt_distinct_ids(json_t *changes)
 
 struct bt_writers {
     char *conn, *table;
+    const char *upsert_v;
     int threads, nkeys, ops, pause_ms;
     pthread_t *tids;
     pthread_mutex_t mu;
@@ -420,8 +421,8 @@ static void *writer_main(void *p)
         pthread_mutex_unlock(&w->mu);
         char sql[256];
         if (dice < 60)
-            snprintf(sql, sizeof(sql), "INSERT INTO %s (id, v) VALUES (%d, %u) ON CONFLICT (id) DO UPDATE SET v = excluded.v",
-                     w->table, id, v);
+            snprintf(sql, sizeof(sql), "INSERT INTO %s (id, v) VALUES (%d, %u)%s", w->table, id, v,
+                     w->upsert_v);
         else if (dice < 80)
             snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE id = %d", w->table, id);
         else
@@ -452,6 +453,7 @@ bt_writers *bt_writers_start(const char *conn, const char *table, int threads, i
     bt_writers *w = calloc(1, sizeof(*w));
     w->conn = strdup(conn);
     w->table = strdup(table);
+    w->upsert_v = sqlq_test_sql_under_test()->upsert_v;
     w->threads = threads;
     w->nkeys = nkeys;
     w->ops = ops_per_thread;

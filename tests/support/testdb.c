@@ -1,5 +1,7 @@
 #include "testdb.h"
 
+#include "testenv.h"
+
 #include "catalog.h"
 #include "change_log.h"
 
@@ -97,6 +99,17 @@ void sqlq_test_change_log_install(sqlq_db *db, const char *table)
 void sqlq_test_change_log_drop(sqlq_db *db, const char *table)
 {
     change_log_set(db, table, false);
+}
+
+static const sqlq_test_sql test_sql[] = {
+    {"sqlite", "text", " ON CONFLICT (id) DO UPDATE SET v = excluded.v", false},
+    {"postgres", "text", " ON CONFLICT (id) DO UPDATE SET v = excluded.v", false},
+    {"mariadb", "varchar(40)", " ON DUPLICATE KEY UPDATE v = VALUES(v)", true},
+};
+
+const sqlq_test_sql *sqlq_test_sql_under_test(void)
+{
+    return SQLQ_TEST_DATABASE_ENTRY(test_sql);
 }
 
 char *sqlq_test_backticks(const char *sql)
