@@ -14,7 +14,9 @@ sqlq_integration_test(capture_pg FIXTURES postgres LIBS sqlq_sql TIMEOUT 180)
 sqlq_integration_test(capture_versions LIBS sqlq_sql TIMEOUT 60)
 sqlq_unit_test(capture_sql sqlq_sql)
 sqlq_unit_test(capture_horizon sqlq_sql)
-sqlq_integration_test(setup_cli FIXTURES postgres TIMEOUT 120)
+sqlq_database_test(setup_cli SOURCES log
+  WITHOUT "cursor: its case (setup installs nothing, checks the column) runs inside each database's test"
+  TIMEOUT 120)
 sqlq_integration_test(capture_pg_writers FIXTURES azurite postgres TIMEOUT 180)
 # The trigger's wake-up NOTIFY as a listening session sees it (once per writing transaction).
 sqlq_integration_test(capture_pg_notify FIXTURES postgres TIMEOUT 60)

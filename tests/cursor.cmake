@@ -7,24 +7,23 @@ sqlq_unit_test(cursor_lag sqlq_sql)
 sqlq_unit_test(watermark sqlq_sql)
 sqlq_unit_test(backfill sqlq_sql)
 
-sqlq_integration_test(cursor_source FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
+sqlq_database_test(cursor_source SOURCES cursor LIBS sqlq_sql TIMEOUT 180)
 
 # Two poller processes (tests/integration/cursor_poller.c) on one table: kill -9, SIGSTOP.
 add_executable(cursor_poller integration/cursor_poller.c)
 target_link_libraries(cursor_poller PRIVATE sqlq_bridge)
-sqlq_integration_test(cursor_failover FIXTURES azurite postgres LIBS sqlq_bridge_testsupport
-  TIMEOUT 240)
+sqlq_database_test(cursor_failover SOURCES cursor FIXTURES azurite LIBS sqlq_bridge_testsupport
+  TIMEOUT 240 ENVIRONMENT "SQLQ_CURSOR_POLLER=$<TARGET_FILE:cursor_poller>")
 add_dependencies(itest_cursor_failover cursor_poller)
-set_property(TEST integration.cursor_failover APPEND PROPERTY ENVIRONMENT
-  "SQLQ_CURSOR_POLLER=$<TARGET_FILE:cursor_poller>")
 
-sqlq_integration_test(backfill FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
-sqlq_integration_test(backfill_cli FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 180)
+sqlq_database_test(backfill DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 120)
+sqlq_database_test(backfill_cli DATABASES sqlite postgres mariadb FIXTURES azurite
+  LIBS sqlq_bridge_testsupport TIMEOUT 300)
 add_dependencies(itest_backfill_cli sqlq)
 # One version contract: backfill -> consume --sql -> bridge -> consume --sql (issue 21.1).
 sqlq_integration_test(backfill_sink FIXTURES azurite postgres TIMEOUT 300)
 # The cursor source at default settings: late commits, kill -9, a read-only role (issue 20.8).
 sqlq_integration_test(cursor_defaults FIXTURES azurite postgres TIMEOUT 300)
-sqlq_integration_test(cursor_schema FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
+sqlq_database_test(cursor_schema SOURCES cursor LIBS sqlq_sql TIMEOUT 120)
 # bridge --once on a number cursor waits out the default lag; sqlq status --table of a cursor source.
 sqlq_integration_test(cursor_once FIXTURES azurite postgres TIMEOUT 180)

@@ -6,4 +6,3 @@ sqlq_database_test(change_log_stamped SOURCES log DATABASES mariadb
   LIBS sqlq_sql TIMEOUT 120)
 # change_log_stamped.h is internal to sql/: the test reaches the folder for it.
 target_include_directories(itest_change_log_stamped PRIVATE ${CMAKE_SOURCE_DIR}/sql)
-sqlq_integration_test(bridge_mariadb FIXTURES azurite mariadb TIMEOUT 300)

@@ -102,9 +102,10 @@ void sqlq_test_change_log_drop(sqlq_db *db, const char *table)
 }
 
 static const sqlq_test_sql test_sql[] = {
-    {"sqlite", "text", " ON CONFLICT (id) DO UPDATE SET v = excluded.v", false},
-    {"postgres", "text", " ON CONFLICT (id) DO UPDATE SET v = excluded.v", false},
-    {"mariadb", "varchar(40)", " ON DUPLICATE KEY UPDATE v = VALUES(v)", true},
+    {"sqlite", "text", " ON CONFLICT (id) DO UPDATE SET v = excluded.v", false, "sqlq_", ""},
+    {"postgres", "text", " ON CONFLICT (id) DO UPDATE SET v = excluded.v", false, "sqlq.", ""},
+    {"mariadb", "varchar(40)", " ON DUPLICATE KEY UPDATE v = VALUES(v)", true, "sqlq.",
+     " AND table_name LIKE CONCAT(DATABASE(), '.%')"},
 };
 
 const sqlq_test_sql *sqlq_test_sql_under_test(void)

@@ -40,6 +40,10 @@ typedef struct sqlq_test_sql {
     const char *key_text; /* a text type a primary key may hold */
     const char *upsert_v; /* after INSERT INTO t (id, v) VALUES (…): on a duplicate id, v replaced */
     bool backticks;       /* identifiers are quoted `so` (sqlq_test_backticks) */
+    const char *sqlq;     /* sqlq's own tables are this prefix + bare name: sqlq_state, sqlq.state */
+    /* appended to a WHERE on sqlq's state tables: only this database's rows (MariaDB keeps one
+     * database sqlq per server; the others one per database) */
+    const char *this_database;
 } sqlq_test_sql;
 /* The entry of the database under test (sqlq_test_database()); exits 1 when it has none. */
 const sqlq_test_sql *sqlq_test_sql_under_test(void);
