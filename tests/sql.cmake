@@ -6,7 +6,7 @@ target_include_directories(test_row_json PRIVATE ${CMAKE_SOURCE_DIR}/sql)
 sqlq_unit_test(conn_string sqlq_sql)
 sqlq_unit_test(pg_listen sqlq_sql) # no server determined: wakeup_off, no libpq defaults
 sqlq_unit_test(pg_arm sqlq_sql) # the wake-up lock: when an arm is a hint, when the unlock goes
-sqlq_integration_test(sql_db FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
+sqlq_database_test(sql_db DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 120)
 # Statements prepared once per connection (sqlq_db_keep_prepared, issue 20 benchmark bound).
 sqlq_integration_test(db_prepared FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 sqlq_integration_test(sql_types FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
