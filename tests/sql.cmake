@@ -9,7 +9,7 @@ sqlq_unit_test(pg_arm sqlq_sql) # the wake-up lock: when an arm is a hint, when 
 sqlq_database_test(sql_db DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 120)
 # Statements prepared once per connection (sqlq_db_keep_prepared, issue 20 benchmark bound).
 sqlq_integration_test(db_prepared FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
-sqlq_integration_test(sql_types FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
+sqlq_database_test(sql_types DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
 sqlq_integration_test(sql_table FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 sqlq_integration_test(table_key FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 # Extreme values of every type through bridge and sink, PostgreSQL and SQLite (issue 21.3).
