@@ -10,7 +10,7 @@ sqlq_database_test(sql_db DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOU
 # Statements prepared once per connection (sqlq_db_keep_prepared, issue 20 benchmark bound).
 sqlq_integration_test(db_prepared FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 sqlq_database_test(sql_types DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
-sqlq_integration_test(sql_table FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
+sqlq_database_test(sql_table DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
 sqlq_integration_test(table_key FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 # Extreme values of every type through bridge and sink, PostgreSQL and SQLite (issue 21.3).
 sqlq_integration_test(types_roundtrip FIXTURES azurite postgres TIMEOUT 180)
