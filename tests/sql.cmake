@@ -11,7 +11,7 @@ sqlq_database_test(sql_db DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOU
 sqlq_integration_test(db_prepared FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 sqlq_database_test(sql_types DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
 sqlq_database_test(sql_table DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
-sqlq_integration_test(table_key FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
+sqlq_database_test(table_key DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
 # Extreme values of every type through bridge and sink, PostgreSQL and SQLite (issue 21.3).
 sqlq_integration_test(types_roundtrip FIXTURES azurite postgres TIMEOUT 180)
 sqlq_unit_test(table_shape sqlq_sql)
