@@ -8,7 +8,7 @@ sqlq_unit_test(pg_listen sqlq_sql) # no server determined: wakeup_off, no libpq 
 sqlq_unit_test(pg_arm sqlq_sql) # the wake-up lock: when an arm is a hint, when the unlock goes
 sqlq_database_test(sql_db DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 120)
 # Statements prepared once per connection (sqlq_db_keep_prepared, issue 20 benchmark bound).
-sqlq_integration_test(db_prepared FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
+sqlq_database_test(db_prepared DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
 sqlq_database_test(sql_types DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
 sqlq_database_test(sql_table DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
 sqlq_database_test(table_key DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
