@@ -23,4 +23,6 @@ sqlq_integration_test(consumer_least_privilege FIXTURES azurite TIMEOUT 120)
 # curl_global_init once for the queue transport and every --http handler (issue 14.4).
 sqlq_unit_test(libcurl sqlq_consumer CURL::libcurl)
 target_link_options(test_libcurl PRIVATE -Wl,--wrap=curl_global_init)
-sqlq_integration_test(consumer_reject FIXTURES azurite postgres TIMEOUT 300)
+sqlq_integration_test(consumer_reject FIXTURES azurite TIMEOUT 300)
+# The --sql sink's constraint violations: poison at once or retry, per database.
+sqlq_database_test(consume_sql_reject DATABASES sqlite postgres mariadb FIXTURES azurite TIMEOUT 180)
