@@ -26,4 +26,4 @@ sqlq_integration_test(backfill_sink FIXTURES azurite postgres TIMEOUT 300)
 sqlq_integration_test(cursor_defaults FIXTURES azurite postgres TIMEOUT 300)
 sqlq_database_test(cursor_schema SOURCES cursor LIBS sqlq_sql TIMEOUT 120)
 # bridge --once on a number cursor waits out the default lag; sqlq status --table of a cursor source.
-sqlq_integration_test(cursor_once FIXTURES azurite postgres TIMEOUT 180)
+sqlq_database_test(cursor_once SOURCES cursor FIXTURES azurite TIMEOUT 180)
