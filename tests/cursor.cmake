@@ -23,7 +23,7 @@ add_dependencies(itest_backfill_cli sqlq)
 # One version contract: backfill -> consume --sql -> bridge -> consume --sql (issue 21.1).
 sqlq_integration_test(backfill_sink FIXTURES azurite postgres TIMEOUT 300)
 # The cursor source at default settings: late commits, kill -9, a read-only role (issue 20.8).
-sqlq_integration_test(cursor_defaults FIXTURES azurite postgres TIMEOUT 300)
+sqlq_database_test(cursor_defaults SOURCES cursor FIXTURES azurite TIMEOUT 300)
 sqlq_database_test(cursor_schema SOURCES cursor LIBS sqlq_sql TIMEOUT 120)
 # bridge --once on a number cursor waits out the default lag; sqlq status --table of a cursor source.
 sqlq_database_test(cursor_once SOURCES cursor FIXTURES azurite TIMEOUT 180)
