@@ -6,7 +6,7 @@
 #include "backfill.h"
 
 #include "catalog.h"
-#include "change_log.h"
+#include "change_source.h"
 #include "cursor_column.h"
 #include "sql_text.h"
 #include "clock.h"
@@ -136,72 +136,6 @@ sqlq_result sqlq_backfill_page_sql(const sqlq_dialect *d, const sqlq_table *t, c
 
 /* "T"."k1" = alias."k1" AND … (T: the user table, fully qualified, so the user's --where
  * keeps its unqualified column names). */
-static void key_match(sqlq_sql_text *q, const sqlq_table *t, const char *alias)
-{
-    for (size_t i = 0; i < t->nkey; i++) {
-        const char *name = t->columns[t->key[i]].name;
-        sqlq_sql_text_add(q, "%s%s.", i ? " AND " : "", alias);
-        sqlq_sql_text_ident(q, name);
-        sqlq_sql_text_add(q, " = ");
-        sqlq_sql_text_table(q, &t->name);
-        sqlq_sql_text_add(q, ".");
-        sqlq_sql_text_ident(q, name);
-    }
-}
-
-/* The change log's version of the row's key; 0 when no logged change touched it. */
-static sqlq_result log_version_sql(const sqlq_backfill *bf, char **out, sqlq_error *err)
-{
-    sqlq_sql_text q;
-    sqlq_sql_text_init(&q, bf->names.dialect);
-    sqlq_sql_text_add(&q, "COALESCE((SELECT l." SQLQ_COL_VERSION " FROM ");
-    sqlq_catalog_object(&q, bf->names.log_table);
-    sqlq_sql_text_add(&q, " l WHERE ");
-    key_match(&q, bf->table, "l");
-    sqlq_sql_text_add(&q, "), 0)");
-    return sqlq_sql_text_take(&q, out, err);
-}
-
-/* SQL Server change tracking: the version of the row's last tracked change; 0 when none. */
-static sqlq_result ct_version_sql(const sqlq_backfill *bf, char **out, sqlq_error *err)
-{
-    const sqlq_table *t = bf->table;
-    sqlq_sql_text q;
-    sqlq_sql_text_init(&q, sqlq_db_dialect(bf->db));
-    sqlq_sql_text_add(&q, "COALESCE((SELECT ct.SYS_CHANGE_VERSION FROM CHANGETABLE(VERSION ");
-    sqlq_sql_text_table(&q, &t->name);
-    sqlq_sql_text_add(&q, ", (");
-    for (size_t i = 0; i < t->nkey; i++) {
-        sqlq_sql_text_add(&q, i ? ", " : "");
-        sqlq_sql_text_ident(&q, t->columns[t->key[i]].name);
-    }
-    sqlq_sql_text_add(&q, "), (");
-    for (size_t i = 0; i < t->nkey; i++) {
-        sqlq_sql_text_add(&q, i ? ", " : "");
-        sqlq_sql_text_table(&q, &t->name);
-        sqlq_sql_text_add(&q, ".");
-        sqlq_sql_text_ident(&q, t->columns[t->key[i]].name);
-    }
-    sqlq_sql_text_add(&q, ")) AS ct), 0)");
-    return sqlq_sql_text_take(&q, out, err);
-}
-
-static sqlq_result ct_enabled(sqlq_db *db, const sqlq_table *t, bool *out, sqlq_error *err)
-{
-    sqlq_buf name;
-    sqlq_buf_init(&name, 0);
-    sqlq_result r = sqlq_dialect_quote_table(sqlq_db_dialect(db), &t->name, &name);
-    sqlq_param p = sqlq_param_text(sqlq_buf_str(&name));
-    int64_t n = 0;
-    if (r == SQLQ_OK)
-        r = sqlq_db_query_int(db, "SELECT count(*) FROM sys.change_tracking_tables WHERE "
-                                  "object_id = OBJECT_ID(?)",
-                              &p, 1, &n, err);
-    sqlq_buf_free(&name);
-    *out = r == SQLQ_OK && n > 0;
-    return r;
-}
-
 /* The cursor column's checkpoint form: its value is the version, as the cursor source sends. */
 static sqlq_result cursor_version_sql(sqlq_backfill *bf, const char *cursor, char **out,
                                       sqlq_error *err)
@@ -232,21 +166,17 @@ static sqlq_result choose_version(sqlq_backfill *bf, const sqlq_backfill_config 
         bf->vsource = SQLQ_BACKFILL_VERSION_CURSOR;
         return cursor_version_sql(bf, cfg->cursor_column, &bf->version_sql, err);
     }
-    bool have = false;
-    sqlq_result r;
-    if (sqlq_db_dialect(bf->db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING) {
-        r = ct_enabled(bf->db, bf->table, &have, err);
-        if (r == SQLQ_OK && have)
-            bf->vsource = SQLQ_BACKFILL_VERSION_CHANGE_TRACKING;
-        if (r == SQLQ_OK && have)
-            r = ct_version_sql(bf, &bf->version_sql, err);
-    } else {
-        r = sqlq_change_log_installed(bf->db, bf->table, &have, err);
-        if (r == SQLQ_OK && have)
-            bf->vsource = SQLQ_BACKFILL_VERSION_CHANGE_LOG;
-        if (r == SQLQ_OK && have)
-            r = log_version_sql(bf, &bf->version_sql, err);
-    }
+    /* The version the database's default source gives a row (change log, change tracking). */
+    const sqlq_change_source_ops *src =
+        sqlq_change_source_find(sqlq_db_dialect(bf->db), SQLQ_SOURCE_AUTO);
+    sqlq_result r = SQLQ_OK;
+    if (src && src->version_sql)
+        r = src->version_sql(bf->db, bf->table, &bf->names, &bf->version_sql, err);
+    bool have = r == SQLQ_OK && bf->version_sql;
+    if (have)
+        bf->vsource = src->kind == SQLQ_SOURCE_CHANGE_TRACKING
+                          ? SQLQ_BACKFILL_VERSION_CHANGE_TRACKING
+                          : SQLQ_BACKFILL_VERSION_CHANGE_LOG;
     if (r == SQLQ_OK && !have)
         SQLQ_WARN("backfill_version_zero",
                   "table=%s note=\"no change log, change tracking or --cursor-column: every row "

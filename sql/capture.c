@@ -1,12 +1,14 @@
-/* capture: the CHANGETABLE algorithm over a change source (SQLite/PostgreSQL change log, SQL
- * Server change tracking), or the cursor source (cursor_source.h) behind the same API.
+/* capture: the CHANGETABLE algorithm over a change source (change_source.h). A leased source
+ * (a change log, or the database's own change tracking) is read by the shared lease machinery
+ * below; a source with its own leases (the cursor, a stream) gets every call passed on.
  *
- * Semantics (statements in capture_sql.c):
+ * Semantics of the shared machinery (statements in capture_sql*.c and the source's SQL):
  *  poll     one transaction under the lock of this (bridge, table) only. Changes with version
- *           > sync version (PostgreSQL: and <= the read horizon, capture_horizon.h) whose
- *           lease is free: never leased, released at an older version, or expired. Ordered
- *           by (version, key), at most max_batch_size. Each is leased in the same transaction
- *           (one statement; SQLite: two under its write lock): version, attempts (+1 for the
+ *           > sync version (and <= the read horizon where the source has one,
+ *           capture_horizon.h) whose lease is free: never leased, released at an older
+ *           version, or expired. Ordered by (version, key), at most max_batch_size. Each is
+ *           leased in the same transaction (one statement, or two under a serial writer's
+ *           lock): version, attempts (+1 for the
  *           same version, 1 for a newer one, capped at max_attempts + 1), expiry now +
  *           lease_s, owner instance_id and a fresh lease token. attempts > max_attempts means
  *           "route to poison": nothing is ever dropped silently. row is NULL for a delete and
@@ -25,10 +27,7 @@
 #include "capture.h"
 
 #include "capture_internal.h"
-#include "change_log.h"
-#include "change_log_stamped.h"
 #include "clock.h"
-#include "ct_query.h"
 #include "log.h"
 
 #include <inttypes.h>
@@ -67,7 +66,7 @@ void sqlq_change_batch_free(sqlq_change_batch *b)
 
 const sqlq_table *sqlq_capture_table(const sqlq_capture *cap)
 {
-    return cap->cursor ? sqlq_cursor_source_table(cap->cursor) : cap->table;
+    return cap->ops->table ? cap->ops->table(cap->src) : cap->table;
 }
 
 /* ---- running statements ------------------------------------------------------------------ */
@@ -97,10 +96,8 @@ static void bind(const sqlq_capture *cap, const sqlq_capture_stmt *st, const sql
             break;
         }
         case SQLQ_P_LOCK:
-            out[i] =
-                sqlq_param_text(cap->spec.dialect->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING
-                                    ? cap->names.lock_hash
-                                    : cap->names.lock_key);
+            out[i] = sqlq_param_text(cap->leased->lock_by_hash ? cap->names.lock_hash
+                                                               : cap->names.lock_key);
             break;
         }
     }
@@ -251,35 +248,6 @@ static sqlq_result rows_to_batch(const sqlq_capture *cap, json_t *rows, sqlq_cha
     return r;
 }
 
-/* SQL Server: the stored sync version must not have fallen behind change-tracking retention. */
-static sqlq_result ct_retention(sqlq_capture *cap, sqlq_error *err)
-{
-    int64_t sync = 0;
-    sqlq_result r = sqlq_capture_query_int(cap, &cap->read_sync, NULL, &sync, err);
-    sqlq_param p = sqlq_param_text(cap->quoted_table);
-    json_t *rows = NULL;
-    if (r == SQLQ_OK)
-        r = sqlq_db_query(cap->db, sqlq_ct_info_sql(), &p, 1, &rows, err);
-    int64_t min_valid = 0, new_sync = sync;
-    bool gap = false;
-    if (r == SQLQ_OK && !sqlq_capture_json_int64(json_object_get(json_array_get(rows, 0), "min_valid"),
-                                    &min_valid))
-        r = sqlq_error_set(err, SQLQ_E_INVALID, false,
-                           "change tracking is not enabled on %s", cap->names.table_key);
-    json_decref(rows);
-    if (r == SQLQ_OK)
-        r = sqlq_ct_retention_check(cap->bridge, cap->names.table_key, sync, min_valid,
-                                    cap->allow_gap, &new_sync, &gap, err);
-    if (r == SQLQ_OK && gap) {
-        SQLQ_WARN("retention_gap", "bridge=%s table=%s sync_version=%" PRId64
-                  " min_valid=%" PRId64 " note=\"changes in between were lost\"",
-                  cap->bridge, cap->names.table_key, sync, min_valid);
-        sqlq_capture_values v = {.version = new_sync};
-        r = sqlq_capture_run(cap, &cap->set_sync, &v, NULL, err);
-    }
-    return r;
-}
-
 static void position_clear(sqlq_capture_position *p)
 {
     json_decref(p->key);
@@ -331,24 +299,11 @@ static void resume_after(sqlq_capture *cap, json_t *rows, uint64_t now)
                  "m_v", "k", now);
 }
 
-/* MariaDB/MySQL: committed changes not stamped yet get their version first, in a transaction
- * of their own (change_log_stamped.h); up to 16 batches' worth per poll. */
-static sqlq_result stamp(sqlq_capture *cap, sqlq_error *err)
-{
-    if (cap->spec.dialect->capture_shape != SQLQ_CAPTURE_LOG_STAMPED)
-        return SQLQ_OK;
-    long long n = 0;
-    int64_t version = 0;
-    return sqlq_change_log_stamp(cap->db, cap->table, &cap->names, cap->spec.max_batch_size * 16,
-                                 &n, &version, err);
-}
-
 static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
     cap->covered = INT64_MIN;
-    if (cap->cursor)
-        return sqlq_cursor_source_poll(cap->cursor, out, err);
+    const sqlq_capture_leased *src = cap->leased;
     sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
     bool resume = cap->resume.active;
     const sqlq_capture_stmt *poll = resume ? &cap->poll_resume : &cap->poll;
@@ -356,21 +311,19 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
     v.resume_version = cap->resume.version;
     v.resume_key = cap->resume.key;
     json_t *rows = NULL;
-    sqlq_result r = stamp(cap, err);
+    sqlq_result r = src->before_poll ? src->before_poll(cap, err) : SQLQ_OK;
     if (r == SQLQ_OK)
         r = sqlq_db_begin(cap->db, err);
     if (r != SQLQ_OK) {
         position_clear(&cap->resume);
         return r;
     }
-    /* PostgreSQL: the lock, then the horizon observation under it (capture_horizon.h); the
-     * poll statement's snapshot comes after both. */
-    if (cap->seq_lock.sql)
-        r = sqlq_capture_writers_observe(cap, true, &v, err);
+    /* The lock, and what the source reads under it (a horizon observation: the poll
+     * statement's snapshot comes after it, capture_horizon.h). */
+    if (src->poll_lock)
+        r = src->poll_lock(cap, &v, err);
     else
         r = sqlq_capture_run(cap, &cap->lock, &v, NULL, err);
-    if (r == SQLQ_OK && cap->spec.change_tracking)
-        r = ct_retention(cap, err);
     if (r == SQLQ_OK && cap->bump.sql) {
         r = sqlq_capture_run(cap, &cap->bump, &v, NULL, err);
         if (r == SQLQ_OK)
@@ -397,14 +350,12 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
             cap->key_checked_ms = (uint64_t)v.now;
     }
     resume_after(cap, rows, (uint64_t)v.now);
-    if (cap->seq_lock.sql)
-        sqlq_capture_writers_report(cap, (uint64_t)v.now);
     if (r == SQLQ_OK)
         r = rows_to_batch(cap, rows, out, err);
-    /* PostgreSQL: a short poll saw every version up to its horizon that will ever commit (the
-     * horizon's guarantee) and took every one of them whose lease was free. */
-    if (r == SQLQ_OK && cap->seq_lock.sql && !out->full)
-        cap->covered = v.horizon;
+    /* A short poll that succeeded saw every version that will ever commit up to what it
+     * read (a horizon's guarantee) and took every one whose lease was free. */
+    if (src->polled)
+        src->polled(cap, &v, r == SQLQ_OK && !out->full);
     json_decref(rows);
     if (r == SQLQ_OK && out->count > 0)
         SQLQ_DEBUG("capture_polled", "bridge=%s table=%s n=%zu first_version=%" PRId64,
@@ -417,6 +368,11 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
  * change costs no failed poll and no attempt. */
 sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
 {
+    if (cap->ops->poll) {
+        memset(out, 0, sizeof(*out));
+        cap->covered = INT64_MIN;
+        return cap->ops->poll(cap->src, out, err);
+    }
     sqlq_result r = poll_once(cap, out, err);
     for (int again = 0; r != SQLQ_OK && cap->shape_moved && again < 3; again++) {
         cap->shape_moved = false;
@@ -474,8 +430,8 @@ static sqlq_result settle(sqlq_capture *cap, const sqlq_capture_stmt *st,
 sqlq_result sqlq_capture_release(sqlq_capture *cap, const sqlq_change *changes, size_t n,
                                  size_t *out_lost, sqlq_error *err)
 {
-    if (cap->cursor)
-        return sqlq_cursor_source_release(cap->cursor, changes, n, out_lost, err);
+    if (cap->ops->release)
+        return cap->ops->release(cap->src, changes, n, out_lost, err);
     size_t lost = 0;
     sqlq_result r = settle(cap, &cap->release, changes, n, &lost, err);
     if (r == SQLQ_OK && lost > 0)
@@ -490,11 +446,8 @@ sqlq_result sqlq_capture_release(sqlq_capture *cap, const sqlq_change *changes, 
 sqlq_result sqlq_capture_renew_owned(sqlq_capture *cap, const sqlq_change *changes, size_t n,
                                      size_t *out_lost, sqlq_error *err)
 {
-    if (cap->cursor) {
-        if (out_lost)
-            *out_lost = 0;
-        return sqlq_cursor_source_renew(cap->cursor, changes, n, err);
-    }
+    if (cap->ops->renew)
+        return cap->ops->renew(cap->src, changes, n, out_lost, err);
     return settle(cap, &cap->renew, changes, n, out_lost, err);
 }
 
@@ -507,8 +460,8 @@ sqlq_result sqlq_capture_renew(sqlq_capture *cap, const sqlq_change *changes, si
 sqlq_result sqlq_capture_abandon(sqlq_capture *cap, const sqlq_change *changes, size_t n,
                                  bool count_attempt, sqlq_error *err)
 {
-    if (cap->cursor)
-        return sqlq_cursor_source_abandon(cap->cursor, changes, n, count_attempt, err);
+    if (cap->ops->abandon)
+        return cap->ops->abandon(cap->src, changes, n, count_attempt, err);
     position_clear(&cap->resume); /* the next poll delivers them again first */
     return settle(cap, count_attempt ? &cap->abandon_count : &cap->abandon_free, changes, n,
                   NULL, err);
@@ -534,16 +487,16 @@ static sqlq_result trim_log(sqlq_capture *cap)
 
 sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version, sqlq_error *err)
 {
-    if (cap->cursor)
-        return sqlq_cursor_source_advance(cap->cursor, out_version, err);
+    if (cap->ops->advance)
+        return cap->ops->advance(cap->src, out_version, err);
     sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
     json_t *rows = NULL;
     sqlq_result r = sqlq_db_begin(cap->db, err);
     if (r != SQLQ_OK)
         return r;
     bool resume = cap->scan_from.active;
-    /* PostgreSQL: only versions final at the last observation (none before the first). */
-    v.horizon = cap->horizon.observed ? cap->horizon.value : INT64_MIN;
+    /* Where the source has a horizon: only versions final at its last observation. */
+    v.horizon = cap->leased->horizon ? cap->leased->horizon(cap) : INT64_MIN;
     v.resume_version = cap->scan_from.version;
     v.resume_key = cap->scan_from.key;
     r = sqlq_capture_run(cap, &cap->lock, &v, NULL, err);

@@ -130,6 +130,18 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table,
                                                const char *bridge_name, size_t *out_bridges,
                                                sqlq_error *err);
 
+/* `sqlq setup` of one table (change_source.h: sqlq_source_setup says what, and receives the
+ * lines to print): install what the configured source needs (cfg->source), or remove it with
+ * every bridge's sync state and leases (with cfg->bridge_name: only that bridge's). */
+struct sqlq_source_setup;
+SQLQ_NODISCARD sqlq_result sqlq_capture_install(sqlq_db *db, struct sqlq_source_setup *s,
+                                                sqlq_error *err);
+SQLQ_NODISCARD sqlq_result sqlq_capture_uninstall(sqlq_db *db, struct sqlq_source_setup *s,
+                                                  sqlq_error *err);
+/* Why the database's source of `kind` refuses --before-image (NULL: it does not), for setup's
+ * check before it connects to each table. */
+const char *sqlq_capture_no_before_image(sqlq_db *db, sqlq_source_kind kind);
+
 typedef struct sqlq_capture_status {
     int64_t sync_version;
     long long pending;      /* changes not yet delivered, leased ones included; with held_back

@@ -3,7 +3,6 @@
 #include "capture_internal.h"
 
 #include "change_log_options.h"
-#include "ct_query.h"
 #include "row_json.h"
 
 #include <stdio.h>
@@ -19,36 +18,13 @@ static sqlq_result missing(const sqlq_capture *cap, const char *key, const char 
                           key, cap->names.table_key, cap->names.table_key, option);
 }
 
-/* SQL Server: changed columns need the table tracked WITH (TRACK_COLUMNS_UPDATED = ON). */
-static sqlq_result ct_open(sqlq_capture *cap, sqlq_error *err)
-{
-    sqlq_param p = sqlq_param_text(cap->quoted_table);
-    int64_t tracked = 0;
-    sqlq_result r = sqlq_db_query_int(cap->db, sqlq_ct_track_columns_sql(), &p, 1, &tracked, err);
-    if (r != SQLQ_OK || tracked < 0) /* -1: change tracking is off; check_source says so */
-        return r;
-    if (tracked != 1)
-        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "key changed: change tracking on table %s does not track columns "
-                              "(TRACK_COLUMNS_UPDATED is off): ALTER TABLE %s DISABLE "
-                              "CHANGE_TRACKING, then `sqlq setup --table %s --track-columns` "
-                              "(changes not yet delivered are lost: drain them first)",
-                              cap->names.table_key, cap->quoted_table, cap->names.table_key);
-    cap->spec.changed = true;
-    return SQLQ_OK;
-}
-
 sqlq_result sqlq_capture_image_open(sqlq_capture *cap, const sqlq_capture_config *cfg,
                                     sqlq_error *err)
 {
     if (!cfg->changed && !cfg->before_image)
         return SQLQ_OK;
-    if (cap->spec.change_tracking && cfg->before_image)
-        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "key before_image: not available with SQL Server change tracking "
-                              "(it keeps no old values)");
-    if (cap->spec.change_tracking)
-        return ct_open(cap, err);
+    if (cap->leased->image_open)
+        return cap->leased->image_open(cap, cfg, err);
     sqlq_result r = sqlq_capture_shape_describe_log(cap, &cap->log, err);
     if (r == SQLQ_E_NOT_FOUND) /* no log at all: check_source says so */
         return sqlq_error_clear(err), SQLQ_OK;
@@ -143,35 +119,11 @@ static json_t *before_row(const sqlq_capture *cap, const json_t *row)
     return out;
 }
 
-static bool truthy(const json_t *v)
-{
-    int64_t n = 0;
-    return json_is_true(v) || (sqlq_capture_json_int64(v, &n) && n != 0);
-}
-
-/* SQL Server: the columns in SYS_CHANGE_COLUMNS, or every column but the key when it is NULL. */
-static json_t *ct_changed_names(const sqlq_capture *cap, const json_t *row)
-{
-    bool all = truthy(json_object_get(row, SQLQ_CAPTURE_CT_ALL));
-    json_t *names = json_array();
-    for (size_t i = 0; names && i < cap->table->ncolumns; i++) {
-        char alias[32];
-        snprintf(alias, sizeof(alias), SQLQ_CAPTURE_CT_COLUMN "%zu", i);
-        bool in = all ? !cap->table->columns[i].in_key : truthy(json_object_get(row, alias));
-        if (in && json_array_append_new(names, json_string(cap->table->columns[i].name)) != 0) {
-            json_decref(names);
-            names = NULL;
-        }
-    }
-    return names;
-}
-
 sqlq_result sqlq_capture_image_read(const sqlq_capture *cap, const json_t *row, sqlq_change *c,
                                     sqlq_error *err)
 {
-    if (cap->spec.change_tracking && cap->spec.changed && c->op == SQLQ_OP_UPDATE &&
-        !(c->changed = ct_changed_names(cap, row)))
-        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    if (cap->leased->image_read)
+        return cap->leased->image_read(cap, row, c, err);
     const json_t *map = json_object_get(row, SQLQ_CAPTURE_CHANGED);
     bool known = json_is_string(map) || json_is_object(map); /* NULL: written before setup */
     if (cap->spec.changed && c->op == SQLQ_OP_UPDATE && known &&

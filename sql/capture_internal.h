@@ -1,13 +1,13 @@
-/* capture_internal: what capture.c (the running algorithm) and capture_setup.c (open, close,
- * forget) share. Not part of the public API. */
+/* capture_internal: what capture.c (the running algorithm), capture_setup.c (open, close,
+ * forget), capture_status.c and the leased sources (change_source.h) share. Not part of the
+ * public API. */
 #ifndef SQLQ_CAPTURE_INTERNAL_H
 #define SQLQ_CAPTURE_INTERNAL_H
 
 #include "capture.h"
-#include "capture_horizon.h"
 #include "capture_sql.h"
 #include "catalog.h"
-#include "cursor_source.h"
+#include "change_source.h"
 
 /* A position in poll order, (version, key), remembered between calls. */
 typedef struct sqlq_capture_position {
@@ -17,9 +17,51 @@ typedef struct sqlq_capture_position {
     uint64_t since_ms;
 } sqlq_capture_position;
 
+typedef struct sqlq_capture_values sqlq_capture_values;
+
+/* A leased source (change_source.h): the shared lease machinery of capture.c over its SQL and
+ * these hooks around it. A hook left NULL does nothing (or what its line says). */
+struct sqlq_change_log_ops;
+
+typedef struct sqlq_capture_leased {
+    const sqlq_capture_log_sql *sql;
+    /* The change log of sqlq's that the source reads (change_log_internal.h); NULL: none (the
+     * database keeps the changes). */
+    const struct sqlq_change_log_ops *change_log;
+    /* SQLQ_P_LOCK binds the hashed resource name (names.lock_hash), not the text key. */
+    bool lock_by_hash;
+    /* At open, once the statements are built: the source is set up for the table (else
+     * SQLQ_E_NOT_FOUND saying what to run); its own state (cap->src) and statements. */
+    sqlq_result (*check_source)(sqlq_capture *cap, const char *user_table, sqlq_error *err);
+    sqlq_result (*open)(sqlq_capture *cap, sqlq_error *err);
+    void (*close)(sqlq_capture *cap);
+    /* With changed or before_image: the route's image, set up at open and read per change;
+     * NULL: the log's (capture_image.c). */
+    sqlq_result (*image_open)(sqlq_capture *cap, const sqlq_capture_config *cfg, sqlq_error *err);
+    sqlq_result (*image_read)(const sqlq_capture *cap, const json_t *row, sqlq_change *c,
+                              sqlq_error *err);
+    /* What is missing when the objects that feed the source are gone (capture_source_gone). */
+    const char *objects_gone;
+    /* Before a poll's transaction (in a transaction of its own). */
+    sqlq_result (*before_poll)(sqlq_capture *cap, sqlq_error *err);
+    /* First in a poll's transaction; NULL: the lock statement. */
+    sqlq_result (*poll_lock)(sqlq_capture *cap, sqlq_capture_values *v, sqlq_error *err);
+    /* After a poll that succeeded (full: it filled the batch). */
+    void (*polled)(sqlq_capture *cap, const sqlq_capture_values *v, bool full);
+    /* The horizon an advance reads up to (SQLQ_P_HORIZON); NULL: none. */
+    int64_t (*horizon)(const sqlq_capture *cap);
+    /* Status: before the shared reads, and after them (out->horizon is the sync version
+     * then; the source may say more: the horizon, the writers holding changes back). */
+    sqlq_result (*status_begin)(sqlq_capture *cap, sqlq_capture_values *v, sqlq_error *err);
+    sqlq_result (*status_end)(sqlq_capture *cap, sqlq_capture_values *v, sqlq_capture_status *out,
+                              sqlq_error *err);
+} sqlq_capture_leased;
+
 struct sqlq_capture {
     sqlq_db *db;
-    sqlq_cursor_source *cursor; /* set: every call goes to the cursor source */
+    const sqlq_change_source_ops *ops; /* the source */
+    void *src;                         /* its state (own leases: everything; leased: its part) */
+    const sqlq_capture_leased *leased; /* ops->leased */
     char *bridge;
     char *instance;
     bool allow_gap;
@@ -28,8 +70,8 @@ struct sqlq_capture {
     sqlq_catalog_names names;
     sqlq_capture_sql spec;
     sqlq_capture_stmt lock, poll, lease, bump, base, pending, scan, set_sync, trim_leases,
-        trim_log, release, renew, abandon_count, abandon_free, read_sync, owners, bounds, bounds_sync,
-        poll_resume, lease_resume, scan_resume, seq_lock, seq, newest;
+        trim_log, release, renew, abandon_count, abandon_free, read_sync, owners, poll_resume,
+        lease_resume, scan_resume, newest;
     char **key_types; /* declared type of each key part */
     unsigned moves;
     /* Where the next poll resumes (sqlq_capture_sql_poll_resume): after the last change of a
@@ -49,11 +91,8 @@ struct sqlq_capture {
     /* The description changed since the poll statements were built (their exact-value
      * columns follow the description): rebuild them and poll again. */
     bool shape_moved;
-    /* PostgreSQL: the safe read horizon and the writers holding the log (capture_horizon.h). */
-    sqlq_horizon horizon;
-    uint64_t held_logged_ms; /* last capture_held_back line (rate limit) */
-    /* What the last poll covered (sqlq_capture_covered_version): its horizon when it was short
-     * and succeeded, else INT64_MIN. */
+    /* What the last poll covered (sqlq_capture_covered_version): set by the source's polled
+     * hook (its horizon when the poll was short and succeeded), else INT64_MIN. */
     int64_t covered;
     /* The newest log version seen by status, with when it was first seen: the age of the
      * oldest change the sync version has not passed (a metric), to within the status period. */
@@ -62,25 +101,15 @@ struct sqlq_capture {
     uint64_t key_checked_ms; /* the last check of the key and triggers after an empty poll */
 };
 
-typedef struct sqlq_capture_values {
+struct sqlq_capture_values {
     int64_t version;
     int64_t token_base;
     const char *tokens;
     int64_t now;
-    int64_t sync, horizon; /* PostgreSQL poll: read by `bounds` */
+    int64_t sync, horizon; /* sync_param and horizon sources: read under the poll's lock */
     int64_t resume_version;   /* resumed poll */
     const json_t *resume_key; /* resumed poll: array of key parts */
-} sqlq_capture_values;
-
-/* PostgreSQL: one horizon observation (capture_horizon.h): the sequence (with the poll's lock
- * first when with_lock), then the writers; sets v->sync and v->horizon. */
-sqlq_result sqlq_capture_writers_observe(sqlq_capture *cap, bool with_lock, sqlq_capture_values *v,
-                                         sqlq_error *err);
-/* After a poll: a rate-limited warning naming the transaction that holds delivery back. */
-void sqlq_capture_writers_report(sqlq_capture *cap, uint64_t now_ms);
-/* The writers holding delivery back as JSON objects (pid, xid, application_name, database,
- * state, age_s, gid for a prepared transaction), oldest first. */
-sqlq_result sqlq_capture_writers_describe(sqlq_capture *cap, json_t **out, sqlq_error *err);
+};
 
 /* capture_image.c: a route's changed columns and before image. open: the log keeps what the
  * route asks for (SQLQ_E_UNSUPPORTED naming the setup option when not), sets spec.changed,
@@ -128,6 +157,19 @@ sqlq_result sqlq_capture_shape_failed(sqlq_capture *cap, sqlq_result failed, sql
 
 /* capture_setup.c: build the poll statements again from cap->table (after it changed). */
 sqlq_result sqlq_capture_rebuild_polls(sqlq_capture *cap, sqlq_error *err);
+/* capture_setup.c: a leased source's check_source for sqlq's change log: installed, and not a
+ * log another table writes to as well. */
+sqlq_result sqlq_capture_check_log(sqlq_capture *cap, const char *user_table, sqlq_error *err);
+
+/* capture_setup.c, for the sources' setup: the table and its key (key_columns NULL: the
+ * primary key or the log's; s->usage on a failure that is the operator's; s->name its key;
+ * the line "keyed by unique index" when it is one). */
+sqlq_result sqlq_capture_setup_lookup(sqlq_db *db, sqlq_source_setup *s, const char *key_columns,
+                                      sqlq_table **out, sqlq_catalog_names *n, sqlq_error *err);
+/* A leased source's drop, first part: the table (any key), every bridge's (or
+ * s->cfg->bridge_name's) sync state and leases forgotten, and the line saying so. */
+sqlq_result sqlq_capture_drop_leases(sqlq_db *db, sqlq_source_setup *s, sqlq_table **out,
+                                     sqlq_catalog_names *n, sqlq_error *err);
 
 /* A JSON integer, or an integer in a string (values beyond 2^53 come as strings). */
 bool sqlq_capture_json_int64(const json_t *v, int64_t *out);

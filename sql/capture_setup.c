@@ -5,9 +5,7 @@
 #include "capture_internal.h"
 #include "change_log.h"
 #include "clock.h"
-#include "ct_query.h"
 #include "instance.h"
-#include "cursor_column.h"
 #include "log.h"
 #include "sql_text.h"
 #include "table_key.h"
@@ -37,15 +35,29 @@ static sqlq_result check_config(const sqlq_capture_config *cfg, sqlq_error *err)
     if (cfg->max_attempts < 1 || cfg->max_attempts > 1000)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "max_attempts %d out of range (allowed 1..1000)", cfg->max_attempts);
-    if (cfg->source == SQLQ_SOURCE_CURSOR && cfg->where && cfg->where[0])
-        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "key where: not available with source cursor (change log and change tracking only)");
-    if (cfg->source == SQLQ_SOURCE_CURSOR && (cfg->changed || cfg->before_image))
-        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "key %s: not available with source cursor (a cursor sees rows, not "
-                              "changes; use the change log)",
-                              cfg->changed ? "changed" : "before_image");
     return SQLQ_OK;
+}
+
+/* The dialect's source of the configured kind (its first for SQLQ_SOURCE_AUTO); else an error
+ * naming what this database captures with. */
+static sqlq_result select_source(sqlq_db *db, const sqlq_capture_config *cfg,
+                                 const sqlq_change_source_ops **out, sqlq_error *err)
+{
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    const sqlq_change_source_ops *dflt = sqlq_change_source_find(d, SQLQ_SOURCE_AUTO);
+    *out = sqlq_change_source_find(d, cfg->source);
+    if (!dflt)
+        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+                              "sqlq cannot capture changes of %s tables", d->title);
+    if (*out)
+        return SQLQ_OK;
+    const sqlq_change_source_ops *home = NULL;
+    const char *where = sqlq_change_source_home(cfg->source, &home);
+    if (where)
+        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false, "%s is a %s feature; use the %s",
+                              home->title, where, dflt->title);
+    return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false, "%s tables are captured with %s",
+                          d->title, dflt->title);
 }
 
 /* host:pid:random when the caller gave no instance id. */
@@ -65,19 +77,10 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_poll_resume(s, &cap->poll_resume, &cap->lease_resume, err);
     if (r == SQLQ_OK)
-        r = sqlq_capture_sql_bounds(s, true, &cap->bounds, err);
-    if (r == SQLQ_OK)
-        r = sqlq_capture_sql_bounds(s, false, &cap->bounds_sync, err);
-    if (r == SQLQ_OK)
-        r = sqlq_capture_sql_sequence(s, true, &cap->seq_lock, err);
-    if (r == SQLQ_OK)
-        r = sqlq_capture_sql_sequence(s, false, &cap->seq, err);
-    if (r == SQLQ_OK)
         r = sqlq_capture_sql_newest(s, &cap->newest, err);
-    /* Lease tokens from the counter table: SQLite, and MariaDB (no sequence in a statement
-     * that also writes: the poll's lease statement takes them as a parameter) */
-    if (r == SQLQ_OK && (s->dialect->capture_shape == SQLQ_CAPTURE_LOG_COUNTER ||
-                         s->dialect->capture_shape == SQLQ_CAPTURE_LOG_STAMPED))
+    /* Lease tokens from the counter table where the source reserves them (no sequence in a
+     * statement that also writes: the poll's lease statement takes them as a parameter) */
+    if (r == SQLQ_OK)
         r = sqlq_capture_sql_reserve(s, &cap->bump, &cap->base, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_pending(s, &cap->pending, err);
@@ -118,40 +121,17 @@ sqlq_result sqlq_capture_rebuild_polls(sqlq_capture *cap, sqlq_error *err)
     return r;
 }
 
-static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_error *err)
+sqlq_result sqlq_capture_check_log(sqlq_capture *cap, const char *user_table, sqlq_error *err)
 {
-    if (!cap->spec.change_tracking) {
-        bool ok = false;
-        sqlq_result r = sqlq_change_log_installed(cap->db, cap->table, &ok, err);
-        if (r == SQLQ_OK && !ok)
-            r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
-                               "the change log of table %s is not installed: run "
-                               "`sqlq setup --table %s` first",
-                               cap->names.table_key, user_table);
-        if (r == SQLQ_OK) /* not a log another table writes to as well */
-            r = sqlq_catalog_log_check(cap->db, &cap->names, err);
-        char seq[72];
-        sqlq_change_log_sequence(&cap->names, seq, sizeof(seq));
-        if (r == SQLQ_OK && cap->spec.dialect->capture_shape == SQLQ_CAPTURE_LOG_SEQUENCE &&
-            (r = sqlq_catalog_object_exists(cap->db, seq, &ok, err)) == SQLQ_OK && !ok)
-            r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
-                               "the change log of table %s was installed by an earlier sqlq "
-                               "(transaction-id versions): run `sqlq setup --table %s` to "
-                               "upgrade it",
-                               cap->names.table_key, user_table);
-        return r;
-    }
-    json_t *rows = NULL;
-    sqlq_param p = sqlq_param_text(cap->quoted_table);
-    sqlq_result r = sqlq_db_query(cap->db, sqlq_ct_info_sql(), &p, 1, &rows, err);
-    int64_t enabled = 0;
-    if (r == SQLQ_OK &&
-        (!sqlq_capture_json_int64(json_object_get(json_array_get(rows, 0), "enabled"), &enabled) || !enabled))
+    bool ok = false;
+    sqlq_result r = sqlq_change_log_installed(cap->db, cap->table, &ok, err);
+    if (r == SQLQ_OK && !ok)
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
-                           "change tracking is not enabled on table %s: run `sqlq setup --table "
-                           "%s` (or ALTER TABLE … ENABLE CHANGE_TRACKING)",
+                           "the change log of table %s is not installed: run "
+                           "`sqlq setup --table %s` first",
                            cap->names.table_key, user_table);
-    json_decref(rows);
+    if (r == SQLQ_OK) /* not a log another table writes to as well */
+        r = sqlq_catalog_log_check(cap->db, &cap->names, err);
     return r;
 }
 
@@ -231,23 +211,12 @@ static sqlq_result check_where(sqlq_capture *cap, const sqlq_capture_config *cfg
     return r;
 }
 
-static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg, bool check_only,
+/* A leased source: the table and its key, the statements, the source's checks and state, and
+ * (unless check_only) the leases table and state row. */
+static sqlq_result open_leased(sqlq_capture *cap, const sqlq_capture_config *cfg, bool check_only,
                                sqlq_error *err)
 {
     const sqlq_dialect *d = sqlq_db_dialect(cap->db);
-    sqlq_source_kind src = cfg->source;
-    if (src == SQLQ_SOURCE_AUTO)
-        src = d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING ? SQLQ_SOURCE_CHANGE_TRACKING
-                                                               : SQLQ_SOURCE_CHANGE_LOG;
-    if (d->capture_shape == SQLQ_CAPTURE_NONE)
-        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "sqlq cannot capture changes of %s tables", d->title);
-    if (src == SQLQ_SOURCE_CHANGE_TRACKING && d->capture_shape != SQLQ_CAPTURE_CHANGE_TRACKING)
-        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "change tracking is a SQL Server feature; use the change log");
-    if (src == SQLQ_SOURCE_CHANGE_LOG && d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
-        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "%s tables are captured with change tracking", d->title);
     sqlq_result r = sqlq_catalog_lookup_keyed(cap->db, cfg->table, cap->bridge, cfg->key_columns,
                                               &cap->table, &cap->names, err);
     sqlq_sql_text q;
@@ -261,7 +230,7 @@ static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg
     if (r == SQLQ_OK)
         r = sqlq_catalog_key_types(cap->db, cap->table, &cap->key_types, err);
     cap->spec = (sqlq_capture_sql){.dialect = d,
-                                   .change_tracking = src == SQLQ_SOURCE_CHANGE_TRACKING,
+                                   .log_sql = cap->leased->sql,
                                    .table = cap->table,
                                    .names = &cap->names,
                                    .max_batch_size = cfg->max_batch_size,
@@ -275,8 +244,10 @@ static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg
         r = sqlq_capture_image_open(cap, cfg, err);
     if (r == SQLQ_OK)
         r = build_statements(cap, err);
+    if (r == SQLQ_OK && cap->leased->open)
+        r = cap->leased->open(cap, err);
     if (r == SQLQ_OK)
-        r = check_source(cap, cfg->table, err);
+        r = cap->leased->check_source(cap, cfg->table, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_shape_open(cap, err);
     if (r == SQLQ_OK && !check_only)
@@ -302,57 +273,45 @@ sqlq_result sqlq_capture_open(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_
                                                             : default_instance();
     if (!cap->bridge || !cap->instance)
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    else if (cfg->source == SQLQ_SOURCE_CURSOR)
-        r = sqlq_cursor_source_open(db, NULL, cfg, &cap->cursor, err);
     else
-        r = open_source(cap, cfg, false, err);
+        r = select_source(db, cfg, &cap->ops, err);
+    if (r == SQLQ_OK && cap->ops->open)
+        r = cap->ops->open(db, cfg, &cap->src, err);
+    else if (r == SQLQ_OK)
+        cap->leased = cap->ops->leased, r = open_leased(cap, cfg, false, err);
     if (r != SQLQ_OK) {
         sqlq_capture_close(cap);
         return r;
     }
-    if (!cap->cursor && !cfg->quiet)
+    if (cap->leased && !cfg->quiet)
         SQLQ_INFO("capture_opened", "bridge=%s table=%s source=%s leases=%s instance=%s",
-                  cap->bridge, cap->names.table_key,
-                  cap->spec.change_tracking ? "change_tracking" : "change_log",
-                  cap->names.leases_table, cap->instance);
+                  cap->bridge, cap->names.table_key, cap->ops->name, cap->names.leases_table,
+                  cap->instance);
     *out = cap;
     return SQLQ_OK;
-}
-
-static sqlq_result check_cursor(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_error *err)
-{
-    sqlq_table_name tn;
-    sqlq_table *t = NULL;
-    sqlq_keyset_col *order = NULL;
-    size_t norder = 0;
-    int soft = -1;
-    sqlq_result r = sqlq_table_name_parse(cfg->table, &tn, err);
-    if (r == SQLQ_OK)
-        r = sqlq_table_key_describe(db, &tn, cfg->key_columns, &t, err);
-    if (r == SQLQ_OK)
-        r = sqlq_cursor_column_check(db, t, cfg->cursor_column, cfg->soft_delete_column, &order,
-                                     &norder, &soft, err);
-    sqlq_cursor_column_free(order, norder);
-    sqlq_table_free(t);
-    return r;
 }
 
 sqlq_result sqlq_capture_check(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_error *err)
 {
     sqlq_result r = check_config(cfg, err);
+    const sqlq_change_source_ops *ops = NULL;
+    if (r == SQLQ_OK)
+        r = select_source(db, cfg, &ops, err);
     if (r != SQLQ_OK)
         return r;
-    if (cfg->source == SQLQ_SOURCE_CURSOR)
-        return check_cursor(db, cfg, err);
+    if (ops->check)
+        return ops->check(db, cfg, NULL, err);
     sqlq_capture *cap = calloc(1, sizeof(*cap));
     if (!cap)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     cap->db = db;
+    cap->ops = ops;
+    cap->leased = ops->leased;
     cap->bridge = strdup(cfg->bridge_name);
     if (!cap->bridge)
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     else
-        r = open_source(cap, cfg, true, err);
+        r = open_leased(cap, cfg, true, err);
     sqlq_capture_close(cap);
     return r;
 }
@@ -361,17 +320,18 @@ void sqlq_capture_close(sqlq_capture *cap)
 {
     if (!cap)
         return;
-    sqlq_cursor_source_close(cap->cursor);
+    if (cap->ops && cap->ops->close)
+        cap->ops->close(cap->src);
+    if (cap->leased && cap->leased->close)
+        cap->leased->close(cap);
     sqlq_capture_image_close(cap);
     sqlq_capture_stmt *all[] = {&cap->lock,          &cap->poll,         &cap->lease,
                                 &cap->bump,          &cap->base,         &cap->pending,
                                 &cap->scan,          &cap->set_sync,     &cap->trim_leases,
                                 &cap->trim_log,      &cap->release,      &cap->renew,
                                 &cap->abandon_count, &cap->abandon_free, &cap->read_sync,
-                                &cap->owners, &cap->bounds,
-                                &cap->poll_resume,   &cap->lease_resume, &cap->scan_resume,
-                                &cap->seq_lock,      &cap->seq,          &cap->newest,
-                                &cap->bounds_sync};
+                                &cap->owners,        &cap->poll_resume,  &cap->lease_resume,
+                                &cap->scan_resume,   &cap->newest};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         sqlq_capture_stmt_free(all[i]);
     sqlq_capture_shape_close(cap);
@@ -379,7 +339,6 @@ void sqlq_capture_close(sqlq_capture *cap)
         sqlq_catalog_key_types_free(cap->key_types, cap->table->nkey);
     json_decref(cap->resume.key);
     json_decref(cap->scan_from.key);
-    sqlq_horizon_free(&cap->horizon);
     sqlq_table_free(cap->table);
     free(cap->quoted_table);
     free(cap->bridge);
@@ -499,4 +458,77 @@ sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table, const char *brid
             *out_bridges = n;
     }
     return r;
+}
+
+/* ---- setup ------------------------------------------------------------------------------- */
+
+sqlq_result sqlq_capture_setup_lookup(sqlq_db *db, sqlq_source_setup *s, const char *key_columns,
+                                      sqlq_table **out, sqlq_catalog_names *n, sqlq_error *err)
+{
+    sqlq_result r = sqlq_catalog_lookup_keyed(db, s->cfg->table, NULL, key_columns, out, n, err);
+    if (r != SQLQ_OK) { /* no usable key: the user must name one (exit 2, like a usage error) */
+        s->usage = r == SQLQ_E_INVALID || r == SQLQ_E_UNSUPPORTED;
+        return r;
+    }
+    snprintf(s->name, sizeof(s->name), "%s", n->table_key);
+    if ((*out)->key_index &&
+        !sqlq_source_setup_say(s, "%s: keyed by unique index %s", n->table_key,
+                               (*out)->key_index))
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    return SQLQ_OK;
+}
+
+sqlq_result sqlq_capture_drop_leases(sqlq_db *db, sqlq_source_setup *s, sqlq_table **out,
+                                     sqlq_catalog_names *n, sqlq_error *err)
+{
+    const char *bridge = s->cfg->bridge_name;
+    size_t forgotten = 0;
+    sqlq_result r = sqlq_catalog_lookup_keyed(db, s->cfg->table, NULL, SQLQ_CATALOG_ANY_KEY, out,
+                                              n, err);
+    if (r == SQLQ_OK)
+        r = sqlq_capture_forget(db, s->cfg->table, bridge, &forgotten, err);
+    if (r != SQLQ_OK)
+        return r;
+    snprintf(s->name, sizeof(s->name), "%s", n->table_key);
+    bool ok = bridge ? sqlq_source_setup_say(s, "%s: sync state and leases of bridge %s %s",
+                                             n->table_key, bridge,
+                                             forgotten ? "removed"
+                                                       : "not found (nothing to remove)")
+                     : sqlq_source_setup_say(s, "%s: sync state and leases of %zu bridge%s removed",
+                                             n->table_key, forgotten, forgotten == 1 ? "" : "s");
+    return ok ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+}
+
+static sqlq_result setup_source(sqlq_db *db, sqlq_source_setup *s,
+                                const sqlq_change_source_ops **out, sqlq_error *err)
+{
+    s->usage = false;
+    s->name[0] = '\0';
+    if (!s->lines && !(s->lines = json_array()))
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    return select_source(db, s->cfg, out, err);
+}
+
+sqlq_result sqlq_capture_install(sqlq_db *db, sqlq_source_setup *s, sqlq_error *err)
+{
+    const sqlq_change_source_ops *ops = NULL;
+    sqlq_result r = setup_source(db, s, &ops, err);
+    if (r == SQLQ_OK && ops->install)
+        r = ops->install(db, s, err);
+    return r;
+}
+
+sqlq_result sqlq_capture_uninstall(sqlq_db *db, sqlq_source_setup *s, sqlq_error *err)
+{
+    const sqlq_change_source_ops *ops = NULL;
+    sqlq_result r = setup_source(db, s, &ops, err);
+    if (r == SQLQ_OK && ops->drop)
+        r = ops->drop(db, s, err);
+    return r;
+}
+
+const char *sqlq_capture_no_before_image(sqlq_db *db, sqlq_source_kind kind)
+{
+    const sqlq_change_source_ops *ops = sqlq_change_source_find(sqlq_db_dialect(db), kind);
+    return ops ? ops->no_before_image : NULL;
 }

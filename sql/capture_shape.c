@@ -125,9 +125,7 @@ static sqlq_result check_source_objects(const sqlq_capture *cap, int64_t n, sqlq
     int64_t want = sqlq_capture_sql_source_objects(&cap->spec);
     if (n == want)
         return SQLQ_OK;
-    const char *what = cap->spec.change_tracking ? "change tracking is off on it"
-                                                 : "sqlq's capture triggers on it are gone or "
-                                                   "disabled (the table was created again?)";
+    const char *what = cap->leased->objects_gone;
     SQLQ_ERROR("capture_source_gone", "bridge=%s table=%s found=%" PRId64 " expected=%" PRId64
                " note=\"%s\"", cap->bridge, cap->names.table_key, n, want, what);
     return sqlq_error_set(err, SQLQ_E_INVALID, false,
@@ -235,7 +233,7 @@ static sqlq_result check_log_key(sqlq_capture *cap, sqlq_error *err)
 sqlq_result sqlq_capture_shape_open(sqlq_capture *cap, sqlq_error *err)
 {
     sqlq_result r = sqlq_capture_sql_key_shape(&cap->spec, &cap->key_shape, err);
-    if (r == SQLQ_OK && !cap->spec.change_tracking)
+    if (r == SQLQ_OK && !cap->spec.log_sql->tracked)
         r = check_log_key(cap, err);
     json_t *now = NULL;
     if (r == SQLQ_OK)

@@ -43,18 +43,86 @@ typedef struct sqlq_capture_stmt {
 
 void sqlq_capture_stmt_free(sqlq_capture_stmt *s);
 
+typedef struct sqlq_capture_builder sqlq_capture_builder; /* capture_sql_builder.h */
+
+/* The SQL of one leased source (change_source.h): how its changes read, as traits the shared
+ * builder follows, and the statements it writes its own way. Each database's folder provides
+ * its own; the shared builder (capture_sql*.c) never asks which database it writes for. */
+typedef struct sqlq_capture_log_sql {
+    /* ---- the changes relation, aliased c */
+    const char *version_col; /* "c.sqlq_version" */
+    const char *op_col;      /* "c.sqlq_op" */
+    /* The FROM item of the changes (as c); NULL: sqlq's change log of the table. */
+    void (*changes_from)(sqlq_capture_builder *b);
+    /* Written first in a statement that reads changes (what changes_from needs); NULL: none. */
+    void (*prelude)(sqlq_capture_builder *b);
+    /* The source keeps changes itself, not in a log of sqlq's: its changes relation holds only
+     * changes after the sync version, with the operation relative to it; there is no log row
+     * to trim, resume in, describe, or read an image from. */
+    bool tracked;
+    bool sync_param;  /* reads bind the stored sync version (SQLQ_P_SYNC), read under the lock
+                       * by the source's own statement, not a subquery (a planner that knows
+                       * the range) */
+    bool horizon;     /* reads stop at the read horizon (SQLQ_P_HORIZON: capture_horizon.h) */
+    bool typed_keys;  /* key parameters are cast to the key's declared types (unknown types:
+                       * no resumed reads) */
+    bool resume_max;  /* a resumed read bounds the version by one max() of the resume position
+                       * and the sync version (a planner that ranges an index by the first of
+                       * two lower bounds only) */
+    bool now_param;   /* the current time is a parameter (SQLQ_P_NOW) from the caller's clock,
+                       * not the database's */
+    bool reserve_tokens;  /* lease tokens come from the counter table, reserved per poll */
+    bool tokens_outside;  /* lease tokens are numbered outside the limited batch (a server that
+                           * computes a window over every row before LIMIT) */
+    bool on_duplicate_key; /* upserts are INSERT … ON DUPLICATE KEY UPDATE, not ON CONFLICT */
+    const char *direct;    /* prefix of a statement returning one row so that it is sent as it
+                            * is ("" when nothing is needed) */
+    const char *count_all; /* "count(*)" or the server's 64-bit count */
+    int source_objects;    /* sqlq_capture_sql_source_objects */
+
+    /* ---- statements and parts the source writes (NULL: the shared form, or none) */
+    /* The whole poll as one statement (lease NULL); NULL: a select and a lease statement. */
+    sqlq_result (*poll)(sqlq_capture_builder *b, sqlq_error *err);
+    /* The lock of this (bridge, table); NULL: none (a serial writer's BEGIN serialises). */
+    sqlq_result (*lock)(sqlq_capture_builder *b, sqlq_error *err);
+    /* The advance scan's row (sqlq_capture_sql_advance_scan); NULL: the shared one. */
+    sqlq_result (*advance_scan)(sqlq_capture_builder *b, sqlq_error *err);
+    /* Delete log rows every bridge of the table has passed; NULL: nothing to trim. */
+    sqlq_result (*trim_log)(sqlq_capture_builder *b, sqlq_error *err);
+    /* After " WHERE owner = ? AND sqlq_token ": the token is one of the JSON array
+     * SQLQ_P_TOKENS ("IN (SELECT … FROM json_each(?))"). */
+    void (*tokens_in)(sqlq_capture_builder *b);
+    /* The leases table's DDL (table and index); NULL: the shared CREATE … IF NOT EXISTS. */
+    sqlq_result (*leases_ddl)(sqlq_capture_builder *table, sqlq_capture_builder *index,
+                              char *const *types, sqlq_error *err);
+    /* The state row's insert when missing; NULL: the shared one. */
+    sqlq_result (*state_init)(sqlq_capture_builder *b, sqlq_error *err);
+    /* The start version for SQLQ_START_NOW, and for SQLQ_START_BEGINNING (NULL: 0). */
+    void (*start_now)(sqlq_capture_builder *b);
+    void (*start_beginning)(sqlq_capture_builder *b);
+    /* Scalar subqueries: the table's primary key now, the unique index's key now (table_key.h;
+     * NULL: no such keys), and how many objects feed the source (sqlq_capture_sql_key_shape). */
+    void (*key_shape)(sqlq_capture_builder *b);
+    void (*unique_key_shape)(sqlq_capture_builder *b);
+    void (*source_objects_expr)(sqlq_capture_builder *b);
+    /* The status's m_held (changes committed above the horizon); NULL: 0. */
+    void (*held)(sqlq_capture_builder *b);
+    /* With changed on a tracked source: its changed-column columns (m_call, m_c<i>). */
+    void (*changed_columns)(sqlq_capture_builder *b);
+} sqlq_capture_log_sql;
+
 typedef struct sqlq_capture_sql {
     const sqlq_dialect *dialect;
-    bool change_tracking; /* CHANGETABLE (SQL Server) instead of a change-log table */
+    const sqlq_capture_log_sql *log_sql; /* the source's SQL */
     const sqlq_table *table; /* canonical name, columns, key */
     const sqlq_catalog_names *names;
     int max_batch_size;
     int lease_s;
     int max_attempts;
-    char *const *key_types; /* declared type of each key part (PostgreSQL casts), or NULL */
+    char *const *key_types; /* declared type of each key part (typed_keys), or NULL */
     const char *where;      /* NULL, or the route's predicate on the current row r: m_row 2 */
-    bool changed;            /* change log: m_chg (the log's changed-column map), m_dv; change
-                              * tracking: m_call, m_c<i> (SYS_CHANGE_COLUMNS) */
+    bool changed;            /* change log: m_chg (the log's changed-column map), m_dv; tracked
+                              * source: its changed_columns */
     bool before;             /* change log: m_b<i>, m_bf<i> (before image) */
     const sqlq_table *log;   /* with before: the log as described (which columns it mirrors) */
 } sqlq_capture_sql;
@@ -114,21 +182,6 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *
 int sqlq_capture_sql_source_objects(const sqlq_capture_sql *c);
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c,
                                                       sqlq_capture_stmt *out, sqlq_error *err);
-/* PostgreSQL: step 2 of a horizon observation (capture_horizon.h), and the stored sync
- * version, under the lock just before the poll, which takes the sync version as a parameter:
- * the planner then knows how many log rows lie in the range and walks the version index in
- * order up to the batch limit, where subqueries in the range left it guessing 0.5% of the log
- * and sorting all of it (a poll cost grew with the backlog). Rows: m_sync, m_pid, m_xid, one
- * per holder of the log's ROW EXCLUSIVE lock but this session (m_pid NULL: a prepared
- * transaction; m_xid NULL: no transaction id, hence no version), or one row with both NULL.
- * Without with_writers: m_sync only (an observation that needs no lock holders, see
- * sqlq_capture_writers_observe). Other dialects: sql NULL. */
-SQLQ_NODISCARD sqlq_result sqlq_capture_sql_bounds(const sqlq_capture_sql *c, bool with_writers,
-                                                   sqlq_capture_stmt *out, sqlq_error *err);
-/* PostgreSQL: step 1 of a horizon observation, m_seq (the last version handed out), with
- * the poll's lock first (m_lock) when with_lock: one round trip. Other dialects: sql NULL. */
-SQLQ_NODISCARD sqlq_result sqlq_capture_sql_sequence(const sqlq_capture_sql *c, bool with_lock,
-                                                     sqlq_capture_stmt *out, sqlq_error *err);
 /* Change log: one row, m_newest (the log's largest version, NULL when empty) and m_held
  * (PostgreSQL: changes after the sync version above the SQLQ_P_HORIZON parameter, committed
  * but not yet readable; SQLite: 0). Change tracking: sql NULL. */

@@ -1,6 +1,7 @@
 /* capture_status: what `sqlq status` and the bridge's metrics read of one capture: sync
- * version, pending and leased changes, changes held back by open writers of the change log
- * (PostgreSQL) and the age of the oldest change the sync version has not passed. */
+ * version, pending and leased changes, changes held back (and by what, where the source
+ * knows: open writers of its log) and the age of the oldest change the sync version has not
+ * passed. */
 #include "capture.h"
 
 #include "capture_internal.h"
@@ -67,7 +68,8 @@ static sqlq_result read_owners(sqlq_capture *cap, sqlq_capture_values *v, sqlq_c
     return r;
 }
 
-/* Change log: the newest version and (PostgreSQL) the changes committed above the horizon. */
+/* A log: its newest version and the changes committed above the horizon (where the source has
+ * one). */
 static sqlq_result read_newest(sqlq_capture *cap, sqlq_capture_values *v, sqlq_capture_status *out,
                                sqlq_error *err)
 {
@@ -90,17 +92,16 @@ static sqlq_result read_newest(sqlq_capture *cap, sqlq_capture_values *v, sqlq_c
 sqlq_result sqlq_capture_status_get(sqlq_capture *cap, sqlq_capture_status *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
-    if (cap->cursor)
-        return sqlq_cursor_source_status_get(cap->cursor, out, err);
+    if (cap->ops->status)
+        return cap->ops->status(cap->src, out, err);
+    const sqlq_capture_leased *src = cap->leased;
     sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
     int64_t sync = 0, pending = 0;
-    sqlq_result r = SQLQ_OK;
-    if (cap->seq.sql) /* PostgreSQL: an observation of its own (a status process never polls) */
-        r = sqlq_capture_writers_observe(cap, false, &v, err);
+    sqlq_result r = src->status_begin ? src->status_begin(cap, &v, err) : SQLQ_OK;
     if (r == SQLQ_OK)
         r = sqlq_capture_query_int(cap, &cap->read_sync, &v, &sync, err);
     out->sync_version = sync;
-    out->horizon = cap->seq.sql ? v.horizon : sync;
+    out->horizon = sync;
     if (r == SQLQ_OK)
         r = sqlq_capture_query_int(cap, &cap->pending, &v, &pending, err);
     out->pending = pending;
@@ -108,8 +109,8 @@ sqlq_result sqlq_capture_status_get(sqlq_capture *cap, sqlq_capture_status *out,
         r = read_owners(cap, &v, out, err);
     if (r == SQLQ_OK)
         r = read_newest(cap, &v, out, err);
-    if (r == SQLQ_OK && cap->seq.sql)
-        r = sqlq_capture_writers_describe(cap, &out->writers, err);
+    if (r == SQLQ_OK && src->status_end)
+        r = src->status_end(cap, &v, out, err);
     if (r != SQLQ_OK)
         sqlq_capture_status_free(out);
     return r;

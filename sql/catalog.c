@@ -2,6 +2,8 @@
  * canonical names, and the types of their key columns. catalog_objects.c has the rest of
  * catalog.h (shared objects and the registry). */
 #include "catalog.h"
+
+#include "change_source.h"
 #include "dialect_parts.h"
 
 #include "change_log_options.h"
@@ -318,9 +320,8 @@ static sqlq_result log_table(sqlq_db *db, const sqlq_catalog_names *n, sqlq_tabl
                              sqlq_error *err)
 {
     *out = NULL;
-    sqlq_capture_shape shape = n->dialect->capture_shape;
-    if (shape == SQLQ_CAPTURE_NONE || shape == SQLQ_CAPTURE_CHANGE_TRACKING)
-        return SQLQ_OK;
+    if (!sqlq_change_source_find(n->dialect, SQLQ_SOURCE_CHANGE_LOG))
+        return SQLQ_OK; /* the database keeps no change log of sqlq's */
     bool exists = false;
     sqlq_result r = sqlq_catalog_object_exists(db, n->log_table, &exists, err);
     if (r != SQLQ_OK || !exists)
@@ -552,4 +553,11 @@ void sqlq_catalog_key_list(sqlq_sql_text *s, const sqlq_table *t, const char *pr
         sqlq_sql_text_add(s, "%s", i ? ", " : "");
         sqlq_sql_text_col(s, prefix, t->columns[t->key[i]].name);
     }
+}
+
+void sqlq_catalog_setup_warn(sqlq_db *db)
+{
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    if (d->setup_warn)
+        d->setup_warn(db);
 }

@@ -1,4 +1,5 @@
-/* change_log: log table + row triggers keeping the latest version and operation per key.
+/* change_log: log table + row triggers keeping the latest version and operation per key; the
+ * triggers are each database's (change_log_internal.h: sqlq_change_log_ops).
  *
  * Log table (catalog.h names): the key columns with the user's types, sqlq_version, sqlq_op
  * ('I', 'U', 'D'), sqlq_since (the version whose insert created the key's current row; NULL
@@ -15,16 +16,23 @@
  * key's later writer (serialized by the row lock) always has the larger version. */
 #include "change_log.h"
 
+#include "capture_internal.h"
 #include "catalog.h"
 #include "change_log_options.h"
 #include "change_log_internal.h"
-#include "change_log_stamped.h"
+#include "change_source.h"
 #include "log.h"
 #include "sql_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+const sqlq_change_log_ops *sqlq_change_log_ops_of(const sqlq_dialect *d)
+{
+    const sqlq_change_source_ops *s = sqlq_change_source_find(d, SQLQ_SOURCE_CHANGE_LOG);
+    return s && s->leased ? s->leased->change_log : NULL;
+}
 
 static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, sqlq_log_ctx *c, sqlq_error *err)
 {
@@ -33,12 +41,12 @@ static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, sqlq_log_ctx *c, s
     c->version_from = NULL;
     memset(&c->opts, 0, sizeof(c->opts));
     const sqlq_dialect *d = sqlq_db_dialect(db);
-    if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
+    const sqlq_change_source_ops *dflt = sqlq_change_source_find(d, SQLQ_SOURCE_AUTO);
+    c->ops = sqlq_change_log_ops_of(d);
+    if (!c->ops && dflt)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "%s tables use change tracking, not a change log", d->title);
-    if (d->capture_shape != SQLQ_CAPTURE_LOG_COUNTER &&
-        d->capture_shape != SQLQ_CAPTURE_LOG_SEQUENCE &&
-        d->capture_shape != SQLQ_CAPTURE_LOG_STAMPED)
+                              "%s tables use %s, not a change log", d->title, dflt->title);
+    if (!c->ops)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "%s: sqlq has no change log for this database", d->title);
     sqlq_table_name canon;
@@ -48,11 +56,11 @@ static sqlq_result ctx_init(sqlq_db *db, const sqlq_table *t, sqlq_log_ctx *c, s
     return r;
 }
 
-/* The since of an update or a delete: the incarnation's, kept; on SQLite, when the row it
- * changes is an 'I' row (since left NULL), that row's version. */
+/* The since of an update or a delete: the incarnation's, kept; where an 'I' row's since is
+ * left NULL (born_since_null), when the row it changes is one, that row's version. */
 static const char *since_kept(const sqlq_log_ctx *c)
 {
-    return sqlq_change_log_counter(c) ? ", " SQLQ_COL_SINCE " = CASE WHEN " SQLQ_COL_OP
+    return c->ops->born_since_null ? ", " SQLQ_COL_SINCE " = CASE WHEN " SQLQ_COL_OP
                                         " = 'I' THEN " SQLQ_COL_VERSION " ELSE " SQLQ_COL_SINCE
                                         " END"
                                       : "";
@@ -69,9 +77,9 @@ void sqlq_change_log_upsert(sqlq_sql_text *q, const sqlq_log_ctx *c, const char 
                             const char *version_sql)
 {
     bool born = op == 'I';
-    /* SQLite: an 'I' row's since is its own version, left NULL (its version is a read, one per
-     * row fewer); a later change of the key stores it (since_kept). */
-    const char *born_since = sqlq_change_log_counter(c) ? "NULL" : version_sql;
+    /* born_since_null: an 'I' row's since is its own version, left NULL (its version is a
+     * read, one per row fewer); a later change of the key stores it (since_kept). */
+    const char *born_since = c->ops->born_since_null ? "NULL" : version_sql;
     sqlq_sql_text_add(q, "INSERT INTO ");
     if (!q->dialect->schemas) {
         char name[96];
@@ -192,7 +200,7 @@ static sqlq_result create_log_table(const sqlq_log_ctx *c, char *const *types, s
     sqlq_catalog_key_list(&q, c->t, "");
     sqlq_sql_text_add(&q, ")");
     r = sqlq_change_log_exec(c->db, &q, err);
-    if (r != SQLQ_OK || sqlq_change_log_stamped(c)) /* no log of an earlier sqlq on MariaDB */
+    if (r != SQLQ_OK || !c->ops->legacy_index)
         return r;
     snprintf(ix, sizeof(ix), "ix_%s", c->names.log_table);
     sqlq_sql_text_init(&q, d);
@@ -249,17 +257,14 @@ sqlq_result sqlq_change_log_install_with(sqlq_db *db, const sqlq_table *t,
         r = sqlq_catalog_ddl_lock(db, err);
     if (r == SQLQ_OK) /* a log another table has: neither reuse nor rewrite it */
         r = sqlq_catalog_log_check(db, &c.names, err);
-    if (r == SQLQ_OK && !sqlq_change_log_counter(&c) && !sqlq_change_log_stamped(&c))
-        r = sqlq_change_log_pg_lock_table(&c, err);
+    if (r == SQLQ_OK && c.ops->lock_table)
+        r = c.ops->lock_table(&c, err);
     if (r == SQLQ_OK)
         r = create_log_table(&c, types, err);
     if (r == SQLQ_OK)
         r = log_options(&c, opts, err);
-    if (r == SQLQ_OK && sqlq_change_log_stamped(&c))
-        r = sqlq_change_log_stamped_install(db, t, &c.names, &c.opts, err);
-    else if (r == SQLQ_OK)
-        r = sqlq_change_log_counter(&c) ? sqlq_change_log_sqlite_install(&c, err)
-                                        : sqlq_change_log_pg_install(&c, err);
+    if (r == SQLQ_OK)
+        r = c.ops->install(&c, err);
     if (r == SQLQ_OK)
         r = sqlq_catalog_register(db, "log", "", c.names.table_key, display, err);
     if (r == SQLQ_OK)
@@ -287,17 +292,6 @@ static sqlq_result log_shared(const sqlq_log_ctx *c, bool *out, sqlq_error *err)
     return sqlq_error_set(err, r, why.transient, "%s", why.message);
 }
 
-/* This table's triggers; with `shared`, only those, else the log's functions too. */
-static sqlq_result drop_triggers(const sqlq_log_ctx *c, bool catalog, bool shared,
-                                 sqlq_error *err)
-{
-    if (sqlq_change_log_stamped(c)) /* in the table's database, named by its own hash */
-        return sqlq_change_log_stamped_drop(c->db, &c->names, err);
-    if (sqlq_change_log_counter(c))
-        return sqlq_change_log_sqlite_drop(c, catalog, shared, err);
-    return shared ? sqlq_change_log_pg_trigger(c, false, err) : sqlq_change_log_pg_drop(c, err);
-}
-
 sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, bool *out_shared,
                                  sqlq_error *err)
 {
@@ -317,7 +311,7 @@ sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t, bool *out_sha
     if (r == SQLQ_OK)
         r = log_shared(&c, &shared, err);
     if (r == SQLQ_OK)
-        r = drop_triggers(&c, catalog, shared, err);
+        r = c.ops->drop(&c, catalog, shared, err);
     sqlq_sql_text q;
     if (r == SQLQ_OK && !shared) {
         sqlq_sql_text_init(&q, d);
@@ -350,62 +344,103 @@ sqlq_result sqlq_change_log_installed(sqlq_db *db, const sqlq_table *t, bool *ou
         r = sqlq_catalog_object_exists(db, c.names.log_table, &table, err);
     if (r != SQLQ_OK || !table)
         return r;
-    if (sqlq_change_log_stamped(&c))
-        return sqlq_change_log_stamped_installed(db, &c.names, out, err);
-    int64_t n = 0;
-    if (sqlq_change_log_counter(&c)) {
-        char names[4][96];
-        sqlq_param p[4];
-        for (size_t i = 0; i < 4; i++) {
-            sqlq_change_log_sqlite_trigger_name(&c, i, names[i], sizeof(names[i]));
-            p[i] = sqlq_param_text(names[i]);
-        }
-        r = sqlq_db_query_int(
-            db,
-            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN "
-            "(?, ?, ?, ?)",
-            p, 4, &n, err);
-        *out = r == SQLQ_OK && n == 4;
+    return c.ops->installed(&c, out, err);
+}
+
+/* The change log's version of the row's key (0 when no logged change touched it), as an
+ * expression over the table's row; NULL when the log is not installed. */
+sqlq_result sqlq_change_log_version_sql(sqlq_db *db, const sqlq_table *t,
+                                        const sqlq_catalog_names *n, char **out, sqlq_error *err)
+{
+    *out = NULL;
+    bool have = false;
+    sqlq_result r = sqlq_change_log_installed(db, t, &have, err);
+    if (r != SQLQ_OK || !have)
+        return r;
+    sqlq_sql_text q;
+    sqlq_sql_text_init(&q, n->dialect);
+    sqlq_sql_text_add(&q, "COALESCE((SELECT l." SQLQ_COL_VERSION " FROM ");
+    sqlq_catalog_object(&q, n->log_table);
+    sqlq_sql_text_add(&q, " l WHERE ");
+    for (size_t i = 0; i < t->nkey; i++) {
+        const char *name = t->columns[t->key[i]].name;
+        sqlq_sql_text_add(&q, "%sl.", i ? " AND " : "");
+        sqlq_sql_text_ident(&q, name);
+        sqlq_sql_text_add(&q, " = ");
+        sqlq_sql_text_table(&q, &t->name);
+        sqlq_sql_text_add(&q, ".");
+        sqlq_sql_text_ident(&q, name);
+    }
+    sqlq_sql_text_add(&q, "), 0)");
+    return sqlq_sql_text_take(&q, out, err);
+}
+
+/* What the log keeps beyond the key, as setup reports it. */
+static const char *options_text(const sqlq_change_log_options *o)
+{
+    if (o->track_columns && o->before_image)
+        return "; keeps changed columns and before images";
+    if (o->track_columns)
+        return "; keeps changed columns";
+    return o->before_image ? "; keeps before images" : "";
+}
+
+sqlq_result sqlq_change_log_setup_install(sqlq_db *db, sqlq_source_setup *s, sqlq_error *err)
+{
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    sqlq_result r = sqlq_capture_setup_lookup(db, s, s->cfg->key_columns, &t, &n, err);
+    if (r != SQLQ_OK)
+        return r;
+    bool before = false;
+    sqlq_change_log_options kept = s->options;
+    if ((r = sqlq_change_log_installed(db, t, &before, err)) != SQLQ_OK ||
+        (r = sqlq_change_log_install_with(db, t, &s->options, err)) != SQLQ_OK ||
+        (r = sqlq_change_log_options_found(db, t, n.log_table, &kept, err)) != SQLQ_OK) {
+        /* what the table or the options ask for cannot be (a name too long for its
+         * before-image column, a log another table has, …): the operator's input, like a
+         * usage error */
+        s->usage = r == SQLQ_E_INVALID || r == SQLQ_E_UNSUPPORTED || r == SQLQ_E_CONFLICT;
+        sqlq_table_free(t);
         return r;
     }
-    sqlq_sql_text q;
-    sqlq_sql_text_init(&q, sqlq_db_dialect(db));
-    sqlq_sql_text_table(&q, &c.names.table);
-    char *quoted = NULL;
-    r = sqlq_sql_text_take(&q, &quoted, err);
-    /* <trigger>, and inserts captured: by <trigger>_ins, or by an earlier sqlq's <trigger>
-     * (tgtype bit 4: INSERT) */
-    char ins[72];
-    snprintf(ins, sizeof(ins), "%s_ins", c.names.trigger);
-    sqlq_param p[4] = {sqlq_param_text(c.names.trigger), sqlq_param_text(quoted),
-                       sqlq_param_text(c.names.trigger), sqlq_param_text(ins)};
-    if (r == SQLQ_OK)
-        r = sqlq_db_query_int(
-            db,
-            "SELECT CASE WHEN count(*) FILTER (WHERE tgname = CAST(? AS text)) = 1 "
-            "AND bool_or((CAST(tgtype AS integer) & 4) <> 0) THEN 1 ELSE 0 END "
-            "FROM pg_trigger WHERE tgrelid = to_regclass(CAST(? AS text)) AND "
-            "tgname IN (CAST(? AS text), CAST(? AS text))",
-            p, 4, &n, err);
-    free(quoted);
-    *out = r == SQLQ_OK && n == 1;
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    char objects[512] = "";
+    const sqlq_change_source_ops *src = sqlq_change_source_find(d, SQLQ_SOURCE_CHANGE_LOG);
+    if (src && src->describe)
+        src->describe(d, &n, objects, sizeof(objects));
+    if (!sqlq_source_setup_say(s, "%s: change log %s: %s%s", n.table_key,
+                               before ? "already installed (triggers refreshed)" : "installed",
+                               objects, options_text(&kept)))
+        r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    if (kept.track_columns || kept.before_image)
+        SQLQ_WARN("triggers_name_columns",
+                  "table=%s note=\"the triggers of --track-columns/--before-image name every "
+                  "column: after ALTER TABLE ADD, DROP, RENAME COLUMN or ALTER COLUMN TYPE "
+                  "run sqlq setup --table %s again at once; until then writes that reach a "
+                  "dropped or renamed column, or a value the copy's old type cannot hold, "
+                  "fail in the trigger (PostgreSQL, MariaDB/MySQL) and SQLite refuses the "
+                  "DROP (docs/capture.md)\"",
+                  n.table_key, n.table_key);
+    sqlq_table_free(t);
     return r;
 }
 
-void sqlq_change_log_objects(const sqlq_dialect *d, const sqlq_catalog_names *n, char *out,
-                             size_t size)
+sqlq_result sqlq_change_log_setup_drop(sqlq_db *db, sqlq_source_setup *s, sqlq_error *err)
 {
-    if (d->capture_shape == SQLQ_CAPTURE_LOG_COUNTER)
-        snprintf(out, size, "table %s%s, triggers %s_ai/_au/_ak/_ad", d->object_prefix,
-                 n->log_table, n->trigger);
-    else if (d->capture_shape == SQLQ_CAPTURE_LOG_STAMPED)
-        snprintf(out, size, "table %s%s, triggers sqlq_%s_ai/_au/_ad", d->object_prefix,
-                 n->log_table, n->log_table);
-    else {
-        char row_fn[72];
-        sqlq_change_log_pg_row_function(n, row_fn, sizeof(row_fn));
-        snprintf(out, size, "table %s%s, functions %s%s, %s%s, triggers %s, %s_ins",
-                 d->object_prefix, n->log_table, d->object_prefix, n->log_function,
-                 d->object_prefix, row_fn, n->trigger, n->trigger);
-    }
+    sqlq_table *t = NULL;
+    sqlq_catalog_names n;
+    sqlq_result r = sqlq_capture_drop_leases(db, s, &t, &n, err);
+    bool shared = false;
+    if (r == SQLQ_OK && !s->cfg->bridge_name)
+        r = sqlq_change_log_drop(db, t, &shared, err);
+    bool said = true;
+    if (r == SQLQ_OK && !s->cfg->bridge_name && shared)
+        said = sqlq_source_setup_say(s, "%s: triggers removed; change log %s%s kept: it is "
+                                        "registered to another table too (see the warning)",
+                                     n.table_key, n.dialect->object_prefix, n.log_table);
+    else if (r == SQLQ_OK && !s->cfg->bridge_name)
+        said = sqlq_source_setup_say(s, "%s: change log and triggers removed", n.table_key);
+    sqlq_table_free(t);
+    return said ? r : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
 }

@@ -42,11 +42,6 @@ void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size
 SQLQ_NODISCARD sqlq_result sqlq_change_log_pg_arm_sql(const sqlq_dialect *d,
                                                       const sqlq_catalog_names *n, bool lock,
                                                       char **out, sqlq_error *err);
-/* The objects a change log is made of, for people: "table sqlq_log_t, triggers
- * sqlq_log_t_ai/_au/_ak/_ad" (SQLite) or "table sqlq.log_t, functions sqlq.capture_t,
- * sqlq.capture_t_row, triggers sqlq_capture, sqlq_capture_ins" (PostgreSQL). */
-void sqlq_change_log_objects(const sqlq_dialect *d, const sqlq_catalog_names *n, char *out,
-                             size_t size);
 /* Remove the triggers, log table and functions of one table, and its registry row. A log the
  * registry lists against another table too (sqlq_catalog_log_check) stays, with what the other
  * table's triggers use: then only this table's triggers and registry row go, and *out_shared
@@ -56,5 +51,10 @@ SQLQ_NODISCARD sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t
 /* Whether the triggers and log are present. */
 SQLQ_NODISCARD sqlq_result sqlq_change_log_installed(sqlq_db *db, const sqlq_table *t, bool *out,
                                                      sqlq_error *err);
+/* `sqlq backfill`: the log's version of a row's key as an expression over the table's row (0
+ * when no logged change touched it); *out NULL when the log is not installed. */
+SQLQ_NODISCARD sqlq_result sqlq_change_log_version_sql(sqlq_db *db, const sqlq_table *t,
+                                                       const sqlq_catalog_names *n, char **out,
+                                                       sqlq_error *err);
 
 #endif

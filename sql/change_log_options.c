@@ -10,9 +10,10 @@
 #include <string.h>
 #include <strings.h>
 
-static sqlq_capture_shape shape_of(const sqlq_sql_text *q)
+/* The pieces of the database's triggers (change_log_internal.h). */
+static const sqlq_change_log_options_sql *parts(const sqlq_dialect *d)
 {
-    return q->dialect->capture_shape;
+    return sqlq_change_log_ops_of(d)->options;
 }
 
 bool sqlq_change_log_options_mirror_name(const char *name, char *out, size_t size)
@@ -102,13 +103,6 @@ static sqlq_result add_column(sqlq_db *db, const char *log_table, const char *na
     return sqlq_change_log_exec(db, &q, err);
 }
 
-static const char *changed_decl(const sqlq_dialect *d)
-{
-    if (d->capture_shape == SQLQ_CAPTURE_LOG_SEQUENCE)
-        return "jsonb NULL";
-    return d->capture_shape == SQLQ_CAPTURE_LOG_STAMPED ? "longtext NULL" : "text NULL";
-}
-
 /* The log's columns and their declared types, as the dialect's key_types_sql reports them. */
 static sqlq_result log_column_types(sqlq_db *db, const char *log_table, json_t **out,
                                     sqlq_error *err)
@@ -135,8 +129,7 @@ static sqlq_result log_column_types(sqlq_db *db, const char *log_table, json_t *
     return r;
 }
 
-/* ALTER TABLE log ALTER COLUMN c TYPE t USING CAST(c AS t) (PostgreSQL), MODIFY c t NULL
- * (MariaDB/MySQL). */
+/* ALTER TABLE log <the database's retype of the column>. */
 static sqlq_result retype_column(sqlq_db *db, const char *log_table, const char *name,
                                  const char *type, sqlq_error *err)
 {
@@ -144,30 +137,19 @@ static sqlq_result retype_column(sqlq_db *db, const char *log_table, const char 
     sqlq_sql_text_init(&q, sqlq_db_dialect(db));
     sqlq_sql_text_add(&q, "ALTER TABLE ");
     sqlq_catalog_object(&q, log_table);
-    if (shape_of(&q) == SQLQ_CAPTURE_LOG_STAMPED) {
-        sqlq_sql_text_add(&q, " MODIFY ");
-        sqlq_sql_text_ident(&q, name);
-        sqlq_sql_text_add(&q, " %s NULL", type);
-    } else {
-        sqlq_sql_text_add(&q, " ALTER COLUMN ");
-        sqlq_sql_text_ident(&q, name);
-        sqlq_sql_text_add(&q, " TYPE %s USING CAST(", type);
-        sqlq_sql_text_ident(&q, name);
-        sqlq_sql_text_add(&q, " AS %s)", type);
-    }
+    parts(q.dialect)->retype(&q, name, type);
     SQLQ_INFO("before_image_retyped", "log=%s column=%s type=%s", log_table, name, type);
     return sqlq_change_log_exec(db, &q, err);
 }
 
 /* A before-image column at another type than its table column (an ALTER COLUMN ... TYPE since
  * the last setup, e.g. varchar(5) to varchar(50)) makes the trigger's copy fail: brought to
- * the column's type now. SQLite is left alone: its types are affinities, a copy of any value
- * fits any column (and SQLite has no ALTER COLUMN ... TYPE). */
+ * the column's type now. A database whose types are affinities (a copy of any value fits any
+ * column) has no retype and is left alone. */
 static sqlq_result retype_before_columns(sqlq_db *db, const sqlq_table *t, char *const *types,
                                          const char *log_table, sqlq_error *err)
 {
-    sqlq_capture_shape s = sqlq_db_dialect(db)->capture_shape;
-    if (s != SQLQ_CAPTURE_LOG_SEQUENCE && s != SQLQ_CAPTURE_LOG_STAMPED)
+    if (!parts(sqlq_db_dialect(db))->retype)
         return SQLQ_OK;
     json_t *rows = NULL;
     sqlq_result r = log_column_types(db, log_table, &rows, err);
@@ -234,7 +216,7 @@ static sqlq_result add_changed_column(sqlq_db *db, const char *log_table, sqlq_e
     sqlq_result r = column_exists(db, log_table, SQLQ_COL_CHANGED, &exists, err);
     if (r != SQLQ_OK || exists)
         return r;
-    r = add_column(db, log_table, SQLQ_COL_CHANGED, changed_decl(sqlq_db_dialect(db)), err);
+    r = add_column(db, log_table, SQLQ_COL_CHANGED, parts(sqlq_db_dialect(db))->changed_decl, err);
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(db));
     sqlq_sql_text_add(&q, "UPDATE ");
@@ -273,62 +255,25 @@ void sqlq_change_log_options_names(sqlq_sql_text *q, const sqlq_table *t,
     }
 }
 
-/* PostgreSQL types without an equality operator: compared as text. */
-static bool pg_compare_as_text(const char *type)
-{
-    static const char *const no_eq[] = {"json", "xml",  "point",   "line",  "lseg",
-                                        "box",  "path", "polygon", "circle"};
-    for (size_t i = 0; i < sizeof(no_eq) / sizeof(no_eq[0]); i++)
-        if (type && strncmp(type, no_eq[i], strlen(no_eq[i])) == 0 &&
-            (type[strlen(no_eq[i])] == '\0' || type[strlen(no_eq[i])] == '['))
-            return true;
-    return false;
-}
-
-/* OLD.c differs from NEW.c, NULL-safe. */
-static void column_differs(sqlq_sql_text *q, const sqlq_column *c)
-{
-    if (shape_of(q) == SQLQ_CAPTURE_LOG_SEQUENCE && pg_compare_as_text(c->type)) {
-        sqlq_sql_text_add(q, "CAST(");
-        sqlq_sql_text_col(q, "OLD.", c->name);
-        sqlq_sql_text_add(q, " AS text) IS DISTINCT FROM CAST(");
-        sqlq_sql_text_col(q, "NEW.", c->name);
-        sqlq_sql_text_add(q, " AS text)");
-        return;
-    }
-    if (shape_of(q) == SQLQ_CAPTURE_LOG_STAMPED)
-        sqlq_sql_text_add(q, "NOT (");
-    sqlq_sql_text_col(q, "OLD.", c->name);
-    sqlq_sql_text_add(q, shape_of(q) == SQLQ_CAPTURE_LOG_SEQUENCE  ? " IS DISTINCT FROM "
-                         : shape_of(q) == SQLQ_CAPTURE_LOG_COUNTER ? " IS NOT "
-                                                                   : " <=> ");
-    sqlq_sql_text_col(q, "NEW.", c->name);
-    if (shape_of(q) == SQLQ_CAPTURE_LOG_STAMPED)
-        sqlq_sql_text_add(q, ")");
-}
-
-/* The columns this update changed, as {"column": version}: PostgreSQL a chain of jsonb ||,
- * SQLite and MariaDB/MySQL nested JSON merges. */
+/* The columns this update changed, as {"column": version}: merge_fn(merge_fn(empty, entry),
+ * entry)…, or (empty || entry || …) without one. */
 static void changed_delta(sqlq_sql_text *q, const sqlq_table *t, const char *version_sql)
 {
-    sqlq_capture_shape s = shape_of(q);
-    const char *merge = s == SQLQ_CAPTURE_LOG_COUNTER ? "json_patch(" : "JSON_MERGE_PATCH(";
-    const char *object = s == SQLQ_CAPTURE_LOG_SEQUENCE ? "jsonb_build_object(" : "json_object(";
-    const char *empty = s == SQLQ_CAPTURE_LOG_SEQUENCE ? "CAST('{}' AS jsonb)" : "'{}'";
-    if (s != SQLQ_CAPTURE_LOG_SEQUENCE)
-        for (size_t i = 0; i < t->ncolumns; i++)
-            sqlq_sql_text_add(q, "%s", merge);
-    sqlq_sql_text_add(q, "%s%s", s == SQLQ_CAPTURE_LOG_SEQUENCE ? "(" : "", empty);
+    const sqlq_change_log_options_sql *p = parts(q->dialect);
+    bool chain = !p->merge_fn;
+    for (size_t i = 0; !chain && i < t->ncolumns; i++)
+        sqlq_sql_text_add(q, "%s", p->merge_fn);
+    sqlq_sql_text_add(q, "%s%s", chain ? "(" : "", p->empty);
     for (size_t i = 0; i < t->ncolumns; i++) {
-        sqlq_sql_text_add(q, "%s", s == SQLQ_CAPTURE_LOG_SEQUENCE ? " || " : ", ");
+        sqlq_sql_text_add(q, "%s", chain ? " || " : ", ");
         sqlq_sql_text_add(q, "CASE WHEN ");
-        column_differs(q, &t->columns[i]);
-        sqlq_sql_text_add(q, " THEN %s", object);
+        p->differs(q, &t->columns[i]);
+        sqlq_sql_text_add(q, " THEN %s", p->object_fn);
         sqlq_sql_text_literal(q, t->columns[i].name);
-        sqlq_sql_text_add(q, ", %s) ELSE %s END%s", version_sql ? version_sql : "0", empty,
-                          s == SQLQ_CAPTURE_LOG_SEQUENCE ? "" : ")");
+        sqlq_sql_text_add(q, ", %s) ELSE %s END%s", version_sql ? version_sql : "0", p->empty,
+                          chain ? "" : ")");
     }
-    if (s == SQLQ_CAPTURE_LOG_SEQUENCE)
+    if (chain)
         sqlq_sql_text_add(q, ")");
 }
 
@@ -360,70 +305,11 @@ bool sqlq_change_log_options_use_version(const sqlq_change_log_options *o, char 
     return o->track_columns && op == 'U'; /* changed_delta */
 }
 
-/* The JSON path of a column's entry in the map: $."name" (MariaDB/MySQL). */
-static void json_path_literal(sqlq_sql_text *q, const char *name)
-{
-    char path[300];
-    size_t n = 0;
-    path[n++] = '$';
-    path[n++] = '.';
-    path[n++] = '"';
-    for (const char *p = name; *p && n + 4 < sizeof(path); p++) {
-        if (*p == '"' || *p == '\\')
-            path[n++] = '\\';
-        path[n++] = *p;
-    }
-    path[n++] = '"';
-    path[n] = '\0';
-    sqlq_sql_text_literal(q, path);
-}
-
-/* MariaDB/MySQL: the map with the entries of the last change (0) given its version, once that
- * change is stamped (the log row's version is not 0): a new unstamped change writes 0 again. */
-static void stamped_map(sqlq_sql_text *q, const sqlq_table *t)
-{
-    sqlq_sql_text_add(q, "IF(" SQLQ_COL_VERSION " = 0, " SQLQ_COL_CHANGED
-                         ", JSON_REPLACE(" SQLQ_COL_CHANGED);
-    for (size_t i = 0; i < t->ncolumns; i++) {
-        sqlq_sql_text_add(q, ", ");
-        json_path_literal(q, t->columns[i].name);
-        sqlq_sql_text_add(q, ", IF(JSON_EXTRACT(" SQLQ_COL_CHANGED ", ");
-        json_path_literal(q, t->columns[i].name);
-        sqlq_sql_text_add(q, ") = 0, sqlq_version, CAST(JSON_EXTRACT(" SQLQ_COL_CHANGED ", ");
-        json_path_literal(q, t->columns[i].name);
-        sqlq_sql_text_add(q, ") AS SIGNED))");
-    }
-    sqlq_sql_text_add(q, "))");
-}
-
-/* The existing row's map merged with this update's (unknown stays unknown). */
-static void changed_merge(sqlq_sql_text *q, const sqlq_table *t, const char *log_name)
-{
-    sqlq_capture_shape s = shape_of(q);
-    if (s == SQLQ_CAPTURE_LOG_STAMPED) {
-        sqlq_sql_text_add(q, SQLQ_COL_CHANGED " = IF(" SQLQ_COL_CHANGED " IS NULL, NULL, "
-                                              "JSON_MERGE_PATCH(");
-        stamped_map(q, t);
-        sqlq_sql_text_add(q, ", VALUES(" SQLQ_COL_CHANGED "))), ");
-        return;
-    }
-    sqlq_sql_text_add(q, ", " SQLQ_COL_CHANGED " = CASE WHEN ");
-    if (s == SQLQ_CAPTURE_LOG_SEQUENCE) /* the existing row, named by its table */
-        sqlq_sql_text_col(q, "", log_name);
-    sqlq_sql_text_add(q, "%s" SQLQ_COL_CHANGED " IS NULL THEN NULL ELSE ",
-                      s == SQLQ_CAPTURE_LOG_SEQUENCE ? "." : "");
-    if (s == SQLQ_CAPTURE_LOG_SEQUENCE) {
-        sqlq_sql_text_col(q, "", log_name);
-        sqlq_sql_text_add(q, "." SQLQ_COL_CHANGED " || excluded." SQLQ_COL_CHANGED " END");
-    } else {
-        sqlq_sql_text_add(q, "json_patch(" SQLQ_COL_CHANGED ", excluded." SQLQ_COL_CHANGED ") END");
-    }
-}
-
-/* col = the new row's value: ", col = excluded.col" or MariaDB's "col = VALUES(col), ". */
+/* col = the new row's value: ", col = excluded.col", or "col = VALUES(col), " where the list
+ * is an ON DUPLICATE KEY UPDATE written first. */
 static void take_new(sqlq_sql_text *q, const char *name)
 {
-    bool my = shape_of(q) == SQLQ_CAPTURE_LOG_STAMPED;
+    bool my = parts(q->dialect)->on_duplicate_key;
     sqlq_sql_text_add(q, "%s", my ? "" : ", ");
     sqlq_sql_text_ident(q, name);
     sqlq_sql_text_add(q, my ? " = VALUES(" : " = excluded.");
@@ -438,7 +324,7 @@ void sqlq_change_log_options_updates(sqlq_sql_text *q, const sqlq_table *t,
     if (o->track_columns && op == 'I')
         take_new(q, SQLQ_COL_CHANGED);
     else if (o->track_columns && op == 'U')
-        changed_merge(q, t, log_name);
+        parts(q->dialect)->merge(q, t, log_name);
     for (size_t i = 0; o->before_image && i < t->ncolumns; i++) {
         char name[128];
         if (sqlq_change_log_options_mirror_name(t->columns[i].name, name, sizeof(name)))

@@ -3,6 +3,7 @@
  * (docs/capture.md, Versions and Wake-ups). */
 #include "change_log.h"
 #include "change_log_internal.h"
+#include "pg_internal.h"
 
 #include "log.h"
 

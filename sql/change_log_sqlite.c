@@ -2,6 +2,7 @@
  * delete) and the version floor they start above (docs/capture.md, Versions). */
 #include "change_log.h"
 #include "change_log_internal.h"
+#include "sqlite_internal.h"
 
 #include "log.h"
 

@@ -75,4 +75,9 @@ SQLQ_NODISCARD sqlq_result sqlq_cursor_source_status_get(sqlq_cursor_source *cs,
                                                          sqlq_capture_status *out,
                                                          sqlq_error *err);
 
+/* cursor_source_ops.c: the cursor source behind the change-source seam, on every database
+ * whose dialect lists it. */
+struct sqlq_change_source_ops;
+extern const struct sqlq_change_source_ops sqlq_cursor_change_source;
+
 #endif

@@ -22,19 +22,6 @@ SQLQ_NODISCARD sqlq_result sqlq_table_name_parse(const char *text, sqlq_table_na
 /* schema.name (or name) unquoted, for messages and logs. */
 void sqlq_table_name_format(const sqlq_table_name *t, char *out, size_t out_size);
 
-/* The shapes of change-capture SQL the capture builder (capture_sql*.c) knows. */
-typedef enum {
-    SQLQ_CAPTURE_NONE = 0,        /* capture not supported: setup fails */
-    SQLQ_CAPTURE_LOG_COUNTER,     /* change log, versions from a counter bumped in triggers, one
-                                   * writer at a time (SQLite) */
-    SQLQ_CAPTURE_LOG_SEQUENCE,    /* change log, versions from a sequence, per-table advisory lock
-                                   * (PostgreSQL) */
-    SQLQ_CAPTURE_CHANGE_TRACKING, /* the database's own change tracking (SQL Server) */
-    SQLQ_CAPTURE_LOG_STAMPED,     /* change log, rows written unversioned (0) by triggers and
-                                   * stamped by the bridge in its own transaction, skipping the
-                                   * rows of open transactions (MariaDB, MySQL) */
-} sqlq_capture_shape;
-
 /* How a cursor's safety lag reads in SQL (cursor_query.c). */
 typedef enum {
     SQLQ_LAG_NONE = 0,  /* cursor sources not supported */
@@ -45,6 +32,7 @@ typedef enum {
 } sqlq_lag_shape;
 
 struct sqlq_keyset_col;
+struct sqlq_change_source_ops;
 
 /* A dialect: everything that differs between databases, as data and builders, one file per
  * database (dialect_sqlite.c, dialect_postgres.c, dialect_mssql.c), registered in dialect.c.
@@ -105,6 +93,9 @@ struct sqlq_dialect {
     const char *key_types_sql;     /* n, t (+ ml, p, sc) of the columns of table ? */
     /* The declared type of one key_types_sql row, safe to paste in DDL ("" to leave it out). */
     char *(*key_type)(json_t *row);
+    /* Before `sqlq setup` creates anything: warn (log) about what in this session would make
+     * sqlq's objects misbehave; NULL: nothing to check. */
+    void (*setup_warn)(sqlq_db *db);
     /* The registry upsert: head, sqlq's "tables", tail; binds kind, bridge_name, table_name,
      * object_name; created_ms is the database's now. */
     const char *registry_upsert_head;
@@ -122,14 +113,18 @@ struct sqlq_dialect {
     /* The table's unique indexes, one row per key column (table_key.c); NULL: unsupported.
      * Parameters: SQLite name, schema, schema; else describe_params'. */
     const char *unique_keys_sql;
+    /* Without unique_keys_sql: why the key must be the primary key, for messages (NULL: sqlq
+     * cannot list the unique indexes). */
+    const char *primary_key_only_why;
 
     /* ---- cursor state (cursor_state.c, cursor_status.c) */
     const char *cursor_state_create;
     const char *cursor_lag_rule_exists; /* count of the lag_rule column */
     const char *cursor_lag_rule_add;
 
-    /* ---- change capture: the shape of SQL the capture builder writes for this database */
-    sqlq_capture_shape capture_shape;
+    /* ---- change capture: the database's change sources (change_source.h), NULL-terminated;
+     * the first is what --source auto picks. NULL: sqlq cannot capture its changes. */
+    const struct sqlq_change_source_ops *const *sources;
 
     /* ---- keyset paging and cursors (keyset.c, cursor_query.c) */
     sqlq_lag_shape lag_shape;

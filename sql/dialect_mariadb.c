@@ -6,6 +6,8 @@
  * PostgreSQL, whatever the server's default collation is. */
 #include "dialect.h"
 #include "dialect_parts.h"
+#include "cursor_source.h"
+#include "mariadb_internal.h"
 
 #include <sqlext.h>
 #include <string.h>
@@ -186,6 +188,10 @@ static sqlq_result mariadb_keyset_value_sql(const sqlq_keyset_col *c, sqlq_buf *
     return r;
 }
 
+/* What --source picks from, the first for auto. */
+static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_mariadb_log_source, &sqlq_cursor_change_source,
+                                                      NULL};
+
 const sqlq_dialect sqlq_dialect_mariadb = {
     .name = "mariadb",
     .title = "MariaDB",
@@ -265,7 +271,7 @@ const sqlq_dialect sqlq_dialect_mariadb = {
                               "AND column_name = 'lag_rule'",
     .cursor_lag_rule_add = "ALTER TABLE sqlq.cursor_state ADD COLUMN IF NOT EXISTS lag_rule text",
 
-    .capture_shape = SQLQ_CAPTURE_LOG_STAMPED,
+    .sources = SOURCES,
 
     .lag_shape = SQLQ_LAG_SYSDATE,
     .rowversion = false,

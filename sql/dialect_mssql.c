@@ -2,6 +2,8 @@
  * dialect must provide is in docs/dialects.md). */
 #include "dialect.h"
 #include "dialect_parts.h"
+#include "cursor_source.h"
+#include "mssql_internal.h"
 
 #include <sqlext.h>
 
@@ -60,6 +62,10 @@ static const char CURSOR_STATE_CREATE[] =
     "lease_owner nvarchar(256) NULL, lease_token bigint NOT NULL DEFAULT 0, "
     "lease_expires_ms bigint NOT NULL DEFAULT 0, updated_ms bigint NOT NULL DEFAULT 0, "
     "lag_rule nvarchar(200) NULL, PRIMARY KEY (bridge_name, table_name))";
+
+/* What --source picks from, the first for auto. */
+static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_mssql_tracking_source, &sqlq_cursor_change_source,
+                                                      NULL};
 
 const sqlq_dialect sqlq_dialect_mssql = {
     .name = "mssql",
@@ -121,6 +127,7 @@ const sqlq_dialect sqlq_dialect_mssql = {
     .schema_known_sql = NULL,
     .describe_params = sqlq_table_describe_params_quoted,
     .sql_type = sqlq_table_sql_type_server,
+    .primary_key_only_why = "change tracking itself requires a primary key",
 
     .cursor_state_create = CURSOR_STATE_CREATE,
     .cursor_lag_rule_exists =
@@ -128,7 +135,7 @@ const sqlq_dialect sqlq_dialect_mssql = {
         "THEN 0 ELSE 1 END",
     .cursor_lag_rule_add = "ALTER TABLE sqlq.cursor_state ADD lag_rule nvarchar(200) NULL",
 
-    .capture_shape = SQLQ_CAPTURE_CHANGE_TRACKING,
+    .sources = SOURCES,
 
     .lag_shape = SQLQ_LAG_DATEADD,
     .rowversion = true,

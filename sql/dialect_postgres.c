@@ -2,6 +2,8 @@
  * dialect must provide is in docs/dialects.md). */
 #include "dialect.h"
 #include "dialect_parts.h"
+#include "cursor_source.h"
+#include "pg_internal.h"
 
 #include <sqlext.h>
 
@@ -62,6 +64,10 @@ static const char CURSOR_STATE_CREATE[] =
     "lease_owner text, lease_token bigint NOT NULL DEFAULT 0, "
     "lease_expires_ms bigint NOT NULL DEFAULT 0, updated_ms bigint NOT NULL DEFAULT 0, "
     "lag_rule text, PRIMARY KEY (bridge_name, table_name))";
+
+/* What --source picks from, the first for auto. */
+static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_pg_log_source, &sqlq_cursor_change_source,
+                                                      NULL};
 
 const sqlq_dialect sqlq_dialect_postgres = {
     .name = "postgres",
@@ -124,6 +130,7 @@ const sqlq_dialect sqlq_dialect_postgres = {
                      "FROM pg_attribute a WHERE a.attrelid = to_regclass(CAST(? AS text)) "
                      "AND a.attnum > 0 AND NOT a.attisdropped",
     .key_type = sqlq_catalog_key_type_postgres,
+    .setup_warn = sqlq_pg_setup_warn,
     .registry_upsert_head = "INSERT INTO ",
     .registry_upsert_tail =
         " (kind, bridge_name, table_name, object_name, created_ms) VALUES (?, ?, ?, ?, " NOW_MS
@@ -142,7 +149,7 @@ const sqlq_dialect sqlq_dialect_postgres = {
                               "AND NOT attisdropped",
     .cursor_lag_rule_add = "ALTER TABLE sqlq.cursor_state ADD COLUMN IF NOT EXISTS lag_rule text",
 
-    .capture_shape = SQLQ_CAPTURE_LOG_SEQUENCE,
+    .sources = SOURCES,
 
     .lag_shape = SQLQ_LAG_INTERVAL,
     .rowversion = false,

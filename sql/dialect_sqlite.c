@@ -2,6 +2,8 @@
  * dialect must provide is in docs/dialects.md). */
 #include "dialect.h"
 #include "dialect_parts.h"
+#include "cursor_source.h"
+#include "sqlite_internal.h"
 
 #include <sqlext.h>
 
@@ -48,6 +50,10 @@ static const char CURSOR_STATE_CREATE[] =
     "lease_owner TEXT, lease_token INTEGER NOT NULL DEFAULT 0, "
     "lease_expires_ms INTEGER NOT NULL DEFAULT 0, updated_ms INTEGER NOT NULL DEFAULT 0, "
     "lag_rule TEXT, PRIMARY KEY (bridge_name, table_name))";
+
+/* What --source picks from, the first for auto. */
+static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_sqlite_log_source, &sqlq_cursor_change_source,
+                                                      NULL};
 
 const sqlq_dialect sqlq_dialect_sqlite = {
     .name = "sqlite",
@@ -108,7 +114,7 @@ const sqlq_dialect sqlq_dialect_sqlite = {
                               "WHERE name = 'lag_rule'",
     .cursor_lag_rule_add = "ALTER TABLE sqlq_cursor_state ADD COLUMN lag_rule TEXT",
 
-    .capture_shape = SQLQ_CAPTURE_LOG_COUNTER,
+    .sources = SOURCES,
 
     .lag_shape = SQLQ_LAG_JULIANDAY,
     .rowversion = false,

@@ -98,9 +98,8 @@ static sqlq_result list_unique(sqlq_db *db, const sqlq_table *t, unique_list *ou
                               "table %s: a key other than the primary key (--key-columns) is not "
                               "supported on %s: %s",
                               shown(t).text, d->title,
-                              d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING
-                                  ? "change tracking itself requires a primary key"
-                                  : "sqlq cannot list its unique indexes");
+                              d->primary_key_only_why ? d->primary_key_only_why
+                                                      : "sqlq cannot list its unique indexes");
     sqlq_buf quoted;
     sqlq_buf_init(&quoted, 4096);
     sqlq_param p[3];
@@ -337,15 +336,15 @@ sqlq_result sqlq_table_key_require(sqlq_db *db, const sqlq_table *t, sqlq_error 
     if (t->nkey > 0)
         return SQLQ_OK;
     const sqlq_dialect *d = sqlq_db_dialect(db);
-    if (!d->unique_keys_sql)
+    if (!d->unique_keys_sql && d->primary_key_only_why)
         return sqlq_error_set(err, SQLQ_E_INVALID, false,
                               "table %s has no primary key; sqlq needs one to identify rows on "
-                              "%s%s",
-                              shown(t).text, d->title,
-                              d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING
-                                  ? " (change tracking itself requires a primary key; "
-                                    "--key-columns cannot stand in for it)"
-                                  : "");
+                              "%s (%s; --key-columns cannot stand in for it)",
+                              shown(t).text, d->title, d->primary_key_only_why);
+    if (!d->unique_keys_sql)
+        return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                              "table %s has no primary key; sqlq needs one to identify rows on %s",
+                              shown(t).text, d->title);
     char have[1200] = "unknown";
     unique_list *l = calloc(1, sizeof(*l));
     sqlq_error ignored;

@@ -4,6 +4,9 @@ sqlq_integration_test(capture_pg FIXTURES postgres LIBS sqlq_sql TIMEOUT 180)
 # SQLite versions without a counter write: trim, reconnect, upgrade of an earlier log, drop + setup.
 sqlq_integration_test(capture_versions LIBS sqlq_sql TIMEOUT 60)
 sqlq_unit_test(capture_sql sqlq_sql)
+# The sources' SQL traits and PostgreSQL's horizon statements are internal to sql/.
+target_include_directories(test_capture_sql PRIVATE ${CMAKE_SOURCE_DIR}/sql
+  ${CMAKE_SOURCE_DIR}/sql/capture ${CMAKE_SOURCE_DIR}/sql/postgres)
 sqlq_unit_test(capture_horizon sqlq_sql)
 sqlq_integration_test(setup_cli FIXTURES postgres TIMEOUT 120)
 sqlq_integration_test(capture_pg_writers FIXTURES azurite postgres TIMEOUT 180)

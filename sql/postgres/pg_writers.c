@@ -1,6 +1,8 @@
-/* capture_writers: the PostgreSQL transactions that hold a change log's ROW EXCLUSIVE lock:
- * observing them for the read horizon (capture_horizon.h), and naming the one that holds
- * delivery back (log line, `sqlq status`). */
+/* pg_writers: the transactions that hold a trigger log's ROW EXCLUSIVE lock: observing them
+ * for the read horizon (capture_horizon.h), and naming the one that holds delivery back (log
+ * line, `sqlq status`). */
+#include "pg_internal.h"
+
 #include "capture_internal.h"
 
 #include "clock.h"
@@ -43,12 +45,13 @@ static sqlq_result parse_writers(const sqlq_capture *cap, json_t *rows, sqlq_hor
     return SQLQ_OK;
 }
 
-sqlq_result sqlq_capture_writers_observe(sqlq_capture *cap, bool with_lock, sqlq_capture_values *v,
-                                         sqlq_error *err)
+sqlq_result sqlq_pg_writers_observe(sqlq_capture *cap, bool with_lock, sqlq_capture_values *v,
+                                    sqlq_error *err)
 {
+    sqlq_pg_log_state *st = cap->src;
     json_t *rows = NULL;
     int64_t s = 0;
-    sqlq_result r = sqlq_capture_query(cap, with_lock ? &cap->seq_lock : &cap->seq, v, &rows, err);
+    sqlq_result r = sqlq_capture_query(cap, with_lock ? &st->seq_lock : &st->seq, v, &rows, err);
     if (r == SQLQ_OK &&
         !sqlq_capture_json_int64(json_object_get(json_array_get(rows, 0), "m_seq"), &s))
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
@@ -59,17 +62,17 @@ sqlq_result sqlq_capture_writers_observe(sqlq_capture *cap, bool with_lock, sqlq
     /* No version handed out since an observation that found no writer: every version up to s
      * was taken before that one's step 1 by a transaction that had ended by its step 2, so s
      * is final without reading the lock table again (an idle or draining log). */
-    const sqlq_horizon *h = &cap->horizon;
+    const sqlq_horizon *h = &st->horizon;
     bool quiet = h->observed && h->count == 0 && s == h->last_s;
     if (r == SQLQ_OK)
-        r = sqlq_capture_query(cap, quiet ? &cap->bounds_sync : &cap->bounds, v, &rows, err);
+        r = sqlq_capture_query(cap, quiet ? &st->bounds_sync : &st->bounds, v, &rows, err);
     sqlq_horizon_writer *seen = NULL;
     size_t n = 0;
     if (r == SQLQ_OK)
         r = parse_writers(cap, rows, &seen, &n, &v->sync, err);
     json_decref(rows);
     if (r == SQLQ_OK) {
-        v->horizon = sqlq_horizon_observe(&cap->horizon, s, v->sync, seen, n, (uint64_t)v->now);
+        v->horizon = sqlq_horizon_observe(&st->horizon, s, v->sync, seen, n, (uint64_t)v->now);
         if (v->horizon == INT64_MIN)
             r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     }
@@ -115,33 +118,34 @@ static const char *str_or(const json_t *o, const char *k, const char *dflt)
     return s ? s : dflt;
 }
 
-void sqlq_capture_writers_report(sqlq_capture *cap, uint64_t now_ms)
+void sqlq_pg_writers_report(sqlq_capture *cap, uint64_t now_ms)
 {
-    const sqlq_horizon_writer *w = sqlq_horizon_blocker(&cap->horizon);
+    sqlq_pg_log_state *st = cap->src;
+    const sqlq_horizon_writer *w = sqlq_horizon_blocker(&st->horizon);
     if (!w || now_ms - w->first_seen_ms < HELD_WARN_AFTER_MS ||
-        (cap->held_logged_ms && now_ms - cap->held_logged_ms < HELD_WARN_EVERY_MS))
+        (st->held_logged_ms && now_ms - st->held_logged_ms < HELD_WARN_EVERY_MS))
         return;
-    cap->held_logged_ms = now_ms;
+    st->held_logged_ms = now_ms;
     json_t *d = describe(cap, w, now_ms);
     SQLQ_WARN("capture_held_back",
               "bridge=%s table=%s horizon=%" PRId64 " newest_version=%" PRId64 " xid=%s pid=%d "
               "application_name=\"%s\" database=%s state=\"%s\" age_s=%lld gid=%s note=\"an open "
               "transaction wrote the change log: changes after version %" PRId64
               " wait for it to end\"",
-              cap->bridge, cap->names.table_key, cap->horizon.value, cap->horizon.last_s, w->xid,
+              cap->bridge, cap->names.table_key, st->horizon.value, st->horizon.last_s, w->xid,
               w->pid, str_or(d, "application_name", ""), str_or(d, "database", "-"),
               str_or(d, "state", "-"), (long long)json_integer_value(json_object_get(d, "age_s")),
-              str_or(d, "gid", "-"), cap->horizon.value);
+              str_or(d, "gid", "-"), st->horizon.value);
     json_decref(d);
 }
 
-sqlq_result sqlq_capture_writers_describe(sqlq_capture *cap, json_t **out, sqlq_error *err)
+sqlq_result sqlq_pg_writers_describe(sqlq_capture *cap, json_t **out, sqlq_error *err)
 {
     *out = json_array();
     if (!*out)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     uint64_t now = (uint64_t)sqlq_clock_wall_ms();
-    const sqlq_horizon *h = &cap->horizon;
+    const sqlq_horizon *h = &((sqlq_pg_log_state *)cap->src)->horizon;
     /* oldest bound first: the writer that holds the horizon comes first */
     bool *done = calloc(h->count ? h->count : 1, sizeof(bool));
     if (!done)
