@@ -1,11 +1,11 @@
 /* mariadb_capture_sql: the SQL of the MariaDB/MySQL stamped log as the shared capture builder
  * writes it (capture_sql.h): rows are stamped with their version before a poll reads them
- * (change_log_stamped.h), lease tokens come from the counter table, upserts are ON DUPLICATE
+ * (mariadb_change_log.h), lease tokens come from the counter table, upserts are ON DUPLICATE
  * KEY UPDATE. */
 #include "mariadb_internal.h"
 
 #include "capture_sql_builder.h"
-#include "change_log_stamped.h"
+#include "mariadb_change_log.h"
 
 /* This bridge's state row: one poll per bridge and table at a time; and the version counter's
  * row: no stamp commits between the poll's read and its leases (both read the same stamped
@@ -32,7 +32,7 @@ static void tokens_in(sqlq_capture_builder *b)
 }
 
 /* Stamped rows only (0: not stamped yet), and none a user transaction holds: the same derived
- * table of SKIP LOCKED keys as the stamp (change_log_stamped.c). */
+ * table of SKIP LOCKED keys as the stamp (mariadb_change_log.c). */
 static sqlq_result trim_log(sqlq_capture_builder *b, sqlq_error *err)
 {
     const char *log = b->c->names->log_table;

@@ -1,5 +1,5 @@
 /* mariadb_source: the MariaDB/MySQL stamped log as a change source (change_source.h): triggers
- * write unversioned rows (change_log_stamped.c), each poll first stamps the committed ones in
+ * write unversioned rows (mariadb_change_log.c), each poll first stamps the committed ones in
  * a transaction of its own, and capture.c's shared lease machinery reads them with the SQL of
  * mariadb_capture_sql.c. No change signal: the route polls at its interval. */
 #include "mariadb_internal.h"
@@ -7,7 +7,7 @@
 #include "capture_internal.h"
 #include "change_log.h"
 #include "change_log_internal.h"
-#include "change_log_stamped.h"
+#include "mariadb_change_log.h"
 
 #include <stdio.h>
 
@@ -123,7 +123,7 @@ static void describe(const sqlq_dialect *d, const sqlq_catalog_names *n, char *o
 /* ---- the source -------------------------------------------------------------------------- */
 
 /* Committed changes not stamped yet get their version first, in a transaction of their own
- * (change_log_stamped.h); up to 16 batches' worth per poll. */
+ * (mariadb_change_log.h); up to 16 batches' worth per poll. */
 static sqlq_result stamp(sqlq_capture *cap, sqlq_error *err)
 {
     long long n = 0;

@@ -1,5 +1,5 @@
 /* pg_capture_sql: the SQL of PostgreSQL's trigger log as the shared capture builder writes it
- * (capture_sql.h), and the statements of its read horizon (capture_horizon.h): the version
+ * (capture_sql.h), and the statements of its read horizon (pg_horizon.h): the version
  * sequence's last value, the holders of the log's lock, the changes waiting above the horizon.
  * Reads are bounded by the horizon and take the sync version as a parameter; the poll is one
  * statement (a data-modifying WITH); statements returning one row start with a comment so that

@@ -2,13 +2,13 @@
 #ifndef SQLQ_PG_INTERNAL_H
 #define SQLQ_PG_INTERNAL_H
 
-#include "capture_horizon.h"
+#include "pg_horizon.h"
 #include "capture_sql.h"
 #include "change_source.h"
 
 /* pg_capture_sql.c: the trigger log's SQL. */
 extern const sqlq_capture_log_sql sqlq_pg_log_sql;
-/* Step 2 of a horizon observation (capture_horizon.h), and the stored sync version, under the
+/* Step 2 of a horizon observation (pg_horizon.h), and the stored sync version, under the
  * lock just before the poll, which takes the sync version as a parameter: the planner then
  * knows how many log rows lie in the range and walks the version index in order up to the
  * batch limit, where subqueries in the range left it guessing 0.5% of the log and sorting all
@@ -23,7 +23,7 @@ SQLQ_NODISCARD sqlq_result sqlq_pg_capture_sql_bounds(const sqlq_capture_sql *c,
  * first (m_lock) when with_lock: one round trip. */
 SQLQ_NODISCARD sqlq_result sqlq_pg_capture_sql_sequence(const sqlq_capture_sql *c, bool with_lock,
                                                         sqlq_capture_stmt *out, sqlq_error *err);
-/* change_log_pg.c: the triggers (change_log_internal.h). */
+/* pg_change_log.c: the triggers (change_log_internal.h). */
 struct sqlq_log_ctx;
 sqlq_result sqlq_change_log_pg_lock_table(const struct sqlq_log_ctx *c, sqlq_error *err);
 sqlq_result sqlq_change_log_pg_install(const struct sqlq_log_ctx *c, sqlq_error *err);
@@ -34,14 +34,14 @@ sqlq_result sqlq_change_log_pg_drop(const struct sqlq_log_ctx *c, sqlq_error *er
 void sqlq_change_log_pg_row_function(const sqlq_catalog_names *n, char *out, size_t size);
 
 /* The trigger log's state behind a capture (change_source.h): the safe read horizon and the
- * writers holding the log (capture_horizon.h), and the statements that observe them. */
+ * writers holding the log (pg_horizon.h), and the statements that observe them. */
 typedef struct sqlq_pg_log_state {
     sqlq_horizon horizon;
     uint64_t held_logged_ms; /* last capture_held_back line (rate limit) */
     sqlq_capture_stmt seq_lock, seq, bounds, bounds_sync;
 } sqlq_pg_log_state;
 
-/* pg_writers.c. One horizon observation (capture_horizon.h): the sequence (with the poll's
+/* pg_writers.c. One horizon observation (pg_horizon.h): the sequence (with the poll's
  * lock first when with_lock), then the writers; sets v->sync and v->horizon. */
 struct sqlq_capture_values;
 sqlq_result sqlq_pg_writers_observe(sqlq_capture *cap, bool with_lock,

@@ -1,7 +1,7 @@
 /* pg_log_source: PostgreSQL's trigger log as a change source (change_source.h): plpgsql
- * triggers write the log with versions from a sequence (change_log_pg.c); capture.c's shared
+ * triggers write the log with versions from a sequence (pg_change_log.c); capture.c's shared
  * lease machinery reads it with the SQL of pg_capture_sql.c up to the read horizon of the log's
- * open writers (pg_writers.c, capture_horizon.h); the signal is the trigger's NOTIFY, heard on a
+ * open writers (pg_writers.c, pg_horizon.h); the signal is the trigger's NOTIFY, heard on a
  * libpq LISTEN connection while the route waits (pg_listen.h, pg_arm.h). */
 #include "pg_internal.h"
 
@@ -175,7 +175,7 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
     return r;
 }
 
-/* The lock, then the horizon observation under it (capture_horizon.h): the poll statement's
+/* The lock, then the horizon observation under it (pg_horizon.h): the poll statement's
  * snapshot comes after both. */
 static sqlq_result poll_lock(sqlq_capture *cap, sqlq_capture_values *v, sqlq_error *err)
 {

@@ -1,5 +1,5 @@
 /* pg_writers: the transactions that hold a trigger log's ROW EXCLUSIVE lock: observing them
- * for the read horizon (capture_horizon.h), and naming the one that holds delivery back (log
+ * for the read horizon (pg_horizon.h), and naming the one that holds delivery back (log
  * line, `sqlq status`). */
 #include "pg_internal.h"
 

@@ -7,7 +7,7 @@
 
 /* sqlite_capture_sql.c: the counter log's SQL. */
 extern const sqlq_capture_log_sql sqlq_sqlite_log_sql;
-/* change_log_sqlite.c: the triggers (change_log_internal.h). */
+/* sqlite_change_log.c: the triggers (change_log_internal.h). */
 struct sqlq_log_ctx;
 void sqlq_change_log_sqlite_trigger_name(const struct sqlq_log_ctx *c, size_t i, char *out,
                                          size_t size);

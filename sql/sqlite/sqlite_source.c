@@ -1,5 +1,5 @@
 /* sqlite_source: SQLite's counter log as a change source (change_source.h): triggers write the
- * log (change_log_sqlite.c), capture.c's shared lease machinery reads it with the SQL of
+ * log (sqlite_change_log.c), capture.c's shared lease machinery reads it with the SQL of
  * sqlite_capture_sql.c, and PRAGMA data_version, probed on the route's own connection, is the
  * change signal. */
 #include "sqlite_internal.h"

@@ -383,7 +383,7 @@ static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
     sqlq_capture_stmt a, b;
     assert_int_equal(sqlq_capture_sql_poll(&f.spec, &a, &b, &err), SQLQ_OK);
     /* The poll takes its range as parameters: the sync version read under the lock by
-     * `bounds`, the horizon computed from the log's lock holders (capture_horizon.h). */
+     * `bounds`, the horizon computed from the log's lock holders (pg_horizon.h). */
     contains(a.sql, "c.sqlq_version > ? AND c.sqlq_version <= ? AND");
     /* op: the key's incarnation against the sync version (a parameter too) and its lease */
     contains(a.sql, "CASE WHEN c.sqlq_op <> 'U' THEN c.sqlq_op WHEN c.sqlq_since > ? AND");

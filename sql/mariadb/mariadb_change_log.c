@@ -1,8 +1,8 @@
-/* change_log_stamped: MariaDB/MySQL change log triggers and the stamping transaction (see
- * change_log_stamped.h and docs/capture.md). Log rows: the key, sqlq_version (0 until
+/* mariadb_change_log: MariaDB/MySQL change log triggers and the stamping transaction (see
+ * mariadb_change_log.h and docs/capture.md). Log rows: the key, sqlq_version (0 until
  * stamped), sqlq_op, sqlq_since (0 while the key's current row was born in the unstamped
  * change, set to the stamp's version then; NULL when older than the log). */
-#include "change_log_stamped.h"
+#include "mariadb_change_log.h"
 #include "change_log_internal.h"
 
 #include <string.h>

@@ -131,7 +131,7 @@ static sqlq_result detect_dialect(sqlq_db *db, sqlq_error *err)
 }
 
 /* The dialect's session set-up, once per connection (PostgreSQL: TIME ZONE 'UTC', see
- * dialect_postgres.c). */
+ * pg_dialect.c). */
 static sqlq_result session_setup(sqlq_db *db, sqlq_error *err)
 {
     if (!db->dialect->session_sql)

@@ -1,4 +1,4 @@
-/* dialect_mssql: SQL Server as sqlq speaks it (the table is described in dialect.h; what a new
+/* mssql_dialect: SQL Server as sqlq speaks it (the table is described in dialect.h; what a new
  * dialect must provide is in docs/dialects.md). */
 #include "dialect.h"
 #include "dialect_parts.h"

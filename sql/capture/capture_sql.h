@@ -25,7 +25,7 @@ typedef enum {
     SQLQ_P_LOCK,       /* lock key: PostgreSQL advisory-lock text, SQL Server app-lock resource */
     SQLQ_P_NOW,        /* SQLite only: the current time in ms (int64), one value per poll */
     SQLQ_P_SYNC,       /* PostgreSQL poll: the stored sync version, read by `bounds` (int64) */
-    SQLQ_P_HORIZON,    /* PostgreSQL: the highest final version (capture_horizon.h) (int64) */
+    SQLQ_P_HORIZON,    /* PostgreSQL: the highest final version (pg_horizon.h) (int64) */
     SQLQ_P_RESUME_VERSION, /* resumed poll: version of the last change of the previous poll */
     SQLQ_P_RESUME_KEY      /* resumed poll: its key part i is role SQLQ_P_RESUME_KEY + i */
 } sqlq_capture_param;
@@ -63,7 +63,7 @@ typedef struct sqlq_capture_log_sql {
     bool sync_param;  /* reads bind the stored sync version (SQLQ_P_SYNC), read under the lock
                        * by the source's own statement, not a subquery (a planner that knows
                        * the range) */
-    bool horizon;     /* reads stop at the read horizon (SQLQ_P_HORIZON: capture_horizon.h) */
+    bool horizon;     /* reads stop at the read horizon (SQLQ_P_HORIZON: pg_horizon.h) */
     bool typed_keys;  /* key parameters are cast to the key's declared types (unknown types:
                        * no resumed reads) */
     bool resume_max;  /* a resumed read bounds the version by one max() of the resume position

@@ -1,4 +1,4 @@
-/* dialect_mariadb: MariaDB and MySQL as sqlq speaks them (the table is described in dialect.h;
+/* mariadb_dialect: MariaDB and MySQL as sqlq speaks them (the table is described in dialect.h;
  * what a new dialect must provide is in docs/dialects.md).
  *
  * sqlq's objects live in a database named sqlq (a MySQL schema is a database). Every table sqlq

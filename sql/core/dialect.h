@@ -35,7 +35,7 @@ struct sqlq_keyset_col;
 struct sqlq_change_source_ops;
 
 /* A dialect: everything that differs between databases, as data and builders, one file per
- * database (dialect_sqlite.c, dialect_postgres.c, dialect_mssql.c), registered in dialect.c.
+ * database (sqlite_dialect.c, pg_dialect.c, mssql_dialect.c), registered in dialect.c.
  * Code outside those files asks the table; it never compares dialects. docs/dialects.md lists
  * what a new dialect must provide. */
 struct sqlq_dialect {

@@ -1,4 +1,4 @@
-/* change_log_sqlite: SQLite's change-log triggers (insert, update, key-changing update,
+/* sqlite_change_log: SQLite's change-log triggers (insert, update, key-changing update,
  * delete) and the version floor they start above (docs/capture.md, Versions). */
 #include "change_log.h"
 #include "change_log_internal.h"

@@ -1,4 +1,4 @@
-/* dialect_postgres: PostgreSQL as sqlq speaks it (the table is described in dialect.h; what a new
+/* pg_dialect: PostgreSQL as sqlq speaks it (the table is described in dialect.h; what a new
  * dialect must provide is in docs/dialects.md). */
 #include "dialect.h"
 #include "dialect_parts.h"

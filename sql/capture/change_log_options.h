@@ -1,7 +1,7 @@
 /* change_log_options: what a change log keeps beyond the key, version and operation when
  * `sqlq setup` asks for it (opt-in, so the default trigger stays as cheap as it is): the
  * changed-column map (--track-columns) and the before image (--before-image). The log
- * triggers (change_log.c, change_log_stamped.c) write these columns through the SQL pieces
+ * triggers (change_log.c, mariadb_change_log.c) write these columns through the SQL pieces
  * below; the poll (capture_sql_image.c) reads them. docs/capture.md, docs/messages.md. */
 #ifndef SQLQ_CHANGE_LOG_OPTIONS_H
 #define SQLQ_CHANGE_LOG_OPTIONS_H

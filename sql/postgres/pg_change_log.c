@@ -1,4 +1,4 @@
-/* change_log_pg: PostgreSQL's change-log trigger functions (one per INSERT statement, one per
+/* pg_change_log: PostgreSQL's change-log trigger functions (one per INSERT statement, one per
  * updated or deleted row) and their triggers, the version sequence and the wake-up NOTIFY
  * (docs/capture.md, Versions and Wake-ups). */
 #include "change_log.h"

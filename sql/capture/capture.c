@@ -5,7 +5,7 @@
  * Semantics of the shared machinery (statements in capture_sql*.c and the source's SQL):
  *  poll     one transaction under the lock of this (bridge, table) only. Changes with version
  *           > sync version (and <= the read horizon where the source has one,
- *           capture_horizon.h) whose lease is free: never leased, released at an older
+ *           pg_horizon.h) whose lease is free: never leased, released at an older
  *           version, or expired. Ordered by (version, key), at most max_batch_size. Each is
  *           leased in the same transaction (one statement, or two under a serial writer's
  *           lock): version, attempts (+1 for the
@@ -319,7 +319,7 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
         return r;
     }
     /* The lock, and what the source reads under it (a horizon observation: the poll
-     * statement's snapshot comes after it, capture_horizon.h). */
+     * statement's snapshot comes after it, pg_horizon.h). */
     if (src->poll_lock)
         r = src->poll_lock(cap, &v, err);
     else

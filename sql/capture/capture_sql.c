@@ -49,7 +49,7 @@ void sqlq_cb_lease_join(sqlq_capture_builder *b)
 }
 
 /* Versions after the stored sync version; with a horizon only those at or below it
- * (capture_horizon.h: a version above it may still commit), a parameter. A tracked source's
+ * (pg_horizon.h: a version above it may still commit), a parameter. A tracked source's
  * relation holds only changes after the sync version and adds nothing. `bound_params`: a
  * sync_param source's poll takes the sync version as a parameter too, read under the lock by
  * the source's own statement (a planner then knows the range). */

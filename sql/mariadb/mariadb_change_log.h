@@ -1,11 +1,11 @@
-/* change_log_stamped: the change log of databases without a snapshot horizon (MariaDB, MySQL;
- * capture shape SQLQ_CAPTURE_LOG_STAMPED). Row triggers write each key's latest operation with
+/* mariadb_change_log: the stamped change log of databases without a snapshot horizon (MariaDB,
+ * MySQL). Row triggers write each key's latest operation with
  * version 0 ("not stamped yet"); sqlq_change_log_stamp gives committed rows their version in a
  * short transaction of its own, passing over the rows of open transactions, so versions become
  * visible in the order they are handed out and a late commit is stamped late, never skipped
  * (docs/capture.md, "MariaDB and MySQL"). */
-#ifndef SQLQ_CHANGE_LOG_STAMPED_H
-#define SQLQ_CHANGE_LOG_STAMPED_H
+#ifndef SQLQ_MARIADB_CHANGE_LOG_H
+#define SQLQ_MARIADB_CHANGE_LOG_H
 
 #include "catalog.h"
 #include "change_log_options.h"

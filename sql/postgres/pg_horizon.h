@@ -1,4 +1,4 @@
-/* capture_horizon: the PostgreSQL change log's safe read horizon, from the transactions that
+/* pg_horizon: the trigger log's safe read horizon, from the transactions that
  * hold the log's ROW EXCLUSIVE lock, remembered across polls (pure: no I/O).
  *
  * The trigger takes its version (a sequence) only once its transaction holds that lock, which
@@ -13,8 +13,8 @@
  *   appeared, sync version at that time); in a new process the "previous s" is the sync
  *   version. A statement whose snapshot is taken after step 2 sees every version <= horizon
  *   that will ever commit. */
-#ifndef SQLQ_CAPTURE_HORIZON_H
-#define SQLQ_CAPTURE_HORIZON_H
+#ifndef SQLQ_PG_HORIZON_H
+#define SQLQ_PG_HORIZON_H
 
 #include <stdbool.h>
 #include <stddef.h>

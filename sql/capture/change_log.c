@@ -12,7 +12,7 @@
  * versions commit in order. PostgreSQL: nextval of the log's sequence, evaluated inside the
  * upsert into the log, which holds the log's ROW EXCLUSIVE lock before it runs (the plan cache
  * locks a statement's target before execution); readers bound what they read by the holders
- * of that lock (capture_horizon.h), so a transaction that commits late is still read, and a
+ * of that lock (pg_horizon.h), so a transaction that commits late is still read, and a
  * key's later writer (serialized by the row lock) always has the larger version. */
 #include "change_log.h"
 

@@ -1,5 +1,5 @@
-/* capture_horizon: see capture_horizon.h for the argument. */
-#include "capture_horizon.h"
+/* pg_horizon: see pg_horizon.h for the argument. */
+#include "pg_horizon.h"
 
 #include <stdlib.h>
 #include <string.h>
