@@ -32,8 +32,8 @@ typedef struct setup_settings {
 #define S setup_settings
 static const sqlq_setting setup_table[] = {
     SQLQ_SETTING_SECRET(S, db, "db", "SQLQ_DB_CONNECTION", NULL,
-                        "ODBC connection string of the database (Driver={SQLite3};Database=…, "
-                        "PostgreSQL, MariaDB/MySQL or SQL Server)"),
+                        "ODBC connection string of the database (Driver=…;Database=…: the databases and "
+                        "their drivers are in docs/dialects.md)"),
     SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
                      "table to set up (schema.name); repeat --table or list tables as arguments; "
                      "without any, the tables of the config file's routes"),
@@ -43,10 +43,10 @@ static const sqlq_setting setup_table[] = {
     SQLQ_SETTING_BOOL(S, drop, "drop", NULL, "false",
                       "remove instead: every bridge's sync state and leases of the table, its "
                       "change log and triggers, and sqlq's schema once nothing is left in it "
-                      "(SQL Server: change tracking stays on)"),
+                      "(change tracking stays on)"),
     SQLQ_SETTING_INT(S, retention_days, "change_retention_days", "SQLQ_CHANGE_RETENTION_DAYS", "2",
                      1, 3650,
-                     "SQL Server: CHANGE_RETENTION when setup turns change tracking on for the "
+                     "change tracking: CHANGE_RETENTION when setup turns change tracking on for the "
                      "database (left alone when it is on already)"),
     SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto",
                       "auto|change_log|change_tracking|cursor",
@@ -60,17 +60,17 @@ static const sqlq_setting setup_table[] = {
                      "the columns that identify a row (comma-separated) when they are not the "
                      "primary key: a unique index or constraint on exactly them, NOT NULL; the "
                      "change log is keyed by them and the bridge keeps that key (one table at a "
-                     "time; in a config file per route; not on SQL Server)"),
+                     "time; in a config file per route; not with change tracking)"),
     SQLQ_SETTING_BOOL(S, track_columns, "track_columns", "SQLQ_TRACK_COLUMNS", "false",
                       "change log: also keep which columns each update changed, for the bridge's "
                       "--changed (costs the trigger a comparison per column); stays until --drop "
                       "(--no-track-columns is refused: only --drop removes it); in a config "
-                      "file per route too. SQL Server: change tracking turned on WITH (TRACK_COLUMNS_UPDATED = ON)"),
+                      "file per route too. Change tracking: turned on WITH (TRACK_COLUMNS_UPDATED = ON)"),
     SQLQ_SETTING_BOOL(S, before_image, "before_image", "SQLQ_BEFORE_IMAGE", "false",
                       "change log: also keep the row as it was before each update or delete, for "
                       "the bridge's --before-image (a copy of every column per change); stays "
                       "until --drop (--no-before-image is refused: only --drop removes it); in a "
-                      "config file per route too; not on SQL Server (change tracking keeps no "
+                      "config file per route too; not with change tracking (it keeps no "
                       "old values)"),
     SQLQ_SETTING_ENUM(S, log_level, "log_level", "SQLQ_LOG_LEVEL", "warn",
                       "error|warn|info|debug|trace", "log level"),
@@ -83,9 +83,9 @@ static const sqlq_config_spec setup_spec = {
     "setup",
     "sqlq setup --db CONN --table T [--table T2 …] [--key-columns A,B] [--track-columns] [--before-image] [--drop [--bridge-name NAME]]",
     "Prepare tables for `sqlq bridge`: create sqlq's state tables, and per table install the\n"
-    "change log (a log table and row triggers: SQLite, PostgreSQL, MariaDB/MySQL) or turn change\n"
-    "tracking on (SQL Server). Safe to run again: existing objects are kept, triggers are\n"
-    "refreshed.\n"
+    "change log (a log table and row triggers), or on a database that tracks changes itself turn\n"
+    "its change tracking on (docs/dialects.md). Safe to run again: existing objects are kept,\n"
+    "triggers are refreshed.\n"
     "Each bridge creates its own sync state and leases table when it first starts.\n"
     "Needs rights to create schemas, tables and triggers; TRUNCATE is not captured.",
     setup_table,

@@ -43,9 +43,9 @@ static const sqlq_config_spec status_spec = {
     "status",
     "sqlq status --db CONN [--table T] [--bridge-name NAME] [--json]",
     "Show, per table and bridge: the sync version (every change at or below it is delivered),\n"
-    "pending changes (not delivered yet, leased ones included, and on PostgreSQL committed\n"
-    "changes an open writer of the change log holds back: the backlog an autoscaler reads, as\n"
-    "the bridge's sqlq_pending_changes metric counts it),\n"
+    "pending changes (not delivered yet, leased ones included, and where the source reads up to\n"
+    "a horizon committed changes an open writer of the change log holds back: the backlog an\n"
+    "autoscaler reads, as the bridge's sqlq_pending_changes metric counts it),\n"
     "and the leases held now, by owner (host:pid:random of the bridge instance).\n"
     "Exit code 1 when a table asked for is not set up or cannot be read.",
     status_table,

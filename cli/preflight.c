@@ -120,17 +120,20 @@ static bool conn_value(const char *conn, const char *key, char *out, size_t size
     return false;
 }
 
-/* The SQLite ODBC driver creates a missing database file on connect: a check that changes
- * nothing must not, so a SQLite path that does not exist is reported instead. */
-static bool sqlite_file_missing(const char *conn, char *path, size_t size)
+/* A driver that creates a missing database file on connect (the dialect's file_driver): a
+ * check that changes nothing must not, so such a path that does not exist is reported instead.
+ * The dialect of that file, or NULL. */
+static const sqlq_dialect *file_missing(const char *conn, char *path, size_t size)
 {
     char driver[128];
-    if (!conn_value(conn, "Driver", driver, sizeof(driver)) || !strcasestr(driver, "sqlite") ||
-        !conn_value(conn, "Database", path, size) || !path[0] || strcmp(path, ":memory:") == 0 ||
-        strncmp(path, "file:", 5) == 0)
-        return false;
+    const sqlq_dialect *d = conn_value(conn, "Driver", driver, sizeof(driver))
+                                ? sqlq_dialect_of_file_driver(driver)
+                                : NULL;
+    if (!d || !conn_value(conn, "Database", path, size) || !path[0] ||
+        strcmp(path, ":memory:") == 0 || strncmp(path, "file:", 5) == 0)
+        return NULL;
     struct stat st;
-    return stat(path, &st) != 0 && errno == ENOENT;
+    return stat(path, &st) != 0 && errno == ENOENT ? d : NULL;
 }
 
 /* The queue answers with these credentials. A failure is explained as the bridge explains it
@@ -184,10 +187,11 @@ int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
     sqlq_error_clear(&err);
     sqlq_db *db = NULL;
     char path[1024];
-    if (sqlite_file_missing(db_connection, path, sizeof(path))) {
-        fprintf(out, "FAIL database: the SQLite file %s does not exist (not created: config "
+    const sqlq_dialect *missing = file_missing(db_connection, path, sizeof(path));
+    if (missing) {
+        fprintf(out, "FAIL database: the %s file %s does not exist (not created: config "
                      "check changes nothing; is the path right?)\n",
-                path);
+                missing->title, path);
         problems++;
     } else if (sqlq_db_connect(db_connection, &db, &err) != SQLQ_OK) {
         report(out, false, "database: connect", &err);

@@ -26,3 +26,8 @@ sqlq_integration_test(pg_text LIBS sqlq_sql TIMEOUT 300)
 target_sources(itest_pg_text PRIVATE integration/pgoutput_peek.c)
 # The test reads pgoutput itself through libpq (sqlq_sql_postgres keeps libpq to itself).
 target_link_libraries(itest_pg_text PRIVATE PkgConfig::PQ)
+# No product file outside a database's folder (sql/<database>/) names a database or tests a
+# dialect (the rule is in the script).
+add_test(NAME unit.database_names COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_database_names.sh
+  ${CMAKE_SOURCE_DIR})
+set_tests_properties(unit.database_names PROPERTIES LABELS unit TIMEOUT 30)

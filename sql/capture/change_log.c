@@ -417,11 +417,8 @@ sqlq_result sqlq_change_log_setup_install(sqlq_db *db, sqlq_source_setup *s, sql
         SQLQ_WARN("triggers_name_columns",
                   "table=%s note=\"the triggers of --track-columns/--before-image name every "
                   "column: after ALTER TABLE ADD, DROP, RENAME COLUMN or ALTER COLUMN TYPE "
-                  "run sqlq setup --table %s again at once; until then writes that reach a "
-                  "dropped or renamed column, or a value the copy's old type cannot hold, "
-                  "fail in the trigger (PostgreSQL, MariaDB/MySQL) and SQLite refuses the "
-                  "DROP (docs/capture.md)\"",
-                  n.table_key, n.table_key);
+                  "run sqlq setup --table %s again at once; until then %s (docs/capture.md)\"",
+                  n.table_key, n.table_key, sqlq_change_log_ops_of(d)->options->stale_triggers);
     sqlq_table_free(t);
     return r;
 }

@@ -20,28 +20,6 @@ SQLQ_NODISCARD sqlq_result sqlq_change_log_install(sqlq_db *db, const sqlq_table
 SQLQ_NODISCARD sqlq_result sqlq_change_log_install_with(sqlq_db *db, const sqlq_table *t,
                                                         const sqlq_change_log_options *opts,
                                                         sqlq_error *err);
-/* The bare name of a PostgreSQL log's version sequence: ver_<base> (qualify with
- * sqlq_catalog_object). Dropped with the log (OWNED BY its version column). */
-void sqlq_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t size);
-/* The notification channel of a PostgreSQL log: sqlq.log_<base> (at most 49 bytes, within
- * PostgreSQL's 63). The trigger signals it with pg_notify, folded to one notification per
- * transaction, while a bridge is armed (below; not on servers that allow prepared transactions,
- * unless sqlq.notify = on); a bridge LISTENs on it to poll at once (a hint: polling stays the
- * truth). */
-void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size);
-/* The first half of a PostgreSQL log's wake-up lock key, pg_advisory_lock(SQLQ_PG_WAKE_CLASS,
- * hashtext(<channel>)): 'sqlq' in ASCII. The trigger tries it shared and notifies only when that
- * fails, that is while a bridge holds or waits for it (docs/capture.md, Wake-ups). */
-#define SQLQ_PG_WAKE_CLASS 1936813169
-/* The last version a PostgreSQL log's sequence handed out, as a select-list expression over the
- * sequence (what the poll's horizon observation and a listener's arm read). */
-#define SQLQ_PG_SEQUENCE_LAST "CASE WHEN is_called THEN last_value ELSE last_value - 1 END"
-/* The statement string a listener arms with (pg_arm.h): `SELECT pg_advisory_lock(<key>);
- * SELECT <last version> FROM <sequence>`, two results; without lock, the second alone (a peek
- * at the sequence, a hint that takes no lock). */
-SQLQ_NODISCARD sqlq_result sqlq_change_log_pg_arm_sql(const sqlq_dialect *d,
-                                                      const sqlq_catalog_names *n, bool lock,
-                                                      char **out, sqlq_error *err);
 /* Remove the triggers, log table and functions of one table, and its registry row. A log the
  * registry lists against another table too (sqlq_catalog_log_check) stays, with what the other
  * table's triggers use: then only this table's triggers and registry row go, and *out_shared

@@ -42,6 +42,9 @@ typedef struct sqlq_change_log_options_sql {
     /* Upserts name the new row as VALUES(col) in an ON DUPLICATE KEY UPDATE list written first,
      * not excluded.col after the others. */
     bool on_duplicate_key;
+    /* What goes wrong while the opt-in triggers name columns a later ALTER TABLE changed, for
+     * setup's warning ("writes that reach a dropped column fail in the trigger"). */
+    const char *stale_triggers;
 } sqlq_change_log_options_sql;
 
 /* One database's change log: its triggers, and what the shared log table code must know of
@@ -82,6 +85,10 @@ sqlq_result sqlq_change_log_exec(sqlq_db *db, sqlq_sql_text *q, sqlq_error *err)
     .name = "change_log", .title = "change log", .kind = SQLQ_SOURCE_CHANGE_LOG,                   \
     .install = sqlq_change_log_setup_install, .drop = sqlq_change_log_setup_drop,                  \
     .installed = sqlq_change_log_installed, .version_sql = sqlq_change_log_version_sql
+/* What a trigger does when a column it names was dropped or retyped (stale_triggers). */
+#define SQLQ_CHANGE_LOG_TRIGGER_FAILS                                                              \
+    "writes that reach a dropped or renamed column, or a value the copy's old type cannot "       \
+    "hold, fail in the trigger"
 /* What capture says is gone when a log's triggers are (capture_source_gone). */
 #define SQLQ_CHANGE_LOG_OBJECTS_GONE                                                               \
     "sqlq's capture triggers on it are gone or disabled (the table was created again?)"

@@ -218,7 +218,7 @@ static json_t *temporal_value(sqlq_value_kind kind, const char *text, size_t len
  * dates, times, timetz (to_json writes its ISO text), infinity and -infinity stay as they are.
  * The cast spares the server to_json's JSON text and its parsing again by #>> (0.15 vs 0.5 us
  * per value; docs/benchmarks.md). */
-json_t *sqlq_column_value_pg_temporal(const char *text, size_t len)
+json_t *sqlq_column_value_time_text(const char *text, size_t len)
 {
     size_t y = 0;
     while (y < len && isdigit((unsigned char)text[y]))
@@ -273,7 +273,7 @@ json_t *sqlq_column_value(sqlq_value_kind kind, const sqlq_dialect *d, const cha
     case SQLQ_VALUE_TIMESTAMP:
     case SQLQ_VALUE_TIMESTAMP_UTC: return temporal_value(kind, text, len);
     case SQLQ_VALUE_GUID: return guid_value(text, len);
-    case SQLQ_VALUE_PG_TEMPORAL: return sqlq_column_value_pg_temporal(text, len);
+    case SQLQ_VALUE_TIME_TEXT: return sqlq_column_value_time_text(text, len);
     case SQLQ_VALUE_TEXT: break;
     }
     return text_value(text, len);

@@ -23,11 +23,11 @@ typedef enum {
     SQLQ_VALUE_TIMESTAMP_UTC, /* PostgreSQL timestamptz: psqlODBC drops the offset; the session is
                                  UTC */
     SQLQ_VALUE_GUID,
-    SQLQ_VALUE_PG_TEMPORAL /* a PostgreSQL date/time as the server's text
-                              (SQLQ_ROW_JSON_PG_TEMPORAL) */
+    SQLQ_VALUE_TIME_TEXT /* a date/time as the server's exact text (exact_time_text dialects:
+                          * PostgreSQL; SQLQ_ROW_JSON_TIME_TEXT) */
 } sqlq_value_kind;
 
-/* The shape of a column: the ODBC type decides, except where the declared type name knows
+/* The kind of a column's values: the ODBC type decides, except where the declared type name knows
  * better (sqliteodbc reports NUMERIC/DECIMAL as DOUBLE or VARCHAR; psqlODBC without
  * BoolsAsChar=0 reports booleans as text). */
 sqlq_value_kind sqlq_column_value_kind(short sql_type, const char *type_name,
@@ -36,9 +36,9 @@ sqlq_value_kind sqlq_column_value_kind(short sql_type, const char *type_name,
  * memory. */
 json_t *sqlq_column_value(sqlq_value_kind kind, const sqlq_dialect *d, const char *text,
                           size_t len);
-/* A PostgreSQL date/time as the server's own text (SQLQ_ROW_JSON_PG_TEMPORAL), in the ISO 8601
- * form to_json() writes; NULL when the text is not one. */
-json_t *sqlq_column_value_pg_temporal(const char *text, size_t len);
+/* A date/time as the server's own text (exact_time_text dialects, SQLQ_ROW_JSON_TIME_TEXT), in
+ * the ISO 8601 form PostgreSQL's to_json() writes; NULL when the text is not one. */
+json_t *sqlq_column_value_time_text(const char *text, size_t len);
 /* SQLite: the exact text of a REAL (quote(col)) replaces v, the value made of the driver's
  * 15-digit text (consumes v, returns the result). */
 json_t *sqlq_column_value_exact(json_t *v, sqlq_value_kind kind, const char *exact);

@@ -143,6 +143,14 @@ static bool names_one_of(const char *dbms_name, const char *list)
     return false;
 }
 
+const sqlq_dialect *sqlq_dialect_of_file_driver(const char *driver)
+{
+    for (size_t i = 0; driver && i < sizeof(DIALECTS) / sizeof(DIALECTS[0]); i++)
+        if (DIALECTS[i]->file_driver && strcasestr(driver, DIALECTS[i]->file_driver))
+            return DIALECTS[i];
+    return NULL;
+}
+
 const sqlq_dialect *sqlq_dialect_find(const char *dbms_name)
 {
     for (size_t i = 0; dbms_name && i < sizeof(DIALECTS) / sizeof(DIALECTS[0]); i++)

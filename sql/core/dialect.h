@@ -42,6 +42,12 @@ struct sqlq_dialect {
     const char *name;      /* "sqlite", "postgres", "mssql": logs and docs */
     const char *title;     /* "SQLite", "PostgreSQL", "SQL Server": messages */
     const char *dbms_name; /* the SQL_DBMS_NAMEs that select it, '|' between (any case) */
+    /* Lines (markdown, NULL-terminated) of the configuration reference's section on this
+     * database (docs/configuration.md); NULL: none. */
+    const char *const *config_doc;
+    /* A word of the ODBC driver's name (any case) whose Database= is a file the driver creates
+     * when it is missing (a check that changes nothing must not connect then); NULL: none. */
+    const char *file_driver;
 
     /* ---- the connection (db.c) */
     const char *const *session_sql; /* statements run once connected, NULL-terminated; NULL: none */
@@ -152,6 +158,8 @@ struct sqlq_dialect {
 
 /* The dialect of the database whose SQL_DBMS_NAME is dbms_name; NULL when none is registered. */
 const sqlq_dialect *sqlq_dialect_find(const char *dbms_name);
+/* The dialect whose file_driver the ODBC driver name driver contains; NULL when none. */
+const sqlq_dialect *sqlq_dialect_of_file_driver(const char *driver);
 /* The i-th registered dialect (0-based); NULL past the last. */
 const sqlq_dialect *sqlq_dialect_at(size_t i);
 /* The registered dialects' titles, for messages: "SQLite, PostgreSQL, SQL Server". */

@@ -1,6 +1,7 @@
-/* dialect_parts: the per-database builders that live beside their module (one function per
- * database, kept where the rest of that SQL is) and that the dialect tables point at. Only the
- * dialect_*.c files call them; everything else goes through sqlq_dialect. */
+/* dialect_parts: the builders several databases share, kept beside their module, that the
+ * dialect tables (each database folder's dialect file) point at; what only one database needs
+ * lives in its own folder. Only the dialect tables call them; everything else goes through
+ * sqlq_dialect. */
 #ifndef SQLQ_DIALECT_PARTS_H
 #define SQLQ_DIALECT_PARTS_H
 
@@ -12,30 +13,21 @@
 #include <jansson.h>
 
 /* table.c: the ODBC SQL_* type of a declared type (lower case). */
-short sqlq_table_sql_type_sqlite(const char *type);
 short sqlq_table_sql_type_server(const char *type); /* PostgreSQL and SQL Server names */
-/* table.c: describe_sql's parameters: schema and name four times (SQLite), or the quoted name. */
-SQLQ_NODISCARD sqlq_result sqlq_table_describe_params_sqlite(const sqlq_dialect *d,
-                                                             const sqlq_table_name *name,
-                                                             sqlq_buf *quoted, sqlq_param *params,
-                                                             size_t *nparams);
+/* table.c: describe_sql's parameters: the quoted name. */
 SQLQ_NODISCARD sqlq_result sqlq_table_describe_params_quoted(const sqlq_dialect *d,
                                                              const sqlq_table_name *name,
                                                              sqlq_buf *quoted, sqlq_param *params,
                                                              size_t *nparams);
 
-/* catalog.c: the declared type of one key_types_sql row, safe to paste in DDL. */
-char *sqlq_catalog_key_type_sqlite(json_t *row);
-char *sqlq_catalog_key_type_postgres(json_t *row);
-char *sqlq_catalog_key_type_mssql(json_t *row);
+/* catalog.c: the declared type of one key_types_sql row as the catalog gives it (DDL text). */
+char *sqlq_catalog_key_type_as_is(json_t *row);
 
-/* keyset.c: keyset_value_sql and keyset_param_sql of each database. */
-SQLQ_NODISCARD sqlq_result sqlq_keyset_value_sql_sqlite(const sqlq_keyset_col *c, sqlq_buf *out);
-SQLQ_NODISCARD sqlq_result sqlq_keyset_value_sql_postgres(const sqlq_keyset_col *c, sqlq_buf *out);
-SQLQ_NODISCARD sqlq_result sqlq_keyset_value_sql_mssql(const sqlq_keyset_col *c, sqlq_buf *out);
+/* keyset.c: keyset_param_sql's "?", and the parts the databases' own write with: the declared
+ * type without length or precision when it is a plain name (else NULL), and CAST(? AS type). */
 SQLQ_NODISCARD sqlq_result sqlq_keyset_param_sql_plain(const sqlq_keyset_col *c, sqlq_buf *out);
-SQLQ_NODISCARD sqlq_result sqlq_keyset_param_sql_postgres(const sqlq_keyset_col *c, sqlq_buf *out);
-SQLQ_NODISCARD sqlq_result sqlq_keyset_param_sql_mssql(const sqlq_keyset_col *c, sqlq_buf *out);
+const char *sqlq_keyset_plain_type(const char *type, char *buf, size_t size);
+SQLQ_NODISCARD sqlq_result sqlq_keyset_cast_param(const char *type, sqlq_buf *out);
 
 /* upsert.c: the sink's upsert. */
 SQLQ_NODISCARD sqlq_result sqlq_upsert_sql_on_conflict(const sqlq_dialect *d,
@@ -52,9 +44,6 @@ SQLQ_NODISCARD sqlq_result sqlq_upsert_sql_merge(const sqlq_dialect *d, const sq
 SQLQ_NODISCARD sqlq_result sqlq_version_guard_create_sql_if_not_exists(const sqlq_dialect *d,
                                                                        const sqlq_table_name *state,
                                                                        sqlq_buf *out);
-SQLQ_NODISCARD sqlq_result sqlq_version_guard_create_sql_mssql(const sqlq_dialect *d,
-                                                               const sqlq_table_name *state,
-                                                               sqlq_buf *out);
 SQLQ_NODISCARD sqlq_result sqlq_version_guard_claim_sql_on_conflict(const sqlq_dialect *d,
                                                                     const sqlq_table_name *state,
                                                                     sqlq_buf *out);

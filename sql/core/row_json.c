@@ -20,7 +20,7 @@ typedef struct row_column {
     SQLSMALLINT sql_type;
     sqlq_value_kind kind;
     bool exact;  /* SQLQ_ROW_JSON_EXACT_COL: the exact text of the next column's REAL value */
-    bool marker; /* SQLQ_ROW_JSON_PG_TEMPORAL: the next column is a date/time as text */
+    bool marker; /* SQLQ_ROW_JSON_TIME_TEXT: the next column is a date/time as text */
 } row_column;
 
 struct sqlq_row_json {
@@ -254,9 +254,9 @@ sqlq_result sqlq_row_json_create(SQLHSTMT stmt, const sqlq_dialect *dialect, sql
         lowercase(c->type_name);
         c->kind = sqlq_column_value_kind(c->sql_type, c->type_name, dialect);
         c->exact = strcmp(c->name, SQLQ_ROW_JSON_EXACT_COL) == 0;
-        c->marker = strcmp(c->name, SQLQ_ROW_JSON_PG_TEMPORAL) == 0;
+        c->marker = strcmp(c->name, SQLQ_ROW_JSON_TIME_TEXT) == 0;
         if (i > 0 && r->cols[i - 1].marker)
-            c->kind = SQLQ_VALUE_PG_TEMPORAL;
+            c->kind = SQLQ_VALUE_TIME_TEXT;
     }
     *out = r;
     return SQLQ_OK;
@@ -305,18 +305,19 @@ bool sqlq_row_json_needs_text(const sqlq_dialect *d, const sqlq_column *c)
     return strncasecmp(t, "date", 4) == 0 || strncasecmp(t, "time", 4) == 0;
 }
 
-/* SQLite affinity of the declared type (lowercase): TEXT affinity (char, clob, text, unless
- * int) turns every REAL it is given into text; every other affinity may hold a REAL. */
-static bool sqlite_may_hold_real(const sqlq_column *c)
+/* With dynamic types (SQLite), the affinity of the declared type (lowercase): TEXT affinity
+ * (char, clob, text, unless int) turns every REAL it is given into text; every other affinity
+ * may hold a REAL. */
+static bool may_hold_real(const sqlq_column *c)
 {
     const char *t = c->type ? c->type : "";
     return !(strstr(t, "char") || strstr(t, "clob") || strstr(t, "text")) || strstr(t, "int");
 }
 
 /* CASE WHEN typeof(p"c") = 'real' THEN quote(p"c") END AS "__sqlq_exact", */
-static sqlq_result exact_sql(const char *prefix, const char *name, sqlq_buf *out)
+static sqlq_result exact_sql(const sqlq_dialect *d, const char *prefix, const char *name,
+                             sqlq_buf *out)
 {
-    const sqlq_dialect *d = &sqlq_dialect_sqlite;
     sqlq_result r = sqlq_buf_printf(out, "CASE WHEN typeof(%s", prefix ? prefix : "");
     if (r == SQLQ_OK)
         r = sqlq_dialect_quote_ident(d, name, out);
@@ -334,13 +335,14 @@ static sqlq_result exact_sql(const char *prefix, const char *name, sqlq_buf *out
 }
 
 /* CAST(p"c" AS text): the server's own text of a date/time (DateStyle ISO, TimeZone UTC). */
-static sqlq_result pg_text_sql(const char *prefix, const sqlq_column *c, sqlq_buf *out)
+static sqlq_result time_text_sql(const sqlq_dialect *d, const char *prefix, const sqlq_column *c,
+                                 sqlq_buf *out)
 {
     sqlq_result r = sqlq_buf_adds(out, "CAST(");
     if (r == SQLQ_OK && prefix)
         r = sqlq_buf_adds(out, prefix);
     if (r == SQLQ_OK)
-        r = sqlq_dialect_quote_ident(&sqlq_dialect_postgres, c->name, out);
+        r = sqlq_dialect_quote_ident(d, c->name, out);
     if (r == SQLQ_OK)
         r = sqlq_buf_adds(out, " AS text)");
     return r;
@@ -350,12 +352,12 @@ sqlq_result sqlq_row_json_select_sql(const sqlq_dialect *d, const char *prefix,
                                      const sqlq_column *c, sqlq_buf *out)
 {
     if (sqlq_row_json_needs_text(d, c)) {
-        sqlq_result r = sqlq_buf_adds(out, "NULL AS \"" SQLQ_ROW_JSON_PG_TEMPORAL "\", ");
-        return r == SQLQ_OK ? pg_text_sql(prefix, c, out) : r;
+        sqlq_result r = sqlq_buf_adds(out, "NULL AS \"" SQLQ_ROW_JSON_TIME_TEXT "\", ");
+        return r == SQLQ_OK ? time_text_sql(d, prefix, c, out) : r;
     }
     sqlq_result r = SQLQ_OK;
-    if (d->dynamic_types && sqlite_may_hold_real(c))
-        r = exact_sql(prefix, c->name, out);
+    if (d->dynamic_types && may_hold_real(c))
+        r = exact_sql(d, prefix, c->name, out);
     if (r == SQLQ_OK && prefix)
         r = sqlq_buf_adds(out, prefix);
     if (r == SQLQ_OK)
@@ -371,7 +373,7 @@ static bool tinyint1(const sqlq_dialect *d, const sqlq_column *c)
 
 bool sqlq_row_json_needs_fixup(const sqlq_dialect *d, const sqlq_column *c)
 {
-    return sqlq_row_json_needs_text(d, c) || (d->dynamic_types && sqlite_may_hold_real(c)) ||
+    return sqlq_row_json_needs_text(d, c) || (d->dynamic_types && may_hold_real(c)) ||
            tinyint1(d, c);
 }
 
@@ -379,7 +381,7 @@ sqlq_result sqlq_row_json_fixup_sql(const sqlq_dialect *d, const char *prefix, c
                                     sqlq_buf *out)
 {
     if (sqlq_row_json_needs_text(d, c))
-        return pg_text_sql(prefix, c, out);
+        return time_text_sql(d, prefix, c, out);
     const char *p = prefix ? prefix : "";
     if (tinyint1(d, c)) { /* 'true'/'false' for 0 and 1, NULL (the number stays) otherwise */
         sqlq_result r = sqlq_buf_printf(out, "CASE %s", p);
@@ -410,7 +412,7 @@ json_t *sqlq_row_json_fixup(const sqlq_dialect *d, const sqlq_column *c, json_t 
         return strcmp(text, "true") == 0 ? json_true() : json_false();
     }
     if (sqlq_row_json_needs_text(d, c)) {
-        json_t *t = sqlq_column_value_pg_temporal(text, strlen(text));
+        json_t *t = sqlq_column_value_time_text(text, strlen(text));
         if (!t)
             return v;
         json_decref(v);

@@ -45,7 +45,7 @@ bool sqlq_row_json_needs_text(const sqlq_dialect *d, const sqlq_column *c);
 /* The select (sqlq_row_json_select_sql) puts a NULL column of this name just before such a
  * text column: row_json reads the next column as a PostgreSQL date/time in text and leaves
  * the marker out of the row. */
-#define SQLQ_ROW_JSON_PG_TEMPORAL "__sqlq_pgtime"
+#define SQLQ_ROW_JSON_TIME_TEXT "__sqlq_pgtime"
 /* SQLite: sqliteodbc hands REAL values over as text with 15 significant digits (0.1 + 0.2 would
  * arrive as 0.3). For a column that may hold REALs (any but TEXT affinity) the select also
  * reads the exact text of a REAL value (quote(col), which round-trips) as a column of this name

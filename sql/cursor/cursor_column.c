@@ -72,8 +72,9 @@ static sqlq_result not_found(const sqlq_table *t, const char *what, const char *
                           what, name, t->name.name, cols);
 }
 
-/* SQLite stores any value in any column: check the stored values fit the declared type. */
-static sqlq_result check_sqlite_values(sqlq_db *db, const sqlq_table *t, const sqlq_keyset_col *c,
+/* With dynamic types (SQLite) any value is stored in any column: check the stored values fit
+ * the declared type. */
+static sqlq_result check_stored_values(sqlq_db *db, const sqlq_table *t, const sqlq_keyset_col *c,
                                        sqlq_error *err)
 {
     sqlq_buf q;
@@ -160,7 +161,7 @@ sqlq_result sqlq_cursor_column_check(sqlq_db *db, const sqlq_table *t, const cha
     size_t n = 1;
     sqlq_result r = check_key(db, t, order, &n, err);
     if (r == SQLQ_OK && sqlq_db_dialect(db)->dynamic_types)
-        r = check_sqlite_values(db, t, &order[0], err);
+        r = check_stored_values(db, t, &order[0], err);
     if (r != SQLQ_OK) {
         free(order);
         return r;

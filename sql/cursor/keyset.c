@@ -102,7 +102,7 @@ static sqlq_result add_ident(const sqlq_dialect *d, const char *name, sqlq_buf *
 }
 
 /* The declared type without a length or precision, if it is a plain type name; else NULL. */
-static const char *plain_type(const char *type, char *buf, size_t size)
+const char *sqlq_keyset_plain_type(const char *type, char *buf, size_t size)
 {
     size_t n = 0;
     for (const char *p = type ? type : ""; *p && *p != '('; p++) {
@@ -118,85 +118,12 @@ static const char *plain_type(const char *type, char *buf, size_t size)
     return n > 0 ? buf : NULL;
 }
 
-sqlq_result sqlq_keyset_value_sql_postgres(const sqlq_keyset_col *c, sqlq_buf *out)
-{
-    sqlq_result r = SQLQ_OK;
-    switch (c->cls) {
-    case SQLQ_VALUE_INT:
-    case SQLQ_VALUE_TEXT:
-    case SQLQ_VALUE_ROWVERSION: return add_ident(&sqlq_dialect_postgres, c->name, out);
-    case SQLQ_VALUE_EXACT:
-        if ((r = sqlq_buf_adds(out, "CAST(")) == SQLQ_OK &&
-            (r = add_ident(&sqlq_dialect_postgres, c->name, out)) == SQLQ_OK)
-            r = sqlq_buf_adds(out, " AS text)");
-        return r;
-    case SQLQ_VALUE_TIMESTAMP:
-        if ((r = sqlq_buf_adds(out, "to_char(")) == SQLQ_OK &&
-            (r = add_ident(&sqlq_dialect_postgres, c->name, out)) == SQLQ_OK)
-            r = sqlq_buf_adds(out, ", 'YYYY-MM-DD\"T\"HH24:MI:SS.US')");
-        return r;
-    case SQLQ_VALUE_TIMESTAMPTZ:
-        if ((r = sqlq_buf_adds(out, "to_char(")) == SQLQ_OK &&
-            (r = add_ident(&sqlq_dialect_postgres, c->name, out)) == SQLQ_OK)
-            r = sqlq_buf_adds(out, " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')");
-        return r;
-    }
-    return SQLQ_E_INVALID;
-}
-
-sqlq_result sqlq_keyset_value_sql_mssql(const sqlq_keyset_col *c, sqlq_buf *out)
-{
-    const sqlq_dialect *d = &sqlq_dialect_mssql;
-    const char *pre = NULL, *post = NULL;
-    switch (c->cls) {
-    case SQLQ_VALUE_INT:
-    case SQLQ_VALUE_TEXT:
-        return add_ident(d, c->name, out);
-    case SQLQ_VALUE_EXACT:
-        pre = "CAST(", post = " AS nvarchar(100))";
-        break;
-    case SQLQ_VALUE_TIMESTAMP:
-        pre = "CONVERT(varchar(33), ", post = ", 126)";
-        break;
-    case SQLQ_VALUE_TIMESTAMPTZ:
-        pre = "CONVERT(varchar(33), CAST(SWITCHOFFSET(";
-        post = ", '+00:00') AS datetime2(7)), 126) + 'Z'";
-        break;
-    case SQLQ_VALUE_ROWVERSION:
-        pre = "CAST(", post = " AS bigint)";
-        break;
-    }
-    if (!pre)
-        return SQLQ_E_INVALID;
-    sqlq_result r = sqlq_buf_adds(out, pre);
-    if (r == SQLQ_OK)
-        r = add_ident(d, c->name, out);
-    if (r == SQLQ_OK)
-        r = sqlq_buf_adds(out, post);
-    return r;
-}
-
 sqlq_result sqlq_keyset_value_sql(const sqlq_dialect *d, const sqlq_keyset_col *c, sqlq_buf *out)
 {
     return d->keyset_value_sql(c, out);
 }
 
-sqlq_result sqlq_keyset_value_sql_sqlite(const sqlq_keyset_col *c, sqlq_buf *out)
-{
-    const sqlq_dialect *d = &sqlq_dialect_sqlite;
-    /* SQLite: integers and text as they are; everything else as its stored text, which is
-     * what the comparison sees (SQLite compares the stored values, not a parsed time). */
-    if (c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_TEXT)
-        return add_ident(d, c->name, out);
-    sqlq_result r = sqlq_buf_adds(out, "CAST(");
-    if (r == SQLQ_OK)
-        r = add_ident(d, c->name, out);
-    if (r == SQLQ_OK)
-        r = sqlq_buf_adds(out, " AS TEXT)");
-    return r;
-}
-
-static sqlq_result cast_param(const char *type, sqlq_buf *out)
+sqlq_result sqlq_keyset_cast_param(const char *type, sqlq_buf *out)
 {
     return sqlq_buf_printf(out, "CAST(? AS %s)", type);
 }
@@ -210,32 +137,6 @@ sqlq_result sqlq_keyset_param_sql_plain(const sqlq_keyset_col *c, sqlq_buf *out)
 {
     (void)c;
     return sqlq_buf_adds(out, "?");
-}
-
-sqlq_result sqlq_keyset_param_sql_postgres(const sqlq_keyset_col *c, sqlq_buf *out)
-{
-    char tbuf[64];
-    const char *t = plain_type(c->type, tbuf, sizeof(tbuf));
-    switch (c->cls) {
-    case SQLQ_VALUE_TIMESTAMP: return cast_param("timestamp", out);
-    case SQLQ_VALUE_TIMESTAMPTZ: return cast_param("timestamptz", out);
-    case SQLQ_VALUE_EXACT: return t ? cast_param(t, out) : sqlq_buf_adds(out, "?");
-    default: return sqlq_buf_adds(out, "?");
-    }
-}
-
-sqlq_result sqlq_keyset_param_sql_mssql(const sqlq_keyset_col *c, sqlq_buf *out)
-{
-    char tbuf[64];
-    const char *t = plain_type(c->type, tbuf, sizeof(tbuf));
-    switch (c->cls) {
-    case SQLQ_VALUE_ROWVERSION: return cast_param("binary(8)", out);
-    case SQLQ_VALUE_TIMESTAMP:
-    case SQLQ_VALUE_TIMESTAMPTZ:
-        /* The column's own type: datetime '…003' and datetime2 '…0030000' differ. */
-        return t ? cast_param(t, out) : sqlq_buf_adds(out, "?");
-    default: return sqlq_buf_adds(out, "?");
-    }
 }
 
 static sqlq_result add_list(const sqlq_dialect *d, const sqlq_keyset_col *cols, size_t n,

@@ -253,7 +253,7 @@ const sqlq_dialect sqlq_dialect_mariadb = {
                          "CONCAT(table_schema, '.', table_name) = ? AND column_name = ?",
     .key_types_sql = "SELECT c.column_name AS n, c.column_type AS t "
                      "FROM information_schema.columns c JOIN (SELECT ? AS q) p ON " NAMED_BY("c"),
-    .key_type = sqlq_catalog_key_type_postgres, /* column_type is DDL text as it stands */
+    .key_type = sqlq_catalog_key_type_as_is, /* column_type is DDL text as it stands */
     .registry_upsert_head = "INSERT INTO ",
     .registry_upsert_tail =
         " (kind, bridge_name, table_name, object_name, created_ms) VALUES (?, ?, ?, ?, " NOW_MS

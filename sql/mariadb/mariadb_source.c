@@ -83,6 +83,7 @@ static const sqlq_change_log_options_sql options = {
     .object_fn = "json_object(",
     .empty = "'{}'",
     .merge = merge,
+    .stale_triggers = SQLQ_CHANGE_LOG_TRIGGER_FAILS,
     .on_duplicate_key = true,
 };
 

@@ -3,9 +3,12 @@
 #include "dialect.h"
 #include "dialect_parts.h"
 #include "cursor_source.h"
+#include "ct_query.h"
 #include "mssql_internal.h"
 
 #include <sqlext.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define NOW_MS "DATEDIFF_BIG(millisecond, '19700101', SYSUTCDATETIME())"
 
@@ -63,6 +66,102 @@ static const char CURSOR_STATE_CREATE[] =
     "lease_expires_ms bigint NOT NULL DEFAULT 0, updated_ms bigint NOT NULL DEFAULT 0, "
     "lag_rule nvarchar(200) NULL, PRIMARY KEY (bridge_name, table_name))";
 
+static char *key_type(json_t *row)
+{
+    const char *t = json_string_value(json_object_get(row, "t"));
+    if (!t)
+        return strdup("");
+    char decl[96];
+    sqlq_ct_type_decl(t, (long)json_integer_value(json_object_get(row, "ml")),
+                      (int)json_integer_value(json_object_get(row, "p")),
+                      (int)json_integer_value(json_object_get(row, "sc")), decl, sizeof(decl));
+    return strdup(decl);
+}
+
+/* SQL Server: no CREATE TABLE IF NOT EXISTS; the table's name is tested with OBJECT_ID. */
+static sqlq_result version_guard_create_sql(const sqlq_dialect *d, const sqlq_table_name *state,
+                                                sqlq_buf *sql)
+{
+    sqlq_buf lit;
+    sqlq_buf_init(&lit, 0);
+    sqlq_result r = sqlq_dialect_quote_table(d, state, &lit);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(sql, "IF OBJECT_ID(N");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_literal(d, sqlq_buf_str(&lit), sql);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_printf(sql,
+                            ", N'U') IS NULL CREATE TABLE %s (target_table NVARCHAR(256) "
+                            "NOT NULL, key_hash CHAR(64) NOT NULL, version BIGINT NOT NULL, "
+                            "PRIMARY KEY (target_table, key_hash))",
+                            sqlq_buf_str(&lit));
+    sqlq_buf_free(&lit);
+    return r;
+}
+
+static sqlq_result keyset_value_sql(const sqlq_keyset_col *c, sqlq_buf *out)
+{
+    const sqlq_dialect *d = &sqlq_dialect_mssql;
+    const char *pre = NULL, *post = NULL;
+    switch (c->cls) {
+    case SQLQ_VALUE_INT:
+    case SQLQ_VALUE_TEXT:
+        return sqlq_dialect_quote_ident(d, c->name, out);
+    case SQLQ_VALUE_EXACT:
+        pre = "CAST(", post = " AS nvarchar(100))";
+        break;
+    case SQLQ_VALUE_TIMESTAMP:
+        pre = "CONVERT(varchar(33), ", post = ", 126)";
+        break;
+    case SQLQ_VALUE_TIMESTAMPTZ:
+        pre = "CONVERT(varchar(33), CAST(SWITCHOFFSET(";
+        post = ", '+00:00') AS datetime2(7)), 126) + 'Z'";
+        break;
+    case SQLQ_VALUE_ROWVERSION:
+        pre = "CAST(", post = " AS bigint)";
+        break;
+    }
+    if (!pre)
+        return SQLQ_E_INVALID;
+    sqlq_result r = sqlq_buf_adds(out, pre);
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_ident(d, c->name, out);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(out, post);
+    return r;
+}
+
+static sqlq_result keyset_param_sql(const sqlq_keyset_col *c, sqlq_buf *out)
+{
+    char tbuf[64];
+    const char *t = sqlq_keyset_plain_type(c->type, tbuf, sizeof(tbuf));
+    switch (c->cls) {
+    case SQLQ_VALUE_ROWVERSION: return sqlq_keyset_cast_param("binary(8)", out);
+    case SQLQ_VALUE_TIMESTAMP:
+    case SQLQ_VALUE_TIMESTAMPTZ:
+        /* The column's own type: datetime '…003' and datetime2 '…0030000' differ. */
+        return t ? sqlq_keyset_cast_param(t, out) : sqlq_buf_adds(out, "?");
+    default: return sqlq_buf_adds(out, "?");
+    }
+}
+
+/* The configuration reference's section on this database (docs/configuration.md). */
+static const char *const CONFIG_DOC[] = {
+    "### SQL Server and Azure SQL with Entra ID",
+    "",
+    "The database connection string is passed to the ODBC driver as written, so Microsoft ODBC "
+    "Driver 18 (in the image built with it) authenticates itself: "
+    "`Driver={ODBC Driver 18 for SQL Server};Server=tcp:SERVER.database.windows.net,1433;"
+    "Database=DB;Encrypt=yes;Authentication=ActiveDirectoryMsi` (managed identity; for a "
+    "user-assigned one add `UID=` its client ID on App Service and Container Instances, else its "
+    "object ID) or `Authentication=ActiveDirectoryServicePrincipal;UID=CLIENT_ID;PWD=SECRET`. The "
+    "driver has no `ActiveDirectoryDefault` and no workload identity; with AKS workload identity "
+    "use a database password (a Secret) for now: handing the driver a token from sqlq's "
+    "provider (`SQL_COPT_SS_ACCESS_TOKEN`, resource `https://database.windows.net/`) is not "
+    "implemented.",
+    "",
+    NULL};
+
 /* What --source picks from, the first for auto. */
 static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_mssql_tracking_source, &sqlq_cursor_change_source,
                                                       NULL};
@@ -71,6 +170,7 @@ const sqlq_dialect sqlq_dialect_mssql = {
     .name = "mssql",
     .title = "SQL Server",
     .dbms_name = "Microsoft SQL Server",
+    .config_doc = CONFIG_DOC,
 
     .session_sql = NULL,
     .serial_writer = false,
@@ -113,7 +213,7 @@ const sqlq_dialect sqlq_dialect_mssql = {
     .key_types_sql = "SELECT c.name AS n, TYPE_NAME(c.user_type_id) AS t, c.max_length AS ml, "
                      "c.precision AS p, c.scale AS sc FROM sys.columns c "
                      "WHERE c.object_id = OBJECT_ID(?)",
-    .key_type = sqlq_catalog_key_type_mssql,
+    .key_type = key_type,
     .registry_upsert_head = "MERGE ",
     .registry_upsert_tail =
         " AS r USING (SELECT ? AS kind, ? AS bridge_name, ? AS table_name, ? AS "
@@ -140,12 +240,12 @@ const sqlq_dialect sqlq_dialect_mssql = {
     .lag_shape = SQLQ_LAG_DATEADD,
     .rowversion = true,
     .row_values = false, /* no row-value comparison: expanded to ORs */
-    .keyset_value_sql = sqlq_keyset_value_sql_mssql,
-    .keyset_param_sql = sqlq_keyset_param_sql_mssql,
+    .keyset_value_sql = keyset_value_sql,
+    .keyset_param_sql = keyset_param_sql,
 
     .upsert_sql = sqlq_upsert_sql_merge,
     .upsert_excluded = NULL, /* MERGE */
     .limit_top = true,
-    .version_guard_create_sql = sqlq_version_guard_create_sql_mssql,
+    .version_guard_create_sql = version_guard_create_sql,
     .version_guard_claim_sql = sqlq_version_guard_claim_sql_merge,
 };

@@ -76,7 +76,7 @@ static sqlq_result trim_log(sqlq_capture_builder *b, sqlq_error *err)
 static void start_now(sqlq_capture_builder *b)
 {
     char seq[72];
-    sqlq_change_log_sequence(b->c->names, seq, sizeof(seq));
+    sqlq_pg_change_log_sequence(b->c->names, seq, sizeof(seq));
     sqlq_sql_text_add(&b->t, "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 "
                              "END FROM ");
     sqlq_cb_obj(b, seq);
@@ -220,7 +220,7 @@ sqlq_result sqlq_pg_capture_sql_sequence(const sqlq_capture_sql *c, bool with_lo
     sqlq_capture_builder b;
     sqlq_cb_init(&b, c, out);
     char seq[72];
-    sqlq_change_log_sequence(c->names, seq, sizeof(seq));
+    sqlq_pg_change_log_sequence(c->names, seq, sizeof(seq));
     sqlq_cb_direct(&b);
     sqlq_sql_text_add(&b.t, "SELECT ");
     if (with_lock) {

@@ -23,12 +23,12 @@ static void dollar_tag(const char *body, char *tag, size_t size)
         snprintf(tag, size, "$sqlq%d$", n);
 }
 
-void sqlq_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t size)
+void sqlq_pg_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t size)
 {
     snprintf(out, size, "ver_%s", n->log_table + strlen("log_"));
 }
 
-void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size)
+void sqlq_pg_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size)
 {
     snprintf(out, size, "sqlq.%s", n->log_table);
 }
@@ -40,7 +40,7 @@ void sqlq_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size
 static void pg_wake_key(const sqlq_catalog_names *n, sqlq_sql_text *q)
 {
     char channel[72];
-    sqlq_change_log_channel(n, channel, sizeof(channel));
+    sqlq_pg_change_log_channel(n, channel, sizeof(channel));
     sqlq_sql_text_add(q, "%d, hashtext(", SQLQ_PG_WAKE_CLASS);
     sqlq_sql_text_literal(q, channel);
     sqlq_sql_text_add(q, ")");
@@ -65,7 +65,7 @@ static void pg_wake_key(const sqlq_catalog_names *n, sqlq_sql_text *q)
 static void pg_notify_sql(const sqlq_log_ctx *c, sqlq_sql_text *body)
 {
     char channel[72];
-    sqlq_change_log_channel(&c->names, channel, sizeof(channel));
+    sqlq_pg_change_log_channel(&c->names, channel, sizeof(channel));
     sqlq_sql_text_add(body, "CASE WHEN " PG_NOTIFY_ON " THEN CASE WHEN "
                             "pg_try_advisory_xact_lock_shared(");
     pg_wake_key(&c->names, body);
@@ -84,11 +84,11 @@ static void pg_wake_try_sql(const sqlq_log_ctx *c, sqlq_sql_text *body)
     sqlq_sql_text_add(body, ") ELSE false END");
 }
 
-sqlq_result sqlq_change_log_pg_arm_sql(const sqlq_dialect *d, const sqlq_catalog_names *n,
+sqlq_result sqlq_pg_change_log_arm_sql(const sqlq_dialect *d, const sqlq_catalog_names *n,
                                        bool lock, char **out, sqlq_error *err)
 {
     char seq[72];
-    sqlq_change_log_sequence(n, seq, sizeof(seq));
+    sqlq_pg_change_log_sequence(n, seq, sizeof(seq));
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, d);
     if (lock) {
@@ -105,7 +105,7 @@ sqlq_result sqlq_change_log_pg_arm_sql(const sqlq_dialect *d, const sqlq_catalog
 static sqlq_result sequence_literal(const sqlq_log_ctx *c, sqlq_sql_text *into, sqlq_error *err)
 {
     char seq[72];
-    sqlq_change_log_sequence(&c->names, seq, sizeof(seq));
+    sqlq_pg_change_log_sequence(&c->names, seq, sizeof(seq));
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
     sqlq_catalog_object(&q, seq);
@@ -117,7 +117,7 @@ static sqlq_result sequence_literal(const sqlq_log_ctx *c, sqlq_sql_text *into, 
     return r;
 }
 
-void sqlq_change_log_pg_row_function(const sqlq_catalog_names *n, char *out, size_t size)
+void sqlq_pg_change_log_row_function(const sqlq_catalog_names *n, char *out, size_t size)
 {
     snprintf(out, size, "%s_row", n->log_function);
 }
@@ -184,7 +184,7 @@ static void pg_wake_declare(sqlq_sql_text *body, const sqlq_log_ctx *c)
 static void pg_wake_notify(sqlq_sql_text *body, const sqlq_log_ctx *c)
 {
     char channel[72];
-    sqlq_change_log_channel(&c->names, channel, sizeof(channel));
+    sqlq_pg_change_log_channel(&c->names, channel, sizeof(channel));
     /* In parentheses: plpgsql ends an IF condition at its first THEN outside them. */
     sqlq_sql_text_add(body, " IF (CASE WHEN sqlq_wake AND FOUND THEN pg_notify(");
     sqlq_sql_text_literal(body, channel);
@@ -285,7 +285,7 @@ static sqlq_result pg_functions(const sqlq_log_ctx *c, sqlq_error *err)
     if (r == SQLQ_OK)
         r = pg_row_body(c, nextval, &row, err);
     char row_fn[72];
-    sqlq_change_log_pg_row_function(&c->names, row_fn, sizeof(row_fn));
+    sqlq_pg_change_log_row_function(&c->names, row_fn, sizeof(row_fn));
     if (r == SQLQ_OK)
         r = pg_function_create(c, c->names.log_function, stmt, err);
     if (r == SQLQ_OK)
@@ -305,7 +305,7 @@ static sqlq_result pg_functions(const sqlq_log_ctx *c, sqlq_error *err)
 static sqlq_result pg_sequence(const sqlq_log_ctx *c, sqlq_error *err)
 {
     char seq[72];
-    sqlq_change_log_sequence(&c->names, seq, sizeof(seq));
+    sqlq_pg_change_log_sequence(&c->names, seq, sizeof(seq));
     bool exists = false;
     sqlq_result r = sqlq_catalog_object_exists(c->db, seq, &exists, err);
     if (r != SQLQ_OK || exists)
@@ -358,11 +358,11 @@ static sqlq_result pg_trigger_drop(const sqlq_log_ctx *c, const char *name, sqlq
  * (REFERENCING NEW TABLE: one upsert per statement instead of a function call and an upsert
  * per row; a transition table takes one event per trigger). An earlier sqlq's <trigger> also
  * fired per inserted row, and ran <function> for every event. */
-sqlq_result sqlq_change_log_pg_trigger(const sqlq_log_ctx *c, bool create, sqlq_error *err)
+sqlq_result sqlq_pg_change_log_trigger(const sqlq_log_ctx *c, bool create, sqlq_error *err)
 {
     char ins[72], row_fn[72];
     snprintf(ins, sizeof(ins), "%s_ins", c->names.trigger);
-    sqlq_change_log_pg_row_function(&c->names, row_fn, sizeof(row_fn));
+    sqlq_pg_change_log_row_function(&c->names, row_fn, sizeof(row_fn));
     sqlq_result r = pg_trigger_drop(c, c->names.trigger, err);
     if (r == SQLQ_OK)
         r = pg_trigger_drop(c, ins, err);
@@ -383,11 +383,11 @@ sqlq_result sqlq_change_log_pg_trigger(const sqlq_log_ctx *c, bool create, sqlq_
     return r;
 }
 
-sqlq_result sqlq_change_log_pg_drop(const sqlq_log_ctx *c, sqlq_error *err)
+sqlq_result sqlq_pg_change_log_drop(const sqlq_log_ctx *c, sqlq_error *err)
 {
     char row_fn[72];
-    sqlq_change_log_pg_row_function(&c->names, row_fn, sizeof(row_fn));
-    sqlq_result r = sqlq_change_log_pg_trigger(c, false, err);
+    sqlq_pg_change_log_row_function(&c->names, row_fn, sizeof(row_fn));
+    sqlq_result r = sqlq_pg_change_log_trigger(c, false, err);
     for (int i = 0; r == SQLQ_OK && i < 2; i++) {
         sqlq_sql_text q;
         sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
@@ -402,7 +402,7 @@ sqlq_result sqlq_change_log_pg_drop(const sqlq_log_ctx *c, sqlq_error *err)
 /* The watched table's SHARE ROW EXCLUSIVE lock (what DROP TRIGGER takes anyway), first: open
  * writers finish before the version sequence is started and the trigger replaced, and this
  * setup takes its locks in the order writers do (table, then log). */
-sqlq_result sqlq_change_log_pg_lock_table(const sqlq_log_ctx *c, sqlq_error *err)
+sqlq_result sqlq_pg_change_log_lock_table(const sqlq_log_ctx *c, sqlq_error *err)
 {
     sqlq_sql_text q;
     sqlq_sql_text_init(&q, sqlq_db_dialect(c->db));
@@ -412,12 +412,12 @@ sqlq_result sqlq_change_log_pg_lock_table(const sqlq_log_ctx *c, sqlq_error *err
     return sqlq_change_log_exec(c->db, &q, err);
 }
 
-sqlq_result sqlq_change_log_pg_install(const sqlq_log_ctx *c, sqlq_error *err)
+sqlq_result sqlq_pg_change_log_install(const sqlq_log_ctx *c, sqlq_error *err)
 {
     sqlq_result r = pg_sequence(c, err);
     if (r == SQLQ_OK)
         r = pg_functions(c, err);
     if (r == SQLQ_OK)
-        r = sqlq_change_log_pg_trigger(c, true, err);
+        r = sqlq_pg_change_log_trigger(c, true, err);
     return r;
 }

@@ -6,6 +6,8 @@
 #include "pg_internal.h"
 
 #include <sqlext.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* clock_timestamp, not now(): the real time even inside a long transaction. */
 #define NOW_MS "CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS bigint)"
@@ -64,6 +66,44 @@ static const char CURSOR_STATE_CREATE[] =
     "lease_owner text, lease_token bigint NOT NULL DEFAULT 0, "
     "lease_expires_ms bigint NOT NULL DEFAULT 0, updated_ms bigint NOT NULL DEFAULT 0, "
     "lag_rule text, PRIMARY KEY (bridge_name, table_name))";
+
+static sqlq_result keyset_value_sql(const sqlq_keyset_col *c, sqlq_buf *out)
+{
+    sqlq_result r = SQLQ_OK;
+    switch (c->cls) {
+    case SQLQ_VALUE_INT:
+    case SQLQ_VALUE_TEXT:
+    case SQLQ_VALUE_ROWVERSION: return sqlq_dialect_quote_ident(&sqlq_dialect_postgres, c->name, out);
+    case SQLQ_VALUE_EXACT:
+        if ((r = sqlq_buf_adds(out, "CAST(")) == SQLQ_OK &&
+            (r = sqlq_dialect_quote_ident(&sqlq_dialect_postgres, c->name, out)) == SQLQ_OK)
+            r = sqlq_buf_adds(out, " AS text)");
+        return r;
+    case SQLQ_VALUE_TIMESTAMP:
+        if ((r = sqlq_buf_adds(out, "to_char(")) == SQLQ_OK &&
+            (r = sqlq_dialect_quote_ident(&sqlq_dialect_postgres, c->name, out)) == SQLQ_OK)
+            r = sqlq_buf_adds(out, ", 'YYYY-MM-DD\"T\"HH24:MI:SS.US')");
+        return r;
+    case SQLQ_VALUE_TIMESTAMPTZ:
+        if ((r = sqlq_buf_adds(out, "to_char(")) == SQLQ_OK &&
+            (r = sqlq_dialect_quote_ident(&sqlq_dialect_postgres, c->name, out)) == SQLQ_OK)
+            r = sqlq_buf_adds(out, " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')");
+        return r;
+    }
+    return SQLQ_E_INVALID;
+}
+
+static sqlq_result keyset_param_sql(const sqlq_keyset_col *c, sqlq_buf *out)
+{
+    char tbuf[64];
+    const char *t = sqlq_keyset_plain_type(c->type, tbuf, sizeof(tbuf));
+    switch (c->cls) {
+    case SQLQ_VALUE_TIMESTAMP: return sqlq_keyset_cast_param("timestamp", out);
+    case SQLQ_VALUE_TIMESTAMPTZ: return sqlq_keyset_cast_param("timestamptz", out);
+    case SQLQ_VALUE_EXACT: return t ? sqlq_keyset_cast_param(t, out) : sqlq_buf_adds(out, "?");
+    default: return sqlq_buf_adds(out, "?");
+    }
+}
 
 /* What --source picks from, the first for auto. */
 static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_pg_log_source, &sqlq_cursor_change_source,
@@ -129,7 +169,7 @@ const sqlq_dialect sqlq_dialect_postgres = {
     .key_types_sql = "SELECT a.attname AS n, format_type(a.atttypid, a.atttypmod) AS t "
                      "FROM pg_attribute a WHERE a.attrelid = to_regclass(CAST(? AS text)) "
                      "AND a.attnum > 0 AND NOT a.attisdropped",
-    .key_type = sqlq_catalog_key_type_postgres,
+    .key_type = sqlq_catalog_key_type_as_is,
     .setup_warn = sqlq_pg_setup_warn,
     .registry_upsert_head = "INSERT INTO ",
     .registry_upsert_tail =
@@ -154,8 +194,8 @@ const sqlq_dialect sqlq_dialect_postgres = {
     .lag_shape = SQLQ_LAG_INTERVAL,
     .rowversion = false,
     .row_values = true,
-    .keyset_value_sql = sqlq_keyset_value_sql_postgres,
-    .keyset_param_sql = sqlq_keyset_param_sql_postgres,
+    .keyset_value_sql = keyset_value_sql,
+    .keyset_param_sql = keyset_param_sql,
 
     .upsert_sql = sqlq_upsert_sql_on_conflict,
     .upsert_excluded = "EXCLUDED.",

@@ -23,15 +23,38 @@ SQLQ_NODISCARD sqlq_result sqlq_pg_capture_sql_bounds(const sqlq_capture_sql *c,
  * first (m_lock) when with_lock: one round trip. */
 SQLQ_NODISCARD sqlq_result sqlq_pg_capture_sql_sequence(const sqlq_capture_sql *c, bool with_lock,
                                                         sqlq_capture_stmt *out, sqlq_error *err);
-/* pg_change_log.c: the triggers (change_log_internal.h). */
+/* pg_change_log.c: the triggers (change_log_internal.h), and what the capture side and the
+ * listener need to know of them. */
+/* The bare name of the log's version sequence: ver_<base> (qualify with
+ * sqlq_catalog_object). Dropped with the log (OWNED BY its version column). */
+void sqlq_pg_change_log_sequence(const sqlq_catalog_names *n, char *out, size_t size);
+/* The notification channel of the log: sqlq.log_<base> (at most 49 bytes, within
+ * PostgreSQL's 63). The trigger signals it with pg_notify, folded to one notification per
+ * transaction, while a bridge is armed (below; not on servers that allow prepared transactions,
+ * unless sqlq.notify = on); a bridge LISTENs on it to poll at once (a hint: polling stays the
+ * truth). */
+void sqlq_pg_change_log_channel(const sqlq_catalog_names *n, char *out, size_t size);
+/* The first half of the log's wake-up lock key, pg_advisory_lock(SQLQ_PG_WAKE_CLASS,
+ * hashtext(<channel>)): 'sqlq' in ASCII. The trigger tries it shared and notifies only when that
+ * fails, that is while a bridge holds or waits for it (docs/capture.md, Wake-ups). */
+#define SQLQ_PG_WAKE_CLASS 1936813169
+/* The last version the log's sequence handed out, as a select-list expression over the
+ * sequence (what the poll's horizon observation and a listener's arm read). */
+#define SQLQ_PG_SEQUENCE_LAST "CASE WHEN is_called THEN last_value ELSE last_value - 1 END"
+/* The statement string a listener arms with (pg_arm.h): `SELECT pg_advisory_lock(<key>);
+ * SELECT <last version> FROM <sequence>`, two results; without lock, the second alone (a peek
+ * at the sequence, a hint that takes no lock). */
+SQLQ_NODISCARD sqlq_result sqlq_pg_change_log_arm_sql(const sqlq_dialect *d,
+                                                      const sqlq_catalog_names *n, bool lock,
+                                                      char **out, sqlq_error *err);
 struct sqlq_log_ctx;
-sqlq_result sqlq_change_log_pg_lock_table(const struct sqlq_log_ctx *c, sqlq_error *err);
-sqlq_result sqlq_change_log_pg_install(const struct sqlq_log_ctx *c, sqlq_error *err);
-sqlq_result sqlq_change_log_pg_trigger(const struct sqlq_log_ctx *c, bool create, sqlq_error *err);
+sqlq_result sqlq_pg_change_log_lock_table(const struct sqlq_log_ctx *c, sqlq_error *err);
+sqlq_result sqlq_pg_change_log_install(const struct sqlq_log_ctx *c, sqlq_error *err);
+sqlq_result sqlq_pg_change_log_trigger(const struct sqlq_log_ctx *c, bool create, sqlq_error *err);
 /* The triggers and both functions (the log table stays). */
-sqlq_result sqlq_change_log_pg_drop(const struct sqlq_log_ctx *c, sqlq_error *err);
+sqlq_result sqlq_pg_change_log_drop(const struct sqlq_log_ctx *c, sqlq_error *err);
 /* The bare name of the row trigger's function: <log function>_row (at most 59 bytes). */
-void sqlq_change_log_pg_row_function(const sqlq_catalog_names *n, char *out, size_t size);
+void sqlq_pg_change_log_row_function(const sqlq_catalog_names *n, char *out, size_t size);
 
 /* The trigger log's state behind a capture (change_source.h): the safe read horizon and the
  * writers holding the log (pg_horizon.h), and the statements that observe them. */

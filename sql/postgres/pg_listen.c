@@ -1,6 +1,6 @@
 #include "pg_listen.h"
 
-#include "change_log.h"
+#include "pg_internal.h"
 #include "conn_string.h"
 #include "log.h"
 #include "pg_arm.h"

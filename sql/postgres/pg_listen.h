@@ -23,7 +23,7 @@ typedef enum {
     SQLQ_PG_LISTEN_DOWN,        /* no connection (reconnecting with back-off): poll as before */
 } sqlq_pg_listen_event;
 
-/* The statements of the wake-up lock (sqlq_change_log_pg_arm_sql): arm takes the lock and
+/* The statements of the wake-up lock (sqlq_pg_change_log_arm_sql): arm takes the lock and
  * reads the version sequence's last value (two results); peek reads that value alone. NULL:
  * listen only. */
 typedef struct sqlq_pg_listen_sql {

@@ -72,6 +72,7 @@ static const sqlq_change_log_options_sql options = {
     .object_fn = "jsonb_build_object(",
     .empty = "CAST('{}' AS jsonb)",
     .merge = merge,
+    .stale_triggers = SQLQ_CHANGE_LOG_TRIGGER_FAILS,
 };
 
 /* ---- the change log ---------------------------------------------------------------------- */
@@ -107,12 +108,12 @@ static sqlq_result installed(const sqlq_log_ctx *c, bool *out, sqlq_error *err)
 static sqlq_result drop(const sqlq_log_ctx *c, bool catalog, bool own_only, sqlq_error *err)
 {
     (void)catalog;
-    return own_only ? sqlq_change_log_pg_trigger(c, false, err) : sqlq_change_log_pg_drop(c, err);
+    return own_only ? sqlq_pg_change_log_trigger(c, false, err) : sqlq_pg_change_log_drop(c, err);
 }
 
 static const sqlq_change_log_ops change_log = {
-    .lock_table = sqlq_change_log_pg_lock_table,
-    .install = sqlq_change_log_pg_install,
+    .lock_table = sqlq_pg_change_log_lock_table,
+    .install = sqlq_pg_change_log_install,
     .drop = drop,
     .installed = installed,
     .legacy_index = true,
@@ -122,7 +123,7 @@ static const sqlq_change_log_ops change_log = {
 static void describe(const sqlq_dialect *d, const sqlq_catalog_names *n, char *out, size_t size)
 {
     char row_fn[72];
-    sqlq_change_log_pg_row_function(n, row_fn, sizeof(row_fn));
+    sqlq_pg_change_log_row_function(n, row_fn, sizeof(row_fn));
     snprintf(out, size, "table %s%s, functions %s%s, %s%s, triggers %s, %s_ins", d->object_prefix,
              n->log_table, d->object_prefix, n->log_function, d->object_prefix, row_fn,
              n->trigger, n->trigger);
@@ -165,7 +166,7 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
 {
     sqlq_result r = sqlq_capture_check_log(cap, user_table, err);
     char seq[72];
-    sqlq_change_log_sequence(&cap->names, seq, sizeof(seq));
+    sqlq_pg_change_log_sequence(&cap->names, seq, sizeof(seq));
     bool ok = false;
     if (r == SQLQ_OK && (r = sqlq_catalog_object_exists(cap->db, seq, &ok, err)) == SQLQ_OK && !ok)
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
@@ -222,12 +223,12 @@ static sqlq_result listen_open(sqlq_capture *cap, const char *db_connection, sql
     const sqlq_dialect *d = sqlq_db_dialect(db);
     sqlq_result rc = sqlq_catalog_names_find(db, &sqlq_capture_table(cap)->name, NULL, &names, err);
     if (rc == SQLQ_OK)
-        rc = sqlq_change_log_pg_arm_sql(d, &names, true, &arm, err);
+        rc = sqlq_pg_change_log_arm_sql(d, &names, true, &arm, err);
     if (rc == SQLQ_OK)
-        rc = sqlq_change_log_pg_arm_sql(d, &names, false, &peek, err);
+        rc = sqlq_pg_change_log_arm_sql(d, &names, false, &peek, err);
     sqlq_pg_listen *listen = NULL;
     if (rc == SQLQ_OK) {
-        sqlq_change_log_channel(&names, channel, sizeof(channel));
+        sqlq_pg_change_log_channel(&names, channel, sizeof(channel));
         sqlq_pg_listen_sql sql = {.arm = arm, .peek = peek};
         rc = sqlq_pg_listen_create(db_connection, channel, &sql, &listen, err);
     }

@@ -7,7 +7,6 @@
 #include "dialect_parts.h"
 
 #include "change_log_options.h"
-#include "ct_query.h"
 #include "table_key.h"
 
 #include <ctype.h>
@@ -437,47 +436,10 @@ sqlq_result sqlq_catalog_check_key(const sqlq_table *t, sqlq_error *err)
 
 /* ---- key column types -------------------------------------------------------------------- */
 
-/* A SQLite declared type pasted into DDL: words, optionally with (n) or (n, m). Anything else
- * (it came from the user's own DDL) is dropped: the column then has no declared type, which
- * in SQLite only changes affinity, and values copied from the log keep their storage class. */
-static bool safe_sqlite_type(const char *t)
-{
-    const char *p = t;
-    while (*p && (isalnum((unsigned char)*p) || *p == '_' || *p == ' '))
-        p++;
-    if (*p == '(') {
-        for (p++; *p && (isdigit((unsigned char)*p) || *p == ',' || *p == ' ' || *p == '+' ||
-                         *p == '-');
-             p++)
-            ;
-        if (*p++ != ')')
-            return false;
-    }
-    return *p == '\0' && strlen(t) < 64;
-}
-
-char *sqlq_catalog_key_type_sqlite(json_t *row)
+char *sqlq_catalog_key_type_as_is(json_t *row)
 {
     const char *t = json_string_value(json_object_get(row, "t"));
-    return strdup(t && safe_sqlite_type(t) ? t : "");
-}
-
-char *sqlq_catalog_key_type_postgres(json_t *row)
-{
-    const char *t = json_string_value(json_object_get(row, "t"));
-    return strdup(t ? t : ""); /* format_type quotes what needs quoting */
-}
-
-char *sqlq_catalog_key_type_mssql(json_t *row)
-{
-    const char *t = json_string_value(json_object_get(row, "t"));
-    if (!t)
-        return strdup("");
-    char decl[96];
-    sqlq_ct_type_decl(t, (long)json_integer_value(json_object_get(row, "ml")),
-                      (int)json_integer_value(json_object_get(row, "p")),
-                      (int)json_integer_value(json_object_get(row, "sc")), decl, sizeof(decl));
-    return strdup(decl);
+    return strdup(t ? t : ""); /* the catalog's text is DDL as it stands (quoted where needed) */
 }
 
 void sqlq_catalog_key_types_free(char **types, size_t n)

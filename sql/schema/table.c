@@ -23,20 +23,6 @@ const char *sqlq_table_describe_sql(const sqlq_dialect *d)
     return d->describe_sql;
 }
 
-sqlq_result sqlq_table_describe_params_sqlite(const sqlq_dialect *d, const sqlq_table_name *name,
-                                              sqlq_buf *quoted, sqlq_param *params, size_t *nparams)
-{
-    (void)d;
-    (void)quoted;
-    const char *schema = name->schema[0] ? name->schema : "main";
-    params[0] = sqlq_param_text(schema);
-    params[1] = sqlq_param_text(name->name);
-    params[2] = sqlq_param_text(name->name);
-    params[3] = sqlq_param_text(schema);
-    *nparams = 4;
-    return SQLQ_OK;
-}
-
 sqlq_result sqlq_table_describe_params_quoted(const sqlq_dialect *d, const sqlq_table_name *name,
                                               sqlq_buf *quoted, sqlq_param *params, size_t *nparams)
 {
@@ -54,39 +40,9 @@ sqlq_result sqlq_table_describe_params(const sqlq_dialect *d, const sqlq_table_n
     return d->describe_params(d, name, quoted, params, nparams);
 }
 
-static bool has(const char *s, const char *word)
-{
-    return strstr(s, word) != NULL;
-}
-
 static bool starts(const char *s, const char *prefix)
 {
     return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-/* SQLite: the declared type decides its affinity by substrings (sqlite.org/datatype3.html);
- * the common names it does not know (bool, date, time, uuid) are checked first. */
-short sqlq_table_sql_type_sqlite(const char *t)
-{
-    if (has(t, "bool"))
-        return SQL_BIT;
-    if (has(t, "timestamp") || has(t, "datetime"))
-        return SQL_TYPE_TIMESTAMP;
-    if (starts(t, "date"))
-        return SQL_TYPE_DATE;
-    if (starts(t, "time"))
-        return SQL_TYPE_TIME;
-    if (has(t, "uuid") || has(t, "guid"))
-        return SQL_GUID;
-    if (has(t, "int"))
-        return has(t, "big") ? SQL_BIGINT : SQL_INTEGER;
-    if (has(t, "char") || has(t, "clob") || has(t, "text"))
-        return SQL_VARCHAR;
-    if (has(t, "blob") || t[0] == '\0')
-        return SQL_VARBINARY;
-    if (has(t, "real") || has(t, "floa") || has(t, "doub"))
-        return SQL_DOUBLE;
-    return SQL_NUMERIC;
 }
 
 /* PostgreSQL (format_type) and SQL Server type names: the longest known name that the type

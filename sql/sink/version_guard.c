@@ -7,27 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* SQL Server: no CREATE TABLE IF NOT EXISTS; the table's name is tested with OBJECT_ID. */
-sqlq_result sqlq_version_guard_create_sql_mssql(const sqlq_dialect *d, const sqlq_table_name *state,
-                                                sqlq_buf *sql)
-{
-    sqlq_buf lit;
-    sqlq_buf_init(&lit, 0);
-    sqlq_result r = sqlq_dialect_quote_table(d, state, &lit);
-    if (r == SQLQ_OK)
-        r = sqlq_buf_adds(sql, "IF OBJECT_ID(N");
-    if (r == SQLQ_OK)
-        r = sqlq_dialect_quote_literal(d, sqlq_buf_str(&lit), sql);
-    if (r == SQLQ_OK)
-        r = sqlq_buf_printf(sql,
-                            ", N'U') IS NULL CREATE TABLE %s (target_table NVARCHAR(256) "
-                            "NOT NULL, key_hash CHAR(64) NOT NULL, version BIGINT NOT NULL, "
-                            "PRIMARY KEY (target_table, key_hash))",
-                            sqlq_buf_str(&lit));
-    sqlq_buf_free(&lit);
-    return r;
-}
-
 sqlq_result sqlq_version_guard_create_sql_if_not_exists(const sqlq_dialect *d,
                                                         const sqlq_table_name *state, sqlq_buf *sql)
 {

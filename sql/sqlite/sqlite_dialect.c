@@ -5,7 +5,10 @@
 #include "cursor_source.h"
 #include "sqlite_internal.h"
 
+#include <ctype.h>
 #include <sqlext.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Integer arithmetic on strftime (%f = SS.SSS): exact milliseconds on every SQLite 3; 'now' is
  * the same instant for the whole statement. */
@@ -51,6 +54,95 @@ static const char CURSOR_STATE_CREATE[] =
     "lease_expires_ms INTEGER NOT NULL DEFAULT 0, updated_ms INTEGER NOT NULL DEFAULT 0, "
     "lag_rule TEXT, PRIMARY KEY (bridge_name, table_name))";
 
+static sqlq_result describe_params(const sqlq_dialect *d, const sqlq_table_name *name,
+                                              sqlq_buf *quoted, sqlq_param *params, size_t *nparams)
+{
+    (void)d;
+    (void)quoted;
+    const char *schema = name->schema[0] ? name->schema : "main";
+    params[0] = sqlq_param_text(schema);
+    params[1] = sqlq_param_text(name->name);
+    params[2] = sqlq_param_text(name->name);
+    params[3] = sqlq_param_text(schema);
+    *nparams = 4;
+    return SQLQ_OK;
+}
+
+static bool has(const char *s, const char *word)
+{
+    return strstr(s, word) != NULL;
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* SQLite: the declared type decides its affinity by substrings (sqlite.org/datatype3.html);
+ * the common names it does not know (bool, date, time, uuid) are checked first. */
+static short sql_type(const char *t)
+{
+    if (has(t, "bool"))
+        return SQL_BIT;
+    if (has(t, "timestamp") || has(t, "datetime"))
+        return SQL_TYPE_TIMESTAMP;
+    if (starts(t, "date"))
+        return SQL_TYPE_DATE;
+    if (starts(t, "time"))
+        return SQL_TYPE_TIME;
+    if (has(t, "uuid") || has(t, "guid"))
+        return SQL_GUID;
+    if (has(t, "int"))
+        return has(t, "big") ? SQL_BIGINT : SQL_INTEGER;
+    if (has(t, "char") || has(t, "clob") || has(t, "text"))
+        return SQL_VARCHAR;
+    if (has(t, "blob") || t[0] == '\0')
+        return SQL_VARBINARY;
+    if (has(t, "real") || has(t, "floa") || has(t, "doub"))
+        return SQL_DOUBLE;
+    return SQL_NUMERIC;
+}
+
+/* A SQLite declared type pasted into DDL: words, optionally with (n) or (n, m). Anything else
+ * (it came from the user's own DDL) is dropped: the column then has no declared type, which
+ * in SQLite only changes affinity, and values copied from the log keep their storage class. */
+static bool safe_type(const char *t)
+{
+    const char *p = t;
+    while (*p && (isalnum((unsigned char)*p) || *p == '_' || *p == ' '))
+        p++;
+    if (*p == '(') {
+        for (p++; *p && (isdigit((unsigned char)*p) || *p == ',' || *p == ' ' || *p == '+' ||
+                         *p == '-');
+             p++)
+            ;
+        if (*p++ != ')')
+            return false;
+    }
+    return *p == '\0' && strlen(t) < 64;
+}
+
+static char *key_type(json_t *row)
+{
+    const char *t = json_string_value(json_object_get(row, "t"));
+    return strdup(t && safe_type(t) ? t : "");
+}
+
+static sqlq_result keyset_value_sql(const sqlq_keyset_col *c, sqlq_buf *out)
+{
+    const sqlq_dialect *d = &sqlq_dialect_sqlite;
+    /* SQLite: integers and text as they are; everything else as its stored text, which is
+     * what the comparison sees (SQLite compares the stored values, not a parsed time). */
+    if (c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_TEXT)
+        return sqlq_dialect_quote_ident(d, c->name, out);
+    sqlq_result r = sqlq_buf_adds(out, "CAST(");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_ident(d, c->name, out);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(out, " AS TEXT)");
+    return r;
+}
+
 /* What --source picks from, the first for auto. */
 static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_sqlite_log_source, &sqlq_cursor_change_source,
                                                       NULL};
@@ -59,6 +151,7 @@ const sqlq_dialect sqlq_dialect_sqlite = {
     .name = "sqlite",
     .title = "SQLite",
     .dbms_name = "SQLite",
+    .file_driver = "sqlite", /* sqliteodbc creates a missing database file */
 
     .session_sql = NULL,
     .serial_writer = true,
@@ -96,7 +189,7 @@ const sqlq_dialect sqlq_dialect_sqlite = {
     .resolve_nparams = 1,
     .column_exists_sql = "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?",
     .key_types_sql = "SELECT name AS n, type AS t FROM pragma_table_info(?)",
-    .key_type = sqlq_catalog_key_type_sqlite,
+    .key_type = key_type,
     .registry_upsert_head = "INSERT INTO ",
     .registry_upsert_tail =
         " (kind, bridge_name, table_name, object_name, created_ms) VALUES (?, ?, ?, ?, " NOW_MS
@@ -105,8 +198,8 @@ const sqlq_dialect sqlq_dialect_sqlite = {
 
     .describe_sql = DESCRIBE_SQL,
     .schema_known_sql = "SELECT count(*) FROM pragma_database_list WHERE name = ?",
-    .describe_params = sqlq_table_describe_params_sqlite,
-    .sql_type = sqlq_table_sql_type_sqlite,
+    .describe_params = describe_params,
+    .sql_type = sql_type,
     .unique_keys_sql = UNIQUE_KEYS_SQL,
 
     .cursor_state_create = CURSOR_STATE_CREATE,
@@ -119,7 +212,7 @@ const sqlq_dialect sqlq_dialect_sqlite = {
     .lag_shape = SQLQ_LAG_JULIANDAY,
     .rowversion = false,
     .row_values = true,
-    .keyset_value_sql = sqlq_keyset_value_sql_sqlite,
+    .keyset_value_sql = keyset_value_sql,
     .keyset_param_sql = sqlq_keyset_param_sql_plain,
 
     .upsert_sql = sqlq_upsert_sql_on_conflict,

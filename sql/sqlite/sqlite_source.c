@@ -38,6 +38,7 @@ static const sqlq_change_log_options_sql options = {
     .object_fn = "json_object(",
     .empty = "'{}'",
     .merge = merge,
+    .stale_triggers = "SQLite refuses to DROP a column the triggers name",
 };
 
 /* ---- the change log ---------------------------------------------------------------------- */
