@@ -218,8 +218,12 @@ static sqlq_result row_change(const parse_ctx *p, const sqlq_msg_change *m, sqlq
     c.row = c.kind == SQLQ_SINK_UPSERT ? m->row : NULL;
     if (r == SQLQ_OK && c.kind == SQLQ_SINK_UPSERT && !c.row) {
         sqlq_error_set(err, SQLQ_E_INVALID, false,
-                       "%s without its row (truncated: the row did not fit in a message); "
-                       "apply it by reading the source row, or raise the bridge's message size",
+                       "%s without its row (truncated: the row is larger than one queue "
+                       "message can carry, 65,536 bytes after base64, the queue service's own "
+                       "limit; --format batch does not help): the sink cannot apply it. Send "
+                       "fewer columns (the bridge's --columns or --exclude-columns), or consume "
+                       "with a handler that does a read-back of the row from the source by its "
+                       "key",
                        op);
         r = defect(err);
     }
