@@ -35,11 +35,14 @@ static const char *const CATALOG_CREATE[] = {
     "table_name varchar(512) NOT NULL, sync_version bigint NOT NULL, "
     "updated_ms bigint NOT NULL, PRIMARY KEY (bridge_name, table_name))" TABLE_OPTIONS,
     /* The change logs' versions: a row whose lock serialises the stamping transactions, so
-     * versions commit in the order they are handed out (docs/capture.md, MariaDB); and the
-     * lease tokens, reserved per poll as on SQLite. */
+     * versions commit in the order they are handed out (docs/capture.md, MariaDB), starting at
+     * the clock in microseconds: a catalog made again after every log was dropped starts above
+     * the versions stamped before (docs/capture.md, Versions); and the lease tokens, reserved
+     * per poll as on SQLite. */
     "CREATE TABLE IF NOT EXISTS sqlq.counter (name varchar(32) NOT NULL PRIMARY KEY, "
     "value bigint NOT NULL)" TABLE_OPTIONS,
-    "INSERT IGNORE INTO sqlq.counter (name, value) VALUES ('version', 0), ('lease_token', 0)",
+    "INSERT IGNORE INTO sqlq.counter (name, value) VALUES ('version', "
+    "CAST(FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000) AS SIGNED)), ('lease_token', 0)",
     NULL};
 
 static const char *const CATALOG_DROP[] = {
