@@ -3,6 +3,7 @@
 #include "capture.h"
 
 #include "capture_internal.h"
+#include "capture_stop.h"
 #include "change_log.h"
 #include "clock.h"
 #include "ct_query.h"
@@ -123,11 +124,13 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
     if (!cap->spec.change_tracking) {
         bool ok = false;
         sqlq_result r = sqlq_change_log_installed(cap->db, cap->table, &ok, err);
-        if (r == SQLQ_OK && !ok)
+        if (r == SQLQ_OK && !ok) {
             r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
                                "the change log of table %s is not installed: run "
                                "`sqlq setup --table %s` first",
                                cap->names.table_key, user_table);
+            sqlq_error_reason(err, SQLQ_STOP_NOT_SET_UP);
+        }
         if (r == SQLQ_OK) /* not a log another table writes to as well */
             r = sqlq_catalog_log_check(cap->db, &cap->names, err);
         char seq[72];

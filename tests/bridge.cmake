@@ -60,5 +60,14 @@ foreach(db ${SQLQ_TEST_DATABASES})
     FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
 endforeach()
 
+# A route that cannot capture (its key changed) still measures its backlog from the log, says
+# why (sqlq_route_stopped, sqlq status), on every database.
+foreach(db ${SQLQ_TEST_DATABASES})
+  add_test(NAME integration.bridge_stopped_route.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_bridge_stopped_route.sh ${db})
+  set_tests_properties(integration.bridge_stopped_route.${db} PROPERTIES LABELS integration TIMEOUT 300
+    FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()
+
 # A body --encoding plain cannot carry: refused before sending, poisoned alone, never an outage.
 sqlq_integration_test(bridge_plain_body FIXTURES azurite postgres TIMEOUT 300)
