@@ -3,6 +3,7 @@
  * sqlq_route_transition pick the next. */
 #include "route_internal.h"
 
+#include "capture_stop.h"
 #include "log.h"
 
 #include <assert.h>
@@ -327,9 +328,12 @@ bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *fa
         return !sqlq_route_stopping(r);
     }
     sqlq_error_clear(&err);
-    if (open_capture(r, &err) != SQLQ_OK)
-        sqlq_route_log_error("capture_open_failed", r, &err), sqlq_route_stop_note(r, &err);
-    else
+    if (open_capture(r, &err) != SQLQ_OK) {
+        sqlq_route_log_error("capture_open_failed", r, &err);
+        sqlq_route_stop_note(r, &err);
+        if (strcmp(err.reason, SQLQ_STOP_STATE_GONE) == 0)
+            return false; /* never started again from start_from: the route ends */
+    } else
         SQLQ_INFO("db_reconnected", "table=%s", r->cfg.table);
     return !sqlq_route_stopping(r);
 }
@@ -352,6 +356,15 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
         sqlq_result rc = r->db ? SQLQ_OK : sqlq_db_connect(r->env.db_connection, &r->db, &e);
         if (rc == SQLQ_OK && !r->cap)
             rc = open_capture(r, &e);
+        /* From now on the state must stay: a reopen (and the renewer's) that finds it gone
+         * stops the route instead of starting afresh. This instance is present from here. */
+        if (rc == SQLQ_OK && !r->ccfg.require_state) {
+            r->ccfg.require_state = true;
+            sqlq_error pe;
+            sqlq_error_clear(&pe);
+            if (sqlq_capture_presence(r->cap, false, &pe) != SQLQ_OK)
+                sqlq_route_log_error("presence_failed", r, &pe);
+        }
         if (rc == SQLQ_OK && !r->renewer)
             rc = sqlq_lease_renewer_start(r->env.db_connection, &r->ccfg, renew_interval_ms(r),
                                           &r->renewer, &e);
@@ -474,7 +487,9 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, sqlq_error *err)
     sqlq_counter_inc(r->m_retry_db);
     if (!sqlq_route_recover_db(r, "poll_failed", &e) && !sqlq_route_stopping(r)) {
         r->fatal = true;
-        if (err && err->code == SQLQ_OK)
+        if (err && err->code == SQLQ_OK && sqlq_route_stopped(r))
+            sqlq_route_stop_error(r, err); /* the state gone, say, not the poll's SQL error */
+        else if (err && err->code == SQLQ_OK)
             *err = e;
     }
     return false;

@@ -39,9 +39,10 @@ static sqlq_result key_changed(const sqlq_capture *cap, const char *was, const c
                cap->bridge, cap->names.table_key, was, now, how);
     sqlq_result r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                           "the key of table %s changed (%s; was: %s; now: %s): its "
-                          "change log is keyed by the old key, so capture cannot go on. Run "
-                          "`sqlq setup --table %s --drop`, then `sqlq setup --table %s` again "
-                          "(changes not yet delivered go with the old log)",
+                          "change log is keyed by the old key, so capture cannot go on. Stop "
+                          "the bridge, run `sqlq setup --table %s --drop --force` (changes not "
+                          "yet delivered go with the old log: it lists them; read them back "
+                          "with a backfill), then `sqlq setup --table %s` again",
                           cap->names.table_key, how, was, now, cap->names.table_key,
                           cap->names.table_key);
     sqlq_error_reason(err, SQLQ_STOP_KEY_CHANGED);

@@ -23,6 +23,10 @@ static const char *const CATALOG_CREATE[] = {
     "CREATE TABLE IF NOT EXISTS sqlq_state (bridge_name TEXT NOT NULL, table_name TEXT NOT NULL, "
     "sync_version INTEGER NOT NULL, updated_ms INTEGER NOT NULL, "
     "PRIMARY KEY (bridge_name, table_name))",
+    /* the bridge instances working on a table (capture_presence.h) */
+    "CREATE TABLE IF NOT EXISTS sqlq_instances (bridge_name TEXT NOT NULL, table_name TEXT NOT "
+    "NULL, instance_id TEXT NOT NULL, seen_until_ms INTEGER NOT NULL, "
+    "PRIMARY KEY (bridge_name, table_name, instance_id))",
     /* version: the floor of the change logs' versions (raised by setup and drop; the triggers
      * of an earlier sqlq bumped it per change), first the clock in microseconds: a catalog made
      * again after every log was dropped starts above the versions those logs handed out
@@ -33,7 +37,8 @@ static const char *const CATALOG_CREATE[] = {
     NULL};
 
 static const char *const CATALOG_DROP[] = {
-    "DROP TABLE IF EXISTS sqlq_cursor_state", "DROP TABLE IF EXISTS sqlq_tables",
+    "DROP TABLE IF EXISTS sqlq_cursor_state", "DROP TABLE IF EXISTS sqlq_instances",
+    "DROP TABLE IF EXISTS sqlq_tables",
     "DROP TABLE IF EXISTS sqlq_state", "DROP TABLE IF EXISTS sqlq_counter", NULL};
 
 static const char DESCRIBE_SQL[] =

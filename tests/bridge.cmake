@@ -69,5 +69,13 @@ foreach(db ${SQLQ_TEST_DATABASES})
     FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
 endforeach()
 
+# setup --drop refuses while a bridge runs or changes are pending; --force; state gone.
+foreach(db ${SQLQ_TEST_DATABASES})
+  add_test(NAME integration.setup_drop_guard.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_setup_drop_guard.sh ${db})
+  set_tests_properties(integration.setup_drop_guard.${db} PROPERTIES LABELS integration TIMEOUT 300
+    FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()
+
 # A body --encoding plain cannot carry: refused before sending, poisoned alone, never an outage.
 sqlq_integration_test(bridge_plain_body FIXTURES azurite postgres TIMEOUT 300)
