@@ -484,6 +484,13 @@ sqlq_result sqlq_backfill_next(sqlq_backfill *bf, sqlq_backfill_page *out, sqlq_
                               "row without a usable version", bf->names.table_key);
     }
     out->count = n;
+    char floor_text[24]; /* kept with the checkpoint: the next page's manifest names it */
+    snprintf(floor_text, sizeof(floor_text), "%lld", (long long)out->floor);
+    out->end.cursor_value = n > 0 ? strdup(floor_text) : NULL;
+    if (n > 0 && !out->end.cursor_value) {
+        sqlq_backfill_page_free(out);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
     out->end.batch_id = bf->cp.batch_id + 1;
     out->end.rows_done = bf->cp.rows_done + (int64_t)n;
     out->end.run_id = bf->cp.run_id;

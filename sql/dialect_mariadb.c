@@ -174,8 +174,10 @@ static sqlq_result mariadb_claim_sql(const sqlq_dialect *d, const sqlq_table_nam
     if (r == SQLQ_OK)
         r = sqlq_dialect_quote_table(d, state, out);
     if (r == SQLQ_OK)
-        r = sqlq_buf_adds(out, " (target_table, key_hash, version) VALUES (?, ?, ?) "
-                               "ON DUPLICATE KEY UPDATE version = "
+        /* key_json first: assignments run left to right, version's changes what follows */
+        r = sqlq_buf_adds(out, " (target_table, key_hash, version, key_json) VALUES (?, ?, ?, ?) "
+                               "ON DUPLICATE KEY UPDATE key_json = IF(VALUES(version) > version, "
+                               "COALESCE(key_json, VALUES(key_json)), key_json), version = "
                                "GREATEST(version, VALUES(version))");
     return r;
 }
