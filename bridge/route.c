@@ -356,15 +356,8 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
         sqlq_result rc = r->db ? SQLQ_OK : sqlq_db_connect(r->env.db_connection, &r->db, &e);
         if (rc == SQLQ_OK && !r->cap)
             rc = open_capture(r, &e);
-        /* From now on the state must stay: a reopen (and the renewer's) that finds it gone
-         * stops the route instead of starting afresh. This instance is present from here. */
-        if (rc == SQLQ_OK && !r->ccfg.require_state) {
-            r->ccfg.require_state = true;
-            sqlq_error pe;
-            sqlq_error_clear(&pe);
-            if (sqlq_capture_presence(r->cap, false, &pe) != SQLQ_OK)
-                sqlq_route_log_error("presence_failed", r, &pe);
-        }
+        if (rc == SQLQ_OK)
+            sqlq_route_opened(r);
         if (rc == SQLQ_OK && !r->renewer)
             rc = sqlq_lease_renewer_start(r->env.db_connection, &r->ccfg, renew_interval_ms(r),
                                           &r->renewer, &e);

@@ -129,7 +129,11 @@ bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *fa
 /* Nothing more to poll now: wait for a hint of a change or the polling interval. */
 void sqlq_route_wait_for_change(sqlq_route *r);
 
-/* route_stopped.c. A permanent failure of the capture (ignored when transient): its reason in
+/* route_stopped.c. The capture opened at start: from now on its state must stay (a reopen,
+ * and the renewer's, that finds it gone stops the route instead of starting afresh), and this
+ * instance is present (capture_presence.h). */
+void sqlq_route_opened(sqlq_route *r);
+/* A permanent failure of the capture (ignored when transient): its reason in
  * sqlq_route_stopped{table,reason} and kept until sqlq_route_stop_clear (a poll succeeded). */
 void sqlq_route_stop_note(sqlq_route *r, const sqlq_error *e);
 void sqlq_route_stop_clear(sqlq_route *r);

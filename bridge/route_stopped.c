@@ -1,5 +1,5 @@
 /* route_stopped: a route whose capture cannot go on (its key changed, its triggers are gone,
- * its state was removed: a permanent failure). It says why, in sqlq_route_stopped{table,reason}
+ * its state was removed: a permanent failure), and what keeps that from being silent. It says why, in sqlq_route_stopped{table,reason}
  * and the log, and keeps measuring its backlog from the change log alone (capture_backlog.h),
  * so sqlq_pending_changes and the oldest change's age go on while nothing is delivered. */
 #include "route_internal.h"
@@ -80,4 +80,15 @@ bool sqlq_route_stop_backlog(sqlq_route *r, double *pending, double *age_s)
     *pending = (double)c.pending;
     *age_s = c.oldest_pending_age_s;
     return true;
+}
+
+void sqlq_route_opened(sqlq_route *r)
+{
+    if (r->ccfg.require_state)
+        return;
+    r->ccfg.require_state = true;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (sqlq_capture_presence(r->cap, false, &e) != SQLQ_OK)
+        sqlq_route_log_error("presence_failed", r, &e);
 }
