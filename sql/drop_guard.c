@@ -94,7 +94,8 @@ void sqlq_drop_guard_text(const json_t *f, char *out, size_t size)
     kind = kind ? kind : "";
     if (strcmp(kind, "instance") == 0)
         snprintf(out, size, "bridge %s: instance %s is working on the table (it renewed its "
-                 "presence within its lease; it counts for %lld s more)", bridge,
+                 "presence within its lease: running, or killed less than a lease ago; it "
+                 "counts for %lld s more)", bridge,
                  json_string_value(json_object_get(f, "instance"))
                      ? json_string_value(json_object_get(f, "instance"))
                      : "?",
