@@ -8,6 +8,7 @@
 #include "config.h"
 #include "db.h"
 #include "log.h"
+#include "setup_guard.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@ typedef struct setup_settings {
     char *table;
     char *bridge_name;
     bool drop;
+    bool force;
     long long retention_days;
     char *source;
     char *cursor_column;
@@ -44,6 +46,10 @@ static const sqlq_setting setup_table[] = {
                       "remove instead: every bridge's sync state and leases of the table, its "
                       "change log and triggers, and sqlq's schema once nothing is left in it "
                       "(change tracking stays on)"),
+    SQLQ_SETTING_BOOL(S, force, "force", NULL, "false",
+                      "with --drop: drop even while a bridge instance works on the table (seen "
+                      "within its lease), holds leases or has changes not delivered yet, which "
+                      "--drop otherwise refuses, naming them; says what it discards"),
     SQLQ_SETTING_INT(S, retention_days, "change_retention_days", "SQLQ_CHANGE_RETENTION_DAYS", "2",
                      1, 3650,
                      "change tracking: CHANGE_RETENTION when setup turns change tracking on for the "
@@ -81,7 +87,7 @@ static const sqlq_setting setup_table[] = {
 
 static const sqlq_config_spec setup_spec = {
     "setup",
-    "sqlq setup --db CONN --table T [--table T2 …] [--key-columns A,B] [--track-columns] [--before-image] [--drop [--bridge-name NAME]]",
+    "sqlq setup --db CONN --table T [--table T2 …] [--key-columns A,B] [--track-columns] [--before-image] [--drop [--bridge-name NAME] [--force]]",
     "Prepare tables for `sqlq bridge`: create sqlq's state tables, and per table install the\n"
     "change log (a log table and row triggers), or on a database that tracks changes itself turn\n"
     "its change tracking on (docs/dialects.md). Safe to run again: existing objects are kept,\n"
@@ -305,6 +311,10 @@ int sqlq_cmd_setup(int argc, char **argv)
             fprintf(stderr, "sqlq setup: key key_columns: '%s' is not allowed with %zu tables (one "
                             "table at a time, or key_columns per route in the config file)\n",
                     s.key_columns, ntables);
+        else if (s.force && !s.drop)
+            rc = SQLQ_EXIT_USAGE,
+            fprintf(stderr, "sqlq setup: --force is for --drop (it drops even what is not "
+                            "delivered yet)\n");
         else if (!route_bools_ok(&res))
             rc = SQLQ_EXIT_USAGE;
         else if ((s.track_columns || s.before_image) && (s.drop || strcmp(s.source, "cursor") == 0))
@@ -336,7 +346,12 @@ int sqlq_cmd_setup(int argc, char **argv)
             sqlq_change_log_options opts = {
                 route_bool_of(&res, tables[i], "track_columns", s.track_columns),
                 route_bool_of(&res, tables[i], "before_image", s.before_image)};
-            int one = setup_one(db, tables[i], key_columns_of(&s, &res, tables[i]), &s, &opts);
+            bool cursor = strcmp(s.source, "cursor") == 0;
+            int one = s.drop && !cursor && sqlq_setup_drop_guard(db, tables[i], s.bridge_name,
+                                                                 s.force) != SQLQ_EXIT_OK
+                          ? SQLQ_EXIT_FAILED
+                          : setup_one(db, tables[i], key_columns_of(&s, &res, tables[i]), &s,
+                                      &opts);
             if (one != SQLQ_EXIT_OK)
                 rc = one;
         }

@@ -426,7 +426,11 @@ sqlq_result sqlq_capture_sql_pending(const sqlq_capture_sql *c, sqlq_capture_stm
     sqlq_cb_changes_from(&b);
     sqlq_cb_lease_join(&b);
     sqlq_sql_text_add(&b.t, " WHERE ");
+    if (c->log_sql->unstamped) /* committed but not stamped yet (version 0) waits too */
+        sqlq_sql_text_add(&b.t, "(%s = 0 OR ", sqlq_cb_ver(&b));
     sqlq_cb_sync_bound(&b, false);
+    if (c->log_sql->unstamped)
+        sqlq_sql_text_add(&b.t, ")");
     sqlq_sql_text_add(&b.t, " AND ");
     sqlq_cb_unprocessed(&b); /* leased counts: not delivered yet (during an outage the backlog grows) */
     return sqlq_cb_done(&b, err);

@@ -75,6 +75,8 @@ typedef struct sqlq_capture_log_sql {
     bool tokens_outside;  /* lease tokens are numbered outside the limited batch (a server that
                            * computes a window over every row before LIMIT) */
     bool on_duplicate_key; /* upserts are INSERT … ON DUPLICATE KEY UPDATE, not ON CONFLICT */
+    bool unstamped;        /* log rows are written with version 0 and versioned later (stamped
+                            * by the poll): those count as pending too */
     const char *direct;    /* prefix of a statement returning one row so that it is sent as it
                             * is ("" when nothing is needed) */
     const char *count_all; /* "count(*)" or the server's 64-bit count */

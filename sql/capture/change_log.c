@@ -347,19 +347,31 @@ sqlq_result sqlq_change_log_installed(sqlq_db *db, const sqlq_table *t, bool *ou
     return c.ops->installed(&c, out, err);
 }
 
-/* The change log's version of the row's key (0 when no logged change touched it), as an
- * expression over the table's row; NULL when the log is not installed. */
-sqlq_result sqlq_change_log_version_sql(sqlq_db *db, const sqlq_table *t,
-                                        const sqlq_catalog_names *n, char **out, sqlq_error *err)
+/* The log's version of the row's key, else the floor F the database gives (0 on a log whose
+ * rows are stamped later: not stamped yet, which F covers too); NULL when the log is not
+ * installed. */
+sqlq_result sqlq_change_log_backfill_version(sqlq_db *db, const sqlq_catalog_names *n,
+                                             const sqlq_table *t, char **out_floor,
+                                             char **out_version, bool *out_param,
+                                             sqlq_error *err)
 {
-    *out = NULL;
+    *out_floor = *out_version = NULL;
+    *out_param = false;
     bool have = false;
     sqlq_result r = sqlq_change_log_installed(db, t, &have, err);
     if (r != SQLQ_OK || !have)
         return r;
-    sqlq_sql_text q;
+    const sqlq_change_source_ops *src = sqlq_change_source_find(n->dialect, SQLQ_SOURCE_CHANGE_LOG);
+    sqlq_sql_text f, q;
+    sqlq_sql_text_init(&f, n->dialect);
+    src->leased->change_log->backfill_floor_sql(&f, n, out_param);
+    r = sqlq_sql_text_take(&f, out_floor, err);
+    if (r != SQLQ_OK)
+        return r;
     sqlq_sql_text_init(&q, n->dialect);
-    sqlq_sql_text_add(&q, "COALESCE((SELECT l." SQLQ_COL_VERSION " FROM ");
+    sqlq_sql_text_add(&q, "COALESCE((SELECT %s FROM ",
+                      src->leased->sql->unstamped ? "NULLIF(l." SQLQ_COL_VERSION ", 0)"
+                                                  : "l." SQLQ_COL_VERSION);
     sqlq_catalog_object(&q, n->log_table);
     sqlq_sql_text_add(&q, " l WHERE ");
     for (size_t i = 0; i < t->nkey; i++) {
@@ -371,8 +383,13 @@ sqlq_result sqlq_change_log_version_sql(sqlq_db *db, const sqlq_table *t,
         sqlq_sql_text_add(&q, ".");
         sqlq_sql_text_ident(&q, name);
     }
-    sqlq_sql_text_add(&q, "), 0)");
-    return sqlq_sql_text_take(&q, out, err);
+    sqlq_sql_text_add(&q, "), %s)", *out_floor);
+    r = sqlq_sql_text_take(&q, out_version, err);
+    if (r != SQLQ_OK) {
+        free(*out_floor);
+        *out_floor = NULL;
+    }
+    return r;
 }
 
 /* What the log keeps beyond the key, as setup reports it. */

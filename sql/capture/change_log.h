@@ -29,10 +29,13 @@ SQLQ_NODISCARD sqlq_result sqlq_change_log_drop(sqlq_db *db, const sqlq_table *t
 /* Whether the triggers and log are present. */
 SQLQ_NODISCARD sqlq_result sqlq_change_log_installed(sqlq_db *db, const sqlq_table *t, bool *out,
                                                      sqlq_error *err);
-/* `sqlq backfill`: the log's version of a row's key as an expression over the table's row (0
- * when no logged change touched it); *out NULL when the log is not installed. */
-SQLQ_NODISCARD sqlq_result sqlq_change_log_version_sql(sqlq_db *db, const sqlq_table *t,
-                                                       const sqlq_catalog_names *n, char **out,
-                                                       sqlq_error *err);
+/* `sqlq backfill` (change_source.h backfill_version): the log's version of a row's key, else
+ * the database's floor F, as expressions over the table's row; NULL when the log is not
+ * installed. */
+SQLQ_NODISCARD sqlq_result sqlq_change_log_backfill_version(sqlq_db *db,
+                                                            const sqlq_catalog_names *n,
+                                                            const sqlq_table *t, char **out_floor,
+                                                            char **out_version, bool *out_param,
+                                                            sqlq_error *err);
 
 #endif

@@ -66,6 +66,8 @@ struct sqlq_change_log_ops {
     /* An index of an earlier sqlq on (version) alone may exist (replaced by setup). */
     bool legacy_index;
     const sqlq_change_log_options_sql *options;
+    /* A backfill's floor F over the log (backfill_version.h), into q; *param: one "?" in it. */
+    void (*backfill_floor_sql)(sqlq_sql_text *q, const sqlq_catalog_names *n, bool *param);
 };
 
 /* The change log of d's databases; NULL when d keeps none. */
@@ -84,7 +86,7 @@ sqlq_result sqlq_change_log_exec(sqlq_db *db, sqlq_sql_text *q, sqlq_error *err)
 #define SQLQ_CHANGE_LOG_SOURCE                                                                     \
     .name = "change_log", .title = "change log", .kind = SQLQ_SOURCE_CHANGE_LOG,                   \
     .install = sqlq_change_log_setup_install, .drop = sqlq_change_log_setup_drop,                  \
-    .installed = sqlq_change_log_installed, .version_sql = sqlq_change_log_version_sql
+    .installed = sqlq_change_log_installed, .backfill_version = sqlq_change_log_backfill_version
 /* What a trigger does when a column it names was dropped or retyped (stale_triggers). */
 #define SQLQ_CHANGE_LOG_TRIGGER_FAILS                                                              \
     "writes that reach a dropped or renamed column, or a value the copy's old type cannot "       \

@@ -151,11 +151,18 @@ typedef struct sqlq_change_source_ops {
     sqlq_result (*installed)(sqlq_db *db, const sqlq_table *t, bool *out, sqlq_error *err);
     /* The objects install makes for a table, for people ("table sqlq.log_t, triggers …"). */
     void (*describe)(const sqlq_dialect *d, const sqlq_catalog_names *n, char *out, size_t size);
-    /* `sqlq backfill`: an SQL expression over the table's row (the table named as it is) for
-     * the version this source gives the row's current state, 0 when no recorded change
-     * touched it; *out NULL when the source is not set up on the table. NULL: none. */
-    sqlq_result (*version_sql)(sqlq_db *db, const sqlq_table *t, const sqlq_catalog_names *n,
-                               char **out, sqlq_error *err);
+    /* `sqlq backfill` (backfill_version.h): select-list expressions over the table's row (the
+     * table named as it is): *out_floor F, a version that outranks every earlier message of a
+     * key and is outranked by every later change, and *out_version, the source's version of
+     * the row's key, else F; *out_param: each holds one "?" for F's value (backfill_floor).
+     * Both NULL when the source is not set up on the table. NULL: the source gives none. */
+    sqlq_result (*backfill_version)(sqlq_db *db, const sqlq_catalog_names *n, const sqlq_table *t,
+                                    char **out_floor, char **out_version, bool *out_param,
+                                    sqlq_error *err);
+    /* Before each page whose F has a parameter: its value; *out_txn when it opened the page's
+     * transaction (it ends after the page's statement). */
+    sqlq_result (*backfill_floor)(sqlq_db *db, const sqlq_catalog_names *n, int64_t *out_floor,
+                                  bool *out_txn, sqlq_error *err);
     /* The change signal (NULL: the route polls at its interval). */
     const sqlq_change_signal_ops *signal;
 } sqlq_change_source_ops;

@@ -81,6 +81,12 @@ struct sqlq_dialect {
     bool names_ignore_case;       /* "Orders" and "orders" name the same table (SQLite) */
     bool key_may_be_null;      /* primary-key columns may hold NULL (SQLite, but for the rowid) */
     const char *object_prefix; /* sqlq's own objects: "sqlq." (schema) or "sqlq_" (prefix) */
+    const char *text_any_length; /* a column type for text of any length ("TEXT") */
+    const char *add_column;      /* ALTER TABLE t <add_column> c type: "ADD COLUMN " or "ADD " */
+    bool create_if_not_exists;   /* CREATE TABLE IF NOT EXISTS (else tested with OBJECT_ID) */
+    /* An INSERT that skips a row whose key exists: head (… INTO), tail after the VALUES list;
+     * head NULL: none (test first, under a lock). */
+    const char *insert_ignore_head, *insert_ignore_tail;
 
     /* ---- time */
     const char *now_ms; /* SQL expression: the database's current time, ms since the epoch, UTC */

@@ -5,6 +5,7 @@
  * of its own, so a trailing "-- comment" cannot swallow the key condition that follows. */
 #include "backfill.h"
 
+#include "backfill_version.h"
 #include "catalog.h"
 #include "change_source.h"
 #include "cursor_column.h"
@@ -33,7 +34,8 @@ struct sqlq_backfill {
     size_t nmap_after;
     sqlq_cursor_state *state;
     sqlq_checkpoint cp;
-    char *version_sql;              /* the __sqlq_version expression */
+    char *version_sql;              /* __sqlq_floor and the __sqlq_version expression */
+    int nfloor;                     /* "?" of the floor in the page's statement, bound first */
     sqlq_keyset_col version_col;    /* cursor mode: the cursor column */
     sqlq_backfill_version_source vsource;
 };
@@ -134,8 +136,6 @@ sqlq_result sqlq_backfill_page_sql(const sqlq_dialect *d, const sqlq_table *t, c
     return r == SQLQ_OK ? r : sqlq_error_set(err, r, false, "cannot build the backfill query");
 }
 
-/* "T"."k1" = alias."k1" AND … (T: the user table, fully qualified, so the user's --where
- * keeps its unqualified column names). */
 /* The cursor column's checkpoint form: its value is the version, as the cursor source sends. */
 static sqlq_result cursor_version_sql(sqlq_backfill *bf, const char *cursor, char **out,
                                       sqlq_error *err)
@@ -157,6 +157,35 @@ static sqlq_result cursor_version_sql(sqlq_backfill *bf, const char *cursor, cha
     return *out ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
 }
 
+/* The change log's or change tracking's version of the key, else the floor that outranks every
+ * earlier message of the key (backfill_version.h), selected first as __sqlq_floor (the page's
+ * floor, for repair manifests) and then as __sqlq_version: "<F> AS __sqlq_floor, <version>". */
+static sqlq_result source_version_sql(sqlq_backfill *bf, bool *have,
+                                      sqlq_backfill_version_source *kind, sqlq_error *err)
+{
+    char *floor = NULL, *v = NULL;
+    bool param = false;
+    sqlq_result r = sqlq_backfill_version_sql(bf->db, &bf->names, bf->table, &floor, &v, &param,
+                                              kind, err);
+    *have = r == SQLQ_OK && v;
+    if (!*have)
+        return r;
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    if (r == SQLQ_OK &&
+        (sqlq_buf_adds(&b, floor) != SQLQ_OK || sqlq_buf_adds(&b, " AS ") != SQLQ_OK ||
+         sqlq_dialect_quote_ident(sqlq_db_dialect(bf->db), SQLQ_BACKFILL_FLOOR_COL, &b) !=
+             SQLQ_OK ||
+         sqlq_buf_printf(&b, ", %s", v) != SQLQ_OK))
+        r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    free(floor);
+    free(v);
+    bf->version_sql = r == SQLQ_OK ? sqlq_buf_take(&b, NULL) : NULL;
+    sqlq_buf_free(&b);
+    bf->nfloor = param ? 2 : 0;
+    return r;
+}
+
 /* Which version the rows carry (docs/messages.md, "Versions"): the cursor value with
  * cursor_column, else the change log's or change tracking's version of the key, else 0. */
 static sqlq_result choose_version(sqlq_backfill *bf, const sqlq_backfill_config *cfg,
@@ -166,17 +195,11 @@ static sqlq_result choose_version(sqlq_backfill *bf, const sqlq_backfill_config 
         bf->vsource = SQLQ_BACKFILL_VERSION_CURSOR;
         return cursor_version_sql(bf, cfg->cursor_column, &bf->version_sql, err);
     }
-    /* The version the database's default source gives a row (change log, change tracking). */
-    const sqlq_change_source_ops *src =
-        sqlq_change_source_find(sqlq_db_dialect(bf->db), SQLQ_SOURCE_AUTO);
-    sqlq_result r = SQLQ_OK;
-    if (src && src->version_sql)
-        r = src->version_sql(bf->db, bf->table, &bf->names, &bf->version_sql, err);
-    bool have = r == SQLQ_OK && bf->version_sql;
-    if (have)
-        bf->vsource = src->kind == SQLQ_SOURCE_CHANGE_TRACKING
-                          ? SQLQ_BACKFILL_VERSION_CHANGE_TRACKING
-                          : SQLQ_BACKFILL_VERSION_CHANGE_LOG;
+    bool have = false;
+    sqlq_backfill_version_source kind = SQLQ_BACKFILL_VERSION_NONE;
+    sqlq_result r = source_version_sql(bf, &have, &kind, err);
+    if (r == SQLQ_OK && have)
+        bf->vsource = kind;
     if (r == SQLQ_OK && !have)
         SQLQ_WARN("backfill_version_zero",
                   "table=%s note=\"no change log, change tracking or --cursor-column: every row "
@@ -380,9 +403,13 @@ static sqlq_result take_row(sqlq_backfill *bf, json_t *row, sqlq_backfill_page *
             ok = cv && !json_is_null(cv) && json_array_append(ckey, cv) == 0;
         json_object_del(row, alias);
     }
-    int64_t version = 0;
+    int64_t version = 0, floor = 0;
     ok = ok && row_version(bf, json_object_get(row, SQLQ_BACKFILL_VERSION_COL), &version);
     json_object_del(row, SQLQ_BACKFILL_VERSION_COL);
+    json_t *fv = json_object_get(row, SQLQ_BACKFILL_FLOOR_COL);
+    if (ok && fv && row_version(bf, fv, &floor) && floor > out->floor)
+        out->floor = floor; /* one value for the whole statement */
+    json_object_del(row, SQLQ_BACKFILL_FLOOR_COL);
     ok = ok && json_array_append_new(out->keys, key) == 0 &&
          json_array_append(out->rows, row) == 0 &&
          json_array_append_new(out->versions, json_integer((json_int_t)version)) == 0;
@@ -399,20 +426,31 @@ sqlq_result sqlq_backfill_next(sqlq_backfill *bf, sqlq_backfill_page *out, sqlq_
 {
     memset(out, 0, sizeof(*out));
     bool after = bf->cp.key != NULL;
-    sqlq_param params[2 * MAX_KEY];
+    sqlq_param params[2 * MAX_KEY + 2];
+    size_t np = (size_t)bf->nfloor; /* the floor's "?", bound first */
     sqlq_result r = SQLQ_OK;
     for (size_t i = 0; after && r == SQLQ_OK && i < bf->nmap_after; i++) {
         const json_t *v = json_array_get(bf->cp.key, bf->map_after[i]);
-        r = v ? sqlq_keyset_param(&bf->order[bf->map_after[i]], v, &params[i], err)
+        r = v ? sqlq_keyset_param(&bf->order[bf->map_after[i]], v, &params[np + i], err)
               : sqlq_error_set(err, SQLQ_E_PARSE, false, "stored backfill checkpoint of %s does "
                                "not match its key", bf->names.table_key);
     }
+    int64_t floor = 0;
+    bool txn = false;
+    if (r == SQLQ_OK && bf->nfloor > 0)
+        r = sqlq_backfill_floor_begin(bf->db, &bf->names, &floor, &txn, err);
+    for (size_t i = 0; i < np; i++)
+        params[i] = sqlq_param_int(floor);
     json_t *rows = NULL;
     if (r == SQLQ_OK)
         r = sqlq_db_query(bf->db, after ? bf->sql_after : bf->sql_first, params,
-                          after ? bf->nmap_after : 0, &rows, err);
-    if (r != SQLQ_OK)
+                          np + (after ? bf->nmap_after : 0), &rows, err);
+    if (txn && sqlq_backfill_floor_end(bf->db, r == SQLQ_OK, err) != SQLQ_OK && r == SQLQ_OK)
+        r = err ? err->code : SQLQ_E_SQL;
+    if (r != SQLQ_OK) {
+        json_decref(rows);
         return r;
+    }
     size_t n = json_array_size(rows);
     out->keys = json_array();
     out->rows = json_array();
@@ -428,6 +466,13 @@ sqlq_result sqlq_backfill_next(sqlq_backfill *bf, sqlq_backfill_page *out, sqlq_
                               "row without a usable version", bf->names.table_key);
     }
     out->count = n;
+    char floor_text[24]; /* kept with the checkpoint: the next page's manifest names it */
+    snprintf(floor_text, sizeof(floor_text), "%lld", (long long)out->floor);
+    out->end.cursor_value = n > 0 ? strdup(floor_text) : NULL;
+    if (n > 0 && !out->end.cursor_value) {
+        sqlq_backfill_page_free(out);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
     out->end.batch_id = bf->cp.batch_id + 1;
     out->end.rows_done = bf->cp.rows_done + (int64_t)n;
     out->end.run_id = bf->cp.run_id;

@@ -122,6 +122,7 @@ const sqlq_capture_log_sql sqlq_mariadb_log_sql = {
     .reserve_tokens = true,
     .tokens_outside = true,
     .on_duplicate_key = true,
+    .unstamped = true,
     .direct = "",
     .count_all = "count(*)",
     .source_objects = 3,

@@ -107,12 +107,42 @@ static sqlq_result installed(const sqlq_log_ctx *c, bool *out, sqlq_error *err)
     return sqlq_change_log_stamped_installed(c->db, &c->names, out, err);
 }
 
+/* A version of its own from the stamp counter, taken in the page's transaction
+ * (backfill_floor), which holds the counter's lock to its end: above every stamped version,
+ * below every later stamp (also for a change committed but not stamped yet). */
+static void backfill_floor_sql(sqlq_sql_text *q, const sqlq_catalog_names *n, bool *param)
+{
+    (void)n;
+    *param = true;
+    sqlq_sql_text_add(q, "CAST(? AS SIGNED)");
+}
+
+static sqlq_result backfill_floor(sqlq_db *db, const sqlq_catalog_names *n, int64_t *out,
+                                  bool *out_txn, sqlq_error *err)
+{
+    (void)n;
+    sqlq_result r = sqlq_db_begin(db, err);
+    if (r != SQLQ_OK)
+        return r;
+    *out_txn = true;
+    r = sqlq_db_exec(db, "UPDATE sqlq.counter SET value = LAST_INSERT_ID(value + 1) WHERE "
+                         "name = 'version'", NULL, 0, NULL, err);
+    if (r == SQLQ_OK)
+        r = sqlq_db_query_int(db, "SELECT LAST_INSERT_ID()", NULL, 0, out, err);
+    if (r != SQLQ_OK) {
+        sqlq_db_rollback(db);
+        *out_txn = false;
+    }
+    return r;
+}
+
 static const sqlq_change_log_ops change_log = {
     .install = install,
     .drop = drop,
     .installed = installed,
     .legacy_index = false, /* no log of an earlier sqlq */
     .options = &options,
+    .backfill_floor_sql = backfill_floor_sql,
 };
 
 static void describe(const sqlq_dialect *d, const sqlq_catalog_names *n, char *out, size_t size)
@@ -145,4 +175,5 @@ const sqlq_change_source_ops sqlq_mariadb_log_source = {
     SQLQ_CHANGE_LOG_SOURCE,
     .leased = &leased,
     .describe = describe,
+    .backfill_floor = backfill_floor,
 };

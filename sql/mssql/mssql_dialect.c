@@ -24,10 +24,16 @@ static const char *const CATALOG_CREATE[] = {
     "PRIMARY KEY (bridge_name, table_name))",
     "IF OBJECT_ID(N'sqlq.lease_token', N'SO') IS NULL "
     "CREATE SEQUENCE sqlq.lease_token AS bigint START WITH 1",
+    /* no primary key: three columns would pass the 900 bytes of a clustered key; each
+     * instance writes only its own row */
+    "IF OBJECT_ID(N'sqlq.instances', N'U') IS NULL CREATE TABLE sqlq.instances ("
+    "bridge_name nvarchar(128) NOT NULL, table_name nvarchar(300) NOT NULL, "
+    "instance_id nvarchar(128) NOT NULL, seen_until_ms bigint NOT NULL)",
     NULL};
 
 static const char *const CATALOG_DROP[] = {
     "IF OBJECT_ID(N'sqlq.cursor_state', N'U') IS NOT NULL DROP TABLE sqlq.cursor_state",
+    "IF OBJECT_ID(N'sqlq.instances', N'U') IS NOT NULL DROP TABLE sqlq.instances",
     "IF OBJECT_ID(N'sqlq.tables', N'U') IS NOT NULL DROP TABLE sqlq.tables",
     "IF OBJECT_ID(N'sqlq.state', N'U') IS NOT NULL DROP TABLE sqlq.state",
     "IF OBJECT_ID(N'sqlq.lease_token', N'SO') IS NOT NULL DROP SEQUENCE sqlq.lease_token",
@@ -93,7 +99,7 @@ static sqlq_result version_guard_create_sql(const sqlq_dialect *d, const sqlq_ta
         r = sqlq_buf_printf(sql,
                             ", N'U') IS NULL CREATE TABLE %s (target_table NVARCHAR(256) "
                             "NOT NULL, key_hash CHAR(64) NOT NULL, version BIGINT NOT NULL, "
-                            "PRIMARY KEY (target_table, key_hash))",
+                            "key_json NVARCHAR(MAX) NULL, PRIMARY KEY (target_table, key_hash))",
                             sqlq_buf_str(&lit));
     sqlq_buf_free(&lit);
     return r;
@@ -193,6 +199,11 @@ const sqlq_dialect sqlq_dialect_mssql = {
     .names_ignore_case = false,
     .key_may_be_null = false,
     .object_prefix = "sqlq.",
+    .text_any_length = "NVARCHAR(MAX)",
+    .add_column = "ADD ",
+    .create_if_not_exists = false,
+    .insert_ignore_head = NULL,
+    .insert_ignore_tail = NULL,
 
     .now_ms = NOW_MS,
 

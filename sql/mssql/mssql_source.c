@@ -211,13 +211,16 @@ static sqlq_result drop(sqlq_db *db, sqlq_source_setup *s, sqlq_error *err)
     return r;
 }
 
-/* The version of the row's last tracked change; 0 when none; NULL when change tracking is off
- * on the table. */
-static sqlq_result version_sql(sqlq_db *db, const sqlq_table *t, const sqlq_catalog_names *names,
-                               char **out, sqlq_error *err)
+/* One below the oldest version change tracking still keeps (what is cleaned up is below it,
+ * and change tracking's versions are commit versions), and the version of the row's last
+ * tracked change, else that floor; NULL when change tracking is off on the table. */
+static sqlq_result backfill_version(sqlq_db *db, const sqlq_catalog_names *names,
+                                    const sqlq_table *t, char **out_floor, char **out_version,
+                                    bool *out_param, sqlq_error *err)
 {
     (void)names;
-    *out = NULL;
+    *out_floor = *out_version = NULL;
+    *out_param = false;
     sqlq_buf name;
     sqlq_buf_init(&name, 0);
     sqlq_result r = sqlq_dialect_quote_table(sqlq_db_dialect(db), &t->name, &name);
@@ -227,10 +230,19 @@ static sqlq_result version_sql(sqlq_db *db, const sqlq_table *t, const sqlq_cata
         r = sqlq_db_query_int(db, "SELECT count(*) FROM sys.change_tracking_tables WHERE "
                                   "object_id = OBJECT_ID(?)",
                               &p, 1, &n, err);
+    sqlq_sql_text f, q;
+    sqlq_sql_text_init(&f, sqlq_db_dialect(db));
+    sqlq_sql_text_add(&f, "(CHANGE_TRACKING_MIN_VALID_VERSION(OBJECT_ID(");
+    sqlq_sql_text_literal(&f, sqlq_buf_str(&name));
+    sqlq_sql_text_add(&f, ")) - 1)");
     sqlq_buf_free(&name);
-    if (r != SQLQ_OK || n == 0)
+    if (r != SQLQ_OK || n == 0) {
+        sqlq_sql_text_free(&f);
         return r;
-    sqlq_sql_text q;
+    }
+    r = sqlq_sql_text_take(&f, out_floor, err);
+    if (r != SQLQ_OK)
+        return r;
     sqlq_sql_text_init(&q, sqlq_db_dialect(db));
     sqlq_sql_text_add(&q, "COALESCE((SELECT ct.SYS_CHANGE_VERSION FROM CHANGETABLE(VERSION ");
     sqlq_sql_text_table(&q, &t->name);
@@ -246,8 +258,13 @@ static sqlq_result version_sql(sqlq_db *db, const sqlq_table *t, const sqlq_cata
         sqlq_sql_text_add(&q, ".");
         sqlq_sql_text_ident(&q, t->columns[t->key[i]].name);
     }
-    sqlq_sql_text_add(&q, ")) AS ct), 0)");
-    return sqlq_sql_text_take(&q, out, err);
+    sqlq_sql_text_add(&q, ")) AS ct), %s)", *out_floor);
+    r = sqlq_sql_text_take(&q, out_version, err);
+    if (r != SQLQ_OK) {
+        free(*out_floor);
+        *out_floor = NULL;
+    }
+    return r;
 }
 
 /* ---- the source -------------------------------------------------------------------------- */
@@ -270,5 +287,5 @@ const sqlq_change_source_ops sqlq_mssql_tracking_source = {
     .install = install,
     .drop = drop,
     .no_before_image = NO_BEFORE_IMAGE,
-    .version_sql = version_sql,
+    .backfill_version = backfill_version,
 };

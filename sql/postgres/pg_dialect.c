@@ -20,10 +20,14 @@ static const char *const CATALOG_CREATE[] = {
     "CREATE TABLE IF NOT EXISTS sqlq.state (bridge_name text NOT NULL, table_name text NOT NULL, "
     "sync_version bigint NOT NULL, updated_ms bigint NOT NULL, "
     "PRIMARY KEY (bridge_name, table_name))",
+    "CREATE TABLE IF NOT EXISTS sqlq.instances (bridge_name text NOT NULL, table_name text NOT "
+    "NULL, instance_id text NOT NULL, seen_until_ms bigint NOT NULL, "
+    "PRIMARY KEY (bridge_name, table_name, instance_id))",
     "CREATE SEQUENCE IF NOT EXISTS sqlq.lease_token", NULL};
 
 static const char *const CATALOG_DROP[] = {
-    "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.tables",
+    "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.instances",
+    "DROP TABLE IF EXISTS sqlq.tables",
     "DROP TABLE IF EXISTS sqlq.state",        "DROP SEQUENCE IF EXISTS sqlq.lease_token",
     /* Only when empty: other objects in schema sqlq are not sqlq's to drop (nor an error). */
     "DO $$BEGIN IF NOT EXISTS (SELECT 1 FROM pg_depend d JOIN pg_namespace n ON n.oid = "
@@ -148,6 +152,11 @@ const sqlq_dialect sqlq_dialect_postgres = {
     .names_ignore_case = false,
     .key_may_be_null = false,
     .object_prefix = "sqlq.",
+    .text_any_length = "TEXT",
+    .add_column = "ADD COLUMN ",
+    .create_if_not_exists = true,
+    .insert_ignore_head = "INSERT INTO ",
+    .insert_ignore_tail = " ON CONFLICT DO NOTHING",
 
     .now_ms = NOW_MS,
 

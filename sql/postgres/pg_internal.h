@@ -75,6 +75,12 @@ void sqlq_pg_writers_report(sqlq_capture *cap, uint64_t now_ms);
  * state, age_s, gid for a prepared transaction), oldest first. */
 sqlq_result sqlq_pg_writers_describe(sqlq_capture *cap, json_t **out, sqlq_error *err);
 
+/* pg_backfill.c: a backfill's floor over the trigger log (the change log's backfill_floor_sql
+ * and the source's backfill_floor). */
+void sqlq_pg_backfill_floor_sql(sqlq_sql_text *q, const sqlq_catalog_names *n, bool *param);
+sqlq_result sqlq_pg_backfill_floor(sqlq_db *db, const sqlq_catalog_names *n, int64_t *out,
+                                   bool *out_txn, sqlq_error *err);
+
 /* pg_setup.c: the dialect's setup_warn (a role named like sqlq's schema). */
 void sqlq_pg_setup_warn(sqlq_db *db);
 

@@ -118,6 +118,7 @@ static const sqlq_change_log_ops change_log = {
     .installed = installed,
     .legacy_index = true,
     .options = &options,
+    .backfill_floor_sql = sqlq_pg_backfill_floor_sql,
 };
 
 static void describe(const sqlq_dialect *d, const sqlq_catalog_names *n, char *out, size_t size)
@@ -307,5 +308,6 @@ const sqlq_change_source_ops sqlq_pg_log_source = {
     SQLQ_CHANGE_LOG_SOURCE,
     .leased = &leased,
     .describe = describe,
+    .backfill_floor = sqlq_pg_backfill_floor,
     .signal = &notify,
 };

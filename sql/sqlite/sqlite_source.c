@@ -6,6 +6,7 @@
 
 #include "capture_internal.h"
 #include "change_log.h"
+#include "backfill_version.h"
 #include "change_log_internal.h"
 #include "clock.h"
 
@@ -59,6 +60,22 @@ static sqlq_result installed(const sqlq_log_ctx *c, bool *out, sqlq_error *err)
     return r;
 }
 
+/* The log's newest version, or the floor its triggers count from (one writer at a time: every
+ * change visible to the page's statement is at or below it, every later one above). */
+static void backfill_floor_sql(sqlq_sql_text *q, const sqlq_catalog_names *n, bool *param)
+{
+    *param = false;
+    char row[SQLQ_TABLE_KEY_MAX + 8];
+    snprintf(row, sizeof(row), SQLQ_BACKFILL_FLOOR_ROW "%s", n->table_key);
+    sqlq_sql_text_add(q, "max(coalesce((SELECT max(" SQLQ_COL_VERSION ") FROM ");
+    sqlq_catalog_object(q, n->log_table);
+    sqlq_sql_text_add(q, "), 0), coalesce((SELECT value FROM ");
+    sqlq_catalog_object(q, "counter");
+    sqlq_sql_text_add(q, " WHERE name = ");
+    sqlq_sql_text_literal(q, row);
+    sqlq_sql_text_add(q, "), 0))");
+}
+
 static const sqlq_change_log_ops change_log = {
     .install = sqlq_change_log_sqlite_install,
     .drop = sqlq_change_log_sqlite_drop,
@@ -66,6 +83,7 @@ static const sqlq_change_log_ops change_log = {
     .born_since_null = true,
     .legacy_index = true,
     .options = &options,
+    .backfill_floor_sql = backfill_floor_sql,
 };
 
 static void describe(const sqlq_dialect *d, const sqlq_catalog_names *n, char *out, size_t size)
