@@ -27,7 +27,10 @@ runtime_pkgs=(libcurl4 libssl3 libjansson4 libexpat1 libmicrohttpd12 libpq5 unix
 build_pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev libjansson-dev
     libexpat1-dev libmicrohttpd-dev libpq-dev unixodbc-dev libcmocka-dev)
 # clang + its sanitizer/libFuzzer runtime: scripts/fuzz.sh (run by scripts/test.sh after ctest).
-test_pkgs=(postgresql mariadb-server sqlite3 nodejs npm curl procps clang libclang-rt-14-dev)
+# chromium: the browser the console tests drive (playwright-core, pinned in package-lock.json,
+# never downloads one); prometheus: promtool checks the alert rules in docker/monitoring/.
+test_pkgs=(postgresql mariadb-server sqlite3 nodejs npm curl procps clang libclang-rt-14-dev
+    chromium prometheus)
 
 case "$mode" in
     runtime) pkgs=("${runtime_pkgs[@]}") ;;
