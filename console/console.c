@@ -355,7 +355,7 @@ static void serve_post(sqlq_console *c, struct MHD_Connection *conn, const char 
 static bool public_path(const char *url)
 {
     return strcmp(url, "/login") == 0 || strcmp(url, "/login.html") == 0 ||
-           strcmp(url, "/console.css") == 0;
+           strcmp(url, "/console.css") == 0 || strcmp(url, "/favicon.svg") == 0;
 }
 
 static void handle(sqlq_console *c, struct MHD_Connection *conn, const char *url,

@@ -203,6 +203,8 @@ function showReport(body) {
 }
 
 async function act(action, kind, extra) {
+  $('report').hidden = true;
+  $('report').replaceChildren();
   const payload = Object.assign({ queue: $('poison-queue').value, dry_run: $('dry-run').checked }, selection(kind), extra || {});
   if (payload.ids && payload.ids.length === 0) { showReport({ error: 'select messages first' }); return; }
   const { body } = await post('/api/poison/' + action, payload);
@@ -212,6 +214,8 @@ async function act(action, kind, extra) {
 }
 
 async function exportJsonl(kind) {
+  $('report').hidden = true;
+  $('report').replaceChildren();
   const payload = Object.assign({ queue: $('poison-queue').value }, kind === 'selected' ? { ids: [...state.selected] } : { all: true });
   const { status, body, res } = await post('/api/poison/export', payload);
   if (status !== 200) { showReport({ error: body.error || String(status) }); return; }
