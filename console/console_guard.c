@@ -129,7 +129,7 @@ enum MHD_Result console_guard_send(struct MHD_Connection *conn, console_reply *r
     if (ok == MHD_YES)
         ok = add(resp, "X-Frame-Options", "DENY");
     if (ok == MHD_YES)
-        ok = add(resp, "Referrer-Policy", "no-referrer");
+        ok = add(resp, "Referrer-Policy", "same-origin"); /* no-referrer makes form posts send Origin: null */
     if (ok == MHD_YES)
         ok = add(resp, "Cross-Origin-Opener-Policy", "same-origin");
     if (ok == MHD_YES)

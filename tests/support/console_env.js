@@ -131,7 +131,9 @@ function run(args, env) {
 
 async function cleanup() {
   for (const f of cleanups.reverse()) {
+    const t0 = Date.now();
     try { await f(); } catch (e) { /* best effort */ }
+    if (process.env.SQLQ_CONSOLE_TRACE) console.log("cleanup " + (Date.now() - t0) + " ms: " + String(f).slice(0, 60));
   }
 }
 
