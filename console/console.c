@@ -328,6 +328,8 @@ static void serve_get(sqlq_console *c, struct MHD_Connection *conn, const char *
         console_api_queues(c, r);
     else if (strcmp(url, "/api/poison") == 0)
         serve_poison(c, conn, r);
+    else if (strcmp(url, "/metrics") == 0)
+        console_api_metrics(c, r);
     else if (!serve_asset(strcmp(url, "/") == 0 ? "/index.html" : url, r))
         console_reply_error(r, MHD_HTTP_NOT_FOUND, "not found");
 }

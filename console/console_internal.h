@@ -74,6 +74,10 @@ void console_api_session(sqlq_console *c, console_reply *r);
 void console_api_routes(sqlq_console *c, console_reply *r);
 void console_api_queues(sqlq_console *c, console_reply *r);
 void console_api_poison(sqlq_console *c, const console_filter *f, console_reply *r);
+/* Prometheus text: sqlq_queue_approximate_messages{queue} of each routed queue and its poison
+ * queue, sqlq_queue_credential_refused{queue} and sqlq_queue_unreachable{queue} of each routed
+ * queue, read at each scrape. */
+void console_api_metrics(sqlq_console *c, console_reply *r);
 
 /* console_action.c: POST /api/poison/{requeue,purge,export} with a JSON body. */
 void console_action(sqlq_console *c, const char *name, const char *body, size_t len,

@@ -1,12 +1,14 @@
 /* console_pages: the JSON the console's pages read: the session (anti-CSRF token, routes,
  * read-only), the routes with the status report and why delivery is held back, the routed
- * queues' counts, and a poison queue's messages (a peek: nothing changes). */
+ * queues' counts, and a poison queue's messages (a peek: nothing changes); and /metrics, the
+ * routed queues' counts and reachability for Prometheus. */
 #include "console_internal.h"
 
 #include "buf.h"
 #include "catalog.h"
 #include "codec.h"
 #include "log.h"
+#include "metrics.h"
 #include "poison.h"
 #include "poison_envelope.h"
 #include "poison_match.h"
@@ -368,4 +370,67 @@ void console_api_poison(sqlq_console *c, const console_filter *f, console_reply 
                                  "peeked", (int)list.count, "missing", res == SQLQ_E_NOT_FOUND,
                                  "messages", messages));
     sqlq_message_list_free(&list);
+}
+
+/* ---- /metrics: what the queue service says of the routed queues, for Prometheus ---- */
+
+static void queue_gauges(sqlq_metrics *m, sqlq_queue_client *q, const char *queue, bool probe)
+{
+    sqlq_label l[] = {{"queue", queue}};
+    sqlq_queue_props props = {0};
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result r = sqlq_queue_properties(q, queue, &props, &err);
+    if (r == SQLQ_OK || r == SQLQ_E_NOT_FOUND)
+        sqlq_gauge_set(sqlq_metrics_gauge(m, "sqlq_queue_approximate_messages",
+                                          "Approximate messages in a routed queue or its poison "
+                                          "queue, as the queue service reports it.", l, 1),
+                       r == SQLQ_OK ? (double)props.approximate_count : 0);
+    if (!probe)
+        return;
+    bool refused = r != SQLQ_OK && (err.http_status == 401 || err.http_status == 403);
+    sqlq_gauge_set(sqlq_metrics_gauge(m, "sqlq_queue_credential_refused",
+                                      "1 when the queue service refuses the console's "
+                                      "credential (the bridge's) for a routed queue.", l, 1),
+                   refused);
+    sqlq_gauge_set(sqlq_metrics_gauge(m, "sqlq_queue_unreachable",
+                                      "1 when a routed queue cannot be read for another reason "
+                                      "(unreachable, throttled, server errors).", l, 1),
+                   r != SQLQ_OK && r != SQLQ_E_NOT_FOUND && !refused);
+}
+
+void console_api_metrics(sqlq_console *c, console_reply *r)
+{
+    sqlq_metrics *m = NULL;
+    sqlq_queue_client *q = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_buf out;
+    sqlq_buf_init(&out, 0);
+    sqlq_result res = sqlq_metrics_create(&m);
+    if (res == SQLQ_OK)
+        res = console_client(c, &q, &err);
+    for (size_t i = 0; res == SQLQ_OK && i < c->cfg.nroutes; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i; j++)
+            seen = seen || strcmp(c->routes[j].queue, c->routes[i].queue) == 0;
+        char poison[64];
+        if (seen)
+            continue;
+        queue_gauges(m, q, c->routes[i].queue, true);
+        if (sqlq_queue_poison_name(c->routes[i].queue, poison, sizeof(poison)))
+            queue_gauges(m, q, poison, false);
+    }
+    if (res == SQLQ_OK)
+        res = sqlq_metrics_render(m, &out);
+    sqlq_queue_client_destroy(q);
+    sqlq_metrics_destroy(m);
+    if (res != SQLQ_OK) {
+        sqlq_buf_free(&out);
+        console_reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "metrics could not be read");
+        return;
+    }
+    r->status = MHD_HTTP_OK;
+    r->type = "text/plain; version=0.0.4; charset=utf-8";
+    r->body = sqlq_buf_take(&out, &r->len);
 }

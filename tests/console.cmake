@@ -3,3 +3,4 @@
 # PostgreSQL and a SQLite file; and the monitoring files in docker/monitoring/.
 sqlq_integration_test(console_browser FIXTURES azurite postgres TIMEOUT 240)
 sqlq_integration_test(console_access FIXTURES azurite TIMEOUT 120)
+sqlq_integration_test(monitoring_files FIXTURES azurite TIMEOUT 120)
