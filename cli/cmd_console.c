@@ -60,6 +60,8 @@ static const sqlq_config_spec console_spec = {
     "does: put first, then delete; a per-message report). Binds 127.0.0.1:8470 by default;\n"
     "any address that is not loopback needs console_token, or the console refuses to start.\n"
     "Actions are POSTs that must carry the page's anti-CSRF token and its own Origin.\n"
+    "/metrics gives Prometheus the routed and poison queues' counts and whether the queue\n"
+    "service refuses the credential (docker/monitoring/ has a dashboard and alert rules).\n"
     "Stops on SIGTERM or Ctrl-C. docs/console.md describes it.",
     console_table,
     sizeof(console_table) / sizeof(console_table[0]),

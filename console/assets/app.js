@@ -197,12 +197,14 @@ function showReport(body) {
   const rows = body.outcomes.map((o) => el('tr', { 'data-id': o.id, 'data-outcome': o.outcome },
     el('td', {}, o.id), el('td', {}, o.outcome), el('td', {}, o.error ? visible(o.error) : '')));
   for (const id of body.not_found || []) rows.push(el('tr', { 'data-id': id, 'data-outcome': 'not_found' }, el('td', {}, id), el('td', {}, 'not_found'), el('td', {}, '')));
-  box.replaceChildren(el('p', { 'data-testid': 'report-summary' }, head),
-    body.error ? el('p', { class: 'error' }, visible(body.error)) : null,
+  const parts = [el('p', { 'data-testid': 'report-summary' }, head)];
+  if (body.error) parts.push(el('p', { class: 'error' }, visible(body.error)));
+  box.replaceChildren(...parts,
     el('table', { 'data-testid': 'report-outcomes' }, el('thead', {}, el('tr', {}, el('th', {}, 'Id'), el('th', {}, 'Outcome'), el('th', {}, 'Error'))), el('tbody', {}, ...rows)));
 }
 
 async function act(action, kind, extra) {
+  $('message').hidden = true;
   $('report').hidden = true;
   $('report').replaceChildren();
   const payload = Object.assign({ queue: $('poison-queue').value, dry_run: $('dry-run').checked }, selection(kind), extra || {});
