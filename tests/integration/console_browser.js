@@ -166,12 +166,11 @@ async function poisonTriage(s) {
   const body = await page.textContent('[data-testid="message-body"]');
   check(/"kind": "retry"/.test(body), "the body is shown pretty-printed: " + body);
   await shot(page, "poison-message");
-  // a dry run changes nothing
+  // a dry run of "all that match" (kind=retry) changes nothing
   await page.check('[data-testid="dry-run"]');
-  await selectRows(page, ids.slice(0, 2));
-  await page.click('[data-testid="requeue-selected"]');
+  await page.click('[data-testid="requeue-matching"]');
   let out = await outcomes(page);
-  check(out.length === 2 && out.every((o) => o[1] === "would_move"), "dry run: 2 would move: " + JSON.stringify(out));
+  check(out.length === 3 && out.every((o) => o[1] === "would_move"), "dry run: 3 would move: " + JSON.stringify(out));
   check((await E.bodies(poison)).length === 12 && await E.count(qlite) === 0, "the dry run changed nothing");
   // requeue a selection: the original bytes go back to the queue, byte for byte
   await page.uncheck('[data-testid="dry-run"]');
@@ -198,6 +197,17 @@ async function poisonTriage(s) {
   // the refusal is a 400, which Chromium logs as a failed load: that one is expected
   check(page.problems.length === 1 && /status of 400/.test(page.problems[0]), "only the refusal's 400: " + page.problems.join("; "));
   page.problems.length = 0;
+  // purge what a text filter matches: the 3 junk messages, deleted one by one
+  await applyFilter(page, '"junk"', "", "");
+  await page.click('[data-testid="purge-matching"]');
+  await page.fill('[data-testid="confirm-input"]', poison);
+  await page.click('[data-testid="confirm-go"]');
+  out = await outcomes(page);
+  check(out.length === 3 && out.every((o) => o[1] === "deleted"), "3 junk deleted: " + JSON.stringify(out));
+  const left = await E.bodies(poison);
+  check(left.length === 7 && !left.some((b) => b.includes('"junk"')), "7 left in " + poison + ", no junk");
+  // and the rest: all, with no filter
+  await applyFilter(page, "", "", "");
   await page.click('[data-testid="purge-matching"]');
   await page.fill('[data-testid="confirm-input"]', poison);
   await shot(page, "poison-purge-confirm");
