@@ -13,7 +13,8 @@
 typedef const sqlq_config_spec *(*spec_fn)(void);
 
 static const spec_fn specs[] = {sqlq_cmd_bridge_spec, sqlq_cmd_setup_spec, sqlq_cmd_status_spec,
-                                sqlq_cmd_backfill_spec, sqlq_cmd_consume_spec};
+                                sqlq_cmd_backfill_spec, sqlq_cmd_consume_spec,
+                                sqlq_cmd_console_spec};
 
 static bool spec_has(const sqlq_config_spec *spec, const char *key)
 {

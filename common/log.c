@@ -97,6 +97,13 @@ static void redact(sqlq_buf *value)
     value->len = strlen(s); /* a value with a NUL in it is cut there, like %s would */
 }
 
+void sqlq_log_redact(sqlq_buf *text)
+{
+    pthread_mutex_lock(&g_lock);
+    redact(text);
+    pthread_mutex_unlock(&g_lock);
+}
+
 static void timestamp(char *ts, size_t size)
 {
     struct timespec now;

@@ -2,6 +2,7 @@
 #ifndef SQLQ_LOG_H
 #define SQLQ_LOG_H
 
+#include "buf.h"
 #include "result.h"
 
 #include <stdbool.h>
@@ -32,6 +33,9 @@ bool sqlq_log_enabled(sqlq_log_level level);
 /* Never log this string: every occurrence is replaced by ***. Thread-safe. */
 void sqlq_log_add_secret(const char *secret);
 void sqlq_log_clear_secrets(void);
+/* Replace every registered secret in text, in place: for text that leaves the process by
+ * another way than a log line (an error shown on the console's page). Thread-safe. */
+void sqlq_log_redact(sqlq_buf *text);
 bool sqlq_log_parse_level(const char *name, sqlq_log_level *out);
 const char *sqlq_log_level_name(sqlq_log_level level);
 

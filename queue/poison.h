@@ -23,6 +23,25 @@ typedef void (*sqlq_poison_progress_fn)(void *ctx, unsigned long long done);
  * leaves the rest to their visibility timeout (and says until when). */
 #define SQLQ_POISON_RESTORE_ON_STOP_MS 2000
 
+/* What became of one message a run matched (told through sqlq_poison_outcome_fn). */
+typedef enum sqlq_poison_outcome {
+    SQLQ_POISON_MOVED = 0,     /* put to the target, then deleted from the source */
+    SQLQ_POISON_WOULD_MOVE,    /* dry run: would have been moved (or deleted) */
+    SQLQ_POISON_LEFT,          /* the service refused this message (too large): it stays */
+    SQLQ_POISON_UNCERTAIN,     /* put but not deleted, or a put that may have landed: it may
+                                * be in both queues (a rerun moves it again) */
+    SQLQ_POISON_NOT_DONE,      /* the run stopped (outage, stop request) at this message: it
+                                * stays in the source */
+    SQLQ_POISON_DELETED,       /* sqlq_poison_delete: deleted */
+} sqlq_poison_outcome;
+
+/* "moved", "would_move", "left", "uncertain", "not_done", "deleted". */
+const char *sqlq_poison_outcome_name(sqlq_poison_outcome o);
+
+/* Told of each matched message as its fate is known; err is the failure (NULL when none). */
+typedef void (*sqlq_poison_outcome_fn)(void *ctx, const char *id, sqlq_poison_outcome what,
+                                       const sqlq_error *err);
+
 typedef struct sqlq_requeue_options {
     bool all;               /* every message (else ids or where must be given) */
     const char *const *ids; /* move these message ids */
@@ -30,6 +49,9 @@ typedef struct sqlq_requeue_options {
     const char *where_field;  /* move messages whose decoded body has this top-level field */
     const char *where_value;  /* equal to this (poison_match.h: numbers by value; a sqlq
                                * envelope is matched by its message, plus "reason") */
+    const char *contains;     /* with where_field or alone: messages whose decoded body (or,
+                               * when it does not decode, the text as stored) contains this
+                               * text, compared byte for byte */
     bool dry_run;             /* count what would move; nothing is put or deleted */
     bool peek;                /* with dry_run: the queue holds at most 32 messages, so peek
                                * (nothing changes) instead of receiving */
@@ -41,6 +63,8 @@ typedef struct sqlq_requeue_options {
     const sqlq_stop *stop;
     sqlq_poison_progress_fn progress;
     void *progress_ctx;
+    sqlq_poison_outcome_fn outcome; /* optional: each matched message's fate */
+    void *outcome_ctx;
 } sqlq_requeue_options;
 
 typedef struct sqlq_poison_counts {
@@ -76,6 +100,14 @@ void sqlq_requeue_options_default(sqlq_requeue_options *o);
 SQLQ_NODISCARD sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from,
                                                const char *to, const sqlq_requeue_options *o,
                                                sqlq_poison_counts *out, sqlq_error *err);
+
+/* Delete the messages of `queue` that o selects (all, ids, where_field, contains; limit,
+ * started, dry_run, peek, stop and outcome as for requeue; `to` has no part), each after
+ * receiving it, so a message that is not matched is only hidden for o->visibility_s and made
+ * visible again before it returns. moved counts what was deleted. Safe to run again. */
+SQLQ_NODISCARD sqlq_result sqlq_poison_delete(sqlq_queue_client *c, const char *queue,
+                                              const sqlq_requeue_options *o,
+                                              sqlq_poison_counts *out, sqlq_error *err);
 
 typedef struct sqlq_export_options {
     bool delete_after;        /* delete each message once its line is flushed and fsync'ed */
