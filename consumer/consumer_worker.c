@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <time.h>
 
 int sqlq_consumer_cond_init(pthread_cond_t *cv)
 {
@@ -126,8 +125,10 @@ static void finish_delete(consumer_worker *w, const sqlq_message *m, const char 
     if (r == SQLQ_OK) {
         atomic_fetch_add(&c->n.succeeded, 1);
         sqlq_counter_inc(c->n.m_consumed);
-        SQLQ_DEBUG("consumer.done", "queue=%s msg_id=%s dequeue_count=%ld", c->queue, m->id,
-                   m->dequeue_count);
+        if (w->discounted)
+            sqlq_abandoned_forget(c->abandoned, m->id);
+        SQLQ_DEBUG("consumer.done", "queue=%s msg_id=%s dequeue_count=%ld attempt=%ld", c->queue,
+                   m->id, m->dequeue_count, m->dequeue_count - w->discounted);
     } else if (sqlq_renewal_ownership_lost(r)) {
         atomic_fetch_add(&c->n.ownership_lost, 1);
         log_lost(c, m, "delete", &err);
@@ -234,14 +235,18 @@ static void finish_poison(consumer_worker *w, const sqlq_message *m, const char 
                    "note=\"kept in the queue; poisoned on its next delivery\"",
                    c->queue, c->poison, m->id, m->dequeue_count);
         finish_release(w, m, receipt,
-                       sqlq_disposition_release_visibility(&c->policy, m->dequeue_count));
+                       sqlq_disposition_release_visibility(&c->policy,
+                                                           m->dequeue_count - w->discounted));
         return;
     }
     atomic_fetch_add(&c->n.poisoned, 1);
     sqlq_counter_inc(c->n.m_poisoned);
+    if (w->discounted)
+        sqlq_abandoned_forget(c->abandoned, m->id);
     SQLQ_WARN("consumer.poisoned",
-              "queue=%s poison_queue=%s msg_id=%s dequeue_count=%ld last_error=\"%s\"", c->queue,
-              c->poison, m->id, m->dequeue_count, reason);
+              "queue=%s poison_queue=%s msg_id=%s dequeue_count=%ld last_error=\"%s\" attempt=%ld",
+              c->queue, c->poison, m->id, m->dequeue_count, reason,
+              m->dequeue_count - w->discounted);
     sqlq_error_clear(&err);
     r = c->transport.remove(w->conn, c->queue, m->id, receipt, &err);
     if (r != SQLQ_OK) {
@@ -260,13 +265,14 @@ static void dispose(consumer_worker *w, const sqlq_message *m, const char *recei
     case SQLQ_DISPOSE_DELETE: finish_delete(w, m, receipt); break;
     case SQLQ_DISPOSE_POISON: finish_poison(w, m, receipt, reason); break;
     case SQLQ_DISPOSE_RELEASE:
-        if (m->dequeue_count >= c->policy.max_dequeue_count)
+        if (m->dequeue_count - w->discounted >= c->policy.max_dequeue_count)
             SQLQ_WARN("consumer.no_poison_queue",
                       "queue=%s msg_id=%s dequeue_count=%ld note=\"no -poison queue for this name: "
                       "the message keeps coming back until it expires\"",
                       c->queue, m->id, m->dequeue_count);
         finish_release(w, m, receipt,
-                       sqlq_disposition_release_visibility(&c->policy, m->dequeue_count));
+                       sqlq_disposition_release_visibility(&c->policy,
+                                                           m->dequeue_count - w->discounted));
         break;
     case SQLQ_DISPOSE_RUN: break;
     }
@@ -309,8 +315,8 @@ static char *slot_end(consumer_worker *w, bool *out_lost, bool *out_timed_out)
     return receipt;
 }
 
-static sqlq_result run_handler(consumer_worker *w, const sqlq_message *m, const sqlq_buf *body,
-                               sqlq_error *err)
+sqlq_result sqlq_consumer_run_handler(consumer_worker *w, const sqlq_message *m,
+                                      const sqlq_buf *body, sqlq_error *err)
 {
     struct sqlq_consumer *c = w->c;
     sqlq_received d = {
@@ -321,6 +327,7 @@ static sqlq_result run_handler(consumer_worker *w, const sqlq_message *m, const 
         .text = m->text ? m->text : "",
         .text_len = m->text_len,
         .dequeue_count = m->dequeue_count,
+        .attempt = m->dequeue_count - w->discounted,
         .insertion_time = m->insertion_time,
         .expiration_time = m->expiration_time,
         .deadline_ms = w->slot.deadline_ms,
@@ -333,6 +340,35 @@ static sqlq_result run_handler(consumer_worker *w, const sqlq_message *m, const 
     return r;
 }
 
+/* A message that never reaches its handler: over the limit on receipt, or undecodable. */
+static void dispose_unrun(consumer_worker *w, const sqlq_message *m, sqlq_disposition d,
+                          bool decodable, const sqlq_error *decode_err)
+{
+    struct sqlq_consumer *c = w->c;
+    char reason[800];
+    if (!decodable) {
+        atomic_fetch_add(&c->n.undecodable, 1);
+        snprintf(reason, sizeof(reason),
+                 "message text is not valid %s (%s); if the producer sends plain text, "
+                 "consume with --encoding plain",
+                 sqlq_encoding_name(c->opt.encoding), decode_err->message);
+    } else {
+        snprintf(reason, sizeof(reason),
+                 "dequeue count %ld is over the maximum %ld on receipt%s", m->dequeue_count,
+                 c->policy.max_dequeue_count,
+                 w->discounted ? " (after the dequeues given back without an attempt)" : "");
+    }
+    dispose(w, m, m->pop_receipt, d, reason);
+}
+
+static void observe_duration(struct sqlq_consumer *c, const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    sqlq_histogram_observe(c->n.m_handler_seconds, (double)(t1.tv_sec - t0->tv_sec) +
+                                                       (double)(t1.tv_nsec - t0->tv_nsec) / 1e9);
+}
+
 static void process_message(consumer_worker *w, const sqlq_message *m)
 {
     struct sqlq_consumer *c = w->c;
@@ -342,57 +378,55 @@ static void process_message(consumer_worker *w, const sqlq_message *m)
     sqlq_error_clear(&err);
     const char *text = m->text ? m->text : "";
     bool decodable = sqlq_codec_decode(c->opt.encoding, text, m->text_len, &body, &err) == SQLQ_OK;
-    sqlq_disposition d = sqlq_disposition_on_receive(&c->policy, m->dequeue_count, decodable);
+    w->discounted = sqlq_abandoned_discount(c->abandoned, m->id, m->dequeue_count);
+    long attempt = m->dequeue_count - w->discounted;
+    sqlq_disposition d = sqlq_disposition_on_receive(&c->policy, attempt, decodable);
     if (d != SQLQ_DISPOSE_RUN) {
-        char reason[800];
-        if (!decodable) {
-            atomic_fetch_add(&c->n.undecodable, 1);
-            snprintf(reason, sizeof(reason),
-                     "message text is not valid %s (%s); if the producer sends plain text, "
-                     "consume with --encoding plain",
-                     sqlq_encoding_name(c->opt.encoding), err.message);
-        } else {
-            snprintf(reason, sizeof(reason), "dequeue count %ld is over the maximum %ld on receipt",
-                     m->dequeue_count, c->policy.max_dequeue_count);
-        }
-        dispose(w, m, m->pop_receipt, d, reason);
+        dispose_unrun(w, m, d, decodable, &err);
         sqlq_buf_free(&body);
         return;
     }
     slot_begin(w, m);
     sqlq_error_clear(&err);
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    sqlq_result r = run_handler(w, m, &body, &err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    sqlq_histogram_observe(c->n.m_handler_seconds, (double)(t1.tv_sec - t0.tv_sec) +
-                                                       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    sqlq_result r = sqlq_consumer_run_handler(w, m, &body, &err);
+    bool give_back = false;
+    if (r == SQLQ_E_UNAVAILABLE)
+        r = sqlq_consumer_hold(w, m, &body, &err, &give_back);
+    else if (atomic_load(&w->slot.cancel) == 0)
+        sqlq_consumer_target_ok(c);
+    observe_duration(c, &t0);
     bool lost, timed_out;
     char *receipt = slot_end(w, &lost, &timed_out);
     bool shutdown_cancel = r != SQLQ_OK && !timed_out && atomic_load(&w->slot.cancel) != 0;
-    if (r != SQLQ_OK && !shutdown_cancel) { /* a shutdown's cancel is logged as consumer.cancelled */
+    if (r != SQLQ_OK && r != SQLQ_E_UNAVAILABLE && !shutdown_cancel) {
+        /* a shutdown's cancel is logged as consumer.cancelled, an outage as handler_outage */
         atomic_fetch_add(&c->n.failed, 1);
         sqlq_counter_inc(c->n.m_failed);
-        SQLQ_WARN("consumer.handler_failed", "queue=%s msg_id=%s dequeue_count=%ld err=\"%s\"",
-                  c->queue, m->id, m->dequeue_count, err.message);
+        SQLQ_WARN("consumer.handler_failed",
+                  "queue=%s msg_id=%s dequeue_count=%ld err=\"%s\" attempt=%ld", c->queue, m->id,
+                  m->dequeue_count, err.message, attempt);
     }
-    if (shutdown_cancel && !lost) {
-        /* cancelled because the consumer stops: not the message's fault, never poisoned */
-        SQLQ_INFO("consumer.cancelled",
-                  "queue=%s msg_id=%s dequeue_count=%ld note=\"cancelled by shutdown: released "
-                  "at once\"",
-                  c->queue, m->id, m->dequeue_count);
-        finish_release(w, m, receipt, 0);
-    } else if (lost) {
+    if (lost) {
         atomic_fetch_add(&c->n.ownership_lost, 1);
         SQLQ_WARN("consumer.ownership_lost",
                   "queue=%s msg_id=%s dequeue_count=%ld when=renewal timed_out=%s note=\"result "
                   "dropped: another consumer may hold it\"",
                   c->queue, m->id, m->dequeue_count, timed_out ? "true" : "false");
+    } else if (shutdown_cancel || give_back) {
+        /* the consumer stops, or a drain gave up on the target: never the message's fault */
+        if (shutdown_cancel && r != SQLQ_E_UNAVAILABLE)
+            SQLQ_INFO("consumer.cancelled",
+                      "queue=%s msg_id=%s dequeue_count=%ld note=\"cancelled by shutdown: "
+                      "released at once\"",
+                      c->queue, m->id, m->dequeue_count);
+        sqlq_consumer_give_back(c, w->conn, m, receipt,
+                                r == SQLQ_E_UNAVAILABLE ? "held while the handler's target was "
+                                                          "unavailable"
+                                                        : "cancelled by shutdown");
     } else {
-        dispose(w, m, receipt,
-                sqlq_disposition_on_handler(&c->policy, m->dequeue_count, r),
-                err.message);
+        dispose(w, m, receipt, sqlq_disposition_on_handler(&c->policy, attempt, r), err.message);
     }
     free(receipt);
     sqlq_buf_free(&body);
