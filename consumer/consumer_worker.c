@@ -194,13 +194,22 @@ static char *enveloped(const struct sqlq_consumer *c, const sqlq_message *m, con
     sqlq_error_clear(&e);
     char *wrapped = NULL;
     size_t wlen = 0;
-    if (sqlq_codec_decode(c->opt.encoding, m->text, m->text_len, &body, &e) == SQLQ_OK)
+    bool decoded = sqlq_codec_decode(c->opt.encoding, m->text, m->text_len, &body, &e) == SQLQ_OK;
+    if (decoded)
         wrapped = sqlq_poison_envelope_wrap(reason, sqlq_buf_str(&body), body.len, &wlen);
     char *out = NULL;
     /* Too large with the envelope: the same text, so the message still leaves the queue. */
     if (wrapped && sqlq_codec_encode(c->opt.encoding, wrapped, wlen, &text, &e) == SQLQ_OK &&
         text.len <= SQLQ_MESSAGE_MAX_TEXT)
         out = sqlq_buf_take(&text, out_len);
+    if (!out)
+        SQLQ_WARN("consumer.poison_envelope_skipped",
+                  "queue=%s msg_id=%s why=\"%s\" note=\"the poison copy is the same message text; "
+                  "the reason is only in the consumer.poisoned line\"",
+                  c->queue, m->id,
+                  !decoded   ? "the text does not decode"
+                  : !wrapped ? "the body is not a JSON object or array"
+                             : "with the envelope it would not fit in a message (64 KiB)");
     free(wrapped);
     sqlq_buf_free(&body);
     sqlq_buf_free(&text);

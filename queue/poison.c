@@ -362,6 +362,10 @@ sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from, const ch
 {
     memset(out, 0, sizeof(*out));
     sqlq_requeue_options o = *o_in;
+    /* Counted before the run's second starts: whatever it counts was inserted by `started`. */
+    count_remaining(c, from, out);
+    out->at_start = out->remaining;
+    out->remaining = 0;
     if (!o.started)
         o.started = start_second(o.stop);
     out->started = o.started;
