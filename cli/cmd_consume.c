@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 typedef struct consume_settings {
@@ -208,6 +209,12 @@ static int make_handler(const consume_settings *s, handlers *h)
         if (sqlq_handler_exec_create(s->exec, 2000, &h->exec, &err) != SQLQ_OK)
             return report("--exec", &err, SQLQ_EXIT_USAGE);
         h->handler = sqlq_handler_exec_bind(h->exec);
+        /* The command runs as our user: not dumpable, our /proc/PID/environ, mem and maps
+         * belong to root and no process of our user can read or ptrace them (the secrets in
+         * our memory). Each command execs, which makes it dumpable again. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+            SQLQ_WARN("consume.dumpable", "err=\"%s\" note=\"an --exec command of this user may "
+                      "read this process's memory\"", strerror(errno));
     } else if (s->http) {
         if (sqlq_handler_http_create(s->http, (long)s->http_timeout_ms, &h->http, &err) != SQLQ_OK)
             return report("--http", &err, SQLQ_EXIT_USAGE);

@@ -8,6 +8,7 @@
 #include "db.h"
 #include "log.h"
 #include "sql_text.h"
+#include "term_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,11 +59,14 @@ const sqlq_config_spec *sqlq_cmd_status_spec(void)
     return &status_spec;
 }
 
+/* Names and messages from the database are shown escaped (term_text.h): a table named with an
+ * ESC in it cannot drive the terminal. */
 static void print_err(const char *what, const sqlq_error *err)
 {
-    char line[700];
-    sqlq_error_format(err, line, sizeof(line));
-    fprintf(stderr, "sqlq status: %s: %s\n", what, line);
+    char raw[700], line[SQLQ_TERM_NAME_MAX], w[SQLQ_TERM_NAME_MAX];
+    sqlq_error_format(err, raw, sizeof(raw));
+    sqlq_term_text_line(raw, line, sizeof(line));
+    fprintf(stderr, "sqlq status: %s: %s\n", sqlq_term_text_name(what, w, sizeof(w)), line);
 }
 
 /* PostgreSQL: the open transactions that wrote the change log and hold delivery back. */
@@ -81,14 +85,17 @@ static void print_writers(const sqlq_capture_status *st)
         const char *state = json_string_value(json_object_get(w, "state"));
         const char *gid = json_string_value(json_object_get(w, "gid"));
         json_int_t pid = json_integer_value(json_object_get(w, "pid"));
+        char t[4][SQLQ_TERM_NAME_MAX];
         if (gid)
-            printf("      prepared transaction gid '%s'", gid);
+            printf("      prepared transaction gid '%s'", sqlq_term_text_name(gid, t[0], sizeof(t[0])));
         else
             printf("      pid %lld", (long long)pid);
         printf(", application_name '%s', database %s, state %s, open %llds, xid %s\n",
-               app ? app : "", db ? db : "?", state ? state : "?",
+               sqlq_term_text_name(app, t[0], sizeof(t[0])),
+               sqlq_term_text_name(db ? db : "?", t[1], sizeof(t[1])),
+               sqlq_term_text_name(state ? state : "?", t[2], sizeof(t[2])),
                (long long)json_integer_value(json_object_get(w, "age_s")),
-               json_string_value(json_object_get(w, "xid")));
+               sqlq_term_text_name(json_string_value(json_object_get(w, "xid")), t[3], sizeof(t[3])));
     }
 }
 
@@ -132,13 +139,16 @@ static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge,
         }
         json_array_append_new(bridges, b);
     } else {
-        printf("  bridge %s: sync version %lld, pending %lld, leased %lld", bridge,
-               (long long)st.sync_version, pending, st.leased);
+        char t[SQLQ_TERM_NAME_MAX];
+        printf("  bridge %s: sync version %lld, pending %lld, leased %lld",
+               sqlq_term_text_name(bridge, t, sizeof(t)), (long long)st.sync_version, pending,
+               st.leased);
         const char *owner;
         json_t *n;
         const char *sep = " (";
         json_object_foreach(st.owners, owner, n) {
-            printf("%s%s: %lld", sep, owner, (long long)json_integer_value(n));
+            printf("%s%s: %lld", sep, sqlq_term_text_name(owner, t, sizeof(t)),
+                   (long long)json_integer_value(n));
             sep = ", ";
         }
         printf("%s\n", *sep == ',' ? ")" : "");
@@ -156,8 +166,10 @@ static const char *source_name(sqlq_db *db, bool key)
 
 static void no_bridge(const status_settings *s)
 {
+    char t[SQLQ_TERM_NAME_MAX];
     if (s->bridge_name)
-        printf("  bridge %s has not started on this table yet\n", s->bridge_name);
+        printf("  bridge %s has not started on this table yet\n",
+               sqlq_term_text_name(s->bridge_name, t, sizeof(t)));
     else
         printf("  no bridge has started on this table yet\n");
 }
@@ -240,8 +252,10 @@ static int show(sqlq_db *db, const status_settings *s, const char *key, json_t *
             entry = json_pack("{s:s, s:s, s:[]}", "table", table, "source", source_name(db, true),
                               "bridges");
             json_array_append_new(tables, entry);
+            char t[SQLQ_TERM_NAME_MAX];
             if (!s->json)
-                printf("%s (%s)\n", table, source_name(db, false));
+                printf("%s (%s)\n", sqlq_term_text_name(table, t, sizeof(t)),
+                       source_name(db, false));
         }
         if (strcmp(kind, "log") == 0) {
             json_object_set_new(entry, "log", json_string(object ? object : ""));
@@ -285,10 +299,14 @@ static int show_cursor_sources(sqlq_db *db, const status_settings *s, const char
             continue;
         const char *owner = json_string_value(json_object_get(row, "owner"));
         const char *rule = json_string_value(json_object_get(row, "rule"));
+        char t[4][SQLQ_TERM_NAME_MAX];
         if (!s->json)
             printf("%s%s (cursor source, bridge %s): %s; leader %s\n",
-                   json_array_size(kept) ? "" : "cursor sources:\n", table, bridge,
-                   rule ? rule : "rule not recorded", owner ? owner : "none");
+                   json_array_size(kept) ? "" : "cursor sources:\n",
+                   sqlq_term_text_name(table, t[0], sizeof(t[0])),
+                   sqlq_term_text_name(bridge, t[1], sizeof(t[1])),
+                   sqlq_term_text_name(rule ? rule : "rule not recorded", t[2], sizeof(t[2])),
+                   sqlq_term_text_name(owner ? owner : "none", t[3], sizeof(t[3])));
         json_array_append(kept, row);
     }
     json_decref(rows);
@@ -310,10 +328,11 @@ static int show_all(sqlq_db *db, const status_settings *s, json_t *doc)
     if (tables || cursors)
         return rc;
     if (s->table) {
+        char t[SQLQ_TERM_NAME_MAX];
         if (!s->json)
             printf("table %s is not set up: run sqlq setup --table %s (or run a bridge on it with "
                    "--source cursor)\n",
-                   s->table, s->table);
+                   sqlq_term_text_name(s->table, t, sizeof(t)), t);
         return SQLQ_EXIT_FAILED;
     }
     if (!s->json)
