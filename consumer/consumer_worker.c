@@ -5,7 +5,6 @@
 #include "buf.h"
 #include "clock.h"
 #include "codec.h"
-#include "fault.h"
 #include "log.h"
 #include "poison_envelope.h"
 
@@ -44,61 +43,6 @@ void sqlq_consumer_kick_renewal(struct sqlq_consumer *c, uint64_t due_ms)
         pthread_cond_signal(&c->renew_cv);
     }
     pthread_mutex_unlock(&c->renew_mu);
-}
-
-/* ---- outages ---- */
-
-#define OUTAGE_LOG_EVERY_MS 30000u
-
-const char *sqlq_consumer_outage_cause(const struct sqlq_consumer *c, const sqlq_error *err,
-                                       char *buf, size_t size)
-{
-    int64_t now = (int64_t)time(NULL);
-    if ((err->http_status == 401 || err->http_status == 403) && sqlq_fault_sas_expired(c->sas, now)) {
-        sqlq_fault_context ctx = {NULL, c->queue, err->http_status, err->azure_code, c->sas, now,
-                                  err->message};
-        char cause[160];
-        sqlq_fault_describe(SQLQ_FAULT_AUTHENTICATION, &ctx, cause, sizeof(cause));
-        snprintf(buf, size, "credential rejected: %s", cause);
-    } else {
-        snprintf(buf, size, "%s", sqlq_disposition_outage_cause(err));
-    }
-    return buf;
-}
-
-void sqlq_consumer_note_failure(struct sqlq_consumer *c, const char *op, const sqlq_error *err)
-{
-    if (!sqlq_disposition_is_outage(err))
-        return;
-    unsigned long long failing = atomic_fetch_add(&c->n.service_failing, 1) + 1;
-    char why[sizeof(c->outage_cause)];
-    const char *cause = sqlq_consumer_outage_cause(c, err, why, sizeof(why));
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    uint64_t now = (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-    pthread_mutex_lock(&c->outage_mu);
-    c->outage_err = *err;
-    bool log_it = failing == 1 || strcmp(c->outage_cause, cause) != 0 ||
-                  now - c->outage_logged_ms >= OUTAGE_LOG_EVERY_MS;
-    if (log_it) {
-        c->outage_logged_ms = now;
-        snprintf(c->outage_cause, sizeof(c->outage_cause), "%s", cause);
-    }
-    pthread_mutex_unlock(&c->outage_mu);
-    if (!log_it)
-        return;
-    SQLQ_LOG_ERR(SQLQ_LOG_ERROR, "consumer.outage", err,
-               "queue=%s op=%s failing=%llu cause=\"%s\" note=\"a fault of the queue "
-               "service or the credential, not of the message: never counted toward poison; "
-               "polling backs off until a request works again\"",
-               c->queue, op, failing, cause);
-}
-
-void sqlq_consumer_note_ok(struct sqlq_consumer *c)
-{
-    if (atomic_exchange(&c->n.service_failing, 0) > 0)
-        SQLQ_INFO("consumer.outage_over", "queue=%s note=\"the queue service works again\"",
-                  c->queue);
 }
 
 /* ---- the end of a message: delete, release, poison ---- */
@@ -378,6 +322,50 @@ static void observe_duration(struct sqlq_consumer *c, const struct timespec *t0)
                                                        (double)(t1.tv_nsec - t0->tv_nsec) / 1e9);
 }
 
+/* What the handler's result r (after any hold) does with the message. */
+typedef struct run_end {
+    sqlq_result r;
+    const sqlq_error *err;
+    long attempt;
+    bool give_back, lost, timed_out;
+} run_end;
+
+static void settle(consumer_worker *w, const sqlq_message *m, const char *receipt,
+                   const run_end *e)
+{
+    struct sqlq_consumer *c = w->c;
+    bool shutdown_cancel = e->r != SQLQ_OK && !e->timed_out && atomic_load(&w->slot.cancel) != 0;
+    if (e->r != SQLQ_OK && e->r != SQLQ_E_UNAVAILABLE && !shutdown_cancel) {
+        /* a shutdown's cancel is logged as consumer.cancelled, an outage as handler_outage */
+        atomic_fetch_add(&c->n.failed, 1);
+        sqlq_counter_inc(c->n.m_failed);
+        SQLQ_WARN("consumer.handler_failed",
+                  "queue=%s msg_id=%s dequeue_count=%ld err=\"%s\" attempt=%ld", c->queue, m->id,
+                  m->dequeue_count, e->err->message, e->attempt);
+    }
+    if (e->lost) {
+        atomic_fetch_add(&c->n.ownership_lost, 1);
+        SQLQ_WARN("consumer.ownership_lost",
+                  "queue=%s msg_id=%s dequeue_count=%ld when=renewal timed_out=%s note=\"result "
+                  "dropped: another consumer may hold it\"",
+                  c->queue, m->id, m->dequeue_count, e->timed_out ? "true" : "false");
+    } else if (shutdown_cancel || e->give_back) {
+        /* the consumer stops, or a drain gave up on the target: never the message's fault */
+        bool held = e->r == SQLQ_E_UNAVAILABLE;
+        if (!held)
+            SQLQ_INFO("consumer.cancelled",
+                      "queue=%s msg_id=%s dequeue_count=%ld note=\"cancelled by shutdown: "
+                      "released at once\"",
+                      c->queue, m->id, m->dequeue_count);
+        sqlq_consumer_give_back(c, w->conn, m, receipt,
+                                held ? "held while the handler's target was unavailable"
+                                     : "cancelled by shutdown");
+    } else {
+        dispose(w, m, receipt, sqlq_disposition_on_handler(&c->policy, e->attempt, e->r),
+                e->err->message);
+    }
+}
+
 static void process_message(consumer_worker *w, const sqlq_message *m)
 {
     struct sqlq_consumer *c = w->c;
@@ -388,8 +376,8 @@ static void process_message(consumer_worker *w, const sqlq_message *m)
     const char *text = m->text ? m->text : "";
     bool decodable = sqlq_codec_decode(c->opt.encoding, text, m->text_len, &body, &err) == SQLQ_OK;
     w->discounted = sqlq_abandoned_discount(c->abandoned, m->id, m->dequeue_count);
-    long attempt = m->dequeue_count - w->discounted;
-    sqlq_disposition d = sqlq_disposition_on_receive(&c->policy, attempt, decodable);
+    run_end e = {.err = &err, .attempt = m->dequeue_count - w->discounted};
+    sqlq_disposition d = sqlq_disposition_on_receive(&c->policy, e.attempt, decodable);
     if (d != SQLQ_DISPOSE_RUN) {
         dispose_unrun(w, m, d, decodable, &err);
         sqlq_buf_free(&body);
@@ -399,44 +387,14 @@ static void process_message(consumer_worker *w, const sqlq_message *m)
     sqlq_error_clear(&err);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    sqlq_result r = sqlq_consumer_run_handler(w, m, &body, &err);
-    bool give_back = false;
-    if (r == SQLQ_E_UNAVAILABLE)
-        r = sqlq_consumer_hold(w, m, &body, &err, &give_back);
+    e.r = sqlq_consumer_run_handler(w, m, &body, &err);
+    observe_duration(c, &t0); /* the handler's own time: a hold's waiting is not in it */
+    if (e.r == SQLQ_E_UNAVAILABLE)
+        e.r = sqlq_consumer_hold(w, m, &body, &err, &e.give_back);
     else if (atomic_load(&w->slot.cancel) == 0)
         sqlq_consumer_target_ok(c);
-    observe_duration(c, &t0);
-    bool lost, timed_out;
-    char *receipt = slot_end(w, &lost, &timed_out);
-    bool shutdown_cancel = r != SQLQ_OK && !timed_out && atomic_load(&w->slot.cancel) != 0;
-    if (r != SQLQ_OK && r != SQLQ_E_UNAVAILABLE && !shutdown_cancel) {
-        /* a shutdown's cancel is logged as consumer.cancelled, an outage as handler_outage */
-        atomic_fetch_add(&c->n.failed, 1);
-        sqlq_counter_inc(c->n.m_failed);
-        SQLQ_WARN("consumer.handler_failed",
-                  "queue=%s msg_id=%s dequeue_count=%ld err=\"%s\" attempt=%ld", c->queue, m->id,
-                  m->dequeue_count, err.message, attempt);
-    }
-    if (lost) {
-        atomic_fetch_add(&c->n.ownership_lost, 1);
-        SQLQ_WARN("consumer.ownership_lost",
-                  "queue=%s msg_id=%s dequeue_count=%ld when=renewal timed_out=%s note=\"result "
-                  "dropped: another consumer may hold it\"",
-                  c->queue, m->id, m->dequeue_count, timed_out ? "true" : "false");
-    } else if (shutdown_cancel || give_back) {
-        /* the consumer stops, or a drain gave up on the target: never the message's fault */
-        if (shutdown_cancel && r != SQLQ_E_UNAVAILABLE)
-            SQLQ_INFO("consumer.cancelled",
-                      "queue=%s msg_id=%s dequeue_count=%ld note=\"cancelled by shutdown: "
-                      "released at once\"",
-                      c->queue, m->id, m->dequeue_count);
-        sqlq_consumer_give_back(c, w->conn, m, receipt,
-                                r == SQLQ_E_UNAVAILABLE ? "held while the handler's target was "
-                                                          "unavailable"
-                                                        : "cancelled by shutdown");
-    } else {
-        dispose(w, m, receipt, sqlq_disposition_on_handler(&c->policy, attempt, r), err.message);
-    }
+    char *receipt = slot_end(w, &e.lost, &e.timed_out);
+    settle(w, m, receipt, &e);
     free(receipt);
     sqlq_buf_free(&body);
 }
