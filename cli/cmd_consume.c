@@ -12,10 +12,15 @@
 #include "queue_client.h"
 #include "sql_sink.h"
 
+#include "abandoned.h"
+
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 
 typedef struct consume_settings {
     char *exec;
@@ -41,6 +46,7 @@ typedef struct consume_settings {
     bool exit_when_empty;
     bool poison_envelope;
     char *listen;
+    char *state_dir;
     sqlq_common_settings common;
 } consume_settings;
 
@@ -113,6 +119,12 @@ static const sqlq_setting settings[] = {
                       "bytes); false: the same message text, as Functions does"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
                      "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
+    SQLQ_SETTING_STR(S, state_dir, "state_dir", "SQLQ_STATE_DIR", NULL,
+                     "directory (created, mode 0700) where the consumer records the dequeues it "
+                     "gives back without an attempt (a shutdown, a drain that gives up on the "
+                     "handler's target), so that they do not count toward poison; unset: "
+                     "$XDG_STATE_HOME/sqlq or ~/.local/state/sqlq; none: no record (they count, "
+                     "as in Azure Functions)"),
     SQLQ_COMMON_SETTINGS(S, common)};
 #undef S
 
@@ -197,6 +209,12 @@ static int make_handler(const consume_settings *s, handlers *h)
         if (sqlq_handler_exec_create(s->exec, 2000, &h->exec, &err) != SQLQ_OK)
             return report("--exec", &err, SQLQ_EXIT_USAGE);
         h->handler = sqlq_handler_exec_bind(h->exec);
+        /* The command runs as our user: not dumpable, our /proc/PID/environ, mem and maps
+         * belong to root and no process of our user can read or ptrace them (the secrets in
+         * our memory). Each command execs, which makes it dumpable again. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+            SQLQ_WARN("consume.dumpable", "err=\"%s\" note=\"an --exec command of this user may "
+                      "read this process's memory\"", strerror(errno));
     } else if (s->http) {
         if (sqlq_handler_http_create(s->http, (long)s->http_timeout_ms, &h->http, &err) != SQLQ_OK)
             return report("--http", &err, SQLQ_EXIT_USAGE);
@@ -269,6 +287,14 @@ static bool consume_ready(void *ctx, char *reason, size_t reason_size)
                  st.poll_failing);
         return false;
     }
+    char cause[400];
+    if (sqlq_consumer_target_down(c, cause, sizeof(cause))) {
+        snprintf(reason, reason_size,
+                 "%s (for %llu s; %llu message(s) held, not counted toward poison; see the "
+                 "consumer.handler_outage log line)",
+                 cause, st.target_down_ms / 1000u, st.held);
+        return false;
+    }
     if (st.service_failing > 0) {
         snprintf(reason, reason_size,
                  "the last %llu deletes/updates failed with an outage (credential, throttling or "
@@ -277,6 +303,68 @@ static bool consume_ready(void *ctx, char *reason, size_t reason_size)
         return false;
     }
     return true;
+}
+
+/* mkdir -p with mode 0700 for what it creates; false (errno set) when path is not a directory. */
+static bool make_dirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        bool ok = mkdir(path, 0700) == 0 || errno == EEXIST;
+        *p = '/';
+        if (!ok)
+            return false;
+    }
+    struct stat st;
+    return (mkdir(path, 0700) == 0 || errno == EEXIST) && stat(path, &st) == 0 &&
+           S_ISDIR(st.st_mode);
+}
+
+/* The file recording dequeues given back (abandoned.h), under --state-dir or its default; ""
+ * when there is none (said why). */
+static void abandoned_file(const consume_settings *s, const sqlq_account *account,
+                           const char *queue, char *out, size_t out_size)
+{
+    char dir[900];
+    const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    out[0] = '\0';
+    if (s->state_dir && strcmp(s->state_dir, "none") == 0)
+        return;
+    if (s->state_dir && *s->state_dir)
+        snprintf(dir, sizeof(dir), "%s", s->state_dir);
+    else if (xdg && *xdg == '/')
+        snprintf(dir, sizeof(dir), "%s/sqlq", xdg);
+    else if (home && *home == '/')
+        snprintf(dir, sizeof(dir), "%s/.local/state/sqlq", home);
+    else
+        dir[0] = '\0';
+    if (!dir[0] || !make_dirs(dir)) {
+        SQLQ_WARN("consumer.state_unusable",
+                  "state_dir=\"%s\" err=\"%s\" note=\"dequeues given back without an attempt "
+                  "(at shutdown, or when a drain gives up on the handler's target) cannot be "
+                  "recorded: they will count toward poison; set --state-dir to a writable "
+                  "directory\"",
+                  dir, dir[0] ? strerror(errno) : "neither --state-dir, XDG_STATE_HOME nor HOME is set");
+        return;
+    }
+    sqlq_abandoned_path(dir, account->endpoint, queue, out, out_size);
+}
+
+/* What a drain that ended with an error says before the cause. */
+static const char *drain_failure(const sqlq_consumer *c)
+{
+    switch (sqlq_consumer_drain_end(c)) {
+    case SQLQ_DRAIN_QUEUE_UNREADABLE:
+        return "the queue could not be read, so it is not known to be empty";
+    case SQLQ_DRAIN_NOT_SETTLED: return "the queue was not drained";
+    case SQLQ_DRAIN_TARGET_DOWN:
+        return "the handler's target is unavailable, so the queue was not drained (its messages "
+               "went back to the queue, not counted toward poison)";
+    case SQLQ_DRAIN_FINISHED: break;
+    }
+    return "consumer";
 }
 
 /* The queue and room for its poison queue: -1 when allowed, else the exit code (said why). */
@@ -336,10 +424,13 @@ static int run(consume_settings *s, const char *queue)
             sqlq_sql_sink_use_metrics(h.sink, metrics);
     }
     sqlq_consumer *c = NULL;
+    char state_file[1200];
     if (code < 0) {
         sqlq_consumer_options o;
         fill_options(s, q.encoding, &o);
         o.metrics = metrics;
+        abandoned_file(s, account, queue, state_file, sizeof(state_file));
+        o.abandoned_path = state_file[0] ? state_file : NULL;
         if (sqlq_consumer_create(account, NULL, queue, &o, &h.handler, &c, &err) != SQLQ_OK)
             code = report("start", &err, SQLQ_EXIT_USAGE);
         atomic_store(&health.consumer, c);
@@ -352,11 +443,7 @@ static int run(consume_settings *s, const char *queue)
             fflush(NULL);
             _Exit(SQLQ_EXIT_FAILED);
         }
-        code = r == SQLQ_OK ? SQLQ_EXIT_OK
-               : s->exit_when_empty
-                   ? report("the queue could not be read, so it is not known to be empty", &err,
-                            SQLQ_EXIT_FAILED)
-                   : report("consumer", &err, SQLQ_EXIT_FAILED);
+        code = r == SQLQ_OK ? SQLQ_EXIT_OK : report(drain_failure(c), &err, SQLQ_EXIT_FAILED);
     }
     sqlq_http_server_stop(server); /* first: its thread reads the consumer's stats */
     sqlq_consumer_destroy(c);

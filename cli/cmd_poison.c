@@ -392,6 +392,19 @@ static int cmd_requeue(ctx *c)
 
 /* ---- export and import ---- */
 
+/* export --delete: the ids of exported messages that were not deleted. */
+typedef struct kept_ids {
+    sqlq_buf kept, maybe;
+} kept_ids;
+
+static void on_kept(void *arg, const char *id, bool maybe)
+{
+    kept_ids *k = arg;
+    sqlq_buf *b = maybe ? &k->maybe : &k->kept;
+    if (sqlq_buf_adds(b, id) != SQLQ_OK || sqlq_buf_addc(b, '\n') != SQLQ_OK)
+        fprintf(stderr, "sqlq poison export: out of memory listing the ids not deleted\n");
+}
+
 static int cmd_export(ctx *c)
 {
     const char *path = c->res.positional[1];
@@ -421,6 +434,11 @@ static int cmd_export(ctx *c)
                              .visibility_s = (int)c->s.visibility_s,
                              .encoding = c->q.encoding,
                              .stop = &sqlq_stop_flag};
+    kept_ids k;
+    sqlq_buf_init(&k.kept, 0);
+    sqlq_buf_init(&k.maybe, 0);
+    o.kept = on_kept;
+    o.kept_ctx = &k;
     progress p = {.what = "exported"};
     o.progress = progress_fn();
     o.progress_ctx = &p;
@@ -436,20 +454,50 @@ static int cmd_export(ctx *c)
                    unlink(path) == 0;
     sqlq_poison_run run = {.from = c->poison, .to = path, .result = r, .err = &err,
                            .delete_after = o.delete_after, .bounded = o.limit != 0,
-                           .visibility_s = o.visibility_s, .removed = removed};
-    return sqlq_poison_report_export(to_stdout ? stderr : stdout, &run, &n);
+                           .visibility_s = o.visibility_s, .removed = removed,
+                           .kept_ids = sqlq_buf_str(&k.kept), .maybe_ids = sqlq_buf_str(&k.maybe)};
+    int code = sqlq_poison_report_export(to_stdout ? stderr : stdout, &run, &n);
+    sqlq_buf_free(&k.kept);
+    sqlq_buf_free(&k.maybe);
+    return code;
+}
+
+/* Standard input in a file of its own (TMPDIR), so that a run that stops half-way can name a
+ * file the rest can be imported from. NULL (said why) when it cannot be kept. */
+static FILE *save_stdin(char *path, size_t size)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, size, "%s/sqlq-import-XXXXXX.jsonl", dir && *dir ? dir : "/tmp");
+    int fd = mkstemps(path, 6);
+    FILE *f = fd >= 0 ? fdopen(fd, "w+") : NULL;
+    char chunk[65536];
+    size_t got;
+    bool ok = f != NULL;
+    while (ok && (got = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
+        ok = fwrite(chunk, 1, got, f) == got;
+    if (ok && !ferror(stdin) && fflush(f) == 0 && fseeko(f, 0, SEEK_SET) == 0)
+        return f;
+    fprintf(stderr, "sqlq poison import: cannot keep standard input in %s: %s\n", path,
+            strerror(errno));
+    if (f)
+        fclose(f);
+    else if (fd >= 0)
+        close(fd);
+    if (fd >= 0)
+        unlink(path);
+    return NULL;
 }
 
 static int cmd_import(ctx *c)
 {
     const char *path = c->res.positional[0];
     bool from_stdin = strcmp(path, "-") == 0;
-    FILE *f = from_stdin ? stdin : fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "sqlq poison import: %s: %s\n", from_stdin ? "stdin" : path,
-                strerror(errno));
+    char saved[1024] = "";
+    FILE *f = from_stdin ? save_stdin(saved, sizeof(saved)) : fopen(path, "r");
+    if (!f && !from_stdin)
+        fprintf(stderr, "sqlq poison import: %s: %s\n", path, strerror(errno));
+    if (!f)
         return SQLQ_EXIT_FAILED;
-    }
     progress p = {.what = "imported"};
     sqlq_poison_counts n;
     sqlq_error err;
@@ -458,11 +506,15 @@ static int cmd_import(ctx *c)
     sqlq_result r = sqlq_poison_import(c->q.client, f, c->res.positional[1], &sqlq_stop_flag,
                                        progress_fn(), &p, &n, &err);
     progress_end(&p);
-    if (!from_stdin)
-        fclose(f);
+    fclose(f);
+    bool named = false;
     sqlq_poison_run run = {.from = path, .to = c->res.positional[1], .result = r, .err = &err,
-                           .file = from_stdin ? "FILE" : path};
-    return sqlq_poison_report_import(stdout, &run, &n);
+                           .file = from_stdin ? saved : path, .file_is_copy = from_stdin,
+                           .file_named = &named};
+    int code = sqlq_poison_report_import(stdout, &run, &n);
+    if (from_stdin && !named)
+        unlink(saved); /* kept only when the report names it for the rest */
+    return code;
 }
 
 /* ---- purge ---- */

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "setup_guard.h"
 #include "sql_text.h"
+#include "term_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,11 +239,17 @@ static bool route_bools_ok(const sqlq_config_result *res)
     return true;
 }
 
+/* Every name printed (tables, bridges, indexes, columns: from the command line, a config file
+ * or the database) goes through sqlq_term_text_name: an ESC or a newline in one is shown
+ * escaped, never sent to the terminal. N(x) is x so escaped, in a buffer of the caller's. */
+#define N(x, buf) sqlq_term_text_name((x), (buf), sizeof(buf))
+
 static void print_error(const char *table, const sqlq_error *err)
 {
-    char line[700];
-    sqlq_error_format(err, line, sizeof(line));
-    fprintf(stderr, "sqlq setup: %s: %s\n", table, line);
+    char raw[700], line[SQLQ_TERM_NAME_MAX], t[SQLQ_TERM_NAME_MAX];
+    sqlq_error_format(err, raw, sizeof(raw));
+    sqlq_term_text_line(raw, line, sizeof(line));
+    fprintf(stderr, "sqlq setup: %s: %s\n", N(table, t), line);
 }
 
 /* --track-columns on SQL Server: the table tracked WITH (TRACK_COLUMNS_UPDATED = ON) when
@@ -297,8 +304,9 @@ static int enable_change_tracking(sqlq_db *db, const sqlq_table *t, const char *
         print_error(key, &err);
         return SQLQ_EXIT_FAILED;
     }
-    printf("%s: change tracking on (database and table%s); state tables in schema sqlq\n", key,
-           track_columns ? ", tracking columns updated" : "");
+    char k[SQLQ_TERM_NAME_MAX];
+    printf("%s: change tracking on (database and table%s); state tables in schema sqlq\n",
+           N(key, k), track_columns ? ", tracking columns updated" : "");
     return SQLQ_EXIT_OK;
 }
 
@@ -353,8 +361,9 @@ static int install_one(sqlq_db *db, const char *table, const char *key_columns,
         return r == SQLQ_E_INVALID || r == SQLQ_E_UNSUPPORTED ? SQLQ_EXIT_USAGE
                                                               : SQLQ_EXIT_FAILED;
     }
+    char k[SQLQ_TERM_NAME_MAX], x[SQLQ_TERM_NAME_MAX];
     if (t->key_index)
-        printf("%s: keyed by unique index %s\n", n.table_key, t->key_index);
+        printf("%s: keyed by unique index %s\n", N(n.table_key, k), N(t->key_index, x));
     const sqlq_dialect *d = sqlq_db_dialect(db);
     int rc = SQLQ_EXIT_OK;
     bool before = false;
@@ -364,7 +373,7 @@ static int install_one(sqlq_db *db, const char *table, const char *key_columns,
         rc = SQLQ_EXIT_USAGE,
         fprintf(stderr, "sqlq setup: %s: key before_image: SQL Server change tracking keeps no old "
                         "values; before images need a change log (PostgreSQL, SQLite, "
-                        "MariaDB/MySQL)\n", n.table_key);
+                        "MariaDB/MySQL)\n", N(n.table_key, k));
     else if (d->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING)
         rc = enable_change_tracking(db, t, n.table_key, retention_days, opts->track_columns);
     else if ((r = sqlq_change_log_installed(db, t, &before, &err)) != SQLQ_OK ||
@@ -379,8 +388,8 @@ static int install_one(sqlq_db *db, const char *table, const char *key_columns,
         print_error(n.table_key, &err);
     } else {
         sqlq_change_log_objects(d, &n, objects, sizeof(objects));
-        printf("%s: change log %s: %s%s\n", n.table_key,
-               before ? "already installed (triggers refreshed)" : "installed", objects,
+        printf("%s: change log %s: %s%s\n", N(n.table_key, k),
+               before ? "already installed (triggers refreshed)" : "installed", N(objects, x),
                options_text(&kept));
         if (kept.track_columns || kept.before_image)
             SQLQ_WARN("triggers_name_columns",
@@ -413,20 +422,22 @@ static int cursor_one(sqlq_db *db, const char *table, const char *key_columns,
         print_error(table, &err);
         return SQLQ_EXIT_FAILED;
     }
+    char t[SQLQ_TERM_NAME_MAX], c[SQLQ_TERM_NAME_MAX];
+    N(table, t);
     printf("%s: cursor source on column %s: nothing installed in the table (read access is enough; "
            "the bridge keeps its checkpoint in sqlq's state tables)\n",
-           table, s->cursor_column);
+           t, N(s->cursor_column, c));
     if (s->soft_delete_column)
         printf("%s: note: hard deletes (DELETE) are NOT visible to a cursor; rows with %s set are "
                "published as deletes\n",
-               table, s->soft_delete_column);
+               t, N(s->soft_delete_column, c));
     else
         printf("%s: note: deletes are NOT visible to a cursor: use a soft-delete column "
                "(--soft-delete-column) or the change log (sqlq setup without --source cursor)\n",
-               table);
+               t);
     printf("%s: note: rows committed later than --safety-lag-ms after their cursor value are "
            "never read (see docs/cursor-source.md)\n",
-           table);
+           t);
     return SQLQ_EXIT_OK;
 }
 
@@ -448,8 +459,9 @@ static int cursor_drop(sqlq_db *db, const char *table, const char *bridge)
         print_error(table, &err);
         return SQLQ_EXIT_FAILED;
     }
-    printf("%s: %lld cursor checkpoint%s removed (nothing was installed in the table)\n", table,
-           removed, removed == 1 ? "" : "s");
+    char shown[SQLQ_TERM_NAME_MAX];
+    printf("%s: %lld cursor checkpoint%s removed (nothing was installed in the table)\n",
+           N(table, shown), removed, removed == 1 ? "" : "s");
     return SQLQ_EXIT_OK;
 }
 
@@ -466,11 +478,13 @@ static int drop_one(sqlq_db *db, const char *table, const char *bridge)
         sqlq_table_free(t);
         return SQLQ_EXIT_FAILED;
     }
+    char k[SQLQ_TERM_NAME_MAX], b[SQLQ_TERM_NAME_MAX];
+    N(n.table_key, k);
     if (bridge)
-        printf("%s: sync state and leases of bridge %s %s\n", n.table_key, bridge,
+        printf("%s: sync state and leases of bridge %s %s\n", k, N(bridge, b),
                forgotten ? "removed" : "not found (nothing to remove)");
     else
-        printf("%s: sync state and leases of %zu bridge%s removed\n", n.table_key, forgotten,
+        printf("%s: sync state and leases of %zu bridge%s removed\n", k, forgotten,
                forgotten == 1 ? "" : "s");
     int rc = SQLQ_EXIT_OK;
     const sqlq_dialect *d = sqlq_db_dialect(db);
@@ -481,14 +495,14 @@ static int drop_one(sqlq_db *db, const char *table, const char *bridge)
         else if (shared)
             printf("%s: triggers removed; change log %s%s kept: it is registered to another "
                    "table too (see the warning)\n",
-                   n.table_key, d->object_prefix, n.log_table);
+                   k, d->object_prefix, N(n.log_table, b));
         else
-            printf("%s: change log and triggers removed\n", n.table_key);
+            printf("%s: change log and triggers removed\n", k);
     } else if (!bridge) {
         if (sqlq_catalog_drop_if_unused(db, NULL, &err) != SQLQ_OK)
             rc = SQLQ_EXIT_FAILED, print_error(n.table_key, &err);
         printf("%s: change tracking left on (ALTER TABLE … DISABLE CHANGE_TRACKING turns it off)\n",
-               n.table_key);
+               k);
     }
     sqlq_table_free(t);
     return rc;
@@ -507,6 +521,7 @@ int sqlq_cmd_setup(int argc, char **argv)
     sqlq_config_result res;
     int rc = sqlq_config_load_or_exit(&setup_spec, &s, argc, args, &res);
     const char *tables[64];
+    char shown[SQLQ_TERM_NAME_MAX];
     size_t ntables = 0;
     const char *negated = rc < 0 ? negated_sticky_flag(argc, args) : NULL;
     if (negated)
@@ -531,7 +546,7 @@ int sqlq_cmd_setup(int argc, char **argv)
             rc = SQLQ_EXIT_USAGE,
             fprintf(stderr, "sqlq setup: key key_columns: '%s' is not allowed with %zu tables (one "
                             "table at a time, or key_columns per route in the config file)\n",
-                    s.key_columns, ntables);
+                    N(s.key_columns, shown), ntables);
         else if (s.force && !s.drop)
             rc = SQLQ_EXIT_USAGE,
             fprintf(stderr, "sqlq setup: --force is for --drop (it drops even what is not "
@@ -548,9 +563,9 @@ int sqlq_cmd_setup(int argc, char **argv)
         sqlq_error err;
         sqlq_error_clear(&err);
         if (sqlq_db_connect(s.db, &db, &err) != SQLQ_OK) {
-            char line[700];
-            sqlq_error_format(&err, line, sizeof(line));
-            fprintf(stderr, "sqlq setup: cannot connect: %s\n", line);
+            char raw[700], line[SQLQ_TERM_NAME_MAX];
+            sqlq_error_format(&err, raw, sizeof(raw));
+            fprintf(stderr, "sqlq setup: cannot connect: %s\n", N(raw, line));
             rc = SQLQ_EXIT_FAILED;
         }
     }

@@ -6,6 +6,7 @@
 #include "db.h"
 #include "log.h"
 #include "status_report.h"
+#include "term_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,11 +59,22 @@ const sqlq_config_spec *sqlq_cmd_status_spec(void)
     return &status_spec;
 }
 
+/* Names and messages from the database are shown escaped (term_text.h): a table named with an
+ * ESC in it cannot drive the terminal. */
 static void print_err(const char *what, const sqlq_error *err)
 {
-    char line[700];
-    sqlq_error_format(err, line, sizeof(line));
-    fprintf(stderr, "sqlq status: %s: %s\n", what, line);
+    char raw[700], line[SQLQ_TERM_NAME_MAX], w[SQLQ_TERM_NAME_MAX];
+    sqlq_error_format(err, raw, sizeof(raw));
+    sqlq_term_text_line(raw, line, sizeof(line));
+    fprintf(stderr, "sqlq status: %s: %s\n", sqlq_term_text_name(what, w, sizeof(w)), line);
+}
+
+/* Member `key` of o (a string from the database), escaped for the terminal into out. */
+static const char *shown(const json_t *o, const char *key, const char *absent, char *out,
+                         size_t size)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    return sqlq_term_text_name(v ? v : absent, out, size);
 }
 
 static void on_error(void *ctx, const char *what, const sqlq_error *err)
@@ -84,19 +96,18 @@ static void print_writers(const json_t *b)
     size_t i;
     json_t *w;
     json_array_foreach(writers, i, w) {
-        const char *app = json_string_value(json_object_get(w, "application_name"));
-        const char *db = json_string_value(json_object_get(w, "database"));
-        const char *state = json_string_value(json_object_get(w, "state"));
-        const char *gid = json_string_value(json_object_get(w, "gid"));
+        char t[4][SQLQ_TERM_NAME_MAX];
         json_int_t pid = json_integer_value(json_object_get(w, "pid"));
-        if (gid)
-            printf("      prepared transaction gid '%s'", gid);
+        if (json_object_get(w, "gid"))
+            printf("      prepared transaction gid '%s'", shown(w, "gid", "", t[0], sizeof(t[0])));
         else
             printf("      pid %lld", (long long)pid);
         printf(", application_name '%s', database %s, state %s, open %llds, xid %s\n",
-               app ? app : "", db ? db : "?", state ? state : "?",
+               shown(w, "application_name", "", t[0], sizeof(t[0])),
+               shown(w, "database", "?", t[1], sizeof(t[1])),
+               shown(w, "state", "?", t[2], sizeof(t[2])),
                (long long)json_integer_value(json_object_get(w, "age_s")),
-               json_string_value(json_object_get(w, "xid")));
+               shown(w, "xid", "?", t[3], sizeof(t[3])));
     }
 }
 
@@ -104,7 +115,8 @@ static void print_writers(const json_t *b)
 static void print_bridge(const json_t *b)
 {
     const char *stopped = json_string_value(json_object_get(b, "stopped"));
-    const char *name = json_string_value(json_object_get(b, "bridge"));
+    char name[SQLQ_TERM_NAME_MAX], e[SQLQ_TERM_NAME_MAX];
+    shown(b, "bridge", "", name, sizeof(name));
     if (stopped && json_is_true(json_object_get(b, "counted")))
         printf("  bridge %s: capture stopped (%s): sync version %lld, pending %lld, leased %lld "
                "(read from the change log; see the error)\n",
@@ -113,11 +125,10 @@ static void print_bridge(const json_t *b)
                (long long)json_integer_value(json_object_get(b, "leased")));
     else if (stopped)
         printf("  bridge %s: capture stopped (%s); the change log cannot be read either: %s\n",
-               name, stopped, json_string_value(json_object_get(b, "count_error")));
+               name, stopped, shown(b, "count_error", "", e, sizeof(e)));
     if (json_object_get(b, "error"))
         return;
-    printf("  bridge %s: sync version %lld, pending %lld, leased %lld",
-           json_string_value(json_object_get(b, "bridge")),
+    printf("  bridge %s: sync version %lld, pending %lld, leased %lld", name,
            (long long)json_integer_value(json_object_get(b, "sync_version")),
            (long long)json_integer_value(json_object_get(b, "pending")),
            (long long)json_integer_value(json_object_get(b, "leased")));
@@ -125,7 +136,8 @@ static void print_bridge(const json_t *b)
     json_t *n;
     const char *sep = " (";
     json_object_foreach(json_object_get(b, "owners"), owner, n) {
-        printf("%s%s: %lld", sep, owner, (long long)json_integer_value(n));
+        printf("%s%s: %lld", sep, sqlq_term_text_name(owner, e, sizeof(e)),
+               (long long)json_integer_value(n));
         sep = ", ";
     }
     printf("%s\n", *sep == ',' ? ")" : "");
@@ -138,23 +150,24 @@ static void print_text(const status_settings *s, const json_t *doc)
     json_t *t, *b;
     json_array_foreach(json_object_get(doc, "tables"), i, t) {
         const char *source = json_string_value(json_object_get(t, "source"));
-        printf("%s (%s)\n", json_string_value(json_object_get(t, "table")),
+        char w[SQLQ_TERM_NAME_MAX];
+        printf("%s (%s)\n", shown(t, "table", "", w, sizeof(w)),
                source && strcmp(source, "change_tracking") == 0 ? "change tracking"
                                                                 : "change log");
         json_t *bridges = json_object_get(t, "bridges");
         json_array_foreach(bridges, j, b) print_bridge(b);
         if (json_array_size(bridges) == 0 && s->bridge_name)
-            printf("  bridge %s has not started on this table yet\n", s->bridge_name);
+            printf("  bridge %s has not started on this table yet\n",
+                   sqlq_term_text_name(s->bridge_name, w, sizeof(w)));
         else if (json_array_size(bridges) == 0)
             printf("  no bridge has started on this table yet\n");
     }
     json_array_foreach(json_object_get(doc, "cursor_sources"), i, t) {
-        const char *owner = json_string_value(json_object_get(t, "owner"));
-        const char *rule = json_string_value(json_object_get(t, "rule"));
+        char w[4][SQLQ_TERM_NAME_MAX];
         printf("%s%s (cursor source, bridge %s): %s; leader %s\n", i ? "" : "cursor sources:\n",
-               json_string_value(json_object_get(t, "table")),
-               json_string_value(json_object_get(t, "bridge")), rule ? rule : "rule not recorded",
-               owner ? owner : "none");
+               shown(t, "table", "", w[0], sizeof(w[0])), shown(t, "bridge", "", w[1], sizeof(w[1])),
+               shown(t, "rule", "rule not recorded", w[2], sizeof(w[2])),
+               shown(t, "owner", "none", w[3], sizeof(w[3])));
     }
 }
 
@@ -192,9 +205,10 @@ static int show_all(sqlq_db *db, const status_settings *s)
     } else if (found) {
         print_text(s, doc);
     } else if (s->table) {
+        char t[SQLQ_TERM_NAME_MAX];
         printf("table %s is not set up: run sqlq setup --table %s (or run a bridge on it with "
                "--source cursor)\n",
-               s->table, s->table);
+               sqlq_term_text_name(s->table, t, sizeof(t)), t);
     } else {
         printf("no table is set up: run sqlq setup --table TABLE\n");
     }

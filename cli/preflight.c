@@ -6,6 +6,7 @@
 #include "queue_client.h"
 #include "route_filter.h"
 #include "table.h"
+#include "term_text.h"
 
 #include <errno.h>
 #include <string.h>
@@ -13,12 +14,17 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* One result line. what holds table and column names and detail the database's or the
+ * service's words: both are shown escaped (term_text.h), so a name with an ESC or a newline in
+ * it cannot drive the terminal or fake a line. */
 static void report(FILE *out, bool ok, const char *what, const sqlq_error *err)
 {
-    char detail[700] = "";
+    char raw[700] = "", detail[SQLQ_TERM_NAME_MAX], shown[SQLQ_TERM_NAME_MAX];
     if (err && err->code != SQLQ_OK)
-        sqlq_error_format(err, detail, sizeof(detail));
-    fprintf(out, "%-4s %s%s%s\n", ok ? "ok" : "FAIL", what, detail[0] ? ": " : "", detail);
+        sqlq_error_format(err, raw, sizeof(raw));
+    sqlq_term_text_line(raw, detail, sizeof(detail));
+    fprintf(out, "%-4s %s%s%s\n", ok ? "ok" : "FAIL", sqlq_term_text_name(what, shown, sizeof(shown)),
+            detail[0] ? ": " : "", detail);
 }
 
 /* Every column --columns / --exclude-columns names exists (what the route checks at start). */
@@ -151,9 +157,10 @@ static int check_queue(sqlq_queue_client *qc, const sqlq_account *account, const
                                    : sqlq_fault_classify(&err);
     if (failed && kind == SQLQ_FAULT_PERMISSION) {
         /* The service checked the credential and only refused reading metadata. */
+        char code[SQLQ_TERM_NAME_MAX];
         fprintf(out, "note queue %s: these credentials may not read its metadata (%s): fine for the "
                      "bridge, which needs only add (sp=a); the queue must then exist already\n",
-                queue, err.azure_code);
+                queue, sqlq_term_text_name(err.azure_code, code, sizeof(code)));
         return 0;
     }
     if (failed || expired) {
@@ -185,9 +192,10 @@ int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
     sqlq_db *db = NULL;
     char path[1024];
     if (sqlite_file_missing(db_connection, path, sizeof(path))) {
+        char shown[SQLQ_TERM_NAME_MAX];
         fprintf(out, "FAIL database: the SQLite file %s does not exist (not created: config "
                      "check changes nothing; is the path right?)\n",
-                path);
+                sqlq_term_text_name(path, shown, sizeof(shown)));
         problems++;
     } else if (sqlq_db_connect(db_connection, &db, &err) != SQLQ_OK) {
         report(out, false, "database: connect", &err);

@@ -30,7 +30,10 @@ void sqlq_log_set_level(sqlq_log_level level);
 void sqlq_log_set_sink(sqlq_log_sink sink, void *ctx); /* NULL = stderr in the chosen format */
 void sqlq_log_set_format(sqlq_log_format format);
 bool sqlq_log_enabled(sqlq_log_level level);
-/* Never log this string: every occurrence is replaced by ***. Thread-safe. */
+/* Never log this string: every occurrence is replaced by *** when it is at least
+ * SQLQ_REDACT_MIN_SECRET (16) bytes long; a shorter one could be an ordinary word and is
+ * redacted only as the value of a secret key (PWD=…, redact.h), which every log value is
+ * checked for anyway. Thread-safe. */
 void sqlq_log_add_secret(const char *secret);
 void sqlq_log_clear_secrets(void);
 /* Replace every registered secret in text, in place: for text that leaves the process by

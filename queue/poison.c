@@ -424,6 +424,10 @@ static sqlq_result poison_run(sqlq_queue_client *c, const char *from, const char
 {
     memset(out, 0, sizeof(*out));
     sqlq_requeue_options o = *o_in;
+    /* Counted before the run's second starts: whatever it counts was inserted by `started`. */
+    count_remaining(c, from, out);
+    out->at_start = out->remaining;
+    out->remaining = 0;
     if (!o.started)
         o.started = start_second(o.stop);
     out->started = o.started;

@@ -81,9 +81,12 @@ typedef struct sqlq_poison_counts {
     unsigned long long held;      /* still hidden by this run when it returned */
     int64_t held_until;           /* epoch s when the last of those is visible again */
     long long remaining;          /* approximate messages left in the source; -1 unknown */
+    long long at_start;           /* requeue: approximate messages in the source just before
+                                   * `started`; -1 unknown */
     bool peeked;                  /* dry run answered by a peek: nothing changed */
     bool interrupted;             /* the stop flag ended the run early */
     unsigned long long next_line; /* import: the first line not known to be imported */
+    unsigned long long refused_line; /* import: the first line the service refused (0: none) */
     int64_t started;              /* requeue: the second the run started (epoch s) */
 } sqlq_poison_counts;
 
@@ -93,7 +96,9 @@ void sqlq_requeue_options_default(sqlq_requeue_options *o);
  * (a sqlq envelope: the exact bytes of its message), never expiring, then delete the
  * original. Only messages inserted up to o->started (whole seconds, as the service keeps
  * them) are moved; later ones are counted as arrived, so a run ends even while a consumer
- * keeps poisoning what it moves. Messages that do not match are made visible again before it returns. `to` is
+ * keeps poisoning what it moves. out->at_start is the source's approximate count just before
+ * the run started: the run has covered its messages when it looked at that many inserted up
+ * to `started` (seen - arrived). Messages that do not match are made visible again before it returns. `to` is
  * created when missing. A failure of the service (every retry of a request failed, or an
  * authorization failure) stops the run with that error; a message the service refuses
  * (too large) counts as failed and the run goes on. Safe to run again. */
@@ -109,8 +114,16 @@ SQLQ_NODISCARD sqlq_result sqlq_poison_delete(sqlq_queue_client *c, const char *
                                               const sqlq_requeue_options *o,
                                               sqlq_poison_counts *out, sqlq_error *err);
 
+/* export --delete: a message whose line is in the file but which was not deleted: it is still
+ * in the queue (maybe false: the run stopped before deleting it, or the service refused the
+ * delete), or may be (maybe true: its delete was in flight when the run stopped, or its answer
+ * was lost). */
+typedef void (*sqlq_export_kept_fn)(void *ctx, const char *id, bool maybe);
+
 typedef struct sqlq_export_options {
     bool delete_after;        /* delete each message once its line is flushed and fsync'ed */
+    sqlq_export_kept_fn kept; /* optional: each exported message not deleted (delete_after) */
+    void *kept_ctx;
     unsigned long long limit; /* 0 = all */
     int visibility_s;         /* 30 */
     sqlq_encoding encoding;   /* to decode the body field */
@@ -133,8 +146,10 @@ SQLQ_NODISCARD sqlq_result sqlq_poison_export(sqlq_queue_client *c, const char *
 /* Put every line's "text" verbatim into `queue` (created when missing), never expiring; a line
  * with only a "body" string is encoded with the client's encoding. A UTF-8 byte order mark
  * and blank lines are skipped. The whole file is checked first: a line that is not such an
- * object fails the import with its line number before anything is put (a pipe is kept in a
- * temporary file for that). */
+ * object, or whose text the service would refuse (over 64 KiB once encoded, characters XML
+ * cannot carry), fails the import with its line number before anything is put (a pipe is kept
+ * in a temporary file for that). A line the service refuses all the same is logged
+ * (poison.import_refused, with its line number) and stops the import there. */
 SQLQ_NODISCARD sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *f, const char *queue,
                                               const sqlq_stop *stop,
                                               sqlq_poison_progress_fn progress, void *progress_ctx,

@@ -37,3 +37,4 @@ set_tests_properties(unit.public_headers PROPERTIES LABELS unit TIMEOUT 120
 add_test(NAME unit.cli_dispatch COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cli_dispatch.sh)
 set_tests_properties(unit.cli_dispatch PROPERTIES LABELS unit TIMEOUT 60
   ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+sqlq_integration_test(cli_outside_text FIXTURES azurite postgres TIMEOUT 180)
