@@ -27,7 +27,7 @@ runtime_pkgs=(libcurl4 libssl3 libjansson4 libexpat1 libmicrohttpd12 libpq5 unix
 build_pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev libjansson-dev
     libexpat1-dev libmicrohttpd-dev libpq-dev unixodbc-dev libcmocka-dev)
 # clang + its sanitizer/libFuzzer runtime: scripts/fuzz.sh (run by scripts/test.sh after ctest).
-test_pkgs=(postgresql mariadb-server sqlite3 nodejs npm curl procps clang libclang-rt-14-dev)
+test_pkgs=(postgresql mariadb-server sqlite3 nodejs npm curl procps clang libclang-rt-14-dev python3-yaml)
 
 case "$mode" in
     runtime) pkgs=("${runtime_pkgs[@]}") ;;
