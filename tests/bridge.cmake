@@ -62,3 +62,6 @@ foreach(db postgres mariadb)
   set_tests_properties(integration.bridge_scale.${db} PROPERTIES LABELS integration TIMEOUT 240
     FIXTURES_REQUIRED "azurite;${db}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
 endforeach()
+
+# shard_tools: a shard set through bridge, consume, poison and a config file with two accounts.
+sqlq_integration_test(shard_tools FIXTURES azurite TIMEOUT 180)
