@@ -20,7 +20,7 @@ typedef struct sqlq_route_config {
     const char *table;       /* as the user wrote it */
     const char *queue;       /* target queue; poison goes to {queue}-poison; with a shard set the
                               * set's name in logs and route-wide metrics */
-    /* A shard set (docs/sharding.md): nshards queues, each change to the one its key hashes to
+    /* A shard set (docs/scaling.md): nshards queues, each change to the one its key hashes to
      * (message/shard.h), each with {queue}-poison; 0: the one queue above. shard_accounts
      * (optional, nshards entries): shard i's storage account, NULL entries meaning the
      * bridge's; each must outlive the run. */

@@ -67,10 +67,10 @@ static const sqlq_setting bridge_table[] = {
     SQLQ_SETTING_STR(S, queue, "queue", "SQLQ_QUEUE", NULL,
                      "queue the table's changes go to; a comma-separated list (each entry may be "
                      "account:queue) is a shard set: each key always goes to the same one "
-                     "(docs/sharding.md)"),
+                     "(docs/scaling.md)"),
     SQLQ_SETTING_INT(S, shards, "shards", "SQLQ_SHARDS", "0", 0, 256,
                      "2..256: the shard set QUEUE-0 … QUEUE-(N-1), each key to the one its hash "
-                     "picks; 0 or 1: QUEUE as it is (docs/sharding.md)"),
+                     "picks; 0 or 1: QUEUE as it is (docs/scaling.md)"),
     SQLQ_SETTING_STR(S, shard_accounts, "shard_accounts", "SQLQ_SHARD_ACCOUNTS", NULL,
                      "with shards: storage accounts (comma-separated names of the config file's "
                      "\"accounts\", or default) that shard i is in, in turn: shard i in entry i "

@@ -35,7 +35,7 @@ typedef struct poison_settings {
     sqlq_common_settings common;
 } poison_settings;
 
-/* list, requeue and purge take a shard set as QUEUE (docs/sharding.md). */
+/* list, requeue and purge take a shard set as QUEUE (docs/scaling.md). */
 #define SHARDS_SETTING(S)                                                                          \
     SQLQ_SETTING_INT(S, shards, "shards", NULL, "0", 0, 256,                                       \
                      "QUEUE names a shard set: QUEUE-0 … QUEUE-(N-1), each in turn (a comma-"     \

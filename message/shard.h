@@ -1,5 +1,5 @@
 /* shard: which of a route's N queues a change goes to: a stable hash of its key, the same on
- * every instance and in every language (docs/sharding.md). */
+ * every instance and in every language (docs/scaling.md). */
 #ifndef SQLQ_SHARD_H
 #define SQLQ_SHARD_H
 

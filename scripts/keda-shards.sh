@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Print one KEDA ScaledObject per queue of a shard set (docs/sharding.md), each scaling the
+# Print one KEDA ScaledObject per queue of a shard set (docs/scaling.md), each scaling the
 # consumer Deployment of its shard (NAME-<i>, running `sqlq consume <queue i>`) on that
 # queue's length with KEDA's azure-queue scaler, as docker/k8s/keda.yaml does for one queue.
 #   scripts/keda-shards.sh --queue orders --shards 4 [options] > keda-shards.yaml

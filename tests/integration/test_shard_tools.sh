@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# A shard set with the operator tools (docs/sharding.md): the bridge publishes a table to
+# A shard set with the operator tools (docs/scaling.md): the bridge publishes a table to
 # QUEUE-0..2 (--shards 3) and to a listed set (a,b); `sqlq consume QUEUE --shards 3` drains
 # every shard at once (one poll loop each) and so do several QUEUE arguments; `sqlq poison
 # list|requeue QUEUE --shards 3` walks each shard's -poison queue in turn; the same settings
-# in a config file route ("shards", "shard_accounts" with a second account from "accounts");
+# in a config file route (a listed set, one queue in a second account from "accounts"); the
+# documented change of the number of shards (drain, then switch: 3 to 2, checked by the SDK);
 # a bad shard set is refused naming what is allowed.
 set -euo pipefail
 kind=sqlite
@@ -51,6 +52,22 @@ n=$("$sqlq" queue stats "$q-1" | grep -o '"approximate_count":[0-9]*' | cut -d: 
 "$sqlq" consume "$q-0" "$q-1" "$q-2" --noop --exit-when-empty >"$tmp/consume2.log" 2>&1 || fail "consume Q-0 Q-1 Q-2"
 grep -q "queue=$q-1 received=1" "$tmp/consume2.log" || fail "consume of three named queues did not take the requeued message"
 echo "ok: poison list/requeue and consume over a shard set"
+
+# Changing the number of shards, drain then switch (docs/scaling.md): the bridge is stopped
+# (here: --once ran to the end), every old shard queue is empty (consumed above), then the
+# bridge runs with 2 shards: each key's messages go to its new shard, nothing to the third.
+sql "UPDATE kv SET v = v + 500"
+for i in 0 1 2; do
+    n=$("$sqlq" queue stats "$q-$i" | grep -o '"approximate_count":[0-9]*' | cut -d: -f2)
+    [ "$n" -eq 0 ] || fail "before the switch $q-$i still holds $n"
+done
+"$sqlq" bridge --db "$conn" --table kv --queue "$q" --shards 2 --once >"$tmp/bridge2.log" 2>&1 || fail "bridge --shards 2"
+n=$("$sqlq" queue stats "$q-2" | grep -o '"approximate_count":[0-9]*' | cut -d: -f2)
+[ "$n" -eq 0 ] || fail "after the switch to 2 shards $q-2 received $n"
+sqlite3 -separator ' ' "$tmp/shop.db" "SELECT id, v FROM kv" >"$tmp/table"
+node "$(dirname "$0")/../support/shard_drain.js" "$SQLQ_QUEUE_CONNECTION" "$tmp/table" "$q-0" "$q-1" ||
+    fail "after the switch to 2 shards"
+echo "ok: 3 shards to 2, drain then switch"
 
 # A config file route with a listed set in two accounts ("default" and a named one, here the
 # same Azurite under another name: each has its own credential entry).

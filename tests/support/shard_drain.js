@@ -1,5 +1,5 @@
 // Drains a shard set with the official SDK (@azure/storage-queue) and checks what sqlq bridge
-// promised of it (docs/sharding.md): every message is on the shard its key hashes to (SHA-256
+// promised of it (docs/scaling.md): every message is on the shard its key hashes to (SHA-256
 // of the canonical key JSON, first 8 bytes big-endian, mod the number of shards; computed here
 // independently of sqlq), and on that shard the versions of each key never go down.
 //   node shard_drain.js CONN TABLE_FILE QUEUE...

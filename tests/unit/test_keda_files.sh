@@ -3,7 +3,7 @@
 # for a shard set pass a structural check against KEDA's CRD fields (tests/support/keda_check.py);
 # the bridge's scaler reads a metric the bridge exports, with the AF-SQL target (1,000 pending
 # changes per instance) and at least one instance; the generator makes one object per shard
-# queue, named and scaling as docs/sharding.md says, and refuses what is not a shard set.
+# queue, named and scaling as docs/scaling.md says, and refuses what is not a shard set.
 set -euo pipefail
 src=${SQLQ_SOURCE_DIR:?}
 tmp=$(mktemp -d)

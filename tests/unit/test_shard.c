@@ -1,4 +1,4 @@
-/* Unit tests of message/shard: the documented hash (docs/sharding.md), checked against values
+/* Unit tests of message/shard: the documented hash (docs/scaling.md), checked against values
  * computed independently (Python: hashlib.sha256 over json.dumps(key, sort_keys=True,
  * separators=(",", ":"), ensure_ascii=False), first 8 bytes big-endian). */
 #include <setjmp.h>
