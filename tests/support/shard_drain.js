@@ -2,11 +2,13 @@
 // promised of it (docs/scaling.md): every message is on the shard its key hashes to (SHA-256
 // of the canonical key JSON, first 8 bytes big-endian, mod the number of shards; computed here
 // independently of sqlq), and on that shard the versions of each key never go down.
-//   node shard_drain.js CONN TABLE_FILE QUEUE...
+//   node shard_drain.js [--max-duplicates N] CONN TABLE_FILE QUEUE...
 // receives and deletes every message of each QUEUE (shard i is the i-th QUEUE; base64 bodies,
 // row or batch format) until all are empty for 2 s, then checks the newest version of every
 // key against TABLE_FILE, the table's rows as lines "id v": each row's key ends in an insert
-// or update carrying that v, every other key in a delete. Nothing lost. Prints a summary.
+// or update carrying that v, every other key in a delete. Nothing lost. A change (message id)
+// that arrived more than once counts as a duplicate: more than N (default 0) fail. Prints a
+// summary.
 "use strict";
 const crypto = require("crypto");
 const fs = require("fs");
@@ -43,10 +45,13 @@ async function drainOne(q) {
 }
 
 async function main() {
-  const [conn, out, ...queues] = process.argv.slice(2);
+  let argv = process.argv.slice(2), maxDup = 0;
+  if (argv[0] === "--max-duplicates") { maxDup = Number(argv[1]); argv = argv.slice(2); }
+  const [conn, out, ...queues] = argv;
   if (!conn || !out || queues.length === 0) fail("usage: CONN TABLE_FILE QUEUE...");
   const clients = queues.map((name) => new QueueClient(conn, name));
-  const newest = {}, lastOnShard = {};
+  const newest = {}, lastOnShard = {}, ids = new Set();
+  let duplicates = 0;
   let total = 0, quietSince = Date.now();
   const perShard = queues.map(() => 0);
   while (Date.now() - quietSince < 2000) {
@@ -56,12 +61,16 @@ async function main() {
         any = true;
         total++;
         perShard[i]++;
+        if (ids.has(c.id)) duplicates++;
+        ids.add(c.id);
         const k = canonical(c.key);
         const want = shardOf(c.key, queues.length);
         if (want !== i) fail(`key ${k} version ${c.version} arrived on shard ${i} (${queues[i]}), its hash says ${want}`);
-        if (lastOnShard[k] !== undefined && c.version < lastOnShard[k])
-          fail(`key ${k} on shard ${i}: version ${c.version} after ${lastOnShard[k]}`);
-        lastOnShard[k] = c.version;
+        const prev = lastOnShard[k];
+        if (prev !== undefined && c.version < prev.version)
+          fail(`key ${k} on shard ${i}: version ${c.version} (${c.op}, published ${c.ts}) after ` +
+               `${prev.version} (${prev.op}, published ${prev.ts})`);
+        lastOnShard[k] = c;
         if (!newest[k] || c.version > newest[k].version)
           newest[k] = { op: c.op, version: c.version, v: c.row ? c.row.v : null };
       }
@@ -82,7 +91,8 @@ async function main() {
   for (const k of Object.keys(newest))
     if (!inTable[k] && newest[k].op !== "delete")
       fail(`key ${k} is not in the table, its newest message (version ${newest[k].version}) says ${newest[k].op}: a delete was lost`);
+  if (duplicates > maxDup) fail(`${duplicates} change(s) arrived twice, at most ${maxDup} allowed`);
   console.log(`shard_drain: ${total} changes, per shard ${perShard.join(" ")}, ${Object.keys(newest).length} keys, ` +
-              "every one on its hashed shard, versions increasing per key");
+              `${duplicates} duplicate(s), every one on its hashed shard, versions increasing per key`);
 }
 main().catch((e) => fail(e.stack || String(e)));
