@@ -12,6 +12,7 @@ path is untouched: the backlog is written before the bridges start.
 """
 import argparse
 import os
+import resource
 import subprocess
 import time
 import urllib.request
@@ -61,11 +62,13 @@ def one_run(pg, queue, rows, instances, shards, n):
     pg.psql(db, f"INSERT INTO kv SELECT g, g FROM generate_series(1, {rows}) g")
     env = dict(os.environ, SQLQ_QUEUE_CONNECTION=queue.conn)
     args = [str(B.SQLQ), "bridge", "--db", conn, "--table", "kv", "--queue", f"sc{n}",
-            "--once", "--log-level", "warn", "--max-batch-size", "100"]
+            "--once", "--log-level", "warn", "--max-batch-size", str(100 * shards)]
     if shards > 1:
         args += ["--shards", str(shards)]
     before = queue.count()
-    cpu0 = B.system_busy_s()
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu0 = ru.ru_utime + ru.ru_stime
+    pg0 = pg.cpu_s()
     t0 = time.monotonic()
     procs = [subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
              for _ in range(instances)]
@@ -74,23 +77,25 @@ def one_run(pg, queue, rows, instances, shards, n):
         if p.returncode != 0:
             raise RuntimeError(f"bridge exited {p.returncode}: {err.decode()[-500:]}")
     secs = time.monotonic() - t0
-    busy = B.system_busy_s() - cpu0
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy = ru.ru_utime + ru.ru_stime - cpu0
+    pg_busy = pg.cpu_s() - pg0
     published = queue.count() - before
     if published < rows:
         raise RuntimeError(f"{published} of {rows} rows published")
     return {"instances": instances, "shards": shards, "rows": rows, "seconds": secs,
-            "rows_per_s": rows / secs, "cores_busy": busy / secs, "published": published}
+            "rows_per_s": rows / secs, "bridge_cores": busy / secs, "pg_cores": pg_busy / secs, "published": published}
 
 
 def table(runs):
     base = runs[0]["rows_per_s"]
-    lines = ["| instances | shards | rows/s | ratio to 1×1 | linear | of linear | cores busy |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| instances | shards | rows/s | ratio to 1×1 | linear | of linear | bridge CPU (cores) | PostgreSQL CPU (cores) |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in runs:
         k = r["instances"] * r["shards"]
         ratio = r["rows_per_s"] / base
         lines.append(f"| {r['instances']} | {r['shards']} | {B.n_(r['rows_per_s'])} | "
-                     f"{ratio:.2f}× | {k}× | {ratio / k:.2f} | {r['cores_busy']:.2f} of {os.cpu_count()} |")
+                     f"{ratio:.2f}× | {k}× | {ratio / k:.2f} | {r['bridge_cores']:.2f} | {r['pg_cores']:.2f} |")
     return "\n".join(lines)
 
 
@@ -107,13 +112,14 @@ def main():
         for n, (inst, shards) in enumerate(configs):
             r = one_run(pg, queue, a.rows, inst, shards, n)
             B.log(f"{inst} instance(s), {shards} shard(s): {r['rows_per_s']:.0f} rows/s "
-                  f"in {r['seconds']:.1f} s, {r['cores_busy']:.2f} cores busy")
+                  f"in {r['seconds']:.1f} s, bridge {r['bridge_cores']:.2f} cores")
             runs.append(r)
     body = (f"{B.facts_lines()}\n\nQueue service: bench/fakequeue.c answering after {DELAY} ms "
             f"per request; PostgreSQL backlog of {a.rows} rows per configuration, drained by "
-            f"`sqlq bridge --once` (max_in_flight 16 per queue, batch 100).\n\n{table(runs)}\n")
+            f"`sqlq bridge --once` started N times at once (max_in_flight 16 per queue; "
+            f"max_batch_size 100 per shard, so that each queue of a set gets as many changes per poll).\n\n{table(runs)}\n")
     print(body)
-    B.save("scale", runs)
+    B.save("scale", {"runs": runs})
     if a.write_docs:
         B.write_section(TITLE, body)
 
