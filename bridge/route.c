@@ -3,6 +3,7 @@
  * sqlq_route_transition pick the next. */
 #include "route_internal.h"
 
+#include "capture_stop.h"
 #include "log.h"
 
 #include <assert.h>
@@ -205,6 +206,7 @@ void sqlq_route_destroy(sqlq_route *r)
     sqlq_lease_renewer_stop(r->renewer);
     sqlq_wakeup_destroy(r->wakeup);
     sqlq_capture_close(r->cap);
+    sqlq_backlog_close(r->backlog);
     sqlq_db_close(r->db);
     sqlq_delivery_destroy(r->delivery);
     sqlq_route_shards_destroy(r);
@@ -331,7 +333,9 @@ bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *fa
     if (sqlq_route_stopping(r) || (!failed->transient && r->env.once) ||
         give_up(r, r->db_down_since_ms, "database", failed->message, SQLQ_E_SQL))
         return false;
-    if (!sqlq_route_backoff_sleep(r, &r->db_backoff, r->db_down_since_ms))
+    /* A capture that cannot go on keeps its backlog measured through the wait. */
+    if (!(sqlq_route_stopped(r) ? sqlq_route_outage_sleep(r, &r->db_backoff, r->db_down_since_ms)
+                                : sqlq_route_backoff_sleep(r, &r->db_backoff, r->db_down_since_ms)))
         return false;
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -341,9 +345,12 @@ bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *fa
         return !sqlq_route_stopping(r);
     }
     sqlq_error_clear(&err);
-    if (open_capture(r, &err) != SQLQ_OK)
+    if (open_capture(r, &err) != SQLQ_OK) {
         sqlq_route_log_error("capture_open_failed", r, &err);
-    else
+        sqlq_route_stop_note(r, &err);
+        if (strcmp(err.reason, SQLQ_STOP_STATE_GONE) == 0)
+            return false; /* never started again from start_from: the route ends */
+    } else
         SQLQ_INFO("db_reconnected", "table=%s", r->cfg.table);
     return !sqlq_route_stopping(r);
 }
@@ -366,6 +373,8 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
         sqlq_result rc = r->db ? SQLQ_OK : sqlq_db_connect(r->env.db_connection, &r->db, &e);
         if (rc == SQLQ_OK && !r->cap)
             rc = open_capture(r, &e);
+        if (rc == SQLQ_OK)
+            sqlq_route_opened(r);
         if (rc == SQLQ_OK && !r->renewer)
             rc = sqlq_lease_renewer_start(r->env.db_connection, &r->ccfg, renew_interval_ms(r),
                                           &r->renewer, &e);
@@ -434,7 +443,11 @@ void sqlq_route_refresh_metrics(sqlq_route *r, uint64_t now)
     sqlq_capture_status st;
     sqlq_error e;
     sqlq_error_clear(&e);
-    if (r->cap && sqlq_capture_status_get(r->cap, &st, &e) == SQLQ_OK) {
+    double pending = 0, age = 0;
+    if (sqlq_route_stop_backlog(r, &pending, &age)) { /* capture stopped: from the log */
+        sqlq_gauge_set(r->m_pending, pending);
+        sqlq_gauge_set(r->m_pending_age, age);
+    } else if (r->cap && sqlq_capture_status_get(r->cap, &st, &e) == SQLQ_OK) {
         /* Held back by an open writer of the log (PostgreSQL): committed, not delivered yet. */
         sqlq_gauge_set(r->m_pending, (double)(st.pending + st.held_back));
         sqlq_gauge_set(r->m_pending_age, st.oldest_pending_age_s);
@@ -464,21 +477,30 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, sqlq_error *err)
     sqlq_error e;
     sqlq_error_clear(&e);
     r->last_poll_ms = sqlq_clock_now_ms(&r->clock);
-    sqlq_result rc = r->cap ? sqlq_capture_poll(r->cap, b, &e)
-                            : sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open");
+    sqlq_result rc = SQLQ_E_SQL;
+    if (r->cap)
+        rc = sqlq_capture_poll(r->cap, b, &e);
+    else if (sqlq_route_stopped(r)) /* the reopen failed for good: say why, not "transient" */
+        sqlq_route_stop_error(r, &e);
+    else
+        sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open");
     r->poll_took_ms = sqlq_clock_now_ms(&r->clock) - r->last_poll_ms;
     if (rc == SQLQ_OK) {
         sqlq_backoff_reset(&r->db_backoff);
         r->db_failures = 0;
         r->db_down_since_ms = 0;
         sqlq_route_mark_down(r, &r->db_down, false, true);
+        sqlq_route_stop_clear(r);
         return true;
     }
     sqlq_route_mark_down(r, &r->db_down, true, true);
+    sqlq_route_stop_note(r, &e);
     sqlq_counter_inc(r->m_retry_db);
     if (!sqlq_route_recover_db(r, "poll_failed", &e) && !sqlq_route_stopping(r)) {
         r->fatal = true;
-        if (err && err->code == SQLQ_OK)
+        if (err && err->code == SQLQ_OK && sqlq_route_stopped(r))
+            sqlq_route_stop_error(r, err); /* the state gone, say, not the poll's SQL error */
+        else if (err && err->code == SQLQ_OK)
             *err = e;
     }
     return false;

@@ -9,6 +9,7 @@
 #include "route.h"
 
 #include "backoff.h"
+#include "capture_backlog.h"
 #include "delivery.h"
 #include "lease_renewer.h"
 #include "outage.h"
@@ -110,6 +111,11 @@ struct sqlq_route {
     sqlq_histogram *m_publish_s;
     sqlq_gauge *m_pending;
     sqlq_gauge *m_pending_age; /* sqlq_oldest_pending_change_age_seconds */
+    /* route_stopped.c: why the capture cannot go on ("" while it can), the last such error,
+     * and the backlog read from the change log meanwhile. */
+    char stop_reason[32];
+    sqlq_error stop_err;
+    sqlq_backlog *backlog;
 };
 
 /* route.c */
@@ -135,6 +141,20 @@ void sqlq_route_log_error(const char *event, const sqlq_route *r, const sqlq_err
 bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *failed);
 /* Nothing more to poll now: wait for a hint of a change or the polling interval. */
 void sqlq_route_wait_for_change(sqlq_route *r);
+
+/* route_stopped.c. The capture opened at start: from now on its state must stay (a reopen,
+ * and the renewer's, that finds it gone stops the route instead of starting afresh), and this
+ * instance is present (capture_presence.h). */
+void sqlq_route_opened(sqlq_route *r);
+/* A permanent failure of the capture (ignored when transient): its reason in
+ * sqlq_route_stopped{table,reason} and kept until sqlq_route_stop_clear (a poll succeeded). */
+void sqlq_route_stop_note(sqlq_route *r, const sqlq_error *e);
+void sqlq_route_stop_clear(sqlq_route *r);
+bool sqlq_route_stopped(const sqlq_route *r);
+/* The last permanent failure (what a poll without a capture reports). */
+void sqlq_route_stop_error(const sqlq_route *r, sqlq_error *out);
+/* While stopped: the backlog read from the change log; false when not stopped or unreadable. */
+bool sqlq_route_stop_backlog(sqlq_route *r, double *pending, double *age_s);
 
 /* route_settle.c */
 /* Release (or abandon) until the database takes it; giving up is safe (leases expire). */

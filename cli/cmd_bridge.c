@@ -148,7 +148,9 @@ static const sqlq_setting bridge_table[] = {
                       "trigger's NOTIFY; SQLite: PRAGMA data_version every 10 ms), not only every "
                       "polling interval; --no-wakeup: the interval alone"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
-                     "after SIGTERM: time to finish publishes in flight before leaving anyway"),
+                     "after SIGTERM: time to finish publishes in flight; exit 0 when they "
+                     "settled in time, else leave anyway with exit 1 (what was left stays "
+                     "leased and is published again after lease_s)"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
                      "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
     SQLQ_SETTING_BOOL(S, once, "once", "SQLQ_ONCE", "false",

@@ -10,6 +10,7 @@
 #include "cursor_state.h"
 #include "db.h"
 #include "log.h"
+#include "setup_guard.h"
 #include "sql_text.h"
 
 #include <stdio.h>
@@ -21,6 +22,7 @@ typedef struct setup_settings {
     char *table;
     char *bridge_name;
     bool drop;
+    bool force;
     long long retention_days;
     char *source;
     char *cursor_column;
@@ -47,6 +49,10 @@ static const sqlq_setting setup_table[] = {
                       "remove instead: every bridge's sync state and leases of the table, its "
                       "change log and triggers, and sqlq's schema once nothing is left in it "
                       "(SQL Server: change tracking stays on)"),
+    SQLQ_SETTING_BOOL(S, force, "force", NULL, "false",
+                      "with --drop: drop even while a bridge instance works on the table (seen "
+                      "within its lease), holds leases or has changes not delivered yet, which "
+                      "--drop otherwise refuses, naming them; says what it discards"),
     SQLQ_SETTING_INT(S, retention_days, "change_retention_days", "SQLQ_CHANGE_RETENTION_DAYS", "2",
                      1, 3650,
                      "SQL Server: CHANGE_RETENTION when setup turns change tracking on for the "
@@ -84,7 +90,7 @@ static const sqlq_setting setup_table[] = {
 
 static const sqlq_config_spec setup_spec = {
     "setup",
-    "sqlq setup --db CONN --table T [--table T2 …] [--key-columns A,B] [--track-columns] [--before-image] [--drop [--bridge-name NAME]]",
+    "sqlq setup --db CONN --table T [--table T2 …] [--key-columns A,B] [--track-columns] [--before-image] [--drop [--bridge-name NAME] [--force]]",
     "Prepare tables for `sqlq bridge`: create sqlq's state tables, and per table install the\n"
     "change log (a log table and row triggers: SQLite, PostgreSQL, MariaDB/MySQL) or turn change\n"
     "tracking on (SQL Server). Safe to run again: existing objects are kept, triggers are\n"
@@ -526,6 +532,10 @@ int sqlq_cmd_setup(int argc, char **argv)
             fprintf(stderr, "sqlq setup: key key_columns: '%s' is not allowed with %zu tables (one "
                             "table at a time, or key_columns per route in the config file)\n",
                     s.key_columns, ntables);
+        else if (s.force && !s.drop)
+            rc = SQLQ_EXIT_USAGE,
+            fprintf(stderr, "sqlq setup: --force is for --drop (it drops even what is not "
+                            "delivered yet)\n");
         else if (!route_bools_ok(&res))
             rc = SQLQ_EXIT_USAGE;
         else if ((s.track_columns || s.before_image) && (s.drop || strcmp(s.source, "cursor") == 0))
@@ -559,7 +569,10 @@ int sqlq_cmd_setup(int argc, char **argv)
                 route_bool_of(&res, tables[i], "track_columns", s.track_columns),
                 route_bool_of(&res, tables[i], "before_image", s.before_image)};
             int one = s.drop && cursor ? cursor_drop(db, tables[i], s.bridge_name)
-                      : s.drop         ? drop_one(db, tables[i], s.bridge_name)
+                      : s.drop && sqlq_setup_drop_guard(db, tables[i], s.bridge_name, s.force) !=
+                                      SQLQ_EXIT_OK
+                          ? SQLQ_EXIT_FAILED
+                      : s.drop ? drop_one(db, tables[i], s.bridge_name)
                       : cursor
                           ? cursor_one(db, tables[i], keys, &s)
                           : install_one(db, tables[i], keys, (int)s.retention_days, &opts);

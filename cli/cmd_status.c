@@ -1,6 +1,8 @@
 /* cmd_status: `sqlq status`: per watched table and bridge, the sync version, changes pending
  * and leases held (by whom), read from sqlq's registry and state tables. */
 #include "capture.h"
+#include "capture_backlog.h"
+#include "capture_stop.h"
 #include "catalog.h"
 #include "commands.h"
 #include "config.h"
@@ -46,7 +48,9 @@ static const sqlq_config_spec status_spec = {
     "changes an open writer of the change log holds back: the backlog an autoscaler reads, as\n"
     "the bridge's sqlq_pending_changes metric counts it),\n"
     "and the leases held now, by owner (host:pid:random of the bridge instance).\n"
-    "Exit code 1 when a table asked for is not set up or cannot be read.",
+    "A bridge whose capture stopped (its key changed, its triggers are gone) is shown as\n"
+    "`capture stopped (REASON)` with its counts read from the change log alone.\n"
+    "Exit code 1 when a table asked for is not set up or cannot be read, or a capture stopped.",
     status_table,
     sizeof(status_table) / sizeof(status_table[0]),
     0,
@@ -92,6 +96,40 @@ static void print_writers(const sqlq_capture_status *st)
     }
 }
 
+/* A bridge whose capture cannot open (its key changed, its triggers are gone): what waits, read
+ * from the change log alone, and why (exit 1 all the same: nothing is delivered). */
+static int stopped_status(sqlq_db *db, const char *table_key, const char *bridge, bool json,
+                          json_t *bridges, const sqlq_error *why)
+{
+    sqlq_backlog *b = NULL;
+    sqlq_backlog_counts c;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    const char *reason = sqlq_capture_stop_reason(why);
+    bool counted = sqlq_backlog_open(db, table_key, bridge, &b, &err) == SQLQ_OK &&
+                   sqlq_backlog_read(b, 0, &c, &err) == SQLQ_OK;
+    sqlq_backlog_close(b);
+    char what[600];
+    snprintf(what, sizeof(what), "%s, bridge %s", table_key, bridge);
+    print_err(what, why);
+    json_t *o = json_pack("{s:s, s:s, s:s}", "bridge", bridge, "stopped", reason, "error",
+                          why->message);
+    if (o && counted) {
+        json_object_set_new(o, "sync_version", json_integer((json_int_t)c.sync_version));
+        json_object_set_new(o, "pending", json_integer((json_int_t)c.pending));
+        json_object_set_new(o, "leased", json_integer((json_int_t)c.leased));
+    }
+    json_array_append_new(bridges, o);
+    if (!json && counted)
+        printf("  bridge %s: capture stopped (%s): sync version %lld, pending %lld, leased %lld "
+               "(read from the change log; see the error)\n",
+               bridge, reason, (long long)c.sync_version, c.pending, c.leased);
+    else if (!json)
+        printf("  bridge %s: capture stopped (%s); the change log cannot be read either: %s\n",
+               bridge, reason, err.message);
+    return SQLQ_EXIT_FAILED;
+}
+
 /* One bridge of one table; appends to `bridges` (JSON) and prints in text mode. */
 static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge, bool json,
                          json_t *bridges)
@@ -110,6 +148,9 @@ static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge,
     if (r == SQLQ_OK)
         r = sqlq_capture_status_get(cap, &st, &err);
     sqlq_capture_close(cap);
+    if (r != SQLQ_OK && !err.transient && err.code != SQLQ_E_UNSUPPORTED &&
+        sqlq_db_dialect(db)->capture_shape != SQLQ_CAPTURE_CHANGE_TRACKING)
+        return stopped_status(db, table_key, bridge, json, bridges, &err);
     if (r != SQLQ_OK) {
         char what[600];
         snprintf(what, sizeof(what), "%s, bridge %s", table_key, bridge);

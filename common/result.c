@@ -35,6 +35,12 @@ void sqlq_error_clear(sqlq_error *err)
         memset(err, 0, sizeof(*err));
 }
 
+void sqlq_error_reason(sqlq_error *err, const char *reason)
+{
+    if (err)
+        snprintf(err->reason, sizeof(err->reason), "%s", reason ? reason : "");
+}
+
 sqlq_result sqlq_error_set(sqlq_error *err, sqlq_result code, bool transient, const char *fmt, ...)
 {
     if (!err || err->code != SQLQ_OK)

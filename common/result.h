@@ -44,8 +44,13 @@ typedef struct sqlq_error {
     char request_id[64];   /* x-ms-request-id */
     char sqlstate[6];      /* ODBC SQLSTATE, "" when not SQL */
     long native_code;      /* driver native error (SQLite code, SQL Server number) */
+    char reason[32];       /* a permanent failure's stable name for metrics and status
+                            * ("table_key_changed"); "" when it has none */
     char message[512];
 } sqlq_error;
+
+/* Name a permanent failure (err->reason; see above); does nothing for NULL. */
+void sqlq_error_reason(sqlq_error *err, const char *reason);
 
 const char *sqlq_strerror(sqlq_result r);
 

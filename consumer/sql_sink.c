@@ -7,6 +7,7 @@
 #include "dialect.h"
 #include "log.h"
 #include "sink_change.h"
+#include "sink_manifest.h"
 #include "sink_param.h"
 #include "table.h"
 #include "table_key.h"
@@ -37,6 +38,10 @@ struct sqlq_sql_sink {
     sqlq_counter *m_skipped;    /* SQLQ_METRIC_SINK_SKIPPED; NULL without metrics */
     atomic_ullong skipped, skipped_unlogged;
     _Atomic int64_t next_skip_log_ms;
+    sqlq_sink_repair repair;    /* repair manifests (sink_manifest.h), with the guard */
+    sqlq_counter *m_read_older; /* backfill rows older than what the sink holds */
+    atomic_ullong read_older_unlogged;
+    _Atomic int64_t next_read_log_ms;
 };
 
 typedef struct sink_worker {
@@ -81,6 +86,8 @@ sqlq_result sqlq_sql_sink_create(const char *conn, const char *table, const char
         r = sqlq_table_name_parse(version_table, &s->versions, err);
         if (r == SQLQ_OK)
             r = sqlq_version_guard_install(db, &s->versions, err);
+        if (r == SQLQ_OK)
+            r = sqlq_sink_repair_init(&s->repair, &s->versions, s->target, err);
     }
     sqlq_db_close(db);
     if (r != SQLQ_OK) {
@@ -104,8 +111,13 @@ void sqlq_sql_sink_destroy(sqlq_sql_sink *s)
 sqlq_result sqlq_sql_sink_check(const sqlq_sql_sink *s, const char *body, size_t len,
                                 sqlq_error *err)
 {
+    sqlq_msg_manifest m;
+    sqlq_result r = sqlq_msg_manifest_parse(body, len, &m, err);
+    sqlq_msg_manifest_free(&m);
+    if (r != SQLQ_E_NOT_FOUND)
+        return r;
     sqlq_sink_changes l;
-    sqlq_result r = sqlq_sink_changes_parse(s->table, s->shown, body, len, &l, err);
+    r = sqlq_sink_changes_parse(s->table, s->shown, body, len, &l, err);
     if (r == SQLQ_OK)
         sqlq_sink_changes_free(&l);
     return r;
@@ -221,6 +233,37 @@ static void note_skipped(sqlq_sql_sink *s, sqlq_db *db, const sqlq_sink_change *
               s->shown, key, (long long)c->version, found ? (long long)stored : -1LL, pending);
 }
 
+/* A backfill row skipped as older than what the sink holds for its key: the backfill gives
+ * every row a version at least that of its key's last change (docs/messages.md, Versions), so
+ * an older one means the source's versions went back or the sink holds a wrong version: the
+ * row stays stale. Counted, and warned about (at most once per SKIP_LOG_MS, with the count). */
+static void note_read_older(sqlq_sql_sink *s, sqlq_db *db, const sqlq_sink_change *c,
+                            const char *key, const char *hash)
+{
+    int64_t stored = 0;
+    bool found = false;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (sqlq_version_guard_stored(db, &s->versions, s->target, hash, &stored, &found, &e) !=
+            SQLQ_OK ||
+        !found || stored <= c->version)
+        return; /* the same version: the same state, skipped rightly */
+    sqlq_counter_inc(s->m_read_older);
+    unsigned long long pending = atomic_fetch_add(&s->read_older_unlogged, 1) + 1;
+    int64_t now = sqlq_clock_wall_ms();
+    int64_t next = atomic_load(&s->next_read_log_ms);
+    if (now < next || !atomic_compare_exchange_strong(&s->next_read_log_ms, &next,
+                                                      now + SQLQ_SQL_SINK_SKIP_LOG_MS))
+        return;
+    atomic_fetch_sub(&s->read_older_unlogged, pending);
+    SQLQ_WARN("sink.backfill_row_skipped",
+              "table=%s key=%.200s version=%lld stored_version=%lld skipped=%llu "
+              "note=\"a backfill row older than the version this sink holds for its key stays "
+              "unapplied (the source's versions went back, or the stored one is wrong): reset it "
+              "with consume --reset-version and backfill again\"",
+              s->shown, key, (long long)c->version, (long long)stored, pending);
+}
+
 /* With the guard, a versioned change applies only when newer than the last one applied for
  * its key (*out_apply false: skip it, it is a redelivery or arrived out of order). */
 static sqlq_result claim(sqlq_sql_sink *s, sqlq_db *db, const sqlq_sink_change *c, bool *out_apply,
@@ -232,19 +275,55 @@ static sqlq_result claim(sqlq_sql_sink *s, sqlq_db *db, const sqlq_sink_change *
     char *key = NULL, hash[65];
     sqlq_result r = guard_key(c->key, &key, hash, err);
     if (r == SQLQ_OK)
-        r = sqlq_version_guard_claim(db, &s->versions, s->target, hash, c->version, out_apply,
-                                     err);
+        r = sqlq_version_guard_claim(db, &s->versions, s->target, hash, key, c->version,
+                                     out_apply, err);
     if (r == SQLQ_OK && !*out_apply)
         note_skipped(s, db, c, key, hash);
+    if (r == SQLQ_OK && !*out_apply && c->read)
+        note_read_older(s, db, c, key, hash);
     free(key);
+    return r;
+}
+
+static sqlq_result delete_key(void *arg, sqlq_db *db, json_t *key, sqlq_error *err)
+{
+    sqlq_sink_change c = {.kind = SQLQ_SINK_DELETE, .key = key};
+    return apply_delete(arg, db, &c, err);
+}
+
+/* A repair manifest (sink_manifest.h); SQLQ_E_NOT_FOUND when body is not one. A malformed one,
+ * or one without the version check, is refused for good (SQLQ_E_REJECTED). */
+static sqlq_result apply_manifest(sqlq_sql_sink *s, sqlq_db *db, const char *body, size_t len,
+                                  sqlq_error *err)
+{
+    sqlq_msg_manifest m;
+    sqlq_result r = sqlq_msg_manifest_parse(body, len, &m, err);
+    if (r == SQLQ_E_NOT_FOUND)
+        return r;
+    if (r == SQLQ_OK && !s->guard)
+        r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                           "a repair manifest needs the version check (it is off): its versions "
+                           "say which rows are older than the backfill");
+    if (r != SQLQ_OK) {
+        err->code = SQLQ_E_REJECTED;
+        sqlq_msg_manifest_free(&m);
+        return SQLQ_E_REJECTED;
+    }
+    sqlq_sink_manifest_ctx ctx = {s->table, s->shown, &s->repair, delete_key, s};
+    long long deleted = -1;
+    r = sqlq_sink_manifest_apply(&ctx, db, &m, &deleted, err);
+    sqlq_msg_manifest_free(&m);
     return r;
 }
 
 static sqlq_result apply(sqlq_sql_sink *s, sqlq_db *db, const char *body, size_t len,
                          sqlq_error *err)
 {
+    sqlq_result r = apply_manifest(s, db, body, len, err);
+    if (r != SQLQ_E_NOT_FOUND)
+        return r;
     sqlq_sink_changes l;
-    sqlq_result r = sqlq_sink_changes_parse(s->table, s->shown, body, len, &l, err);
+    r = sqlq_sink_changes_parse(s->table, s->shown, body, len, &l, err);
     if (r != SQLQ_OK)
         return r;
     r = sqlq_db_begin(db, err);
@@ -367,6 +446,11 @@ void sqlq_sql_sink_use_metrics(sqlq_sql_sink *s, sqlq_metrics *m)
                                         "changes the --sql sink skipped as not newer than the "
                                         "version last applied for their key",
                                         &label, 1);
+    s->m_read_older = sqlq_metrics_counter(m, "sqlq_sink_backfill_rows_older_total",
+                                           "backfill rows the --sql sink skipped as older than "
+                                           "the version it holds for their key (the row stays "
+                                           "stale: see the log)",
+                                           &label, 1);
 }
 
 unsigned long long sqlq_sql_sink_skipped(const sqlq_sql_sink *s)

@@ -5,6 +5,7 @@
  * of its own, so a trailing "-- comment" cannot swallow the key condition that follows. */
 #include "backfill.h"
 
+#include "backfill_version.h"
 #include "catalog.h"
 #include "change_log.h"
 #include "cursor_column.h"
@@ -33,7 +34,8 @@ struct sqlq_backfill {
     size_t nmap_after;
     sqlq_cursor_state *state;
     sqlq_checkpoint cp;
-    char *version_sql;              /* the __sqlq_version expression */
+    char *version_sql;              /* __sqlq_floor and the __sqlq_version expression */
+    int nfloor;                     /* "?" of the floor in the page's statement, bound first */
     sqlq_keyset_col version_col;    /* cursor mode: the cursor column */
     sqlq_backfill_version_source vsource;
 };
@@ -134,58 +136,6 @@ sqlq_result sqlq_backfill_page_sql(const sqlq_dialect *d, const sqlq_table *t, c
     return r == SQLQ_OK ? r : sqlq_error_set(err, r, false, "cannot build the backfill query");
 }
 
-/* "T"."k1" = alias."k1" AND … (T: the user table, fully qualified, so the user's --where
- * keeps its unqualified column names). */
-static void key_match(sqlq_sql_text *q, const sqlq_table *t, const char *alias)
-{
-    for (size_t i = 0; i < t->nkey; i++) {
-        const char *name = t->columns[t->key[i]].name;
-        sqlq_sql_text_add(q, "%s%s.", i ? " AND " : "", alias);
-        sqlq_sql_text_ident(q, name);
-        sqlq_sql_text_add(q, " = ");
-        sqlq_sql_text_table(q, &t->name);
-        sqlq_sql_text_add(q, ".");
-        sqlq_sql_text_ident(q, name);
-    }
-}
-
-/* The change log's version of the row's key; 0 when no logged change touched it. */
-static sqlq_result log_version_sql(const sqlq_backfill *bf, char **out, sqlq_error *err)
-{
-    sqlq_sql_text q;
-    sqlq_sql_text_init(&q, bf->names.dialect);
-    sqlq_sql_text_add(&q, "COALESCE((SELECT l." SQLQ_COL_VERSION " FROM ");
-    sqlq_catalog_object(&q, bf->names.log_table);
-    sqlq_sql_text_add(&q, " l WHERE ");
-    key_match(&q, bf->table, "l");
-    sqlq_sql_text_add(&q, "), 0)");
-    return sqlq_sql_text_take(&q, out, err);
-}
-
-/* SQL Server change tracking: the version of the row's last tracked change; 0 when none. */
-static sqlq_result ct_version_sql(const sqlq_backfill *bf, char **out, sqlq_error *err)
-{
-    const sqlq_table *t = bf->table;
-    sqlq_sql_text q;
-    sqlq_sql_text_init(&q, sqlq_db_dialect(bf->db));
-    sqlq_sql_text_add(&q, "COALESCE((SELECT ct.SYS_CHANGE_VERSION FROM CHANGETABLE(VERSION ");
-    sqlq_sql_text_table(&q, &t->name);
-    sqlq_sql_text_add(&q, ", (");
-    for (size_t i = 0; i < t->nkey; i++) {
-        sqlq_sql_text_add(&q, i ? ", " : "");
-        sqlq_sql_text_ident(&q, t->columns[t->key[i]].name);
-    }
-    sqlq_sql_text_add(&q, "), (");
-    for (size_t i = 0; i < t->nkey; i++) {
-        sqlq_sql_text_add(&q, i ? ", " : "");
-        sqlq_sql_text_table(&q, &t->name);
-        sqlq_sql_text_add(&q, ".");
-        sqlq_sql_text_ident(&q, t->columns[t->key[i]].name);
-    }
-    sqlq_sql_text_add(&q, ")) AS ct), 0)");
-    return sqlq_sql_text_take(&q, out, err);
-}
-
 static sqlq_result ct_enabled(sqlq_db *db, const sqlq_table *t, bool *out, sqlq_error *err)
 {
     sqlq_buf name;
@@ -223,6 +173,31 @@ static sqlq_result cursor_version_sql(sqlq_backfill *bf, const char *cursor, cha
     return *out ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
 }
 
+/* The change log's or change tracking's version of the key, else the floor that outranks every
+ * earlier message of the key (backfill_version.h), selected first as __sqlq_floor (the page's
+ * floor, for repair manifests) and then as __sqlq_version: "<F> AS __sqlq_floor, <version>". */
+static sqlq_result source_version_sql(sqlq_backfill *bf, bool ct, sqlq_error *err)
+{
+    char *floor = NULL, *v = NULL;
+    bool param = false;
+    sqlq_result r = sqlq_backfill_version_sql(bf->db, &bf->names, bf->table, ct, &floor, &v,
+                                              &param, err);
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    if (r == SQLQ_OK &&
+        (sqlq_buf_adds(&b, floor) != SQLQ_OK || sqlq_buf_adds(&b, " AS ") != SQLQ_OK ||
+         sqlq_dialect_quote_ident(sqlq_db_dialect(bf->db), SQLQ_BACKFILL_FLOOR_COL, &b) !=
+             SQLQ_OK ||
+         sqlq_buf_printf(&b, ", %s", v) != SQLQ_OK))
+        r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    free(floor);
+    free(v);
+    bf->version_sql = r == SQLQ_OK ? sqlq_buf_take(&b, NULL) : NULL;
+    sqlq_buf_free(&b);
+    bf->nfloor = param ? 2 : 0;
+    return r;
+}
+
 /* Which version the rows carry (docs/messages.md, "Versions"): the cursor value with
  * cursor_column, else the change log's or change tracking's version of the key, else 0. */
 static sqlq_result choose_version(sqlq_backfill *bf, const sqlq_backfill_config *cfg,
@@ -234,18 +209,14 @@ static sqlq_result choose_version(sqlq_backfill *bf, const sqlq_backfill_config 
     }
     bool have = false;
     sqlq_result r;
-    if (sqlq_db_dialect(bf->db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING) {
+    bool ct = sqlq_db_dialect(bf->db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING;
+    if (ct)
         r = ct_enabled(bf->db, bf->table, &have, err);
-        if (r == SQLQ_OK && have)
-            bf->vsource = SQLQ_BACKFILL_VERSION_CHANGE_TRACKING;
-        if (r == SQLQ_OK && have)
-            r = ct_version_sql(bf, &bf->version_sql, err);
-    } else {
+    else
         r = sqlq_change_log_installed(bf->db, bf->table, &have, err);
-        if (r == SQLQ_OK && have)
-            bf->vsource = SQLQ_BACKFILL_VERSION_CHANGE_LOG;
-        if (r == SQLQ_OK && have)
-            r = log_version_sql(bf, &bf->version_sql, err);
+    if (r == SQLQ_OK && have) {
+        bf->vsource = ct ? SQLQ_BACKFILL_VERSION_CHANGE_TRACKING : SQLQ_BACKFILL_VERSION_CHANGE_LOG;
+        r = source_version_sql(bf, ct, err);
     }
     if (r == SQLQ_OK && !have)
         SQLQ_WARN("backfill_version_zero",
@@ -450,9 +421,13 @@ static sqlq_result take_row(sqlq_backfill *bf, json_t *row, sqlq_backfill_page *
             ok = cv && !json_is_null(cv) && json_array_append(ckey, cv) == 0;
         json_object_del(row, alias);
     }
-    int64_t version = 0;
+    int64_t version = 0, floor = 0;
     ok = ok && row_version(bf, json_object_get(row, SQLQ_BACKFILL_VERSION_COL), &version);
     json_object_del(row, SQLQ_BACKFILL_VERSION_COL);
+    json_t *fv = json_object_get(row, SQLQ_BACKFILL_FLOOR_COL);
+    if (ok && fv && row_version(bf, fv, &floor) && floor > out->floor)
+        out->floor = floor; /* one value for the whole statement */
+    json_object_del(row, SQLQ_BACKFILL_FLOOR_COL);
     ok = ok && json_array_append_new(out->keys, key) == 0 &&
          json_array_append(out->rows, row) == 0 &&
          json_array_append_new(out->versions, json_integer((json_int_t)version)) == 0;
@@ -469,20 +444,31 @@ sqlq_result sqlq_backfill_next(sqlq_backfill *bf, sqlq_backfill_page *out, sqlq_
 {
     memset(out, 0, sizeof(*out));
     bool after = bf->cp.key != NULL;
-    sqlq_param params[2 * MAX_KEY];
+    sqlq_param params[2 * MAX_KEY + 2];
+    size_t np = (size_t)bf->nfloor; /* the floor's "?", bound first */
     sqlq_result r = SQLQ_OK;
     for (size_t i = 0; after && r == SQLQ_OK && i < bf->nmap_after; i++) {
         const json_t *v = json_array_get(bf->cp.key, bf->map_after[i]);
-        r = v ? sqlq_keyset_param(&bf->order[bf->map_after[i]], v, &params[i], err)
+        r = v ? sqlq_keyset_param(&bf->order[bf->map_after[i]], v, &params[np + i], err)
               : sqlq_error_set(err, SQLQ_E_PARSE, false, "stored backfill checkpoint of %s does "
                                "not match its key", bf->names.table_key);
     }
+    int64_t floor = 0;
+    bool txn = false;
+    if (r == SQLQ_OK && bf->vsource == SQLQ_BACKFILL_VERSION_CHANGE_LOG)
+        r = sqlq_backfill_floor_begin(bf->db, &bf->names, &floor, &txn, err);
+    for (size_t i = 0; i < np; i++)
+        params[i] = sqlq_param_int(floor);
     json_t *rows = NULL;
     if (r == SQLQ_OK)
         r = sqlq_db_query(bf->db, after ? bf->sql_after : bf->sql_first, params,
-                          after ? bf->nmap_after : 0, &rows, err);
-    if (r != SQLQ_OK)
+                          np + (after ? bf->nmap_after : 0), &rows, err);
+    if (txn && sqlq_backfill_floor_end(bf->db, r == SQLQ_OK, err) != SQLQ_OK && r == SQLQ_OK)
+        r = err ? err->code : SQLQ_E_SQL;
+    if (r != SQLQ_OK) {
+        json_decref(rows);
         return r;
+    }
     size_t n = json_array_size(rows);
     out->keys = json_array();
     out->rows = json_array();
@@ -498,6 +484,13 @@ sqlq_result sqlq_backfill_next(sqlq_backfill *bf, sqlq_backfill_page *out, sqlq_
                               "row without a usable version", bf->names.table_key);
     }
     out->count = n;
+    char floor_text[24]; /* kept with the checkpoint: the next page's manifest names it */
+    snprintf(floor_text, sizeof(floor_text), "%lld", (long long)out->floor);
+    out->end.cursor_value = n > 0 ? strdup(floor_text) : NULL;
+    if (n > 0 && !out->end.cursor_value) {
+        sqlq_backfill_page_free(out);
+        return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
     out->end.batch_id = bf->cp.batch_id + 1;
     out->end.rows_done = bf->cp.rows_done + (int64_t)n;
     out->end.run_id = bf->cp.run_id;

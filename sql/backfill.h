@@ -17,6 +17,7 @@
 
 #define SQLQ_BACKFILL_PREFIX "backfill:"
 #define SQLQ_BACKFILL_VERSION_COL "__sqlq_version"
+#define SQLQ_BACKFILL_FLOOR_COL "__sqlq_floor"
 
 /* Where a backfilled row's version comes from (docs/messages.md, "Versions"): the same version
  * the bridge gives the row's latest change, so backfill and bridge messages of one key compare. */
@@ -48,6 +49,10 @@ typedef struct sqlq_backfill_page {
     json_t *rows; /* array of row objects, in the same (key) order */
     json_t *versions; /* array of integers: each row's version (sqlq_backfill_version_source) */
     size_t count; /* 0: every row was read */
+    /* Change log and change tracking: the version a row without one of its own carries, as of
+     * the page's snapshot (backfill_version.h): above every earlier message of such a key,
+     * below every later change. 0 for the cursor source and without a source. */
+    int64_t floor;
     sqlq_checkpoint end;
 } sqlq_backfill_page;
 

@@ -31,6 +31,9 @@ typedef struct sqlq_capture_config {
     sqlq_start_from start_from;
     bool allow_retention_gap;  /* SQL Server: continue (and say so) when retention overran */
     bool quiet;                /* no capture_opened line: a second handle of the same route */
+    bool require_state;        /* the bridge's state row and leases table must exist (a route
+                                * reopening): when they are gone (sqlq setup --drop) open fails
+                                * with reason state_gone instead of starting afresh */
     const char *key_columns;   /* NULL: the primary key (or the change log's key); else the
                                 * columns of a unique index ("a,b"): table_key.h */
     const char *where;         /* NULL, or a predicate on the current row (alias r) that the poll
@@ -123,9 +126,14 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_abandon(sqlq_capture *cap, const sqlq_ch
 SQLQ_NODISCARD sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version,
                                                 sqlq_error *err);
 
-/* Forget the capture state of one table: drop the leases tables and delete the state rows of
- * one bridge (bridge_name) or of every bridge (NULL). The change log itself stays (see
- * sqlq_change_log_drop). *out_bridges (optional) counts the bridges forgotten. ADDED. */
+/* This instance works on the table (capture_presence.h): seen until now + lease_s, or with
+ * `leaving` (a clean stop) no longer. Nothing for the cursor source. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_presence(sqlq_capture *cap, bool leaving,
+                                                 sqlq_error *err);
+
+/* Forget the capture state of one table: drop the leases tables and delete the state and
+ * presence rows of one bridge (bridge_name) or of every bridge (NULL). The change log itself
+ * stays (see sqlq_change_log_drop). *out_bridges (optional) counts the bridges forgotten. */
 SQLQ_NODISCARD sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table,
                                                const char *bridge_name, size_t *out_bridges,
                                                sqlq_error *err);

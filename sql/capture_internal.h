@@ -4,6 +4,7 @@
 #define SQLQ_CAPTURE_INTERNAL_H
 
 #include "capture.h"
+#include "capture_backlog.h"
 #include "capture_horizon.h"
 #include "capture_sql.h"
 #include "catalog.h"
@@ -58,8 +59,7 @@ struct sqlq_capture {
     int64_t covered;
     /* The newest log version seen by status, with when it was first seen: the age of the
      * oldest change the sync version has not passed (a metric), to within the status period. */
-    struct { int64_t version; uint64_t seen_ms; } marks[32];
-    size_t nmarks;
+    sqlq_pending_marks marks;
     uint64_t key_checked_ms; /* the last check of the key and triggers after an empty poll */
 };
 

@@ -3,6 +3,8 @@
 #include "capture.h"
 
 #include "capture_internal.h"
+#include "capture_presence.h"
+#include "capture_stop.h"
 #include "change_log.h"
 #include "clock.h"
 #include "ct_query.h"
@@ -125,11 +127,13 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
     if (!cap->spec.change_tracking) {
         bool ok = false;
         sqlq_result r = sqlq_change_log_installed(cap->db, cap->table, &ok, err);
-        if (r == SQLQ_OK && !ok)
+        if (r == SQLQ_OK && !ok) {
             r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
                                "the change log of table %s is not installed: run "
                                "`sqlq setup --table %s` first",
                                cap->names.table_key, user_table);
+            sqlq_error_reason(err, SQLQ_STOP_NOT_SET_UP);
+        }
         if (r == SQLQ_OK) /* not a log another table writes to as well */
             r = sqlq_catalog_log_check(cap->db, &cap->names, err);
         char seq[72];
@@ -154,6 +158,28 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
                            "%s` (or ALTER TABLE … ENABLE CHANGE_TRACKING)",
                            cap->names.table_key, user_table);
     json_decref(rows);
+    return r;
+}
+
+/* With require_state: the state row and leases table a running route had are still there;
+ * else SQLQ_E_NOT_FOUND, reason state_gone (nothing is created from start_from again). */
+static sqlq_result check_state(sqlq_capture *cap, sqlq_error *err)
+{
+    bool have = false;
+    int64_t sync = 0;
+    sqlq_result r = sqlq_catalog_object_exists(cap->db, cap->names.leases_table, &have, err);
+    if (r == SQLQ_OK && have)
+        r = sqlq_capture_query_int(cap, &cap->read_sync, NULL, &sync, err);
+    if (r == SQLQ_E_NOT_FOUND || (r == SQLQ_OK && !have)) {
+        sqlq_error_clear(err);
+        r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
+                           "the sync state of bridge %s for table %s is gone (sqlq setup --drop "
+                           "removed it): the route stops rather than start again from "
+                           "start_from, which would skip or repeat changes. Start the bridge "
+                           "again to begin anew",
+                           cap->bridge, cap->names.table_key);
+        sqlq_error_reason(err, SQLQ_STOP_STATE_GONE);
+    }
     return r;
 }
 
@@ -281,6 +307,8 @@ static sqlq_result open_source(sqlq_capture *cap, const sqlq_capture_config *cfg
         r = check_source(cap, cfg->table, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_shape_open(cap, err);
+    if (r == SQLQ_OK && !check_only && cfg->require_state)
+        r = check_state(cap, err);
     if (r == SQLQ_OK && !check_only)
         r = init_state(cap, cfg->start_from, err);
     return r;
@@ -489,6 +517,8 @@ sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table, const char *brid
     }
     if (r == SQLQ_OK && !bridge_name)
         r = delete_states(db, names.table_key, err); /* rows no registry entry points at */
+    if (r == SQLQ_OK)
+        r = sqlq_presence_forget(db, names.table_key, bridge_name, err);
     if (r == SQLQ_OK)
         r = sqlq_db_commit(db, err);
     if (r != SQLQ_OK)

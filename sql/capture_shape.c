@@ -10,6 +10,7 @@
  * m_key, the catalog's key read by the poll statement itself (an uncorrelated subquery: once
  * per statement), with the value read at open. */
 #include "capture_internal.h"
+#include "capture_stop.h"
 
 #include "log.h"
 #include "row_json.h"
@@ -36,13 +37,16 @@ static sqlq_result key_changed(const sqlq_capture *cap, const char *was, const c
     sqlq_error_clear(err); /* replaces the SQL error the change caused, if any */
     SQLQ_ERROR("table_key_changed", "bridge=%s table=%s was=\"%s\" now=\"%s\" note=\"%s\"",
                cap->bridge, cap->names.table_key, was, now, how);
-    return sqlq_error_set(err, SQLQ_E_INVALID, false,
+    sqlq_result r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                           "the key of table %s changed (%s; was: %s; now: %s): its "
-                          "change log is keyed by the old key, so capture cannot go on. Run "
-                          "`sqlq setup --table %s --drop`, then `sqlq setup --table %s` again "
-                          "(changes not yet delivered go with the old log)",
+                          "change log is keyed by the old key, so capture cannot go on. Stop "
+                          "the bridge, run `sqlq setup --table %s --drop --force` (changes not "
+                          "yet delivered go with the old log: it lists them; read them back "
+                          "with a backfill), then `sqlq setup --table %s` again",
                           cap->names.table_key, how, was, now, cap->names.table_key,
                           cap->names.table_key);
+    sqlq_error_reason(err, SQLQ_STOP_KEY_CHANGED);
+    return r;
 }
 
 static void adopt(sqlq_capture *cap, sqlq_table *now, json_t *shape);
@@ -130,11 +134,13 @@ static sqlq_result check_source_objects(const sqlq_capture *cap, int64_t n, sqlq
                                                    "disabled (the table was created again?)";
     SQLQ_ERROR("capture_source_gone", "bridge=%s table=%s found=%" PRId64 " expected=%" PRId64
                " note=\"%s\"", cap->bridge, cap->names.table_key, n, want, what);
-    return sqlq_error_set(err, SQLQ_E_INVALID, false,
+    sqlq_result r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                           "table %s: %s, so its changes are not recorded and would be missed. "
                           "Run `sqlq setup --table %s` again (writes made meanwhile were not "
                           "captured)",
                           cap->names.table_key, what, cap->names.table_key);
+    sqlq_error_reason(err, SQLQ_STOP_SOURCE_GONE);
+    return r;
 }
 
 sqlq_result sqlq_capture_shape_check_key(sqlq_capture *cap, sqlq_error *err)
@@ -243,7 +249,8 @@ sqlq_result sqlq_capture_shape_open(sqlq_capture *cap, sqlq_error *err)
     const char *s = json_string_value(now);
     if (r == SQLQ_OK && !s)
         r = sqlq_error_set(err, SQLQ_E_INVALID, false, "table %s has no primary key now",
-                           cap->names.table_key);
+                           cap->names.table_key),
+        sqlq_error_reason(err, SQLQ_STOP_KEY_CHANGED);
     if (r == SQLQ_OK && !(cap->key_seen = strdup(s)))
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     json_decref(now);

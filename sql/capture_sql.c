@@ -518,7 +518,11 @@ sqlq_result sqlq_capture_sql_pending(const sqlq_capture_sql *c, sqlq_capture_stm
     changes_from(&b);
     lease_join(&b);
     sqlq_sql_text_add(&b.t, " WHERE ");
+    if (is_my(&b)) /* committed but not stamped yet (version 0) waits too */
+        sqlq_sql_text_add(&b.t, "(%s = 0 OR ", ver(&b));
     sync_bound(&b, false);
+    if (is_my(&b))
+        sqlq_sql_text_add(&b.t, ")");
     sqlq_sql_text_add(&b.t, " AND ");
     unprocessed(&b); /* leased counts: not delivered yet (during an outage the backlog grows) */
     return b_done(&b, err);

@@ -18,31 +18,6 @@ void sqlq_capture_status_free(sqlq_capture_status *s)
     memset(s, 0, sizeof(*s));
 }
 
-/* Seconds since the oldest change after `sync` was first seen: marks (newest version, first
- * seen) taken at each status read; marks the sync version passed are done. The estimate is
- * short by at most the time between two reads (the bridge reads every 5 s). */
-static double pending_age(sqlq_capture *cap, int64_t newest, int64_t sync, uint64_t now)
-{
-    size_t n = cap->nmarks, drop = 0;
-    while (drop < n && cap->marks[drop].version <= sync)
-        drop++;
-    memmove(cap->marks, cap->marks + drop, (n - drop) * sizeof(cap->marks[0]));
-    n -= drop;
-    if (newest > sync && (n == 0 || cap->marks[n - 1].version < newest)) {
-        size_t max = sizeof(cap->marks) / sizeof(cap->marks[0]);
-        if (n == max) { /* merge the two oldest: the age stays that of the oldest */
-            cap->marks[1].seen_ms = cap->marks[0].seen_ms;
-            memmove(cap->marks, cap->marks + 1, (n - 1) * sizeof(cap->marks[0]));
-            n--;
-        }
-        cap->marks[n].version = newest;
-        cap->marks[n].seen_ms = now;
-        n++;
-    }
-    cap->nmarks = n;
-    return n && now > cap->marks[0].seen_ms ? (double)(now - cap->marks[0].seen_ms) / 1000.0 : 0;
-}
-
 static sqlq_result read_owners(sqlq_capture *cap, sqlq_capture_values *v, sqlq_capture_status *out,
                                sqlq_error *err)
 {
@@ -83,7 +58,8 @@ static sqlq_result read_newest(sqlq_capture *cap, sqlq_capture_values *v, sqlq_c
         out->held_back = held;
     json_decref(rows);
     if (r == SQLQ_OK)
-        out->oldest_pending_age_s = pending_age(cap, newest, out->sync_version, (uint64_t)v->now);
+        out->oldest_pending_age_s =
+            sqlq_pending_marks_age(&cap->marks, newest, out->sync_version, (uint64_t)v->now);
     return r;
 }
 

@@ -4,6 +4,7 @@
 #include "catalog.h"
 #include "dialect_parts.h"
 
+#include "capture_stop.h"
 #include "change_log_options.h"
 #include "ct_query.h"
 #include "table_key.h"
@@ -345,12 +346,14 @@ static sqlq_result key_of_log(sqlq_db *db, const sqlq_catalog_names *n, const sq
         return sqlq_error_set(err, r, why.transient, "%s", why.message);
     char logged[1024];
     sqlq_table_key_names(lt, logged, sizeof(logged));
-    return sqlq_error_set(err, SQLQ_E_INVALID, false,
-                          "table %s has no primary key, and its change log is keyed by (%s), "
-                          "which no unique index of NOT NULL columns covers now (%s). Restore "
-                          "the index, or `sqlq setup --table %s --drop`, then `sqlq setup "
-                          "--table %s --key-columns …`",
-                          n->table_key, logged, why.message, n->table_key, n->table_key);
+    r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                       "table %s has no primary key, and its change log is keyed by (%s), "
+                       "which no unique index of NOT NULL columns covers now (%s). Restore "
+                       "the index, or `sqlq setup --table %s --drop`, then `sqlq setup "
+                       "--table %s --key-columns …`",
+                       n->table_key, logged, why.message, n->table_key, n->table_key);
+    sqlq_error_reason(err, SQLQ_STOP_KEY_CHANGED);
+    return r;
 }
 
 /* t's key: the given columns, else the change log's, else the primary key (see the header). */

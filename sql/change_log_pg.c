@@ -295,12 +295,14 @@ static sqlq_result pg_functions(const sqlq_log_ctx *c, sqlq_error *err)
     return r;
 }
 
-/* The version sequence, created when missing (a first setup, or a log of an earlier sqlq
- * whose versions were transaction ids). It starts above every version that can exist: the
- * log's, every bridge's sync version, and the current transaction id (an older log's
+/* The version sequence, created when missing (a first setup, a setup after --drop, or a log of
+ * an earlier sqlq whose versions were transaction ids). It starts above every version that can
+ * exist: the log's, every bridge's sync version, the current transaction id (an older log's
  * versions were ids of transactions that have all ended: the caller holds the watched
  * table's SHARE ROW EXCLUSIVE lock, so no writer of the old trigger is still open, and writers
- * waiting on that lock run the new trigger once it is released). */
+ * waiting on that lock run the new trigger once it is released), and the clock in
+ * microseconds: a log dropped with its sequence handed out fewer versions than microseconds
+ * passed since its own start, so the new one starts above them (docs/capture.md, Versions). */
 static sqlq_result pg_sequence(const sqlq_log_ctx *c, sqlq_error *err)
 {
     char seq[72];
@@ -330,7 +332,9 @@ static sqlq_result pg_sequence(const sqlq_log_ctx *c, sqlq_error *err)
     sqlq_catalog_object(&q, "state");
     sqlq_sql_text_add(&q, " WHERE table_name = ");
     sqlq_sql_text_literal(&q, c->names.table_key);
-    sqlq_sql_text_add(&q, "), CAST(CAST(pg_current_xact_id() AS text) AS bigint)))");
+    sqlq_sql_text_add(&q, "), CAST(CAST(pg_current_xact_id() AS text) AS bigint), "
+                          "CAST(floor(extract(epoch FROM clock_timestamp()) * 1000000) AS "
+                          "bigint)))");
     if (r == SQLQ_OK)
         r = sqlq_change_log_exec(c->db, &q, err);
     else

@@ -3,6 +3,7 @@
 #include "change_log.h"
 #include "change_log_internal.h"
 
+#include "backfill_version.h"
 #include "log.h"
 
 #include <stdint.h>
@@ -127,6 +128,20 @@ static sqlq_result sqlite_floor(const sqlq_log_ctx *c, bool syncs, int64_t *floo
     return r;
 }
 
+/* The floor the triggers count from, as the counter row 'floor:<table key>' (or gone with
+ * `floor_v` < 0): what a backfill gives a row no logged change holds while the log is empty
+ * (backfill_version.h). */
+static sqlq_result record_floor(const sqlq_log_ctx *c, int64_t floor_v, sqlq_error *err)
+{
+    char row[SQLQ_TABLE_KEY_MAX + 8];
+    snprintf(row, sizeof(row), SQLQ_BACKFILL_FLOOR_ROW "%s", c->names.table_key);
+    sqlq_param p[2] = {sqlq_param_text(row), sqlq_param_int(floor_v)};
+    return floor_v < 0 ? sqlq_db_exec(c->db, "DELETE FROM sqlq_counter WHERE name = ?", p, 1,
+                                      NULL, err)
+                       : sqlq_db_exec(c->db, "INSERT OR REPLACE INTO sqlq_counter (name, value) "
+                                             "VALUES (?, ?)", p, 2, NULL, err);
+}
+
 /* The triggers, and before the log goes the floor is raised to its newest version: a log set up
  * again later starts above every version this one handed out. */
 sqlq_result sqlq_change_log_sqlite_drop(const sqlq_log_ctx *c, bool catalog, bool own_only,
@@ -138,6 +153,8 @@ sqlq_result sqlq_change_log_sqlite_drop(const sqlq_log_ctx *c, bool catalog, boo
         r = sqlq_catalog_object_exists(c->db, c->names.log_table, &log, err);
     if (r == SQLQ_OK && log)
         r = sqlite_floor(c, false, NULL, err);
+    if (r == SQLQ_OK && log)
+        r = record_floor(c, -1, err);
     return r;
 }
 
@@ -145,6 +162,8 @@ sqlq_result sqlq_change_log_sqlite_install(const sqlq_log_ctx *c, sqlq_error *er
 {
     int64_t floor_v = 0;
     sqlq_result r = sqlite_floor(c, true, &floor_v, err);
+    if (r == SQLQ_OK)
+        r = record_floor(c, floor_v, err);
     if (r == SQLQ_OK)
         r = sqlite_drop_triggers(c, false, err);
     for (size_t i = 0; r == SQLQ_OK && i < 4; i++) {

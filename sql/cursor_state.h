@@ -16,7 +16,8 @@
 
 /* Where a reader has got to: the last (cursor, key) tuple of the last committed batch. */
 typedef struct sqlq_checkpoint {
-    char *cursor_value; /* checkpoint form (integer or ISO 8601 text); NULL: none / backfill */
+    char *cursor_value; /* checkpoint form (integer or ISO 8601 text); NULL: none. Backfill:
+                         * the floor of the last committed page (backfill.h), in decimal */
     json_t *key;        /* JSON array of the key values in checkpoint form; NULL: nothing yet */
     int64_t batch_id;   /* batches committed so far */
     int64_t rows_done;  /* rows committed so far */

@@ -34,16 +34,24 @@ static const char *const CATALOG_CREATE[] = {
     "CREATE TABLE IF NOT EXISTS sqlq.state (bridge_name varchar(128) NOT NULL, "
     "table_name varchar(512) NOT NULL, sync_version bigint NOT NULL, "
     "updated_ms bigint NOT NULL, PRIMARY KEY (bridge_name, table_name))" TABLE_OPTIONS,
+    "CREATE TABLE IF NOT EXISTS sqlq.instances (bridge_name varchar(128) NOT NULL, "
+    "table_name varchar(500) NOT NULL, instance_id varchar(128) NOT NULL, "
+    "seen_until_ms bigint NOT NULL, PRIMARY KEY (bridge_name, table_name, instance_id))"
+    TABLE_OPTIONS,
     /* The change logs' versions: a row whose lock serialises the stamping transactions, so
-     * versions commit in the order they are handed out (docs/capture.md, MariaDB); and the
-     * lease tokens, reserved per poll as on SQLite. */
+     * versions commit in the order they are handed out (docs/capture.md, MariaDB), starting at
+     * the clock in microseconds: a catalog made again after every log was dropped starts above
+     * the versions stamped before (docs/capture.md, Versions); and the lease tokens, reserved
+     * per poll as on SQLite. */
     "CREATE TABLE IF NOT EXISTS sqlq.counter (name varchar(32) NOT NULL PRIMARY KEY, "
     "value bigint NOT NULL)" TABLE_OPTIONS,
-    "INSERT IGNORE INTO sqlq.counter (name, value) VALUES ('version', 0), ('lease_token', 0)",
+    "INSERT IGNORE INTO sqlq.counter (name, value) VALUES ('version', "
+    "CAST(FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000) AS SIGNED)), ('lease_token', 0)",
     NULL};
 
 static const char *const CATALOG_DROP[] = {
-    "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.tables",
+    "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.instances",
+    "DROP TABLE IF EXISTS sqlq.tables",
     "DROP TABLE IF EXISTS sqlq.state",        "DROP TABLE IF EXISTS sqlq.counter",
     "DROP DATABASE IF EXISTS sqlq", NULL};
 
@@ -166,8 +174,10 @@ static sqlq_result mariadb_claim_sql(const sqlq_dialect *d, const sqlq_table_nam
     if (r == SQLQ_OK)
         r = sqlq_dialect_quote_table(d, state, out);
     if (r == SQLQ_OK)
-        r = sqlq_buf_adds(out, " (target_table, key_hash, version) VALUES (?, ?, ?) "
-                               "ON DUPLICATE KEY UPDATE version = "
+        /* key_json first: assignments run left to right, version's changes what follows */
+        r = sqlq_buf_adds(out, " (target_table, key_hash, version, key_json) VALUES (?, ?, ?, ?) "
+                               "ON DUPLICATE KEY UPDATE key_json = IF(VALUES(version) > version, "
+                               "COALESCE(key_json, VALUES(key_json)), key_json), version = "
                                "GREATEST(version, VALUES(version))");
     return r;
 }

@@ -19,10 +19,16 @@ static const char *const CATALOG_CREATE[] = {
     "PRIMARY KEY (bridge_name, table_name))",
     "IF OBJECT_ID(N'sqlq.lease_token', N'SO') IS NULL "
     "CREATE SEQUENCE sqlq.lease_token AS bigint START WITH 1",
+    /* no primary key: three columns would pass the 900 bytes of a clustered key; each
+     * instance writes only its own row */
+    "IF OBJECT_ID(N'sqlq.instances', N'U') IS NULL CREATE TABLE sqlq.instances ("
+    "bridge_name nvarchar(128) NOT NULL, table_name nvarchar(300) NOT NULL, "
+    "instance_id nvarchar(128) NOT NULL, seen_until_ms bigint NOT NULL)",
     NULL};
 
 static const char *const CATALOG_DROP[] = {
     "IF OBJECT_ID(N'sqlq.cursor_state', N'U') IS NOT NULL DROP TABLE sqlq.cursor_state",
+    "IF OBJECT_ID(N'sqlq.instances', N'U') IS NOT NULL DROP TABLE sqlq.instances",
     "IF OBJECT_ID(N'sqlq.tables', N'U') IS NOT NULL DROP TABLE sqlq.tables",
     "IF OBJECT_ID(N'sqlq.state', N'U') IS NOT NULL DROP TABLE sqlq.state",
     "IF OBJECT_ID(N'sqlq.lease_token', N'SO') IS NOT NULL DROP SEQUENCE sqlq.lease_token",

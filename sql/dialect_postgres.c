@@ -16,10 +16,14 @@ static const char *const CATALOG_CREATE[] = {
     "CREATE TABLE IF NOT EXISTS sqlq.state (bridge_name text NOT NULL, table_name text NOT NULL, "
     "sync_version bigint NOT NULL, updated_ms bigint NOT NULL, "
     "PRIMARY KEY (bridge_name, table_name))",
+    "CREATE TABLE IF NOT EXISTS sqlq.instances (bridge_name text NOT NULL, table_name text NOT "
+    "NULL, instance_id text NOT NULL, seen_until_ms bigint NOT NULL, "
+    "PRIMARY KEY (bridge_name, table_name, instance_id))",
     "CREATE SEQUENCE IF NOT EXISTS sqlq.lease_token", NULL};
 
 static const char *const CATALOG_DROP[] = {
-    "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.tables",
+    "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.instances",
+    "DROP TABLE IF EXISTS sqlq.tables",
     "DROP TABLE IF EXISTS sqlq.state",        "DROP SEQUENCE IF EXISTS sqlq.lease_token",
     /* Only when empty: other objects in schema sqlq are not sqlq's to drop (nor an error). */
     "DO $$BEGIN IF NOT EXISTS (SELECT 1 FROM pg_depend d JOIN pg_namespace n ON n.oid = "

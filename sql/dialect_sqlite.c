@@ -11,6 +11,11 @@
     "(CAST(strftime('%s', 'now') AS INTEGER) * 1000 + "                                            \
     "CAST(substr(strftime('%f', 'now'), 4, 3) AS INTEGER))"
 
+/* Microseconds since 1970 on the same clock: the first version floor of a new catalog. */
+#define NOW_US                                                                                     \
+    "(CAST(strftime('%s', 'now') AS INTEGER) * 1000000 + "                                         \
+    "CAST(substr(strftime('%f', 'now'), 4, 3) AS INTEGER) * 1000)"
+
 static const char *const CATALOG_CREATE[] = {
     "CREATE TABLE IF NOT EXISTS sqlq_tables (kind TEXT NOT NULL, bridge_name TEXT NOT NULL, "
     "table_name TEXT NOT NULL, object_name TEXT NOT NULL, created_ms INTEGER NOT NULL, "
@@ -18,14 +23,22 @@ static const char *const CATALOG_CREATE[] = {
     "CREATE TABLE IF NOT EXISTS sqlq_state (bridge_name TEXT NOT NULL, table_name TEXT NOT NULL, "
     "sync_version INTEGER NOT NULL, updated_ms INTEGER NOT NULL, "
     "PRIMARY KEY (bridge_name, table_name))",
+    /* the bridge instances working on a table (capture_presence.h) */
+    "CREATE TABLE IF NOT EXISTS sqlq_instances (bridge_name TEXT NOT NULL, table_name TEXT NOT "
+    "NULL, instance_id TEXT NOT NULL, seen_until_ms INTEGER NOT NULL, "
+    "PRIMARY KEY (bridge_name, table_name, instance_id))",
     /* version: the floor of the change logs' versions (raised by setup and drop; the triggers
-     * of an earlier sqlq bumped it per change). lease_token numbers lease grants (fencing). */
+     * of an earlier sqlq bumped it per change), first the clock in microseconds: a catalog made
+     * again after every log was dropped starts above the versions those logs handed out
+     * (docs/capture.md, Versions). lease_token numbers lease grants (fencing). */
     "CREATE TABLE IF NOT EXISTS sqlq_counter (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-    "INSERT OR IGNORE INTO sqlq_counter (name, value) VALUES ('version', 0), ('lease_token', 0)",
+    "INSERT OR IGNORE INTO sqlq_counter (name, value) VALUES ('version', " NOW_US "), "
+    "('lease_token', 0)",
     NULL};
 
 static const char *const CATALOG_DROP[] = {
-    "DROP TABLE IF EXISTS sqlq_cursor_state", "DROP TABLE IF EXISTS sqlq_tables",
+    "DROP TABLE IF EXISTS sqlq_cursor_state", "DROP TABLE IF EXISTS sqlq_instances",
+    "DROP TABLE IF EXISTS sqlq_tables",
     "DROP TABLE IF EXISTS sqlq_state", "DROP TABLE IF EXISTS sqlq_counter", NULL};
 
 static const char DESCRIBE_SQL[] =

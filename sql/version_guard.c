@@ -22,10 +22,18 @@ sqlq_result sqlq_version_guard_create_sql_mssql(const sqlq_dialect *d, const sql
         r = sqlq_buf_printf(sql,
                             ", N'U') IS NULL CREATE TABLE %s (target_table NVARCHAR(256) "
                             "NOT NULL, key_hash CHAR(64) NOT NULL, version BIGINT NOT NULL, "
-                            "PRIMARY KEY (target_table, key_hash))",
+                            "key_json NVARCHAR(MAX) NULL, PRIMARY KEY (target_table, key_hash))",
                             sqlq_buf_str(&lit));
     sqlq_buf_free(&lit);
     return r;
+}
+
+/* The key_json column's type: any key's canonical JSON. */
+static const char *key_json_type(const sqlq_dialect *d)
+{
+    return strcmp(d->name, "mariadb") == 0 ? "LONGTEXT"
+           : strcmp(d->name, "mssql") == 0 ? "NVARCHAR(MAX)"
+                                           : "TEXT";
 }
 
 sqlq_result sqlq_version_guard_create_sql_if_not_exists(const sqlq_dialect *d,
@@ -35,9 +43,42 @@ sqlq_result sqlq_version_guard_create_sql_if_not_exists(const sqlq_dialect *d,
     if (r == SQLQ_OK)
         r = sqlq_dialect_quote_table(d, state, sql);
     if (r == SQLQ_OK)
-        r = sqlq_buf_adds(sql, " (target_table VARCHAR(256) NOT NULL, key_hash CHAR(64) NOT "
-                               "NULL, version BIGINT NOT NULL, PRIMARY KEY (target_table, "
-                               "key_hash))");
+        r = sqlq_buf_printf(sql, " (target_table VARCHAR(256) NOT NULL, key_hash CHAR(64) NOT "
+                                 "NULL, version BIGINT NOT NULL, key_json %s NULL, PRIMARY KEY "
+                                 "(target_table, key_hash))",
+                            key_json_type(d));
+    return r;
+}
+
+/* A state table made before key_json existed gets it (its rows fill it at their next change). */
+static sqlq_result add_key_json(sqlq_db *db, const sqlq_table_name *state, sqlq_error *err)
+{
+    const sqlq_dialect *d = sqlq_db_dialect(db);
+    sqlq_buf probe, alter;
+    sqlq_buf_init(&probe, 0);
+    sqlq_buf_init(&alter, 0);
+    sqlq_result r = sqlq_buf_adds(&probe, "SELECT count(key_json) FROM ");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_table(d, state, &probe);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(&probe, " WHERE 1 = 0");
+    if (r == SQLQ_OK)
+        r = sqlq_buf_adds(&alter, "ALTER TABLE ");
+    if (r == SQLQ_OK)
+        r = sqlq_dialect_quote_table(d, state, &alter);
+    if (r == SQLQ_OK)
+        r = sqlq_buf_printf(&alter, " ADD %skey_json %s NULL",
+                            strcmp(d->name, "mssql") == 0 ? "" : "COLUMN ", key_json_type(d));
+    if (r != SQLQ_OK)
+        r = sqlq_error_set(err, r, false, "version table name is not usable");
+    int64_t n = 0;
+    sqlq_error probe_err;
+    sqlq_error_clear(&probe_err);
+    if (r == SQLQ_OK && sqlq_db_query_int(db, sqlq_buf_str(&probe), NULL, 0, &n, &probe_err) !=
+                            SQLQ_OK)
+        r = sqlq_db_exec(db, sqlq_buf_str(&alter), NULL, 0, NULL, err);
+    sqlq_buf_free(&probe);
+    sqlq_buf_free(&alter);
     return r;
 }
 
@@ -53,7 +94,7 @@ sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_table_name *state
     }
     r = sqlq_db_exec(db, sqlq_buf_str(&sql), NULL, 0, NULL, err);
     sqlq_buf_free(&sql);
-    return r;
+    return r == SQLQ_OK ? add_key_json(db, state, err) : r;
 }
 
 sqlq_result sqlq_version_guard_claim_sql_merge(const sqlq_dialect *d, const sqlq_table_name *state,
@@ -65,11 +106,12 @@ sqlq_result sqlq_version_guard_claim_sql_merge(const sqlq_dialect *d, const sqlq
     if (r == SQLQ_OK)
         r = sqlq_buf_adds(out,
                           " WITH (HOLDLOCK) AS cur USING (SELECT ? AS target_table, ? AS key_hash, "
-                          "? AS version) AS src ON (cur.target_table = src.target_table AND "
-                          "cur.key_hash = src.key_hash) WHEN MATCHED AND cur.version < src.version "
-                          "THEN UPDATE SET version = src.version WHEN NOT MATCHED THEN INSERT "
-                          "(target_table, key_hash, version) VALUES (src.target_table, "
-                          "src.key_hash, src.version);");
+                          "? AS version, ? AS key_json) AS src ON (cur.target_table = "
+                          "src.target_table AND cur.key_hash = src.key_hash) WHEN MATCHED AND "
+                          "cur.version < src.version THEN UPDATE SET version = src.version, "
+                          "key_json = COALESCE(cur.key_json, src.key_json) WHEN NOT MATCHED THEN "
+                          "INSERT (target_table, key_hash, version, key_json) VALUES "
+                          "(src.target_table, src.key_hash, src.version, src.key_json);");
     return r;
 }
 
@@ -80,9 +122,10 @@ sqlq_result sqlq_version_guard_claim_sql_on_conflict(const sqlq_dialect *d,
     if (r == SQLQ_OK)
         r = sqlq_dialect_quote_table(d, state, out);
     if (r == SQLQ_OK)
-        r = sqlq_buf_adds(out, " AS cur (target_table, key_hash, version) VALUES (?, ?, ?) "
-                               "ON CONFLICT (target_table, key_hash) DO UPDATE SET version = "
-                               "excluded.version WHERE cur.version < excluded.version");
+        r = sqlq_buf_adds(out, " AS cur (target_table, key_hash, version, key_json) VALUES (?, ?, "
+                               "?, ?) ON CONFLICT (target_table, key_hash) DO UPDATE SET "
+                               "version = excluded.version, key_json = COALESCE(cur.key_json, "
+                               "excluded.key_json) WHERE cur.version < excluded.version");
     return r;
 }
 
@@ -104,17 +147,18 @@ void sqlq_version_guard_key_hash(const char *key_json, char out[65])
 }
 
 sqlq_result sqlq_version_guard_claim(sqlq_db *db, const sqlq_table_name *state, const char *target,
-                                     const char *key_hash, int64_t version, bool *out_newer,
-                                     sqlq_error *err)
+                                     const char *key_hash, const char *key_json, int64_t version,
+                                     bool *out_newer, sqlq_error *err)
 {
     *out_newer = false;
     sqlq_buf sql;
     sqlq_buf_init(&sql, 0);
     sqlq_result r = sqlq_version_guard_claim_sql(sqlq_db_dialect(db), state, &sql, err);
-    sqlq_param p[3] = {sqlq_param_text(target), sqlq_param_text(key_hash), sqlq_param_int(version)};
+    sqlq_param p[4] = {sqlq_param_text(target), sqlq_param_text(key_hash), sqlq_param_int(version),
+                       sqlq_param_text(key_json)};
     long long rows = 0;
     if (r == SQLQ_OK)
-        r = sqlq_db_exec(db, sqlq_buf_str(&sql), p, 3, &rows, err);
+        r = sqlq_db_exec(db, sqlq_buf_str(&sql), p, 4, &rows, err);
     sqlq_buf_free(&sql);
     *out_newer = r == SQLQ_OK && rows > 0;
     return r;

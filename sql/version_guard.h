@@ -15,14 +15,16 @@
 
 #define SQLQ_VERSION_GUARD_DEFAULT_TABLE "sqlq_sink_versions"
 
-/* CREATE TABLE IF NOT EXISTS state (target_table, key_hash, version) with the primary key
- * (target_table, key_hash). key_hash is the hex SHA-256 of the canonical key JSON (sorted
- * keys, compact): fixed size, whatever the key. */
+/* CREATE TABLE IF NOT EXISTS state (target_table, key_hash, version, key_json) with the
+ * primary key (target_table, key_hash). key_hash is the hex SHA-256 of the canonical key JSON
+ * (sorted keys, compact): fixed size, whatever the key; key_json that JSON (what a repair needs
+ * to delete the row: sink_repair.h), added to a table made before it. */
 SQLQ_NODISCARD sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_table_name *state,
                                                       sqlq_error *err);
 
-/* The claim statement: parameters (target_table, key_hash, version); one row affected when the
- * version is newer than the stored one (or none is stored), none when it is not.
+/* The claim statement: parameters (target_table, key_hash, version, key_json); one row affected
+ * when the version is newer than the stored one (or none is stored), none when it is not;
+ * key_json is kept once given.
  *  - PostgreSQL, SQLite: INSERT INTO s AS cur … ON CONFLICT (…) DO UPDATE SET version =
  *    excluded.version WHERE cur.version < excluded.version
  *  - SQL Server: MERGE … WHEN MATCHED AND cur.version < src.version THEN UPDATE … */
@@ -37,8 +39,8 @@ void sqlq_version_guard_key_hash(const char *key_json, char out[65]);
  * caller applies the change only then). Run it in the transaction that applies the change. */
 SQLQ_NODISCARD sqlq_result sqlq_version_guard_claim(sqlq_db *db, const sqlq_table_name *state,
                                                     const char *target, const char *key_hash,
-                                                    int64_t version, bool *out_newer,
-                                                    sqlq_error *err);
+                                                    const char *key_json, int64_t version,
+                                                    bool *out_newer, sqlq_error *err);
 
 /* The stored version of (target, key_hash); *out_found false when none is stored. */
 SQLQ_NODISCARD sqlq_result sqlq_version_guard_stored(sqlq_db *db, const sqlq_table_name *state,

@@ -19,6 +19,7 @@ sqlq_integration_test(bridge_cli FIXTURES azurite TIMEOUT 120)
 sqlq_integration_test(bridge_batch_size FIXTURES azurite TIMEOUT 180)
 sqlq_integration_test(bridge_credentials TIMEOUT 180)
 sqlq_integration_test(bridge_once FIXTURES azurite TIMEOUT 300)
+sqlq_integration_test(bridge_shutdown_hang TIMEOUT 120)
 sqlq_integration_test(bridge_throttled FIXTURES azurite TIMEOUT 180)
 sqlq_integration_test(bridge_schema FIXTURES azurite postgres LIBS sqlq_bridge_testsupport TIMEOUT 400)
 sqlq_integration_test(bridge_message_options FIXTURES azurite postgres TIMEOUT 300)
@@ -48,6 +49,31 @@ foreach(db ${SQLQ_TEST_DATABASES})
   add_test(NAME integration.setup_shared_log.${db}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_setup_shared_log.sh ${db})
   set_tests_properties(integration.setup_shared_log.${db} PROPERTIES LABELS integration TIMEOUT 300
+    FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()
+
+# The version contract across setup --drop and setup: versions never go back, on every database.
+foreach(db ${SQLQ_TEST_DATABASES})
+  add_test(NAME integration.setup_drop_versions.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_setup_drop_versions.sh ${db})
+  set_tests_properties(integration.setup_drop_versions.${db} PROPERTIES LABELS integration TIMEOUT 300
+    FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()
+
+# A route that cannot capture (its key changed) still measures its backlog from the log, says
+# why (sqlq_route_stopped, sqlq status), on every database.
+foreach(db ${SQLQ_TEST_DATABASES})
+  add_test(NAME integration.bridge_stopped_route.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_bridge_stopped_route.sh ${db})
+  set_tests_properties(integration.bridge_stopped_route.${db} PROPERTIES LABELS integration TIMEOUT 300
+    FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()
+
+# setup --drop refuses while a bridge runs or changes are pending; --force; state gone.
+foreach(db ${SQLQ_TEST_DATABASES})
+  add_test(NAME integration.setup_drop_guard.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_setup_drop_guard.sh ${db})
+  set_tests_properties(integration.setup_drop_guard.${db} PROPERTIES LABELS integration TIMEOUT 300
     FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
 endforeach()
 

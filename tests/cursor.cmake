@@ -28,3 +28,12 @@ sqlq_integration_test(cursor_defaults FIXTURES azurite postgres TIMEOUT 300)
 sqlq_integration_test(cursor_schema FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
 # bridge --once on a number cursor waits out the default lag; sqlq status --table of a cursor source.
 sqlq_integration_test(cursor_once FIXTURES azurite postgres TIMEOUT 180)
+# A backfill repairs a --sql replica that missed changes (versions above every earlier message
+# of a key, even after the log was trimmed; --repair removes what the source no longer has),
+# on every change-log database.
+foreach(db ${SQLQ_TEST_DATABASES})
+  add_test(NAME integration.backfill_repair.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_backfill_repair.sh ${db})
+  set_tests_properties(integration.backfill_repair.${db} PROPERTIES LABELS integration TIMEOUT 300
+    FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()
