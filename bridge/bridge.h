@@ -18,7 +18,15 @@
 
 typedef struct sqlq_route_config {
     const char *table;       /* as the user wrote it */
-    const char *queue;       /* target queue; poison goes to {queue}-poison */
+    const char *queue;       /* target queue; poison goes to {queue}-poison; with a shard set the
+                              * set's name in logs and route-wide metrics */
+    /* A shard set (docs/scaling.md): nshards queues, each change to the one its key hashes to
+     * (message/shard.h), each with {queue}-poison; 0: the one queue above. shard_accounts
+     * (optional, nshards entries): shard i's storage account, NULL entries meaning the
+     * bridge's; each must outlive the run. */
+    const char *const *shard_queues;
+    const sqlq_account *const *shard_accounts;
+    size_t nshards;
     const char *bridge_name; /* namespace of sync state and leases ("default") */
     int max_batch_size;      /* 100 */
     int polling_interval_ms; /* 1000: pause after a batch that was not full */

@@ -8,6 +8,7 @@
 #include "poison_report.h"
 #include "poison_view.h"
 #include "queue_client.h"
+#include "shard_set.h"
 #include "term_text.h"
 
 #include <errno.h>
@@ -30,14 +31,22 @@ typedef struct poison_settings {
     long long visibility_s;
     bool delete_after;
     bool yes;
+    long long shards;
     sqlq_common_settings common;
 } poison_settings;
+
+/* list, requeue and purge take a shard set as QUEUE (docs/scaling.md). */
+#define SHARDS_SETTING(S)                                                                          \
+    SQLQ_SETTING_INT(S, shards, "shards", NULL, "0", 0, 256,                                       \
+                     "QUEUE names a shard set: QUEUE-0 … QUEUE-(N-1), each in turn (a comma-"     \
+                     "separated QUEUE list works too)")
 
 #define S poison_settings
 static const sqlq_setting list_table[] = {
     SQLQ_SETTING_INT(S, limit, "limit", NULL, "32", 1, 32,
                      "messages to show (peek: the service shows at most 32)"),
     SQLQ_SETTING_BOOL(S, json, "json", NULL, "false", "JSON lines with the whole body"),
+    SHARDS_SETTING(S),
     SQLQ_COMMON_SETTINGS(S, common)};
 static const sqlq_setting requeue_table[] = {
     SQLQ_SETTING_BOOL(S, all, "all", NULL, "false", "move every message"),
@@ -54,6 +63,7 @@ static const sqlq_setting requeue_table[] = {
     SQLQ_SETTING_INT(S, visibility_s, "visibility_s", NULL, "30", 1, 3600,
                      "how long messages looked at stay hidden if this run dies (others are made "
                      "visible again at the end)"),
+    SHARDS_SETTING(S),
     SQLQ_COMMON_SETTINGS(S, common)};
 static const sqlq_setting export_table[] = {
     SQLQ_SETTING_BOOL(S, delete_after, "delete", NULL, "false",
@@ -67,6 +77,7 @@ static const sqlq_setting import_table[] = {SQLQ_COMMON_SETTINGS(S, common)};
 static const sqlq_setting purge_table[] = {
     SQLQ_SETTING_BOOL(S, yes, "yes", NULL, "false",
                       "do not ask (required when stdin is not a terminal)"),
+    SHARDS_SETTING(S),
     SQLQ_COMMON_SETTINGS(S, common)};
 #undef S
 
@@ -649,12 +660,11 @@ static bool resolve_names(ctx *c, const char *q, sqlq_error *err)
     return true;
 }
 
-static int connect_and_run(const subcommand *sub, ctx *c)
+static int connect_and_run_one(const subcommand *sub, ctx *c, const char *queue)
 {
-    sqlq_common_settings_apply(&c->s.common);
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (!resolve_names(c, c->res.positional[sub->queue_arg], &err) ||
+    if (!resolve_names(c, queue, &err) ||
         (sub->run == cmd_import && !sqlq_queue_name_valid(c->res.positional[1], &err)))
         return usage_error(c, err.message);
     int code = sqlq_cli_queue_open(sub->spec.command, &c->s.common, SQLQ_CLI_OPERATOR, &c->q);
@@ -664,6 +674,38 @@ static int connect_and_run(const subcommand *sub, ctx *c)
         return SQLQ_EXIT_USAGE; /* a queue-scoped SAS URL reaches only its own queue */
     }
     return code >= 0 ? code : sub->run(c);
+}
+
+/* QUEUE, or a shard set (--shards N, or a comma-separated list): the subcommand on each queue
+ * in turn, each headed by "== QUEUE"; the exit code is the worst of them. */
+static int connect_and_run(const subcommand *sub, ctx *c)
+{
+    sqlq_common_settings_apply(&c->s.common);
+    const char *spec = c->res.positional[sub->queue_arg];
+    if (c->s.shards < 2 && !strchr(spec, ','))
+        return connect_and_run_one(sub, c, spec);
+    if (sub->run == cmd_export || sub->run == cmd_import)
+        return usage_error(c, "export and import take one queue (a file per shard)");
+    sqlq_shard_set set;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_shard_set_parse(spec, c->s.shards, NULL, 0, &set, &err) != SQLQ_OK)
+        return usage_error(c, err.message);
+    int worst = SQLQ_EXIT_OK;
+    for (size_t i = 0; i < set.count && !sqlq_stop_flag; i++) {
+        if (set.accounts[i]) {
+            worst = usage_error(c, "a shard set here names no account (account:queue): run once "
+                                   "per account, each with its queue connection");
+            break;
+        }
+        printf("== %s\n", set.queues[i]);
+        fflush(stdout);
+        int code = connect_and_run_one(sub, c, set.queues[i]);
+        sqlq_cli_queue_close(&c->q);
+        worst = code > worst ? code : worst;
+    }
+    sqlq_shard_set_free(&set);
+    return worst;
 }
 
 static const char *subcommand_name(const void *names, size_t i)

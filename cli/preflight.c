@@ -180,6 +180,25 @@ static int check_queue(sqlq_queue_client *qc, const sqlq_account *account, const
     return 0;
 }
 
+/* One queue of a shard set, with its own account's credential when it names one. */
+static int check_shard(const sqlq_queue_options *qo, const sqlq_account *account,
+                       const sqlq_route_config *route, size_t k, sqlq_queue_client *qc, FILE *out)
+{
+    const sqlq_account *a = route->shard_accounts[k];
+    if (!a || a == account)
+        return check_queue(qc, account, route->shard_queues[k], out);
+    sqlq_queue_client *own = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_queue_client_create(a, qo, &own, &err) != SQLQ_OK) {
+        report(out, false, "queue service: client", &err);
+        return 1;
+    }
+    int problems = check_queue(own, a, route->shard_queues[k], out);
+    sqlq_queue_client_destroy(own);
+    return problems;
+}
+
 int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
                        sqlq_encoding encoding, const sqlq_route_config *routes, size_t nroutes,
                        FILE *out, int *out_config_problems)
@@ -225,8 +244,10 @@ int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
         bool seen = false;
         for (size_t j = 0; j < i; j++)
             seen = seen || strcmp(routes[j].queue, routes[i].queue) == 0;
-        if (!seen)
+        if (!seen && routes[i].nshards == 0)
             problems += check_queue(qc, account, routes[i].queue, out);
+        for (size_t k = 0; !seen && k < routes[i].nshards; k++)
+            problems += check_shard(&qo, account, &routes[i], k, qc, out);
     }
     sqlq_queue_client_destroy(qc);
     return problems;

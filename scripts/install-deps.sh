@@ -28,9 +28,10 @@ build_pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev lib
     libexpat1-dev libmicrohttpd-dev libpq-dev unixodbc-dev libcmocka-dev)
 # clang + its sanitizer/libFuzzer runtime: scripts/fuzz.sh (run by scripts/test.sh after ctest).
 # chromium: the browser the console tests drive (playwright-core, pinned in package-lock.json,
-# never downloads one); prometheus: promtool checks the alert rules in docker/monitoring/.
+# never downloads one); prometheus: promtool checks the alert rules in docker/monitoring/;
+# python3-yaml: the KEDA objects' structural check (tests/support/keda_check.py).
 test_pkgs=(postgresql mariadb-server sqlite3 nodejs npm curl procps clang libclang-rt-14-dev
-    chromium prometheus)
+    chromium prometheus python3-yaml)
 
 case "$mode" in
     runtime) pkgs=("${runtime_pkgs[@]}") ;;

@@ -105,6 +105,8 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
         r = sqlq_capture_sql_read_sync(s, &cap->read_sync, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_owners(s, &cap->owners, err);
+    if (r == SQLQ_OK && s->dialect->capture_shape == SQLQ_CAPTURE_LOG_STAMPED)
+        r = sqlq_capture_sql_held(s, &cap->held, err);
     return r;
 }
 
@@ -399,7 +401,7 @@ void sqlq_capture_close(sqlq_capture *cap)
                                 &cap->owners, &cap->bounds,
                                 &cap->poll_resume,   &cap->lease_resume, &cap->scan_resume,
                                 &cap->seq_lock,      &cap->seq,          &cap->newest,
-                                &cap->bounds_sync};
+                                &cap->bounds_sync,   &cap->held};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         sqlq_capture_stmt_free(all[i]);
     sqlq_capture_shape_close(cap);
