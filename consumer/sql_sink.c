@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 struct sqlq_sql_sink {
     char *conn;
@@ -334,6 +335,45 @@ static sqlq_result apply_manifest(sqlq_sql_sink *s, sqlq_db *db, const char *bod
     return r;
 }
 
+typedef struct keyed {
+    char *key; /* canonical text of the change's key */
+    size_t at; /* its place in the message: equal keys keep their order */
+} keyed;
+
+static int keyed_cmp(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* The changes of one message in the order of their keys, so that two messages applied at once
+ * take their row locks in the same order and cannot deadlock on each other (only the order of
+ * changes of the same key matters, and it is kept). Left as it is when out of memory. */
+static void order_by_key(sqlq_sink_changes *l)
+{
+    if (l->n < 2)
+        return;
+    keyed *k = calloc(l->n, sizeof(*k));
+    sqlq_sink_change *sorted = calloc(l->n, sizeof(*sorted));
+    bool ok = k && sorted;
+    for (size_t i = 0; ok && i < l->n; i++) {
+        k[i].key = json_dumps(l->items[i].key, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        k[i].at = i;
+        ok = k[i].key != NULL;
+    }
+    if (ok) {
+        qsort(k, l->n, sizeof(*k), keyed_cmp);
+        for (size_t i = 0; i < l->n; i++)
+            sorted[i] = l->items[k[i].at];
+        memcpy(l->items, sorted, l->n * sizeof(*sorted));
+    }
+    for (size_t i = 0; k && i < l->n; i++)
+        free(k[i].key);
+    free(k);
+    free(sorted);
+}
+
 static sqlq_result apply(sqlq_sql_sink *s, sqlq_db *db, const char *body, size_t len,
                          sqlq_error *err)
 {
@@ -344,6 +384,7 @@ static sqlq_result apply(sqlq_sql_sink *s, sqlq_db *db, const char *body, size_t
     r = sqlq_sink_changes_parse(s->table, s->shown, body, len, &l, err);
     if (r != SQLQ_OK)
         return r;
+    order_by_key(&l);
     r = sqlq_db_begin(db, err);
     size_t applied = 0;
     for (size_t i = 0; r == SQLQ_OK && i < l.n; i++) {
@@ -367,6 +408,10 @@ static sqlq_result apply(sqlq_sql_sink *s, sqlq_db *db, const char *body, size_t
 
 /* ---- the handler ---- */
 
+/* Tries of one message whose transaction a deadlock or serialization failure rolled back,
+ * before that failure counts as the message's attempt. */
+#define SINK_CONFLICT_TRIES 5
+
 /* One message on a connection of the pool. A failure that means the database went away is
  * SQLQ_E_UNAVAILABLE (an outage: the consumer holds the message and retries it, never counting
  * it toward poison); the connection is then dropped and the next attempt opens a new one. */
@@ -381,8 +426,19 @@ static sqlq_result sink_handle(void *ctx, const sqlq_received *d, sqlq_error *er
     if (serial)
         pthread_mutex_lock(&s->write_lock);
     sqlq_error e;
-    sqlq_error_clear(&e);
-    r = apply(s, db, d->body, d->body_len, &e);
+    for (int tries = 1;; tries++) {
+        sqlq_error_clear(&e);
+        r = apply(s, db, d->body, d->body_len, &e);
+        if (r != SQLQ_E_SQL || !sqlq_classify_sql_conflict(e.sqlstate, e.native_code) ||
+            tries == SINK_CONFLICT_TRIES)
+            break;
+        /* Rolled back whole to break a conflict with another message's transaction (a unique
+         * index, a foreign key): not this message's fault, so tried again here first. */
+        SQLQ_DEBUG("sink.conflict_retry", "table=%s try=%d sqlstate=%s", s->shown, tries,
+                   e.sqlstate);
+        struct timespec pause = {0, 20L * 1000000L * tries};
+        nanosleep(&pause, NULL);
+    }
     if (serial)
         pthread_mutex_unlock(&s->write_lock);
     bool gone = r == SQLQ_E_SQL && sqlq_classify_sql_unavailable(e.sqlstate, e.native_code, e.message);

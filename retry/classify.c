@@ -74,3 +74,10 @@ bool sqlq_classify_net_unavailable(sqlq_net_failure f)
 {
     return f == SQLQ_NET_CONNECT;
 }
+
+bool sqlq_classify_sql_conflict(const char *sqlstate, long native_code)
+{
+    if (native_code == 1205 || native_code == 1213)
+        return true;
+    return sqlstate && (strcmp(sqlstate, "40001") == 0 || strcmp(sqlstate, "40P01") == 0);
+}

@@ -37,6 +37,11 @@ bool sqlq_classify_sql_transient(const char *sqlstate, long native_code);
  * is full", "disk I/O error", "attempt to write a readonly database"). message may be NULL.
  * A deadlock or lock timeout is not an outage: it is retried as one message's failure. */
 bool sqlq_classify_sql_unavailable(const char *sqlstate, long native_code, const char *message);
+
+/* A transaction the database rolled back whole to break a conflict with another one: a deadlock
+ * or serialization failure (SQLSTATE 40001, 40P01; SQL Server 1205, FreeTDS's 42000 included;
+ * MariaDB/MySQL 1213). Trying the same transaction again at once is the cure. */
+bool sqlq_classify_sql_conflict(const char *sqlstate, long native_code);
 /* HTTP: 429 (throttled), 502, 503, 504 (the endpoint or its gateway is down or overloaded).
  * A 500 may be this message's fault and is not an outage. */
 bool sqlq_classify_http_unavailable(int status);

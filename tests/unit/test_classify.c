@@ -46,6 +46,18 @@ static void test_classify_sql(void **state)
     assert_false(sqlq_classify_sql_transient(NULL, 0));
 }
 
+static void test_classify_sql_conflict(void **state)
+{
+    (void)state;
+    assert_true(sqlq_classify_sql_conflict("40P01", 7));    /* PostgreSQL deadlock */
+    assert_true(sqlq_classify_sql_conflict("40001", 7));    /* serialization failure */
+    assert_true(sqlq_classify_sql_conflict("40001", 1213)); /* MariaDB/MySQL deadlock */
+    assert_true(sqlq_classify_sql_conflict("42000", 1205)); /* SQL Server through FreeTDS */
+    assert_false(sqlq_classify_sql_conflict("23505", 7));   /* a unique violation stays */
+    assert_false(sqlq_classify_sql_conflict("HY000", 5));   /* SQLite BUSY: not a rollback */
+    assert_false(sqlq_classify_sql_conflict(NULL, 0));
+}
+
 static void test_classify_sql_unavailable(void **state)
 {
     (void)state;
@@ -82,6 +94,7 @@ int main(void)
         cmocka_unit_test(test_classify_net),
         cmocka_unit_test(test_classify_sql),
         cmocka_unit_test(test_classify_sql_unavailable),
+        cmocka_unit_test(test_classify_sql_conflict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
