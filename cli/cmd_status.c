@@ -98,7 +98,7 @@ static void print_writers(const json_t *b)
     json_array_foreach(writers, i, w) {
         char t[4][SQLQ_TERM_NAME_MAX];
         json_int_t pid = json_integer_value(json_object_get(w, "pid"));
-        if (json_object_get(w, "gid"))
+        if (json_string_value(json_object_get(w, "gid")))
             printf("      prepared transaction gid '%s'", shown(w, "gid", "", t[0], sizeof(t[0])));
         else
             printf("      pid %lld", (long long)pid);
