@@ -65,6 +65,14 @@ static bool queue_clock_sleep(void *ctx, uint64_t ms)
     return ms == 0 || sqlq_clock_sleep_ms(&r->clock, ms);
 }
 
+/* A lane's client (route_shards.c) puts on a thread of its own: the same clock, without the
+ * metrics refresh, which uses the route's connection. */
+static bool lane_clock_sleep(void *ctx, uint64_t ms)
+{
+    sqlq_route *r = ctx;
+    return ms == 0 || sqlq_clock_sleep_ms(&r->clock, ms);
+}
+
 static double queue_clock_random(void *ctx)
 {
     return sqlq_clock_random(&((sqlq_route *)ctx)->clock);
@@ -121,6 +129,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->cfg = *cfg;
     r->clock = sqlq_clock_system(env->stop);
     r->queue_clock = (sqlq_clock){queue_clock_now, queue_clock_sleep, queue_clock_random, r};
+    r->lane_clock = (sqlq_clock){queue_clock_now, lane_clock_sleep, queue_clock_random, r};
     sqlq_capture_config_default(&r->ccfg);
     r->ccfg.bridge_name = cfg->bridge_name;
     r->ccfg.table = cfg->table;
@@ -156,7 +165,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     qo.retry.max_total_ms = 5000;
     sqlq_outage_init(&r->outage, cfg->table, cfg->queue);
     sqlq_delivery_config dc = {cfg->queue, {0}, cfg->max_in_flight, cfg->max_attempts, cfg->message_ttl_s,
-                               &r->filter, cfg->initial_visibility_s};
+                               &r->filter, cfg->initial_visibility_s, NULL, 0};
     sqlq_envelope_config_default(&dc.envelope);
     dc.envelope.bridge_name = cfg->bridge_name;
     dc.envelope.table = cfg->table;
@@ -164,9 +173,16 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     dc.envelope.oversize = cfg->oversize;
     dc.envelope.encoding = env->encoding;
     dc.envelope.max_text = cfg->max_message_bytes;
+    /* the lanes of a shard set: no on_retry (the route's outage record follows each round) */
+    sqlq_queue_options lo = qo;
+    lo.clock = &r->lane_clock;
+    lo.on_retry = NULL;
+    lo.retry_ctx = NULL;
     sqlq_result rc = sqlq_route_filter_parse(cfg->columns, cfg->exclude_columns, cfg->ops, &r->filter, err);
     if (rc == SQLQ_OK)
-        rc = sqlq_queue_client_create(env->account, &qo, &r->client, err);
+        rc = sqlq_queue_client_create(sqlq_route_shard_account(r, 0), &qo, &r->client, err);
+    if (rc == SQLQ_OK)
+        rc = sqlq_route_shards_create(r, &lo, &dc, err);
     if (rc == SQLQ_OK)
         rc = sqlq_delivery_create(r->client, &dc, &r->delivery, err);
     if (rc != SQLQ_OK) {
@@ -193,6 +209,7 @@ void sqlq_route_destroy(sqlq_route *r)
     sqlq_backlog_close(r->backlog);
     sqlq_db_close(r->db);
     sqlq_delivery_destroy(r->delivery);
+    sqlq_route_shards_destroy(r);
     sqlq_queue_client_destroy(r->client);
     sqlq_route_filter_free(&r->filter);
     free(r);
@@ -419,6 +436,7 @@ void sqlq_route_refresh_metrics(sqlq_route *r, uint64_t now)
     if (!r->env.metrics || now - r->last_status_ms < 5000)
         return;
     r->last_status_ms = now;
+    sqlq_route_shards_metrics(r, now);
     unsigned long long renewals = r->renewer ? sqlq_lease_renewer_count(r->renewer) : 0;
     sqlq_counter_add(r->m_renewals, renewals - r->renewals_seen);
     r->renewals_seen = renewals;

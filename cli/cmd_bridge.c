@@ -1,5 +1,6 @@
 /* cmd_bridge: `sqlq bridge`: settings and routes from defaults, config file, environment and
  * flags, checked, then handed to the bridge daemon. */
+#include "accounts.h"
 #include "cli.h"
 #include "cmd_bridge.h"
 
@@ -12,6 +13,7 @@
 #include "preflight.h"
 #include "queue_client.h"
 #include "route_filter.h"
+#include "shard_set.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,8 @@ typedef struct bridge_settings {
     char *db;
     char *table;
     char *queue;
+    long long shards;
+    char *shard_accounts;
     char *bridge_name;
     long long max_batch_size;
     long long polling_interval_ms;
@@ -60,7 +64,17 @@ static const sqlq_setting bridge_table[] = {
                         "their drivers are in docs/dialects.md)"),
     SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
                      "table to watch (schema.name); with --queue, one route (replaces the file's routes)"),
-    SQLQ_SETTING_STR(S, queue, "queue", "SQLQ_QUEUE", NULL, "queue the table's changes go to"),
+    SQLQ_SETTING_STR(S, queue, "queue", "SQLQ_QUEUE", NULL,
+                     "queue the table's changes go to; a comma-separated list (each entry may be "
+                     "account:queue) is a shard set: each key always goes to the same one "
+                     "(docs/scaling.md)"),
+    SQLQ_SETTING_INT(S, shards, "shards", "SQLQ_SHARDS", "0", 0, 256,
+                     "2..256: the shard set QUEUE-0 … QUEUE-(N-1), each key to the one its hash "
+                     "picks; 0 or 1: QUEUE as it is (docs/scaling.md)"),
+    SQLQ_SETTING_STR(S, shard_accounts, "shard_accounts", "SQLQ_SHARD_ACCOUNTS", NULL,
+                     "with shards: storage accounts (comma-separated names of the config file's "
+                     "\"accounts\", or default) that shard i is in, in turn: shard i in entry i "
+                     "mod the count"),
     SQLQ_SETTING_STR(S, bridge_name, "bridge_name", "SQLQ_BRIDGE_NAME", "default",
                      "name of the sync state and leases: instances with the same name share the work"),
     SQLQ_SETTING_INT(S, max_batch_size, "max_batch_size", "SQLQ_MAX_BATCH_SIZE", NULL, 1, 10000,
@@ -171,7 +185,7 @@ const sqlq_config_spec *sqlq_cmd_bridge_spec(void)
 }
 
 /* Keys a route in the config file may set. */
-static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_batch_size",
+static const char *const route_keys[] = {"table", "queue", "shards", "shard_accounts", "bridge_name", "max_batch_size",
                                          "polling_interval_ms", "max_in_flight", "lease_s",
                                          "max_attempts", "start_from", "format", "oversize",
                                          "max_message_bytes", "source", "cursor_column",
@@ -277,8 +291,87 @@ static bool route_filter(const bridge_settings *s, const char *where, sqlq_route
     return true;
 }
 
+/* A shard set rather than one queue: a count, a list, or a queue in a named account. */
+static bool sharded(const bridge_settings *s)
+{
+    return s->shards >= 2 || strchr(s->queue, ',') || strchr(s->queue, ':') ||
+           (s->shard_accounts && *s->shard_accounts);
+}
+
+/* A route's shard set and what its config points into (kept until the run ends). */
+typedef struct route_set {
+    sqlq_shard_set set;
+    const char **queues;
+    const sqlq_account **accounts;
+} route_set;
+
+static void route_sets_free(route_set *sets, size_t n)
+{
+    for (size_t i = 0; sets && i < n; i++) {
+        sqlq_shard_set_free(&sets[i].set);
+        free(sets[i].queues);
+        free(sets[i].accounts);
+    }
+    free(sets);
+}
+
+/* The names of shard_accounts ("a,b") into a NULL-terminated array of pointers into buf. */
+static size_t split_names(char *buf, const char **names, size_t max)
+{
+    size_t n = 0;
+    for (char *p = buf; p && *p && n < max;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        names[n++] = p;
+        p = comma ? comma + 1 : NULL;
+    }
+    return n;
+}
+
+/* The route's queue setting as a shard set, its accounts resolved; false (said why) when not. */
+static bool route_shards(const bridge_settings *s, const char *where, const sqlq_cli_accounts *accts,
+                         route_set *rs, sqlq_route_config *r)
+{
+    char names_buf[1024] = "";
+    const char *names[SQLQ_SHARDS_MAX];
+    if (s->shard_accounts && strlen(s->shard_accounts) >= sizeof(names_buf)) {
+        fprintf(stderr, "sqlq bridge: %s key shard_accounts: too long (at most %zu characters)\n", where,
+                sizeof(names_buf) - 1);
+        return false;
+    }
+    snprintf(names_buf, sizeof(names_buf), "%s", s->shard_accounts ? s->shard_accounts : "");
+    size_t nnames = split_names(names_buf, names, SQLQ_SHARDS_MAX);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_shard_set_parse(s->queue, s->shards, names, nnames, &rs->set, &err) != SQLQ_OK) {
+        fprintf(stderr, "sqlq bridge: %s key queue: '%s': %s\n", where, s->queue, err.message);
+        return false;
+    }
+    size_t n = rs->set.count;
+    rs->queues = calloc(n, sizeof(*rs->queues));
+    rs->accounts = calloc(n, sizeof(*rs->accounts));
+    if (!rs->queues || !rs->accounts)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const char *a = rs->set.accounts[i];
+        rs->queues[i] = rs->set.queues[i];
+        rs->accounts[i] = a && strcmp(a, "default") != 0 ? sqlq_cli_accounts_find(accts, a) : NULL;
+        if (a && strcmp(a, "default") != 0 && !rs->accounts[i]) {
+            fprintf(stderr, "sqlq bridge: %s: queue %s: account '%s' is not one of the config file's "
+                            "\"accounts\" (or default)\n", where, rs->queues[i], a);
+            return false;
+        }
+    }
+    r->shard_queues = rs->queues;
+    r->shard_accounts = rs->accounts;
+    r->nshards = n;
+    return true;
+}
+
 /* Settings → route; false (message printed) when a value is unusable. */
-static bool make_route(const bridge_settings *s, const char *where, sqlq_route_config *r)
+static bool make_route(const bridge_settings *s, const char *where, const sqlq_cli_accounts *accts,
+                       route_set *set, sqlq_route_config *r)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -293,7 +386,9 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
         return false;
     }
     char poison[64];
-    if (!sqlq_queue_name_valid(s->queue, &err) || !sqlq_queue_poison_name(s->queue, poison, sizeof(poison))) {
+    if (sharded(s)) {
+        /* checked by route_shards */
+    } else if (!sqlq_queue_name_valid(s->queue, &err) || !sqlq_queue_poison_name(s->queue, poison, sizeof(poison))) {
         fprintf(stderr, "sqlq bridge: %s key queue: '%s' is not allowed (%s)\n", where, s->queue,
                 err.message[0] ? err.message
                                : "the name must leave room for {queue}-poison: at most 56 characters, not ending in -poison");
@@ -307,6 +402,8 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
     r->table = s->table;
     r->queue = s->queue;
     r->bridge_name = s->bridge_name;
+    if (sharded(s) && !route_shards(s, where, accts, set, r))
+        return false;
     (void)sqlq_envelope_format_parse(s->format, &r->format);
     r->max_batch_size = (int)s->max_batch_size;
     if (r->max_batch_size == 0) /* unset; batch format: a poll fills messages, not one change each */
@@ -342,7 +439,8 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
 }
 
 /* The routes: the one of --table/--queue when given, else the file's "routes". */
-static bool build_routes(const bridge_settings *s, json_t *file, sqlq_route_config **out, size_t *n)
+static bool build_routes(const bridge_settings *s, json_t *file, const sqlq_cli_accounts *accts,
+                         sqlq_route_config **out, route_set **sets_out, size_t *n)
 {
     json_t *routes = file ? json_object_get(file, "routes") : NULL;
     bool single = (s->table && *s->table) || (s->queue && *s->queue) || !routes;
@@ -354,8 +452,13 @@ static bool build_routes(const bridge_settings *s, json_t *file, sqlq_route_conf
     }
     size_t count = single ? 1 : json_array_size(routes);
     sqlq_route_config *r = calloc(count, sizeof(*r));
-    if (!r)
+    route_set *sets = calloc(count, sizeof(*sets));
+    *sets_out = sets;
+    *n = count; /* the sets are freed with this count, whatever happens */
+    if (!r || !sets) {
+        free(r);
         return false;
+    }
     for (size_t i = 0; i < count; i++) {
         bridge_settings rs = *s;
         char where[64];
@@ -371,7 +474,7 @@ static bool build_routes(const bridge_settings *s, json_t *file, sqlq_route_conf
         bool ok = true;
         if (obj)
             json_object_foreach(obj, key, v) ok = ok && route_key(&rs, i, key, v);
-        if (!ok || !make_route(&rs, where, &r[i])) {
+        if (!ok || !make_route(&rs, where, accts, &sets[i], &r[i])) {
             free(r);
             return false;
         }
@@ -389,13 +492,22 @@ static bool build_routes(const bridge_settings *s, json_t *file, sqlq_route_conf
 }
 
 /* A queue-scoped SAS URL reaches its own queue only: every route must go there, and its
- * poison queue is out of reach. */
+ * poison queue is out of reach. A shard set's queues must each be reachable with their
+ * account's credential. */
 static bool routes_reachable(const sqlq_account *account, sqlq_route_config *routes, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         sqlq_error err;
         sqlq_error_clear(&err);
-        if (sqlq_account_queue(account, routes[i].queue, &routes[i].queue, &err) != SQLQ_OK) {
+        for (size_t k = 0; k < routes[i].nshards; k++) {
+            const sqlq_account *a = routes[i].shard_accounts[k] ? routes[i].shard_accounts[k] : account;
+            if (!sqlq_account_reaches(a, routes[i].shard_queues[k], &err)) {
+                fprintf(stderr, "sqlq bridge: route of table '%s': %s\n", routes[i].table, err.message);
+                return false;
+            }
+        }
+        if (routes[i].nshards == 0 &&
+            sqlq_account_queue(account, routes[i].queue, &routes[i].queue, &err) != SQLQ_OK) {
             fprintf(stderr, "sqlq bridge: route of table '%s': %s\n", routes[i].table, err.message);
             return false;
         }
@@ -478,9 +590,12 @@ static int bridge_main(int argc, char **argv, bool check_only)
     }
     sqlq_common_settings_apply(&s.common);
     sqlq_route_config *routes = NULL;
+    route_set *sets = NULL;
     size_t n = 0;
     sqlq_cli_queue q;
     memset(&q, 0, sizeof(q));
+    sqlq_cli_accounts accts;
+    memset(&accts, 0, sizeof(accts));
     if (!s.db || !*s.db) {
         fprintf(stderr,
                 "%s: db is not set (--db, SQLQ_DB_CONNECTION or SQLQ_DB_CONNECTION_FILE)\n",
@@ -490,8 +605,11 @@ static int bridge_main(int argc, char **argv, bool check_only)
         code = sqlq_cli_queue_open(check_only ? "config check" : "bridge", &s.common,
                                    SQLQ_CLI_ACCOUNT_ONLY, &q);
     }
-    if (code < 0 &&
-        (!build_routes(&s, res.file, &routes, &n) || !routes_reachable(q.account, routes, n)))
+    sqlq_account_options ao = {s.common.allow_insecure_http, s.common.ca_file};
+    if (code < 0)
+        code = sqlq_cli_accounts_load(check_only ? "config check" : "bridge", res.file, &ao, &accts);
+    if (code < 0 && (!build_routes(&s, res.file, &accts, &routes, &sets, &n) ||
+                     !routes_reachable(q.account, routes, n)))
         code = SQLQ_EXIT_USAGE;
     if (code < 0 && !check_only)
         code = run(&s, q.account, routes, n);
@@ -506,6 +624,8 @@ static int bridge_main(int argc, char **argv, bool check_only)
                                              : SQLQ_EXIT_FAILED;
     }
     free(routes);
+    route_sets_free(sets, n);
+    sqlq_cli_accounts_free(&accts);
     sqlq_cli_queue_close(&q);
     sqlq_config_free(&bridge_spec, &s, &res);
     return code;

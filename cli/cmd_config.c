@@ -14,7 +14,8 @@
 typedef const sqlq_config_spec *(*spec_fn)(void);
 
 static const spec_fn specs[] = {sqlq_cmd_bridge_spec, sqlq_cmd_setup_spec, sqlq_cmd_status_spec,
-                                sqlq_cmd_backfill_spec, sqlq_cmd_consume_spec};
+                                sqlq_cmd_backfill_spec, sqlq_cmd_consume_spec,
+                                sqlq_cmd_console_spec};
 
 static bool spec_has(const sqlq_config_spec *spec, const char *key)
 {
@@ -44,10 +45,12 @@ static const char precedence[] =
     "default < config file < environment < flag. Secrets (connection strings) may also be read\n"
     "from a file named by the variable with _FILE appended (how Docker and Kubernetes mount\n"
     "secrets); the storage connection falls back to AzureWebJobsStorage like Azure Functions.\n"
-    "Secrets never appear in logs. The `sqlq queue` and `sqlq poison` subcommands take\n"
+    "Secrets never appear in logs, and one read from the environment is wiped from it.\n"
+    "The `sqlq queue` and `sqlq poison` subcommands take\n"
     "--queue-connection, --encoding, --log-level and --log-format the same way (see their --help).\n"
     "One file serves every command: each reads the keys it uses and ignores the keys of other\n"
-    "sqlq commands; a key that no sqlq command reads is an error that names it.\n";
+    "sqlq commands; a key that no sqlq command reads is an error that names it, and so is a key\n"
+    "given twice.\n";
 
 static void usage(FILE *f)
 {

@@ -9,6 +9,7 @@
 #include "db.h"
 #include "log.h"
 #include "setup_guard.h"
+#include "term_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,11 +236,17 @@ static bool route_bools_ok(const sqlq_config_result *res)
     return true;
 }
 
+/* Every name printed (tables, bridges, indexes, columns: from the command line, a config file
+ * or the database) goes through sqlq_term_text_name: an ESC or a newline in one is shown
+ * escaped, never sent to the terminal. N(x) is x so escaped, in a buffer of the caller's. */
+#define N(x, buf) sqlq_term_text_name((x), (buf), sizeof(buf))
+
 static void print_error(const char *table, const sqlq_error *err)
 {
-    char line[700];
-    sqlq_error_format(err, line, sizeof(line));
-    fprintf(stderr, "sqlq setup: %s: %s\n", table, line);
+    char raw[700], line[SQLQ_TERM_NAME_MAX], t[SQLQ_TERM_NAME_MAX];
+    sqlq_error_format(err, raw, sizeof(raw));
+    sqlq_term_text_line(raw, line, sizeof(line));
+    fprintf(stderr, "sqlq setup: %s: %s\n", N(table, t), line);
 }
 
 /* Install (or with --drop remove) what the table's source needs, through the capture API;
@@ -265,7 +272,11 @@ static int setup_one(sqlq_db *db, const char *table, const char *key_columns,
                             : sqlq_capture_install(db, &setup, &err);
     size_t i;
     json_t *line;
-    json_array_foreach(setup.lines, i, line) printf("%s\n", json_string_value(line));
+    char shown[SQLQ_TERM_NAME_MAX]; /* names from outside in them: escaped (term_text.h) */
+    json_array_foreach(setup.lines, i, line) {
+        sqlq_term_text_line(json_string_value(line), shown, sizeof(shown));
+        printf("%s\n", shown);
+    }
     json_decref(setup.lines);
     if (r == SQLQ_OK)
         return SQLQ_EXIT_OK;
@@ -286,6 +297,7 @@ int sqlq_cmd_setup(int argc, char **argv)
     sqlq_config_result res;
     int rc = sqlq_config_load_or_exit(&setup_spec, &s, argc, args, &res);
     const char *tables[64];
+    char shown[SQLQ_TERM_NAME_MAX];
     size_t ntables = 0;
     const char *negated = rc < 0 ? negated_sticky_flag(argc, args) : NULL;
     if (negated)
@@ -310,7 +322,7 @@ int sqlq_cmd_setup(int argc, char **argv)
             rc = SQLQ_EXIT_USAGE,
             fprintf(stderr, "sqlq setup: key key_columns: '%s' is not allowed with %zu tables (one "
                             "table at a time, or key_columns per route in the config file)\n",
-                    s.key_columns, ntables);
+                    N(s.key_columns, shown), ntables);
         else if (s.force && !s.drop)
             rc = SQLQ_EXIT_USAGE,
             fprintf(stderr, "sqlq setup: --force is for --drop (it drops even what is not "
@@ -327,9 +339,9 @@ int sqlq_cmd_setup(int argc, char **argv)
         sqlq_error err;
         sqlq_error_clear(&err);
         if (sqlq_db_connect(s.db, &db, &err) != SQLQ_OK) {
-            char line[700];
-            sqlq_error_format(&err, line, sizeof(line));
-            fprintf(stderr, "sqlq setup: cannot connect: %s\n", line);
+            char raw[700], line[SQLQ_TERM_NAME_MAX];
+            sqlq_error_format(&err, raw, sizeof(raw));
+            fprintf(stderr, "sqlq setup: cannot connect: %s\n", N(raw, line));
             rc = SQLQ_EXIT_FAILED;
         }
     }

@@ -3,17 +3,25 @@
 
 #include "commands.h"
 #include "drop_guard.h"
+#include "term_text.h"
 
 #include <stdio.h>
 
-int sqlq_setup_drop_guard(sqlq_db *db, const char *table, const char *bridge, bool force)
+/* Table and bridge names, and what the database holds (instance ids), are shown escaped
+ * (term_text.h). */
+int sqlq_setup_drop_guard(sqlq_db *db, const char *table_in, const char *bridge_in, bool force)
 {
+    char table[SQLQ_TERM_NAME_MAX], bridge_buf[SQLQ_TERM_NAME_MAX];
+    sqlq_term_text_name(table_in, table, sizeof(table));
+    const char *bridge = bridge_in ? sqlq_term_text_name(bridge_in, bridge_buf, sizeof(bridge_buf))
+                                   : NULL;
     json_t *found = NULL;
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (sqlq_drop_guard_check(db, table, bridge, &found, &err) != SQLQ_OK) {
-        char line[700];
-        sqlq_error_format(&err, line, sizeof(line));
+    if (sqlq_drop_guard_check(db, table_in, bridge_in, &found, &err) != SQLQ_OK) {
+        char raw[700], line[SQLQ_TERM_NAME_MAX];
+        sqlq_error_format(&err, raw, sizeof(raw));
+        sqlq_term_text_line(raw, line, sizeof(line));
         fprintf(stderr, "sqlq setup: %s: cannot tell what --drop would discard: %s%s\n", table,
                 line, force ? " (--force: dropping anyway)" : "");
         json_decref(found);
@@ -25,8 +33,9 @@ int sqlq_setup_drop_guard(sqlq_db *db, const char *table, const char *bridge, bo
         fprintf(stderr, "sqlq setup: %s: refusing --drop%s%s: it would lose changes:\n", table,
                 bridge ? " of bridge " : "", bridge ? bridge : "");
     json_array_foreach(found, i, f) {
-        char text[600];
-        sqlq_drop_guard_text(f, text, sizeof(text));
+        char raw[600], text[SQLQ_TERM_NAME_MAX];
+        sqlq_drop_guard_text(f, raw, sizeof(raw));
+        sqlq_term_text_line(raw, text, sizeof(text));
         if (force)
             printf("%s: --force: discarding: %s\n", table, text);
         else

@@ -90,6 +90,14 @@ static const struct builtin {
      NULL, 0},
     {SQLQ_METRIC_HANDLER_SECONDS, "Handler run time per message, per queue.", handler_buckets,
      sizeof(handler_buckets) / sizeof(handler_buckets[0])},
+    {SQLQ_METRIC_HANDLER_UNAVAILABLE,
+     "1 while the handler's target (the --sql database, the --http endpoint, what an --exec "
+     "command reaches) is unavailable and messages are held, not counted toward poison; else 0.",
+     NULL, 0},
+    {SQLQ_METRIC_MESSAGES_HELD,
+     "Messages held (kept invisible, retried with back-off) while the handler's target is "
+     "unavailable, per queue.",
+     NULL, 0},
 };
 
 static const struct builtin *builtin_of(const char *name)

@@ -25,6 +25,7 @@ const char *sqlq_strerror(sqlq_result r)
     case SQLQ_E_UNSUPPORTED: return "unsupported";
     case SQLQ_E_REJECTED: return "rejected by the handler";
     case SQLQ_E_BODY: return "message body cannot be sent";
+    case SQLQ_E_UNAVAILABLE: return "the handler's target is unavailable";
     }
     return "unknown error";
 }

@@ -31,7 +31,8 @@ typedef enum {
     SQLQ_E_LEASE_LOST = -14, /* a fencing token was rejected */
     SQLQ_E_UNSUPPORTED = -15, /* not possible with this source or dialect */
     SQLQ_E_REJECTED = -16,    /* a consumer handler refused the message for good: poison now */
-    SQLQ_E_BODY = -17         /* a message body its encoding cannot carry: refused before sending */
+    SQLQ_E_BODY = -17,        /* a message body its encoding cannot carry: refused before sending */
+    SQLQ_E_UNAVAILABLE = -18  /* a consumer handler's target is down: an outage, no message's fault */
 } sqlq_result;
 
 /* Human detail for a failure. The first error recorded wins (curl's error buffer):

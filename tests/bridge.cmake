@@ -79,3 +79,15 @@ endforeach()
 
 # A body --encoding plain cannot carry: refused before sending, poisoned alone, never an outage.
 sqlq_integration_test(bridge_plain_body FIXTURES azurite postgres TIMEOUT 300)
+
+# bridge_scale: instances started and stopped as a scaler would (1, 3, 1; kill -9 and SIGTERM)
+# on a sharded route under a steady writer; the official SDK drains every shard.
+foreach(db postgres mariadb)
+  add_test(NAME integration.bridge_scale.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_bridge_scale.sh ${db})
+  set_tests_properties(integration.bridge_scale.${db} PROPERTIES LABELS integration TIMEOUT 240
+    FIXTURES_REQUIRED "azurite;${db}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()
+
+# shard_tools: a shard set through bridge, consume, poison and a config file with two accounts.
+sqlq_integration_test(shard_tools FIXTURES azurite TIMEOUT 180)

@@ -299,6 +299,10 @@ static void resume_after(sqlq_capture *cap, json_t *rows, uint64_t now)
                  "m_v", "k", now);
 }
 
+static sqlq_result settle(sqlq_capture *cap, const sqlq_capture_stmt *st,
+                          const sqlq_change *changes, size_t n, size_t *out_lost,
+                          sqlq_error *err);
+
 static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -331,16 +335,28 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
     }
     if (r == SQLQ_OK)
         r = sqlq_capture_shape_poll(cap, poll, &v, &rows, err);
-    if (r == SQLQ_OK && json_array_size(rows) > 0)
+    bool leased = r == SQLQ_OK && json_array_size(rows) > 0;
+    if (leased)
         r = sqlq_capture_run(cap, lease, &v, NULL, err);
+    sqlq_change *stray = NULL;
+    size_t nstray = 0;
+    if (leased && r == SQLQ_OK && cap->held.sql)
+        r = sqlq_capture_confirm_leases(cap, &v, rows, &stray, &nstray, err);
     if (r == SQLQ_OK)
         r = sqlq_db_commit(cap->db, err);
     if (r != SQLQ_OK) {
         sqlq_db_rollback(cap->db);
+        free(stray);
         json_decref(rows);
         position_clear(&cap->resume);
         return sqlq_capture_shape_failed(cap, r, err);
     }
+    if (nstray > 0) {
+        sqlq_error e; /* a failed hand-back only delays them: their leases expire */
+        sqlq_error_clear(&e);
+        (void)settle(cap, &cap->abandon_free, stray, nstray, NULL, &e);
+    }
+    free(stray);
     /* Nothing read: the key and the triggers are checked on their own (a poll that reads rows
      * checks the key with them), at most once a second: with wake-ups an idle-then-busy route
      * polls empty many times a second, and each check is a catalog query. */
@@ -391,7 +407,7 @@ int64_t sqlq_capture_covered_version(const sqlq_capture *cap)
 
 /* ---- release, renew, abandon ------------------------------------------------------------- */
 
-static sqlq_result tokens_json(const sqlq_change *changes, size_t n, char **out, sqlq_error *err)
+sqlq_result sqlq_capture_tokens_json(const sqlq_change *changes, size_t n, char **out, sqlq_error *err)
 {
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
@@ -415,7 +431,7 @@ static sqlq_result settle(sqlq_capture *cap, const sqlq_capture_stmt *st,
     if (n == 0)
         return SQLQ_OK;
     char *tokens = NULL;
-    sqlq_result r = tokens_json(changes, n, &tokens, err);
+    sqlq_result r = sqlq_capture_tokens_json(changes, n, &tokens, err);
     if (r != SQLQ_OK)
         return r;
     sqlq_capture_values v = {.tokens = tokens, .now = sqlq_clock_wall_ms()};

@@ -31,6 +31,10 @@ typedef struct sqlq_capture_leased {
     const struct sqlq_change_log_ops *change_log;
     /* SQLQ_P_LOCK binds the hashed resource name (names.lock_hash), not the text key. */
     bool lock_by_hash;
+    /* A poll's SELECT and its INSERT … SELECT of leases are two statements that a writer's
+     * commit between them can make differ (versions stamped after commit): the poll reads its
+     * leases back by token (capture_confirm.c, cap->held) and keeps only what it leased. */
+    bool confirm_leases;
     /* At open, once the statements are built: the source is set up for the table (else
      * SQLQ_E_NOT_FOUND saying what to run); its own state (cap->src) and statements. */
     sqlq_result (*check_source)(sqlq_capture *cap, const char *user_table, sqlq_error *err);
@@ -72,7 +76,8 @@ struct sqlq_capture {
     sqlq_capture_sql spec;
     sqlq_capture_stmt lock, poll, lease, bump, base, pending, scan, set_sync, trim_leases,
         trim_log, release, renew, abandon_count, abandon_free, read_sync, owners, poll_resume,
-        lease_resume, scan_resume, newest;
+        lease_resume, scan_resume, newest,
+        held; /* confirm_leases: what a poll's INSERT … SELECT really leased */
     char **key_types; /* declared type of each key part */
     unsigned moves;
     /* Where the next poll resumes (sqlq_capture_sql_poll_resume): after the last change of a
@@ -126,6 +131,15 @@ sqlq_result sqlq_capture_query(sqlq_capture *cap, const sqlq_capture_stmt *st,
                                const sqlq_capture_values *v, json_t **out, sqlq_error *err);
 sqlq_result sqlq_capture_query_int(sqlq_capture *cap, const sqlq_capture_stmt *st,
                                    const sqlq_capture_values *v, int64_t *out, sqlq_error *err);
+/* The lease tokens of changes as a JSON array (the TOKENS parameter). */
+sqlq_result sqlq_capture_tokens_json(const sqlq_change *changes, size_t n, char **out, sqlq_error *err);
+/* capture_confirm.c, a source with confirm_leases (cap->held): keep only the rows of `rows`
+ * this poll really leased (its SELECT and its INSERT … SELECT can differ when a writer commits
+ * between them);
+ * leases it took for rows not returned go into *stray (malloc'd, *nstray of them), to be
+ * handed back after the poll commits. Inside the poll's transaction. */
+sqlq_result sqlq_capture_confirm_leases(sqlq_capture *cap, sqlq_capture_values *v, json_t *rows,
+                                        sqlq_change **stray, size_t *nstray, sqlq_error *err);
 /* sqlq_capture_query for a result read by position (sqlq_db_query_values). */
 sqlq_result sqlq_capture_query_values(sqlq_capture *cap, const sqlq_capture_stmt *st,
                                       const sqlq_capture_values *v, json_t **out_columns,

@@ -108,6 +108,8 @@ static sqlq_result build_statements(sqlq_capture *cap, sqlq_error *err)
         r = sqlq_capture_sql_read_sync(s, &cap->read_sync, err);
     if (r == SQLQ_OK)
         r = sqlq_capture_sql_owners(s, &cap->owners, err);
+    if (r == SQLQ_OK && cap->leased->confirm_leases)
+        r = sqlq_capture_sql_held(s, &cap->held, err);
     return r;
 }
 
@@ -359,7 +361,7 @@ void sqlq_capture_close(sqlq_capture *cap)
                                 &cap->trim_log,      &cap->release,      &cap->renew,
                                 &cap->abandon_count, &cap->abandon_free, &cap->read_sync,
                                 &cap->owners,        &cap->poll_resume,  &cap->lease_resume,
-                                &cap->scan_resume,   &cap->newest};
+                                &cap->scan_resume,   &cap->newest,       &cap->held};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         sqlq_capture_stmt_free(all[i]);
     sqlq_capture_shape_close(cap);

@@ -235,6 +235,11 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_start_version(const sqlq_capture_sql
                                                           sqlq_capture_stmt *out,
                                                           sqlq_error *err);
 /* Rows (owner, n) of unexpired leases. */
+/* MariaDB/MySQL: the key and token of each lease this instance holds among the TOKENS
+ * parameter: what a poll really leased (its SELECT and its INSERT … SELECT are two statements
+ * that a user's commit in between can make differ). */
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_held(const sqlq_capture_sql *c,
+                                                 sqlq_capture_stmt *out, sqlq_error *err);
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_owners(const sqlq_capture_sql *c,
                                                    sqlq_capture_stmt *out, sqlq_error *err);
 

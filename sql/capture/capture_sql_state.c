@@ -184,6 +184,22 @@ sqlq_result sqlq_capture_sql_start_version(const sqlq_capture_sql *c, sqlq_start
     return sqlq_cb_done(&b, err);
 }
 
+sqlq_result sqlq_capture_sql_held(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
+                                  sqlq_error *err)
+{
+    sqlq_capture_builder b;
+    sqlq_cb_init(&b, c, out);
+    sqlq_sql_text_add(&b.t, "SELECT ");
+    for (size_t i = 0; i < c->table->nkey; i++) {
+        sqlq_sql_text_col(&b.t, "", sqlq_cb_key_name(&b, i));
+        sqlq_sql_text_add(&b.t, " AS k%zu, ", i);
+    }
+    sqlq_sql_text_add(&b.t, SQLQ_COL_TOKEN " AS m_tok FROM ");
+    sqlq_cb_leases(&b);
+    tokens_match(&b);
+    return sqlq_cb_done(&b, err);
+}
+
 sqlq_result sqlq_capture_sql_owners(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
                                     sqlq_error *err)
 {

@@ -3,6 +3,7 @@
 #include "buf.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,27 @@ char **sqlq_conn_string_values(const char *conn, const char *const *keys)
         if (key_in(&a, keys))
             add_value(&l, &a);
     return list_finish(&l);
+}
+
+const char *sqlq_conn_string_describe(const char *conn, char *out, size_t out_size)
+{
+    static const char *const named[] = {"DSN", "Server", "Host", "Port", "Database", NULL};
+    const char *base = conn ? conn : "", *p = base;
+    size_t used = 0;
+    attr a;
+    if (out_size == 0)
+        return out;
+    out[0] = '\0';
+    while (next_attr(base, &p, &a) && used < out_size) {
+        if (!key_in(&a, named) || a.rawlen == 0)
+            continue;
+        int n = snprintf(out + used, out_size - used, "%s%.*s=%.*s", used ? ";" : "",
+                         (int)a.klen, a.key, (int)(a.rawlen < 120 ? a.rawlen : 120), a.raw);
+        used = n < 0 ? out_size : used + (size_t)n;
+    }
+    if (out[0] == '\0')
+        snprintf(out, out_size, "(no server or database named)");
+    return out;
 }
 
 /* The password= values of libpq conninfo text s[0..len) (keyword = value, the value bare or

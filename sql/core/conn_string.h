@@ -26,6 +26,12 @@ char **sqlq_conn_string_values(const char *conn, const char *const *keys);
  * above) both unbraced and as written ("a}}b" as well as "a}b"), and the password of psqlODBC's
  * pqopt={… password=…} libpq options. A list as sqlq_conn_string_values gives. */
 char **sqlq_conn_string_secrets(const char *conn);
+
+/* Which database a connection string reaches, for messages: its DSN, Server, Host, Port and
+ * Database attributes as written ("Server=db1;Port=5432;Database=orders"; "Database=/x.db" for
+ * SQLite), never any other attribute (no user, no password, no driver options), each value cut
+ * at 120 bytes. "(no server or database named)" when it names none. Into out; returns out. */
+const char *sqlq_conn_string_describe(const char *conn, char *out, size_t out_size);
 void sqlq_conn_string_list_free(char **list);
 
 #endif

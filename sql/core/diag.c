@@ -1,31 +1,11 @@
 #include "diag.h"
 
 #include "classify.h"
+#include "redact.h"
 
 #include <sqlext.h>
 #include <stdio.h>
 #include <string.h>
-
-void sqlq_diag_redact(char *text, const char *secret)
-{
-    if (!text || !secret || !*secret)
-        return;
-    size_t slen = strlen(secret);
-    static const char mask[] = "***";
-    char *p = text;
-    while ((p = strstr(p, secret)) != NULL) {
-        size_t tail = strlen(p + slen);
-        if (slen >= sizeof(mask) - 1) {
-            memcpy(p, mask, sizeof(mask) - 1);
-            memmove(p + sizeof(mask) - 1, p + slen, tail + 1);
-            p += sizeof(mask) - 1;
-        } else {
-            /* A secret shorter than the mask: blank it byte by byte rather than grow text. */
-            memset(p, '*', slen);
-            p += slen;
-        }
-    }
-}
 
 /* Append src to dst (size dst_size, NUL-terminated), flattening line breaks. */
 static void append_flat(char *dst, size_t dst_size, const char *src)
@@ -77,8 +57,7 @@ sqlq_result sqlq_diag_set(sqlq_error *err, SQLSMALLINT htype, SQLHANDLE h, const
     }
     if (i == 1)
         append_flat(text, sizeof(text), "failed without diagnostics");
-    for (size_t k = 0; secrets && secrets[k]; k++)
-        sqlq_diag_redact(text, secrets[k]);
+    sqlq_redact_into(text, sizeof(text), secrets);
     sqlq_error_set(err, SQLQ_E_SQL, transient, "%s", text);
     return SQLQ_E_SQL;
 }

@@ -169,6 +169,7 @@ static const sqlq_capture_leased leased = {
     .check_source = sqlq_capture_check_log,
     .objects_gone = SQLQ_CHANGE_LOG_OBJECTS_GONE,
     .before_poll = stamp,
+    .confirm_leases = true,
 };
 
 const sqlq_change_source_ops sqlq_mariadb_log_source = {
