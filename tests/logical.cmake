@@ -1,0 +1,5 @@
+# The PostgreSQL logical-decoding source (sql/postgres/): the pgoutput decoder and the
+# acknowledgement rule as units; the replication stream, slot lifecycle and bridge against a
+# server with wal_level = logical.
+sqlq_unit_test(pgoutput sqlq_sql)
+sqlq_unit_test(pg_ack sqlq_sql)
