@@ -157,3 +157,71 @@ json_t *sqlq_logical_rel_changed(const sqlq_logical_rel *r, const sqlq_pgo_tuple
     }
     return a;
 }
+
+static sqlq_result add(sqlq_logical_txn *txn, sqlq_op op, json_t *key, json_t *row,
+                       json_t *before, json_t *changed, bool fetch, sqlq_error *err)
+{
+    sqlq_logical_change c = {.op = op, .key = key, .row = row, .before = before,
+                             .changed = changed, .fetch_row = fetch};
+    if (!key || (op != SQLQ_OP_DELETE && !row && !fetch)) {
+        sqlq_logical_change_free(&c);
+        return sqlq_error_set(err, SQLQ_E_PARSE, false,
+                              "a %s whose key or row could not be read (a key column null or "
+                              "unchanged, or a column count other than the relation's)",
+                              op == SQLQ_OP_DELETE ? "delete" : op == SQLQ_OP_INSERT ? "insert"
+                                                                                       : "update");
+    }
+    sqlq_result rc = sqlq_logical_txn_add(txn, c);
+    return rc == SQLQ_OK ? rc : sqlq_error_set(err, rc, true, "out of memory");
+}
+
+static sqlq_result update(sqlq_logical_txn *txn, const sqlq_logical_rel *rel, const sqlq_pgo_msg *m,
+                          bool before_image, bool changed, sqlq_error *err)
+{
+    const sqlq_pgo_tuple *old = m->u.change.old_kind ? &m->u.change.old_tuple : NULL;
+    bool full = m->u.change.old_kind == 'O';
+    json_t *key = sqlq_logical_rel_key(rel, &m->u.change.new_tuple);
+    json_t *old_key = old ? sqlq_logical_rel_key(rel, old) : NULL;
+    bool missing = false;
+    json_t *row = sqlq_logical_rel_row(rel, &m->u.change.new_tuple, full ? old : NULL, &missing);
+    bool m2 = false;
+    json_t *before = before_image && full ? sqlq_logical_rel_row(rel, old, NULL, &m2) : NULL;
+    if (old_key && key && !json_equal(old_key, key)) { /* the key changed */
+        sqlq_result rc = add(txn, SQLQ_OP_DELETE, old_key, NULL, json_incref(before), NULL,
+                             false, err);
+        if (rc != SQLQ_OK) {
+            json_decref(key);
+            json_decref(row);
+            json_decref(before);
+            return rc;
+        }
+        return add(txn, SQLQ_OP_INSERT, key, row, before, NULL, missing, err);
+    }
+    json_decref(old_key);
+    json_t *ch = changed && full ? sqlq_logical_rel_changed(rel, old, &m->u.change.new_tuple) : NULL;
+    return add(txn, SQLQ_OP_UPDATE, key, row, before, ch, missing, err);
+}
+
+sqlq_result sqlq_logical_rel_change(sqlq_logical_txn *txn, const sqlq_logical_rel *rel,
+                                    const sqlq_pgo_msg *m, bool before_image, bool changed,
+                                    sqlq_error *err)
+{
+    bool missing = false, m2 = false;
+    switch (m->kind) {
+    case SQLQ_PGO_INSERT:
+        return add(txn, SQLQ_OP_INSERT, sqlq_logical_rel_key(rel, &m->u.change.new_tuple),
+                   sqlq_logical_rel_row(rel, &m->u.change.new_tuple, NULL, &missing), NULL, NULL,
+                   missing, err);
+    case SQLQ_PGO_UPDATE:
+        return update(txn, rel, m, before_image, changed, err);
+    case SQLQ_PGO_DELETE:
+        return add(txn, SQLQ_OP_DELETE, sqlq_logical_rel_key(rel, &m->u.change.old_tuple), NULL,
+                   before_image && m->u.change.old_kind == 'O'
+                       ? sqlq_logical_rel_row(rel, &m->u.change.old_tuple, NULL, &m2)
+                       : NULL,
+                   NULL, false, err);
+    default:
+        return sqlq_error_set(err, SQLQ_E_INVALID, false, "not a change: %s",
+                              sqlq_pgoutput_kind_name(m->kind));
+    }
+}

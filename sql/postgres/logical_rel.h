@@ -4,6 +4,7 @@
 #define SQLQ_LOGICAL_REL_H
 
 #include "db.h"
+#include "logical_txn.h"
 #include "pg_text.h"
 #include "pgoutput.h"
 #include "result.h"
@@ -43,5 +44,14 @@ json_t *sqlq_logical_rel_key(const sqlq_logical_rel *r, const sqlq_pgo_tuple *tu
 /* Names of the columns whose value differs between old and new (a 'u' in new is unchanged). */
 json_t *sqlq_logical_rel_changed(const sqlq_logical_rel *r, const sqlq_pgo_tuple *old_tuple,
                                  const sqlq_pgo_tuple *new_tuple);
+
+/* Add an insert, update or delete message of the relation to txn as the trigger source logs
+ * it: an update that changes the key is a delete of the old key and an insert of the new one;
+ * before (the old row) and changed only when asked for and the old row came (REPLICA IDENTITY
+ * FULL). A key that cannot be read is SQLQ_E_PARSE. */
+SQLQ_NODISCARD sqlq_result sqlq_logical_rel_change(sqlq_logical_txn *txn,
+                                                   const sqlq_logical_rel *rel,
+                                                   const sqlq_pgo_msg *m, bool before_image,
+                                                   bool changed, sqlq_error *err);
 
 #endif

@@ -134,18 +134,19 @@ static sqlq_result start(sqlq_pg_stream *s, const char *slot, const char *public
     return rc;
 }
 
-sqlq_result sqlq_pg_stream_open(const sqlq_pg_conninfo *ci, const char *slot,
-                                const char *publication, uint64_t start_lsn,
+sqlq_result sqlq_pg_stream_open(const sqlq_pg_conninfo *ci, const char *options,
+                                const char *slot, const char *publication, uint64_t start_lsn,
                                 sqlq_pg_stream **out, sqlq_error *err)
 {
     *out = NULL;
-    static const char *const extra[][2] = {
+    const char *extra[][2] = {{"options", options ? options : ""},
         {"replication", "database"}, {"application_name", "sqlq-logical"},
         {"connect_timeout", "10"},   {"keepalives", "1"},
         {"keepalives_idle", "30"},   {"keepalives_interval", "10"}, {"keepalives_count", "3"}};
     const size_t nextra = sizeof extra / sizeof extra[0];
-    const char *keys[SQLQ_PG_CONNINFO_MAX + 8], *vals[SQLQ_PG_CONNINFO_MAX + 8];
-    sqlq_pg_conninfo_params(ci, extra, nextra, keys, vals, SQLQ_PG_CONNINFO_MAX + 8);
+    const char *keys[SQLQ_PG_CONNINFO_MAX + 9], *vals[SQLQ_PG_CONNINFO_MAX + 9];
+    sqlq_pg_conninfo_params(ci, (const char *const (*)[2])extra, nextra, keys, vals,
+                            SQLQ_PG_CONNINFO_MAX + 9);
     sqlq_pg_stream *s = calloc(1, sizeof *s);
     if (!s)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");

@@ -1,0 +1,360 @@
+/* logical_reader: the logical source's thread. It holds the slot's stream (one instance at a
+ * time: a slot busy elsewhere is waited for), decodes each transaction, collapses it by key
+ * (logical_txn.h) and hands it to the ready ring after its commit; it keeps answering the
+ * server while the ring is full (the queue pushes back), and reports as flushed only what
+ * pg_ack says may be. A dropped or lost slot is fatal for the route: never re-created here. */
+#include "logical_source_internal.h"
+
+#include "log.h"
+#include "logical_rel.h"
+#include "pg_stream.h"
+#include "pg_text.h"
+#include "sql_text.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RETRY_FIRST_MS 500u
+#define RETRY_MAX_MS 30000u
+#define STANDBY_MS 2000u /* a slot held elsewhere: try to take it this often */
+
+typedef struct reader {
+    sqlq_logical_source *ls;
+    sqlq_db *db;           /* the reader's own ODBC connection: user types, rows read by key */
+    sqlq_pg_stream *stream;
+    sqlq_logical_rel *rel; /* the table's latest Relation message */
+    sqlq_logical_txn txn;
+    bool in_txn, skipping;
+    uint64_t last_commit;  /* the greatest commit LSN handed over: a replay below it is skipped */
+    uint64_t retry_ms;
+    bool said_standby;
+    char *options;
+} reader;
+
+static bool stopping(reader *r)
+{
+    pthread_mutex_lock(&r->ls->mu);
+    bool s = r->ls->stop;
+    pthread_mutex_unlock(&r->ls->mu);
+    return s;
+}
+
+static uint64_t flushed(reader *r)
+{
+    pthread_mutex_lock(&r->ls->mu);
+    uint64_t f = sqlq_pg_ack_confirmable(r->ls->ack);
+    pthread_mutex_unlock(&r->ls->mu);
+    return f;
+}
+
+/* Sleep up to ms, waking for a stop. */
+static void nap(reader *r, uint64_t ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(ms / 1000u);
+    until.tv_nsec += (long)(ms % 1000u) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&r->ls->mu);
+    if (!r->ls->stop)
+        pthread_cond_timedwait(&r->ls->cv, &r->ls->mu, &until);
+    pthread_mutex_unlock(&r->ls->mu);
+}
+
+static void set_fatal(reader *r, const sqlq_error *e)
+{
+    pthread_mutex_lock(&r->ls->mu);
+    r->ls->fatal = *e;
+    r->ls->has_fatal = true;
+    pthread_cond_broadcast(&r->ls->cv);
+    pthread_mutex_unlock(&r->ls->mu);
+    SQLQ_LOG_ERR(SQLQ_LOG_ERROR, "logical_stream_stopped", e, "table=%s slot=%s",
+                 r->ls->names.table_key, r->ls->slot.slot);
+}
+
+static void drop_stream(reader *r)
+{
+    sqlq_pg_stream_close(r->stream);
+    r->stream = NULL;
+    sqlq_logical_txn_clear(&r->txn);
+    r->in_txn = r->skipping = false;
+    pthread_mutex_lock(&r->ls->mu);
+    sqlq_pg_ack_abort_open(r->ls->ack);
+    r->ls->holder = false;
+    pthread_mutex_unlock(&r->ls->mu);
+}
+
+static void backoff(reader *r)
+{
+    r->retry_ms = r->retry_ms ? r->retry_ms * 2 : RETRY_FIRST_MS;
+    if (r->retry_ms > RETRY_MAX_MS)
+        r->retry_ms = RETRY_MAX_MS;
+    nap(r, r->retry_ms);
+}
+
+/* A slot gone or lost (the refusal names sqlq backfill), or not usable by this role. */
+static bool slot_fatal(reader *r, sqlq_error *e)
+{
+    sqlq_error chk;
+    sqlq_error_clear(&chk);
+    sqlq_pg_slot_need need = {.slot = true};
+    if (r->db && sqlq_pg_slot_check(r->db, r->ls->table, &r->ls->slot, need, NULL, &chk) ==
+                     SQLQ_E_UNSUPPORTED) {
+        set_fatal(r, &chk);
+        return true;
+    }
+    if (e->code == SQLQ_E_NOT_FOUND || (!e->transient && e->code == SQLQ_E_SQL)) {
+        set_fatal(r, e);
+        return true;
+    }
+    return false;
+}
+
+static void connect_stream(reader *r)
+{
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (!r->db && sqlq_db_connect(r->ls->conn, &r->db, &e) != SQLQ_OK) {
+        SQLQ_LOG_ERR(SQLQ_LOG_WARN, "logical_connect_failed", &e, "table=%s", r->ls->names.table_key);
+        backoff(r);
+        return;
+    }
+    if (!r->options) {
+        sqlq_buf b;
+        sqlq_buf_init(&b, 0);
+        if (sqlq_pg_text_options_read(r->db, &b, &e) == SQLQ_OK)
+            r->options = sqlq_buf_take(&b, NULL);
+        sqlq_buf_free(&b);
+        sqlq_error_clear(&e);
+    }
+    sqlq_result rc = sqlq_pg_stream_open(r->ls->ci, r->options, r->ls->slot.slot,
+                                         r->ls->slot.publication, 0, &r->stream, &e);
+    if (rc == SQLQ_E_CONFLICT) { /* another instance streams from the slot: wait to take over */
+        if (!r->said_standby)
+            SQLQ_INFO("logical_standby", "table=%s slot=%s reason=\"%s\"", r->ls->names.table_key,
+                      r->ls->slot.slot, e.message);
+        r->said_standby = true;
+        nap(r, STANDBY_MS);
+        return;
+    }
+    if (rc != SQLQ_OK) {
+        if (!slot_fatal(r, &e)) {
+            SQLQ_LOG_ERR(SQLQ_LOG_WARN, "logical_connect_failed", &e, "table=%s",
+                         r->ls->names.table_key);
+            backoff(r);
+        }
+        return;
+    }
+    r->retry_ms = 0;
+    r->said_standby = false;
+    pthread_mutex_lock(&r->ls->mu);
+    r->ls->holder = true;
+    pthread_mutex_unlock(&r->ls->mu);
+    char lsn[32];
+    sqlq_pg_lsn_format(flushed(r), lsn, sizeof lsn);
+    SQLQ_INFO("logical_stream_started", "table=%s slot=%s confirmed=%s pid=%d",
+              r->ls->names.table_key, r->ls->slot.slot, lsn,
+              sqlq_pg_stream_backend_pid(r->stream));
+}
+
+/* Wait for room in the ready ring, answering the server meanwhile. */
+static sqlq_result wait_room(reader *r, sqlq_error *err)
+{
+    for (;;) {
+        pthread_mutex_lock(&r->ls->mu);
+        bool room = r->ls->qcount < SQLQ_LOGICAL_READY_MAX || r->ls->stop;
+        pthread_mutex_unlock(&r->ls->mu);
+        if (room)
+            return SQLQ_OK;
+        sqlq_result rc = sqlq_pg_stream_status(r->stream, flushed(r), false, err);
+        if (rc != SQLQ_OK)
+            return rc;
+        nap(r, 200);
+    }
+}
+
+/* Every change of the transaction that came with a 'u' and nothing to fill it: the row as it
+ * is now, read by key (a row gone since is published as a delete, as the trigger source does). */
+static sqlq_result fetch_rows(reader *r, sqlq_error *err)
+{
+    const sqlq_table *t = r->ls->table;
+    for (size_t i = 0; i < r->txn.count; i++) {
+        sqlq_logical_change *c = &r->txn.items[i];
+        if (!c->fetch_row)
+            continue;
+        sqlq_sql_text s;
+        sqlq_sql_text_init(&s, &sqlq_dialect_postgres);
+        sqlq_sql_text_add(&s, "SELECT * FROM ");
+        sqlq_sql_text_table(&s, &t->name);
+        sqlq_param p[32];
+        size_t np = 0;
+        for (size_t k = 0; k < t->nkey && np < 32; k++, np++) {
+            sqlq_sql_text_add(&s, k ? " AND " : " WHERE ");
+            sqlq_sql_text_ident(&s, t->columns[t->key[k]].name);
+            sqlq_sql_text_add(&s, " = ?");
+            const json_t *v = json_object_get(c->key, t->columns[t->key[k]].name);
+            p[np] = json_is_integer(v) ? sqlq_param_int((int64_t)json_integer_value(v))
+                                       : sqlq_param_text(json_string_value(v));
+        }
+        char *sql = NULL;
+        json_t *rows = NULL;
+        sqlq_result rc = sqlq_sql_text_take(&s, &sql, err);
+        if (rc == SQLQ_OK)
+            rc = sqlq_db_query(r->db, sql, p, np, &rows, err);
+        free(sql);
+        if (rc != SQLQ_OK)
+            return rc;
+        json_decref(c->row);
+        c->row = json_incref(json_array_get(rows, 0));
+        if (!c->row)
+            c->op = SQLQ_OP_DELETE;
+        c->fetch_row = false;
+        json_decref(rows);
+    }
+    return SQLQ_OK;
+}
+
+static sqlq_result on_commit(reader *r, const sqlq_pgo_msg *m, sqlq_error *err)
+{
+    if (!r->in_txn || r->skipping) {
+        r->in_txn = r->skipping = false;
+        return SQLQ_OK;
+    }
+    sqlq_result rc = fetch_rows(r, err);
+    if (rc == SQLQ_OK)
+        rc = wait_room(r, err);
+    if (rc != SQLQ_OK)
+        return rc;
+    pthread_mutex_lock(&r->ls->mu);
+    rc = sqlq_logical_ready_push(r->ls, &r->txn, m->u.commit.end_lsn);
+    pthread_mutex_unlock(&r->ls->mu);
+    if (rc != SQLQ_OK)
+        return sqlq_error_set(err, rc, true, "out of memory");
+    r->last_commit = m->u.commit.commit_lsn;
+    sqlq_logical_txn_clear(&r->txn);
+    r->in_txn = false;
+    return SQLQ_OK;
+}
+
+static void on_begin(reader *r, const sqlq_pgo_msg *m)
+{
+    sqlq_logical_txn_clear(&r->txn);
+    sqlq_logical_txn_init(&r->txn, m->u.begin.final_lsn, m->u.begin.commit_time);
+    r->in_txn = true;
+    r->skipping = m->u.begin.final_lsn <= r->last_commit; /* sent again after a reconnect */
+    if (!r->skipping) {
+        pthread_mutex_lock(&r->ls->mu);
+        sqlq_pg_ack_open(r->ls->ack);
+        pthread_mutex_unlock(&r->ls->mu);
+    }
+}
+
+static sqlq_result on_relation(reader *r, const sqlq_pgo_msg *m, sqlq_error *err)
+{
+    sqlq_logical_rel *rel = NULL;
+    sqlq_result rc = sqlq_logical_rel_make(m, r->ls->table, r->db, &rel, err);
+    if (rc != SQLQ_OK)
+        return rc;
+    sqlq_logical_rel_free(r->rel);
+    r->rel = rel;
+    return SQLQ_OK;
+}
+
+static void count_skip(reader *r, const sqlq_pgo_msg *m, bool truncate)
+{
+    pthread_mutex_lock(&r->ls->mu);
+    long long n = truncate ? ++r->ls->truncates : ++r->ls->skipped;
+    pthread_mutex_unlock(&r->ls->mu);
+    if (truncate)
+        SQLQ_WARN("logical_truncate_skipped",
+                  "table=%s count=%lld note=\"TRUNCATE is not published: consumers keep the "
+                  "rows; reset them and run sqlq backfill if they must follow\"",
+                  r->ls->names.table_key, n);
+    else if (n == 1 || n % 1000 == 0)
+        SQLQ_INFO("logical_message_skipped", "table=%s kind=%s tag=%d count=%lld",
+                  r->ls->names.table_key, sqlq_pgoutput_kind_name(m->kind), m->tag, n);
+}
+
+static sqlq_result on_message(reader *r, const sqlq_pg_stream_msg *sm, sqlq_error *err)
+{
+    sqlq_pgo_msg m;
+    sqlq_result rc = sqlq_pgoutput_decode(sm->data, sm->len, &m, err);
+    if (rc != SQLQ_OK)
+        return rc;
+    switch (m.kind) {
+    case SQLQ_PGO_BEGIN: on_begin(r, &m); break;
+    case SQLQ_PGO_COMMIT: rc = on_commit(r, &m, err); break;
+    case SQLQ_PGO_RELATION: rc = on_relation(r, &m, err); break;
+    case SQLQ_PGO_INSERT:
+    case SQLQ_PGO_UPDATE:
+    case SQLQ_PGO_DELETE:
+        if (r->skipping)
+            break;
+        if (!r->rel || r->rel->relid != m.u.change.relid) {
+            rc = sqlq_error_set(err, SQLQ_E_PARSE, false,
+                                "a change of relation %u before its Relation message",
+                                m.u.change.relid);
+            break;
+        }
+        r->txn.bytes += sm->len;
+        rc = sqlq_logical_rel_change(&r->txn, r->rel, &m, r->ls->before_image,
+                                        r->ls->changed, err);
+        break;
+    case SQLQ_PGO_TRUNCATE: count_skip(r, &m, !r->skipping); break;
+    default: count_skip(r, &m, false); break;
+    }
+    sqlq_pgoutput_free(&m);
+    return rc;
+}
+
+static void read_some(reader *r)
+{
+    sqlq_pg_stream_msg sm;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    sqlq_result rc = sqlq_pg_stream_next(r->stream, flushed(r), 200, &sm, &e);
+    if (rc == SQLQ_OK && sm.event == SQLQ_PG_STREAM_KEEPALIVE) {
+        pthread_mutex_lock(&r->ls->mu);
+        sqlq_pg_ack_keepalive(r->ls->ack, sm.wal_end);
+        pthread_mutex_unlock(&r->ls->mu);
+    } else if (rc == SQLQ_OK && sm.event == SQLQ_PG_STREAM_DATA) {
+        rc = on_message(r, &sm, &e);
+    }
+    if (rc == SQLQ_OK)
+        return;
+    SQLQ_LOG_ERR(SQLQ_LOG_WARN, "logical_stream_lost", &e, "table=%s slot=%s",
+                 r->ls->names.table_key, r->ls->slot.slot);
+    drop_stream(r);
+    if (!e.transient && e.code != SQLQ_E_NETWORK && e.code != SQLQ_E_NOMEM)
+        set_fatal(r, &e); /* a message this reader cannot take: never skipped in silence */
+    else
+        backoff(r);
+}
+
+void *sqlq_logical_reader_main(void *arg)
+{
+    reader r = {.ls = arg};
+    bool fatal = false;
+    while (!stopping(&r) && !fatal) {
+        if (!r.stream)
+            connect_stream(&r);
+        else
+            read_some(&r);
+        pthread_mutex_lock(&r.ls->mu);
+        fatal = r.ls->has_fatal;
+        pthread_mutex_unlock(&r.ls->mu);
+    }
+    if (r.stream) { /* a last status: what was released is confirmed before the slot is let go */
+        sqlq_result last = sqlq_pg_stream_status(r.stream, flushed(&r), true, NULL);
+        (void)last; /* best effort: unconfirmed changes are sent again to the next holder */
+    }
+    drop_stream(&r);
+    sqlq_logical_rel_free(r.rel);
+    sqlq_db_close(r.db);
+    free(r.options);
+    return NULL;
+}
