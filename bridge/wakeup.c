@@ -13,6 +13,7 @@
 struct sqlq_wakeup {
     sqlq_pg_listen *listen; /* PostgreSQL */
     bool probe;             /* SQLite: PRAGMA data_version */
+    bool pushed;            /* the source is handed its changes (logical): it waits itself */
     bool have_version;
     int64_t version;
 };
@@ -21,6 +22,14 @@ sqlq_result sqlq_wakeup_create(const char *db_connection, sqlq_db *db, const sql
                                sqlq_source_kind source, sqlq_wakeup **out, sqlq_error *err)
 {
     *out = NULL;
+    if (source == SQLQ_SOURCE_LOGICAL) {
+        sqlq_wakeup *w = calloc(1, sizeof(*w));
+        if (!w)
+            return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+        w->pushed = true;
+        *out = w;
+        return SQLQ_OK;
+    }
     const sqlq_dialect *d = sqlq_db_dialect(db);
     bool log = source == SQLQ_SOURCE_AUTO || source == SQLQ_SOURCE_CHANGE_LOG;
     bool pg = strcmp(d->name, "postgres") == 0, lite = strcmp(d->name, "sqlite") == 0;
@@ -94,6 +103,23 @@ static sqlq_pg_listen_event hinted(sqlq_wakeup *w, sqlq_db *db, const sqlq_clock
                                                                       : SQLQ_PG_LISTEN_TIMEOUT;
 }
 
+/* A source that is handed its changes: wait on it, a slice at a time (a stop request is seen
+ * within one). No coalescing window: it hands over whole transactions. */
+static bool pushed_wait(const sqlq_capture *cap, const sqlq_clock *clock, uint64_t interval_ms)
+{
+    uint64_t end = sqlq_clock_now_ms(clock) + interval_ms;
+    for (;;) {
+        uint64_t now = sqlq_clock_now_ms(clock);
+        if (now >= end || !sqlq_clock_sleep_ms(clock, 0))
+            return false;
+        bool waits = false;
+        if (sqlq_capture_wait_ready(cap, end - now < 50 ? end - now : 50, &waits))
+            return true;
+        if (!waits)
+            return false;
+    }
+}
+
 bool sqlq_wakeup_wait(sqlq_wakeup *w, sqlq_db *db, const sqlq_capture *cap, const sqlq_clock *clock,
                       uint64_t interval_ms, uint64_t last_poll_ms)
 {
@@ -101,6 +127,8 @@ bool sqlq_wakeup_wait(sqlq_wakeup *w, sqlq_db *db, const sqlq_capture *cap, cons
         (void)sqlq_clock_sleep_ms(clock, interval_ms);
         return false;
     }
+    if (w->pushed)
+        return pushed_wait(cap, clock, interval_ms);
     int64_t covered = sqlq_capture_covered_version(cap);
     uint64_t end = sqlq_clock_now_ms(clock) + interval_ms;
     uint64_t slice = w->listen ? LISTEN_SLICE_MS : SQLQ_WAKEUP_PROBE_MS;
@@ -140,6 +168,10 @@ bool sqlq_wakeup_hinted(sqlq_wakeup *w, sqlq_db *db, const sqlq_capture *cap)
 {
     if (!w)
         return false;
+    if (w->pushed) {
+        bool waits = false;
+        return sqlq_capture_wait_ready(cap, 0, &waits);
+    }
     if (w->listen)
         return is_hint(sqlq_pg_listen_check(w->listen, sqlq_capture_covered_version(cap)));
     return probe_moved(w, db);

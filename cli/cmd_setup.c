@@ -5,6 +5,7 @@
 #include "catalog.h"
 #include "change_log.h"
 #include "commands.h"
+#include "setup_logical.h"
 #include "config.h"
 #include "ct_query.h"
 #include "cursor_state.h"
@@ -52,9 +53,11 @@ static const sqlq_setting setup_table[] = {
                      "SQL Server: CHANGE_RETENTION when setup turns change tracking on for the "
                      "database (left alone when it is on already)"),
     SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto",
-                      "auto|change_log|change_tracking|cursor",
+                      "auto|change_log|change_tracking|cursor|logical",
                       "cursor: install nothing, check that --cursor-column is safe to poll and say "
-                      "what a cursor cannot see (hard deletes)"),
+                      "what a cursor cannot see (hard deletes); logical: PostgreSQL's publication "
+                      "and the bridge name's replication slot instead of triggers, after the "
+                      "refusals (docs/logical-source.md)"),
     SQLQ_SETTING_STR(S, cursor_column, "cursor_column", "SQLQ_CURSOR_COLUMN", NULL,
                      "source cursor: the monotonic NOT NULL column (integer, version or timestamp)"),
     SQLQ_SETTING_STR(S, soft_delete_column, "soft_delete_column", "SQLQ_SOFT_DELETE_COLUMN", NULL,
@@ -528,7 +531,8 @@ int sqlq_cmd_setup(int argc, char **argv)
                     s.key_columns, ntables);
         else if (!route_bools_ok(&res))
             rc = SQLQ_EXIT_USAGE;
-        else if ((s.track_columns || s.before_image) && (s.drop || strcmp(s.source, "cursor") == 0))
+        else if ((s.track_columns || s.before_image) && (s.drop || strcmp(s.source, "cursor") == 0) &&
+                 strcmp(s.source, "logical") != 0)
             rc = SQLQ_EXIT_USAGE,
             fprintf(stderr, "sqlq setup: --track-columns and --before-image are for installing a "
                             "change log (not with --drop or --source cursor)\n");
@@ -554,11 +558,14 @@ int sqlq_cmd_setup(int argc, char **argv)
             warn_role_named_schema(db);
         for (size_t i = 0; i < ntables; i++) {
             bool cursor = strcmp(s.source, "cursor") == 0;
+            bool logical = strcmp(s.source, "logical") == 0;
             const char *keys = key_columns_of(&s, &res, tables[i]);
             sqlq_change_log_options opts = {
                 route_bool_of(&res, tables[i], "track_columns", s.track_columns),
                 route_bool_of(&res, tables[i], "before_image", s.before_image)};
-            int one = s.drop && cursor ? cursor_drop(db, tables[i], s.bridge_name)
+            int one = logical ? sqlq_setup_logical(db, tables[i], keys, s.bridge_name,
+                                                   opts.before_image || opts.track_columns, s.drop)
+                      : s.drop && cursor ? cursor_drop(db, tables[i], s.bridge_name)
                       : s.drop         ? drop_one(db, tables[i], s.bridge_name)
                       : cursor
                           ? cursor_one(db, tables[i], keys, &s)

@@ -67,7 +67,9 @@ void sqlq_change_batch_free(sqlq_change_batch *b)
 
 const sqlq_table *sqlq_capture_table(const sqlq_capture *cap)
 {
-    return cap->cursor ? sqlq_cursor_source_table(cap->cursor) : cap->table;
+    return cap->cursor    ? sqlq_cursor_source_table(cap->cursor)
+           : cap->logical ? sqlq_logical_source_table(cap->logical)
+                          : cap->table;
 }
 
 /* ---- running statements ------------------------------------------------------------------ */
@@ -349,6 +351,8 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
     cap->covered = INT64_MIN;
     if (cap->cursor)
         return sqlq_cursor_source_poll(cap->cursor, out, err);
+    if (cap->logical)
+        return sqlq_logical_source_poll(cap->logical, 0, out, err);
     sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
     bool resume = cap->resume.active;
     const sqlq_capture_stmt *poll = resume ? &cap->poll_resume : &cap->poll;
@@ -476,6 +480,11 @@ sqlq_result sqlq_capture_release(sqlq_capture *cap, const sqlq_change *changes, 
 {
     if (cap->cursor)
         return sqlq_cursor_source_release(cap->cursor, changes, n, out_lost, err);
+    if (cap->logical) {
+        if (out_lost)
+            *out_lost = 0;
+        return sqlq_logical_source_release(cap->logical, changes, n, err);
+    }
     size_t lost = 0;
     sqlq_result r = settle(cap, &cap->release, changes, n, &lost, err);
     if (r == SQLQ_OK && lost > 0)
@@ -495,6 +504,11 @@ sqlq_result sqlq_capture_renew_owned(sqlq_capture *cap, const sqlq_change *chang
             *out_lost = 0;
         return sqlq_cursor_source_renew(cap->cursor, changes, n, err);
     }
+    if (cap->logical) { /* changes in flight are held in memory: nothing expires */
+        if (out_lost)
+            *out_lost = 0;
+        return SQLQ_OK;
+    }
     return settle(cap, &cap->renew, changes, n, out_lost, err);
 }
 
@@ -509,6 +523,8 @@ sqlq_result sqlq_capture_abandon(sqlq_capture *cap, const sqlq_change *changes, 
 {
     if (cap->cursor)
         return sqlq_cursor_source_abandon(cap->cursor, changes, n, count_attempt, err);
+    if (cap->logical)
+        return sqlq_logical_source_abandon(cap->logical, changes, n, count_attempt, err);
     position_clear(&cap->resume); /* the next poll delivers them again first */
     return settle(cap, count_attempt ? &cap->abandon_count : &cap->abandon_free, changes, n,
                   NULL, err);
@@ -536,6 +552,12 @@ sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version, sqlq_e
 {
     if (cap->cursor)
         return sqlq_cursor_source_advance(cap->cursor, out_version, err);
+    if (cap->logical) { /* the reader reports it to the server with its next status */
+        int64_t v = sqlq_logical_source_confirmable(cap->logical);
+        if (out_version)
+            *out_version = v;
+        return SQLQ_OK;
+    }
     sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
     json_t *rows = NULL;
     sqlq_result r = sqlq_db_begin(cap->db, err);

@@ -8,6 +8,7 @@
 #include "capture_sql.h"
 #include "catalog.h"
 #include "cursor_source.h"
+#include "logical_source.h"
 
 /* A position in poll order, (version, key), remembered between calls. */
 typedef struct sqlq_capture_position {
@@ -17,9 +18,14 @@ typedef struct sqlq_capture_position {
     uint64_t since_ms;
 } sqlq_capture_position;
 
+/* capture_logical.c: the logical source's status in the capture's terms. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_logical_status(sqlq_capture *cap, sqlq_capture_status *out,
+                                                       sqlq_error *err);
+
 struct sqlq_capture {
     sqlq_db *db;
     sqlq_cursor_source *cursor; /* set: every call goes to the cursor source */
+    sqlq_logical_source *logical; /* set: every call goes to the logical source */
     char *bridge;
     char *instance;
     bool allow_gap;

@@ -304,13 +304,15 @@ sqlq_result sqlq_capture_open(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     else if (cfg->source == SQLQ_SOURCE_CURSOR)
         r = sqlq_cursor_source_open(db, NULL, cfg, &cap->cursor, err);
+    else if (cfg->source == SQLQ_SOURCE_LOGICAL)
+        r = sqlq_logical_source_open(db, cfg, &cap->logical, err);
     else
         r = open_source(cap, cfg, false, err);
     if (r != SQLQ_OK) {
         sqlq_capture_close(cap);
         return r;
     }
-    if (!cap->cursor && !cfg->quiet)
+    if (!cap->cursor && !cap->logical && !cfg->quiet)
         SQLQ_INFO("capture_opened", "bridge=%s table=%s source=%s leases=%s instance=%s",
                   cap->bridge, cap->names.table_key,
                   cap->spec.change_tracking ? "change_tracking" : "change_log",
@@ -344,6 +346,8 @@ sqlq_result sqlq_capture_check(sqlq_db *db, const sqlq_capture_config *cfg, sqlq
         return r;
     if (cfg->source == SQLQ_SOURCE_CURSOR)
         return check_cursor(db, cfg, err);
+    if (cfg->source == SQLQ_SOURCE_LOGICAL)
+        return sqlq_logical_source_check(db, cfg, NULL, err);
     sqlq_capture *cap = calloc(1, sizeof(*cap));
     if (!cap)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
@@ -362,6 +366,7 @@ void sqlq_capture_close(sqlq_capture *cap)
     if (!cap)
         return;
     sqlq_cursor_source_close(cap->cursor);
+    sqlq_logical_source_close(cap->logical);
     sqlq_capture_image_close(cap);
     sqlq_capture_stmt *all[] = {&cap->lock,          &cap->poll,         &cap->lease,
                                 &cap->bump,          &cap->base,         &cap->pending,

@@ -92,6 +92,8 @@ sqlq_result sqlq_capture_status_get(sqlq_capture *cap, sqlq_capture_status *out,
     memset(out, 0, sizeof(*out));
     if (cap->cursor)
         return sqlq_cursor_source_status_get(cap->cursor, out, err);
+    if (cap->logical)
+        return sqlq_capture_logical_status(cap, out, err);
     sqlq_capture_values v = {.now = sqlq_clock_wall_ms()};
     int64_t sync = 0, pending = 0;
     sqlq_result r = SQLQ_OK;

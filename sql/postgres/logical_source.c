@@ -17,8 +17,13 @@ uint64_t sqlq_logical_mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static sqlq_result refuse_options(const sqlq_capture_config *cfg, sqlq_error *err)
+static sqlq_result refuse_options(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_error *err)
 {
+    if (strcmp(sqlq_db_dialect(db)->name, "postgres") != 0)
+        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+                              "source logical: PostgreSQL's logical decoding; this database is "
+                              "%s (use source change_log)",
+                              sqlq_db_dbms_name(db));
     if (cfg->where && cfg->where[0])
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "key where: not supported with source logical (the stream carries "
@@ -37,7 +42,7 @@ sqlq_result sqlq_logical_source_check(sqlq_db *db, const sqlq_capture_config *cf
 {
     sqlq_table *t = NULL;
     sqlq_catalog_names names;
-    sqlq_result rc = refuse_options(cfg, err);
+    sqlq_result rc = refuse_options(db, cfg, err);
     if (rc == SQLQ_OK)
         rc = sqlq_catalog_lookup_keyed(db, cfg->table, cfg->bridge_name, cfg->key_columns, &t,
                                        &names, err);
@@ -46,6 +51,37 @@ sqlq_result sqlq_logical_source_check(sqlq_db *db, const sqlq_capture_config *cf
         sqlq_pg_slot_names_make(&names, &sn);
         rc = sqlq_pg_slot_check(db, t, &sn, need_of(cfg), warnings, err);
     }
+    sqlq_table_free(t);
+    return rc;
+}
+
+sqlq_result sqlq_logical_source_setup(sqlq_db *db, const sqlq_capture_config *cfg, bool drop,
+                                      json_t *lines, json_t *warnings, sqlq_error *err)
+{
+    sqlq_table *t = NULL;
+    sqlq_catalog_names names;
+    sqlq_pg_slot_names sn;
+    sqlq_result rc = refuse_options(db, cfg, err);
+    if (rc == SQLQ_OK)
+        rc = sqlq_catalog_lookup_keyed(db, cfg->table, cfg->bridge_name,
+                                       drop ? SQLQ_CATALOG_ANY_KEY : cfg->key_columns, &t, &names,
+                                       err);
+    if (rc == SQLQ_OK)
+        sqlq_pg_slot_names_make(&names, &sn);
+    sqlq_pg_slot_need need = {.full_identity = cfg->before_image || cfg->changed};
+    if (rc == SQLQ_OK && !drop)
+        rc = sqlq_pg_slot_check(db, t, &sn, need, warnings, err);
+    if (rc == SQLQ_OK && !drop)
+        rc = sqlq_pg_slot_setup(db, t, &sn, lines, err);
+    if (rc == SQLQ_OK && !drop)
+        rc = sqlq_catalog_ensure(db, err);
+    if (rc == SQLQ_OK && !drop)
+        rc = sqlq_catalog_register(db, "slot", cfg->bridge_name, names.table_key, sn.slot, err);
+    if (rc == SQLQ_OK && drop)
+        rc = sqlq_pg_slot_drop(db, &sn, lines, err);
+    bool exists = false;
+    if (rc == SQLQ_OK && drop && sqlq_catalog_exists(db, &exists, err) == SQLQ_OK && exists)
+        rc = sqlq_catalog_unregister(db, "slot", cfg->bridge_name, names.table_key, err);
     sqlq_table_free(t);
     return rc;
 }
@@ -65,7 +101,7 @@ sqlq_result sqlq_logical_source_open(sqlq_db *db, const sqlq_capture_config *cfg
     pthread_mutex_init(&ls->mu, NULL);
     pthread_cond_init(&ls->cv, NULL);
     json_t *warnings = json_array();
-    sqlq_result rc = refuse_options(cfg, err);
+    sqlq_result rc = refuse_options(db, cfg, err);
     if (rc == SQLQ_OK)
         rc = sqlq_catalog_lookup_keyed(db, cfg->table, cfg->bridge_name, cfg->key_columns,
                                        &ls->table, &ls->names, err);
@@ -182,32 +218,56 @@ static void take(sqlq_logical_source *ls, sqlq_change_batch *out)
     pthread_cond_broadcast(&ls->cv); /* room for the reader */
 }
 
+/* mu held: wait for ready changes or a fatal failure, up to wait_ms. */
+static void wait_locked(sqlq_logical_source *ls, uint64_t wait_ms)
+{
+    if (ls->qcount || ls->has_fatal || wait_ms == 0)
+        return;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(wait_ms / 1000u);
+    until.tv_nsec += (long)(wait_ms % 1000u) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (ls->qcount == 0 && !ls->has_fatal &&
+           pthread_cond_timedwait(&ls->cv, &ls->mu, &until) != ETIMEDOUT) {
+    }
+}
+
+/* mu held: the reader starts with the first poll (a handle that never polls starts none). */
+static sqlq_result start_locked(sqlq_logical_source *ls, sqlq_error *err)
+{
+    if (ls->started)
+        return SQLQ_OK;
+    if (pthread_create(&ls->thread, NULL, sqlq_logical_reader_main, ls) != 0)
+        return sqlq_error_set(err, SQLQ_E_NOMEM, true, "cannot start the stream's thread");
+    ls->started = true;
+    return SQLQ_OK;
+}
+
+bool sqlq_logical_source_wait(sqlq_logical_source *ls, uint64_t timeout_ms)
+{
+    pthread_mutex_lock(&ls->mu);
+    if (ls->started)
+        wait_locked(ls, timeout_ms);
+    bool ready = ls->qcount > 0 || ls->has_fatal;
+    pthread_mutex_unlock(&ls->mu);
+    return ready;
+}
+
 sqlq_result sqlq_logical_source_poll(sqlq_logical_source *ls, uint64_t wait_ms,
                                      sqlq_change_batch *out, sqlq_error *err)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&ls->mu);
-    if (!ls->started) {
-        if (pthread_create(&ls->thread, NULL, sqlq_logical_reader_main, ls) != 0) {
-            pthread_mutex_unlock(&ls->mu);
-            return sqlq_error_set(err, SQLQ_E_NOMEM, true, "cannot start the stream's thread");
-        }
-        ls->started = true;
+    sqlq_result rc = start_locked(ls, err);
+    if (rc != SQLQ_OK) {
+        pthread_mutex_unlock(&ls->mu);
+        return rc;
     }
-    if (ls->qcount == 0 && !ls->has_fatal && wait_ms > 0) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += (time_t)(wait_ms / 1000u);
-        until.tv_nsec += (long)(wait_ms % 1000u) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        while (ls->qcount == 0 && !ls->has_fatal &&
-               pthread_cond_timedwait(&ls->cv, &ls->mu, &until) != ETIMEDOUT) {
-        }
-    }
-    sqlq_result rc = SQLQ_OK;
+    wait_locked(ls, wait_ms);
     if (ls->qcount == 0 && ls->has_fatal) {
         if (err && !err->code)
             *err = ls->fatal;

@@ -24,6 +24,15 @@ SQLQ_NODISCARD sqlq_result sqlq_logical_source_open(sqlq_db *db, const sqlq_capt
 /* The same checks without opening anything: `sqlq config check`. warnings may be NULL. */
 SQLQ_NODISCARD sqlq_result sqlq_logical_source_check(sqlq_db *db, const sqlq_capture_config *cfg,
                                                      json_t *warnings, sqlq_error *err);
+/* `sqlq setup --source logical` of one route (cfg->table, bridge_name, key_columns,
+ * before_image/changed for the replica identity they need): the refusals first (nothing is
+ * created when one applies), then the publication and the slot (pg_slot.h), registered in
+ * sqlq's registry as kind "slot" (so `sqlq status` finds it). lines and warnings get what to
+ * print. drop: remove the slot and, when no other route's slot of the table is left, the
+ * publication, and the registry row. */
+SQLQ_NODISCARD sqlq_result sqlq_logical_source_setup(sqlq_db *db, const sqlq_capture_config *cfg,
+                                                     bool drop, json_t *lines, json_t *warnings,
+                                                     sqlq_error *err);
 /* Stops the stream: what was polled and not released is sent again by the next holder of the
  * slot (the server resumes after the confirmed position). */
 void sqlq_logical_source_close(sqlq_logical_source *ls);
@@ -43,6 +52,9 @@ SQLQ_NODISCARD sqlq_result sqlq_logical_source_release(sqlq_logical_source *ls,
 SQLQ_NODISCARD sqlq_result sqlq_logical_source_abandon(sqlq_logical_source *ls,
                                                        const sqlq_change *changes, size_t n,
                                                        bool count_attempt, sqlq_error *err);
+/* Wait up to timeout_ms for changes ready to poll; true when there are (or the stream failed
+ * for good: the next poll says why). */
+bool sqlq_logical_source_wait(sqlq_logical_source *ls, uint64_t timeout_ms);
 /* The position the slot may be confirmed at now (sent with the next status update). */
 int64_t sqlq_logical_source_confirmable(sqlq_logical_source *ls);
 
