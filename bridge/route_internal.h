@@ -97,6 +97,7 @@ struct sqlq_route {
     sqlq_histogram *m_publish_s;
     sqlq_gauge *m_pending;
     sqlq_gauge *m_pending_age; /* sqlq_oldest_pending_change_age_seconds */
+    sqlq_gauge *m_slot_retained, *m_slot_lag, *m_slot_lag_s; /* source logical: the slot's */
 };
 
 /* route.c */

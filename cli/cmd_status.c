@@ -93,11 +93,32 @@ static void print_writers(const sqlq_capture_status *st)
 }
 
 /* One bridge of one table; appends to `bridges` (JSON) and prints in text mode. */
-static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge, bool json,
-                         json_t *bridges)
+/* Source logical: the slot, what it keeps and how far behind it is. */
+static void print_slot(const sqlq_capture_status *st)
+{
+    printf("    replication slot %s: %s, wal_status %s, retains %lld bytes of WAL, %lld bytes "
+           "behind\n",
+           st->slot, st->slot_active ? "streaming" : "inactive",
+           st->wal_status[0] ? st->wal_status : "-", (long long)st->retained_wal_bytes,
+           (long long)st->lag_bytes);
+}
+
+static void slot_json(json_t *b, const sqlq_capture_status *st)
+{
+    json_object_set_new(b, "slot", json_pack("{s:s, s:b, s:s, s:I, s:I}", "name", st->slot,
+                                             "active", st->slot_active, "wal_status",
+                                             st->wal_status, "retained_wal_bytes",
+                                             (json_int_t)st->retained_wal_bytes, "lag_bytes",
+                                             (json_int_t)st->lag_bytes));
+}
+
+static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge, bool logical,
+                         bool json, json_t *bridges)
 {
     sqlq_capture_config cfg;
     sqlq_capture_config_default(&cfg);
+    cfg.source = logical ? SQLQ_SOURCE_LOGICAL : SQLQ_SOURCE_AUTO;
+    cfg.quiet = logical;
     cfg.table = table_key;
     cfg.bridge_name = bridge;
     cfg.instance_id = "sqlq-status";
@@ -130,6 +151,8 @@ static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge,
             json_object_set_new(b, "held_back", json_integer((json_int_t)st.held_back));
             json_object_set(b, "blocking_transactions", st.writers);
         }
+        if (b && st.logical)
+            slot_json(b, &st);
         json_array_append_new(bridges, b);
     } else {
         printf("  bridge %s: sync version %lld, pending %lld, leased %lld", bridge,
@@ -143,6 +166,8 @@ static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge,
         }
         printf("%s\n", *sep == ',' ? ")" : "");
         print_writers(&st);
+        if (st.logical)
+            print_slot(&st);
     }
     sqlq_capture_status_free(&st);
     return SQLQ_EXIT_OK;
@@ -200,6 +225,24 @@ static int shared_log(sqlq_db *db, const char *table, const char *object)
     return SQLQ_EXIT_FAILED;
 }
 
+/* Whether a table's registry rows are all of kind "slot" (source logical: no change log). */
+static bool logical_only(const json_t *rows, const char *table)
+{
+    size_t i;
+    json_t *row;
+    bool slot = false;
+    json_array_foreach(rows, i, row) {
+        const char *t = json_string_value(json_object_get(row, "table_name"));
+        const char *kind = json_string_value(json_object_get(row, "kind"));
+        if (!t || !kind || strcmp(t, table) != 0)
+            continue;
+        if (strcmp(kind, "slot") != 0)
+            return false;
+        slot = true;
+    }
+    return slot;
+}
+
 /* The tables and bridges to show: registry rows, ordered by table (only `key`'s when set);
  * `*found` says whether there was any. */
 static int show(sqlq_db *db, const status_settings *s, const char *key, json_t *doc, bool *found)
@@ -237,11 +280,12 @@ static int show(sqlq_db *db, const status_settings *s, const char *key, json_t *
                 no_bridge(s);
             current = table;
             shown = 0;
-            entry = json_pack("{s:s, s:s, s:[]}", "table", table, "source", source_name(db, true),
-                              "bridges");
+            bool lg = logical_only(rows, table);
+            entry = json_pack("{s:s, s:s, s:[]}", "table", table, "source",
+                              lg ? "logical" : source_name(db, true), "bridges");
             json_array_append_new(tables, entry);
             if (!s->json)
-                printf("%s (%s)\n", table, source_name(db, false));
+                printf("%s (%s)\n", table, lg ? "logical decoding" : source_name(db, false));
         }
         if (strcmp(kind, "log") == 0) {
             json_object_set_new(entry, "log", json_string(object ? object : ""));
@@ -252,7 +296,8 @@ static int show(sqlq_db *db, const status_settings *s, const char *key, json_t *
         if (s->bridge_name && strcmp(s->bridge_name, bridge) != 0)
             continue;
         shown++;
-        if (bridge_status(db, table, bridge, s->json, json_object_get(entry, "bridges")) !=
+        if (bridge_status(db, table, bridge, strcmp(kind, "slot") == 0, s->json,
+                          json_object_get(entry, "bridges")) !=
             SQLQ_EXIT_OK)
             rc = SQLQ_EXIT_FAILED;
     }

@@ -12,8 +12,12 @@ sqlq_result sqlq_capture_logical_status(sqlq_capture *cap, sqlq_capture_status *
     if (rc != SQLQ_OK)
         return rc;
     out->logical = true;
-    out->sync_version = (int64_t)st.confirmed;
-    out->horizon = (int64_t)st.confirmed;
+    /* What this instance confirmed, else what the slot holds (a handle that never streamed). */
+    uint64_t confirmed = st.confirmed > st.slot.confirmed_flush ? st.confirmed
+                                                                : st.slot.confirmed_flush;
+    out->sync_version = (int64_t)confirmed;
+    out->horizon = (int64_t)confirmed;
+    out->owners = json_object();
     out->pending = st.ready + st.in_flight;
     out->leased = st.in_flight;
     out->oldest_pending_age_s = st.lag_s;
