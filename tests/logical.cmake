@@ -3,3 +3,4 @@
 # server with wal_level = logical.
 sqlq_unit_test(pgoutput sqlq_sql)
 sqlq_unit_test(pg_ack sqlq_sql)
+sqlq_integration_test(logical_messages FIXTURES azurite postgres TIMEOUT 180)
