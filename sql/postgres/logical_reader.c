@@ -29,6 +29,8 @@ typedef struct reader {
     uint64_t last_commit;  /* the greatest commit LSN handed over: a replay below it is skipped */
     uint64_t retry_ms;
     bool said_standby;
+    uint64_t catch_up_to;  /* the server's WAL position when the stream started */
+    uint64_t last_data_ms; /* when the last XLogData message came */
     char *options;
 } reader;
 
@@ -114,6 +116,40 @@ static bool slot_fatal(reader *r, sqlq_error *e)
     return false;
 }
 
+static void set_standby(reader *r, bool standby)
+{
+    pthread_mutex_lock(&r->ls->mu);
+    r->ls->standby = standby;
+    if (standby)
+        pthread_cond_broadcast(&r->ls->cv);
+    pthread_mutex_unlock(&r->ls->mu);
+}
+
+/* The server's WAL insert position (0 when it cannot be read: caught up at the first idle). */
+static uint64_t current_lsn(reader *r)
+{
+    int64_t v = 0;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (sqlq_db_query_int(r->db, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint",
+                          NULL, 0, &v, &e) != SQLQ_OK)
+        return 0;
+    return (uint64_t)v;
+}
+
+/* The stream read what the slot held when it started: a keepalive at or past that position,
+ * or (the server's WAL end can sit past the last record) no data for a while after one. */
+static void note_caught_up(reader *r, uint64_t wal_end)
+{
+    bool idle = sqlq_logical_mono_ms() - r->last_data_ms > 300;
+    pthread_mutex_lock(&r->ls->mu);
+    if (!r->ls->caught_up && !r->in_txn && (wal_end >= r->catch_up_to || idle)) {
+        r->ls->caught_up = true;
+        pthread_cond_broadcast(&r->ls->cv);
+    }
+    pthread_mutex_unlock(&r->ls->mu);
+}
+
 static void connect_stream(reader *r)
 {
     sqlq_error e;
@@ -134,6 +170,7 @@ static void connect_stream(reader *r)
     sqlq_result rc = sqlq_pg_stream_open(r->ls->ci, r->options, r->ls->slot.slot,
                                          r->ls->slot.publication, 0, &r->stream, &e);
     if (rc == SQLQ_E_CONFLICT) { /* another instance streams from the slot: wait to take over */
+        set_standby(r, true);
         if (!r->said_standby)
             SQLQ_INFO("logical_standby", "table=%s slot=%s reason=\"%s\"", r->ls->names.table_key,
                       r->ls->slot.slot, e.message);
@@ -151,6 +188,9 @@ static void connect_stream(reader *r)
     }
     r->retry_ms = 0;
     r->said_standby = false;
+    set_standby(r, false);
+    r->catch_up_to = current_lsn(r);
+    r->last_data_ms = sqlq_logical_mono_ms();
     pthread_mutex_lock(&r->ls->mu);
     r->ls->holder = true;
     pthread_mutex_unlock(&r->ls->mu);
@@ -231,6 +271,8 @@ static sqlq_result on_commit(reader *r, const sqlq_pgo_msg *m, sqlq_error *err)
         return rc;
     pthread_mutex_lock(&r->ls->mu);
     rc = sqlq_logical_ready_push(r->ls, &r->txn, m->u.commit.end_lsn);
+    if (m->u.commit.end_lsn >= r->catch_up_to)
+        r->ls->caught_up = true;
     pthread_mutex_unlock(&r->ls->mu);
     if (rc != SQLQ_OK)
         return sqlq_error_set(err, rc, true, "out of memory");
@@ -321,7 +363,9 @@ static void read_some(reader *r)
         pthread_mutex_lock(&r->ls->mu);
         sqlq_pg_ack_keepalive(r->ls->ack, sm.wal_end);
         pthread_mutex_unlock(&r->ls->mu);
+        note_caught_up(r, sm.wal_end);
     } else if (rc == SQLQ_OK && sm.event == SQLQ_PG_STREAM_DATA) {
+        r->last_data_ms = sqlq_logical_mono_ms();
         rc = on_message(r, &sm, &e);
     }
     if (rc == SQLQ_OK)

@@ -218,10 +218,16 @@ static void take(sqlq_logical_source *ls, sqlq_change_batch *out)
     pthread_cond_broadcast(&ls->cv); /* room for the reader */
 }
 
-/* mu held: wait for ready changes or a fatal failure, up to wait_ms. */
-static void wait_locked(sqlq_logical_source *ls, uint64_t wait_ms)
+/* mu held: wait for ready changes or a fatal failure (catch_up: or the end of the catch-up),
+ * up to wait_ms. */
+static bool waiting(const sqlq_logical_source *ls, bool catch_up)
 {
-    if (ls->qcount || ls->has_fatal || wait_ms == 0)
+    return ls->qcount == 0 && !ls->has_fatal && (!catch_up || (!ls->caught_up && !ls->standby));
+}
+
+static void wait_locked(sqlq_logical_source *ls, uint64_t wait_ms, bool catch_up)
+{
+    if (!waiting(ls, catch_up) || wait_ms == 0)
         return;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -231,7 +237,7 @@ static void wait_locked(sqlq_logical_source *ls, uint64_t wait_ms)
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
-    while (ls->qcount == 0 && !ls->has_fatal &&
+    while (waiting(ls, catch_up) &&
            pthread_cond_timedwait(&ls->cv, &ls->mu, &until) != ETIMEDOUT) {
     }
 }
@@ -251,7 +257,7 @@ bool sqlq_logical_source_wait(sqlq_logical_source *ls, uint64_t timeout_ms)
 {
     pthread_mutex_lock(&ls->mu);
     if (ls->started)
-        wait_locked(ls, timeout_ms);
+        wait_locked(ls, timeout_ms, false);
     bool ready = ls->qcount > 0 || ls->has_fatal;
     pthread_mutex_unlock(&ls->mu);
     return ready;
@@ -267,7 +273,11 @@ sqlq_result sqlq_logical_source_poll(sqlq_logical_source *ls, uint64_t wait_ms,
         pthread_mutex_unlock(&ls->mu);
         return rc;
     }
-    wait_locked(ls, wait_ms);
+    /* The first polls wait (30 s at most) until the stream has read what the slot held when
+     * it started, so that --once publishes it; not while another instance holds the slot. */
+    if (ls->qcount == 0 && !ls->caught_up && !ls->standby)
+        wait_locked(ls, 30000, true);
+    wait_locked(ls, wait_ms, false);
     if (ls->qcount == 0 && ls->has_fatal) {
         if (err && !err->code)
             *err = ls->fatal;

@@ -42,6 +42,8 @@ struct sqlq_logical_source {
     size_t qhead, qcount, qcap;
     size_t in_flight;
     bool holder;
+    bool caught_up;              /* the stream reached the server's WAL end as of its start */
+    bool standby;                /* another instance holds the slot */
     bool has_fatal;
     sqlq_error fatal;            /* the slot is gone or lost: every poll says so */
     uint64_t pending_since_ms;   /* 0: everything received is confirmed */
