@@ -4,3 +4,4 @@
 sqlq_unit_test(pgoutput sqlq_sql)
 sqlq_unit_test(pg_ack sqlq_sql)
 sqlq_integration_test(logical_messages FIXTURES azurite postgres TIMEOUT 180)
+sqlq_integration_test(logical_faults TIMEOUT 420)
