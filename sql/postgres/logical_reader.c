@@ -17,20 +17,27 @@
 
 #define RETRY_FIRST_MS 500u
 #define RETRY_MAX_MS 30000u
-#define STANDBY_MS 2000u /* a slot held elsewhere: try to take it this often */
+#define STANDBY_MS 2000u
+#define CATCH_UP_IDLE_MS 3000u
+#define HEARTBEAT_MS 10000u         /* an idle route's heartbeat at most this often */
+#define HEARTBEAT_MIN_BYTES 65536u  /* and only when the server wrote this much WAL since */ /* a slot held elsewhere: try to take it this often */
 
 typedef struct reader {
     sqlq_logical_source *ls;
     sqlq_db *db;           /* the reader's own ODBC connection: user types, rows read by key */
     sqlq_pg_stream *stream;
     sqlq_logical_rel *rel; /* the table's latest Relation message */
+    sqlq_logical_rel **old_rels; /* earlier ones the open transaction's changes were read with */
+    size_t nold;
     sqlq_logical_txn txn;
     bool in_txn, skipping;
     uint64_t last_commit;  /* the greatest commit LSN handed over: a replay below it is skipped */
     uint64_t retry_ms;
     bool said_standby;
-    uint64_t catch_up_to;  /* the server's WAL position when the stream started */
-    uint64_t last_data_ms; /* when the last XLogData message came */
+    uint64_t heartbeat_lsn;    /* the start's heartbeat: read through it, the stream caught up */
+    uint64_t last_heartbeat_ms;
+    bool said_no_heartbeat;
+    uint64_t last_data_ms;     /* when the last XLogData message came */
     char *options;
 } reader;
 
@@ -78,14 +85,14 @@ static void set_fatal(reader *r, const sqlq_error *e)
                  r->ls->names.table_key, r->ls->slot.slot);
 }
 
+static void txn_done(reader *r);
+
 static void drop_stream(reader *r)
 {
     sqlq_pg_stream_close(r->stream);
     r->stream = NULL;
-    sqlq_logical_txn_clear(&r->txn);
-    r->in_txn = r->skipping = false;
+    txn_done(r);
     pthread_mutex_lock(&r->ls->mu);
-    sqlq_pg_ack_abort_open(r->ls->ack);
     r->ls->holder = false;
     pthread_mutex_unlock(&r->ls->mu);
 }
@@ -125,7 +132,19 @@ static void set_standby(reader *r, bool standby)
     pthread_mutex_unlock(&r->ls->mu);
 }
 
-/* The server's WAL insert position (0 when it cannot be read: caught up at the first idle). */
+/* server_version_num (0 when it cannot be read: no logical messages asked for). */
+static int64_t server_version(reader *r)
+{
+    int64_t v = 0;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (sqlq_db_query_int(r->db, "SELECT current_setting('server_version_num')::int", NULL, 0, &v,
+                          &e) != SQLQ_OK)
+        return 0;
+    return v;
+}
+
+/* The server's WAL insert position (0 when it cannot be read). */
 static uint64_t current_lsn(reader *r)
 {
     int64_t v = 0;
@@ -137,17 +156,65 @@ static uint64_t current_lsn(reader *r)
     return (uint64_t)v;
 }
 
-/* The stream read what the slot held when it started: a keepalive at or past that position,
- * or (the server's WAL end can sit past the last record) no data for a while after one. */
-static void note_caught_up(reader *r, uint64_t wal_end)
+static void mark_caught_up(reader *r, const char *how)
 {
-    bool idle = sqlq_logical_mono_ms() - r->last_data_ms > 300;
     pthread_mutex_lock(&r->ls->mu);
-    if (!r->ls->caught_up && !r->in_txn && (wal_end >= r->catch_up_to || idle)) {
+    if (!r->ls->caught_up) {
+        SQLQ_DEBUG("logical_caught_up", "table=%s how=%s", r->ls->names.table_key, how);
         r->ls->caught_up = true;
         pthread_cond_broadcast(&r->ls->cv);
     }
     pthread_mutex_unlock(&r->ls->mu);
+}
+
+/* Without a heartbeat of its own (it could not be written) the stream counts as having read
+ * what the slot held once it has been idle for CATCH_UP_IDLE_MS: a keepalive's WAL end says
+ * nothing of what is still to come (pg_ack.h). */
+static void note_idle(reader *r)
+{
+    if (!r->heartbeat_lsn && !r->in_txn &&
+        sqlq_logical_mono_ms() - r->last_data_ms > CATCH_UP_IDLE_MS)
+        mark_caught_up(r, "idle");
+}
+
+/* A transactional logical message in the watched database: its transaction commits after
+ * everything committed before it, so when it comes back through the stream the stream has
+ * read all of that (the catch-up of a start), and its commit is confirmable when nothing else
+ * is in flight (an idle route on a busy server releases WAL). 0 when it cannot be written. */
+static uint64_t heartbeat(reader *r)
+{
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    json_t *rows = NULL;
+    uint64_t lsn = 0;
+    if (r->db && sqlq_db_query(r->db, "SELECT pg_logical_emit_message(true, 'sqlq.heartbeat', "
+                                      "'')::text AS lsn", NULL, 0, &rows, &e) == SQLQ_OK)
+        (void)sqlq_pg_lsn_parse(json_string_value(json_object_get(json_array_get(rows, 0), "lsn")),
+                                &lsn);
+    else if (!r->said_no_heartbeat) {
+        SQLQ_LOG_ERR(SQLQ_LOG_WARN, "logical_heartbeat_off", &e,
+                     "table=%s note=\"an idle route keeps the WAL written since its last change "
+                     "until the next change of its table commits\"", r->ls->names.table_key);
+        r->said_no_heartbeat = true;
+    }
+    json_decref(rows);
+    r->last_heartbeat_ms = sqlq_logical_mono_ms();
+    return lsn;
+}
+
+/* Idle, and the server wrote WAL since what the slot confirmed: a heartbeat, at most every
+ * HEARTBEAT_MS. */
+static void maybe_heartbeat(reader *r)
+{
+    if (r->in_txn || sqlq_logical_mono_ms() - r->last_heartbeat_ms < HEARTBEAT_MS)
+        return;
+    pthread_mutex_lock(&r->ls->mu);
+    bool idle = r->ls->qcount == 0 && sqlq_pg_ack_outstanding(r->ls->ack) == 0;
+    uint64_t confirmed = sqlq_pg_ack_confirmable(r->ls->ack);
+    pthread_mutex_unlock(&r->ls->mu);
+    r->last_heartbeat_ms = sqlq_logical_mono_ms();
+    if (idle && current_lsn(r) > confirmed + HEARTBEAT_MIN_BYTES)
+        (void)heartbeat(r);
 }
 
 static void connect_stream(reader *r)
@@ -168,7 +235,8 @@ static void connect_stream(reader *r)
         sqlq_error_clear(&e);
     }
     sqlq_result rc = sqlq_pg_stream_open(r->ls->ci, r->options, r->ls->slot.slot,
-                                         r->ls->slot.publication, 0, &r->stream, &e);
+                                         r->ls->slot.publication, server_version(r) >= 140000, 0,
+                                         &r->stream, &e);
     if (rc == SQLQ_E_CONFLICT) { /* another instance streams from the slot: wait to take over */
         set_standby(r, true);
         if (!r->said_standby)
@@ -189,8 +257,8 @@ static void connect_stream(reader *r)
     r->retry_ms = 0;
     r->said_standby = false;
     set_standby(r, false);
-    r->catch_up_to = current_lsn(r);
     r->last_data_ms = sqlq_logical_mono_ms();
+    r->heartbeat_lsn = heartbeat(r);
     pthread_mutex_lock(&r->ls->mu);
     r->ls->holder = true;
     pthread_mutex_unlock(&r->ls->mu);
@@ -201,98 +269,137 @@ static void connect_stream(reader *r)
               sqlq_pg_stream_backend_pid(r->stream));
 }
 
-/* Wait for room in the ready ring, answering the server meanwhile. */
-static sqlq_result wait_room(reader *r, sqlq_error *err)
+/* Wait for room in the ready ring, answering the server meanwhile (a status that fails is
+ * left to the next read of the stream: the transaction being handed over is finished first). */
+static void wait_room(reader *r)
 {
     for (;;) {
         pthread_mutex_lock(&r->ls->mu);
-        bool room = r->ls->qcount < SQLQ_LOGICAL_READY_MAX || r->ls->stop;
+        bool room = r->ls->qcount < r->ls->ready_max || r->ls->stop;
         pthread_mutex_unlock(&r->ls->mu);
         if (room)
-            return SQLQ_OK;
-        sqlq_result rc = sqlq_pg_stream_status(r->stream, flushed(r), false, err);
-        if (rc != SQLQ_OK)
-            return rc;
+            return;
+        sqlq_error e;
+        sqlq_error_clear(&e);
+        if (r->stream && sqlq_pg_stream_status(r->stream, flushed(r), false, &e) != SQLQ_OK)
+            SQLQ_LOG_ERR(SQLQ_LOG_DEBUG, "logical_status_failed", &e, "table=%s",
+                         r->ls->names.table_key);
         nap(r, 200);
     }
 }
 
-/* Every change of the transaction that came with a 'u' and nothing to fill it: the row as it
- * is now, read by key (a row gone since is published as a delete, as the trigger source does). */
-static sqlq_result fetch_rows(reader *r, sqlq_error *err)
+/* A change that came with a 'u' and nothing to fill it: the row as it is now, read by key (a
+ * row gone since is published as a delete, as the trigger source does). */
+static sqlq_result fetch_row(reader *r, sqlq_logical_change *c, sqlq_error *err)
 {
     const sqlq_table *t = r->ls->table;
-    for (size_t i = 0; i < r->txn.count; i++) {
-        sqlq_logical_change *c = &r->txn.items[i];
-        if (!c->fetch_row)
-            continue;
-        sqlq_sql_text s;
-        sqlq_sql_text_init(&s, &sqlq_dialect_postgres);
-        sqlq_sql_text_add(&s, "SELECT * FROM ");
-        sqlq_sql_text_table(&s, &t->name);
-        sqlq_param p[32];
-        size_t np = 0;
-        for (size_t k = 0; k < t->nkey && np < 32; k++, np++) {
-            sqlq_sql_text_add(&s, k ? " AND " : " WHERE ");
-            sqlq_sql_text_ident(&s, t->columns[t->key[k]].name);
-            sqlq_sql_text_add(&s, " = ?");
-            const json_t *v = json_object_get(c->key, t->columns[t->key[k]].name);
-            p[np] = json_is_integer(v) ? sqlq_param_int((int64_t)json_integer_value(v))
-                                       : sqlq_param_text(json_string_value(v));
-        }
-        char *sql = NULL;
-        json_t *rows = NULL;
-        sqlq_result rc = sqlq_sql_text_take(&s, &sql, err);
-        if (rc == SQLQ_OK)
-            rc = sqlq_db_query(r->db, sql, p, np, &rows, err);
-        free(sql);
-        if (rc != SQLQ_OK)
-            return rc;
-        json_decref(c->row);
-        c->row = json_incref(json_array_get(rows, 0));
-        if (!c->row)
-            c->op = SQLQ_OP_DELETE;
-        c->fetch_row = false;
-        json_decref(rows);
+    sqlq_sql_text s;
+    sqlq_sql_text_init(&s, &sqlq_dialect_postgres);
+    sqlq_sql_text_add(&s, "SELECT * FROM ");
+    sqlq_sql_text_table(&s, &t->name);
+    sqlq_param p[32];
+    size_t np = 0;
+    for (size_t k = 0; k < t->nkey && np < 32; k++, np++) {
+        sqlq_sql_text_add(&s, k ? " AND " : " WHERE ");
+        sqlq_sql_text_ident(&s, t->columns[t->key[k]].name);
+        sqlq_sql_text_add(&s, " = ?");
+        const json_t *v = json_object_get(c->key, t->columns[t->key[k]].name);
+        p[np] = json_is_integer(v) ? sqlq_param_int((int64_t)json_integer_value(v))
+                                   : sqlq_param_text(json_string_value(v));
     }
+    char *sql = NULL;
+    json_t *rows = NULL;
+    sqlq_result rc = sqlq_sql_text_take(&s, &sql, err);
+    if (rc == SQLQ_OK)
+        rc = sqlq_db_query(r->db, sql, p, np, &rows, err);
+    free(sql);
+    if (rc != SQLQ_OK)
+        return rc;
+    json_decref(c->row);
+    c->row = json_incref(json_array_get(rows, 0));
+    if (!c->row)
+        c->op = SQLQ_OP_DELETE;
+    c->fetch_row = false;
+    json_decref(rows);
     return SQLQ_OK;
 }
 
+/* Entry i of the transaction as a change: its message read back and decoded again. */
+static sqlq_result build(reader *r, size_t i, sqlq_buf *raw, sqlq_logical_change *out,
+                         sqlq_error *err)
+{
+    sqlq_logical_entry *e = &r->txn.items[i];
+    sqlq_result rc = sqlq_logical_txn_read(&r->txn, i, raw);
+    if (rc != SQLQ_OK)
+        return sqlq_error_set(err, rc, true, "cannot read the transaction's temporary file");
+    sqlq_pgo_msg m;
+    rc = sqlq_pgoutput_decode(raw->data, raw->len, &m, err);
+    if (rc == SQLQ_OK)
+        rc = sqlq_logical_rel_build(e->rel, &m, e, r->ls->before_image, out, err);
+    sqlq_pgoutput_free(&m);
+    if (rc == SQLQ_OK && out->fetch_row)
+        rc = fetch_row(r, out, err);
+    if (rc != SQLQ_OK)
+        sqlq_logical_change_free(out);
+    return rc;
+}
+
+static void txn_done(reader *r)
+{
+    sqlq_logical_txn_clear(&r->txn);
+    r->in_txn = r->skipping = false;
+    for (size_t i = 0; i < r->nold; i++)
+        sqlq_logical_rel_free(r->old_rels[i]);
+    r->nold = 0;
+}
+
+/* The transaction is committed: register it with the acknowledgement rule, then hand its
+ * changes over one by one as the ready ring has room. Once registered it is handed over
+ * whole: a failure here stops the source (the slot was not confirmed past it). */
 static sqlq_result on_commit(reader *r, const sqlq_pgo_msg *m, sqlq_error *err)
 {
     if (!r->in_txn || r->skipping) {
-        r->in_txn = r->skipping = false;
+        if (r->heartbeat_lsn && m->u.commit.commit_lsn >= r->heartbeat_lsn)
+            mark_caught_up(r, "heartbeat");
+        txn_done(r);
         return SQLQ_OK;
     }
-    sqlq_result rc = fetch_rows(r, err);
-    if (rc == SQLQ_OK)
-        rc = wait_room(r, err);
-    if (rc != SQLQ_OK)
-        return rc;
+    uint64_t seq = 0;
     pthread_mutex_lock(&r->ls->mu);
-    rc = sqlq_logical_ready_push(r->ls, &r->txn, m->u.commit.end_lsn);
-    if (m->u.commit.end_lsn >= r->catch_up_to)
-        r->ls->caught_up = true;
+    sqlq_result rc = sqlq_logical_ready_txn(r->ls, m->u.commit.end_lsn, r->txn.count, &seq);
     pthread_mutex_unlock(&r->ls->mu);
     if (rc != SQLQ_OK)
         return sqlq_error_set(err, rc, true, "out of memory");
     r->last_commit = m->u.commit.commit_lsn;
-    sqlq_logical_txn_clear(&r->txn);
-    r->in_txn = false;
-    return SQLQ_OK;
+    sqlq_buf raw;
+    sqlq_buf_init(&raw, 0);
+    for (size_t i = 0; i < r->txn.count && rc == SQLQ_OK; i++) {
+        wait_room(r);
+        sqlq_logical_change c;
+        rc = build(r, i, &raw, &c, err);
+        pthread_mutex_lock(&r->ls->mu);
+        if (rc == SQLQ_OK)
+            rc = sqlq_logical_ready_add(r->ls, c, r->txn.commit_lsn, seq);
+        pthread_mutex_unlock(&r->ls->mu);
+    }
+    sqlq_buf_free(&raw);
+    if (r->heartbeat_lsn && m->u.commit.commit_lsn >= r->heartbeat_lsn)
+        mark_caught_up(r, "heartbeat");
+    txn_done(r);
+    if (rc != SQLQ_OK) { /* half handed over: never confirmable, never skipped in silence */
+        sqlq_error copy = *err;
+        copy.transient = false;
+        set_fatal(r, &copy);
+    }
+    return rc;
 }
 
 static void on_begin(reader *r, const sqlq_pgo_msg *m)
 {
-    sqlq_logical_txn_clear(&r->txn);
+    txn_done(r);
     sqlq_logical_txn_init(&r->txn, m->u.begin.final_lsn, m->u.begin.commit_time);
     r->in_txn = true;
     r->skipping = m->u.begin.final_lsn <= r->last_commit; /* sent again after a reconnect */
-    if (!r->skipping) {
-        pthread_mutex_lock(&r->ls->mu);
-        sqlq_pg_ack_open(r->ls->ack);
-        pthread_mutex_unlock(&r->ls->mu);
-    }
 }
 
 static sqlq_result on_relation(reader *r, const sqlq_pgo_msg *m, sqlq_error *err)
@@ -301,7 +408,17 @@ static sqlq_result on_relation(reader *r, const sqlq_pgo_msg *m, sqlq_error *err
     sqlq_result rc = sqlq_logical_rel_make(m, r->ls->table, r->db, &rel, err);
     if (rc != SQLQ_OK)
         return rc;
-    sqlq_logical_rel_free(r->rel);
+    if (r->in_txn && r->rel) { /* changes of this transaction were read with it: keep it */
+        sqlq_logical_rel **old = realloc(r->old_rels, (r->nold + 1) * sizeof *old);
+        if (!old) {
+            sqlq_logical_rel_free(rel);
+            return sqlq_error_set(err, SQLQ_E_NOMEM, true, "out of memory");
+        }
+        r->old_rels = old;
+        r->old_rels[r->nold++] = r->rel;
+    } else {
+        sqlq_logical_rel_free(r->rel);
+    }
     r->rel = rel;
     return SQLQ_OK;
 }
@@ -342,11 +459,13 @@ static sqlq_result on_message(reader *r, const sqlq_pg_stream_msg *sm, sqlq_erro
                                 m.u.change.relid);
             break;
         }
-        r->txn.bytes += sm->len;
-        rc = sqlq_logical_rel_change(&r->txn, r->rel, &m, r->ls->before_image,
-                                        r->ls->changed, err);
+        rc = sqlq_logical_rel_add(&r->txn, r->rel, &m, sm->data, sm->len, r->ls->changed, err);
         break;
     case SQLQ_PGO_TRUNCATE: count_skip(r, &m, !r->skipping); break;
+    case SQLQ_PGO_MESSAGE:
+        if (strcmp(m.u.message.prefix, "sqlq.heartbeat") != 0)
+            count_skip(r, &m, false);
+        break;
     default: count_skip(r, &m, false); break;
     }
     sqlq_pgoutput_free(&m);
@@ -359,11 +478,12 @@ static void read_some(reader *r)
     sqlq_error e;
     sqlq_error_clear(&e);
     sqlq_result rc = sqlq_pg_stream_next(r->stream, flushed(r), 200, &sm, &e);
+    if (rc == SQLQ_OK && sm.event != SQLQ_PG_STREAM_NONE)
+        SQLQ_TRACE("logical_received", "table=%s event=%d tag=%c lsn=%" PRIu64 " wal_end=%" PRIu64,
+                   r->ls->names.table_key, (int)sm.event, sm.len ? sm.data[0] : '-', sm.lsn,
+                   sm.wal_end);
     if (rc == SQLQ_OK && sm.event == SQLQ_PG_STREAM_KEEPALIVE) {
-        pthread_mutex_lock(&r->ls->mu);
-        sqlq_pg_ack_keepalive(r->ls->ack, sm.wal_end);
-        pthread_mutex_unlock(&r->ls->mu);
-        note_caught_up(r, sm.wal_end);
+        note_idle(r);
     } else if (rc == SQLQ_OK && sm.event == SQLQ_PG_STREAM_DATA) {
         r->last_data_ms = sqlq_logical_mono_ms();
         rc = on_message(r, &sm, &e);
@@ -384,10 +504,13 @@ void *sqlq_logical_reader_main(void *arg)
     reader r = {.ls = arg};
     bool fatal = false;
     while (!stopping(&r) && !fatal) {
-        if (!r.stream)
+        if (!r.stream) {
             connect_stream(&r);
-        else
+        } else {
             read_some(&r);
+            if (r.stream)
+                maybe_heartbeat(&r);
+        }
         pthread_mutex_lock(&r.ls->mu);
         fatal = r.ls->has_fatal;
         pthread_mutex_unlock(&r.ls->mu);
@@ -398,6 +521,7 @@ void *sqlq_logical_reader_main(void *arg)
     }
     drop_stream(&r);
     sqlq_logical_rel_free(r.rel);
+    free(r.old_rels);
     sqlq_db_close(r.db);
     free(r.options);
     return NULL;

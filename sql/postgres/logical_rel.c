@@ -158,70 +158,91 @@ json_t *sqlq_logical_rel_changed(const sqlq_logical_rel *r, const sqlq_pgo_tuple
     return a;
 }
 
-static sqlq_result add(sqlq_logical_txn *txn, sqlq_op op, json_t *key, json_t *row,
-                       json_t *before, json_t *changed, bool fetch, sqlq_error *err)
+static sqlq_result add(sqlq_logical_txn *txn, const sqlq_logical_rel *rel, json_t *key,
+                       sqlq_op op, sqlq_logical_part part, const char *raw, size_t raw_len,
+                       json_t *changed, sqlq_error *err)
 {
-    sqlq_logical_change c = {.op = op, .key = key, .row = row, .before = before,
-                             .changed = changed, .fetch_row = fetch};
-    if (!key || (op != SQLQ_OP_DELETE && !row && !fetch)) {
-        sqlq_logical_change_free(&c);
+    char *canon = key ? json_dumps(key, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(key);
+    if (!canon) {
+        json_decref(changed);
         return sqlq_error_set(err, SQLQ_E_PARSE, false,
-                              "a %s whose key or row could not be read (a key column null or "
+                              "a %s whose key could not be read (a key column null or "
                               "unchanged, or a column count other than the relation's)",
-                              op == SQLQ_OP_DELETE ? "delete" : op == SQLQ_OP_INSERT ? "insert"
-                                                                                       : "update");
+                              op == SQLQ_OP_DELETE   ? "delete"
+                              : op == SQLQ_OP_INSERT ? "insert"
+                                                     : "update");
     }
-    sqlq_result rc = sqlq_logical_txn_add(txn, c);
-    return rc == SQLQ_OK ? rc : sqlq_error_set(err, rc, true, "out of memory");
+    sqlq_result rc = sqlq_logical_txn_add(txn, raw, raw_len, canon, op, part, rel, changed);
+    free(canon);
+    return rc == SQLQ_OK ? rc
+                         : sqlq_error_set(err, rc, true, rc == SQLQ_E_IO
+                                                             ? "cannot write the transaction's "
+                                                               "temporary file"
+                                                             : "out of memory");
 }
 
-static sqlq_result update(sqlq_logical_txn *txn, const sqlq_logical_rel *rel, const sqlq_pgo_msg *m,
-                          bool before_image, bool changed, sqlq_error *err)
+sqlq_result sqlq_logical_rel_add(sqlq_logical_txn *txn, const sqlq_logical_rel *rel,
+                                 const sqlq_pgo_msg *m, const char *raw, size_t raw_len,
+                                 bool changed, sqlq_error *err)
 {
-    const sqlq_pgo_tuple *old = m->u.change.old_kind ? &m->u.change.old_tuple : NULL;
-    bool full = m->u.change.old_kind == 'O';
-    json_t *key = sqlq_logical_rel_key(rel, &m->u.change.new_tuple);
-    json_t *old_key = old ? sqlq_logical_rel_key(rel, old) : NULL;
-    bool missing = false;
-    json_t *row = sqlq_logical_rel_row(rel, &m->u.change.new_tuple, full ? old : NULL, &missing);
-    bool m2 = false;
-    json_t *before = before_image && full ? sqlq_logical_rel_row(rel, old, NULL, &m2) : NULL;
-    if (old_key && key && !json_equal(old_key, key)) { /* the key changed */
-        sqlq_result rc = add(txn, SQLQ_OP_DELETE, old_key, NULL, json_incref(before), NULL,
-                             false, err);
-        if (rc != SQLQ_OK) {
-            json_decref(key);
-            json_decref(row);
-            json_decref(before);
-            return rc;
-        }
-        return add(txn, SQLQ_OP_INSERT, key, row, before, NULL, missing, err);
-    }
-    json_decref(old_key);
-    json_t *ch = changed && full ? sqlq_logical_rel_changed(rel, old, &m->u.change.new_tuple) : NULL;
-    return add(txn, SQLQ_OP_UPDATE, key, row, before, ch, missing, err);
-}
-
-sqlq_result sqlq_logical_rel_change(sqlq_logical_txn *txn, const sqlq_logical_rel *rel,
-                                    const sqlq_pgo_msg *m, bool before_image, bool changed,
-                                    sqlq_error *err)
-{
-    bool missing = false, m2 = false;
+    const sqlq_pgo_tuple *nt = &m->u.change.new_tuple, *ot = &m->u.change.old_tuple;
     switch (m->kind) {
     case SQLQ_PGO_INSERT:
-        return add(txn, SQLQ_OP_INSERT, sqlq_logical_rel_key(rel, &m->u.change.new_tuple),
-                   sqlq_logical_rel_row(rel, &m->u.change.new_tuple, NULL, &missing), NULL, NULL,
-                   missing, err);
-    case SQLQ_PGO_UPDATE:
-        return update(txn, rel, m, before_image, changed, err);
+        return add(txn, rel, sqlq_logical_rel_key(rel, nt), SQLQ_OP_INSERT, SQLQ_LOGICAL_WHOLE,
+                   raw, raw_len, NULL, err);
     case SQLQ_PGO_DELETE:
-        return add(txn, SQLQ_OP_DELETE, sqlq_logical_rel_key(rel, &m->u.change.old_tuple), NULL,
-                   before_image && m->u.change.old_kind == 'O'
-                       ? sqlq_logical_rel_row(rel, &m->u.change.old_tuple, NULL, &m2)
-                       : NULL,
-                   NULL, false, err);
+        return add(txn, rel, sqlq_logical_rel_key(rel, ot), SQLQ_OP_DELETE, SQLQ_LOGICAL_WHOLE,
+                   raw, raw_len, NULL, err);
+    case SQLQ_PGO_UPDATE: {
+        json_t *key = sqlq_logical_rel_key(rel, nt);
+        json_t *old_key = m->u.change.old_kind ? sqlq_logical_rel_key(rel, ot) : NULL;
+        if (old_key && key && !json_equal(old_key, key)) { /* the key changed */
+            sqlq_result rc = add(txn, rel, old_key, SQLQ_OP_DELETE, SQLQ_LOGICAL_OLD_KEY_DELETE,
+                                 raw, raw_len, NULL, err);
+            if (rc != SQLQ_OK) {
+                json_decref(key);
+                return rc;
+            }
+            return add(txn, rel, key, SQLQ_OP_INSERT, SQLQ_LOGICAL_NEW_KEY_INSERT, raw, raw_len,
+                       NULL, err);
+        }
+        json_decref(old_key);
+        json_t *ch = changed && m->u.change.old_kind == 'O'
+                         ? sqlq_logical_rel_changed(rel, ot, nt)
+                         : NULL;
+        return add(txn, rel, key, SQLQ_OP_UPDATE, SQLQ_LOGICAL_WHOLE, raw, raw_len, ch, err);
+    }
     default:
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "not a change: %s",
                               sqlq_pgoutput_kind_name(m->kind));
     }
+}
+
+sqlq_result sqlq_logical_rel_build(const sqlq_logical_rel *rel, const sqlq_pgo_msg *m,
+                                   sqlq_logical_entry *e, bool before_image,
+                                   sqlq_logical_change *out, sqlq_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const sqlq_pgo_tuple *nt = &m->u.change.new_tuple, *ot = &m->u.change.old_tuple;
+    bool full = m->u.change.old_kind == 'O', missing = false, unused = false;
+    bool gone = m->kind == SQLQ_PGO_DELETE || e->part == SQLQ_LOGICAL_OLD_KEY_DELETE;
+    out->op = e->op;
+    out->key = sqlq_logical_rel_key(rel, gone ? ot : nt);
+    if (e->op != SQLQ_OP_DELETE && !gone)
+        out->row = sqlq_logical_rel_row(rel, nt, full ? ot : NULL, &missing);
+    else if (e->op != SQLQ_OP_DELETE)
+        missing = true; /* a delete collapsed with a later insert of the key: read the row */
+    out->fetch_row = missing;
+    if (before_image && full)
+        out->before = sqlq_logical_rel_row(rel, ot, NULL, &unused);
+    out->changed = e->changed;
+    e->changed = NULL;
+    if (!out->key || (e->op != SQLQ_OP_DELETE && !out->row && !missing)) {
+        sqlq_logical_change_free(out);
+        return sqlq_error_set(err, SQLQ_E_PARSE, false,
+                              "a change of %zu columns the relation (%zu columns) cannot read",
+                              (size_t)(gone ? ot->ncols : nt->ncols), rel->ncols);
+    }
+    return SQLQ_OK;
 }

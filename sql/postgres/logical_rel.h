@@ -45,13 +45,17 @@ json_t *sqlq_logical_rel_key(const sqlq_logical_rel *r, const sqlq_pgo_tuple *tu
 json_t *sqlq_logical_rel_changed(const sqlq_logical_rel *r, const sqlq_pgo_tuple *old_tuple,
                                  const sqlq_pgo_tuple *new_tuple);
 
-/* Add an insert, update or delete message of the relation to txn as the trigger source logs
- * it: an update that changes the key is a delete of the old key and an insert of the new one;
- * before (the old row) and changed only when asked for and the old row came (REPLICA IDENTITY
- * FULL). A key that cannot be read is SQLQ_E_PARSE. */
-SQLQ_NODISCARD sqlq_result sqlq_logical_rel_change(sqlq_logical_txn *txn,
-                                                   const sqlq_logical_rel *rel,
-                                                   const sqlq_pgo_msg *m, bool before_image,
-                                                   bool changed, sqlq_error *err);
+/* Add an insert, update or delete message m (raw: its bytes as received) of the relation to
+ * txn, keyed as the trigger source logs it: an update that changes the key is a delete of the
+ * old key and an insert of the new one. changed: the columns an update changed, computed when
+ * the old row came (REPLICA IDENTITY FULL). A key that cannot be read is SQLQ_E_PARSE. */
+SQLQ_NODISCARD sqlq_result sqlq_logical_rel_add(sqlq_logical_txn *txn, const sqlq_logical_rel *rel,
+                                                const sqlq_pgo_msg *m, const char *raw,
+                                                size_t raw_len, bool changed, sqlq_error *err);
+/* The change of one entry (logical_txn.h): m is its message decoded again, e the entry (its
+ * merged op and changed, which it hands over). before only when asked for and the old row came. */
+SQLQ_NODISCARD sqlq_result sqlq_logical_rel_build(const sqlq_logical_rel *rel, const sqlq_pgo_msg *m,
+                                                  sqlq_logical_entry *e, bool before_image,
+                                                  sqlq_logical_change *out, sqlq_error *err);
 
 #endif

@@ -96,6 +96,7 @@ sqlq_result sqlq_logical_source_open(sqlq_db *db, const sqlq_capture_config *cfg
     ls->db = db;
     ls->max_batch = cfg->max_batch_size > 0 ? cfg->max_batch_size : 100;
     ls->max_attempts = cfg->max_attempts;
+    ls->ready_max = SQLQ_LOGICAL_READY_BATCHES * (size_t)ls->max_batch;
     ls->before_image = cfg->before_image;
     ls->changed = cfg->changed;
     pthread_mutex_init(&ls->mu, NULL);
@@ -179,20 +180,25 @@ static sqlq_result ring_room(sqlq_logical_source *ls, size_t more)
     return SQLQ_OK;
 }
 
-sqlq_result sqlq_logical_ready_push(sqlq_logical_source *ls, sqlq_logical_txn *t, uint64_t end_lsn)
+sqlq_result sqlq_logical_ready_txn(sqlq_logical_source *ls, uint64_t end_lsn, size_t n,
+                                   uint64_t *out_seq)
 {
-    uint64_t seq = 0;
-    if (ring_room(ls, t->count) != SQLQ_OK ||
-        sqlq_pg_ack_txn(ls->ack, end_lsn, t->count, &seq) != SQLQ_OK)
+    if (sqlq_pg_ack_txn(ls->ack, end_lsn, n, out_seq) != SQLQ_OK)
         return SQLQ_E_NOMEM;
-    for (size_t i = 0; i < t->count; i++) {
-        sqlq_logical_ready *r = &ls->q[(ls->qhead + ls->qcount++) % ls->qcap];
-        *r = (sqlq_logical_ready){.c = t->items[i], .version = t->commit_lsn, .seq = seq,
-                                  .attempts = 1};
-    }
-    t->count = 0; /* the ring owns the changes now */
-    if (!ls->pending_since_ms)
+    if (n && !ls->pending_since_ms)
         ls->pending_since_ms = sqlq_logical_mono_ms();
+    return SQLQ_OK;
+}
+
+sqlq_result sqlq_logical_ready_add(sqlq_logical_source *ls, sqlq_logical_change c,
+                                   uint64_t version, uint64_t seq)
+{
+    if (ring_room(ls, 1) != SQLQ_OK) {
+        sqlq_logical_change_free(&c);
+        return SQLQ_E_NOMEM;
+    }
+    ls->q[(ls->qhead + ls->qcount++) % ls->qcap] =
+        (sqlq_logical_ready){.c = c, .version = version, .seq = seq, .attempts = 1};
     pthread_cond_broadcast(&ls->cv);
     return SQLQ_OK;
 }

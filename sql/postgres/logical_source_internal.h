@@ -11,9 +11,10 @@
 
 #include <pthread.h>
 
-/* Transactions received and not yet polled are held up to this many changes (a larger
- * transaction is held whole): the reader stops reading meanwhile, status updates go on. */
-#define SQLQ_LOGICAL_READY_MAX 20000u
+/* Changes received and not yet polled are held up to this many batches' worth: the reader
+ * stops handing over meanwhile (a transaction waits in its compact form, logical_txn.h), and
+ * its status updates go on. */
+#define SQLQ_LOGICAL_READY_BATCHES 2u
 
 typedef struct sqlq_logical_ready {
     sqlq_logical_change c;
@@ -30,6 +31,7 @@ struct sqlq_logical_source {
     sqlq_pg_conninfo *ci;
     char *conn;                  /* ODBC connection string: the reader's own connection */
     int max_batch;
+    size_t ready_max;            /* SQLQ_LOGICAL_READY_BATCHES * max_batch */
     int max_attempts;
     bool before_image, changed;
     bool started;
@@ -52,9 +54,12 @@ struct sqlq_logical_source {
 
 /* The reader thread (logical_reader.c). */
 void *sqlq_logical_reader_main(void *arg);
-/* Append a committed transaction's changes to the ready ring (mu held). */
-SQLQ_NODISCARD sqlq_result sqlq_logical_ready_push(sqlq_logical_source *ls, sqlq_logical_txn *t,
-                                                   uint64_t end_lsn);
+/* mu held: register a committed transaction of n changes with the acknowledgement rule
+ * (*out_seq names it), then append its changes to the ready ring one by one (taken). */
+SQLQ_NODISCARD sqlq_result sqlq_logical_ready_txn(sqlq_logical_source *ls, uint64_t end_lsn,
+                                                  size_t n, uint64_t *out_seq);
+SQLQ_NODISCARD sqlq_result sqlq_logical_ready_add(sqlq_logical_source *ls, sqlq_logical_change c,
+                                                  uint64_t version, uint64_t seq);
 uint64_t sqlq_logical_mono_ms(void);
 
 #endif

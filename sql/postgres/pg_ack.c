@@ -13,9 +13,7 @@ struct sqlq_pg_ack {
     size_t cap, head, count;
     uint64_t first_seq; /* seq of the transaction at head */
     uint64_t confirmed;
-    uint64_t wal_end;   /* from the last keepalive */
     size_t outstanding;
-    bool open;
 };
 
 sqlq_pg_ack *sqlq_pg_ack_create(uint64_t confirmed) {
@@ -31,9 +29,6 @@ void sqlq_pg_ack_destroy(sqlq_pg_ack *a) {
     free(a->ring);
     free(a);
 }
-
-void sqlq_pg_ack_open(sqlq_pg_ack *a) { a->open = true; }
-void sqlq_pg_ack_abort_open(sqlq_pg_ack *a) { a->open = false; }
 
 static ack_txn *at(sqlq_pg_ack *a, size_t i) { return &a->ring[(a->head + i) % a->cap]; }
 
@@ -58,7 +53,6 @@ sqlq_result sqlq_pg_ack_txn(sqlq_pg_ack *a, uint64_t end_lsn, size_t n, uint64_t
     *out_seq = a->first_seq + a->count;
     a->count++;
     a->outstanding += n;
-    a->open = false;
     return SQLQ_OK;
 }
 
@@ -73,11 +67,6 @@ sqlq_result sqlq_pg_ack_done(sqlq_pg_ack *a, uint64_t seq, size_t n) {
     return SQLQ_OK;
 }
 
-void sqlq_pg_ack_keepalive(sqlq_pg_ack *a, uint64_t wal_end) {
-    if (wal_end > a->wal_end)
-        a->wal_end = wal_end;
-}
-
 uint64_t sqlq_pg_ack_confirmable(sqlq_pg_ack *a) {
     while (a->count > 0 && at(a, 0)->outstanding == 0) {
         if (at(a, 0)->end_lsn > a->confirmed)
@@ -86,8 +75,6 @@ uint64_t sqlq_pg_ack_confirmable(sqlq_pg_ack *a) {
         a->count--;
         a->first_seq++;
     }
-    if (a->count == 0 && !a->open && a->wal_end > a->confirmed)
-        a->confirmed = a->wal_end;
     return a->confirmed;
 }
 

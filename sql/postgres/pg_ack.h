@@ -9,21 +9,18 @@
 #include <stdint.h>
 
 /* The rule: a transaction's commit end_lsn may be confirmed once every change of it and of
- * every transaction before it was released (accepted by the queue or poisoned). Nothing in
- * flight (no transaction being received, none waiting for releases): the server's WAL end
- * from its last keepalive may be confirmed, so an idle route pins no WAL. The confirmed
- * position never goes back. Transactions are registered in commit order (the stream's). */
+ * every transaction before it was released (accepted by the queue or poisoned). Nothing else
+ * is ever confirmed: not a keepalive's WAL end, which PostgreSQL 15 was seen to send past the
+ * commit of a large transaction whose changes it had not sent yet (confirming it would have
+ * skipped that transaction); an idle route releases WAL through a heartbeat transaction of its
+ * own instead (logical_reader.c). The confirmed position never goes back. Transactions are
+ * registered in commit order (the stream's). */
 typedef struct sqlq_pg_ack sqlq_pg_ack;
 
 /* confirmed: the slot's confirmed_flush_lsn at start (nothing below it is ever reported). */
 sqlq_pg_ack *sqlq_pg_ack_create(uint64_t confirmed);
 void sqlq_pg_ack_destroy(sqlq_pg_ack *a);
 
-/* A Begin arrived: until the transaction is registered (sqlq_pg_ack_txn) or dropped
- * (sqlq_pg_ack_abort_open), keepalives confirm nothing. */
-void sqlq_pg_ack_open(sqlq_pg_ack *a);
-/* The stream broke inside a transaction: it will be sent again from its start. */
-void sqlq_pg_ack_abort_open(sqlq_pg_ack *a);
 /* A whole transaction (its Commit arrived) with n changes handed out for publishing (0: none
  * of it is published). *out_seq names it for sqlq_pg_ack_done. */
 SQLQ_NODISCARD sqlq_result sqlq_pg_ack_txn(sqlq_pg_ack *a, uint64_t end_lsn, size_t n,
@@ -31,9 +28,6 @@ SQLQ_NODISCARD sqlq_result sqlq_pg_ack_txn(sqlq_pg_ack *a, uint64_t end_lsn, siz
 /* n changes of transaction seq were released. More than it has outstanding, or an unknown
  * seq, is SQLQ_E_INVALID (a bookkeeping error: nothing changes). */
 SQLQ_NODISCARD sqlq_result sqlq_pg_ack_done(sqlq_pg_ack *a, uint64_t seq, size_t n);
-/* The server's WAL end from a keepalive (not an XLogData header: pgoutput writes the
- * change's own position there). */
-void sqlq_pg_ack_keepalive(sqlq_pg_ack *a, uint64_t wal_end);
 /* The position to report as flushed now (also applies what became confirmable). */
 uint64_t sqlq_pg_ack_confirmable(sqlq_pg_ack *a);
 /* Changes handed out and not yet released, over every transaction. */

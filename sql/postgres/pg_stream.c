@@ -107,7 +107,7 @@ static sqlq_result server_error(PGconn *c, const PGresult *res, const char *what
 }
 
 static sqlq_result start(sqlq_pg_stream *s, const char *slot, const char *publication,
-                         uint64_t start_lsn, sqlq_error *err)
+                         bool messages, uint64_t start_lsn, sqlq_error *err)
 {
     char *slot_id = PQescapeIdentifier(s->conn, slot, strlen(slot));
     char *pub_lit = PQescapeLiteral(s->conn, publication, strlen(publication));
@@ -121,7 +121,8 @@ static sqlq_result start(sqlq_pg_stream *s, const char *slot, const char *public
     /* publication_names is a list of names in one string: the name is quoted inside it. */
     int n = snprintf(sql, sizeof sql,
                      "START_REPLICATION SLOT %s LOGICAL %s (proto_version '1', "
-                     "publication_names %s)", slot_id, lsn, pub_lit);
+                     "publication_names %s%s)", slot_id, lsn, pub_lit,
+                     messages ? ", messages 'true'" : "");
     PQfreemem(slot_id);
     PQfreemem(pub_lit);
     if (n < 0 || (size_t)n >= sizeof sql)
@@ -135,8 +136,8 @@ static sqlq_result start(sqlq_pg_stream *s, const char *slot, const char *public
 }
 
 sqlq_result sqlq_pg_stream_open(const sqlq_pg_conninfo *ci, const char *options,
-                                const char *slot, const char *publication, uint64_t start_lsn,
-                                sqlq_pg_stream **out, sqlq_error *err)
+                                const char *slot, const char *publication, bool messages,
+                                uint64_t start_lsn, sqlq_pg_stream **out, sqlq_error *err)
 {
     *out = NULL;
     const char *extra[][2] = {{"options", options ? options : ""},
@@ -155,7 +156,7 @@ sqlq_result sqlq_pg_stream_open(const sqlq_pg_conninfo *ci, const char *options,
     if (!s->conn || PQstatus(s->conn) != CONNECTION_OK)
         rc = server_error(s->conn, NULL, "replication connection", err);
     if (rc == SQLQ_OK)
-        rc = start(s, slot, publication, start_lsn, err);
+        rc = start(s, slot, publication, messages, start_lsn, err);
     if (rc == SQLQ_OK && PQsetnonblocking(s->conn, 1) != 0)
         rc = server_error(s->conn, NULL, "replication connection", err);
     if (rc != SQLQ_OK) {

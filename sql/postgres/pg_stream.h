@@ -21,11 +21,11 @@ typedef struct sqlq_pg_stream sqlq_pg_stream;
  * another session is SQLQ_E_NOT_FOUND / SQLQ_E_CONFLICT (the server's message in err); an
  * unreachable server is transient. */
 /* options: the connection's `options` (pg_text.h: the settings the output functions' text
- * depends on), or NULL. */
+ * depends on), or NULL. messages: ask pgoutput for logical messages too (PostgreSQL 14+). */
 SQLQ_NODISCARD sqlq_result sqlq_pg_stream_open(const sqlq_pg_conninfo *ci, const char *options,
                                                const char *slot, const char *publication,
-                                               uint64_t start_lsn, sqlq_pg_stream **out,
-                                               sqlq_error *err);
+                                               bool messages, uint64_t start_lsn,
+                                               sqlq_pg_stream **out, sqlq_error *err);
 void sqlq_pg_stream_close(sqlq_pg_stream *s);
 
 typedef enum {

@@ -5,6 +5,7 @@
 #   with the last row); a key update is a delete of the old key and an insert of the new one;
 #   a delete has row null; every change of a transaction has its commit LSN as version, and a
 #   later transaction's is greater;
+# - an idle route's heartbeat lets its slot confirm past WAL other tables wrote;
 # - an unchanged TOASTed value ('u') is never sent null or missing: read by key under
 #   REPLICA IDENTITY DEFAULT, filled from the old row under FULL, where before and changed
 #   come from the old row; TRUNCATE is skipped with a counted warning and the route goes on;
@@ -139,6 +140,18 @@ assert o["delete"]["row"] is None and o["delete"]["before"]["note"] == "y", o["d
 assert o["insert"]["version"] < o["update"]["version"] < o["delete"]["version"]
 print("messages ok")
 PY
+
+# --- an idle route on a busy server: its heartbeat lets the slot confirm past other work ---
+sql "INSERT INTO t3 SELECT g, repeat('w', 200) FROM generate_series(1, 2000) g"
+busy=$(psql_ -d "$name" -c "SELECT pg_current_wal_lsn()")
+released=""
+for _ in $(seq 300); do
+    released=$(psql_ -d "$name" -c "SELECT confirmed_flush_lsn >= '$busy' FROM pg_replication_slots
+        WHERE slot_name LIKE 'sqlq_t1_%'")
+    [ "$released" = t ] && break
+    sleep 0.1
+done
+[ "$released" = t ] || fail "an idle route's slot did not confirm past WAL written elsewhere within 30 s"
 
 # --- the slot confirmed, the route's state shown ---
 "$sqlq" status --db "$conn" --table t1 | grep -q "replication slot sqlq_t1_.*: streaming" \
