@@ -15,3 +15,8 @@ sqlq_integration_test(table_key FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
 # Extreme values of every type through bridge and sink, PostgreSQL and SQLite (issue 21.3).
 sqlq_integration_test(types_roundtrip FIXTURES azurite postgres TIMEOUT 180)
 sqlq_unit_test(table_shape sqlq_sql)
+# PostgreSQL's text of every type (libpq, and pgoutput from a real walsender) becomes the trigger
+# source's JSON through sql/postgres/pg_text: its own server, wal_level logical.
+sqlq_unit_test(pg_text sqlq_sql)
+sqlq_integration_test(pg_text LIBS sqlq_sql TIMEOUT 300)
+target_sources(itest_pg_text PRIVATE integration/pgoutput_peek.c)

@@ -37,7 +37,7 @@ SQLQ_NODISCARD sqlq_result sqlq_pg_text_type_read(sqlq_db *db, sqlq_pg_text_type
 /* How one column's text becomes JSON; made once per column of a Relation message. */
 typedef struct sqlq_pg_text_column {
     sqlq_value_kind kind; /* the shape the trigger source gives the column (column_value.h) */
-    bool bytea;           /* the text is bytea_output's: "\x…" hex (or the escape format) */
+    bool bytea;           /* the text is byteaout's: "\x…" (hex) or the escape format */
     bool by_key;          /* the text is not the trigger source's value: read this column of
                            * the row by key through ODBC instead (type lo: psqlODBC reads the
                            * large object's bytes, pgoutput sends its OID) */
@@ -58,16 +58,20 @@ json_t *sqlq_pg_text_value(const sqlq_pg_text_column *c, const char *text, size_
 /* The settings the output functions' text depends on, as the replication connection's
  * `options` (the PQconnectdbParams keyword; pgoutput runs the output functions in the
  * walsender, with that connection's settings): the ones the trigger source's ODBC session pins
- * (DateStyle ISO, TimeZone UTC: sql/db.c; extra_float_digits 2: psqlODBC; client_encoding
- * UTF8: psqlODBC's Unicode driver), bytea_output hex, and the ones it inherits from the server,
- * the database and the role (IntervalStyle, lc_monetary: pass the ODBC session's, read with
- * SQLQ_PG_TEXT_INHERITED_SQL, or NULL to inherit them likewise). Spaces and backslashes in a
- * value are escaped as the server's option parser wants. */
-SQLQ_NODISCARD sqlq_result sqlq_pg_text_options(const char *interval_style,
-                                                const char *lc_monetary, sqlq_buf *out);
+ * (DateStyle ISO, TimeZone UTC: sql/db.c; extra_float_digits 2: psqlODBC; client_encoding UTF8:
+ * psqlODBC's Unicode driver), and the ones it inherits from the server, the database and the
+ * role, as that session has them: inherited is the row SQLQ_PG_TEXT_INHERITED_SQL gives on it
+ * (setting name → value; NULL: inherit them likewise, right when the replication connection
+ * logs in as the same role to the same database). Spaces and backslashes in a value are escaped
+ * as the server's option parser wants. */
+SQLQ_NODISCARD sqlq_result sqlq_pg_text_options(const json_t *inherited, sqlq_buf *out);
+/* IntervalStyle: interval; lc_monetary: money; bytea_output: bytea inside arrays and composites
+ * (a bytea column arrives as bytes either way); search_path: regclass, regtype, regproc …. */
 #define SQLQ_PG_TEXT_INHERITED_SQL                                                                 \
-    "SELECT current_setting('IntervalStyle') AS interval_style, "                                  \
-    "current_setting('lc_monetary') AS lc_monetary"
+    "SELECT current_setting('IntervalStyle') AS \"IntervalStyle\", "                               \
+    "current_setting('lc_monetary') AS lc_monetary, "                                              \
+    "current_setting('bytea_output') AS bytea_output, "                                            \
+    "current_setting('search_path') AS search_path"
 /* sqlq_pg_text_options with the inherited settings read on db, the trigger source's ODBC
  * connection to the same database. */
 SQLQ_NODISCARD sqlq_result sqlq_pg_text_options_read(sqlq_db *db, sqlq_buf *out, sqlq_error *err);

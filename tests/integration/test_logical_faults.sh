@@ -33,7 +33,7 @@ fail() {
 bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
-"$src/tests/support/postgres.sh" start "$tmp/pg" >/dev/null
+SQLQ_PG_WAL_LEVEL=logical "$src/tests/support/postgres.sh" start "$tmp/pg" >/dev/null
 pgport=$(cat "$tmp/pg/port")
 azport=$("$src/tests/support/free_port.sh")
 "$src/tests/support/azurite.sh" start "$tmp/azurite" "$azport" --disk >/dev/null

@@ -5,8 +5,8 @@
 #   postgres.sh stop DIR
 # SQLQ_PG_DURABLE=1 keeps PostgreSQL's durable defaults (fsync, synchronous_commit and
 # full_page_writes on), as a production server runs: bench/write_overhead.py measures both.
-# SQLQ_PG_WAL_LEVEL (default logical: the logical source's tests stream from slots; replica
-# is PostgreSQL's default, what a server without any capture runs) with room for 50 slots.
+# SQLQ_PG_WAL_LEVEL sets wal_level (default replica, PostgreSQL's own; the test fixture starts
+# it with logical, so that tests can decode the WAL).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:?usage: postgres.sh start|stop DIR [PORT]}
@@ -32,7 +32,7 @@ case "$cmd" in
         port=${3:-$("$here/free_port.sh")}
         fast="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         [ "${SQLQ_PG_DURABLE:-0}" != 1 ] || fast=""
-        wal="-c wal_level=${SQLQ_PG_WAL_LEVEL:-logical} -c max_replication_slots=50 -c max_wal_senders=50"
+        wal="-c wal_level=${SQLQ_PG_WAL_LEVEL:-replica} -c max_replication_slots=50 -c max_wal_senders=50"
         as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
             -o "-p $port -k $dir -c listen_addresses=127.0.0.1 $fast $wal -c max_connections=300 -c max_prepared_transactions=20" >/dev/null \
             || { cat "$dir/server.log" >&2; exit 1; }
