@@ -105,6 +105,10 @@ json_t *sqlq_logical_rel_row(const sqlq_logical_rel *r, const sqlq_pgo_tuple *tu
     json_t *o = json_object();
     for (size_t i = 0; o && i < r->ncols; i++) {
         const sqlq_pgo_value *v = &tuple->cols[i];
+        if (r->conv[i].by_key && v->kind != 'n') { /* its text is not the value (type lo) */
+            *out_missing = true;
+            continue;
+        }
         if (v->kind == 'u') {
             const sqlq_pgo_value *f = fill && fill->ncols == r->ncols ? &fill->cols[i] : NULL;
             if (!f || f->kind == 'u') {

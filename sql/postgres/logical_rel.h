@@ -34,7 +34,8 @@ void sqlq_logical_rel_free(sqlq_logical_rel *r);
 
 /* The tuple as an object (column → value). A column sent as 'u' (an unchanged TOASTed value)
  * is taken from fill (the old row under REPLICA IDENTITY FULL) when fill has it; otherwise it
- * is left out and *out_missing is set (the caller reads the row by key). NULL when out of
+ * is left out and *out_missing is set (the caller reads the row by key), as is a column whose
+ * text is not its value (pg_text.h's by_key: type lo). NULL when out of
  * memory or the tuple's column count differs from the relation's (*out_missing untouched). */
 json_t *sqlq_logical_rel_row(const sqlq_logical_rel *r, const sqlq_pgo_tuple *tuple,
                              const sqlq_pgo_tuple *fill, bool *out_missing);
