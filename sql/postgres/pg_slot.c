@@ -184,6 +184,13 @@ static sqlq_result publication_state(sqlq_db *db, const sqlq_table *t, const sql
     return rc;
 }
 
+sqlq_result sqlq_pg_slot_installed(sqlq_db *db, const sqlq_table *t, const sqlq_pg_slot_names *n,
+                                   bool *out, sqlq_error *err)
+{
+    bool exists = false;
+    return publication_state(db, t, n, &exists, out, err);
+}
+
 static sqlq_result check_slot(sqlq_db *db, const sqlq_pg_slot_names *n, sqlq_error *err)
 {
     sqlq_pg_slot_state st;

@@ -50,6 +50,11 @@ SQLQ_NODISCARD sqlq_result sqlq_pg_slot_setup(sqlq_db *db, const sqlq_table *t,
 SQLQ_NODISCARD sqlq_result sqlq_pg_slot_drop(sqlq_db *db, const sqlq_pg_slot_names *n,
                                              json_t *lines, sqlq_error *err);
 
+/* Whether the table is in its publication (what setup makes for every route of the table). */
+SQLQ_NODISCARD sqlq_result sqlq_pg_slot_installed(sqlq_db *db, const sqlq_table *t,
+                                                  const sqlq_pg_slot_names *n, bool *out,
+                                                  sqlq_error *err);
+
 typedef struct sqlq_pg_slot_state {
     bool exists;
     bool active;             /* a session streams from it now */
