@@ -6,10 +6,10 @@
 #include "logical_source_internal.h"
 
 #include "log.h"
+#include "logical_fetch.h"
 #include "logical_rel.h"
 #include "pg_stream.h"
 #include "pg_text.h"
-#include "row_json.h"
 #include "sql_text.h"
 
 #include <inttypes.h>
@@ -140,8 +140,8 @@ static int64_t server_version(reader *r)
     int64_t v = 0;
     sqlq_error e;
     sqlq_error_clear(&e);
-    if (sqlq_db_query_int(r->db, "SELECT current_setting('server_version_num')::int", NULL, 0, &v,
-                          &e) != SQLQ_OK)
+    if (!r->db || sqlq_db_query_int(r->db, "SELECT current_setting('server_version_num')::int",
+                                    NULL, 0, &v, &e) != SQLQ_OK)
         return 0;
     return v;
 }
@@ -152,7 +152,8 @@ static uint64_t current_lsn(reader *r)
     int64_t v = 0;
     sqlq_error e;
     sqlq_error_clear(&e);
-    if (sqlq_db_query_int(r->db, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint",
+    if (!r->db ||
+        sqlq_db_query_int(r->db, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint",
                           NULL, 0, &v, &e) != SQLQ_OK)
         return 0;
     return (uint64_t)v;
@@ -193,7 +194,10 @@ static uint64_t heartbeat(reader *r)
                                       "'')::text AS lsn", NULL, 0, &rows, &e) == SQLQ_OK)
         (void)sqlq_pg_lsn_parse(json_string_value(json_object_get(json_array_get(rows, 0), "lsn")),
                                 &lsn);
-    else if (!r->said_no_heartbeat) {
+    else if (e.transient || e.code == SQLQ_E_NETWORK) { /* the connection: a new one next time */
+        sqlq_db_close(r->db);
+        r->db = NULL;
+    } else if (!r->said_no_heartbeat) {
         SQLQ_LOG_ERR(SQLQ_LOG_WARN, "logical_heartbeat_off", &e,
                      "table=%s note=\"an idle route keeps the WAL written since its last change "
                      "until the next change of its table commits\"", r->ls->names.table_key);
@@ -215,6 +219,12 @@ static void maybe_heartbeat(reader *r)
     uint64_t confirmed = sqlq_pg_ack_confirmable(r->ls->ack);
     pthread_mutex_unlock(&r->ls->mu);
     r->last_heartbeat_ms = sqlq_logical_mono_ms();
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (!r->db && sqlq_db_connect(r->ls->conn, &r->db, &e) != SQLQ_OK) {
+        r->db = NULL;
+        return;
+    }
     if (idle && current_lsn(r) > confirmed + HEARTBEAT_MIN_BYTES)
         (void)heartbeat(r);
 }
@@ -290,73 +300,6 @@ static void wait_room(reader *r)
     }
 }
 
-/* SELECT <every column as the capture poll and backfill read it (row_json.h)> FROM t WHERE
- * <key> = ? …: the row by key, in the trigger source's JSON. */
-static sqlq_result fetch_sql(const sqlq_table *t, char **out, sqlq_error *err)
-{
-    const sqlq_dialect *d = &sqlq_dialect_postgres;
-    sqlq_buf b;
-    sqlq_buf_init(&b, 0);
-    sqlq_result rc = sqlq_buf_adds(&b, "SELECT ");
-    for (size_t i = 0; rc == SQLQ_OK && i < t->ncolumns; i++) {
-        const sqlq_column *c = &t->columns[i];
-        rc = sqlq_buf_adds(&b, i ? ", " : "");
-        if (rc == SQLQ_OK)
-            rc = sqlq_row_json_select_sql(d, NULL, c, &b);
-        if (rc == SQLQ_OK && sqlq_row_json_needs_text(d, c)) {
-            rc = sqlq_buf_adds(&b, " AS ");
-            if (rc == SQLQ_OK)
-                rc = sqlq_dialect_quote_ident(d, c->name, &b);
-        }
-    }
-    sqlq_sql_text s;
-    sqlq_sql_text_init(&s, d);
-    sqlq_sql_text_add(&s, "%s FROM ", sqlq_buf_str(&b));
-    sqlq_buf_free(&b);
-    sqlq_sql_text_table(&s, &t->name);
-    for (size_t k = 0; k < t->nkey; k++) {
-        sqlq_sql_text_add(&s, k ? " AND " : " WHERE ");
-        sqlq_sql_text_ident(&s, t->columns[t->key[k]].name);
-        sqlq_sql_text_add(&s, " = ?");
-    }
-    if (rc != SQLQ_OK) {
-        sqlq_sql_text_free(&s);
-        return sqlq_error_set(err, rc, false, "out of memory");
-    }
-    return sqlq_sql_text_take(&s, out, err);
-}
-
-/* A change that came with a 'u' and nothing to fill it (or a column pgoutput cannot give): the
- * row as it is now, read by key as the trigger source reads it (a row gone since is published
- * as a delete, as the trigger source does). */
-static sqlq_result fetch_row(reader *r, sqlq_logical_change *c, sqlq_error *err)
-{
-    const sqlq_table *t = r->ls->table;
-    if (!r->fetch_sql) {
-        sqlq_result rc = fetch_sql(t, &r->fetch_sql, err);
-        if (rc != SQLQ_OK)
-            return rc;
-    }
-    sqlq_param p[32];
-    size_t np = 0;
-    for (size_t k = 0; k < t->nkey && np < 32; k++, np++) {
-        const json_t *v = json_object_get(c->key, t->columns[t->key[k]].name);
-        p[np] = json_is_integer(v) ? sqlq_param_int((int64_t)json_integer_value(v))
-                                   : sqlq_param_text(json_string_value(v));
-    }
-    json_t *rows = NULL;
-    sqlq_result rc = sqlq_db_query(r->db, r->fetch_sql, p, np, &rows, err);
-    if (rc != SQLQ_OK)
-        return rc;
-    json_decref(c->row);
-    c->row = json_incref(json_array_get(rows, 0));
-    if (!c->row)
-        c->op = SQLQ_OP_DELETE;
-    c->fetch_row = false;
-    json_decref(rows);
-    return SQLQ_OK;
-}
-
 /* Entry i of the transaction as a change: its message read back and decoded again. */
 static sqlq_result build(reader *r, size_t i, sqlq_buf *raw, sqlq_logical_change *out,
                          sqlq_error *err)
@@ -371,10 +314,39 @@ static sqlq_result build(reader *r, size_t i, sqlq_buf *raw, sqlq_logical_change
         rc = sqlq_logical_rel_build(e->rel, &m, e, r->ls->before_image, out, err);
     sqlq_pgoutput_free(&m);
     if (rc == SQLQ_OK && out->fetch_row)
-        rc = fetch_row(r, out, err);
+        rc = sqlq_logical_fetch_row(r->db, r->ls->table, &r->fetch_sql, out, err);
     if (rc != SQLQ_OK)
         sqlq_logical_change_free(out);
     return rc;
+}
+
+/* build, again after a transient failure of the reader's connection (a row read by key while
+ * the server restarts): the transaction is registered already and is handed over whole. */
+static sqlq_result build_retrying(reader *r, size_t i, sqlq_buf *raw, sqlq_logical_change *out,
+                                  sqlq_error *err)
+{
+    for (;;) {
+        sqlq_error e;
+        sqlq_error_clear(&e);
+        if (!r->db && sqlq_db_connect(r->ls->conn, &r->db, &e) != SQLQ_OK) {
+            r->db = NULL;
+            if (stopping(r))
+                return sqlq_error_set(err, SQLQ_E_CANCELLED, false, "stopping");
+            nap(r, 1000);
+            continue;
+        }
+        sqlq_result rc = build(r, i, raw, out, &e);
+        if (rc == SQLQ_OK || !e.transient || stopping(r)) {
+            if (rc != SQLQ_OK && err && !err->code)
+                *err = e;
+            return rc;
+        }
+        SQLQ_LOG_ERR(SQLQ_LOG_WARN, "logical_row_read_failed", &e, "table=%s",
+                     r->ls->names.table_key);
+        sqlq_db_close(r->db);
+        r->db = NULL;
+        nap(r, 1000);
+    }
 }
 
 static void txn_done(reader *r)
@@ -409,7 +381,7 @@ static sqlq_result on_commit(reader *r, const sqlq_pgo_msg *m, sqlq_error *err)
     for (size_t i = 0; i < r->txn.count && rc == SQLQ_OK; i++) {
         wait_room(r);
         sqlq_logical_change c;
-        rc = build(r, i, &raw, &c, err);
+        rc = build_retrying(r, i, &raw, &c, err);
         pthread_mutex_lock(&r->ls->mu);
         if (rc == SQLQ_OK)
             rc = sqlq_logical_ready_add(r->ls, c, r->txn.commit_lsn, seq);
