@@ -112,10 +112,10 @@ static sqlq_result l_installed(sqlq_db *db, const sqlq_table *t, bool *out, sqlq
     sqlq_catalog_names n;
     sqlq_result rc = sqlq_catalog_names_find(db, &t->name, NULL, &n, err);
     sqlq_pg_slot_names sn;
-    if (rc == SQLQ_OK) {
-        sqlq_pg_slot_names_make(&n, &sn);
+    if (rc == SQLQ_OK)
+        rc = sqlq_pg_slot_names_find(db, &n, &sn, err);
+    if (rc == SQLQ_OK)
         rc = sqlq_pg_slot_installed(db, t, &sn, out, err);
-    }
     return rc;
 }
 
@@ -124,9 +124,9 @@ static void l_describe(const sqlq_dialect *d, const sqlq_catalog_names *n, char 
 {
     (void)d;
     sqlq_pg_slot_names sn;
-    sqlq_pg_slot_names_make(n, &sn);
-    snprintf(out, size, "publication %s, replication slot %s (one per bridge name)",
-             sn.publication, sn.slot);
+    sqlq_pg_slot_names_make(n, "", &sn);
+    snprintf(out, size, "publication %s, replication slot %s_<8 hex digits of the database and "
+             "the bridge name> per bridge name", sn.publication, sn.publication);
 }
 
 /* ---- the signal: the ready ring ------------------------------------------------------------ */

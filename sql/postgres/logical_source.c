@@ -47,10 +47,10 @@ sqlq_result sqlq_logical_source_check(sqlq_db *db, const sqlq_capture_config *cf
         rc = sqlq_catalog_lookup_keyed(db, cfg->table, cfg->bridge_name, cfg->key_columns, &t,
                                        &names, err);
     sqlq_pg_slot_names sn;
-    if (rc == SQLQ_OK) {
-        sqlq_pg_slot_names_make(&names, &sn);
+    if (rc == SQLQ_OK)
+        rc = sqlq_pg_slot_names_find(db, &names, &sn, err);
+    if (rc == SQLQ_OK)
         rc = sqlq_pg_slot_check(db, t, &sn, need_of(cfg), warnings, err);
-    }
     sqlq_table_free(t);
     return rc;
 }
@@ -67,7 +67,7 @@ sqlq_result sqlq_logical_source_setup(sqlq_db *db, const sqlq_capture_config *cf
                                        drop ? SQLQ_CATALOG_ANY_KEY : cfg->key_columns, &t, &names,
                                        err);
     if (rc == SQLQ_OK)
-        sqlq_pg_slot_names_make(&names, &sn);
+        rc = sqlq_pg_slot_names_find(db, &names, &sn, err);
     sqlq_pg_slot_need need = {.full_identity = cfg->before_image || cfg->changed};
     if (rc == SQLQ_OK && !drop)
         rc = sqlq_pg_slot_check(db, t, &sn, need, warnings, err);
@@ -106,10 +106,10 @@ sqlq_result sqlq_logical_source_open(sqlq_db *db, const sqlq_capture_config *cfg
     if (rc == SQLQ_OK)
         rc = sqlq_catalog_lookup_keyed(db, cfg->table, cfg->bridge_name, cfg->key_columns,
                                        &ls->table, &ls->names, err);
-    if (rc == SQLQ_OK) {
-        sqlq_pg_slot_names_make(&ls->names, &ls->slot);
+    if (rc == SQLQ_OK)
+        rc = sqlq_pg_slot_names_find(db, &ls->names, &ls->slot, err);
+    if (rc == SQLQ_OK)
         rc = sqlq_pg_slot_check(db, ls->table, &ls->slot, need_of(cfg), warnings, err);
-    }
     size_t i;
     json_t *w;
     json_array_foreach(warnings, i, w) {

@@ -16,7 +16,8 @@
     "changes since then are lost to this route: run `sqlq setup --source logical` (a new slot "   \
     "starts from now), then `sqlq backfill` the table so consumers converge"
 
-void sqlq_pg_slot_names_make(const sqlq_catalog_names *n, sqlq_pg_slot_names *out)
+void sqlq_pg_slot_names_make(const sqlq_catalog_names *n, const char *database,
+                             sqlq_pg_slot_names *out)
 {
     const char *base = strncmp(n->log_table, "log_", 4) == 0 ? n->log_table + 4 : n->log_table;
     char h[13];
@@ -26,9 +27,22 @@ void sqlq_pg_slot_names_make(const sqlq_catalog_names *n, sqlq_pg_slot_names *ou
         sqlq_catalog_hash12(n->table_key, NULL, h);
         snprintf(out->publication, sizeof out->publication, "sqlq_%s", h);
     }
-    sqlq_catalog_hash12(n->bridge[0] ? n->bridge : "default", NULL, h);
+    sqlq_catalog_hash12(database, n->bridge[0] ? n->bridge : "default", h);
     h[8] = '\0';
     snprintf(out->slot, sizeof out->slot, "%.54s_%.8s", out->publication, h);
+}
+
+sqlq_result sqlq_pg_slot_names_find(sqlq_db *db, const sqlq_catalog_names *n,
+                                    sqlq_pg_slot_names *out, sqlq_error *err)
+{
+    json_t *rows = NULL;
+    sqlq_result rc = sqlq_db_query(db, "SELECT current_database() AS db", NULL, 0, &rows, err);
+    if (rc == SQLQ_OK) {
+        const char *d = json_string_value(json_object_get(json_array_get(rows, 0), "db"));
+        sqlq_pg_slot_names_make(n, d ? d : "", out);
+    }
+    json_decref(rows);
+    return rc;
 }
 
 /* One row of a query as a JSON object (owned by *rows), or NULL when it returned none. */
@@ -197,6 +211,11 @@ static sqlq_result check_slot(sqlq_db *db, const sqlq_pg_slot_names *n, sqlq_err
     sqlq_result rc = sqlq_pg_slot_state_get(db, n, &st, err);
     if (rc != SQLQ_OK)
         return rc;
+    if (st.exists && st.elsewhere)
+        return sqlq_error_set(err, SQLQ_E_CONFLICT, false,
+                              "replication slot %s belongs to database %s, not this one: drop it "
+                              "there if it is left over (SELECT pg_drop_replication_slot('%s'))",
+                              n->slot, st.database, n->slot);
     if (!st.exists)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "replication slot %s does not exist: `sqlq setup --source logical` "
@@ -240,7 +259,8 @@ sqlq_result sqlq_pg_slot_state_get(sqlq_db *db, const sqlq_pg_slot_names *n,
         "SELECT active, coalesce(active_pid, 0) AS pid, coalesce(wal_status, '') AS wal_status, "
         "coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint AS retained, "
         "coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0)::bigint AS lag, "
-        "coalesce(pg_wal_lsn_diff(confirmed_flush_lsn, '0/0'), 0)::bigint AS confirmed "
+        "coalesce(pg_wal_lsn_diff(confirmed_flush_lsn, '0/0'), 0)::bigint AS confirmed, "
+        "coalesce(database::text, '') AS database, database = current_database() AS here "
         "FROM pg_replication_slots WHERE slot_name = ?";
     memset(out, 0, sizeof *out);
     sqlq_param p[] = {sqlq_param_text(n->slot)};
@@ -255,6 +275,8 @@ sqlq_result sqlq_pg_slot_state_get(sqlq_db *db, const sqlq_pg_slot_names *n,
         out->retained_bytes = int_of(r, "retained");
         out->lag_bytes = int_of(r, "lag");
         out->confirmed_flush = (uint64_t)int_of(r, "confirmed");
+        snprintf(out->database, sizeof out->database, "%s", text_of(r, "database"));
+        out->elsewhere = !truthy(r, "here");
     }
     json_decref(rows);
     return rc;
@@ -318,8 +340,8 @@ static sqlq_result ensure_slot(sqlq_db *db, const sqlq_pg_slot_names *n, json_t 
     sqlq_result rc = sqlq_pg_slot_state_get(db, n, &st, err);
     if (rc != SQLQ_OK)
         return rc;
-    if (st.exists && strcmp(st.wal_status, "lost") == 0)
-        return check_slot(db, n, err); /* never re-created: say so, naming backfill */
+    if (st.exists && (st.elsewhere || strcmp(st.wal_status, "lost") == 0))
+        return check_slot(db, n, err); /* never re-created, nor another database's taken */
     if (st.exists) {
         line(lines, "replication slot %s exists (kept)", n->slot);
         return SQLQ_OK;
@@ -355,6 +377,8 @@ sqlq_result sqlq_pg_slot_drop(sqlq_db *db, const sqlq_pg_slot_names *n, json_t *
 {
     sqlq_pg_slot_state st;
     sqlq_result rc = sqlq_pg_slot_state_get(db, n, &st, err);
+    if (rc == SQLQ_OK && st.exists && st.elsewhere)
+        return check_slot(db, n, err); /* another database's: not ours to drop */
     if (rc == SQLQ_OK && st.exists && st.active)
         return sqlq_error_set(err, SQLQ_E_CONFLICT, false,
                               "replication slot %s is in use by process %d (a running bridge): "
@@ -374,7 +398,8 @@ sqlq_result sqlq_pg_slot_drop(sqlq_db *db, const sqlq_pg_slot_names *n, json_t *
     sqlq_param q[] = {sqlq_param_text(like)};
     if (rc == SQLQ_OK)
         rc = sqlq_db_query_int(db, "SELECT count(*) FROM pg_replication_slots WHERE slot_name "
-                                   "LIKE ?", q, 1, &others, err);
+                                   "LIKE ? AND database = current_database()", q, 1, &others,
+                               err);
     if (rc == SQLQ_OK && others > 0) {
         line(lines, "publication %s kept: another bridge name's slot of the table uses it",
              n->publication);

@@ -12,14 +12,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Publication sqlq_<base> per table (its log's <base>, catalog.h; hashed when long); slot
- * <publication>_<8 hex digits of the bridge name> per route (bridge name, table). */
+/* Publication sqlq_<base> per table (its log's <base>, catalog.h; hashed when long), in the
+ * table's database; slot <publication>_<8 hex digits of the database and the bridge name> per
+ * route: slots are the whole server's, so two databases' tables of one name get two slots. */
 typedef struct sqlq_pg_slot_names {
     char publication[64];
     char slot[64];
 } sqlq_pg_slot_names;
 
-void sqlq_pg_slot_names_make(const sqlq_catalog_names *n, sqlq_pg_slot_names *out);
+void sqlq_pg_slot_names_make(const sqlq_catalog_names *n, const char *database,
+                             sqlq_pg_slot_names *out);
+/* The same in db's current database. */
+SQLQ_NODISCARD sqlq_result sqlq_pg_slot_names_find(sqlq_db *db, const sqlq_catalog_names *n,
+                                                   sqlq_pg_slot_names *out, sqlq_error *err);
 
 typedef struct sqlq_pg_slot_need {
     bool slot;         /* the slot must exist and be usable (the bridge, config check) */
@@ -57,6 +62,8 @@ SQLQ_NODISCARD sqlq_result sqlq_pg_slot_installed(sqlq_db *db, const sqlq_table 
 
 typedef struct sqlq_pg_slot_state {
     bool exists;
+    bool elsewhere;          /* it exists, in another database than db's (never used here) */
+    char database[64];       /* the database it belongs to */
     bool active;             /* a session streams from it now */
     int active_pid;
     char wal_status[16];     /* reserved, extended, unreserved, lost ("" before PostgreSQL 13) */

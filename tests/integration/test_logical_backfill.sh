@@ -32,7 +32,7 @@ psql_ -d "$src_db" -c "$ddl" -c "INSERT INTO items SELECT g, 'old ' || g, 0 FROM
 psql_ -d "$rep_db" -c "$ddl"
 "$bin" setup --db "$src" --table items --source logical >/dev/null 2>&1 || fail "setup"
 
-"$bin" bridge --db "$src" --table items --queue "$q" --source logical --format batch \
+"$bin" bridge --db "$src" --table items --queue "$q" --source logical \
     --polling-interval-ms 100 >/dev/null 2>"$tmp/bridge.log" &
 pids+=($!)
 (
@@ -53,7 +53,7 @@ wait "$writer" || fail "writer"
 end=$(psql_ -d "$src_db" -c "SELECT pg_current_wal_lsn()")
 for _ in $(seq 300); do
     ok=$(psql_ -d "$src_db" -c "SELECT confirmed_flush_lsn >= '$end' FROM pg_replication_slots
-        WHERE slot_name LIKE 'sqlq_items_%'")
+        WHERE slot_name LIKE 'sqlq_items_%' AND database = current_database()")
     [ "$ok" = t ] && break
     sleep 0.1
 done

@@ -28,7 +28,10 @@ cleanup() {
     for q in "$q1" "$q2"; do "$sqlq" queue delete "$q" >/dev/null 2>&1 || true; done
     psql_ -d postgres -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
         WHERE database = '$name' AND NOT active" >/dev/null 2>&1 || true
+    psql_ -d postgres -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+        WHERE database = '${name}_b' AND NOT active" >/dev/null 2>&1 || true
     psql_ -d postgres -c "DROP DATABASE IF EXISTS $name" >/dev/null 2>&1 || true
+    psql_ -d postgres -c "DROP DATABASE IF EXISTS ${name}_b" >/dev/null 2>&1 || true
     psql_ -d postgres -c "DROP ROLE IF EXISTS ${name}_norepl" >/dev/null 2>&1 || true
     rm -rf "$tmp"
 }
@@ -66,6 +69,13 @@ echo "$out" | grep -q "source logical: PostgreSQL's logical decoding" || fail "S
 "$sqlq" setup --db "$conn" --table t1 --source logical >"$tmp/setup1.out" || fail "setup t1"
 "$sqlq" setup --db "$conn" --table t2 --source logical --before-image >"$tmp/setup2.out" || fail "setup t2"
 grep -q "replication slot sqlq_t1_.* created in" "$tmp/setup1.out" || fail "setup said: $(cat "$tmp/setup1.out")"
+# Slots are the whole server's: a table of the same name in another database gets its own.
+psql_ -d postgres -c "CREATE DATABASE ${name}_b"
+psql_ -d "${name}_b" -c "CREATE TABLE t1 (id int PRIMARY KEY, note text)"
+"$sqlq" setup --db "${conn/Database=$name;/Database=${name}_b;}" --table t1 --source logical \
+    >"$tmp/setup_b.out" 2>&1 || fail "setup of t1 in a second database: $(cat "$tmp/setup_b.out")"
+[ "$(psql_ -d postgres -c "SELECT count(DISTINCT database) FROM pg_replication_slots
+    WHERE slot_name LIKE 'sqlq_t1_%'")" = 2 ] || fail "two databases' t1 share a slot"
 out=$("$sqlq" bridge --db "$conn" --table t1 --queue "$q1" --source logical --before-image --once 2>&1) \
     && fail "a bridge with --before-image on a DEFAULT identity table started"
 echo "$out" | grep -q "REPLICA IDENTITY FULL" || fail "bridge before image: $out"
@@ -147,7 +157,7 @@ busy=$(psql_ -d "$name" -c "SELECT pg_current_wal_lsn()")
 released=""
 for _ in $(seq 300); do
     released=$(psql_ -d "$name" -c "SELECT confirmed_flush_lsn >= '$busy' FROM pg_replication_slots
-        WHERE slot_name LIKE 'sqlq_t1_%'")
+        WHERE slot_name LIKE 'sqlq_t1_%' AND database = current_database()")
     [ "$released" = t ] && break
     sleep 0.1
 done
@@ -159,7 +169,7 @@ done
 for p in "${pids[@]}"; do kill -TERM "$p"; wait "$p" || fail "bridge exited $? on SIGTERM"; done
 pids=()
 lag=$(psql_ -d "$name" -c "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) < 100000
-    FROM pg_replication_slots WHERE slot_name LIKE 'sqlq_t1_%'")
+    FROM pg_replication_slots WHERE slot_name LIKE 'sqlq_t1_%' AND database = current_database()")
 [ "$lag" = t ] || fail "the slot was not confirmed up to what was published"
 
 # --- the table left the publication; a dropped slot is a retention overrun ---
@@ -167,7 +177,7 @@ sql "ALTER PUBLICATION sqlq_t1 DROP TABLE t1"
 out=$("$sqlq" config check --db "$conn" --table t1 --queue "$q1" --source logical 2>&1) && fail "config check passed"
 echo "$out" | grep -q "is not in publication sqlq_t1" || fail "config check: $out"
 sql "ALTER PUBLICATION sqlq_t1 ADD TABLE t1"
-psql_ -d "$name" -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'sqlq_t2_%'" >/dev/null
+psql_ -d "$name" -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'sqlq_t2_%' AND database = current_database()" >/dev/null
 out=$("$sqlq" bridge --db "$conn" --table t2 --queue "$q2" --source logical --once 2>&1) && fail "bridge ran without its slot"
 echo "$out" | grep -q "does not exist.*sqlq backfill" || fail "slot missing: $out"
 "$sqlq" setup --db "$conn" --table t1 --source logical --drop >"$tmp/drop.out" || fail "drop: $(cat "$tmp/drop.out")"
