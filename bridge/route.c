@@ -365,7 +365,7 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
             rc = sqlq_lease_renewer_start(r->env.db_connection, &r->ccfg, renew_interval_ms(r),
                                           &r->renewer, &e);
         if (rc == SQLQ_OK && r->cfg.wakeup && !r->wakeup)
-            rc = sqlq_wakeup_create(r->env.db_connection, r->db, r->cap, r->cfg.source, &r->wakeup, &e);
+            rc = sqlq_wakeup_create(r->env.db_connection, r->db, r->cap, &r->wakeup, &e);
         /* The queue is not touched here: the first put creates it if missing, so a credential
          * that may only add messages is enough; the first idle poll probes it for /readyz. */
         if (rc == SQLQ_OK) {

@@ -2,6 +2,7 @@
  * and leases held (by whom), read from sqlq's registry and state tables. */
 #include "capture.h"
 #include "catalog.h"
+#include "change_source.h"
 #include "commands.h"
 #include "config.h"
 #include "cursor_status.h"
@@ -173,10 +174,11 @@ static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge,
     return SQLQ_EXIT_OK;
 }
 
+/* The database's default source, as a key ("change_log") or for people ("change log"). */
 static const char *source_name(sqlq_db *db, bool key)
 {
-    bool ct = sqlq_db_dialect(db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING;
-    return ct ? (key ? "change_tracking" : "change tracking") : (key ? "change_log" : "change log");
+    const sqlq_change_source_ops *s = sqlq_change_source_find(sqlq_db_dialect(db), SQLQ_SOURCE_AUTO);
+    return s ? (key ? s->name : s->title) : (key ? "change_log" : "change log");
 }
 
 static void no_bridge(const status_settings *s)

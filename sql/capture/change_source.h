@@ -77,20 +77,31 @@ typedef struct sqlq_change_signal_ops {
     /* A short batch goes on the queue: start, without waiting, what check compares with the
      * batch's covered version (NULL: nothing to start). */
     void (*peek)(void *sig, int64_t covered);
+    /* After a hint and its coalescing window: take along, without waiting, what the rest of
+     * the burst signalled (the poll that follows covers it). NULL: nothing to take. */
+    void (*consume)(void *sig, int64_t covered);
 } sqlq_change_signal_ops;
 
 /* ---- setup ------------------------------------------------------------------------------- */
 
-/* What `sqlq setup` asks of a source for one table. */
+/* What `sqlq setup` asks of a source for one table (capture.h: sqlq_capture_install,
+ * sqlq_capture_uninstall). */
 typedef struct sqlq_source_setup {
-    const sqlq_capture_config *cfg;    /* table, key_columns, bridge_name, source, … */
-    sqlq_change_log_options options;   /* --track-columns, --before-image */
-    int retention_days;                /* change tracking's retention (setup's option) */
-    /* Filled by install and drop: lines for the operator (strings, printed as they are, each
-     * after "<table>: ") and warnings (strings: logged). Either may be NULL. */
+    const sqlq_capture_config *cfg;  /* table, key_columns, bridge_name (drop: only that
+                                      * bridge's part), source, cursor_column, … */
+    sqlq_change_log_options options; /* --track-columns, --before-image */
+    int retention_days;              /* change tracking's retention when setup turns it on */
+    /* Out: lines for the operator, printed as they are (strings); the name errors are reported
+     * under (the table's canonical key once it is found, else ""); and whether a failure is
+     * the operator's input (setup exits 2). */
     json_t *lines;
-    json_t *warnings;
+    char name[SQLQ_TABLE_KEY_MAX];
+    bool usage;
 } sqlq_source_setup;
+
+/* Add one line to s->lines (printf-style); false when out of memory. */
+bool sqlq_source_setup_say(sqlq_source_setup *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* ---- the source -------------------------------------------------------------------------- */
 
@@ -129,15 +140,22 @@ typedef struct sqlq_change_source_ops {
      * (may be NULL) gets strings worth saying that do not refuse. */
     sqlq_result (*check)(sqlq_db *db, const sqlq_capture_config *cfg, json_t *warnings,
                          sqlq_error *err);
-    /* `sqlq setup`: install (idempotently) what the source needs for one table, or drop it
-     * (s->cfg->bridge_name set: only that bridge's part). SQLQ_E_INVALID, _UNSUPPORTED or
-     * _CONFLICT: the operator's input cannot be (setup exits 2). NULL: nothing to install. */
+    /* `sqlq setup`: install (idempotently) what the source needs for one table, or remove it
+     * with every bridge's state (s->cfg->bridge_name set: only that bridge's state). Lines for
+     * the operator in s->lines; s->usage when a failure is the operator's input. */
     sqlq_result (*install)(sqlq_db *db, sqlq_source_setup *s, sqlq_error *err);
     sqlq_result (*drop)(sqlq_db *db, sqlq_source_setup *s, sqlq_error *err);
+    /* Why the source cannot keep before images (setup refuses --before-image), NULL: it can. */
+    const char *no_before_image;
     /* Whether what install makes is there (NULL: nothing to install). */
     sqlq_result (*installed)(sqlq_db *db, const sqlq_table *t, bool *out, sqlq_error *err);
     /* The objects install makes for a table, for people ("table sqlq.log_t, triggers …"). */
     void (*describe)(const sqlq_dialect *d, const sqlq_catalog_names *n, char *out, size_t size);
+    /* `sqlq backfill`: an SQL expression over the table's row (the table named as it is) for
+     * the version this source gives the row's current state, 0 when no recorded change
+     * touched it; *out NULL when the source is not set up on the table. NULL: none. */
+    sqlq_result (*version_sql)(sqlq_db *db, const sqlq_table *t, const sqlq_catalog_names *n,
+                               char **out, sqlq_error *err);
     /* The change signal (NULL: the route polls at its interval). */
     const sqlq_change_signal_ops *signal;
 } sqlq_change_source_ops;
@@ -145,9 +163,10 @@ typedef struct sqlq_change_source_ops {
 /* The source of kind `kind` among the dialect's (SQLQ_SOURCE_AUTO: its first); NULL when it has
  * none of that kind. */
 const sqlq_change_source_ops *sqlq_change_source_find(const sqlq_dialect *d, sqlq_source_kind kind);
-/* The first dialect's title that has a source of `kind` ("SQL Server" for change tracking),
- * for messages; NULL when none has. */
-const char *sqlq_change_source_home(sqlq_source_kind kind);
+/* The title of the first dialect that has a source of `kind` ("SQL Server" for change
+ * tracking), and that source, for messages; NULL when none has. */
+const char *sqlq_change_source_home(sqlq_source_kind kind,
+                                    const sqlq_change_source_ops **out_source);
 
 /* The source and its state behind an open capture (for a signal's open, say). */
 const sqlq_change_source_ops *sqlq_capture_source(const sqlq_capture *cap);
@@ -168,5 +187,6 @@ sqlq_signal_event sqlq_change_signal_wait(sqlq_change_signal *s, sqlq_db *db,
                                           const sqlq_clock *clock, uint64_t ms, int64_t covered);
 sqlq_signal_event sqlq_change_signal_check(sqlq_change_signal *s, sqlq_db *db, int64_t covered);
 void sqlq_change_signal_peek(sqlq_change_signal *s, int64_t covered);
+void sqlq_change_signal_consume(sqlq_change_signal *s, int64_t covered);
 
 #endif

@@ -94,7 +94,19 @@ static sqlq_result l_setup(sqlq_db *db, sqlq_source_setup *s, bool drop, sqlq_er
 {
     sqlq_capture_config cfg = *s->cfg;
     cfg.before_image = cfg.before_image || s->options.before_image || s->options.track_columns;
-    return sqlq_logical_source_setup(db, &cfg, drop, s->lines, s->warnings, err);
+    if (!cfg.bridge_name)
+        cfg.bridge_name = "default"; /* --drop without a bridge name: the default's slot */
+    json_t *lines = json_array(), *warnings = json_array();
+    sqlq_result rc = sqlq_logical_source_setup(db, &cfg, drop, lines, warnings, err);
+    size_t i;
+    json_t *v;
+    json_array_foreach(warnings, i, v)
+        (void)sqlq_source_setup_say(s, "%s: warning: %s", cfg.table, json_string_value(v));
+    json_array_foreach(lines, i, v)
+        (void)sqlq_source_setup_say(s, "%s: %s", cfg.table, json_string_value(v));
+    json_decref(lines);
+    json_decref(warnings);
+    return rc;
 }
 
 static sqlq_result l_install(sqlq_db *db, sqlq_source_setup *s, sqlq_error *err)

@@ -64,7 +64,7 @@ echo "$out" | grep -q "has no REPLICATION attribute" || fail "no REPLICATION: $o
 out=$("$sqlq" setup --db "$conn" --table t1 --source logical --before-image 2>&1) && fail "--before-image without FULL succeeded"
 echo "$out" | grep -q "REPLICA IDENTITY FULL" || fail "before image without FULL: $out"
 out=$("$sqlq" setup --db "Driver={SQLite3};Database=$tmp/x.db;" --table t1 --source logical 2>&1) && fail "logical on SQLite succeeded"
-echo "$out" | grep -q "source logical: PostgreSQL's logical decoding" || fail "SQLite: $out"
+echo "$out" | grep -q "logical decoding is a PostgreSQL feature" || fail "SQLite: $out"
 
 "$sqlq" setup --db "$conn" --table t1 --source logical >"$tmp/setup1.out" || fail "setup t1"
 "$sqlq" setup --db "$conn" --table t2 --source logical --before-image >"$tmp/setup2.out" || fail "setup t2"

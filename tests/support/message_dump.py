@@ -14,6 +14,13 @@
   message_dump.py compare DIR_A DIR_B
       Exit 0 when both hold the same queues with byte-identical files; else names each
       difference and exits 1.
+  message_dump.py check BASE_1 BASE_2 NEW
+      Two runs of the old build and one of the new: a queue the old build published the same
+      way twice (BASE_1 = BASE_2) must be byte-identical in NEW; a queue whose messages vary
+      from run to run on the old build too (times written into rows, lengths of pids in
+      reasons, which changes share a batch) must hold no message form the old build did not
+      and every form both its runs had (a form: members in order, each value's JSON type).
+      Exit 1 on any difference.
 """
 import base64
 import binascii
@@ -24,6 +31,22 @@ import re
 import sys
 
 TS = re.compile(rb',?"ts":"[^"]*"')
+VERSION = re.compile(rb'"version":(-?[0-9]+)')
+ID = re.compile(rb'"id":"[0-9a-f]{32}"')
+BIG_B64 = re.compile(rb'"\$base64":"([A-Za-z0-9+/=]{1000,})"')
+
+
+def unvary(bodies):
+    """Versions to ranks, ids and large base64 masked (see the module's text)."""
+    versions = sorted({int(v) for b in bodies for v in VERSION.findall(b)})
+    rank = {v: i + 1 for i, v in enumerate(versions)}
+    out = []
+    for b in bodies:
+        b = VERSION.sub(lambda m: b'"version":%d' % rank[int(m.group(1))], b)
+        b = ID.sub(b'"id":"<id>"', b)
+        b = BIG_B64.sub(lambda m: b'"$base64":"<%d chars>"' % len(m.group(1)), b)
+        out.append(b)
+    return out
 
 
 def message_bytes(text):
@@ -59,6 +82,7 @@ def normalise(dump, outdir, distinct_prefixes, form_prefixes):
             queues[name].append(body)
     os.makedirs(outdir, exist_ok=True)
     for name, bodies in queues.items():
+        bodies = unvary(bodies)
         if name.startswith(tuple(form_prefixes + distinct_prefixes)):
             bodies = list(set(bodies))
         with open(os.path.join(outdir, name + ".txt"), "wb") as out:
@@ -82,6 +106,42 @@ def compare(a, b):
     return 1 if bad else 0
 
 
+def file_forms(path):
+    forms = set()
+    with open(path, "rb") as f:
+        for line in f:
+            try:
+                forms.add(form(json.loads(line, object_pairs_hook=collections.OrderedDict)))
+            except ValueError:
+                forms.add(line.decode("utf-8", "replace"))
+    return forms
+
+
+def check(base1, base2, new):
+    names = set(os.listdir(base1)) | set(os.listdir(base2)) | set(os.listdir(new))
+    same = forms = bad = 0
+    for name in sorted(names):
+        paths = [os.path.join(d, name) for d in (base1, base2, new)]
+        if not all(os.path.exists(p) for p in paths):
+            print(f"missing in a run: {name}")
+            bad += 1
+            continue
+        b1, b2, n = (open(p, "rb").read() for p in paths)
+        if b1 == b2:
+            ok = n == b1
+            same += ok
+        else:
+            f1, f2, fn = (file_forms(p) for p in paths)
+            ok = fn <= f1 | f2 and f1 & f2 <= fn
+            forms += ok
+        if not ok:
+            print(f"differs: {name} ({'bytes' if b1 == b2 else 'forms'})")
+            bad += 1
+    print(f"{same} queues byte-identical to the old build's (the same in both its runs), "
+          f"{forms} varying on the old build too with the same message forms, {bad} different")
+    return 1 if bad else 0
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "normalise":
         lists = {"--distinct": [], "--form": []}
@@ -96,5 +156,7 @@ if __name__ == "__main__":
         normalise(sys.argv[2], sys.argv[3], lists["--distinct"], lists["--form"])
     elif len(sys.argv) == 4 and sys.argv[1] == "compare":
         sys.exit(compare(sys.argv[2], sys.argv[3]))
+    elif len(sys.argv) == 5 and sys.argv[1] == "check":
+        sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4]))
     else:
         sys.exit(__doc__)

@@ -13,6 +13,8 @@ tests+='|bridge_outage$|cursor_failover'
 mkdir -p "$out"
 dump=$(cd "$out" && pwd)/dump.jsonl
 rm -f "$dump"
-(cd "$build" && SQLQ_TEST_MESSAGE_DUMP=$dump ctest --output-on-failure -j 2 -R "$tests")
+rc=0
+(cd "$build" && SQLQ_TEST_MESSAGE_DUMP=$dump ctest --output-on-failure -j 2 -R "$tests") || rc=$?
 python3 "$here/message_dump.py" normalise "$dump" "$out/queues" \
     --distinct mdb- curdef- --form crash- inst- outage cursor-failover
+exit $rc
