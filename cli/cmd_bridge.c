@@ -97,10 +97,13 @@ static const sqlq_setting bridge_table[] = {
                       "key only; or send it to poison"),
     SQLQ_SETTING_INT(S, max_message_bytes, "max_message_bytes", "SQLQ_MAX_MESSAGE_BYTES", "65536", 1024,
                      1048576, "limit on a message as sent (after base64); the service allows 65536"),
-    SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto", "auto|change_log|change_tracking|cursor",
+    SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto",
+                      "auto|change_log|change_tracking|cursor|logical",
                       "where changes come from: auto = the database's own source (the change log of "
                       "sqlq setup, or change tracking where the database keeps its own: "
-                      "docs/dialects.md); cursor = read-only polling on --cursor-column"),
+                      "docs/dialects.md); cursor = read-only polling on --cursor-column; "
+                      "logical = logical decoding of the write-ahead log (the slot of sqlq setup "
+                      "--source logical; no triggers: docs/logical-source.md)"),
     SQLQ_SETTING_STR(S, cursor_column, "cursor_column", "SQLQ_CURSOR_COLUMN", NULL,
                      "source cursor: a monotonic NOT NULL column (integer, version or timestamp)"),
     SQLQ_SETTING_STR(S, soft_delete_column, "soft_delete_column", "SQLQ_SOFT_DELETE_COLUMN", NULL,
@@ -415,8 +418,9 @@ static bool make_route(const bridge_settings *s, const char *where, const sqlq_c
     r->start_from = strcmp(s->start_from, "now") == 0 ? SQLQ_START_NOW : SQLQ_START_BEGINNING;
     (void)sqlq_oversize_policy_parse(s->oversize, &r->oversize);
     r->max_message_bytes = (size_t)s->max_message_bytes;
-    static const char *const sources[] = {"auto", "change_tracking", "change_log", "cursor"};
-    for (int i = 0; i < 4; i++)
+    static const char *const sources[] = {"auto", "change_tracking", "change_log", "cursor",
+                                          "logical"};
+    for (int i = 0; i < 5; i++)
         if (strcmp(s->source, sources[i]) == 0)
             r->source = (sqlq_source_kind)i;
     if (r->source == SQLQ_SOURCE_CURSOR && (!s->cursor_column || !*s->cursor_column)) {

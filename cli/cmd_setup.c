@@ -56,9 +56,11 @@ static const sqlq_setting setup_table[] = {
                      "change tracking: CHANGE_RETENTION when setup turns change tracking on for the "
                      "database (left alone when it is on already)"),
     SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto",
-                      "auto|change_log|change_tracking|cursor",
+                      "auto|change_log|change_tracking|cursor|logical",
                       "cursor: install nothing, check that --cursor-column is safe to poll and say "
-                      "what a cursor cannot see (hard deletes)"),
+                      "what a cursor cannot see (hard deletes); logical: a publication "
+                      "and the bridge name's replication slot instead of triggers, after the "
+                      "refusals (docs/logical-source.md)"),
     SQLQ_SETTING_STR(S, cursor_column, "cursor_column", "SQLQ_CURSOR_COLUMN", NULL,
                      "source cursor: the monotonic NOT NULL column (integer, version or timestamp)"),
     SQLQ_SETTING_STR(S, soft_delete_column, "soft_delete_column", "SQLQ_SOFT_DELETE_COLUMN", NULL,
@@ -259,7 +261,11 @@ static int setup_one(sqlq_db *db, const char *table, const char *key_columns,
     cc.table = table;
     cc.key_columns = key_columns;
     cc.bridge_name = s->drop && s->bridge_name ? s->bridge_name : cc.bridge_name;
-    cc.source = strcmp(s->source, "cursor") == 0 ? SQLQ_SOURCE_CURSOR : SQLQ_SOURCE_AUTO;
+    cc.source = strcmp(s->source, "cursor") == 0    ? SQLQ_SOURCE_CURSOR
+                : strcmp(s->source, "logical") == 0 ? SQLQ_SOURCE_LOGICAL
+                                                    : SQLQ_SOURCE_AUTO;
+    if (cc.source == SQLQ_SOURCE_LOGICAL && s->bridge_name)
+        cc.bridge_name = s->bridge_name; /* the slot is the bridge name's */
     cc.cursor_column = s->cursor_column;
     cc.soft_delete_column = s->soft_delete_column;
     sqlq_source_setup setup = {.cfg = &cc, .options = *opts,
@@ -329,7 +335,8 @@ int sqlq_cmd_setup(int argc, char **argv)
                             "delivered yet)\n");
         else if (!route_bools_ok(&res))
             rc = SQLQ_EXIT_USAGE;
-        else if ((s.track_columns || s.before_image) && (s.drop || strcmp(s.source, "cursor") == 0))
+        else if ((s.track_columns || s.before_image) && (s.drop || strcmp(s.source, "cursor") == 0) &&
+                 strcmp(s.source, "logical") != 0)
             rc = SQLQ_EXIT_USAGE,
             fprintf(stderr, "sqlq setup: --track-columns and --before-image are for installing a "
                             "change log (not with --drop or --source cursor)\n");

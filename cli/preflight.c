@@ -87,8 +87,10 @@ static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out, in
      * others had passed) */
     if (ok)
         snprintf(what, sizeof(what), "table %s: exists, has a key, %s", r->table,
-                 r->source == SQLQ_SOURCE_CURSOR ? "cursor column is safe"
-                                                 : "change capture installed");
+                 r->source == SQLQ_SOURCE_CURSOR    ? "cursor column is safe"
+                 : r->source == SQLQ_SOURCE_LOGICAL ? "wal_level logical, REPLICATION, replica "
+                                                      "identity, publication and slot usable"
+                                                    : "change capture installed");
     else
         snprintf(what, sizeof(what), "table %s", r->table);
     report(out, ok, what, &err);

@@ -15,7 +15,9 @@ typedef enum {
     SQLQ_SOURCE_AUTO = 0,       /* change tracking on SQL Server, change log elsewhere */
     SQLQ_SOURCE_CHANGE_TRACKING, /* SQL Server CHANGETABLE(CHANGES …) */
     SQLQ_SOURCE_CHANGE_LOG,      /* trigger-maintained log installed by sqlq setup */
-    SQLQ_SOURCE_CURSOR           /* read-only polling on a monotonic column (sql/cursor_source.h) */
+    SQLQ_SOURCE_CURSOR,          /* read-only polling on a monotonic column (sql/cursor_source.h) */
+    SQLQ_SOURCE_LOGICAL          /* PostgreSQL logical decoding: a replication slot streamed with
+                                  * pgoutput (sql/postgres/logical_source.h) */
 } sqlq_source_kind;
 
 typedef enum { SQLQ_START_BEGINNING = 0, SQLQ_START_NOW = 1 } sqlq_start_from;
@@ -166,6 +168,15 @@ typedef struct sqlq_capture_status {
                              * application_name, database, state, age_s, gid}; NULL elsewhere */
     double oldest_pending_age_s; /* age of the oldest change the sync version has not passed,
                                   * measured from when this process first saw it (0: none) */
+    /* Logical source (sync_version is the confirmed LSN): */
+    bool logical;
+    char slot[64];               /* the replication slot */
+    bool slot_active;            /* a session (this or another instance) streams from it */
+    bool slot_holder;            /* this instance does */
+    char wal_status[16];         /* the slot's wal_status: lost means a retention overrun */
+    int64_t retained_wal_bytes;  /* WAL the slot keeps on the server */
+    int64_t lag_bytes;           /* WAL written since what the slot confirmed */
+    double lag_s;                /* age of the oldest transaction received, not yet confirmed */
 } sqlq_capture_status;
 SQLQ_NODISCARD sqlq_result sqlq_capture_status_get(sqlq_capture *cap, sqlq_capture_status *out,
                                                    sqlq_error *err);

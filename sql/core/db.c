@@ -60,6 +60,11 @@ struct sqlq_db {
     sqlq_stmt_cache cache;
 };
 
+const char *sqlq_db_conn_string(const sqlq_db *db)
+{
+    return db ? db->conn : NULL;
+}
+
 sqlq_param sqlq_param_text(const char *s)
 {
     sqlq_param p = {.type = s ? SQLQ_PARAM_TEXT : SQLQ_PARAM_NULL, .text = s};

@@ -48,6 +48,9 @@ SQLQ_NODISCARD sqlq_result sqlq_db_connect(const char *conn, sqlq_db **out, sqlq
 void sqlq_db_close(sqlq_db *db);
 const sqlq_dialect *sqlq_db_dialect(const sqlq_db *db); /* never NULL once connected */
 const char *sqlq_db_dbms_name(const sqlq_db *db);
+/* The connection string db was opened with (a secret: never log it), for a second connection
+ * to the same server (PostgreSQL's replication protocol through libpq). */
+const char *sqlq_db_conn_string(const sqlq_db *db);
 
 /* Close and re-open the same connection string (after a transient failure), retrying with
  * back-off until it succeeds, the budget is spent or *stop becomes non-zero. */

@@ -3,6 +3,7 @@
 #include "dialect.h"
 #include "dialect_parts.h"
 #include "cursor_source.h"
+#include "logical_ops.h"
 #include "pg_internal.h"
 
 #include <sqlext.h>
@@ -110,8 +111,8 @@ static sqlq_result keyset_param_sql(const sqlq_keyset_col *c, sqlq_buf *out)
 }
 
 /* What --source picks from, the first for auto. */
-static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_pg_log_source, &sqlq_cursor_change_source,
-                                                      NULL};
+static const sqlq_change_source_ops *const SOURCES[] = {
+    &sqlq_pg_log_source, &sqlq_cursor_change_source, &sqlq_change_source_logical, NULL};
 
 const sqlq_dialect sqlq_dialect_postgres = {
     .name = "postgres",

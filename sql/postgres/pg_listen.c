@@ -2,11 +2,12 @@
 
 #include "pg_internal.h"
 #include "conn_string.h"
+#include "change_log.h"
 #include "log.h"
 #include "pg_arm.h"
+#include "pg_conninfo.h"
 
 #include <libpq-fe.h>
-#include <odbcinst.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -31,26 +32,11 @@
 /* Lets the wake-up lock go (the session holds no other advisory lock). */
 static const char UNLOCK_SQL[] = "SELECT pg_advisory_unlock_all()";
 
-/* libpq keyword, then the psqlODBC keywords that give it (the last one given wins). */
-static const char *const map_host[] = {"Server", "Servername", NULL};
-static const char *const map_port[] = {"Port", NULL};
-static const char *const map_db[] = {"Database", NULL};
-static const char *const map_user[] = {"UID", "Username", "User", NULL};
-static const char *const map_pwd[] = {"PWD", "Password", NULL};
-static const char *const map_ssl[] = {"SSLMode", NULL};
-static const struct {
-    const char *keyword;
-    const char *const *odbc;
-} params[] = {{"host", map_host}, {"port", map_port}, {"dbname", map_db},
-              {"user", map_user}, {"password", map_pwd}, {"sslmode", map_ssl}};
-#define NPARAMS (sizeof(params) / sizeof(params[0]))
 #define NFIXED 6 /* application_name, connect_timeout, keepalives (4 keys) */
-#define MAX_PQOPT 16 /* libpq options given in psqlODBC's pqopt */
 
 struct sqlq_pg_listen {
     char *channel;
-    char *values[NPARAMS];     /* NULL: libpq's default */
-    PQconninfoOption *pqopt;   /* psqlODBC's pqopt={...}, parsed by libpq; NULL when none */
+    sqlq_pg_conninfo *ci;      /* the server of the ODBC connection string */
     bool off;                  /* the server could not be determined: never connects */
     bool checked;              /* whether the trigger notifies was checked (at the first LISTEN) */
     bool said_silent;          /* wakeup_off said the trigger does not notify: say when it does */
@@ -86,81 +72,19 @@ static void sleep_ms(uint64_t ms)
     }
 }
 
-static char *last_value(const char *conn, const char *const *keys)
+/* Never libpq's defaults in silence (pg_conninfo.h): no server named, no listener. */
+static void resolve_server(sqlq_pg_listen *l)
 {
-    char **list = sqlq_conn_string_values(conn, keys);
-    char *v = NULL;
-    for (size_t i = 0; list && list[i]; i++)
-        v = list[i];
-    v = v && v[0] ? strdup(v) : NULL; /* Server= (empty) names nothing */
-    sqlq_conn_string_list_free(list);
-    return v;
-}
-
-/* A value psqlODBC reads from the DSN's section of odbc.ini (unixODBC's ODBCINI, ~/.odbc.ini,
- * the system odbc.ini) when the connection string does not give it. */
-static char *dsn_value(const char *dsn, const char *const *keys)
-{
-    char buf[512];
-    for (size_t i = 0; keys[i]; i++) {
-        buf[0] = '\0';
-        int n = SQLGetPrivateProfileString(dsn, keys[i], "", buf, (int)sizeof(buf), "odbc.ini");
-        if (n > 0 && buf[0])
-            return strdup(buf);
-    }
-    return NULL;
-}
-
-/* psqlODBC's pqopt: libpq conninfo text ("sslrootcert=/x keepalives_idle=5"), often in braces. */
-static PQconninfoOption *parse_pqopt(const char *conn)
-{
-    static const char *const key[] = {"pqopt", NULL};
-    char *v = last_value(conn, key);
-    if (!v)
-        return NULL;
-    size_t n = strlen(v);
-    if (n >= 2 && v[0] == '{' && v[n - 1] == '}') {
-        memmove(v, v + 1, n - 2);
-        v[n - 2] = '\0';
-    }
-    char *msg = NULL;
-    PQconninfoOption *o = PQconninfoParse(v, &msg);
-    if (!o)
-        SQLQ_WARN("listen_pqopt_ignored", "error=\"%s\"", msg ? msg : "out of memory");
-    PQfreemem(msg);
-    free(v);
-    return o;
-}
-
-static const char *pqopt_value(const sqlq_pg_listen *l, const char *keyword)
-{
-    for (const PQconninfoOption *o = l->pqopt; o && o->keyword; o++)
-        if (o->val && o->val[0] && strcmp(o->keyword, keyword) == 0)
-            return o->val;
-    return NULL;
-}
-
-/* Never libpq's defaults in silence: with no server named (connection string, DSN, pqopt, or
- * PGHOST), a local socket could be another PostgreSQL than the one ODBC reaches. */
-static void resolve_server(sqlq_pg_listen *l, const char *odbc_conn)
-{
-    static const char *const dsn_key[] = {"DSN", NULL};
-    char *dsn = last_value(odbc_conn, dsn_key);
-    for (size_t i = 0; dsn && i < NPARAMS; i++)
-        if (!l->values[i])
-            l->values[i] = dsn_value(dsn, params[i].odbc);
-    bool known = l->values[0] || pqopt_value(l, "host") || pqopt_value(l, "hostaddr") ||
-                 pqopt_value(l, "service") || getenv("PGHOST") || getenv("PGSERVICE");
-    if (!known) {
-        l->off = true;
-        SQLQ_WARN("wakeup_off",
-                  "channel=%s dsn=%s reason=\"the PostgreSQL server of the connection string "
-                  "could not be determined (no Server/Servername%s)\" hint=\"name the server in the "
-                  "connection string (Server=...;Port=...), or set wakeup: false; the route polls at "
-                  "its interval\"",
-                  l->channel, dsn ? dsn : "-", dsn ? " in it nor in its odbc.ini section" : "");
-    }
-    free(dsn);
+    if (sqlq_pg_conninfo_known(l->ci))
+        return;
+    const char *dsn = sqlq_pg_conninfo_dsn(l->ci);
+    l->off = true;
+    SQLQ_WARN("wakeup_off",
+              "channel=%s dsn=%s reason=\"the PostgreSQL server of the connection string "
+              "could not be determined (no Server/Servername%s)\" hint=\"name the server in the "
+              "connection string (Server=...;Port=...), or set wakeup: false; the route polls at "
+              "its interval\"",
+              l->channel, dsn ? dsn : "-", dsn ? " in it nor in its odbc.ini section" : "");
 }
 
 sqlq_result sqlq_pg_listen_create(const char *odbc_conn, const char *channel,
@@ -185,10 +109,11 @@ sqlq_result sqlq_pg_listen_create(const char *odbc_conn, const char *channel,
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     }
     sqlq_pg_arm_init(&l->arm);
-    for (size_t i = 0; i < NPARAMS; i++)
-        l->values[i] = last_value(odbc_conn, params[i].odbc);
-    l->pqopt = parse_pqopt(odbc_conn);
-    resolve_server(l, odbc_conn);
+    if (sqlq_pg_conninfo_create(odbc_conn, &l->ci, err) != SQLQ_OK) {
+        sqlq_pg_listen_destroy(l);
+        return SQLQ_E_NOMEM;
+    }
+    resolve_server(l);
     l->retry_ms = 0; /* the first connection: at once */
     *out = l;
     return SQLQ_OK;
@@ -200,9 +125,7 @@ void sqlq_pg_listen_destroy(sqlq_pg_listen *l)
         return;
     if (l->conn)
         PQfinish(l->conn);
-    for (size_t i = 0; i < NPARAMS; i++)
-        free(l->values[i]);
-    PQconninfoFree(l->pqopt);
+    sqlq_pg_conninfo_destroy(l->ci);
     free(l->channel);
     free(l->arm_sql);
     free(l->peek_sql);
@@ -302,27 +225,11 @@ static void check_notify(sqlq_pg_listen *l)
 
 static bool connect_and_listen(sqlq_pg_listen *l)
 {
-    const char *keys[NPARAMS + MAX_PQOPT + NFIXED + 1], *vals[NPARAMS + MAX_PQOPT + NFIXED + 1];
-    size_t k = 0;
-    for (size_t i = 0; i < NPARAMS; i++)
-        if (l->values[i]) {
-            keys[k] = params[i].keyword;
-            vals[k++] = l->values[i];
-        }
-    /* pqopt after the mapped keywords: as in psqlODBC, its options win. */
-    for (const PQconninfoOption *o = l->pqopt; o && o->keyword && k < NPARAMS + MAX_PQOPT; o++)
-        if (o->val && o->val[0]) {
-            keys[k] = o->keyword;
-            vals[k++] = o->val;
-        }
     static const char *const fixed[NFIXED][2] = {
         {"application_name", "sqlq-listen"}, {"connect_timeout", "5"}, {"keepalives", "1"},
         {"keepalives_idle", "30"},           {"keepalives_interval", "10"}, {"keepalives_count", "3"}};
-    for (size_t i = 0; i < NFIXED; i++) {
-        keys[k] = fixed[i][0];
-        vals[k++] = fixed[i][1];
-    }
-    keys[k] = vals[k] = NULL;
+    const char *keys[SQLQ_PG_CONNINFO_MAX + NFIXED], *vals[SQLQ_PG_CONNINFO_MAX + NFIXED];
+    sqlq_pg_conninfo_params(l->ci, fixed, NFIXED, keys, vals, SQLQ_PG_CONNINFO_MAX + NFIXED);
     l->conn = PQconnectdbParams(keys, vals, 0);
     if (l->conn)
         PQsetNoticeProcessor(l->conn, quiet_notice, NULL);

@@ -92,7 +92,7 @@ static bool keep(sqlq_status_report *s, const char *table, const char *bridge, s
 
 /* The capture status of one bridge: from a kept capture, else one opened now. */
 static sqlq_result read_capture(sqlq_status_report *s, const char *table, const char *bridge,
-                                sqlq_capture_status *st, sqlq_error *err)
+                                bool slot, sqlq_capture_status *st, sqlq_error *err)
 {
     open_capture *o = s->keep_open ? kept(s, table, bridge) : NULL;
     if (o) {
@@ -103,6 +103,8 @@ static sqlq_result read_capture(sqlq_status_report *s, const char *table, const 
     }
     sqlq_capture_config cfg;
     sqlq_capture_config_default(&cfg);
+    cfg.source = slot ? SQLQ_SOURCE_LOGICAL : SQLQ_SOURCE_AUTO;
+    cfg.quiet = slot;
     cfg.table = table;
     cfg.bridge_name = bridge;
     cfg.instance_id = "sqlq-status";
@@ -140,15 +142,26 @@ static void stopped_counts(sqlq_db *db, const char *table, const char *bridge,
     json_object_set_new(b, "leased", json_integer((json_int_t)c.leased));
 }
 
-/* One bridge of one table, appended to `bridges`; false when it could not be read. */
+/* A logical source's slot: what it keeps and how far behind it is. */
+static void slot_json(json_t *b, const sqlq_capture_status *st)
+{
+    json_object_set_new(b, "slot", json_pack("{s:s, s:b, s:s, s:I, s:I}", "name", st->slot,
+                                             "active", st->slot_active, "wal_status",
+                                             st->wal_status, "retained_wal_bytes",
+                                             (json_int_t)st->retained_wal_bytes, "lag_bytes",
+                                             (json_int_t)st->lag_bytes));
+}
+
+/* One bridge of one table (`slot`: its registry row is a logical source's slot), appended to
+ * `bridges`; false when it could not be read. */
 static bool bridge_status(sqlq_status_report *s, const sqlq_status_options *o, const char *table,
-                          const char *bridge, json_t *bridges)
+                          const char *bridge, bool slot, json_t *bridges)
 {
     sqlq_capture_status st;
     memset(&st, 0, sizeof(st));
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (read_capture(s, table, bridge, &st, &err) != SQLQ_OK) {
+    if (read_capture(s, table, bridge, slot, &st, &err) != SQLQ_OK) {
         char what[600];
         snprintf(what, sizeof(what), "%s, bridge %s", table, bridge);
         report_error(o, what, &err);
@@ -174,6 +187,8 @@ static bool bridge_status(sqlq_status_report *s, const sqlq_status_options *o, c
         json_object_set_new(b, "held_back", json_integer((json_int_t)st.held_back));
         json_object_set(b, "blocking_transactions", st.writers);
     }
+    if (b && st.logical)
+        slot_json(b, &st);
     json_array_append_new(bridges, b);
     sqlq_capture_status_free(&st);
     return true;
@@ -233,10 +248,14 @@ static bool registry_row(sqlq_status_report *s, const sqlq_status_options *o, js
         return true;
     json_t *entry = json_array_get(tables, json_array_size(tables) - 1);
     const char *current = json_string_value(json_object_get(entry, "table"));
+    /* A table whose rows are all slots has the logical source alone. */
+    bool slot = strcmp(kind, "slot") == 0;
     if (!current || strcmp(current, table) != 0) {
-        entry = json_pack("{s:s, s:s, s:[]}", "table", table, "source", source_key(s->db),
-                          "bridges");
+        entry = json_pack("{s:s, s:s, s:[]}", "table", table, "source",
+                          slot ? "logical" : source_key(s->db), "bridges");
         json_array_append_new(tables, entry);
+    } else if (!slot) {
+        json_object_set_new(entry, "source", json_string(source_key(s->db)));
     }
     if (strcmp(kind, "log") == 0) {
         json_object_set_new(entry, "log", json_string(object ? object : ""));
@@ -244,7 +263,7 @@ static bool registry_row(sqlq_status_report *s, const sqlq_status_options *o, js
     }
     if (o->bridge && strcmp(o->bridge, bridge) != 0)
         return true;
-    return bridge_status(s, o, table, bridge, json_object_get(entry, "bridges"));
+    return bridge_status(s, o, table, bridge, slot, json_object_get(entry, "bridges"));
 }
 
 /* The tables sqlq set up and their bridges, from the registry. */
