@@ -41,7 +41,7 @@ typedef struct sqlq_route_config {
     const char *cursor_column;      /* source cursor: the monotonic column */
     const char *soft_delete_column; /* source cursor: rows with it set publish as deletes */
     const char *key_columns; /* NULL: the change log's key or the primary key; else a unique
-                              * index's columns ("a,b": sql/table_key.h) */
+                              * index's columns ("a,b": sql/schema/table_key.h) */
     int safety_lag_ms;              /* source cursor: read only rows older than this (timestamps) */
     bool allow_retention_gap; /* SQL Server: go on (with a warning) when retention overran */
     long long message_ttl_s;  /* -1: messages never expire (default); else seconds */

@@ -110,6 +110,18 @@ static void init_metrics(sqlq_route *r)
     r->m_pending_age = sqlq_metrics_gauge(m, "sqlq_oldest_pending_change_age_seconds",
                                           "Age of the oldest captured change not yet delivered "
                                           "(to within 5 s), per table.", t, 1);
+    if (r->cfg.source == SQLQ_SOURCE_LOGICAL) {
+        r->m_slot_retained = sqlq_metrics_gauge(
+            m, "sqlq_slot_retained_wal_bytes",
+            "WAL the route's replication slot keeps on the server (source logical).", t, 1);
+        r->m_slot_lag = sqlq_metrics_gauge(
+            m, "sqlq_slot_lag_bytes",
+            "WAL written since what the route's slot confirmed (source logical).", t, 1);
+        r->m_slot_lag_s = sqlq_metrics_gauge(
+            m, "sqlq_slot_lag_seconds",
+            "Age of the oldest transaction received and not yet confirmed (source logical).", t,
+            1);
+    }
     sqlq_label rq[] = {{"reason", "queue_unavailable"}};
     sqlq_label rd[] = {{"reason", "database_unavailable"}};
     sqlq_label rl[] = {{"reason", "lease_lost"}};
@@ -379,7 +391,7 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
             rc = sqlq_lease_renewer_start(r->env.db_connection, &r->ccfg, renew_interval_ms(r),
                                           &r->renewer, &e);
         if (rc == SQLQ_OK && r->cfg.wakeup && !r->wakeup)
-            rc = sqlq_wakeup_create(r->env.db_connection, r->db, r->cap, r->cfg.source, &r->wakeup, &e);
+            rc = sqlq_wakeup_create(r->env.db_connection, r->db, r->cap, &r->wakeup, &e);
         /* The queue is not touched here: the first put creates it if missing, so a credential
          * that may only add messages is enough; the first idle poll probes it for /readyz. */
         if (rc == SQLQ_OK) {
@@ -451,6 +463,11 @@ void sqlq_route_refresh_metrics(sqlq_route *r, uint64_t now)
         /* Held back by an open writer of the log (PostgreSQL): committed, not delivered yet. */
         sqlq_gauge_set(r->m_pending, (double)(st.pending + st.held_back));
         sqlq_gauge_set(r->m_pending_age, st.oldest_pending_age_s);
+        if (st.logical && r->m_slot_retained) {
+            sqlq_gauge_set(r->m_slot_retained, (double)st.retained_wal_bytes);
+            sqlq_gauge_set(r->m_slot_lag, (double)st.lag_bytes);
+            sqlq_gauge_set(r->m_slot_lag_s, st.lag_s);
+        }
         sqlq_capture_status_free(&st);
     }
 }

@@ -116,6 +116,7 @@ struct sqlq_route {
     char stop_reason[32];
     sqlq_error stop_err;
     sqlq_backlog *backlog;
+    sqlq_gauge *m_slot_retained, *m_slot_lag, *m_slot_lag_s; /* source logical: the slot's */
 };
 
 /* route.c */

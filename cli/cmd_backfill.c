@@ -4,7 +4,7 @@
  *
  * Messages are the read shape of docs/messages.md, written by the message library
  * (message/envelope.h, op read): version = the row's current change version, the one the bridge
- * gives its latest change (sql/backfill.h), so backfill and bridge messages of a key compare and
+ * gives its latest change (sql/cursor/backfill.h), so backfill and bridge messages of a key compare and
  * a page sent again after a crash carries the same message ids. --format batch packs them as
  * {"changes":[…]} under the size limit, in key order. */
 #include "backfill.h"

@@ -60,8 +60,8 @@ typedef struct bridge_settings {
 #define S bridge_settings
 static const sqlq_setting bridge_table[] = {
     SQLQ_SETTING_SECRET(S, db, "db", "SQLQ_DB_CONNECTION", NULL,
-                        "ODBC connection string of the database (Driver={SQLite3};Database=…, "
-                        "PostgreSQL or MariaDB/MySQL)"),
+                        "ODBC connection string of the database (Driver=…;Database=…: the databases and "
+                        "their drivers are in docs/dialects.md)"),
     SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
                      "table to watch (schema.name); with --queue, one route (replaces the file's routes)"),
     SQLQ_SETTING_STR(S, queue, "queue", "SQLQ_QUEUE", NULL,
@@ -97,9 +97,13 @@ static const sqlq_setting bridge_table[] = {
                       "key only; or send it to poison"),
     SQLQ_SETTING_INT(S, max_message_bytes, "max_message_bytes", "SQLQ_MAX_MESSAGE_BYTES", "65536", 1024,
                      1048576, "limit on a message as sent (after base64); the service allows 65536"),
-    SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto", "auto|change_log|change_tracking|cursor",
-                      "where changes come from: auto = change tracking on SQL Server, the change log "
-                      "of sqlq setup elsewhere; cursor = read-only polling on --cursor-column"),
+    SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto",
+                      "auto|change_log|change_tracking|cursor|logical",
+                      "where changes come from: auto = the database's own source (the change log of "
+                      "sqlq setup, or change tracking where the database keeps its own: "
+                      "docs/dialects.md); cursor = read-only polling on --cursor-column; "
+                      "logical = logical decoding of the write-ahead log (the slot of sqlq setup "
+                      "--source logical; no triggers: docs/logical-source.md)"),
     SQLQ_SETTING_STR(S, cursor_column, "cursor_column", "SQLQ_CURSOR_COLUMN", NULL,
                      "source cursor: a monotonic NOT NULL column (integer, version or timestamp)"),
     SQLQ_SETTING_STR(S, soft_delete_column, "soft_delete_column", "SQLQ_SOFT_DELETE_COLUMN", NULL,
@@ -107,13 +111,14 @@ static const sqlq_setting bridge_table[] = {
     SQLQ_SETTING_STR(S, key_columns, "key_columns", "SQLQ_KEY_COLUMNS", NULL,
                      "the columns that identify a row (comma-separated) when they are not the "
                      "primary key: a unique index or constraint on exactly them, NOT NULL; unset: "
-                     "the key sqlq setup gave the change log, else the primary key (not on SQL "
-                     "Server)"),
+                     "the key sqlq setup gave the change log, else the primary key (not with change "
+                     "tracking)"),
     SQLQ_SETTING_INT(S, safety_lag_ms, "safety_lag_ms", "SQLQ_SAFETY_LAG_MS", "-1", -1, 3600000,
                      "source cursor: how late a commit may be and still be read (ms); -1 = the "
-                     "database's default: 10000, SQLite 0, SQL Server rowversion exact"),
+                     "database's default: 10000, 0 where commits come one at a time, exact for a "
+                     "rowversion column (docs/cursor-source.md)"),
     SQLQ_SETTING_BOOL(S, allow_retention_gap, "allow_retention_gap", "SQLQ_ALLOW_RETENTION_GAP", "false",
-                      "SQL Server: when change tracking already cleaned up changes not yet delivered, "
+                      "change tracking: when it already cleaned up changes not yet delivered, "
                       "go on from the oldest kept (a warning; run sqlq backfill to re-send) instead "
                       "of stopping with an error"),
     SQLQ_SETTING_INT(S, message_ttl_s, "message_ttl_s", "SQLQ_MESSAGE_TTL_S", "-1", -1, 2147483647,
@@ -141,12 +146,13 @@ static const sqlq_setting bridge_table[] = {
                       "with --format functions)"),
     SQLQ_SETTING_BOOL(S, before_image, "before_image", "SQLQ_BEFORE_IMAGE", "false",
                       "update and delete messages carry \"before\": the row before the key's latest "
-                      "change (needs sqlq setup --before-image; change log, not SQL Server; not with "
+                      "change (needs sqlq setup --before-image; change log, not change tracking; not with "
                       "--format functions)"),
     SQLQ_SETTING_BOOL(S, wakeup, "wakeup", "SQLQ_WAKEUP", "true",
-                      "poll at once when the table changed (PostgreSQL: LISTEN for the capture "
-                      "trigger's NOTIFY; SQLite: PRAGMA data_version every 10 ms), not only every "
-                      "polling interval; --no-wakeup: the interval alone"),
+                      "poll at once when the table changed (the source's signal: the capture "
+                      "trigger's notification, or the database's data version probed every 10 ms; "
+                      "docs/capture.md, Wake-ups), not only every polling interval; --no-wakeup: "
+                      "the interval alone"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
                      "after SIGTERM: time to finish publishes in flight; exit 0 when they "
                      "settled in time, else leave anyway with exit 1 (what was left stays "
@@ -412,8 +418,9 @@ static bool make_route(const bridge_settings *s, const char *where, const sqlq_c
     r->start_from = strcmp(s->start_from, "now") == 0 ? SQLQ_START_NOW : SQLQ_START_BEGINNING;
     (void)sqlq_oversize_policy_parse(s->oversize, &r->oversize);
     r->max_message_bytes = (size_t)s->max_message_bytes;
-    static const char *const sources[] = {"auto", "change_tracking", "change_log", "cursor"};
-    for (int i = 0; i < 4; i++)
+    static const char *const sources[] = {"auto", "change_tracking", "change_log", "cursor",
+                                          "logical"};
+    for (int i = 0; i < 5; i++)
         if (strcmp(s->source, sources[i]) == 0)
             r->source = (sqlq_source_kind)i;
     if (r->source == SQLQ_SOURCE_CURSOR && (!s->cursor_column || !*s->cursor_column)) {

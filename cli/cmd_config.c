@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "config.h"
 #include "credential_doc.h"
+#include "dialect.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -75,6 +76,10 @@ static void print_markdown(FILE *f)
     for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
         sqlq_config_print_markdown(specs[i](), f);
     sqlq_credential_print_markdown(f);
+    const sqlq_dialect *d;
+    for (size_t i = 0; (d = sqlq_dialect_at(i)) != NULL; i++)
+        for (size_t k = 0; d->config_doc && d->config_doc[k]; k++)
+            fprintf(f, "%s\n", d->config_doc[k]);
 }
 
 int sqlq_cmd_config(int argc, char **argv)

@@ -41,9 +41,9 @@ static const sqlq_config_spec status_spec = {
     "status",
     "sqlq status --db CONN [--table T] [--bridge-name NAME] [--json]",
     "Show, per table and bridge: the sync version (every change at or below it is delivered),\n"
-    "pending changes (not delivered yet, leased ones included, and on PostgreSQL committed\n"
-    "changes an open writer of the change log holds back: the backlog an autoscaler reads, as\n"
-    "the bridge's sqlq_pending_changes metric counts it),\n"
+    "pending changes (not delivered yet, leased ones included, and where the source reads up to\n"
+    "a horizon committed changes an open writer of the change log holds back: the backlog an\n"
+    "autoscaler reads, as the bridge's sqlq_pending_changes metric counts it),\n"
     "and the leases held now, by owner (host:pid:random of the bridge instance).\n"
     "A bridge whose capture stopped (its key changed, its triggers are gone) is shown as\n"
     "`capture stopped (REASON)` with its counts read from the change log alone.\n"
@@ -83,7 +83,7 @@ static void on_error(void *ctx, const char *what, const sqlq_error *err)
     print_err(what, err);
 }
 
-/* PostgreSQL: the open transactions that wrote the change log and hold delivery back. */
+/* A source with a horizon: the open transactions that wrote the change log and hold delivery back. */
 static void print_writers(const json_t *b)
 {
     json_t *writers = json_object_get(b, "blocking_transactions");
@@ -109,6 +109,32 @@ static void print_writers(const json_t *b)
                (long long)json_integer_value(json_object_get(w, "age_s")),
                shown(w, "xid", "?", t[3], sizeof(t[3])));
     }
+}
+
+/* A logical source's slot: what it keeps and how far behind it is. */
+static void print_slot(const json_t *b)
+{
+    const json_t *slot = json_object_get(b, "slot");
+    if (!slot)
+        return;
+    char name[SQLQ_TERM_NAME_MAX], w[SQLQ_TERM_NAME_MAX];
+    printf("    replication slot %s: %s, wal_status %s, retains %lld bytes of WAL, %lld bytes "
+           "behind\n",
+           shown(slot, "name", "", name, sizeof(name)),
+           json_is_true(json_object_get(slot, "active")) ? "streaming" : "inactive",
+           shown(slot, "wal_status", "-", w, sizeof(w)),
+           (long long)json_integer_value(json_object_get(slot, "retained_wal_bytes")),
+           (long long)json_integer_value(json_object_get(slot, "lag_bytes")));
+}
+
+/* A source's key in the report as people read it. */
+static const char *source_title(const char *key)
+{
+    if (key && strcmp(key, "change_tracking") == 0)
+        return "change tracking";
+    if (key && strcmp(key, "logical") == 0)
+        return "logical decoding";
+    return "change log";
 }
 
 /* One bridge as text (one that could not be read was named on stderr already). */
@@ -142,6 +168,7 @@ static void print_bridge(const json_t *b)
     }
     printf("%s\n", *sep == ',' ? ")" : "");
     print_writers(b);
+    print_slot(b);
 }
 
 static void print_text(const status_settings *s, const json_t *doc)
@@ -151,9 +178,7 @@ static void print_text(const status_settings *s, const json_t *doc)
     json_array_foreach(json_object_get(doc, "tables"), i, t) {
         const char *source = json_string_value(json_object_get(t, "source"));
         char w[SQLQ_TERM_NAME_MAX];
-        printf("%s (%s)\n", shown(t, "table", "", w, sizeof(w)),
-               source && strcmp(source, "change_tracking") == 0 ? "change tracking"
-                                                                : "change log");
+        printf("%s (%s)\n", shown(t, "table", "", w, sizeof(w)), source_title(source));
         json_t *bridges = json_object_get(t, "bridges");
         json_array_foreach(bridges, j, b) print_bridge(b);
         if (json_array_size(bridges) == 0 && s->bridge_name)

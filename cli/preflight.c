@@ -87,8 +87,10 @@ static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out, in
      * others had passed) */
     if (ok)
         snprintf(what, sizeof(what), "table %s: exists, has a key, %s", r->table,
-                 r->source == SQLQ_SOURCE_CURSOR ? "cursor column is safe"
-                                                 : "change capture installed");
+                 r->source == SQLQ_SOURCE_CURSOR    ? "cursor column is safe"
+                 : r->source == SQLQ_SOURCE_LOGICAL ? "wal_level logical, REPLICATION, replica "
+                                                      "identity, publication and slot usable"
+                                                    : "change capture installed");
     else
         snprintf(what, sizeof(what), "table %s", r->table);
     report(out, ok, what, &err);
@@ -126,17 +128,20 @@ static bool conn_value(const char *conn, const char *key, char *out, size_t size
     return false;
 }
 
-/* The SQLite ODBC driver creates a missing database file on connect: a check that changes
- * nothing must not, so a SQLite path that does not exist is reported instead. */
-static bool sqlite_file_missing(const char *conn, char *path, size_t size)
+/* A driver that creates a missing database file on connect (the dialect's file_driver): a
+ * check that changes nothing must not, so such a path that does not exist is reported instead.
+ * The dialect of that file, or NULL. */
+static const sqlq_dialect *file_missing(const char *conn, char *path, size_t size)
 {
     char driver[128];
-    if (!conn_value(conn, "Driver", driver, sizeof(driver)) || !strcasestr(driver, "sqlite") ||
-        !conn_value(conn, "Database", path, size) || !path[0] || strcmp(path, ":memory:") == 0 ||
-        strncmp(path, "file:", 5) == 0)
-        return false;
+    const sqlq_dialect *d = conn_value(conn, "Driver", driver, sizeof(driver))
+                                ? sqlq_dialect_of_file_driver(driver)
+                                : NULL;
+    if (!d || !conn_value(conn, "Database", path, size) || !path[0] ||
+        strcmp(path, ":memory:") == 0 || strncmp(path, "file:", 5) == 0)
+        return NULL;
     struct stat st;
-    return stat(path, &st) != 0 && errno == ENOENT;
+    return stat(path, &st) != 0 && errno == ENOENT ? d : NULL;
 }
 
 /* The queue answers with these credentials. A failure is explained as the bridge explains it
@@ -210,11 +215,12 @@ int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
     sqlq_error_clear(&err);
     sqlq_db *db = NULL;
     char path[1024];
-    if (sqlite_file_missing(db_connection, path, sizeof(path))) {
+    const sqlq_dialect *missing = file_missing(db_connection, path, sizeof(path));
+    if (missing) {
         char shown[SQLQ_TERM_NAME_MAX];
-        fprintf(out, "FAIL database: the SQLite file %s does not exist (not created: config "
+        fprintf(out, "FAIL database: the %s file %s does not exist (not created: config "
                      "check changes nothing; is the path right?)\n",
-                sqlq_term_text_name(path, shown, sizeof(shown)));
+                missing->title, sqlq_term_text_name(path, shown, sizeof(shown)));
         problems++;
     } else if (sqlq_db_connect(db_connection, &db, &err) != SQLQ_OK) {
         report(out, false, "database: connect", &err);

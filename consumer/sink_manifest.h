@@ -1,5 +1,5 @@
 /* sink_manifest: the --sql sink applying a repair manifest of `sqlq backfill --repair`
- * (message/msg_manifest.h, sql/sink_repair.h): it records the keys each page found and, once
+ * (message/msg_manifest.h, sql/sink/sink_repair.h): it records the keys each page found and, once
  * every page of the run is there (in whatever order the messages came), deletes the rows it
  * holds at a version below the run's first page whose key no page found, leaving the version
  * as a tombstone (a late older message does not bring the row back). */

@@ -22,7 +22,9 @@ bool sqlq_classify_net_transient(sqlq_net_failure f)
 static const char *const transient_states[] = {"08001", "08S01", "08003", "08007", "40001",
                                                 "40P01", "HYT00", "HYT01", "57P01", "57P02",
                                                 "57P03", "55P03"};
-static const long mssql_transient[] = {1204, 1205, 1222, 40613, 40501, 40197, 10928,
+/* SQL Server's native errors (deadlock victim, lock timeout, Azure SQL throttling and
+ * failover, connection resets): transient whatever the SQLSTATE. */
+static const long native_transient[] = {1204, 1205, 1222, 40613, 40501, 40197, 10928,
                                        10929, 4060, 233, 10053, 10054, 10060};
 
 bool sqlq_classify_sql_transient(const char *sqlstate, long native_code)
@@ -35,8 +37,8 @@ bool sqlq_classify_sql_transient(const char *sqlstate, long native_code)
         if (strcmp(sqlstate, "HY000") == 0 && (native_code == 5 || native_code == 6))
             return true;
     }
-    for (size_t i = 0; i < sizeof(mssql_transient) / sizeof(mssql_transient[0]); i++)
-        if (native_code == mssql_transient[i])
+    for (size_t i = 0; i < sizeof(native_transient) / sizeof(native_transient[0]); i++)
+        if (native_code == native_transient[i])
             return true;
     return false;
 }

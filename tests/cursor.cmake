@@ -5,6 +5,10 @@ sqlq_unit_test(cursor_column sqlq_sql)
 sqlq_unit_test(cursor_pending sqlq_sql)
 sqlq_unit_test(cursor_lag sqlq_sql)
 sqlq_unit_test(watermark sqlq_sql)
+# Internals of sql/cursor: their unit tests reach the folder.
+foreach(t cursor_query cursor_column cursor_pending watermark)
+  target_include_directories(test_${t} PRIVATE ${CMAKE_SOURCE_DIR}/sql/cursor)
+endforeach()
 sqlq_unit_test(backfill sqlq_sql)
 
 sqlq_integration_test(cursor_source FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
