@@ -307,14 +307,16 @@ class Postgres:
     """A private PostgreSQL server (tests/support/postgres.sh: trust auth, fsync off; durable:
     PostgreSQL's own defaults, fsync and synchronous commits on)."""
 
-    def __init__(self, workdir, durable=False):
+    def __init__(self, workdir, durable=False, wal_level="replica"):
         self.dir = Path(workdir)
         self.durable = durable
+        self.wal_level = wal_level  # logical: the logical source can stream from it
 
     def start(self):
         self.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.dir.parent, 0o755)  # the server runs as its own user when we are root
-        env = dict(os.environ, SQLQ_PG_DURABLE="1" if self.durable else "0")
+        env = dict(os.environ, SQLQ_PG_DURABLE="1" if self.durable else "0",
+                   SQLQ_PG_WAL_LEVEL=self.wal_level)
         sh([SUPPORT / "postgres.sh", "start", self.dir], env=env)
         self.port = int((self.dir / "port").read_text())
         self.odbc_prefix = (self.dir / "odbc").read_text().strip()

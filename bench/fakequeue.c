@@ -17,10 +17,17 @@
  * not the queue service (no visibility timeouts, no TTL, no errors); it lets the benchmark
  * see what the bridge adds when the queue service is not the bottleneck.
  *
- *   fakequeue PORT      (prints "listening PORT" when ready; stops on SIGTERM/SIGINT)
+ *   fakequeue PORT [MIN_MS-MAX_MS]   (prints "listening PORT" when ready; stops on SIGTERM/SIGINT)
+ *
+ * With MIN_MS-MAX_MS every request is answered after a delay drawn uniformly from that range,
+ * as a queue service a region away would answer (bench/scale.py: 20-30 ms); requests are then
+ * served a thread per connection, so delays overlap as they would on the network.
  *
  * Built by bench/setup.sh (cc -O2 fakequeue.c -lmicrohttpd), not by the product build. */
 #include <microhttpd.h>
+
+#include <pthread.h>
+#include <time.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -51,6 +58,8 @@ typedef struct {
 } upload;
 
 static volatile sig_atomic_t stop_now;
+static unsigned delay_lo_ms, delay_hi_ms; /* 0-0: answer at once */
+static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void on_signal(int sig)
 {
@@ -161,6 +170,8 @@ static void clear_messages(void)
     q.n = q.taken = 0;
 }
 
+static enum MHD_Result answer(struct MHD_Connection *c, const char *url, const char *method, upload *u);
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *data,
                                   size_t *data_size, void **con_cls)
@@ -188,6 +199,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *data_size = 0;
         return MHD_YES;
     }
+    if (delay_hi_ms > 0) {
+        static _Thread_local unsigned seed;
+        if (!seed)
+            seed = (unsigned)(uintptr_t)&seed ^ (unsigned)time(NULL);
+        unsigned ms = delay_lo_ms + (unsigned)rand_r(&seed) % (delay_hi_ms - delay_lo_ms + 1);
+        struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&q_mu);
+    enum MHD_Result res = answer(c, url, method, u);
+    pthread_mutex_unlock(&q_mu);
+    return res;
+}
+
+static enum MHD_Result answer(struct MHD_Connection *c, const char *url, const char *method, upload *u)
+{
     const char *comp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "comp");
     bool messages = ends_with(url, "/messages");
     if (strcmp(method, "POST") == 0 && messages)
@@ -230,8 +257,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: fakequeue PORT\n");
+    if (argc != 2 && !(argc == 3 && sscanf(argv[2], "%u-%u", &delay_lo_ms, &delay_hi_ms) == 2 &&
+                       delay_lo_ms <= delay_hi_ms)) {
+        fprintf(stderr, "usage: fakequeue PORT [MIN_MS-MAX_MS]\n");
         return 2;
     }
     unsigned port = (unsigned)strtoul(argv[1], NULL, 10);
@@ -241,7 +269,9 @@ int main(int argc, char **argv)
     addr.sin_port = htons((uint16_t)port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TURBO, (uint16_t)port, NULL, NULL, on_request, NULL,
+        delay_hi_ms ? MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD
+                    : MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TURBO,
+        (uint16_t)port, NULL, NULL, on_request, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
         NULL, MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_CONNECTION_LIMIT, 1000u, MHD_OPTION_END);
     if (!d) {

@@ -23,6 +23,8 @@ log_statement=all on the benchmark database, pg_stat_database).
     (the tap alone, then the tap and the reader on the same messages, per rate and layout)
   bench/latency.py ... --bridge-log-level debug   (the route's stages per batch, summarised)
   bench/latency.py --tap-cost 4   (what the tap costs: putload with and without it, alternating)
+  bench/latency.py --logical --no-today --db postgres --queue fake   (the logical source beside
+    the trigger source's wake-ups, on a server with wal_level = logical)
 """
 import argparse
 import base64
@@ -186,9 +188,10 @@ class SqliteWriters:
             c.close()
 
 
-def setup_db(dbname, pg, work, tag, tables, log_statements=False, binary=None):
+def setup_db(dbname, pg, work, tag, tables, log_statements=False, binary=None, logical=False):
     """A fresh database with the watched tables set up (by `binary`'s sqlq setup: a baseline
-    build runs with its own trigger); its ODBC string and a writer factory."""
+    build runs with its own trigger; logical: a publication and slot, no trigger); its ODBC
+    string and a writer factory."""
     if dbname == "postgres":
         pg.create_db(tag)
         # The benchmark server allows prepared transactions, where the trigger stays silent
@@ -206,7 +209,11 @@ def setup_db(dbname, pg, work, tag, tables, log_statements=False, binary=None):
             B.sh(["sqlite3", path, f"CREATE TABLE {t} (id INTEGER PRIMARY KEY, ts REAL)"])
         conn = B.sqlite_odbc(path)
         writers = lambda: SqliteWriters(path, tables)  # noqa: E731
-    B.sh([binary or B.SQLQ, "setup", "--db", conn, *sum((["--table", t] for t in tables), [])])
+    if logical:
+        for t in tables:
+            B.sh([binary or B.SQLQ, "setup", "--db", conn, "--table", t, "--source", "logical"])
+    else:
+        B.sh([binary or B.SQLQ, "setup", "--db", conn, *sum((["--table", t] for t in tables), [])])
     return conn, writers
 
 
@@ -470,7 +477,8 @@ def latency_runs(az, dbname, pg, work, mode, flags, tables_n, instances, quick, 
     both (VISIBLE). One result per rate and method of taking the visible time."""
     tables = [f"t{k}" for k in range(tables_n)]
     tag = f"lat{dbname[:2]}{mode[:3]}{tables_n}x{instances}r{rnd}{visible[:2]}"
-    conn, make_writers = setup_db(dbname, pg, work, tag, tables, binary=binary)
+    conn, make_writers = setup_db(dbname, pg, work, tag, tables, binary=binary,
+                                  logical=mode == "logical")
     queue = f"lat-{tag}"
     quiet = wait_quiet()
     az.restart()  # in-memory Azurite slows down with the messages of its lifetime
@@ -846,6 +854,9 @@ def main():
     ap.add_argument("--wait-quiet", type=float, metavar="PCT",
                     help="before each run wait (up to 10 min) until the machine was less than PCT%% "
                          "busy over 5 s (of all cores)")
+    ap.add_argument("--logical", action="store_true",
+                    help="also the logical source (--source logical; PostgreSQL, the server "
+                         "started with wal_level = logical)")
     ap.add_argument("--tap-cost", type=int, metavar="ROUNDS", default=0,
                     help="only measure what the tap costs: putload with and without it")
     a = ap.parse_args()
@@ -865,6 +876,8 @@ def main():
     modes = [(m, f + extra, None) for m, f in MODES if not (a.no_today and m == "today")]
     if a.baseline:
         modes.insert(len(modes) - 1, (BASELINE, extra, a.baseline))
+    if a.logical:
+        modes.append(("logical", ["--source", "logical"] + extra, None))
     rates = tuple(int(x) for x in a.rates.split(","))
     layouts = tuple(tuple(int(v) for v in x.split("x")) for x in a.layouts.split(","))
     if not os.access(B.SQLQ, os.X_OK):
@@ -872,11 +885,14 @@ def main():
     res = {"runs": [], "idle": [], "visible": visible, "queue": a.queue}
     with B.Workdir("latency") as w:
         az = w.add((FakeQueue if a.queue == "fake" else B.Azurite)(w.path / "azurite")).start()
-        pg = w.add(B.Postgres(w.path / "pg")).start() if "postgres" in a.db else None
+        pg = w.add(B.Postgres(w.path / "pg", wal_level="logical" if a.logical else "replica")
+                   ).start() if "postgres" in a.db else None
         for dbname in a.db.split(","):
             for tables_n, instances in (layouts if dbname == "postgres" else layouts[:1]):
                 for rnd in range(a.rounds):
                     for mode, flags, binary in modes:
+                        if mode == "logical" and dbname != "postgres":
+                            continue
                         for vis in visible:
                             res["runs"] += latency_runs(az, dbname, pg, w.path, mode, flags,
                                                         tables_n, instances, a.quick, rates,

@@ -184,8 +184,13 @@ sqlq_result sqlq_bridge_run(const sqlq_bridge_config *cfg, sqlq_bridge_stats *ou
     if (!supervise(cfg, s)) {
         SQLQ_ERROR("shutdown_timeout", "timeout_s=%d note=\"leaving with work in flight; its leases expire "
                    "and another instance delivers it\"", cfg->shutdown_timeout_s);
-        return sqlq_error_set(err, SQLQ_E_TIMEOUT, false, "routes did not stop within %d s",
-                              cfg->shutdown_timeout_s); /* s stays allocated: threads still use it */
+        /* s stays allocated: threads still use it */
+        return sqlq_error_set(err, SQLQ_E_TIMEOUT, false,
+                              "routes did not stop within %d s: changes still on the wire stay "
+                              "leased until their lease (lease_s) expires, then the next start "
+                              "or another instance publishes them again (duplicates, nothing "
+                              "lost); exit 1: the stop was not clean",
+                              cfg->shutdown_timeout_s);
     }
     for (size_t i = 0; i < s->nworkers; i++) {
         if (!workers[i].started)

@@ -18,7 +18,15 @@
 
 typedef struct sqlq_route_config {
     const char *table;       /* as the user wrote it */
-    const char *queue;       /* target queue; poison goes to {queue}-poison */
+    const char *queue;       /* target queue; poison goes to {queue}-poison; with a shard set the
+                              * set's name in logs and route-wide metrics */
+    /* A shard set (docs/scaling.md): nshards queues, each change to the one its key hashes to
+     * (message/shard.h), each with {queue}-poison; 0: the one queue above. shard_accounts
+     * (optional, nshards entries): shard i's storage account, NULL entries meaning the
+     * bridge's; each must outlive the run. */
+    const char *const *shard_queues;
+    const sqlq_account *const *shard_accounts;
+    size_t nshards;
     const char *bridge_name; /* namespace of sync state and leases ("default") */
     int max_batch_size;      /* 100 */
     int polling_interval_ms; /* 1000: pause after a batch that was not full */
@@ -33,7 +41,7 @@ typedef struct sqlq_route_config {
     const char *cursor_column;      /* source cursor: the monotonic column */
     const char *soft_delete_column; /* source cursor: rows with it set publish as deletes */
     const char *key_columns; /* NULL: the change log's key or the primary key; else a unique
-                              * index's columns ("a,b": sql/table_key.h) */
+                              * index's columns ("a,b": sql/schema/table_key.h) */
     int safety_lag_ms;              /* source cursor: read only rows older than this (timestamps) */
     bool allow_retention_gap; /* SQL Server: go on (with a warning) when retention overran */
     long long message_ttl_s;  /* -1: messages never expire (default); else seconds */

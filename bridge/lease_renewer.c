@@ -90,6 +90,17 @@ static void renew_once(sqlq_lease_renewer *r)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* This instance's presence row (capture_presence.h), renewed each tick, removed at a clean
+ * stop: `sqlq setup --drop` refuses while it is current. A failure is the next tick's. */
+static void be_present(sqlq_lease_renewer *r, bool leaving)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (r->cap && sqlq_capture_presence(r->cap, leaving, &err) != SQLQ_OK)
+        SQLQ_LOG_ERR(SQLQ_LOG_DEBUG, "presence_failed", &err, "table=%s leaving=%d", r->table,
+                     (int)leaving);
+}
+
 static void deadline_after(struct timespec *ts, int ms)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);
@@ -128,9 +139,11 @@ static void *renewer_main(void *arg)
             break;
         pthread_mutex_unlock(&r->mu);
         renew_once(r);
+        be_present(r, false);
         pthread_mutex_lock(&r->mu);
     }
     pthread_mutex_unlock(&r->mu);
+    be_present(r, true);
     return NULL;
 }
 

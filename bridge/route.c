@@ -3,6 +3,7 @@
  * sqlq_route_transition pick the next. */
 #include "route_internal.h"
 
+#include "capture_stop.h"
 #include "log.h"
 
 #include <assert.h>
@@ -64,6 +65,14 @@ static bool queue_clock_sleep(void *ctx, uint64_t ms)
     return ms == 0 || sqlq_clock_sleep_ms(&r->clock, ms);
 }
 
+/* A lane's client (route_shards.c) puts on a thread of its own: the same clock, without the
+ * metrics refresh, which uses the route's connection. */
+static bool lane_clock_sleep(void *ctx, uint64_t ms)
+{
+    sqlq_route *r = ctx;
+    return ms == 0 || sqlq_clock_sleep_ms(&r->clock, ms);
+}
+
 static double queue_clock_random(void *ctx)
 {
     return sqlq_clock_random(&((sqlq_route *)ctx)->clock);
@@ -101,6 +110,18 @@ static void init_metrics(sqlq_route *r)
     r->m_pending_age = sqlq_metrics_gauge(m, "sqlq_oldest_pending_change_age_seconds",
                                           "Age of the oldest captured change not yet delivered "
                                           "(to within 5 s), per table.", t, 1);
+    if (r->cfg.source == SQLQ_SOURCE_LOGICAL) {
+        r->m_slot_retained = sqlq_metrics_gauge(
+            m, "sqlq_slot_retained_wal_bytes",
+            "WAL the route's replication slot keeps on the server (source logical).", t, 1);
+        r->m_slot_lag = sqlq_metrics_gauge(
+            m, "sqlq_slot_lag_bytes",
+            "WAL written since what the route's slot confirmed (source logical).", t, 1);
+        r->m_slot_lag_s = sqlq_metrics_gauge(
+            m, "sqlq_slot_lag_seconds",
+            "Age of the oldest transaction received and not yet confirmed (source logical).", t,
+            1);
+    }
     sqlq_label rq[] = {{"reason", "queue_unavailable"}};
     sqlq_label rd[] = {{"reason", "database_unavailable"}};
     sqlq_label rl[] = {{"reason", "lease_lost"}};
@@ -120,6 +141,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->cfg = *cfg;
     r->clock = sqlq_clock_system(env->stop);
     r->queue_clock = (sqlq_clock){queue_clock_now, queue_clock_sleep, queue_clock_random, r};
+    r->lane_clock = (sqlq_clock){queue_clock_now, lane_clock_sleep, queue_clock_random, r};
     sqlq_capture_config_default(&r->ccfg);
     r->ccfg.bridge_name = cfg->bridge_name;
     r->ccfg.table = cfg->table;
@@ -155,7 +177,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     qo.retry.max_total_ms = 5000;
     sqlq_outage_init(&r->outage, cfg->table, cfg->queue);
     sqlq_delivery_config dc = {cfg->queue, {0}, cfg->max_in_flight, cfg->max_attempts, cfg->message_ttl_s,
-                               &r->filter, cfg->initial_visibility_s};
+                               &r->filter, cfg->initial_visibility_s, NULL, 0};
     sqlq_envelope_config_default(&dc.envelope);
     dc.envelope.bridge_name = cfg->bridge_name;
     dc.envelope.table = cfg->table;
@@ -163,9 +185,16 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     dc.envelope.oversize = cfg->oversize;
     dc.envelope.encoding = env->encoding;
     dc.envelope.max_text = cfg->max_message_bytes;
+    /* the lanes of a shard set: no on_retry (the route's outage record follows each round) */
+    sqlq_queue_options lo = qo;
+    lo.clock = &r->lane_clock;
+    lo.on_retry = NULL;
+    lo.retry_ctx = NULL;
     sqlq_result rc = sqlq_route_filter_parse(cfg->columns, cfg->exclude_columns, cfg->ops, &r->filter, err);
     if (rc == SQLQ_OK)
-        rc = sqlq_queue_client_create(env->account, &qo, &r->client, err);
+        rc = sqlq_queue_client_create(sqlq_route_shard_account(r, 0), &qo, &r->client, err);
+    if (rc == SQLQ_OK)
+        rc = sqlq_route_shards_create(r, &lo, &dc, err);
     if (rc == SQLQ_OK)
         rc = sqlq_delivery_create(r->client, &dc, &r->delivery, err);
     if (rc != SQLQ_OK) {
@@ -189,8 +218,10 @@ void sqlq_route_destroy(sqlq_route *r)
     sqlq_lease_renewer_stop(r->renewer);
     sqlq_wakeup_destroy(r->wakeup);
     sqlq_capture_close(r->cap);
+    sqlq_backlog_close(r->backlog);
     sqlq_db_close(r->db);
     sqlq_delivery_destroy(r->delivery);
+    sqlq_route_shards_destroy(r);
     sqlq_queue_client_destroy(r->client);
     sqlq_route_filter_free(&r->filter);
     free(r);
@@ -314,7 +345,9 @@ bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *fa
     if (sqlq_route_stopping(r) || (!failed->transient && r->env.once) ||
         give_up(r, r->db_down_since_ms, "database", failed->message, SQLQ_E_SQL))
         return false;
-    if (!sqlq_route_backoff_sleep(r, &r->db_backoff, r->db_down_since_ms))
+    /* A capture that cannot go on keeps its backlog measured through the wait. */
+    if (!(sqlq_route_stopped(r) ? sqlq_route_outage_sleep(r, &r->db_backoff, r->db_down_since_ms)
+                                : sqlq_route_backoff_sleep(r, &r->db_backoff, r->db_down_since_ms)))
         return false;
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -324,9 +357,12 @@ bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *fa
         return !sqlq_route_stopping(r);
     }
     sqlq_error_clear(&err);
-    if (open_capture(r, &err) != SQLQ_OK)
+    if (open_capture(r, &err) != SQLQ_OK) {
         sqlq_route_log_error("capture_open_failed", r, &err);
-    else
+        sqlq_route_stop_note(r, &err);
+        if (strcmp(err.reason, SQLQ_STOP_STATE_GONE) == 0)
+            return false; /* never started again from start_from: the route ends */
+    } else
         SQLQ_INFO("db_reconnected", "table=%s", r->cfg.table);
     return !sqlq_route_stopping(r);
 }
@@ -349,11 +385,13 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
         sqlq_result rc = r->db ? SQLQ_OK : sqlq_db_connect(r->env.db_connection, &r->db, &e);
         if (rc == SQLQ_OK && !r->cap)
             rc = open_capture(r, &e);
+        if (rc == SQLQ_OK)
+            sqlq_route_opened(r);
         if (rc == SQLQ_OK && !r->renewer)
             rc = sqlq_lease_renewer_start(r->env.db_connection, &r->ccfg, renew_interval_ms(r),
                                           &r->renewer, &e);
         if (rc == SQLQ_OK && r->cfg.wakeup && !r->wakeup)
-            rc = sqlq_wakeup_create(r->env.db_connection, r->db, r->cap, r->cfg.source, &r->wakeup, &e);
+            rc = sqlq_wakeup_create(r->env.db_connection, r->db, r->cap, &r->wakeup, &e);
         /* The queue is not touched here: the first put creates it if missing, so a credential
          * that may only add messages is enough; the first idle poll probes it for /readyz. */
         if (rc == SQLQ_OK) {
@@ -402,24 +440,37 @@ void sqlq_route_advance(sqlq_route *r)
         SQLQ_DEBUG("advanced", "table=%s sync_version=%lld", r->cfg.table, (long long)v);
 }
 
-/* Metrics read from elsewhere: pending changes (a query on the route's connection, so never
- * while the helper owns it) and lease renewals, every 5 s. */
+/* Every 5 s: the publish rates (also written where `sqlq status` reads them), and with
+ * metrics those read from elsewhere: pending changes (a query on the route's connection, so
+ * never while the helper owns it) and lease renewals. */
 void sqlq_route_refresh_metrics(sqlq_route *r, uint64_t now)
 {
     assert(!r->helper_owns_conn);
-    if (!r->env.metrics || now - r->last_status_ms < 5000)
+    if (now - r->last_status_ms < 5000)
         return;
     r->last_status_ms = now;
+    sqlq_route_shards_metrics(r, now); /* and the rates `sqlq status` shows */
+    if (!r->env.metrics)
+        return;
     unsigned long long renewals = r->renewer ? sqlq_lease_renewer_count(r->renewer) : 0;
     sqlq_counter_add(r->m_renewals, renewals - r->renewals_seen);
     r->renewals_seen = renewals;
     sqlq_capture_status st;
     sqlq_error e;
     sqlq_error_clear(&e);
-    if (r->cap && sqlq_capture_status_get(r->cap, &st, &e) == SQLQ_OK) {
+    double pending = 0, age = 0;
+    if (sqlq_route_stop_backlog(r, &pending, &age)) { /* capture stopped: from the log */
+        sqlq_gauge_set(r->m_pending, pending);
+        sqlq_gauge_set(r->m_pending_age, age);
+    } else if (r->cap && sqlq_capture_status_get(r->cap, &st, &e) == SQLQ_OK) {
         /* Held back by an open writer of the log (PostgreSQL): committed, not delivered yet. */
         sqlq_gauge_set(r->m_pending, (double)(st.pending + st.held_back));
         sqlq_gauge_set(r->m_pending_age, st.oldest_pending_age_s);
+        if (st.logical && r->m_slot_retained) {
+            sqlq_gauge_set(r->m_slot_retained, (double)st.retained_wal_bytes);
+            sqlq_gauge_set(r->m_slot_lag, (double)st.lag_bytes);
+            sqlq_gauge_set(r->m_slot_lag_s, st.lag_s);
+        }
         sqlq_capture_status_free(&st);
     }
 }
@@ -446,21 +497,30 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, sqlq_error *err)
     sqlq_error e;
     sqlq_error_clear(&e);
     r->last_poll_ms = sqlq_clock_now_ms(&r->clock);
-    sqlq_result rc = r->cap ? sqlq_capture_poll(r->cap, b, &e)
-                            : sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open");
+    sqlq_result rc = SQLQ_E_SQL;
+    if (r->cap)
+        rc = sqlq_capture_poll(r->cap, b, &e);
+    else if (sqlq_route_stopped(r)) /* the reopen failed for good: say why, not "transient" */
+        sqlq_route_stop_error(r, &e);
+    else
+        sqlq_error_set(&e, SQLQ_E_SQL, true, "capture not open");
     r->poll_took_ms = sqlq_clock_now_ms(&r->clock) - r->last_poll_ms;
     if (rc == SQLQ_OK) {
         sqlq_backoff_reset(&r->db_backoff);
         r->db_failures = 0;
         r->db_down_since_ms = 0;
         sqlq_route_mark_down(r, &r->db_down, false, true);
+        sqlq_route_stop_clear(r);
         return true;
     }
     sqlq_route_mark_down(r, &r->db_down, true, true);
+    sqlq_route_stop_note(r, &e);
     sqlq_counter_inc(r->m_retry_db);
     if (!sqlq_route_recover_db(r, "poll_failed", &e) && !sqlq_route_stopping(r)) {
         r->fatal = true;
-        if (err && err->code == SQLQ_OK)
+        if (err && err->code == SQLQ_OK && sqlq_route_stopped(r))
+            sqlq_route_stop_error(r, err); /* the state gone, say, not the poll's SQL error */
+        else if (err && err->code == SQLQ_OK)
             *err = e;
     }
     return false;

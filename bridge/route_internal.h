@@ -9,6 +9,7 @@
 #include "route.h"
 
 #include "backoff.h"
+#include "capture_backlog.h"
 #include "delivery.h"
 #include "lease_renewer.h"
 #include "outage.h"
@@ -43,11 +44,24 @@ struct sqlq_route {
     sqlq_capture_config ccfg;
     sqlq_clock clock;       /* every sleep ends at once on a stop request */
     sqlq_clock queue_clock; /* the queue client's: a stop request ends retry waits only */
+    sqlq_clock lane_clock;  /* the same for the clients of a shard set's other lanes */
     sqlq_backoff db_backoff;
     sqlq_db *db;
     sqlq_capture *cap;
-    sqlq_queue_client *client;
+    sqlq_queue_client *client; /* the route thread's; lane 0's in a shard set */
     sqlq_delivery *delivery;
+    /* A shard set (route_shards.c): one lane per queue; lane 0 puts with client, the others
+     * with lane_clients[i] on threads of their own (delivery.h). */
+    sqlq_delivery_lane *lanes;
+    sqlq_queue_client **lane_clients; /* nlanes entries, [0] NULL (it is client) */
+    size_t nlanes;                    /* 0 without a shard set */
+    size_t probe_lane;                /* an idle route probes one queue of the set at a time */
+    sqlq_counter **m_shard_published; /* per lane: sqlq_shard_changes_published_total */
+    sqlq_gauge **m_shard_rate;        /* per lane: sqlq_shard_publish_rate */
+    unsigned long long *shard_seen;   /* per lane: accepted changes already counted */
+    sqlq_gauge *m_rate;               /* sqlq_publish_rate{table,queue,instance} */
+    unsigned long long rate_seen;     /* changes published at the last rate sample */
+    uint64_t rate_ms;                 /* when that sample was taken */
     sqlq_route_filter filter; /* cfg's ops and columns, parsed */
     sqlq_lease_renewer *renewer;
     sqlq_wakeup *wakeup; /* NULL: the interval alone ends an idle wait */
@@ -97,6 +111,12 @@ struct sqlq_route {
     sqlq_histogram *m_publish_s;
     sqlq_gauge *m_pending;
     sqlq_gauge *m_pending_age; /* sqlq_oldest_pending_change_age_seconds */
+    /* route_stopped.c: why the capture cannot go on ("" while it can), the last such error,
+     * and the backlog read from the change log meanwhile. */
+    char stop_reason[32];
+    sqlq_error stop_err;
+    sqlq_backlog *backlog;
+    sqlq_gauge *m_slot_retained, *m_slot_lag, *m_slot_lag_s; /* source logical: the slot's */
 };
 
 /* route.c */
@@ -122,6 +142,20 @@ void sqlq_route_log_error(const char *event, const sqlq_route *r, const sqlq_err
 bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *failed);
 /* Nothing more to poll now: wait for a hint of a change or the polling interval. */
 void sqlq_route_wait_for_change(sqlq_route *r);
+
+/* route_stopped.c. The capture opened at start: from now on its state must stay (a reopen,
+ * and the renewer's, that finds it gone stops the route instead of starting afresh), and this
+ * instance is present (capture_presence.h). */
+void sqlq_route_opened(sqlq_route *r);
+/* A permanent failure of the capture (ignored when transient): its reason in
+ * sqlq_route_stopped{table,reason} and kept until sqlq_route_stop_clear (a poll succeeded). */
+void sqlq_route_stop_note(sqlq_route *r, const sqlq_error *e);
+void sqlq_route_stop_clear(sqlq_route *r);
+bool sqlq_route_stopped(const sqlq_route *r);
+/* The last permanent failure (what a poll without a capture reports). */
+void sqlq_route_stop_error(const sqlq_route *r, sqlq_error *out);
+/* While stopped: the backlog read from the change log; false when not stopped or unreadable. */
+bool sqlq_route_stop_backlog(sqlq_route *r, double *pending, double *age_s);
 
 /* route_settle.c */
 /* Release (or abandon) until the database takes it; giving up is safe (leases expire). */
@@ -152,6 +186,17 @@ void sqlq_route_helper_stop(sqlq_route *r);
 /* Lease renewal covers what is still undelivered of `b` and all of `next` (already leased). */
 void sqlq_route_set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool *done,
                               const sqlq_change_batch *next);
+
+/* route_shards.c */
+/* The shard set's lanes and clients (nothing without one); dc->lanes points at them. */
+SQLQ_NODISCARD sqlq_result sqlq_route_shards_create(sqlq_route *r, const sqlq_queue_options *lane_opts,
+                                                    sqlq_delivery_config *dc, sqlq_error *err);
+void sqlq_route_shards_destroy(sqlq_route *r);
+/* The account a route's lane i reaches (the bridge's unless the shard names its own). */
+const sqlq_account *sqlq_route_shard_account(const sqlq_route *r, size_t i);
+/* Per-shard counters and the rates of this instance (route-wide and per shard), refreshed
+ * with the other metrics. */
+void sqlq_route_shards_metrics(sqlq_route *r, uint64_t now);
 
 /* route_queue.c */
 /* An idle route probes the queue service (creating a missing queue) so /readyz tells the truth. */

@@ -82,7 +82,8 @@ static bool short_batch_hinted(sqlq_route *r)
  * the hints it brought. */
 static void coalesce_after_hint(sqlq_route *r)
 {
-    uint64_t now = sqlq_clock_now_ms(&r->clock), due = r->last_poll_ms + SQLQ_WAKEUP_COALESCE_MS;
+    uint64_t now = sqlq_clock_now_ms(&r->clock),
+             due = r->last_poll_ms + sqlq_wakeup_coalesce_ms(r->wakeup);
     if (now < due)
         (void)sqlq_clock_sleep_ms(&r->clock, due - now);
     (void)sqlq_wakeup_hinted(r->wakeup, r->db, r->cap);

@@ -13,7 +13,7 @@
 
 /* The queue service answered a probe (or refused it): the outage record and /readyz follow. */
 static void probe_result(sqlq_route *r, uint64_t now, bool ok, sqlq_fault_kind kind, const char *op,
-                         const sqlq_error *e)
+                         const sqlq_delivery_lane *lane, const sqlq_error *e)
 {
     if (ok) {
         r->last_queue_ok_ms = now;
@@ -26,10 +26,10 @@ static void probe_result(sqlq_route *r, uint64_t now, bool ok, sqlq_fault_kind k
         r->next_probe_ms = sqlq_clock_now_ms(&r->clock) + delay;
         sqlq_counter_inc(r->m_retry_queue);
         sqlq_fault_context c = {op,
-                                r->cfg.queue,
+                                lane->queue,
                                 e->http_status,
                                 e->azure_code,
-                                r->env.account->sas,
+                                lane->sas ? lane->sas : r->env.account->sas,
                                 (int64_t)time(NULL),
                                 e->message};
         char cause[400], detail[600] = "";
@@ -42,7 +42,8 @@ static void probe_result(sqlq_route *r, uint64_t now, bool ok, sqlq_fault_kind k
 
 /* Ask whether the queue exists (Get Queue Metadata). A missing queue is created now (the one
  * case the bridge needs the create permission), so consumers can start before the first
- * change. A credential without read permission (SAS sp=a) gets 403 here: reachable, valid. */
+ * change. A credential without read permission (SAS sp=a) gets 403 here: reachable, valid.
+ * A shard set's queues are asked in turn, one per probe. */
 void sqlq_route_probe_queue(sqlq_route *r)
 {
     uint64_t now = sqlq_clock_now_ms(&r->clock);
@@ -51,18 +52,20 @@ void sqlq_route_probe_queue(sqlq_route *r)
     bool exists = false;
     sqlq_error e;
     sqlq_error_clear(&e);
-    sqlq_result rc = sqlq_queue_exists(r->client, r->cfg.queue, &exists, &e);
+    size_t i = r->probe_lane++ % sqlq_delivery_lane_count(r->delivery);
+    const sqlq_delivery_lane *lane = sqlq_delivery_lane_get(r->delivery, i);
+    sqlq_result rc = sqlq_queue_exists(lane->client, lane->queue, &exists, &e);
     const char *op = "get queue properties";
     if (rc == SQLQ_OK && !exists) {
         op = "create queue";
-        rc = sqlq_delivery_prepare(r->delivery, &e);
+        rc = sqlq_delivery_prepare_lane(r->delivery, i, &e);
     }
-    bool expired = sqlq_fault_sas_expired(r->env.account->sas, (int64_t)time(NULL));
+    bool expired = sqlq_fault_sas_expired(lane->sas ? lane->sas : r->env.account->sas, (int64_t)time(NULL));
     sqlq_fault_kind kind = expired ? SQLQ_FAULT_AUTHENTICATION
                                    : sqlq_fault_classify(&e);
     bool ok = !expired &&
               (rc == SQLQ_OK || (kind == SQLQ_FAULT_PERMISSION && strcmp(op, "create queue") != 0));
-    probe_result(r, now, ok, kind, op, &e);
+    probe_result(r, now, ok, kind, op, lane, &e);
 }
 
 /* After a publish round: a service-wide fault starts or prolongs the outage (logged with its

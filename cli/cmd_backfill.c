@@ -4,7 +4,7 @@
  *
  * Messages are the read shape of docs/messages.md, written by the message library
  * (message/envelope.h, op read): version = the row's current change version, the one the bridge
- * gives its latest change (sql/backfill.h), so backfill and bridge messages of a key compare and
+ * gives its latest change (sql/cursor/backfill.h), so backfill and bridge messages of a key compare and
  * a page sent again after a crash carries the same message ids. --format batch packs them as
  * {"changes":[…]} under the size limit, in key order. */
 #include "backfill.h"
@@ -14,6 +14,7 @@
 #include "config.h"
 #include "envelope.h"
 #include "log.h"
+#include "msg_manifest.h"
 #include "queue_client.h"
 
 #include <stdio.h>
@@ -35,6 +36,7 @@ typedef struct backfill_settings {
     char *key_columns;
     bool restart;
     bool wait;
+    bool repair;
     sqlq_common_settings common;
 } backfill_settings;
 
@@ -65,6 +67,10 @@ static const sqlq_setting backfill_table[] = {
                      "the primary key"),
     SQLQ_SETTING_BOOL(S, restart, "restart", NULL, "false",
                       "forget an earlier run of this backfill and start from the first row"),
+    SQLQ_SETTING_BOOL(S, repair, "repair", NULL, "false",
+                      "also publish repair manifests (the keys each page found, then the number "
+                      "of pages): a consume --sql sink then deletes its rows whose key the "
+                      "source no longer has (change log or change tracking; docs/messages.md)"),
     SQLQ_SETTING_BOOL(S, wait, "wait", NULL, "true",
                       "while another run of this backfill holds the lease (or a killed one's lease "
                       "has not expired yet), wait for it instead of failing"),
@@ -79,8 +85,9 @@ static const sqlq_config_spec backfill_spec = {
     "killed, the same command resumes after the last page the queue accepted (rows of the page in\n"
     "flight may arrive twice). Its checkpoint is its own: a running bridge is not disturbed.\n"
     "Each row carries its current change version (the change log's, change tracking's, or the\n"
-    "--cursor-column value; 0 for a row no change touched), so consumers compare it with the\n"
-    "bridge's messages of the same key.\n"
+    "--cursor-column value; for a row without one, a version above every earlier message of its\n"
+    "key), so consumers compare it with the bridge's messages of the same key, and a replica\n"
+    "that missed changes is repaired; --repair also removes what the source no longer has.\n"
     "--where is pasted into the SQL as written: it is your SQL, the only such option of sqlq.",
     backfill_table,
     sizeof(backfill_table) / sizeof(backfill_table[0]),
@@ -133,32 +140,93 @@ static sqlq_result build_bodies(const run_ctx *ctx, const sqlq_backfill_page *pa
     return r;
 }
 
-/* Put every message of the page; SQLQ_OK only when the queue accepted all of them. */
-static sqlq_result publish(const run_ctx *ctx, const sqlq_backfill_page *page, sqlq_error *err)
+static sqlq_manifest_head manifest_head(const run_ctx *ctx, const sqlq_backfill *bf)
+{
+    sqlq_manifest_head h = {ctx->s->table, ctx->s->bridge_name,
+                            sqlq_backfill_checkpoint(bf)->run_id, ctx->encoding,
+                            SQLQ_MESSAGE_MAX_TEXT, sqlq_clock_wall_ms()};
+    return h;
+}
+
+/* --repair: the page's manifest parts (the keys it found; prev: the floor of the page before,
+ * as committed). */
+static sqlq_result page_manifest(const run_ctx *ctx, const sqlq_backfill *bf,
+                                 const sqlq_backfill_page *page, char ***out, size_t *out_n,
+                                 sqlq_error *err)
+{
+    *out = NULL;
+    *out_n = 0;
+    if (!ctx->s->repair)
+        return SQLQ_OK;
+    const sqlq_checkpoint *cp = sqlq_backfill_checkpoint(bf);
+    sqlq_manifest_head h = manifest_head(ctx, bf);
+    bool has_prev = cp->batch_id > 0 && cp->cursor_value;
+    long long prev = has_prev ? strtoll(cp->cursor_value, NULL, 10) : 0;
+    return sqlq_msg_manifest_page(&h, page->end.batch_id, page->floor, has_prev, prev,
+                                  page->keys, out, out_n, err);
+}
+
+/* Put every message of the page (and with --repair its manifest); SQLQ_OK only when the queue
+ * accepted all of them. */
+static sqlq_result publish(const run_ctx *ctx, const sqlq_backfill *bf,
+                           const sqlq_backfill_page *page, sqlq_error *err)
 {
     sqlq_envelope_list b = {0};
+    char **manifest = NULL;
+    size_t nm = 0;
     sqlq_result r = build_bodies(ctx, page, &b, err);
-    sqlq_put_item *items = r == SQLQ_OK ? calloc(b.count ? b.count : 1, sizeof(*items)) : NULL;
+    if (r == SQLQ_OK)
+        r = page_manifest(ctx, bf, page, &manifest, &nm, err);
+    size_t n = b.count + nm;
+    sqlq_put_item *items = r == SQLQ_OK ? calloc(n ? n : 1, sizeof(*items)) : NULL;
     if (r == SQLQ_OK && !items)
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    for (size_t i = 0; r == SQLQ_OK && i < b.count; i++) {
-        items[i].body = b.items[i].body;
-        items[i].len = b.items[i].len;
+    for (size_t i = 0; r == SQLQ_OK && i < n; i++) {
+        items[i].body = i < b.count ? b.items[i].body : manifest[i - b.count];
+        items[i].len = i < b.count ? b.items[i].len : strlen(manifest[i - b.count]);
     }
     sqlq_put_options po = {0};
     po.ttl_s = -1; /* never expires, as the bridge's messages (docs/messages.md) */
     if (r == SQLQ_OK) {
-        r = sqlq_queue_put_many(ctx->qc, ctx->s->queue, items, b.count,
-                                (size_t)ctx->s->max_in_flight, &po);
+        r = sqlq_queue_put_many(ctx->qc, ctx->s->queue, items, n, (size_t)ctx->s->max_in_flight,
+                                &po);
         if (r != SQLQ_OK)
             r = sqlq_error_set(err, r, false, "publishing was interrupted");
     }
-    for (size_t i = 0; r == SQLQ_OK && i < b.count; i++)
+    for (size_t i = 0; r == SQLQ_OK && i < n; i++)
         if (items[i].result != SQLQ_OK)
             r = sqlq_error_set(err, items[i].result, items[i].error.transient, "put failed: %s",
                                items[i].error.message);
     free(items);
     sqlq_envelope_list_free(&b);
+    sqlq_msg_manifest_texts_free(manifest, nm);
+    return r;
+}
+
+/* --repair, after the last page: how many pages the run committed and the last one's floor. */
+static sqlq_result publish_end(const run_ctx *ctx, const sqlq_backfill *bf, sqlq_error *err)
+{
+    if (!ctx->s->repair)
+        return SQLQ_OK;
+    const sqlq_checkpoint *cp = sqlq_backfill_checkpoint(bf);
+    sqlq_manifest_head h = manifest_head(ctx, bf);
+    char *text = NULL;
+    sqlq_result r = sqlq_msg_manifest_end(
+        &h, cp->batch_id, cp->cursor_value ? strtoll(cp->cursor_value, NULL, 10) : 0, &text, err);
+    sqlq_put_item item = {0};
+    item.body = text;
+    item.len = text ? strlen(text) : 0;
+    sqlq_put_options po = {0};
+    po.ttl_s = -1;
+    if (r == SQLQ_OK && sqlq_queue_put_many(ctx->qc, ctx->s->queue, &item, 1, 1, &po) != SQLQ_OK)
+        r = sqlq_error_set(err, SQLQ_E_CANCELLED, false, "publishing was interrupted");
+    if (r == SQLQ_OK && item.result != SQLQ_OK)
+        r = sqlq_error_set(err, item.result, item.error.transient, "put failed: %s",
+                           item.error.message);
+    free(text);
+    if (r == SQLQ_OK)
+        SQLQ_INFO("backfill_manifest_end", "table=%s run=%lld pages=%lld", ctx->s->table,
+                  (long long)cp->run_id, (long long)cp->batch_id);
     return r;
 }
 
@@ -195,13 +263,15 @@ static int pages(run_ctx *ctx, sqlq_backfill *bf)
         sqlq_result r = sqlq_backfill_next(bf, &page, &err);
         if (r == SQLQ_OK && page.count == 0) {
             sqlq_backfill_page_free(&page);
-            r = sqlq_backfill_finish(bf, &err);
+            r = publish_end(ctx, bf, &err);
+            if (r == SQLQ_OK)
+                r = sqlq_backfill_finish(bf, &err);
             progress(ctx, sqlq_backfill_checkpoint(bf), true);
             if (r == SQLQ_OK)
                 return SQLQ_EXIT_OK;
         }
         if (r == SQLQ_OK)
-            r = publish(ctx, &page, &err);
+            r = publish(ctx, bf, &page, &err);
         if (r == SQLQ_OK)
             r = sqlq_backfill_commit(bf, &page, &err);
         if (r == SQLQ_OK)
@@ -289,8 +359,18 @@ static int run(const backfill_settings *s, sqlq_queue_client *qc, sqlq_db *db)
                    .tty = isatty(STDERR_FILENO) == 1, .started_ms = sqlq_clock_wall_ms()};
     if (ctx.tty && sqlq_backfill_count(bf, &ctx.total, &err) != SQLQ_OK)
         ctx.total = -1;
+    sqlq_backfill_version_source vs = sqlq_backfill_version_source_of(bf);
     SQLQ_INFO("backfill_versions", "table=%s source=%s", sqlq_backfill_table_key(bf),
-              sqlq_backfill_version_source_name(sqlq_backfill_version_source_of(bf)));
+              sqlq_backfill_version_source_name(vs));
+    if (s->repair && vs != SQLQ_BACKFILL_VERSION_CHANGE_LOG &&
+        vs != SQLQ_BACKFILL_VERSION_CHANGE_TRACKING) {
+        fprintf(stderr, "sqlq backfill: --repair needs the table's change log or change tracking "
+                        "(its versions say which replica rows are older than the backfill); "
+                        "the source here is %s\n",
+                sqlq_backfill_version_source_name(vs));
+        sqlq_backfill_close(bf);
+        return SQLQ_EXIT_USAGE;
+    }
     int rc = pages(&ctx, bf);
     int64_t ms = sqlq_clock_wall_ms() - ctx.started_ms;
     SQLQ_INFO("backfill_done", "table=%s name=%s rows=%lld rows_total=%lld ms=%lld rows_per_s=%.0f "

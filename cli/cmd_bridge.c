@@ -1,5 +1,6 @@
 /* cmd_bridge: `sqlq bridge`: settings and routes from defaults, config file, environment and
  * flags, checked, then handed to the bridge daemon. */
+#include "accounts.h"
 #include "cli.h"
 #include "cmd_bridge.h"
 
@@ -12,6 +13,7 @@
 #include "preflight.h"
 #include "queue_client.h"
 #include "route_filter.h"
+#include "shard_set.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,8 @@ typedef struct bridge_settings {
     char *db;
     char *table;
     char *queue;
+    long long shards;
+    char *shard_accounts;
     char *bridge_name;
     long long max_batch_size;
     long long polling_interval_ms;
@@ -56,11 +60,21 @@ typedef struct bridge_settings {
 #define S bridge_settings
 static const sqlq_setting bridge_table[] = {
     SQLQ_SETTING_SECRET(S, db, "db", "SQLQ_DB_CONNECTION", NULL,
-                        "ODBC connection string of the database (Driver={SQLite3};Database=…, "
-                        "PostgreSQL or MariaDB/MySQL)"),
+                        "ODBC connection string of the database (Driver=…;Database=…: the databases and "
+                        "their drivers are in docs/dialects.md)"),
     SQLQ_SETTING_STR(S, table, "table", "SQLQ_TABLE", NULL,
                      "table to watch (schema.name); with --queue, one route (replaces the file's routes)"),
-    SQLQ_SETTING_STR(S, queue, "queue", "SQLQ_QUEUE", NULL, "queue the table's changes go to"),
+    SQLQ_SETTING_STR(S, queue, "queue", "SQLQ_QUEUE", NULL,
+                     "queue the table's changes go to; a comma-separated list (each entry may be "
+                     "account:queue) is a shard set: each key always goes to the same one "
+                     "(docs/scaling.md)"),
+    SQLQ_SETTING_INT(S, shards, "shards", "SQLQ_SHARDS", "0", 0, 256,
+                     "2..256: the shard set QUEUE-0 … QUEUE-(N-1), each key to the one its hash "
+                     "picks; 0 or 1: QUEUE as it is (docs/scaling.md)"),
+    SQLQ_SETTING_STR(S, shard_accounts, "shard_accounts", "SQLQ_SHARD_ACCOUNTS", NULL,
+                     "with shards: storage accounts (comma-separated names of the config file's "
+                     "\"accounts\", or default) that shard i is in, in turn: shard i in entry i "
+                     "mod the count"),
     SQLQ_SETTING_STR(S, bridge_name, "bridge_name", "SQLQ_BRIDGE_NAME", "default",
                      "name of the sync state and leases: instances with the same name share the work"),
     SQLQ_SETTING_INT(S, max_batch_size, "max_batch_size", "SQLQ_MAX_BATCH_SIZE", NULL, 1, 10000,
@@ -83,9 +97,13 @@ static const sqlq_setting bridge_table[] = {
                       "key only; or send it to poison"),
     SQLQ_SETTING_INT(S, max_message_bytes, "max_message_bytes", "SQLQ_MAX_MESSAGE_BYTES", "65536", 1024,
                      1048576, "limit on a message as sent (after base64); the service allows 65536"),
-    SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto", "auto|change_log|change_tracking|cursor",
-                      "where changes come from: auto = change tracking on SQL Server, the change log "
-                      "of sqlq setup elsewhere; cursor = read-only polling on --cursor-column"),
+    SQLQ_SETTING_ENUM(S, source, "source", "SQLQ_SOURCE", "auto",
+                      "auto|change_log|change_tracking|cursor|logical",
+                      "where changes come from: auto = the database's own source (the change log of "
+                      "sqlq setup, or change tracking where the database keeps its own: "
+                      "docs/dialects.md); cursor = read-only polling on --cursor-column; "
+                      "logical = logical decoding of the write-ahead log (the slot of sqlq setup "
+                      "--source logical; no triggers: docs/logical-source.md)"),
     SQLQ_SETTING_STR(S, cursor_column, "cursor_column", "SQLQ_CURSOR_COLUMN", NULL,
                      "source cursor: a monotonic NOT NULL column (integer, version or timestamp)"),
     SQLQ_SETTING_STR(S, soft_delete_column, "soft_delete_column", "SQLQ_SOFT_DELETE_COLUMN", NULL,
@@ -93,13 +111,14 @@ static const sqlq_setting bridge_table[] = {
     SQLQ_SETTING_STR(S, key_columns, "key_columns", "SQLQ_KEY_COLUMNS", NULL,
                      "the columns that identify a row (comma-separated) when they are not the "
                      "primary key: a unique index or constraint on exactly them, NOT NULL; unset: "
-                     "the key sqlq setup gave the change log, else the primary key (not on SQL "
-                     "Server)"),
+                     "the key sqlq setup gave the change log, else the primary key (not with change "
+                     "tracking)"),
     SQLQ_SETTING_INT(S, safety_lag_ms, "safety_lag_ms", "SQLQ_SAFETY_LAG_MS", "-1", -1, 3600000,
                      "source cursor: how late a commit may be and still be read (ms); -1 = the "
-                     "database's default: 10000, SQLite 0, SQL Server rowversion exact"),
+                     "database's default: 10000, 0 where commits come one at a time, exact for a "
+                     "rowversion column (docs/cursor-source.md)"),
     SQLQ_SETTING_BOOL(S, allow_retention_gap, "allow_retention_gap", "SQLQ_ALLOW_RETENTION_GAP", "false",
-                      "SQL Server: when change tracking already cleaned up changes not yet delivered, "
+                      "change tracking: when it already cleaned up changes not yet delivered, "
                       "go on from the oldest kept (a warning; run sqlq backfill to re-send) instead "
                       "of stopping with an error"),
     SQLQ_SETTING_INT(S, message_ttl_s, "message_ttl_s", "SQLQ_MESSAGE_TTL_S", "-1", -1, 2147483647,
@@ -127,14 +146,17 @@ static const sqlq_setting bridge_table[] = {
                       "with --format functions)"),
     SQLQ_SETTING_BOOL(S, before_image, "before_image", "SQLQ_BEFORE_IMAGE", "false",
                       "update and delete messages carry \"before\": the row before the key's latest "
-                      "change (needs sqlq setup --before-image; change log, not SQL Server; not with "
+                      "change (needs sqlq setup --before-image; change log, not change tracking; not with "
                       "--format functions)"),
     SQLQ_SETTING_BOOL(S, wakeup, "wakeup", "SQLQ_WAKEUP", "true",
-                      "poll at once when the table changed (PostgreSQL: LISTEN for the capture "
-                      "trigger's NOTIFY; SQLite: PRAGMA data_version every 10 ms), not only every "
-                      "polling interval; --no-wakeup: the interval alone"),
+                      "poll at once when the table changed (the source's signal: the capture "
+                      "trigger's notification, or the database's data version probed every 10 ms; "
+                      "docs/capture.md, Wake-ups), not only every polling interval; --no-wakeup: "
+                      "the interval alone"),
     SQLQ_SETTING_INT(S, shutdown_timeout_s, "shutdown_timeout_s", "SQLQ_SHUTDOWN_TIMEOUT_S", "30", 1, 3600,
-                     "after SIGTERM: time to finish publishes in flight before leaving anyway"),
+                     "after SIGTERM: time to finish publishes in flight; exit 0 when they "
+                     "settled in time, else leave anyway with exit 1 (what was left stays "
+                     "leased and is published again after lease_s)"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
                      "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
     SQLQ_SETTING_BOOL(S, once, "once", "SQLQ_ONCE", "false",
@@ -166,7 +188,7 @@ const sqlq_config_spec *sqlq_cmd_bridge_spec(void)
 }
 
 /* Keys a route in the config file may set. */
-static const char *const route_keys[] = {"table", "queue", "bridge_name", "max_batch_size",
+static const char *const route_keys[] = {"table", "queue", "shards", "shard_accounts", "bridge_name", "max_batch_size",
                                          "polling_interval_ms", "max_in_flight", "lease_s",
                                          "max_attempts", "start_from", "format", "oversize",
                                          "max_message_bytes", "source", "cursor_column",
@@ -272,8 +294,87 @@ static bool route_filter(const bridge_settings *s, const char *where, sqlq_route
     return true;
 }
 
+/* A shard set rather than one queue: a count, a list, or a queue in a named account. */
+static bool sharded(const bridge_settings *s)
+{
+    return s->shards >= 2 || strchr(s->queue, ',') || strchr(s->queue, ':') ||
+           (s->shard_accounts && *s->shard_accounts);
+}
+
+/* A route's shard set and what its config points into (kept until the run ends). */
+typedef struct route_set {
+    sqlq_shard_set set;
+    const char **queues;
+    const sqlq_account **accounts;
+} route_set;
+
+static void route_sets_free(route_set *sets, size_t n)
+{
+    for (size_t i = 0; sets && i < n; i++) {
+        sqlq_shard_set_free(&sets[i].set);
+        free(sets[i].queues);
+        free(sets[i].accounts);
+    }
+    free(sets);
+}
+
+/* The names of shard_accounts ("a,b") into a NULL-terminated array of pointers into buf. */
+static size_t split_names(char *buf, const char **names, size_t max)
+{
+    size_t n = 0;
+    for (char *p = buf; p && *p && n < max;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        names[n++] = p;
+        p = comma ? comma + 1 : NULL;
+    }
+    return n;
+}
+
+/* The route's queue setting as a shard set, its accounts resolved; false (said why) when not. */
+static bool route_shards(const bridge_settings *s, const char *where, const sqlq_cli_accounts *accts,
+                         route_set *rs, sqlq_route_config *r)
+{
+    char names_buf[1024] = "";
+    const char *names[SQLQ_SHARDS_MAX];
+    if (s->shard_accounts && strlen(s->shard_accounts) >= sizeof(names_buf)) {
+        fprintf(stderr, "sqlq bridge: %s key shard_accounts: too long (at most %zu characters)\n", where,
+                sizeof(names_buf) - 1);
+        return false;
+    }
+    snprintf(names_buf, sizeof(names_buf), "%s", s->shard_accounts ? s->shard_accounts : "");
+    size_t nnames = split_names(names_buf, names, SQLQ_SHARDS_MAX);
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_shard_set_parse(s->queue, s->shards, names, nnames, &rs->set, &err) != SQLQ_OK) {
+        fprintf(stderr, "sqlq bridge: %s key queue: '%s': %s\n", where, s->queue, err.message);
+        return false;
+    }
+    size_t n = rs->set.count;
+    rs->queues = calloc(n, sizeof(*rs->queues));
+    rs->accounts = calloc(n, sizeof(*rs->accounts));
+    if (!rs->queues || !rs->accounts)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const char *a = rs->set.accounts[i];
+        rs->queues[i] = rs->set.queues[i];
+        rs->accounts[i] = a && strcmp(a, "default") != 0 ? sqlq_cli_accounts_find(accts, a) : NULL;
+        if (a && strcmp(a, "default") != 0 && !rs->accounts[i]) {
+            fprintf(stderr, "sqlq bridge: %s: queue %s: account '%s' is not one of the config file's "
+                            "\"accounts\" (or default)\n", where, rs->queues[i], a);
+            return false;
+        }
+    }
+    r->shard_queues = rs->queues;
+    r->shard_accounts = rs->accounts;
+    r->nshards = n;
+    return true;
+}
+
 /* Settings → route; false (message printed) when a value is unusable. */
-static bool make_route(const bridge_settings *s, const char *where, sqlq_route_config *r)
+static bool make_route(const bridge_settings *s, const char *where, const sqlq_cli_accounts *accts,
+                       route_set *set, sqlq_route_config *r)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
@@ -288,7 +389,9 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
         return false;
     }
     char poison[64];
-    if (!sqlq_queue_name_valid(s->queue, &err) || !sqlq_queue_poison_name(s->queue, poison, sizeof(poison))) {
+    if (sharded(s)) {
+        /* checked by route_shards */
+    } else if (!sqlq_queue_name_valid(s->queue, &err) || !sqlq_queue_poison_name(s->queue, poison, sizeof(poison))) {
         fprintf(stderr, "sqlq bridge: %s key queue: '%s' is not allowed (%s)\n", where, s->queue,
                 err.message[0] ? err.message
                                : "the name must leave room for {queue}-poison: at most 56 characters, not ending in -poison");
@@ -302,6 +405,8 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
     r->table = s->table;
     r->queue = s->queue;
     r->bridge_name = s->bridge_name;
+    if (sharded(s) && !route_shards(s, where, accts, set, r))
+        return false;
     (void)sqlq_envelope_format_parse(s->format, &r->format);
     r->max_batch_size = (int)s->max_batch_size;
     if (r->max_batch_size == 0) /* unset; batch format: a poll fills messages, not one change each */
@@ -313,8 +418,9 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
     r->start_from = strcmp(s->start_from, "now") == 0 ? SQLQ_START_NOW : SQLQ_START_BEGINNING;
     (void)sqlq_oversize_policy_parse(s->oversize, &r->oversize);
     r->max_message_bytes = (size_t)s->max_message_bytes;
-    static const char *const sources[] = {"auto", "change_tracking", "change_log", "cursor"};
-    for (int i = 0; i < 4; i++)
+    static const char *const sources[] = {"auto", "change_tracking", "change_log", "cursor",
+                                          "logical"};
+    for (int i = 0; i < 5; i++)
         if (strcmp(s->source, sources[i]) == 0)
             r->source = (sqlq_source_kind)i;
     if (r->source == SQLQ_SOURCE_CURSOR && (!s->cursor_column || !*s->cursor_column)) {
@@ -337,7 +443,8 @@ static bool make_route(const bridge_settings *s, const char *where, sqlq_route_c
 }
 
 /* The routes: the one of --table/--queue when given, else the file's "routes". */
-static bool build_routes(const bridge_settings *s, json_t *file, sqlq_route_config **out, size_t *n)
+static bool build_routes(const bridge_settings *s, json_t *file, const sqlq_cli_accounts *accts,
+                         sqlq_route_config **out, route_set **sets_out, size_t *n)
 {
     json_t *routes = file ? json_object_get(file, "routes") : NULL;
     bool single = (s->table && *s->table) || (s->queue && *s->queue) || !routes;
@@ -349,8 +456,13 @@ static bool build_routes(const bridge_settings *s, json_t *file, sqlq_route_conf
     }
     size_t count = single ? 1 : json_array_size(routes);
     sqlq_route_config *r = calloc(count, sizeof(*r));
-    if (!r)
+    route_set *sets = calloc(count, sizeof(*sets));
+    *sets_out = sets;
+    *n = count; /* the sets are freed with this count, whatever happens */
+    if (!r || !sets) {
+        free(r);
         return false;
+    }
     for (size_t i = 0; i < count; i++) {
         bridge_settings rs = *s;
         char where[64];
@@ -366,7 +478,7 @@ static bool build_routes(const bridge_settings *s, json_t *file, sqlq_route_conf
         bool ok = true;
         if (obj)
             json_object_foreach(obj, key, v) ok = ok && route_key(&rs, i, key, v);
-        if (!ok || !make_route(&rs, where, &r[i])) {
+        if (!ok || !make_route(&rs, where, accts, &sets[i], &r[i])) {
             free(r);
             return false;
         }
@@ -384,13 +496,22 @@ static bool build_routes(const bridge_settings *s, json_t *file, sqlq_route_conf
 }
 
 /* A queue-scoped SAS URL reaches its own queue only: every route must go there, and its
- * poison queue is out of reach. */
+ * poison queue is out of reach. A shard set's queues must each be reachable with their
+ * account's credential. */
 static bool routes_reachable(const sqlq_account *account, sqlq_route_config *routes, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         sqlq_error err;
         sqlq_error_clear(&err);
-        if (sqlq_account_queue(account, routes[i].queue, &routes[i].queue, &err) != SQLQ_OK) {
+        for (size_t k = 0; k < routes[i].nshards; k++) {
+            const sqlq_account *a = routes[i].shard_accounts[k] ? routes[i].shard_accounts[k] : account;
+            if (!sqlq_account_reaches(a, routes[i].shard_queues[k], &err)) {
+                fprintf(stderr, "sqlq bridge: route of table '%s': %s\n", routes[i].table, err.message);
+                return false;
+            }
+        }
+        if (routes[i].nshards == 0 &&
+            sqlq_account_queue(account, routes[i].queue, &routes[i].queue, &err) != SQLQ_OK) {
             fprintf(stderr, "sqlq bridge: route of table '%s': %s\n", routes[i].table, err.message);
             return false;
         }
@@ -473,9 +594,12 @@ static int bridge_main(int argc, char **argv, bool check_only)
     }
     sqlq_common_settings_apply(&s.common);
     sqlq_route_config *routes = NULL;
+    route_set *sets = NULL;
     size_t n = 0;
     sqlq_cli_queue q;
     memset(&q, 0, sizeof(q));
+    sqlq_cli_accounts accts;
+    memset(&accts, 0, sizeof(accts));
     if (!s.db || !*s.db) {
         fprintf(stderr,
                 "%s: db is not set (--db, SQLQ_DB_CONNECTION or SQLQ_DB_CONNECTION_FILE)\n",
@@ -485,8 +609,11 @@ static int bridge_main(int argc, char **argv, bool check_only)
         code = sqlq_cli_queue_open(check_only ? "config check" : "bridge", &s.common,
                                    SQLQ_CLI_ACCOUNT_ONLY, &q);
     }
-    if (code < 0 &&
-        (!build_routes(&s, res.file, &routes, &n) || !routes_reachable(q.account, routes, n)))
+    sqlq_account_options ao = {s.common.allow_insecure_http, s.common.ca_file};
+    if (code < 0)
+        code = sqlq_cli_accounts_load(check_only ? "config check" : "bridge", res.file, &ao, &accts);
+    if (code < 0 && (!build_routes(&s, res.file, &accts, &routes, &sets, &n) ||
+                     !routes_reachable(q.account, routes, n)))
         code = SQLQ_EXIT_USAGE;
     if (code < 0 && !check_only)
         code = run(&s, q.account, routes, n);
@@ -501,6 +628,8 @@ static int bridge_main(int argc, char **argv, bool check_only)
                                              : SQLQ_EXIT_FAILED;
     }
     free(routes);
+    route_sets_free(sets, n);
+    sqlq_cli_accounts_free(&accts);
     sqlq_cli_queue_close(&q);
     sqlq_config_free(&bridge_spec, &s, &res);
     return code;

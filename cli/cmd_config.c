@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "config.h"
 #include "credential_doc.h"
+#include "dialect.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,7 +14,8 @@
 typedef const sqlq_config_spec *(*spec_fn)(void);
 
 static const spec_fn specs[] = {sqlq_cmd_bridge_spec, sqlq_cmd_setup_spec, sqlq_cmd_status_spec,
-                                sqlq_cmd_backfill_spec, sqlq_cmd_consume_spec};
+                                sqlq_cmd_backfill_spec, sqlq_cmd_consume_spec,
+                                sqlq_cmd_console_spec};
 
 static bool spec_has(const sqlq_config_spec *spec, const char *key)
 {
@@ -43,10 +45,12 @@ static const char precedence[] =
     "default < config file < environment < flag. Secrets (connection strings) may also be read\n"
     "from a file named by the variable with _FILE appended (how Docker and Kubernetes mount\n"
     "secrets); the storage connection falls back to AzureWebJobsStorage like Azure Functions.\n"
-    "Secrets never appear in logs. The `sqlq queue` and `sqlq poison` subcommands take\n"
+    "Secrets never appear in logs, and one read from the environment is wiped from it.\n"
+    "The `sqlq queue` and `sqlq poison` subcommands take\n"
     "--queue-connection, --encoding, --log-level and --log-format the same way (see their --help).\n"
     "One file serves every command: each reads the keys it uses and ignores the keys of other\n"
-    "sqlq commands; a key that no sqlq command reads is an error that names it.\n";
+    "sqlq commands; a key that no sqlq command reads is an error that names it, and so is a key\n"
+    "given twice.\n";
 
 static void usage(FILE *f)
 {
@@ -72,6 +76,10 @@ static void print_markdown(FILE *f)
     for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
         sqlq_config_print_markdown(specs[i](), f);
     sqlq_credential_print_markdown(f);
+    const sqlq_dialect *d;
+    for (size_t i = 0; (d = sqlq_dialect_at(i)) != NULL; i++)
+        for (size_t k = 0; d->config_doc && d->config_doc[k]; k++)
+            fprintf(f, "%s\n", d->config_doc[k]);
 }
 
 int sqlq_cmd_config(int argc, char **argv)

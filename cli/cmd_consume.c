@@ -10,12 +10,20 @@
 #include "log.h"
 #include "metrics.h"
 #include "queue_client.h"
+#include "shard_set.h"
 #include "sql_sink.h"
+
+#include "abandoned.h"
+
+#include <errno.h>
+#include <pthread.h>
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 
 typedef struct consume_settings {
     char *exec;
@@ -40,7 +48,9 @@ typedef struct consume_settings {
     long long max_messages;
     bool exit_when_empty;
     bool poison_envelope;
+    long long shards;
     char *listen;
+    char *state_dir;
     sqlq_common_settings common;
 } consume_settings;
 
@@ -111,25 +121,37 @@ static const sqlq_setting settings[] = {
                       "put a JSON message into QUEUE-poison inside {\"sqlq_poison\":1,\"reason\":…,"
                       "\"message\":…} with the handler's reason (poison requeue puts back the same "
                       "bytes); false: the same message text, as Functions does"),
+    SQLQ_SETTING_INT(S, shards, "shards", "SQLQ_SHARDS", "0", 0, 256,
+                     "QUEUE names a shard set: consume QUEUE-0 … QUEUE-(N-1) at once, a poll loop "
+                     "each (several QUEUE arguments, or a comma-separated list, work too)"),
     SQLQ_SETTING_STR(S, listen, "listen", "SQLQ_LISTEN", NULL,
                      "serve /healthz, /readyz and /metrics on HOST:PORT (off when unset)"),
+    SQLQ_SETTING_STR(S, state_dir, "state_dir", "SQLQ_STATE_DIR", NULL,
+                     "directory (created, mode 0700) where the consumer records the dequeues it "
+                     "gives back without an attempt (a shutdown, a drain that gives up on the "
+                     "handler's target), so that they do not count toward poison; unset: "
+                     "$XDG_STATE_HOME/sqlq or ~/.local/state/sqlq; none: no record (they count, "
+                     "as in Azure Functions)"),
     SQLQ_COMMON_SETTINGS(S, common)};
 #undef S
 
 static const sqlq_config_spec spec = {
     "consume",
-    "sqlq consume QUEUE (--exec CMD | --http URL | --sql CONN --table T | --noop) [options]",
+    "sqlq consume QUEUE... (--exec CMD | --http URL | --sql CONN --table T | --noop) [options]",
     "Run a handler for each message of QUEUE, the way an Azure Functions queue trigger does:\n"
     "batches of 16, visibility renewed while a handler runs, delete on success, retry on\n"
     "failure, and after max-dequeue-count attempts the message text moves to QUEUE-poison.\n"
     "Messages are base64 by default (what Functions producers send); use --encoding plain\n"
     "for producers that send plain text. The connection comes from --queue-connection,\n"
     "$SQLQ_QUEUE_CONNECTION or $AzureWebJobsStorage (each also as _FILE). SIGTERM/SIGINT stop\n"
-    "taking messages and let running handlers finish (a second signal exits at once).",
+    "taking messages and let running handlers finish (a second signal exits at once).\n"
+    "Several queues (a shard set: QUEUE --shards N, a comma-separated list, or several QUEUE\n"
+    "arguments) are consumed at once, each with its own poll loop and QUEUE-poison, sharing\n"
+    "the handler.",
     settings,
     sizeof(settings) / sizeof(settings[0]),
     1,
-    1};
+    SQLQ_SHARDS_MAX};
 
 const sqlq_config_spec *sqlq_cmd_consume_spec(void)
 {
@@ -197,6 +219,12 @@ static int make_handler(const consume_settings *s, handlers *h)
         if (sqlq_handler_exec_create(s->exec, 2000, &h->exec, &err) != SQLQ_OK)
             return report("--exec", &err, SQLQ_EXIT_USAGE);
         h->handler = sqlq_handler_exec_bind(h->exec);
+        /* The command runs as our user: not dumpable, our /proc/PID/environ, mem and maps
+         * belong to root and no process of our user can read or ptrace them (the secrets in
+         * our memory). Each command execs, which makes it dumpable again. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+            SQLQ_WARN("consume.dumpable", "err=\"%s\" note=\"an --exec command of this user may "
+                      "read this process's memory\"", strerror(errno));
     } else if (s->http) {
         if (sqlq_handler_http_create(s->http, (long)s->http_timeout_ms, &h->http, &err) != SQLQ_OK)
             return report("--http", &err, SQLQ_EXIT_USAGE);
@@ -242,24 +270,19 @@ static void fill_options(const consume_settings *s, sqlq_encoding enc, sqlq_cons
     o->stop = &sqlq_stop_flag;
 }
 
-/* /readyz: ready while the queue answers this consumer's polls. */
+/* /readyz: ready while the queue answers every consumer's polls (one per queue). */
 typedef struct consume_health {
-    _Atomic(sqlq_consumer *) consumer;
+    sqlq_consumer **consumers; /* n entries; each set once, before `ready` */
+    size_t n;
+    atomic_int ready; /* the consumers exist */
 } consume_health;
 
-static bool consume_ready(void *ctx, char *reason, size_t reason_size)
+static bool one_ready(sqlq_consumer *c, char *reason, size_t reason_size)
 {
-    consume_health *h = ctx;
-    sqlq_consumer *c = atomic_load(&h->consumer);
     sqlq_consumer_stats st;
-    if (c)
-        sqlq_consumer_get_stats(c, &st);
-    if (!c || st.polls == 0) {
+    sqlq_consumer_get_stats(c, &st);
+    if (st.polls == 0) {
         snprintf(reason, reason_size, "starting: no poll answered yet");
-        return false;
-    }
-    if (sqlq_stop_flag) {
-        snprintf(reason, reason_size, "stopping");
         return false;
     }
     if (st.poll_failing > 0) {
@@ -269,6 +292,14 @@ static bool consume_ready(void *ctx, char *reason, size_t reason_size)
                  st.poll_failing);
         return false;
     }
+    char cause[400];
+    if (sqlq_consumer_target_down(c, cause, sizeof(cause))) {
+        snprintf(reason, reason_size,
+                 "%s (for %llu s; %llu message(s) held, not counted toward poison; see the "
+                 "consumer.handler_outage log line)",
+                 cause, st.target_down_ms / 1000u, st.held);
+        return false;
+    }
     if (st.service_failing > 0) {
         snprintf(reason, reason_size,
                  "the last %llu deletes/updates failed with an outage (credential, throttling or "
@@ -276,6 +307,85 @@ static bool consume_ready(void *ctx, char *reason, size_t reason_size)
                  st.service_failing);
         return false;
     }
+    return true;
+}
+
+/* mkdir -p with mode 0700 for what it creates; false (errno set) when path is not a directory. */
+static bool make_dirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        bool ok = mkdir(path, 0700) == 0 || errno == EEXIST;
+        *p = '/';
+        if (!ok)
+            return false;
+    }
+    struct stat st;
+    return (mkdir(path, 0700) == 0 || errno == EEXIST) && stat(path, &st) == 0 &&
+           S_ISDIR(st.st_mode);
+}
+
+/* The file recording dequeues given back (abandoned.h), under --state-dir or its default; ""
+ * when there is none (said why). */
+static void abandoned_file(const consume_settings *s, const sqlq_account *account,
+                           const char *queue, char *out, size_t out_size)
+{
+    char dir[900];
+    const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    out[0] = '\0';
+    if (s->state_dir && strcmp(s->state_dir, "none") == 0)
+        return;
+    if (s->state_dir && *s->state_dir)
+        snprintf(dir, sizeof(dir), "%s", s->state_dir);
+    else if (xdg && *xdg == '/')
+        snprintf(dir, sizeof(dir), "%s/sqlq", xdg);
+    else if (home && *home == '/')
+        snprintf(dir, sizeof(dir), "%s/.local/state/sqlq", home);
+    else
+        dir[0] = '\0';
+    if (!dir[0] || !make_dirs(dir)) {
+        SQLQ_WARN("consumer.state_unusable",
+                  "state_dir=\"%s\" err=\"%s\" note=\"dequeues given back without an attempt "
+                  "(at shutdown, or when a drain gives up on the handler's target) cannot be "
+                  "recorded: they will count toward poison; set --state-dir to a writable "
+                  "directory\"",
+                  dir, dir[0] ? strerror(errno) : "neither --state-dir, XDG_STATE_HOME nor HOME is set");
+        return;
+    }
+    sqlq_abandoned_path(dir, account->endpoint, queue, out, out_size);
+}
+
+/* What a drain that ended with an error says before the cause. */
+static const char *drain_failure(const sqlq_consumer *c)
+{
+    switch (sqlq_consumer_drain_end(c)) {
+    case SQLQ_DRAIN_QUEUE_UNREADABLE:
+        return "the queue could not be read, so it is not known to be empty";
+    case SQLQ_DRAIN_NOT_SETTLED: return "the queue was not drained";
+    case SQLQ_DRAIN_TARGET_DOWN:
+        return "the handler's target is unavailable, so the queue was not drained (its messages "
+               "went back to the queue, not counted toward poison)";
+    case SQLQ_DRAIN_FINISHED: break;
+    }
+    return "consumer";
+}
+
+static bool consume_ready(void *ctx, char *reason, size_t reason_size)
+{
+    consume_health *h = ctx;
+    if (!atomic_load(&h->ready)) {
+        snprintf(reason, reason_size, "starting: no poll answered yet");
+        return false;
+    }
+    if (sqlq_stop_flag) {
+        snprintf(reason, reason_size, "stopping");
+        return false;
+    }
+    for (size_t i = 0; i < h->n; i++)
+        if (!one_ready(h->consumers[i], reason, reason_size))
+            return false;
     return true;
 }
 
@@ -300,33 +410,93 @@ static int check_queue_name(const char *queue)
     return -1;
 }
 
-static int run(consume_settings *s, const char *queue)
+/* One consumer's run, on a thread of its own when there are several queues. */
+typedef struct run_one {
+    sqlq_consumer *c;
+    pthread_t thread;
+    bool threaded;
+    sqlq_result r;
+    sqlq_error err;
+    char state_file[1200]; /* its record of dequeues given back (abandoned.h); "": none */
+} run_one;
+
+static void *run_thread(void *arg)
+{
+    run_one *o = arg;
+    sqlq_error_clear(&o->err);
+    o->r = sqlq_consumer_run(o->c, &o->err);
+    return NULL;
+}
+
+/* Every consumer at once; the exit code of the first that failed (or 0). */
+static int run_all(run_one *runs, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        runs[i].threaded = pthread_create(&runs[i].thread, NULL, run_thread, &runs[i]) == 0;
+    run_thread(&runs[0]);
+    for (size_t i = 1; i < n; i++)
+        if (runs[i].threaded)
+            pthread_join(runs[i].thread, NULL);
+        else
+            run_thread(&runs[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (runs[i].r == SQLQ_E_TIMEOUT) {
+            /* A handler ignored cancellation: leave without freeing what it may still use. */
+            report("shutdown", &runs[i].err, SQLQ_EXIT_FAILED);
+            fflush(NULL);
+            _Exit(SQLQ_EXIT_FAILED);
+        }
+        if (runs[i].r != SQLQ_OK)
+            return report(drain_failure(runs[i].c), &runs[i].err, SQLQ_EXIT_FAILED);
+    }
+    return SQLQ_EXIT_OK;
+}
+
+/* The account reaches every queue (a queue-scoped SAS URL reaches its own only): -1 when it
+ * does, else the exit code (said why). The one queue of a queue-scoped SAS may be left out. */
+static int check_reach(sqlq_account *account, const char **queues, size_t n)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    sqlq_cli_queue q;
-    int code = check_queue_name(queue);
-    if (code >= 0)
-        return code;
-    code = sqlq_cli_queue_open("consume", &s->common, SQLQ_CLI_ACCOUNT_ONLY, &q);
-    if (code < 0 && sqlq_account_queue(q.account, queue, &queue, &err) != SQLQ_OK)
-        code = report("queue", &err, SQLQ_EXIT_USAGE);
-    if (code >= 0) {
-        sqlq_cli_queue_close(&q);
-        return code;
-    }
-    sqlq_account *account = q.account;
+    if (n == 1 && sqlq_account_queue(account, queues[0], &queues[0], &err) != SQLQ_OK)
+        return report("queue", &err, SQLQ_EXIT_USAGE);
+    for (size_t i = 0; n > 1 && i < n; i++)
+        if (!sqlq_account_reaches(account, queues[i], &err))
+            return report("queue", &err, SQLQ_EXIT_USAGE);
     if (account->queue) /* a queue-scoped SAS URL reaches this queue only */
         SQLQ_WARN("poison_queue_unreachable",
                   "queue=%s note=\"the queue connection is a SAS URL scoped to this queue: "
                   "messages cannot be moved to the poison queue with it\"",
-                  queue);
+                  queues[0]);
+    return -1;
+}
+
+static int run(consume_settings *s, const char **queues, size_t n)
+{
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_cli_queue q;
+    int code = -1;
+    for (size_t i = 0; i < n && code < 0; i++)
+        code = check_queue_name(queues[i]);
+    if (code >= 0)
+        return code;
+    code = sqlq_cli_queue_open("consume", &s->common, SQLQ_CLI_ACCOUNT_ONLY, &q);
+    if (code < 0)
+        code = check_reach(q.account, queues, n);
+    if (code >= 0) {
+        sqlq_cli_queue_close(&q);
+        return code;
+    }
     handlers h = {0};
     code = make_handler(s, &h);
     sqlq_metrics *metrics = NULL;
     sqlq_http_server *server = NULL;
-    consume_health health;
-    atomic_init(&health.consumer, NULL);
+    run_one *runs = calloc(n, sizeof(*runs));
+    sqlq_consumer **all = calloc(n, sizeof(*all));
+    consume_health health = {all, n, 0};
+    if (!runs || !all)
+        code = usage_error("out of memory");
     if (code < 0 && s->listen) {
         if (sqlq_metrics_create(&metrics) != SQLQ_OK ||
             sqlq_http_server_start(s->listen, metrics, consume_ready, &health, &server, &err) !=
@@ -335,35 +505,61 @@ static int run(consume_settings *s, const char *queue)
         if (code < 0 && h.sink)
             sqlq_sql_sink_use_metrics(h.sink, metrics);
     }
-    sqlq_consumer *c = NULL;
-    if (code < 0) {
+    for (size_t i = 0; code < 0 && i < n; i++) {
         sqlq_consumer_options o;
         fill_options(s, q.encoding, &o);
         o.metrics = metrics;
-        if (sqlq_consumer_create(account, NULL, queue, &o, &h.handler, &c, &err) != SQLQ_OK)
+        abandoned_file(s, q.account, queues[i], runs[i].state_file, sizeof(runs[i].state_file));
+        o.abandoned_path = runs[i].state_file[0] ? runs[i].state_file : NULL;
+        if (sqlq_consumer_create(q.account, NULL, queues[i], &o, &h.handler, &runs[i].c, &err) != SQLQ_OK)
             code = report("start", &err, SQLQ_EXIT_USAGE);
-        atomic_store(&health.consumer, c);
+        all[i] = runs[i].c;
     }
     if (code < 0) {
-        sqlq_result r = sqlq_consumer_run(c, &err);
-        if (r == SQLQ_E_TIMEOUT) {
-            /* A handler ignored cancellation: leave without freeing what it may still use. */
-            report("shutdown", &err, SQLQ_EXIT_FAILED);
-            fflush(NULL);
-            _Exit(SQLQ_EXIT_FAILED);
-        }
-        code = r == SQLQ_OK ? SQLQ_EXIT_OK
-               : s->exit_when_empty
-                   ? report("the queue could not be read, so it is not known to be empty", &err,
-                            SQLQ_EXIT_FAILED)
-                   : report("consumer", &err, SQLQ_EXIT_FAILED);
+        atomic_store(&health.ready, 1);
+        code = run_all(runs, n);
     }
-    sqlq_http_server_stop(server); /* first: its thread reads the consumer's stats */
-    sqlq_consumer_destroy(c);
+    sqlq_http_server_stop(server); /* first: its thread reads the consumers' stats */
+    for (size_t i = 0; runs && i < n; i++)
+        sqlq_consumer_destroy(runs[i].c);
+    free(runs);
+    free(all);
     sqlq_metrics_destroy(metrics);
     free_handlers(&h);
     sqlq_cli_queue_close(&q);
     return code;
+}
+
+/* The queues: QUEUE (with --shards N: QUEUE-0 … QUEUE-(N-1)), a comma-separated list, or
+ * several arguments; -1 when usable, else the exit code (said why). */
+static int queues_of(const consume_settings *s, const sqlq_config_result *res, sqlq_shard_set *set)
+{
+    memset(set, 0, sizeof(*set));
+    bool one = res->npositional == 1 && s->shards < 2 && !strchr(res->positional[0], ',');
+    if (one)
+        return -1;
+    if (res->npositional > 1 && s->shards >= 2)
+        return usage_error("--shards takes one QUEUE (the shard set's name)");
+    sqlq_buf b;
+    sqlq_buf_init(&b, 64 * 1024);
+    for (size_t i = 0; i < res->npositional; i++)
+        if ((i && sqlq_buf_adds(&b, ",") != SQLQ_OK) || sqlq_buf_adds(&b, res->positional[i]) != SQLQ_OK) {
+            sqlq_buf_free(&b);
+            return usage_error("too many queues");
+        }
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result r = sqlq_shard_set_parse(sqlq_buf_str(&b), s->shards, NULL, 0, set, &err);
+    sqlq_buf_free(&b);
+    if (r != SQLQ_OK)
+        return report("queues", &err, SQLQ_EXIT_USAGE);
+    for (size_t i = 0; i < set->count; i++)
+        if (set->accounts[i]) {
+            sqlq_shard_set_free(set);
+            return usage_error("a queue here names no account (account:queue): run one consume "
+                               "per account, each with its queue connection");
+        }
+    return -1;
 }
 
 int sqlq_cmd_consume(int argc, char **argv)
@@ -377,7 +573,17 @@ int sqlq_cmd_consume(int argc, char **argv)
         return code;
     }
     sqlq_common_settings_apply(&s.common);
-    code = run(&s, res.positional[0]);
+    sqlq_shard_set set;
+    code = queues_of(&s, &res, &set);
+    const char *one = res.positional[0];
+    const char **names = set.count ? calloc(set.count, sizeof(*names)) : &one;
+    for (size_t i = 0; names && i < set.count; i++)
+        names[i] = set.queues[i];
+    if (code < 0)
+        code = names ? run(&s, names, set.count ? set.count : 1) : usage_error("out of memory");
+    if (names != &one)
+        free(names);
+    sqlq_shard_set_free(&set);
     sqlq_config_free(&spec, &s, &res);
     return code;
 }

@@ -8,6 +8,7 @@
 #include "poison_report.h"
 #include "poison_view.h"
 #include "queue_client.h"
+#include "shard_set.h"
 #include "term_text.h"
 
 #include <errno.h>
@@ -30,14 +31,22 @@ typedef struct poison_settings {
     long long visibility_s;
     bool delete_after;
     bool yes;
+    long long shards;
     sqlq_common_settings common;
 } poison_settings;
+
+/* list, requeue and purge take a shard set as QUEUE (docs/scaling.md). */
+#define SHARDS_SETTING(S)                                                                          \
+    SQLQ_SETTING_INT(S, shards, "shards", NULL, "0", 0, 256,                                       \
+                     "QUEUE names a shard set: QUEUE-0 … QUEUE-(N-1), each in turn (a comma-"     \
+                     "separated QUEUE list works too)")
 
 #define S poison_settings
 static const sqlq_setting list_table[] = {
     SQLQ_SETTING_INT(S, limit, "limit", NULL, "32", 1, 32,
                      "messages to show (peek: the service shows at most 32)"),
     SQLQ_SETTING_BOOL(S, json, "json", NULL, "false", "JSON lines with the whole body"),
+    SHARDS_SETTING(S),
     SQLQ_COMMON_SETTINGS(S, common)};
 static const sqlq_setting requeue_table[] = {
     SQLQ_SETTING_BOOL(S, all, "all", NULL, "false", "move every message"),
@@ -54,6 +63,7 @@ static const sqlq_setting requeue_table[] = {
     SQLQ_SETTING_INT(S, visibility_s, "visibility_s", NULL, "30", 1, 3600,
                      "how long messages looked at stay hidden if this run dies (others are made "
                      "visible again at the end)"),
+    SHARDS_SETTING(S),
     SQLQ_COMMON_SETTINGS(S, common)};
 static const sqlq_setting export_table[] = {
     SQLQ_SETTING_BOOL(S, delete_after, "delete", NULL, "false",
@@ -67,6 +77,7 @@ static const sqlq_setting import_table[] = {SQLQ_COMMON_SETTINGS(S, common)};
 static const sqlq_setting purge_table[] = {
     SQLQ_SETTING_BOOL(S, yes, "yes", NULL, "false",
                       "do not ask (required when stdin is not a terminal)"),
+    SHARDS_SETTING(S),
     SQLQ_COMMON_SETTINGS(S, common)};
 #undef S
 
@@ -392,6 +403,19 @@ static int cmd_requeue(ctx *c)
 
 /* ---- export and import ---- */
 
+/* export --delete: the ids of exported messages that were not deleted. */
+typedef struct kept_ids {
+    sqlq_buf kept, maybe;
+} kept_ids;
+
+static void on_kept(void *arg, const char *id, bool maybe)
+{
+    kept_ids *k = arg;
+    sqlq_buf *b = maybe ? &k->maybe : &k->kept;
+    if (sqlq_buf_adds(b, id) != SQLQ_OK || sqlq_buf_addc(b, '\n') != SQLQ_OK)
+        fprintf(stderr, "sqlq poison export: out of memory listing the ids not deleted\n");
+}
+
 static int cmd_export(ctx *c)
 {
     const char *path = c->res.positional[1];
@@ -421,6 +445,11 @@ static int cmd_export(ctx *c)
                              .visibility_s = (int)c->s.visibility_s,
                              .encoding = c->q.encoding,
                              .stop = &sqlq_stop_flag};
+    kept_ids k;
+    sqlq_buf_init(&k.kept, 0);
+    sqlq_buf_init(&k.maybe, 0);
+    o.kept = on_kept;
+    o.kept_ctx = &k;
     progress p = {.what = "exported"};
     o.progress = progress_fn();
     o.progress_ctx = &p;
@@ -436,20 +465,50 @@ static int cmd_export(ctx *c)
                    unlink(path) == 0;
     sqlq_poison_run run = {.from = c->poison, .to = path, .result = r, .err = &err,
                            .delete_after = o.delete_after, .bounded = o.limit != 0,
-                           .visibility_s = o.visibility_s, .removed = removed};
-    return sqlq_poison_report_export(to_stdout ? stderr : stdout, &run, &n);
+                           .visibility_s = o.visibility_s, .removed = removed,
+                           .kept_ids = sqlq_buf_str(&k.kept), .maybe_ids = sqlq_buf_str(&k.maybe)};
+    int code = sqlq_poison_report_export(to_stdout ? stderr : stdout, &run, &n);
+    sqlq_buf_free(&k.kept);
+    sqlq_buf_free(&k.maybe);
+    return code;
+}
+
+/* Standard input in a file of its own (TMPDIR), so that a run that stops half-way can name a
+ * file the rest can be imported from. NULL (said why) when it cannot be kept. */
+static FILE *save_stdin(char *path, size_t size)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, size, "%s/sqlq-import-XXXXXX.jsonl", dir && *dir ? dir : "/tmp");
+    int fd = mkstemps(path, 6);
+    FILE *f = fd >= 0 ? fdopen(fd, "w+") : NULL;
+    char chunk[65536];
+    size_t got;
+    bool ok = f != NULL;
+    while (ok && (got = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
+        ok = fwrite(chunk, 1, got, f) == got;
+    if (ok && !ferror(stdin) && fflush(f) == 0 && fseeko(f, 0, SEEK_SET) == 0)
+        return f;
+    fprintf(stderr, "sqlq poison import: cannot keep standard input in %s: %s\n", path,
+            strerror(errno));
+    if (f)
+        fclose(f);
+    else if (fd >= 0)
+        close(fd);
+    if (fd >= 0)
+        unlink(path);
+    return NULL;
 }
 
 static int cmd_import(ctx *c)
 {
     const char *path = c->res.positional[0];
     bool from_stdin = strcmp(path, "-") == 0;
-    FILE *f = from_stdin ? stdin : fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "sqlq poison import: %s: %s\n", from_stdin ? "stdin" : path,
-                strerror(errno));
+    char saved[1024] = "";
+    FILE *f = from_stdin ? save_stdin(saved, sizeof(saved)) : fopen(path, "r");
+    if (!f && !from_stdin)
+        fprintf(stderr, "sqlq poison import: %s: %s\n", path, strerror(errno));
+    if (!f)
         return SQLQ_EXIT_FAILED;
-    }
     progress p = {.what = "imported"};
     sqlq_poison_counts n;
     sqlq_error err;
@@ -458,11 +517,15 @@ static int cmd_import(ctx *c)
     sqlq_result r = sqlq_poison_import(c->q.client, f, c->res.positional[1], &sqlq_stop_flag,
                                        progress_fn(), &p, &n, &err);
     progress_end(&p);
-    if (!from_stdin)
-        fclose(f);
+    fclose(f);
+    bool named = false;
     sqlq_poison_run run = {.from = path, .to = c->res.positional[1], .result = r, .err = &err,
-                           .file = from_stdin ? "FILE" : path};
-    return sqlq_poison_report_import(stdout, &run, &n);
+                           .file = from_stdin ? saved : path, .file_is_copy = from_stdin,
+                           .file_named = &named};
+    int code = sqlq_poison_report_import(stdout, &run, &n);
+    if (from_stdin && !named)
+        unlink(saved); /* kept only when the report names it for the rest */
+    return code;
 }
 
 /* ---- purge ---- */
@@ -597,12 +660,11 @@ static bool resolve_names(ctx *c, const char *q, sqlq_error *err)
     return true;
 }
 
-static int connect_and_run(const subcommand *sub, ctx *c)
+static int connect_and_run_one(const subcommand *sub, ctx *c, const char *queue)
 {
-    sqlq_common_settings_apply(&c->s.common);
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (!resolve_names(c, c->res.positional[sub->queue_arg], &err) ||
+    if (!resolve_names(c, queue, &err) ||
         (sub->run == cmd_import && !sqlq_queue_name_valid(c->res.positional[1], &err)))
         return usage_error(c, err.message);
     int code = sqlq_cli_queue_open(sub->spec.command, &c->s.common, SQLQ_CLI_OPERATOR, &c->q);
@@ -612,6 +674,38 @@ static int connect_and_run(const subcommand *sub, ctx *c)
         return SQLQ_EXIT_USAGE; /* a queue-scoped SAS URL reaches only its own queue */
     }
     return code >= 0 ? code : sub->run(c);
+}
+
+/* QUEUE, or a shard set (--shards N, or a comma-separated list): the subcommand on each queue
+ * in turn, each headed by "== QUEUE"; the exit code is the worst of them. */
+static int connect_and_run(const subcommand *sub, ctx *c)
+{
+    sqlq_common_settings_apply(&c->s.common);
+    const char *spec = c->res.positional[sub->queue_arg];
+    if (c->s.shards < 2 && !strchr(spec, ','))
+        return connect_and_run_one(sub, c, spec);
+    if (sub->run == cmd_export || sub->run == cmd_import)
+        return usage_error(c, "export and import take one queue (a file per shard)");
+    sqlq_shard_set set;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_shard_set_parse(spec, c->s.shards, NULL, 0, &set, &err) != SQLQ_OK)
+        return usage_error(c, err.message);
+    int worst = SQLQ_EXIT_OK;
+    for (size_t i = 0; i < set.count && !sqlq_stop_flag; i++) {
+        if (set.accounts[i]) {
+            worst = usage_error(c, "a shard set here names no account (account:queue): run once "
+                                   "per account, each with its queue connection");
+            break;
+        }
+        printf("== %s\n", set.queues[i]);
+        fflush(stdout);
+        int code = connect_and_run_one(sub, c, set.queues[i]);
+        sqlq_cli_queue_close(&c->q);
+        worst = code > worst ? code : worst;
+    }
+    sqlq_shard_set_free(&set);
+    return worst;
 }
 
 static const char *subcommand_name(const void *names, size_t i)

@@ -1,13 +1,12 @@
 /* cmd_status: `sqlq status`: per watched table and bridge, the sync version, changes pending
- * and leases held (by whom), read from sqlq's registry and state tables. */
-#include "capture.h"
+ * and leases held (by whom), as sql/status_report reads them, printed as text or JSON. */
 #include "catalog.h"
 #include "commands.h"
 #include "config.h"
-#include "cursor_status.h"
 #include "db.h"
 #include "log.h"
-#include "sql_text.h"
+#include "status_report.h"
+#include "term_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,11 +41,15 @@ static const sqlq_config_spec status_spec = {
     "status",
     "sqlq status --db CONN [--table T] [--bridge-name NAME] [--json]",
     "Show, per table and bridge: the sync version (every change at or below it is delivered),\n"
-    "pending changes (not delivered yet, leased ones included, and on PostgreSQL committed\n"
-    "changes an open writer of the change log holds back: the backlog an autoscaler reads, as\n"
-    "the bridge's sqlq_pending_changes metric counts it),\n"
-    "and the leases held now, by owner (host:pid:random of the bridge instance).\n"
-    "Exit code 1 when a table asked for is not set up or cannot be read.",
+    "pending changes (not delivered yet, leased ones included, and where the source reads up to\n"
+    "a horizon committed changes an open writer of the change log holds back: the backlog an\n"
+    "autoscaler reads, as the bridge's sqlq_pending_changes metric counts it),\n"
+    "the leases held now, by owner (host:pid:random of the bridge instance), and what each\n"
+    "running instance published lately (changes/s over its last 5 s sample, per queue of a\n"
+    "shard set; an instance that reported nothing for 30 s is not listed).\n"
+    "A bridge whose capture stopped (its key changed, its triggers are gone) is shown as\n"
+    "`capture stopped (REASON)` with its counts read from the change log alone.\n"
+    "Exit code 1 when a table asked for is not set up or cannot be read, or a capture stopped.",
     status_table,
     sizeof(status_table) / sizeof(status_table[0]),
     0,
@@ -58,267 +61,212 @@ const sqlq_config_spec *sqlq_cmd_status_spec(void)
     return &status_spec;
 }
 
+/* Names and messages from the database are shown escaped (term_text.h): a table named with an
+ * ESC in it cannot drive the terminal. */
 static void print_err(const char *what, const sqlq_error *err)
 {
-    char line[700];
-    sqlq_error_format(err, line, sizeof(line));
-    fprintf(stderr, "sqlq status: %s: %s\n", what, line);
+    char raw[700], line[SQLQ_TERM_NAME_MAX], w[SQLQ_TERM_NAME_MAX];
+    sqlq_error_format(err, raw, sizeof(raw));
+    sqlq_term_text_line(raw, line, sizeof(line));
+    fprintf(stderr, "sqlq status: %s: %s\n", sqlq_term_text_name(what, w, sizeof(w)), line);
 }
 
-/* PostgreSQL: the open transactions that wrote the change log and hold delivery back. */
-static void print_writers(const sqlq_capture_status *st)
+/* Member `key` of o (a string from the database), escaped for the terminal into out. */
+static const char *shown(const json_t *o, const char *key, const char *absent, char *out,
+                         size_t size)
 {
-    if (json_array_size(st->writers) == 0)
+    const char *v = json_string_value(json_object_get(o, key));
+    return sqlq_term_text_name(v ? v : absent, out, size);
+}
+
+static void on_error(void *ctx, const char *what, const sqlq_error *err)
+{
+    (void)ctx;
+    print_err(what, err);
+}
+
+/* A source with a horizon: the open transactions that wrote the change log and hold delivery back. */
+static void print_writers(const json_t *b)
+{
+    json_t *writers = json_object_get(b, "blocking_transactions");
+    if (json_array_size(writers) == 0)
         return;
     printf("    held back: %lld committed change(s) after version %lld wait for open "
            "transactions that wrote the change log:\n",
-           st->held_back, (long long)st->horizon);
+           (long long)json_integer_value(json_object_get(b, "held_back")),
+           (long long)json_integer_value(json_object_get(b, "horizon")));
     size_t i;
     json_t *w;
-    json_array_foreach(st->writers, i, w) {
-        const char *app = json_string_value(json_object_get(w, "application_name"));
-        const char *db = json_string_value(json_object_get(w, "database"));
-        const char *state = json_string_value(json_object_get(w, "state"));
-        const char *gid = json_string_value(json_object_get(w, "gid"));
+    json_array_foreach(writers, i, w) {
+        char t[4][SQLQ_TERM_NAME_MAX];
         json_int_t pid = json_integer_value(json_object_get(w, "pid"));
-        if (gid)
-            printf("      prepared transaction gid '%s'", gid);
+        if (json_string_value(json_object_get(w, "gid")))
+            printf("      prepared transaction gid '%s'", shown(w, "gid", "", t[0], sizeof(t[0])));
         else
             printf("      pid %lld", (long long)pid);
         printf(", application_name '%s', database %s, state %s, open %llds, xid %s\n",
-               app ? app : "", db ? db : "?", state ? state : "?",
+               shown(w, "application_name", "", t[0], sizeof(t[0])),
+               shown(w, "database", "?", t[1], sizeof(t[1])),
+               shown(w, "state", "?", t[2], sizeof(t[2])),
                (long long)json_integer_value(json_object_get(w, "age_s")),
-               json_string_value(json_object_get(w, "xid")));
+               shown(w, "xid", "?", t[3], sizeof(t[3])));
     }
 }
 
-/* One bridge of one table; appends to `bridges` (JSON) and prints in text mode. */
-static int bridge_status(sqlq_db *db, const char *table_key, const char *bridge, bool json,
-                         json_t *bridges)
+/* A logical source's slot: what it keeps and how far behind it is. */
+static void print_slot(const json_t *b)
 {
-    sqlq_capture_config cfg;
-    sqlq_capture_config_default(&cfg);
-    cfg.table = table_key;
-    cfg.bridge_name = bridge;
-    cfg.instance_id = "sqlq-status";
-    sqlq_capture *cap = NULL;
-    sqlq_capture_status st;
-    memset(&st, 0, sizeof(st));
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    sqlq_result r = sqlq_capture_open(db, &cfg, &cap, &err);
-    if (r == SQLQ_OK)
-        r = sqlq_capture_status_get(cap, &st, &err);
-    sqlq_capture_close(cap);
-    if (r != SQLQ_OK) {
-        char what[600];
-        snprintf(what, sizeof(what), "%s, bridge %s", table_key, bridge);
-        print_err(what, &err);
-        json_array_append_new(bridges, json_pack("{s:s, s:s}", "bridge", bridge, "error",
-                                                 err.message));
-        return SQLQ_EXIT_FAILED;
-    }
-    /* Pending as sqlq_pending_changes counts it: committed changes an open writer of the log
-     * holds back (PostgreSQL) are not delivered either. */
-    long long pending = st.pending + st.held_back;
-    if (json) {
-        json_t *b = json_pack("{s:s, s:I, s:I, s:I, s:O}", "bridge", bridge, "sync_version",
-                              (json_int_t)st.sync_version, "pending", (json_int_t)pending,
-                              "leased", (json_int_t)st.leased, "owners", st.owners);
-        if (b && st.writers) {
-            json_object_set_new(b, "horizon", json_integer((json_int_t)st.horizon));
-            json_object_set_new(b, "held_back", json_integer((json_int_t)st.held_back));
-            json_object_set(b, "blocking_transactions", st.writers);
-        }
-        json_array_append_new(bridges, b);
-    } else {
-        printf("  bridge %s: sync version %lld, pending %lld, leased %lld", bridge,
-               (long long)st.sync_version, pending, st.leased);
-        const char *owner;
-        json_t *n;
+    const json_t *slot = json_object_get(b, "slot");
+    if (!slot)
+        return;
+    char name[SQLQ_TERM_NAME_MAX], w[SQLQ_TERM_NAME_MAX];
+    printf("    replication slot %s: %s, wal_status %s, retains %lld bytes of WAL, %lld bytes "
+           "behind\n",
+           shown(slot, "name", "", name, sizeof(name)),
+           json_is_true(json_object_get(slot, "active")) ? "streaming" : "inactive",
+           shown(slot, "wal_status", "-", w, sizeof(w)),
+           (long long)json_integer_value(json_object_get(slot, "retained_wal_bytes")),
+           (long long)json_integer_value(json_object_get(slot, "lag_bytes")));
+}
+
+/* What each instance published lately: its rate, and each queue's in a shard set. */
+static void print_rates(const json_t *b)
+{
+    size_t i;
+    json_t *inst;
+    json_array_foreach(json_object_get(b, "instances"), i, inst) {
+        char id[SQLQ_TERM_NAME_MAX], q[SQLQ_TERM_NAME_MAX];
+        printf("    instance %s: %.1f changes/s", shown(inst, "instance", "", id, sizeof(id)),
+               json_number_value(json_object_get(inst, "per_s")));
+        json_t *queues = json_object_get(inst, "queues");
+        const char *name;
+        json_t *rate;
         const char *sep = " (";
-        json_object_foreach(st.owners, owner, n) {
-            printf("%s%s: %lld", sep, owner, (long long)json_integer_value(n));
-            sep = ", ";
-        }
+        if (json_object_size(queues) > 1)
+            json_object_foreach(queues, name, rate) {
+                printf("%s%s %.1f/s", sep, sqlq_term_text_name(name, q, sizeof(q)),
+                       json_number_value(rate));
+                sep = ", ";
+            }
         printf("%s\n", *sep == ',' ? ")" : "");
-        print_writers(&st);
     }
-    sqlq_capture_status_free(&st);
-    return SQLQ_EXIT_OK;
 }
 
-static const char *source_name(sqlq_db *db, bool key)
+/* A source's key in the report as people read it. */
+static const char *source_title(const char *key)
 {
-    bool ct = sqlq_db_dialect(db)->capture_shape == SQLQ_CAPTURE_CHANGE_TRACKING;
-    return ct ? (key ? "change_tracking" : "change tracking") : (key ? "change_log" : "change log");
+    if (key && strcmp(key, "change_tracking") == 0)
+        return "change tracking";
+    if (key && strcmp(key, "logical") == 0)
+        return "logical decoding";
+    return "change log";
 }
 
-static void no_bridge(const status_settings *s)
+/* One bridge as text (one that could not be read was named on stderr already). */
+static void print_bridge(const json_t *b)
 {
-    if (s->bridge_name)
-        printf("  bridge %s has not started on this table yet\n", s->bridge_name);
-    else
-        printf("  no bridge has started on this table yet\n");
+    const char *stopped = json_string_value(json_object_get(b, "stopped"));
+    char name[SQLQ_TERM_NAME_MAX], e[SQLQ_TERM_NAME_MAX];
+    shown(b, "bridge", "", name, sizeof(name));
+    if (stopped && json_is_true(json_object_get(b, "counted")))
+        printf("  bridge %s: capture stopped (%s): sync version %lld, pending %lld, leased %lld "
+               "(read from the change log; see the error)\n",
+               name, stopped, (long long)json_integer_value(json_object_get(b, "sync_version")),
+               (long long)json_integer_value(json_object_get(b, "pending")),
+               (long long)json_integer_value(json_object_get(b, "leased")));
+    else if (stopped && json_object_get(b, "counted"))
+        printf("  bridge %s: capture stopped (%s); the change log cannot be read either: %s\n",
+               name, stopped, shown(b, "count_error", "", e, sizeof(e)));
+    else if (stopped)
+        printf("  bridge %s: capture stopped (%s): see the error\n", name, stopped);
+    if (json_object_get(b, "error"))
+        return;
+    printf("  bridge %s: sync version %lld, pending %lld, leased %lld", name,
+           (long long)json_integer_value(json_object_get(b, "sync_version")),
+           (long long)json_integer_value(json_object_get(b, "pending")),
+           (long long)json_integer_value(json_object_get(b, "leased")));
+    const char *owner;
+    json_t *n;
+    const char *sep = " (";
+    json_object_foreach(json_object_get(b, "owners"), owner, n) {
+        printf("%s%s: %lld", sep, sqlq_term_text_name(owner, e, sizeof(e)),
+               (long long)json_integer_value(n));
+        sep = ", ";
+    }
+    printf("%s\n", *sep == ',' ? ")" : "");
+    print_writers(b);
+    print_slot(b);
+    print_rates(b);
 }
 
-/* The canonical key of a table the user named (as state and registry rows spell it). */
-static bool table_key(sqlq_db *db, const char *table, char *out, size_t size)
+static void print_text(const status_settings *s, const json_t *doc)
 {
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    sqlq_table *t = NULL;
-    sqlq_catalog_names n;
-    if (sqlq_catalog_lookup_keyed(db, table, NULL, SQLQ_CATALOG_ANY_KEY, &t, &n, &err) !=
-        SQLQ_OK) { /* the key does not matter here: any table sqlq knows */
-        print_err(table, &err);
-        return false;
+    size_t i, j;
+    json_t *t, *b;
+    json_array_foreach(json_object_get(doc, "tables"), i, t) {
+        const char *source = json_string_value(json_object_get(t, "source"));
+        char w[SQLQ_TERM_NAME_MAX];
+        printf("%s (%s)\n", shown(t, "table", "", w, sizeof(w)), source_title(source));
+        json_t *bridges = json_object_get(t, "bridges");
+        json_array_foreach(bridges, j, b) print_bridge(b);
+        if (json_array_size(bridges) == 0 && s->bridge_name)
+            printf("  bridge %s has not started on this table yet\n",
+                   sqlq_term_text_name(s->bridge_name, w, sizeof(w)));
+        else if (json_array_size(bridges) == 0)
+            printf("  no bridge has started on this table yet\n");
     }
-    sqlq_table_free(t);
-    snprintf(out, size, "%s", n.table_key);
-    return true;
+    json_array_foreach(json_object_get(doc, "cursor_sources"), i, t) {
+        char w[4][SQLQ_TERM_NAME_MAX];
+        printf("%s%s (cursor source, bridge %s): %s; leader %s\n", i ? "" : "cursor sources:\n",
+               shown(t, "table", "", w[0], sizeof(w[0])), shown(t, "bridge", "", w[1], sizeof(w[1])),
+               shown(t, "rule", "rule not recorded", w[2], sizeof(w[2])),
+               shown(t, "owner", "none", w[3], sizeof(w[3])));
+    }
 }
 
-/* A change log the registry lists against another table too is refused: what it holds may be
- * either table's (sqlq_catalog_log_check; `sqlq setup` says how to part them). */
-static int shared_log(sqlq_db *db, const char *table, const char *object)
-{
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    char other[SQLQ_TABLE_KEY_MAX];
-    if (sqlq_catalog_log_sharer(db, object, table, other, sizeof(other), &err) != SQLQ_OK) {
-        print_err(table, &err);
-        return SQLQ_EXIT_FAILED;
-    }
-    if (!other[0])
-        return SQLQ_EXIT_OK;
-    sqlq_error_set(&err, SQLQ_E_CONFLICT, false,
-                   "change log %s is registered to table %s too: its changes may be either "
-                   "table's. `sqlq setup --table %s` says how to give each table a log of its own",
-                   object, other, table);
-    print_err(table, &err);
-    return SQLQ_EXIT_FAILED;
-}
-
-/* The tables and bridges to show: registry rows, ordered by table (only `key`'s when set);
- * `*found` says whether there was any. */
-static int show(sqlq_db *db, const status_settings *s, const char *key, json_t *doc, bool *found)
-{
-    sqlq_error err;
-    sqlq_error_clear(&err);
-    json_t *rows = NULL;
-    bool exists = false;
-    if (sqlq_catalog_exists(db, &exists, &err) != SQLQ_OK ||
-        (exists && sqlq_catalog_list(db, key, &rows, &err) != SQLQ_OK)) {
-        print_err("registry", &err);
-        return SQLQ_EXIT_FAILED;
-    }
-    int rc = SQLQ_EXIT_OK;
-    *found = json_array_size(rows) > 0;
-    if (!*found) {
-        json_decref(rows);
-        return SQLQ_EXIT_OK;
-    }
-    json_t *tables = json_object_get(doc, "tables");
-    const char *current = NULL;
-    json_t *entry = NULL;
-    size_t shown = 0; /* bridges shown for the current table */
-    size_t i;
-    json_t *row;
-    json_array_foreach(rows, i, row) {
-        const char *kind = json_string_value(json_object_get(row, "kind"));
-        const char *bridge = json_string_value(json_object_get(row, "bridge_name"));
-        const char *table = json_string_value(json_object_get(row, "table_name"));
-        const char *object = json_string_value(json_object_get(row, "object_name"));
-        if (!kind || !bridge || !table)
-            continue;
-        if (!current || strcmp(current, table) != 0) {
-            if (current && shown == 0 && !s->json)
-                no_bridge(s);
-            current = table;
-            shown = 0;
-            entry = json_pack("{s:s, s:s, s:[]}", "table", table, "source", source_name(db, true),
-                              "bridges");
-            json_array_append_new(tables, entry);
-            if (!s->json)
-                printf("%s (%s)\n", table, source_name(db, false));
-        }
-        if (strcmp(kind, "log") == 0) {
-            json_object_set_new(entry, "log", json_string(object ? object : ""));
-            if (object && shared_log(db, table, object) != SQLQ_EXIT_OK)
-                rc = SQLQ_EXIT_FAILED;
-            continue;
-        }
-        if (s->bridge_name && strcmp(s->bridge_name, bridge) != 0)
-            continue;
-        shown++;
-        if (bridge_status(db, table, bridge, s->json, json_object_get(entry, "bridges")) !=
-            SQLQ_EXIT_OK)
-            rc = SQLQ_EXIT_FAILED;
-    }
-    if (current && shown == 0 && !s->json)
-        no_bridge(s);
-    json_decref(rows);
-    return rc;
-}
-
-/* Cursor sources (no registry row: they need no sqlq setup) with the rule each reads by; only
- * `key`'s when set; `*found` says whether there was any. */
-static int show_cursor_sources(sqlq_db *db, const status_settings *s, const char *key, json_t *doc,
-                               bool *found)
+/* The report of every table and bridge (only --table's, --bridge-name's when given); says so
+ * when there is nothing to show. */
+static int show_all(sqlq_db *db, const status_settings *s)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    json_t *rows = NULL;
-    if (sqlq_cursor_status_list(db, &rows, &err) != SQLQ_OK) {
-        print_err("cursor sources", &err);
-        return SQLQ_EXIT_FAILED;
-    }
-    json_t *kept = json_array();
-    size_t i;
-    json_t *row;
-    json_array_foreach(rows, i, row) {
-        const char *table = json_string_value(json_object_get(row, "table"));
-        const char *bridge = json_string_value(json_object_get(row, "bridge"));
-        if (!table || !bridge || (key && strcmp(table, key) != 0) ||
-            (key && s->bridge_name && strcmp(s->bridge_name, bridge) != 0))
-            continue;
-        const char *owner = json_string_value(json_object_get(row, "owner"));
-        const char *rule = json_string_value(json_object_get(row, "rule"));
-        if (!s->json)
-            printf("%s%s (cursor source, bridge %s): %s; leader %s\n",
-                   json_array_size(kept) ? "" : "cursor sources:\n", table, bridge,
-                   rule ? rule : "rule not recorded", owner ? owner : "none");
-        json_array_append(kept, row);
-    }
-    json_decref(rows);
-    *found = json_array_size(kept) > 0;
-    json_object_set_new(doc, "cursor_sources", kept);
-    return SQLQ_EXIT_OK;
-}
-
-/* Set-up tables, then cursor sources (a --table may be either); says so when there is neither. */
-static int show_all(sqlq_db *db, const status_settings *s, json_t *doc)
-{
     char key[SQLQ_TABLE_KEY_MAX] = "";
-    if (s->table && !table_key(db, s->table, key, sizeof(key)))
-        return SQLQ_EXIT_FAILED;
-    bool tables = false, cursors = false;
-    int rc = show(db, s, s->table ? key : NULL, doc, &tables);
-    if (show_cursor_sources(db, s, s->table ? key : NULL, doc, &cursors) != SQLQ_EXIT_OK)
-        rc = SQLQ_EXIT_FAILED;
-    if (tables || cursors)
-        return rc;
-    if (s->table) {
-        if (!s->json)
-            printf("table %s is not set up: run sqlq setup --table %s (or run a bridge on it with "
-                   "--source cursor)\n",
-                   s->table, s->table);
+    if (s->table && sqlq_status_table_key(db, s->table, key, sizeof(key), &err) != SQLQ_OK) {
+        print_err(s->table, &err);
         return SQLQ_EXIT_FAILED;
     }
-    if (!s->json)
+    sqlq_status_options o = {.table_key = s->table ? key : NULL, .bridge = s->bridge_name,
+                             .on_error = on_error};
+    sqlq_status_report *report = NULL;
+    json_t *doc = NULL;
+    bool failed = false;
+    if (sqlq_status_report_create(db, false, &report, &err) != SQLQ_OK ||
+        sqlq_status_report_read(report, &o, &doc, &failed, &err) != SQLQ_OK) {
+        sqlq_status_report_destroy(report);
+        print_err("status", &err);
+        return SQLQ_EXIT_FAILED;
+    }
+    sqlq_status_report_destroy(report);
+    int rc = failed ? SQLQ_EXIT_FAILED : SQLQ_EXIT_OK;
+    bool found = json_array_size(json_object_get(doc, "tables")) > 0 ||
+                 json_array_size(json_object_get(doc, "cursor_sources")) > 0;
+    if (s->json) {
+        char *text = json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+        if (text)
+            printf("%s\n", text);
+        free(text);
+    } else if (found) {
+        print_text(s, doc);
+    } else if (s->table) {
+        char t[SQLQ_TERM_NAME_MAX];
+        printf("table %s is not set up: run sqlq setup --table %s (or run a bridge on it with "
+               "--source cursor)\n",
+               sqlq_term_text_name(s->table, t, sizeof(t)), t);
+    } else {
         printf("no table is set up: run sqlq setup --table TABLE\n");
-    return rc;
+    }
+    json_decref(doc);
+    return !found && s->table ? SQLQ_EXIT_FAILED : rc;
 }
 
 int sqlq_cmd_status(int argc, char **argv)
@@ -358,17 +306,8 @@ int sqlq_cmd_status(int argc, char **argv)
             rc = SQLQ_EXIT_FAILED;
         }
     }
-    if (rc < 0) {
-        json_t *doc = json_pack("{s:[]}", "tables");
-        rc = doc ? show_all(db, &s, doc) : SQLQ_EXIT_FAILED;
-        if (doc && s.json) {
-            char *text = json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-            if (text)
-                printf("%s\n", text);
-            free(text);
-        }
-        json_decref(doc);
-    }
+    if (rc < 0)
+        rc = show_all(db, &s);
     sqlq_db_close(db);
     sqlq_config_free(&status_spec, &s, &res);
     free(args);

@@ -22,6 +22,7 @@ int sqlq_cmd_bridge(int argc, char **argv);   /* cmd_bridge.c */
 int sqlq_cmd_setup(int argc, char **argv);    /* cmd_setup.c */
 int sqlq_cmd_status(int argc, char **argv);   /* cmd_status.c */
 int sqlq_cmd_config(int argc, char **argv);   /* cmd_config.c */
+int sqlq_cmd_console(int argc, char **argv);  /* cmd_console.c */
 
 /* The settings tables, for `sqlq config` (help, Markdown reference, check). */
 struct sqlq_config_spec;
@@ -30,6 +31,7 @@ const struct sqlq_config_spec *sqlq_cmd_setup_spec(void);
 const struct sqlq_config_spec *sqlq_cmd_status_spec(void);
 const struct sqlq_config_spec *sqlq_cmd_backfill_spec(void);
 const struct sqlq_config_spec *sqlq_cmd_consume_spec(void);
+const struct sqlq_config_spec *sqlq_cmd_console_spec(void);
 int sqlq_cmd_backfill(int argc, char **argv); /* cmd_backfill.c */
 /* The tables of the `poison` and `queue` subcommands: the i-th, NULL past the last. */
 const struct sqlq_config_spec *sqlq_cmd_poison_spec(size_t i);

@@ -2,6 +2,7 @@
 
 #include "buf.h"
 #include "log.h"
+#include "secret_env.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -212,7 +213,7 @@ static sqlq_result apply_identity_env(const sqlq_setting *s, void *out, sqlq_err
     return SQLQ_OK;
 }
 
-static sqlq_result apply_env(const sqlq_setting *s, void *out, sqlq_error *err)
+static sqlq_result apply_env_value(const sqlq_setting *s, void *out, sqlq_error *err)
 {
     const char *vars[2] = {s->env, s->alt_env};
     for (size_t i = 0; i < 2; i++) {
@@ -240,6 +241,18 @@ static sqlq_result apply_env(const sqlq_setting *s, void *out, sqlq_error *err)
         }
     }
     return s->alt_env ? apply_identity_env(s, out, err) : SQLQ_OK;
+}
+
+/* A secret setting's variables are wiped from the environment once read (secret_env.h), so a
+ * process of the same user (an --exec handler) cannot read them in /proc/PID/environ. */
+static sqlq_result apply_env(const sqlq_setting *s, void *out, sqlq_error *err)
+{
+    sqlq_result r = apply_env_value(s, out, err);
+    if (s->type == SQLQ_SET_SECRET) {
+        sqlq_secret_env_wipe(s->env);
+        sqlq_secret_env_wipe(s->alt_env);
+    }
+    return r;
 }
 
 static const sqlq_setting *find_key(const sqlq_config_spec *spec, const char *key)
@@ -424,8 +437,15 @@ sqlq_result sqlq_config_load(const sqlq_config_spec *spec, void *out, int argc, 
     const char *path = config_path(argc, argv);
     if (r == SQLQ_OK && path) {
         json_error_t jerr;
-        res->file = json_load_file(path, 0, &jerr);
-        if (!res->file)
+        /* A key given twice is refused: which one wins would be a guess (jansson keeps the
+         * last), and a setting the operator thinks is in force may not be. */
+        res->file = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        const char *near = strstr(jerr.text, "near ");
+        if (!res->file && strncmp(jerr.text, "duplicate object key", 20) == 0 && near)
+            r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                               "config file %s: the key %s is given twice (line %d): keep one",
+                               path, near + 5, jerr.line);
+        else if (!res->file)
             r = sqlq_error_set(err, SQLQ_E_INVALID, false, "config file %s: %s (line %d)", path,
                                jerr.text, jerr.line);
         else if (!json_is_object(res->file))

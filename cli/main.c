@@ -29,6 +29,7 @@ static const sqlq_cli_command commands[] = {
     {"consume", sqlq_cmd_consume, "run a handler for each queue message"},
     {"poison", sqlq_cmd_poison, "list, show, requeue, export, import, purge poison messages"},
     {"queue", sqlq_cmd_queue, "queue admin: create, delete, list, stats, put, peek, get, ..."},
+    {"console", sqlq_cmd_console, "web console: routes, queues, poison triage (127.0.0.1)"},
     {"config", sqlq_cmd_config, "every setting, and `config check` to validate one"},
 };
 

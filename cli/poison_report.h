@@ -18,7 +18,12 @@ typedef struct sqlq_poison_run {
     int visibility_s;  /* how long what this run received stays hidden */
     int64_t started;   /* epoch s */
     const char *file;  /* import: the file (for the command that finishes the job) */
+    bool file_is_copy; /* import: file is where the run saved its standard input */
+    bool *file_named;  /* import, optional: set when the report tells the operator to use file */
     bool removed;      /* export: nothing was written, so the new file was removed again */
+    /* export --delete: ids of exported messages still in the queue (not deleted), and of those
+     * whose delete may or may not have been done; each id followed by '\n' ("" or NULL: none) */
+    const char *kept_ids, *maybe_ids;
 } sqlq_poison_run;
 
 int sqlq_poison_report_requeue(FILE *f, const sqlq_poison_run *run, const sqlq_poison_counts *n);

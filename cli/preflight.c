@@ -6,6 +6,7 @@
 #include "queue_client.h"
 #include "route_filter.h"
 #include "table.h"
+#include "term_text.h"
 
 #include <errno.h>
 #include <string.h>
@@ -13,12 +14,17 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* One result line. what holds table and column names and detail the database's or the
+ * service's words: both are shown escaped (term_text.h), so a name with an ESC or a newline in
+ * it cannot drive the terminal or fake a line. */
 static void report(FILE *out, bool ok, const char *what, const sqlq_error *err)
 {
-    char detail[700] = "";
+    char raw[700] = "", detail[SQLQ_TERM_NAME_MAX], shown[SQLQ_TERM_NAME_MAX];
     if (err && err->code != SQLQ_OK)
-        sqlq_error_format(err, detail, sizeof(detail));
-    fprintf(out, "%-4s %s%s%s\n", ok ? "ok" : "FAIL", what, detail[0] ? ": " : "", detail);
+        sqlq_error_format(err, raw, sizeof(raw));
+    sqlq_term_text_line(raw, detail, sizeof(detail));
+    fprintf(out, "%-4s %s%s%s\n", ok ? "ok" : "FAIL", sqlq_term_text_name(what, shown, sizeof(shown)),
+            detail[0] ? ": " : "", detail);
 }
 
 /* Every column --columns / --exclude-columns names exists (what the route checks at start). */
@@ -81,8 +87,10 @@ static int check_database(sqlq_db *db, const sqlq_route_config *r, FILE *out, in
      * others had passed) */
     if (ok)
         snprintf(what, sizeof(what), "table %s: exists, has a key, %s", r->table,
-                 r->source == SQLQ_SOURCE_CURSOR ? "cursor column is safe"
-                                                 : "change capture installed");
+                 r->source == SQLQ_SOURCE_CURSOR    ? "cursor column is safe"
+                 : r->source == SQLQ_SOURCE_LOGICAL ? "wal_level logical, REPLICATION, replica "
+                                                      "identity, publication and slot usable"
+                                                    : "change capture installed");
     else
         snprintf(what, sizeof(what), "table %s", r->table);
     report(out, ok, what, &err);
@@ -120,17 +128,20 @@ static bool conn_value(const char *conn, const char *key, char *out, size_t size
     return false;
 }
 
-/* The SQLite ODBC driver creates a missing database file on connect: a check that changes
- * nothing must not, so a SQLite path that does not exist is reported instead. */
-static bool sqlite_file_missing(const char *conn, char *path, size_t size)
+/* A driver that creates a missing database file on connect (the dialect's file_driver): a
+ * check that changes nothing must not, so such a path that does not exist is reported instead.
+ * The dialect of that file, or NULL. */
+static const sqlq_dialect *file_missing(const char *conn, char *path, size_t size)
 {
     char driver[128];
-    if (!conn_value(conn, "Driver", driver, sizeof(driver)) || !strcasestr(driver, "sqlite") ||
-        !conn_value(conn, "Database", path, size) || !path[0] || strcmp(path, ":memory:") == 0 ||
-        strncmp(path, "file:", 5) == 0)
-        return false;
+    const sqlq_dialect *d = conn_value(conn, "Driver", driver, sizeof(driver))
+                                ? sqlq_dialect_of_file_driver(driver)
+                                : NULL;
+    if (!d || !conn_value(conn, "Database", path, size) || !path[0] ||
+        strcmp(path, ":memory:") == 0 || strncmp(path, "file:", 5) == 0)
+        return NULL;
     struct stat st;
-    return stat(path, &st) != 0 && errno == ENOENT;
+    return stat(path, &st) != 0 && errno == ENOENT ? d : NULL;
 }
 
 /* The queue answers with these credentials. A failure is explained as the bridge explains it
@@ -151,9 +162,10 @@ static int check_queue(sqlq_queue_client *qc, const sqlq_account *account, const
                                    : sqlq_fault_classify(&err);
     if (failed && kind == SQLQ_FAULT_PERMISSION) {
         /* The service checked the credential and only refused reading metadata. */
+        char code[SQLQ_TERM_NAME_MAX];
         fprintf(out, "note queue %s: these credentials may not read its metadata (%s): fine for the "
                      "bridge, which needs only add (sp=a); the queue must then exist already\n",
-                queue, err.azure_code);
+                queue, sqlq_term_text_name(err.azure_code, code, sizeof(code)));
         return 0;
     }
     if (failed || expired) {
@@ -173,6 +185,25 @@ static int check_queue(sqlq_queue_client *qc, const sqlq_account *account, const
     return 0;
 }
 
+/* One queue of a shard set, with its own account's credential when it names one. */
+static int check_shard(const sqlq_queue_options *qo, const sqlq_account *account,
+                       const sqlq_route_config *route, size_t k, sqlq_queue_client *qc, FILE *out)
+{
+    const sqlq_account *a = route->shard_accounts[k];
+    if (!a || a == account)
+        return check_queue(qc, account, route->shard_queues[k], out);
+    sqlq_queue_client *own = NULL;
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    if (sqlq_queue_client_create(a, qo, &own, &err) != SQLQ_OK) {
+        report(out, false, "queue service: client", &err);
+        return 1;
+    }
+    int problems = check_queue(own, a, route->shard_queues[k], out);
+    sqlq_queue_client_destroy(own);
+    return problems;
+}
+
 int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
                        sqlq_encoding encoding, const sqlq_route_config *routes, size_t nroutes,
                        FILE *out, int *out_config_problems)
@@ -184,10 +215,12 @@ int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
     sqlq_error_clear(&err);
     sqlq_db *db = NULL;
     char path[1024];
-    if (sqlite_file_missing(db_connection, path, sizeof(path))) {
-        fprintf(out, "FAIL database: the SQLite file %s does not exist (not created: config "
+    const sqlq_dialect *missing = file_missing(db_connection, path, sizeof(path));
+    if (missing) {
+        char shown[SQLQ_TERM_NAME_MAX];
+        fprintf(out, "FAIL database: the %s file %s does not exist (not created: config "
                      "check changes nothing; is the path right?)\n",
-                path);
+                missing->title, sqlq_term_text_name(path, shown, sizeof(shown)));
         problems++;
     } else if (sqlq_db_connect(db_connection, &db, &err) != SQLQ_OK) {
         report(out, false, "database: connect", &err);
@@ -217,8 +250,10 @@ int sqlq_preflight_run(const char *db_connection, const sqlq_account *account,
         bool seen = false;
         for (size_t j = 0; j < i; j++)
             seen = seen || strcmp(routes[j].queue, routes[i].queue) == 0;
-        if (!seen)
+        if (!seen && routes[i].nshards == 0)
             problems += check_queue(qc, account, routes[i].queue, out);
+        for (size_t k = 0; !seen && k < routes[i].nshards; k++)
+            problems += check_shard(&qo, account, &routes[i], k, qc, out);
     }
     sqlq_queue_client_destroy(qc);
     return problems;

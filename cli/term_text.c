@@ -199,3 +199,9 @@ void sqlq_term_text_line(const char *s, char *out, size_t out_size)
     out[n] = '\0';
     sqlq_buf_free(&b);
 }
+
+const char *sqlq_term_text_name(const char *s, char *out, size_t out_size)
+{
+    sqlq_term_text_line(s ? s : "", out, out_size);
+    return out;
+}

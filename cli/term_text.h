@@ -21,6 +21,12 @@ SQLQ_NODISCARD sqlq_result sqlq_term_text_escape(const char *s, size_t len, bool
  * fit): for error texts that carry what a queue service said. */
 void sqlq_term_text_line(const char *s, char *out, size_t out_size);
 
+/* A name from outside (a table, bridge, index, instance or queue name; from the database, a
+ * config file or the command line) as one printf argument: sqlq_term_text_line into out, so
+ * ESC, BEL, CR and newline in it are shown escaped; NULL prints as "". Returns out. */
+#define SQLQ_TERM_NAME_MAX 1024
+const char *sqlq_term_text_name(const char *s, char *out, size_t out_size);
+
 /* One line of at most width characters (code points) of s, controls escaped, whitespace runs
  * shown as one space, cut on a character boundary (never before a combining mark), "..." when
  * cut. out is NUL-terminated; out_size should be at least 4 * width + 1. */

@@ -2,6 +2,7 @@
 
 #include "buf.h"
 #include "log_record.h"
+#include "redact.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -19,7 +20,7 @@ static _Atomic int g_format = SQLQ_LOG_TEXT;
 static sqlq_log_sink g_sink;
 static void *g_sink_ctx;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *g_secrets[MAX_SECRETS];
+static char *g_secrets[MAX_SECRETS + 1]; /* NULL-terminated */
 static size_t g_nsecrets;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
@@ -56,8 +57,8 @@ bool sqlq_log_parse_level(const char *name, sqlq_log_level *out)
 
 void sqlq_log_add_secret(const char *secret)
 {
-    /* Very short strings would redact ordinary words; real keys and signatures are long. */
-    if (!secret || strlen(secret) < 6)
+    /* A shorter secret could be an ordinary word: it is redacted only after its key. */
+    if (!secret || strlen(secret) < SQLQ_REDACT_MIN_SECRET)
         return;
     pthread_mutex_lock(&g_lock);
     bool known = false;
@@ -74,27 +75,29 @@ void sqlq_log_add_secret(const char *secret)
 void sqlq_log_clear_secrets(void)
 {
     pthread_mutex_lock(&g_lock);
-    for (size_t i = 0; i < g_nsecrets; i++)
+    for (size_t i = 0; i < g_nsecrets; i++) {
         free(g_secrets[i]);
+        g_secrets[i] = NULL;
+    }
     g_nsecrets = 0;
     pthread_mutex_unlock(&g_lock);
 }
 
-/* Replace every registered secret in a value (in place; *** is never longer than a secret). */
+/* Redact a value (redact.h): the values of secret keys, and every registered secret. */
 static void redact(sqlq_buf *value)
 {
     if (!value->data)
         return;
-    char *s = value->data;
-    for (size_t i = 0; i < g_nsecrets; i++) {
-        size_t n = strlen(g_secrets[i]);
-        char *hit;
-        while ((hit = strstr(s, g_secrets[i])) != NULL) {
-            memcpy(hit, "***", 3);
-            memmove(hit + 3, hit + n, strlen(hit + n) + 1);
-        }
-    }
-    value->len = strlen(s); /* a value with a NUL in it is cut there, like %s would */
+    value->len = strlen(value->data); /* a value with a NUL in it is cut there, like %s would */
+    if (sqlq_redact(value, g_secrets) != SQLQ_OK && value->data)
+        value->len = 0; /* emptied: never written unredacted */
+}
+
+void sqlq_log_redact(sqlq_buf *text)
+{
+    pthread_mutex_lock(&g_lock);
+    redact(text);
+    pthread_mutex_unlock(&g_lock);
 }
 
 static void timestamp(char *ts, size_t size)

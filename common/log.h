@@ -2,6 +2,7 @@
 #ifndef SQLQ_LOG_H
 #define SQLQ_LOG_H
 
+#include "buf.h"
 #include "result.h"
 
 #include <stdbool.h>
@@ -29,9 +30,15 @@ void sqlq_log_set_level(sqlq_log_level level);
 void sqlq_log_set_sink(sqlq_log_sink sink, void *ctx); /* NULL = stderr in the chosen format */
 void sqlq_log_set_format(sqlq_log_format format);
 bool sqlq_log_enabled(sqlq_log_level level);
-/* Never log this string: every occurrence is replaced by ***. Thread-safe. */
+/* Never log this string: every occurrence is replaced by *** when it is at least
+ * SQLQ_REDACT_MIN_SECRET (16) bytes long; a shorter one could be an ordinary word and is
+ * redacted only as the value of a secret key (PWD=…, redact.h), which every log value is
+ * checked for anyway. Thread-safe. */
 void sqlq_log_add_secret(const char *secret);
 void sqlq_log_clear_secrets(void);
+/* Replace every registered secret in text, in place: for text that leaves the process by
+ * another way than a log line (an error shown on the console's page). Thread-safe. */
+void sqlq_log_redact(sqlq_buf *text);
 bool sqlq_log_parse_level(const char *name, sqlq_log_level *out);
 const char *sqlq_log_level_name(sqlq_log_level level);
 

@@ -76,8 +76,8 @@ static const struct builtin {
     {SQLQ_METRIC_PENDING_CHANGES, "Changes captured but not yet published, per table.", NULL, 0},
     {SQLQ_METRIC_LEASE_RENEWALS, "Renewals of the bridge's lease on a table.", NULL, 0},
     {SQLQ_METRIC_WAKEUPS,
-     "Wake-ups received (a PostgreSQL notification or a SQLite data_version change) that made the "
-     "route poll before its interval, per table.",
+     "Wake-ups received (the source's change signal: a capture trigger's notification, a data "
+     "version that moved) that made the route poll before its interval, per table.",
      NULL, 0},
     {SQLQ_METRIC_RETRIES, "Operations retried after a transient failure, per reason.", NULL, 0},
     {SQLQ_METRIC_MESSAGES_CONSUMED, "Messages handled successfully and deleted, per queue.", NULL,
@@ -90,6 +90,14 @@ static const struct builtin {
      NULL, 0},
     {SQLQ_METRIC_HANDLER_SECONDS, "Handler run time per message, per queue.", handler_buckets,
      sizeof(handler_buckets) / sizeof(handler_buckets[0])},
+    {SQLQ_METRIC_HANDLER_UNAVAILABLE,
+     "1 while the handler's target (the --sql database, the --http endpoint, what an --exec "
+     "command reaches) is unavailable and messages are held, not counted toward poison; else 0.",
+     NULL, 0},
+    {SQLQ_METRIC_MESSAGES_HELD,
+     "Messages held (kept invisible, retried with back-off) while the handler's target is "
+     "unavailable, per queue.",
+     NULL, 0},
 };
 
 static const struct builtin *builtin_of(const char *name)

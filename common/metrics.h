@@ -37,6 +37,7 @@ typedef struct sqlq_label {
 #define SQLQ_METRIC_CHANGES_FILTERED "sqlq_changes_filtered_total"   /* counter {table,queue} */
 #define SQLQ_METRIC_PUBLISH_SECONDS "sqlq_publish_duration_seconds"  /* histogram {queue} */
 #define SQLQ_METRIC_PENDING_CHANGES "sqlq_pending_changes"           /* gauge {table} */
+#define SQLQ_METRIC_ROUTE_STOPPED "sqlq_route_stopped"               /* gauge {table,reason} */
 #define SQLQ_METRIC_LEASE_RENEWALS "sqlq_lease_renewals_total"       /* counter {table} */
 #define SQLQ_METRIC_WAKEUPS "sqlq_wakeups_total"                     /* counter {table} */
 /* shared: reason is a short token such as throttled, server_error, network, deadlock, timeout */
@@ -48,6 +49,8 @@ typedef struct sqlq_label {
 #define SQLQ_METRIC_VISIBILITY_RENEWALS "sqlq_visibility_renewals_total" /* counter {queue} */
 #define SQLQ_METRIC_POLL_BACKOFF_MS "sqlq_poll_backoff_ms"           /* gauge {queue} */
 #define SQLQ_METRIC_HANDLER_SECONDS "sqlq_handler_duration_seconds"  /* histogram {queue} */
+#define SQLQ_METRIC_HANDLER_UNAVAILABLE "sqlq_handler_unavailable"   /* gauge {queue}: 1 or 0 */
+#define SQLQ_METRIC_MESSAGES_HELD "sqlq_messages_held"               /* gauge {queue} */
 
 /* Upper bounds (seconds) of the built-in buckets; +Inf is always added. */
 #define SQLQ_METRICS_PUBLISH_BUCKETS                                                               \

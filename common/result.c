@@ -25,6 +25,7 @@ const char *sqlq_strerror(sqlq_result r)
     case SQLQ_E_UNSUPPORTED: return "unsupported";
     case SQLQ_E_REJECTED: return "rejected by the handler";
     case SQLQ_E_BODY: return "message body cannot be sent";
+    case SQLQ_E_UNAVAILABLE: return "the handler's target is unavailable";
     }
     return "unknown error";
 }
@@ -33,6 +34,12 @@ void sqlq_error_clear(sqlq_error *err)
 {
     if (err)
         memset(err, 0, sizeof(*err));
+}
+
+void sqlq_error_reason(sqlq_error *err, const char *reason)
+{
+    if (err)
+        snprintf(err->reason, sizeof(err->reason), "%s", reason ? reason : "");
 }
 
 sqlq_result sqlq_error_set(sqlq_error *err, sqlq_result code, bool transient, const char *fmt, ...)

@@ -31,7 +31,8 @@ typedef enum {
     SQLQ_E_LEASE_LOST = -14, /* a fencing token was rejected */
     SQLQ_E_UNSUPPORTED = -15, /* not possible with this source or dialect */
     SQLQ_E_REJECTED = -16,    /* a consumer handler refused the message for good: poison now */
-    SQLQ_E_BODY = -17         /* a message body its encoding cannot carry: refused before sending */
+    SQLQ_E_BODY = -17,        /* a message body its encoding cannot carry: refused before sending */
+    SQLQ_E_UNAVAILABLE = -18  /* a consumer handler's target is down: an outage, no message's fault */
 } sqlq_result;
 
 /* Human detail for a failure. The first error recorded wins (curl's error buffer):
@@ -44,8 +45,13 @@ typedef struct sqlq_error {
     char request_id[64];   /* x-ms-request-id */
     char sqlstate[6];      /* ODBC SQLSTATE, "" when not SQL */
     long native_code;      /* driver native error (SQLite code, SQL Server number) */
+    char reason[32];       /* a permanent failure's stable name for metrics and status
+                            * ("table_key_changed"); "" when it has none */
     char message[512];
 } sqlq_error;
+
+/* Name a permanent failure (err->reason; see above); does nothing for NULL. */
+void sqlq_error_reason(sqlq_error *err, const char *reason);
 
 const char *sqlq_strerror(sqlq_result r);
 

@@ -104,6 +104,7 @@ static sqlq_result init_sync(sqlq_consumer *c)
 {
     if (pthread_mutex_init(&c->mu, NULL) != 0 || pthread_mutex_init(&c->renew_mu, NULL) != 0 ||
         pthread_mutex_init(&c->outage_mu, NULL) != 0 ||
+        pthread_mutex_init(&c->target_mu, NULL) != 0 ||
         sqlq_consumer_cond_init(&c->work_cv) != 0 || sqlq_consumer_cond_init(&c->idle_cv) != 0 ||
         sqlq_consumer_cond_init(&c->renew_cv) != 0)
         return SQLQ_E_NOMEM;
@@ -114,6 +115,21 @@ static sqlq_result init_sync(sqlq_consumer *c)
             return SQLQ_E_NOMEM;
     }
     return SQLQ_OK;
+}
+
+/* The record of dequeues given back; without it (no path, or it cannot be read) they count. */
+static void open_abandoned(sqlq_consumer *c, const char *path)
+{
+    if (!path || !*path)
+        return;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (sqlq_abandoned_open(path, &c->abandoned, &e) != SQLQ_OK)
+        SQLQ_LOG_ERR(SQLQ_LOG_WARN, "consumer.state_unusable", &e,
+                     "queue=%s note=\"dequeues given back without an attempt (at shutdown, or "
+                     "when a drain gives up on the handler's target) cannot be recorded: they "
+                     "will count toward poison\"",
+                     c->queue);
 }
 
 sqlq_result sqlq_consumer_create(const sqlq_account *account,
@@ -153,6 +169,9 @@ sqlq_result sqlq_consumer_create(const sqlq_account *account,
     c->renew_wake_ms = UINT64_MAX;
     atomic_init(&c->io_deadline_ms, UINT64_MAX);
     atomic_init(&c->polling_over, false);
+    atomic_init(&c->target_down_since, 0);
+    atomic_init(&c->target_epoch, 0);
+    atomic_init(&c->abandon_held, false);
     c->workers = calloc(c->nworkers, sizeof(*c->workers));
     c->pending = calloc(c->pending_cap, sizeof(*c->pending));
     if (!c->workers || !c->pending || init_sync(c) != SQLQ_OK) {
@@ -172,6 +191,10 @@ sqlq_result sqlq_consumer_create(const sqlq_account *account,
         sqlq_metrics_gauge(options->metrics, SQLQ_METRIC_POLL_BACKOFF_MS, NULL, &label, 1);
     c->n.m_handler_seconds = sqlq_metrics_histogram(options->metrics, SQLQ_METRIC_HANDLER_SECONDS,
                                                     NULL, NULL, 0, &label, 1);
+    c->n.m_unavailable =
+        sqlq_metrics_gauge(options->metrics, SQLQ_METRIC_HANDLER_UNAVAILABLE, NULL, &label, 1);
+    c->n.m_held = sqlq_metrics_gauge(options->metrics, SQLQ_METRIC_MESSAGES_HELD, NULL, &label, 1);
+    open_abandoned(c, options->abandoned_path);
     if (options->transport) {
         c->transport = *options->transport;
     } else {
@@ -207,6 +230,9 @@ void sqlq_consumer_get_stats(const sqlq_consumer *c, sqlq_consumer_stats *o)
     o->poll_failing = atomic_load(&n->poll_failing);
     o->service_failing = atomic_load(&n->service_failing);
     o->rejected_replies = atomic_load(&n->rejected_replies);
+    o->held = atomic_load(&n->held);
+    o->given_back = atomic_load(&n->given_back);
+    o->target_down_ms = sqlq_consumer_target_down_ms(c);
     o->in_flight = atomic_load(&n->in_flight);
     o->backoff_ms = atomic_load(&n->backoff_ms);
 }
@@ -240,7 +266,8 @@ static sqlq_result start_threads(sqlq_consumer *c, sqlq_error *err)
     return SQLQ_OK;
 }
 
-/* Messages taken but not started go back at once (visibility 0) instead of after the lease. */
+/* Messages taken but not started go back at once (visibility 0) instead of after the lease,
+ * their dequeue given back (not counted toward poison). */
 static void release_pending(sqlq_consumer *c, void *conn)
 {
     for (;;) {
@@ -255,13 +282,10 @@ static void release_pending(sqlq_consumer *c, void *conn)
         c->in_flight--;
         atomic_store(&c->n.in_flight, c->in_flight);
         pthread_mutex_unlock(&c->mu);
-        sqlq_error err;
-        sqlq_error_clear(&err);
-        char *receipt = NULL;
-        if (c->transport.update(conn, c->queue, m.id, m.pop_receipt, 0, &receipt, &err) != SQLQ_OK)
-            SQLQ_DEBUG("consumer.unstarted_release_failed", "queue=%s msg_id=%s err=\"%s\"",
-                       c->queue, m.id, err.message);
-        free(receipt);
+        sqlq_consumer_give_back(c, conn, &m, m.pop_receipt,
+                                atomic_load(&c->abandon_held)
+                                    ? "not started: the handler's target is unavailable"
+                                    : "not started before the stop");
         sqlq_message_free(&m);
     }
 }
@@ -315,7 +339,7 @@ static sqlq_result shutdown_threads(sqlq_consumer *c, void *conn)
     atomic_store(&c->polling_over, true);
     /* On a stop request, messages not started go back; at max_messages or an empty queue the
      * workers finish what was taken. */
-    if (conn && sqlq_consumer_stop_requested(c))
+    if (conn && (sqlq_consumer_stop_requested(c) || atomic_load(&c->abandon_held)))
         release_pending(c, conn);
     pthread_mutex_lock(&c->mu);
     c->closing = true;
@@ -386,6 +410,7 @@ sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err)
         c->drain_err = c->outage_err;
         pthread_mutex_unlock(&c->outage_mu);
         c->drain_result = c->drain_err.code != SQLQ_OK ? c->drain_err.code : SQLQ_E_HTTP;
+        c->drain_end = SQLQ_DRAIN_NOT_SETTLED;
         char e[700];
         sqlq_error_format(&c->drain_err, e, sizeof(e));
         snprintf(c->drain_err.message, sizeof(c->drain_err.message),
@@ -413,6 +438,11 @@ sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err)
     return r;
 }
 
+sqlq_drain_end sqlq_consumer_drain_end(const sqlq_consumer *c)
+{
+    return c->drain_end;
+}
+
 void sqlq_consumer_destroy(sqlq_consumer *c)
 {
     if (!c)
@@ -424,6 +454,7 @@ void sqlq_consumer_destroy(sqlq_consumer *c)
     }
     free(c->workers);
     free(c->sas);
+    sqlq_abandoned_close(c->abandoned);
     if (c->own_transport)
         sqlq_consumer_transport_free(&c->transport);
     free(c);

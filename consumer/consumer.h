@@ -27,7 +27,9 @@ typedef struct sqlq_received {
     size_t body_len;
     const char *text; /* MessageText as stored (base64 when the encoding is base64) */
     size_t text_len;
-    long dequeue_count;      /* 1 on the first attempt */
+    long dequeue_count;      /* the service's DequeueCount: 1 on the first delivery */
+    long attempt; /* what counts toward poison: dequeue_count less the dequeues this consumer
+                   * gave back without an attempt (a shutdown, a drain in an outage: abandoned.h) */
     int64_t insertion_time;  /* seconds since the epoch, UTC */
     int64_t expiration_time; /* seconds since the epoch, UTC */
     uint64_t deadline_ms;    /* per-message timeout on `clock`; 0 = none */
@@ -43,7 +45,11 @@ uint64_t sqlq_received_remaining_ms(const sqlq_received *d);
 void sqlq_received_insertion_iso(const sqlq_received *d, char *out, size_t out_size);
 
 /* Process one message: SQLQ_OK = success (the message is deleted); anything else is a failure
- * whose reason (err->message) is logged and, on the last attempt, logged with the poisoning. */
+ * whose reason (err->message) is logged and, on the last attempt, logged with the poisoning.
+ * SQLQ_E_REJECTED: no retry can succeed (poison now). SQLQ_E_UNAVAILABLE: the handler's target
+ * is down (an outage, no fault of this message): the message is held (kept invisible), the
+ * handler is called again for it with back-off until it answers otherwise, and nothing of this
+ * counts toward poison; meanwhile no further messages are taken. */
 typedef sqlq_result (*sqlq_handler_fn)(void *worker_ctx, const sqlq_received *d, sqlq_error *err);
 
 typedef struct sqlq_handler {
@@ -108,7 +114,11 @@ typedef struct sqlq_consumer_options {
     void *on_poll_ctx;
     const sqlq_consumer_transport *transport; /* NULL = Azure (the usual case) */
     sqlq_metrics *metrics; /* optional: sqlq_messages_*_total, sqlq_visibility_renewals_total,
-                            * sqlq_poll_backoff_ms, sqlq_handler_duration_seconds {queue} */
+                            * sqlq_poll_backoff_ms, sqlq_handler_duration_seconds,
+                            * sqlq_handler_unavailable, sqlq_messages_held {queue} */
+    /* The file recording dequeues given back without an attempt (abandoned.h), so that they do
+     * not count toward poison; NULL = no record: they count, as in Azure Functions. */
+    const char *abandoned_path;
 } sqlq_consumer_options;
 
 void sqlq_consumer_options_default(sqlq_consumer_options *o);
@@ -132,11 +142,25 @@ typedef struct sqlq_consumer_stats {
                                           * one works */
     unsigned long long rejected_replies; /* Get replies refused as a service error (more
                                           * messages than asked for, malformed fields) */
+    unsigned long long held; /* messages held while the handler's target is unavailable */
+    unsigned long long target_down_ms; /* how long the handler's target has been unavailable
+                                        * (0 while it answers) */
+    unsigned long long given_back; /* dequeues given back without an attempt (stop, drain) */
     unsigned long long in_flight;  /* taken and not finished */
     unsigned long long backoff_ms; /* current polling delay (0 right after messages) */
 } sqlq_consumer_stats;
 
 typedef struct sqlq_consumer sqlq_consumer;
+
+/* Why sqlq_consumer_run returned an error in a drain (exit_when_empty), for the operator. */
+typedef enum {
+    SQLQ_DRAIN_FINISHED = 0,     /* no drain error */
+    SQLQ_DRAIN_QUEUE_UNREADABLE, /* a poll failed after its retries: not known to be empty */
+    SQLQ_DRAIN_NOT_SETTLED,      /* the last deletes or releases failed with an outage */
+    SQLQ_DRAIN_TARGET_DOWN       /* the handler's target stayed unavailable
+                                  * SQLQ_CONSUMER_DRAIN_TARGET_MS: its messages went back */
+} sqlq_drain_end;
+#define SQLQ_CONSUMER_DRAIN_TARGET_MS 10000u
 
 /* queue must be a valid queue name. account and queue_options may be NULL with a transport.
  * queue_options supplies timeouts and retry policy of the REST clients the runtime creates. */
@@ -147,17 +171,24 @@ SQLQ_NODISCARD sqlq_result sqlq_consumer_create(const sqlq_account *account,
                                                 const sqlq_handler *handler, sqlq_consumer **out,
                                                 sqlq_error *err);
 /* Run until *options.stop is set (or max_messages / exit_when_empty), then stop taking messages,
- * release the ones not started, and wait up to shutdown_timeout for running handlers (then
- * cancel them and wait SQLQ_CONSUMER_CANCEL_GRACE_MS more). Requests to the queue service do
+ * release the ones not started and the ones held in an outage of the handler's target (at
+ * once: visible again, their dequeue recorded as given back), and wait up to shutdown_timeout
+ * for running handlers (then cancel them, release theirs the same way, and wait
+ * SQLQ_CONSUMER_CANCEL_GRACE_MS more). Requests to the queue service do
  * not hold this up: the poll in flight is aborted at the stop, any other request still running
  * at shutdown_timeout + SQLQ_CONSUMER_CANCEL_GRACE_MS - 1 s. Transient faults never end the run;
  * SQLQ_OK after a clean stop, SQLQ_E_TIMEOUT when a handler ignored cancellation (its thread is
- * left running: exit the process, do not destroy the consumer), the failed poll's error when
- * exit_when_empty could not read the queue (or the outage's when its last deletes failed), or the error that made start-up impossible (a
- * handler's open failed, no connection could be created). */
+ * left running: exit the process, do not destroy the consumer), in a drain (exit_when_empty)
+ * the error that ended it (sqlq_consumer_drain_end says which kind: the failed poll's, the
+ * outage's when its last deletes failed, the handler's SQLQ_E_UNAVAILABLE), or the error that
+ * made start-up impossible (a handler's open failed, no connection could be created). */
 #define SQLQ_CONSUMER_CANCEL_GRACE_MS 5000u
 SQLQ_NODISCARD sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err);
 void sqlq_consumer_get_stats(const sqlq_consumer *c, sqlq_consumer_stats *out);
+/* True while the handler's target is unavailable, with the latest reason (for /readyz). */
+bool sqlq_consumer_target_down(const sqlq_consumer *c, char *cause, size_t cause_size);
+/* After sqlq_consumer_run: why a drain ended with an error. */
+sqlq_drain_end sqlq_consumer_drain_end(const sqlq_consumer *c);
 void sqlq_consumer_destroy(sqlq_consumer *c);
 
 /* The transport over real REST clients (what the consumer uses when options.transport is NULL):

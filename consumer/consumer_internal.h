@@ -3,6 +3,8 @@
 #ifndef SQLQ_CONSUMER_INTERNAL_H
 #define SQLQ_CONSUMER_INTERNAL_H
 
+#include "abandoned.h"
+#include "buf.h"
 #include "consumer.h"
 #include "disposition.h"
 #include "renewal.h"
@@ -35,18 +37,21 @@ typedef struct consumer_worker {
     sqlq_result open_result;
     sqlq_error open_err;
     consumer_slot slot;
+    long discounted; /* the running message's dequeues given back earlier (abandoned.h) */
 } consumer_worker;
 
 typedef struct consumer_counters {
     atomic_ullong poll_failing;    /* consecutive failed polls, 0 after any answer */
     atomic_ullong service_failing; /* consecutive outage failures of delete/update/put */
     atomic_ullong rejected_replies;
+    atomic_ullong held;       /* messages held while the handler's target is unavailable */
+    atomic_ullong given_back; /* dequeues given back without an attempt */
     atomic_ullong received, succeeded, failed, released, poisoned, undecodable, renewals,
         renewal_failures, ownership_lost, timeouts, polls, empty_polls, poll_errors, in_flight,
         backoff_ms;
     /* the same, in the metrics registry when one was given (NULL handles do nothing) */
     sqlq_counter *m_consumed, *m_failed, *m_poisoned, *m_renewals;
-    sqlq_gauge *m_backoff;
+    sqlq_gauge *m_backoff, *m_unavailable, *m_held;
     sqlq_histogram *m_handler_seconds;
 } consumer_counters;
 
@@ -96,6 +101,17 @@ struct sqlq_consumer {
     char outage_cause[192];
     sqlq_error outage_err; /* the latest outage failure */
     char *sas; /* the account's SAS (NULL: a key), to name its expiry when that is the cause */
+    /* The handler's target (consumer_hold.c): down while handlers answer SQLQ_E_UNAVAILABLE. */
+    pthread_mutex_t target_mu;
+    _Atomic uint64_t target_down_since; /* CLOCK_MONOTONIC ms; 0 = it answers */
+    uint64_t target_logged_ms;          /* under target_mu */
+    char target_cause[512];             /* under target_mu: the latest reason */
+    char target_logged[512];            /* under target_mu: the reason last logged */
+    sqlq_error target_err;              /* under target_mu */
+    atomic_uint target_epoch;  /* bumped when it answers again: held messages retry at once */
+    atomic_bool abandon_held;  /* a drain gave up on the target: held messages go back */
+    sqlq_drain_end drain_end;
+    sqlq_abandoned *abandoned; /* NULL: dequeues given back are not recorded */
 };
 
 /* consumer.c */
@@ -108,7 +124,29 @@ void sqlq_consumer_poll_loop(struct sqlq_consumer *c, void *conn);
 void sqlq_consumer_transport_azure_abort(sqlq_consumer_transport *t, bool (*poll_abort)(void *),
                                          bool (*io_abort)(void *), void *ctx);
 
+/* consumer_hold.c: a message whose handler found its target unavailable. */
+/* Hold the message (its slot stays active: renewal goes on) and run the handler again with
+ * back-off until it answers other than SQLQ_E_UNAVAILABLE; returns that result. When the hold
+ * ends without one (a stop, a cancellation, a drain that gave up, ownership lost) it returns
+ * SQLQ_E_UNAVAILABLE with *out_give_back true unless ownership was lost. */
+sqlq_result sqlq_consumer_hold(consumer_worker *w, const sqlq_message *m, const sqlq_buf *body,
+                               sqlq_error *err, bool *out_give_back);
+/* A handler answered SQLQ_E_UNAVAILABLE (target_failed) or anything else (target_ok): the
+ * outage starts or goes on (logged at once, then at most every 30 s or when the reason
+ * changes), or ends (logged, held messages retry at once). */
+void sqlq_consumer_target_failed(struct sqlq_consumer *c, const sqlq_error *err);
+void sqlq_consumer_target_ok(struct sqlq_consumer *c);
+/* How long the target has been unavailable (0 while it answers). */
+uint64_t sqlq_consumer_target_down_ms(const struct sqlq_consumer *c);
+/* Give a dequeue back without an attempt: record it (abandoned.h), then make the message
+ * visible again at once. why: for the log line. */
+void sqlq_consumer_give_back(struct sqlq_consumer *c, void *conn, const sqlq_message *m,
+                             const char *receipt, const char *why);
+
 /* consumer_worker.c */
+/* Run the handler once for m (body decoded), with the slot's deadline and cancel flag. */
+sqlq_result sqlq_consumer_run_handler(consumer_worker *w, const sqlq_message *m,
+                                      const sqlq_buf *body, sqlq_error *err);
 /* Why requests fail in an outage: disposition's cause of the error, or an account SAS past its
  * expiry named as such (as the bridge and config check name it). Into buf; returns buf. */
 const char *sqlq_consumer_outage_cause(const struct sqlq_consumer *c, const sqlq_error *err,

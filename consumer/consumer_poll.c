@@ -10,11 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Wait until fewer than new_batch_threshold messages are in flight; false on stop. */
+/* A drain has waited long enough for the handler's target (drain_gives_up_on_target acts). */
+static bool drain_target_over(const sqlq_consumer *c)
+{
+    return c->opt.exit_when_empty &&
+           sqlq_consumer_target_down_ms(c) >= SQLQ_CONSUMER_DRAIN_TARGET_MS;
+}
+
+/* Wait until fewer than new_batch_threshold messages are in flight (or a drain has waited long
+ * enough for the handler's target); false on stop. */
 static bool wait_for_capacity(sqlq_consumer *c)
 {
     pthread_mutex_lock(&c->mu);
-    while (c->in_flight >= (size_t)c->opt.new_batch_threshold && !sqlq_consumer_stop_requested(c))
+    while (c->in_flight >= (size_t)c->opt.new_batch_threshold && !sqlq_consumer_stop_requested(c) &&
+           !drain_target_over(c))
         sqlq_consumer_cond_wait_ms(&c->idle_cv, &c->mu, 100);
     pthread_mutex_unlock(&c->mu);
     return !sqlq_consumer_stop_requested(c);
@@ -185,7 +194,40 @@ static bool drain_over(sqlq_consumer *c, const poll_state *ps, bool idle_before)
                c->queue);
     c->drain_result = ps->result;
     c->drain_err = ps->err;
+    c->drain_end = SQLQ_DRAIN_QUEUE_UNREADABLE;
     return true;
+}
+
+/* A drain gives up once the handler's target has been unavailable for
+ * SQLQ_CONSUMER_DRAIN_TARGET_MS: its held and unstarted messages go back (not counted). */
+static bool drain_gives_up_on_target(sqlq_consumer *c)
+{
+    if (!drain_target_over(c))
+        return false;
+    pthread_mutex_lock(&c->target_mu);
+    c->drain_err = c->target_err;
+    pthread_mutex_unlock(&c->target_mu);
+    c->drain_result = SQLQ_E_UNAVAILABLE;
+    c->drain_end = SQLQ_DRAIN_TARGET_DOWN;
+    atomic_store(&c->abandon_held, true);
+    SQLQ_LOG_ERR(SQLQ_LOG_ERROR, "consumer.drain_failed", &c->drain_err,
+                 "queue=%s note=\"the handler's target stayed unavailable for %u s: stopping with "
+                 "an error; its messages go back to the queue, not counted toward poison\"",
+                 c->queue, SQLQ_CONSUMER_DRAIN_TARGET_MS / 1000u);
+    return true;
+}
+
+/* While the handler's target is unavailable and messages are held, take no more: the held ones
+ * find out when it answers again. False when polling must end. */
+static bool target_pause(sqlq_consumer *c)
+{
+    while (sqlq_consumer_target_down_ms(c) > 0 && atomic_load(&c->n.held) > 0) {
+        if (drain_gives_up_on_target(c) || sqlq_consumer_stop_requested(c))
+            return false;
+        if (!sqlq_clock_sleep_ms(c->clock, 100))
+            return false;
+    }
+    return !drain_gives_up_on_target(c);
 }
 
 /* While deletes and updates fail with an outage, wait longer before taking more messages. */
@@ -203,7 +245,7 @@ void sqlq_consumer_poll_loop(sqlq_consumer *c, void *conn)
     poll_state ps = {.conn = conn, .last_error = SQLQ_OK};
     sqlq_polling_init(&ps.polling, c->opt.min_polling_ms, c->opt.max_polling_ms, c->clock);
     sqlq_polling_init(&ps.outage, c->opt.min_polling_ms, c->opt.max_polling_ms, c->clock);
-    while (wait_for_capacity(c) && outage_pause(c, &ps)) {
+    while (wait_for_capacity(c) && target_pause(c) && outage_pause(c, &ps)) {
         /* Sampled before the request: a message released after a failure is visible before its
          * worker stops counting it, so idle-then-empty really means nothing is left. */
         bool idle_before = nothing_in_flight(c);

@@ -5,7 +5,6 @@
 #include "buf.h"
 #include "clock.h"
 #include "codec.h"
-#include "fault.h"
 #include "log.h"
 #include "poison_envelope.h"
 
@@ -13,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <time.h>
 
 int sqlq_consumer_cond_init(pthread_cond_t *cv)
@@ -47,61 +45,6 @@ void sqlq_consumer_kick_renewal(struct sqlq_consumer *c, uint64_t due_ms)
     pthread_mutex_unlock(&c->renew_mu);
 }
 
-/* ---- outages ---- */
-
-#define OUTAGE_LOG_EVERY_MS 30000u
-
-const char *sqlq_consumer_outage_cause(const struct sqlq_consumer *c, const sqlq_error *err,
-                                       char *buf, size_t size)
-{
-    int64_t now = (int64_t)time(NULL);
-    if ((err->http_status == 401 || err->http_status == 403) && sqlq_fault_sas_expired(c->sas, now)) {
-        sqlq_fault_context ctx = {NULL, c->queue, err->http_status, err->azure_code, c->sas, now,
-                                  err->message};
-        char cause[160];
-        sqlq_fault_describe(SQLQ_FAULT_AUTHENTICATION, &ctx, cause, sizeof(cause));
-        snprintf(buf, size, "credential rejected: %s", cause);
-    } else {
-        snprintf(buf, size, "%s", sqlq_disposition_outage_cause(err));
-    }
-    return buf;
-}
-
-void sqlq_consumer_note_failure(struct sqlq_consumer *c, const char *op, const sqlq_error *err)
-{
-    if (!sqlq_disposition_is_outage(err))
-        return;
-    unsigned long long failing = atomic_fetch_add(&c->n.service_failing, 1) + 1;
-    char why[sizeof(c->outage_cause)];
-    const char *cause = sqlq_consumer_outage_cause(c, err, why, sizeof(why));
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    uint64_t now = (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-    pthread_mutex_lock(&c->outage_mu);
-    c->outage_err = *err;
-    bool log_it = failing == 1 || strcmp(c->outage_cause, cause) != 0 ||
-                  now - c->outage_logged_ms >= OUTAGE_LOG_EVERY_MS;
-    if (log_it) {
-        c->outage_logged_ms = now;
-        snprintf(c->outage_cause, sizeof(c->outage_cause), "%s", cause);
-    }
-    pthread_mutex_unlock(&c->outage_mu);
-    if (!log_it)
-        return;
-    SQLQ_LOG_ERR(SQLQ_LOG_ERROR, "consumer.outage", err,
-               "queue=%s op=%s failing=%llu cause=\"%s\" note=\"a fault of the queue "
-               "service or the credential, not of the message: never counted toward poison; "
-               "polling backs off until a request works again\"",
-               c->queue, op, failing, cause);
-}
-
-void sqlq_consumer_note_ok(struct sqlq_consumer *c)
-{
-    if (atomic_exchange(&c->n.service_failing, 0) > 0)
-        SQLQ_INFO("consumer.outage_over", "queue=%s note=\"the queue service works again\"",
-                  c->queue);
-}
-
 /* ---- the end of a message: delete, release, poison ---- */
 
 static void log_lost(const struct sqlq_consumer *c, const sqlq_message *m, const char *when,
@@ -126,8 +69,10 @@ static void finish_delete(consumer_worker *w, const sqlq_message *m, const char 
     if (r == SQLQ_OK) {
         atomic_fetch_add(&c->n.succeeded, 1);
         sqlq_counter_inc(c->n.m_consumed);
-        SQLQ_DEBUG("consumer.done", "queue=%s msg_id=%s dequeue_count=%ld", c->queue, m->id,
-                   m->dequeue_count);
+        if (w->discounted)
+            sqlq_abandoned_forget(c->abandoned, m->id);
+        SQLQ_DEBUG("consumer.done", "queue=%s msg_id=%s dequeue_count=%ld attempt=%ld", c->queue,
+                   m->id, m->dequeue_count, m->dequeue_count - w->discounted);
     } else if (sqlq_renewal_ownership_lost(r)) {
         atomic_fetch_add(&c->n.ownership_lost, 1);
         log_lost(c, m, "delete", &err);
@@ -193,13 +138,22 @@ static char *enveloped(const struct sqlq_consumer *c, const sqlq_message *m, con
     sqlq_error_clear(&e);
     char *wrapped = NULL;
     size_t wlen = 0;
-    if (sqlq_codec_decode(c->opt.encoding, m->text, m->text_len, &body, &e) == SQLQ_OK)
+    bool decoded = sqlq_codec_decode(c->opt.encoding, m->text, m->text_len, &body, &e) == SQLQ_OK;
+    if (decoded)
         wrapped = sqlq_poison_envelope_wrap(reason, sqlq_buf_str(&body), body.len, &wlen);
     char *out = NULL;
     /* Too large with the envelope: the same text, so the message still leaves the queue. */
     if (wrapped && sqlq_codec_encode(c->opt.encoding, wrapped, wlen, &text, &e) == SQLQ_OK &&
         text.len <= SQLQ_MESSAGE_MAX_TEXT)
         out = sqlq_buf_take(&text, out_len);
+    if (!out)
+        SQLQ_WARN("consumer.poison_envelope_skipped",
+                  "queue=%s msg_id=%s why=\"%s\" note=\"the poison copy is the same message text; "
+                  "the reason is only in the consumer.poisoned line\"",
+                  c->queue, m->id,
+                  !decoded   ? "the text does not decode"
+                  : !wrapped ? "the body is not a JSON object or array"
+                             : "with the envelope it would not fit in a message (64 KiB)");
     free(wrapped);
     sqlq_buf_free(&body);
     sqlq_buf_free(&text);
@@ -234,14 +188,18 @@ static void finish_poison(consumer_worker *w, const sqlq_message *m, const char 
                    "note=\"kept in the queue; poisoned on its next delivery\"",
                    c->queue, c->poison, m->id, m->dequeue_count);
         finish_release(w, m, receipt,
-                       sqlq_disposition_release_visibility(&c->policy, m->dequeue_count));
+                       sqlq_disposition_release_visibility(&c->policy,
+                                                           m->dequeue_count - w->discounted));
         return;
     }
     atomic_fetch_add(&c->n.poisoned, 1);
     sqlq_counter_inc(c->n.m_poisoned);
+    if (w->discounted)
+        sqlq_abandoned_forget(c->abandoned, m->id);
     SQLQ_WARN("consumer.poisoned",
-              "queue=%s poison_queue=%s msg_id=%s dequeue_count=%ld last_error=\"%s\"", c->queue,
-              c->poison, m->id, m->dequeue_count, reason);
+              "queue=%s poison_queue=%s msg_id=%s dequeue_count=%ld last_error=\"%s\" attempt=%ld",
+              c->queue, c->poison, m->id, m->dequeue_count, reason,
+              m->dequeue_count - w->discounted);
     sqlq_error_clear(&err);
     r = c->transport.remove(w->conn, c->queue, m->id, receipt, &err);
     if (r != SQLQ_OK) {
@@ -260,13 +218,14 @@ static void dispose(consumer_worker *w, const sqlq_message *m, const char *recei
     case SQLQ_DISPOSE_DELETE: finish_delete(w, m, receipt); break;
     case SQLQ_DISPOSE_POISON: finish_poison(w, m, receipt, reason); break;
     case SQLQ_DISPOSE_RELEASE:
-        if (m->dequeue_count >= c->policy.max_dequeue_count)
+        if (m->dequeue_count - w->discounted >= c->policy.max_dequeue_count)
             SQLQ_WARN("consumer.no_poison_queue",
                       "queue=%s msg_id=%s dequeue_count=%ld note=\"no -poison queue for this name: "
                       "the message keeps coming back until it expires\"",
                       c->queue, m->id, m->dequeue_count);
         finish_release(w, m, receipt,
-                       sqlq_disposition_release_visibility(&c->policy, m->dequeue_count));
+                       sqlq_disposition_release_visibility(&c->policy,
+                                                           m->dequeue_count - w->discounted));
         break;
     case SQLQ_DISPOSE_RUN: break;
     }
@@ -309,8 +268,8 @@ static char *slot_end(consumer_worker *w, bool *out_lost, bool *out_timed_out)
     return receipt;
 }
 
-static sqlq_result run_handler(consumer_worker *w, const sqlq_message *m, const sqlq_buf *body,
-                               sqlq_error *err)
+sqlq_result sqlq_consumer_run_handler(consumer_worker *w, const sqlq_message *m,
+                                      const sqlq_buf *body, sqlq_error *err)
 {
     struct sqlq_consumer *c = w->c;
     sqlq_received d = {
@@ -321,6 +280,7 @@ static sqlq_result run_handler(consumer_worker *w, const sqlq_message *m, const 
         .text = m->text ? m->text : "",
         .text_len = m->text_len,
         .dequeue_count = m->dequeue_count,
+        .attempt = m->dequeue_count - w->discounted,
         .insertion_time = m->insertion_time,
         .expiration_time = m->expiration_time,
         .deadline_ms = w->slot.deadline_ms,
@@ -333,6 +293,79 @@ static sqlq_result run_handler(consumer_worker *w, const sqlq_message *m, const 
     return r;
 }
 
+/* A message that never reaches its handler: over the limit on receipt, or undecodable. */
+static void dispose_unrun(consumer_worker *w, const sqlq_message *m, sqlq_disposition d,
+                          bool decodable, const sqlq_error *decode_err)
+{
+    struct sqlq_consumer *c = w->c;
+    char reason[800];
+    if (!decodable) {
+        atomic_fetch_add(&c->n.undecodable, 1);
+        snprintf(reason, sizeof(reason),
+                 "message text is not valid %s (%s); if the producer sends plain text, "
+                 "consume with --encoding plain",
+                 sqlq_encoding_name(c->opt.encoding), decode_err->message);
+    } else {
+        snprintf(reason, sizeof(reason),
+                 "dequeue count %ld is over the maximum %ld on receipt%s", m->dequeue_count,
+                 c->policy.max_dequeue_count,
+                 w->discounted ? " (after the dequeues given back without an attempt)" : "");
+    }
+    dispose(w, m, m->pop_receipt, d, reason);
+}
+
+static void observe_duration(struct sqlq_consumer *c, const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    sqlq_histogram_observe(c->n.m_handler_seconds, (double)(t1.tv_sec - t0->tv_sec) +
+                                                       (double)(t1.tv_nsec - t0->tv_nsec) / 1e9);
+}
+
+/* What the handler's result r (after any hold) does with the message. */
+typedef struct run_end {
+    sqlq_result r;
+    const sqlq_error *err;
+    long attempt;
+    bool give_back, lost, timed_out;
+} run_end;
+
+static void settle(consumer_worker *w, const sqlq_message *m, const char *receipt,
+                   const run_end *e)
+{
+    struct sqlq_consumer *c = w->c;
+    bool shutdown_cancel = e->r != SQLQ_OK && !e->timed_out && atomic_load(&w->slot.cancel) != 0;
+    if (e->r != SQLQ_OK && e->r != SQLQ_E_UNAVAILABLE && !shutdown_cancel) {
+        /* a shutdown's cancel is logged as consumer.cancelled, an outage as handler_outage */
+        atomic_fetch_add(&c->n.failed, 1);
+        sqlq_counter_inc(c->n.m_failed);
+        SQLQ_WARN("consumer.handler_failed",
+                  "queue=%s msg_id=%s dequeue_count=%ld err=\"%s\" attempt=%ld", c->queue, m->id,
+                  m->dequeue_count, e->err->message, e->attempt);
+    }
+    if (e->lost) {
+        atomic_fetch_add(&c->n.ownership_lost, 1);
+        SQLQ_WARN("consumer.ownership_lost",
+                  "queue=%s msg_id=%s dequeue_count=%ld when=renewal timed_out=%s note=\"result "
+                  "dropped: another consumer may hold it\"",
+                  c->queue, m->id, m->dequeue_count, e->timed_out ? "true" : "false");
+    } else if (shutdown_cancel || e->give_back) {
+        /* the consumer stops, or a drain gave up on the target: never the message's fault */
+        bool held = e->r == SQLQ_E_UNAVAILABLE;
+        if (!held)
+            SQLQ_INFO("consumer.cancelled",
+                      "queue=%s msg_id=%s dequeue_count=%ld note=\"cancelled by shutdown: "
+                      "released at once\"",
+                      c->queue, m->id, m->dequeue_count);
+        sqlq_consumer_give_back(c, w->conn, m, receipt,
+                                held ? "held while the handler's target was unavailable"
+                                     : "cancelled by shutdown");
+    } else {
+        dispose(w, m, receipt, sqlq_disposition_on_handler(&c->policy, e->attempt, e->r),
+                e->err->message);
+    }
+}
+
 static void process_message(consumer_worker *w, const sqlq_message *m)
 {
     struct sqlq_consumer *c = w->c;
@@ -342,58 +375,26 @@ static void process_message(consumer_worker *w, const sqlq_message *m)
     sqlq_error_clear(&err);
     const char *text = m->text ? m->text : "";
     bool decodable = sqlq_codec_decode(c->opt.encoding, text, m->text_len, &body, &err) == SQLQ_OK;
-    sqlq_disposition d = sqlq_disposition_on_receive(&c->policy, m->dequeue_count, decodable);
+    w->discounted = sqlq_abandoned_discount(c->abandoned, m->id, m->dequeue_count);
+    run_end e = {.err = &err, .attempt = m->dequeue_count - w->discounted};
+    sqlq_disposition d = sqlq_disposition_on_receive(&c->policy, e.attempt, decodable);
     if (d != SQLQ_DISPOSE_RUN) {
-        char reason[800];
-        if (!decodable) {
-            atomic_fetch_add(&c->n.undecodable, 1);
-            snprintf(reason, sizeof(reason),
-                     "message text is not valid %s (%s); if the producer sends plain text, "
-                     "consume with --encoding plain",
-                     sqlq_encoding_name(c->opt.encoding), err.message);
-        } else {
-            snprintf(reason, sizeof(reason), "dequeue count %ld is over the maximum %ld on receipt",
-                     m->dequeue_count, c->policy.max_dequeue_count);
-        }
-        dispose(w, m, m->pop_receipt, d, reason);
+        dispose_unrun(w, m, d, decodable, &err);
         sqlq_buf_free(&body);
         return;
     }
     slot_begin(w, m);
     sqlq_error_clear(&err);
-    struct timespec t0, t1;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    sqlq_result r = run_handler(w, m, &body, &err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    sqlq_histogram_observe(c->n.m_handler_seconds, (double)(t1.tv_sec - t0.tv_sec) +
-                                                       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-    bool lost, timed_out;
-    char *receipt = slot_end(w, &lost, &timed_out);
-    bool shutdown_cancel = r != SQLQ_OK && !timed_out && atomic_load(&w->slot.cancel) != 0;
-    if (r != SQLQ_OK && !shutdown_cancel) { /* a shutdown's cancel is logged as consumer.cancelled */
-        atomic_fetch_add(&c->n.failed, 1);
-        sqlq_counter_inc(c->n.m_failed);
-        SQLQ_WARN("consumer.handler_failed", "queue=%s msg_id=%s dequeue_count=%ld err=\"%s\"",
-                  c->queue, m->id, m->dequeue_count, err.message);
-    }
-    if (shutdown_cancel && !lost) {
-        /* cancelled because the consumer stops: not the message's fault, never poisoned */
-        SQLQ_INFO("consumer.cancelled",
-                  "queue=%s msg_id=%s dequeue_count=%ld note=\"cancelled by shutdown: released "
-                  "at once\"",
-                  c->queue, m->id, m->dequeue_count);
-        finish_release(w, m, receipt, 0);
-    } else if (lost) {
-        atomic_fetch_add(&c->n.ownership_lost, 1);
-        SQLQ_WARN("consumer.ownership_lost",
-                  "queue=%s msg_id=%s dequeue_count=%ld when=renewal timed_out=%s note=\"result "
-                  "dropped: another consumer may hold it\"",
-                  c->queue, m->id, m->dequeue_count, timed_out ? "true" : "false");
-    } else {
-        dispose(w, m, receipt,
-                sqlq_disposition_on_handler(&c->policy, m->dequeue_count, r),
-                err.message);
-    }
+    e.r = sqlq_consumer_run_handler(w, m, &body, &err);
+    observe_duration(c, &t0); /* the handler's own time: a hold's waiting is not in it */
+    if (e.r == SQLQ_E_UNAVAILABLE)
+        e.r = sqlq_consumer_hold(w, m, &body, &err, &e.give_back);
+    else if (atomic_load(&w->slot.cancel) == 0)
+        sqlq_consumer_target_ok(c);
+    char *receipt = slot_end(w, &e.lost, &e.timed_out);
+    settle(w, m, receipt, &e);
     free(receipt);
     sqlq_buf_free(&body);
 }

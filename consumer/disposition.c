@@ -38,6 +38,8 @@ sqlq_disposition sqlq_disposition_on_handler(const sqlq_disposition_policy *p, l
 {
     if (handler_result == SQLQ_E_REJECTED && p->has_poison_queue)
         return SQLQ_DISPOSE_POISON;
+    if (handler_result == SQLQ_E_UNAVAILABLE) /* an outage: never the message's fault */
+        return SQLQ_DISPOSE_RELEASE;
     return sqlq_disposition_on_result(p, dequeue_count, handler_result == SQLQ_OK);
 }
 

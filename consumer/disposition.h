@@ -34,7 +34,9 @@ sqlq_disposition sqlq_disposition_on_result(const sqlq_disposition_policy *p, lo
                                             bool succeeded);
 /* After the handler, given its result: SQLQ_E_REJECTED (the handler says no retry can succeed:
  * an --exec exit 65, an --http 422, a --sql constraint that fails for good) poisons at once;
- * anything else as sqlq_disposition_on_result. */
+ * SQLQ_E_UNAVAILABLE (the handler's target is down) releases, whatever the count; anything else
+ * as sqlq_disposition_on_result. dequeue_count: the attempts that count (the consumer's
+ * `attempt`: DequeueCount less the dequeues given back without an attempt). */
 sqlq_disposition sqlq_disposition_on_handler(const sqlq_disposition_policy *p, long dequeue_count,
                                              sqlq_result handler_result);
 /* The visibility timeout (seconds) for releasing a message that failed on this attempt. */

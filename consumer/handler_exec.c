@@ -397,6 +397,11 @@ sqlq_result sqlq_handler_exec_run(void *ctx, const sqlq_received *d, sqlq_error 
         return sqlq_error_set(err, SQLQ_E_REJECTED, false,
                               "command rejected the message (exit %d: poison now); stderr: %s",
                               SQLQ_HANDLER_EXEC_REJECT, tail);
+    if (WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == SQLQ_HANDLER_EXEC_UNAVAILABLE)
+        return sqlq_error_set(err, SQLQ_E_UNAVAILABLE, true,
+                              "command says its target is unavailable (exit %d: held and retried, "
+                              "not counted toward poison); stderr: %s",
+                              SQLQ_HANDLER_EXEC_UNAVAILABLE, tail);
     if (WIFSIGNALED(ch.status))
         return sqlq_error_set(err, SQLQ_E_IO, false, "command killed by signal %d; stderr: %s",
                               WTERMSIG(ch.status), tail);

@@ -22,6 +22,11 @@
 /* The exit status by which a command says the message can never succeed (EX_DATAERR of
  * sysexits.h): it goes to {queue}-poison at once, its stderr as the reason. */
 #define SQLQ_HANDLER_EXEC_REJECT 65
+/* The exit status by which a command says that what it needs is unavailable (EX_TEMPFAIL of
+ * sysexits.h: a database down, a service refusing): an outage, no fault of the message. The
+ * message is held and the command run again for it with back-off, never counted toward poison,
+ * and no further messages are taken meanwhile (consumer.h). */
+#define SQLQ_HANDLER_EXEC_UNAVAILABLE 75
 
 typedef struct sqlq_handler_exec sqlq_handler_exec;
 

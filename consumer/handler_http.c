@@ -1,6 +1,7 @@
 #include "handler_http.h"
 
 #include "buf.h"
+#include "classify.h"
 #include "libcurl.h"
 #include "log.h"
 
@@ -202,6 +203,12 @@ static sqlq_result http_handle(void *ctx, const sqlq_received *d, sqlq_error *er
     if (cc == CURLE_OPERATION_TIMEDOUT)
         return sqlq_error_set(err, SQLQ_E_TIMEOUT, true, "POST %s timed out after %ld ms",
                               w->h->shown, timeout);
+    if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+        cc == CURLE_COULDNT_RESOLVE_PROXY)
+        return sqlq_error_set(err, SQLQ_E_UNAVAILABLE, true,
+                              "POST %s: %s (the endpoint cannot be reached: held and retried, not "
+                              "counted toward poison)",
+                              w->h->shown, curl_easy_strerror(cc));
     if (cc != CURLE_OK)
         return sqlq_error_set(err, SQLQ_E_NETWORK, true, "POST %s: %s", w->h->shown,
                               curl_easy_strerror(cc));
@@ -212,6 +219,14 @@ static sqlq_result http_handle(void *ctx, const sqlq_received *d, sqlq_error *er
         sqlq_result r = sqlq_error_set(err, SQLQ_E_REJECTED, false,
                                        "POST %s answered %ld (rejected: poison now): %s", w->h->shown,
                                        status, w->response);
+        err->http_status = (int)status;
+        return r;
+    }
+    if (sqlq_classify_http_unavailable((int)status)) {
+        sqlq_result r = sqlq_error_set(err, SQLQ_E_UNAVAILABLE, true,
+                                       "POST %s answered %ld (unavailable: held and retried, not "
+                                       "counted toward poison): %s",
+                                       w->h->shown, status, w->response);
         err->http_status = (int)status;
         return r;
     }

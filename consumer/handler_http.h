@@ -12,6 +12,9 @@
 /* The status by which an endpoint says the message can never succeed (422 Unprocessable
  * Content): it goes to {queue}-poison at once, the response body as the reason. */
 #define SQLQ_HANDLER_HTTP_REJECT 422
+/* An endpoint that cannot be reached (connection refused, DNS) or answers 429, 502, 503 or 504
+ * is unavailable (SQLQ_E_UNAVAILABLE: an outage, no fault of the message; consumer.h). A 500, a
+ * timeout or a connection reset mid-request may be the message's doing and counts as a failure. */
 
 typedef struct sqlq_handler_http sqlq_handler_http;
 

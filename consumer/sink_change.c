@@ -156,6 +156,18 @@ static sqlq_result check_key(const parse_ctx *p, json_t *key, sqlq_error *err)
     return SQLQ_OK;
 }
 
+sqlq_result sqlq_sink_key_canonical(const sqlq_table *t, const char *shown, json_t *key,
+                                    json_t **out, sqlq_error *err)
+{
+    *out = NULL;
+    parse_ctx p;
+    memset(&p, 0, sizeof(p));
+    p.t = t;
+    p.shown = shown;
+    sqlq_result r = check_key(&p, key, err);
+    return r == SQLQ_OK ? canonical_key(&p, key, out, err) : r;
+}
+
 /* Every column of the row exists, and the row's key columns hold the key's values (the sink
  * checks the version against the key: a row naming another key would overwrite another row). */
 static sqlq_result check_row(const parse_ctx *p, json_t *key, json_t *row, sqlq_error *err)
@@ -213,13 +225,18 @@ static sqlq_result row_change(const parse_ctx *p, const sqlq_msg_change *m, sqlq
     sqlq_result r = check_key(p, m->key, err);
     if (r == SQLQ_OK)
         r = canonical_key(p, m->key, &key, err);
-    sqlq_sink_change c = {.key = key, .has_version = m->has_version, .version = m->version};
+    sqlq_sink_change c = {.key = key, .has_version = m->has_version, .version = m->version,
+                          .read = m->op == SQLQ_OP_READ};
     c.kind = m->op == SQLQ_OP_DELETE ? SQLQ_SINK_DELETE : SQLQ_SINK_UPSERT;
     c.row = c.kind == SQLQ_SINK_UPSERT ? m->row : NULL;
     if (r == SQLQ_OK && c.kind == SQLQ_SINK_UPSERT && !c.row) {
         sqlq_error_set(err, SQLQ_E_INVALID, false,
-                       "%s without its row (truncated: the row did not fit in a message); "
-                       "apply it by reading the source row, or raise the bridge's message size",
+                       "%s without its row (truncated: the row is larger than one queue "
+                       "message can carry, 65,536 bytes after base64, the queue service's own "
+                       "limit; --format batch does not help): the sink cannot apply it. Send "
+                       "fewer columns (the bridge's --columns or --exclude-columns), or consume "
+                       "with a handler that does a read-back of the row from the source by its "
+                       "key",
                        op);
         r = defect(err);
     }

@@ -28,6 +28,7 @@ typedef struct sqlq_sink_change {
     json_t *key; /* owned reference */
     json_t *row; /* borrowed from the parsed body; NULL for a delete */
     bool has_version; /* row and batch formats carry one; the Functions shape does not */
+    bool read;        /* op "read": a backfill's row */
     int64_t version;
 } sqlq_sink_change;
 
@@ -46,6 +47,12 @@ SQLQ_NODISCARD sqlq_result sqlq_sink_changes_parse(const sqlq_table *t, const ch
                                                    const char *body, size_t len,
                                                    sqlq_sink_changes *out, sqlq_error *err);
 void sqlq_sink_changes_free(sqlq_sink_changes *l);
+
+/* A key object as a message carries it, checked against table t and made canonical (the
+ * table's column names, integers as numbers): what the sink binds and the version guard hashes.
+ * SQLQ_E_INVALID when it is not t's key. */
+SQLQ_NODISCARD sqlq_result sqlq_sink_key_canonical(const sqlq_table *t, const char *shown,
+                                                   json_t *key, json_t **out, sqlq_error *err);
 
 /* The value the key object holds for column col (NULL when absent). */
 json_t *sqlq_sink_key_value(const sqlq_table *t, json_t *key, const sqlq_column *col);

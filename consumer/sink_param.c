@@ -45,7 +45,7 @@ static bool float_column(short t)
 
 /* "Inf", "-Inf" (how sqliteodbc writes an infinite REAL) or "Infinity" for a SQLite column of
  * REAL or NUMERIC affinity: as text, SQLite would store the word, not the number. */
-static bool sqlite_infinity(const sqlq_dialect *d, const sqlq_column *col, const char *s,
+static bool dynamic_infinity(const sqlq_dialect *d, const sqlq_column *col, const char *s,
                             double *out)
 {
     if (!d->dynamic_types || !(float_column(col->sql_type) || col->sql_type == SQL_NUMERIC ||
@@ -161,7 +161,7 @@ sqlq_result sqlq_sink_params_add(sqlq_sink_params *ps, const sqlq_dialect *d,
     } else if (json_is_real(v)) {
         snprintf(ps->num[i], sizeof(ps->num[i]), "%.17g", json_real_value(v));
         *p = sqlq_param_text(ps->num[i]);
-    } else if (json_is_string(v) && sqlite_infinity(d, col, json_string_value(v), &p->f64)) {
+    } else if (json_is_string(v) && dynamic_infinity(d, col, json_string_value(v), &p->f64)) {
         p->type = SQLQ_PARAM_DOUBLE; /* SQLite writes an infinite REAL as "Inf": store a REAL */
     } else if (json_is_string(v) && d->time_param_utc_wall &&
                col->sql_type == SQL_TYPE_TIMESTAMP && utc_wall_time(json_string_value(v), ps->num[i])) {

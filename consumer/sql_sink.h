@@ -23,7 +23,7 @@ typedef struct sqlq_sql_sink sqlq_sql_sink;
 
 /* Connects once to check the table: SQLQ_E_NOT_FOUND when it does not exist, SQLQ_E_INVALID
  * when it has no primary key. With version_table (not NULL or ""), that state table is created
- * if missing (sql/version_guard.h) and a change carrying a "version" is applied only when it is
+ * if missing (sql/sink/version_guard.h) and a change carrying a "version" is applied only when it is
  * newer than the last one applied for its key: redeliveries and older changes arriving late are
  * skipped, and a delete is remembered so a late insert does not bring the row back. */
 SQLQ_NODISCARD sqlq_result sqlq_sql_sink_create(const char *conn, const char *table,

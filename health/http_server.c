@@ -78,14 +78,14 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, con
 static enum MHD_Result serve_readyz(sqlq_http_server *s, struct MHD_Connection *c,
                                     unsigned *status)
 {
-    char reason[200] = "";
+    char reason[600] = "";
     bool ok = !s->ready || s->ready(s->ready_ctx, reason, sizeof(reason));
     if (ok) {
         *status = MHD_HTTP_OK;
         return reply_text(c, *status, "ready\n");
     }
     reason[sizeof(reason) - 1] = '\0';
-    char text[256];
+    char text[sizeof(reason) + 16];
     snprintf(text, sizeof(text), "not ready: %s\n", reason[0] ? reason : "unknown");
     *status = MHD_HTTP_SERVICE_UNAVAILABLE;
     return reply_text(c, *status, text);

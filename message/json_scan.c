@@ -27,11 +27,43 @@ static bool eat(cursor *c, char ch)
     return false;
 }
 
+static bool hex4(const cursor *c, size_t i)
+{
+    for (size_t k = 0; k < 4; k++) {
+        if (i + k >= c->len)
+            return false;
+        char h = c->p[i + k];
+        if (!((h >= '0' && h <= '9') || (h >= 'a' && h <= 'f') || (h >= 'A' && h <= 'F')))
+            return false;
+    }
+    return true;
+}
+
+/* The length of the UTF-8 sequence at i (RFC 3629: shortest form, no surrogates, at most
+ * U+10FFFF); 0 when it is not one. */
+static size_t utf8_len(const cursor *c, size_t i)
+{
+    const unsigned char *u = (const unsigned char *)c->p + i;
+    size_t left = c->len - i;
+    size_t n = u[0] < 0x80 ? 1 : u[0] >= 0xC2 && u[0] <= 0xDF ? 2 : u[0] >= 0xE0 && u[0] <= 0xEF ? 3
+                          : u[0] >= 0xF0 && u[0] <= 0xF4 ? 4 : 0;
+    if (n == 0 || n > left)
+        return 0;
+    for (size_t k = 1; k < n; k++)
+        if ((u[k] & 0xC0) != 0x80)
+            return 0;
+    if ((u[0] == 0xE0 && u[1] < 0xA0) || (u[0] == 0xED && u[1] > 0x9F) ||
+        (u[0] == 0xF0 && u[1] < 0x90) || (u[0] == 0xF4 && u[1] > 0x8F))
+        return 0;
+    return n;
+}
+
+/* A string: UTF-8, no raw control character, only the escapes RFC 8259 allows. */
 static bool skip_string(cursor *c)
 {
     if (c->i >= c->len || c->p[c->i] != '"')
         return false;
-    for (c->i++; c->i < c->len; c->i++) {
+    for (c->i++; c->i < c->len;) {
         unsigned char ch = (unsigned char)c->p[c->i];
         if (ch == '"') {
             c->i++;
@@ -39,8 +71,20 @@ static bool skip_string(cursor *c)
         }
         if (ch < 0x20)
             return false;
-        if (ch == '\\')
-            c->i++;
+        if (ch == '\\') {
+            char e = c->i + 1 < c->len ? c->p[c->i + 1] : '\0';
+            if (e == 'u' && hex4(c, c->i + 2))
+                c->i += 6;
+            else if (e && strchr("\"\\/bfnrt", e))
+                c->i += 2;
+            else
+                return false;
+            continue;
+        }
+        size_t n = utf8_len(c, c->i);
+        if (n == 0)
+            return false;
+        c->i += n;
     }
     return false;
 }
@@ -160,4 +204,13 @@ bool sqlq_json_scan_number(const char *s, size_t len)
 {
     cursor c = {s, 0, len};
     return skip_number(&c) && c.i == len;
+}
+
+bool sqlq_json_scan_value(const char *text, size_t len)
+{
+    cursor c = {text, 0, len};
+    if (!skip_value(&c, 1))
+        return false;
+    skip_ws(&c);
+    return c.i == c.len;
 }

@@ -20,6 +20,11 @@ typedef struct sqlq_json_member {
 bool sqlq_json_scan_members(const char *text, size_t len, sqlq_json_member *out, size_t max,
                             size_t *n);
 
+/* Whether text[0..len) is exactly one JSON value (RFC 8259, UTF-8, nesting at most 512 deep)
+ * whatever its numbers: 1e400 and a 30-digit integer are JSON, though no double or int64 holds
+ * them. Strings are checked for UTF-8 and their escapes, never decoded. */
+bool sqlq_json_scan_value(const char *text, size_t len);
+
 /* Whether s[0..len) is exactly one JSON number (RFC 8259). */
 bool sqlq_json_scan_number(const char *s, size_t len);
 

@@ -27,10 +27,11 @@ char *sqlq_poison_envelope_write(const char *reason, json_t *message)
 
 char *sqlq_poison_envelope_wrap(const char *reason, const char *body, size_t len, size_t *out_len)
 {
-    json_t *parsed = json_loadb(body, len, JSON_DECODE_ANY, NULL);
-    bool structured = json_is_object(parsed) || json_is_array(parsed);
-    json_decref(parsed);
-    if (!structured)
+    size_t lead = 0;
+    while (lead < len && body[lead] && strchr(" \t\r\n", body[lead]))
+        lead++;
+    /* Checked as text, never parsed into values: numbers no double holds are JSON too. */
+    if (lead == len || (body[lead] != '{' && body[lead] != '[') || !sqlq_json_scan_value(body, len))
         return NULL;
     char cut[SQLQ_POISON_REASON_MAX];
     snprintf(cut, sizeof(cut), "%s", reason ? reason : "unknown");

@@ -21,9 +21,10 @@ char *sqlq_poison_envelope_write(const char *reason, json_t *message);
 
 /* The envelope around a message given as JSON text (body[0..len), a JSON object or array),
  * keeping its exact bytes as "message": what `sqlq consume --poison-envelope` puts in
- * {queue}-poison so the handler's reason travels with the message. NULL when the body is not a
- * JSON object or array (it then moves byte-identical) or when out of memory; malloc'd, length in
- * *out_len. */
+ * {queue}-poison so the handler's reason travels with the message. The body is checked as JSON
+ * text (sqlq_json_scan_value), never parsed: {"a":1e400} and 30-digit integers are wrapped.
+ * NULL when the body is not a JSON object or array (it then moves byte-identical) or when out
+ * of memory; malloc'd, length in *out_len. */
 char *sqlq_poison_envelope_wrap(const char *reason, const char *body, size_t len, size_t *out_len);
 
 /* When body[0..len) is an envelope sqlq wrote (exactly the members sqlq_poison = 1, reason a

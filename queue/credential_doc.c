@@ -78,19 +78,6 @@ static const char *const lines[] = {
     "- Roles: Storage Queue Data Message Sender (bridge), Data Message Processor (consume), "
     "Data Contributor (creating queues). See docs/security.md.",
     "",
-    "### SQL Server and Azure SQL with Entra ID",
-    "",
-    "The database connection string is passed to the ODBC driver as written, so Microsoft ODBC "
-    "Driver 18 (in the image built with it) authenticates itself: "
-    "`Driver={ODBC Driver 18 for SQL Server};Server=tcp:SERVER.database.windows.net,1433;"
-    "Database=DB;Encrypt=yes;Authentication=ActiveDirectoryMsi` (managed identity; for a "
-    "user-assigned one add `UID=` its client ID on App Service and Container Instances, else its "
-    "object ID) or `Authentication=ActiveDirectoryServicePrincipal;UID=CLIENT_ID;PWD=SECRET`. The "
-    "driver has no `ActiveDirectoryDefault` and no workload identity; with AKS workload identity "
-    "use a database password (a Secret) for now: handing the driver a token from sqlq's "
-    "provider (`SQL_COPT_SS_ACCESS_TOKEN`, resource `https://database.windows.net/`) is not "
-    "implemented.",
-    "",
 };
 
 void sqlq_credential_print_markdown(FILE *f)

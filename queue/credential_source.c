@@ -6,6 +6,7 @@
 #include "classify.h"
 #include "http.h"
 #include "log.h"
+#include "secret_env.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -340,6 +341,7 @@ static sqlq_result set_secret_source(token_source *s, const sqlq_token_settings 
     s->client_id = strdup(id);
     s->secret = strdup(secret);
     sqlq_log_add_secret(secret);
+    sqlq_secret_env_wipe("AZURE_CLIENT_SECRET"); /* kept in s->secret */
     return entra_url(s, tenant, err);
 }
 
@@ -370,6 +372,7 @@ static sqlq_result set_managed_source(token_source *s, const sqlq_token_settings
     if (app_service) {
         s->header = strdup(env("IDENTITY_HEADER"));
         sqlq_log_add_secret(s->header);
+        sqlq_secret_env_wipe("IDENTITY_HEADER");
     }
     return managed_identity_url(s, err);
 }

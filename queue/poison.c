@@ -163,6 +163,25 @@ bool sqlq_poison_message_fault(const sqlq_error *e)
 
 /* ---- matching ---- */
 
+static bool body_matches(const sqlq_requeue_options *o, const sqlq_message *m)
+{
+    sqlq_buf body;
+    sqlq_buf_init(&body, 0);
+    bool decoded = sqlq_codec_decode(o->encoding, m->text ? m->text : "", m->text_len, &body,
+                                     NULL) == SQLQ_OK;
+    bool hit = true;
+    if (o->where_field)
+        hit = decoded && sqlq_poison_match_where(sqlq_buf_str(&body), body.len, o->where_field,
+                                                 o->where_value);
+    if (hit && o->contains) {
+        const char *hay = decoded ? sqlq_buf_str(&body) : (m->text ? m->text : "");
+        size_t len = decoded ? body.len : m->text_len;
+        hit = memmem(hay, len, o->contains, strlen(o->contains)) != NULL;
+    }
+    sqlq_buf_free(&body);
+    return hit;
+}
+
 static bool matches(const sqlq_requeue_options *o, const sqlq_message *m)
 {
     if (o->all)
@@ -170,16 +189,29 @@ static bool matches(const sqlq_requeue_options *o, const sqlq_message *m)
     for (size_t i = 0; i < o->nids; i++)
         if (strcmp(o->ids[i], m->id) == 0)
             return true;
-    if (!o->where_field)
+    if (!o->where_field && !o->contains)
         return false;
-    sqlq_buf body;
-    sqlq_buf_init(&body, 0);
-    bool hit = sqlq_codec_decode(o->encoding, m->text ? m->text : "", m->text_len, &body, NULL) ==
-                   SQLQ_OK &&
-               sqlq_poison_match_where(sqlq_buf_str(&body), body.len, o->where_field,
-                                       o->where_value);
-    sqlq_buf_free(&body);
-    return hit;
+    return body_matches(o, m);
+}
+
+const char *sqlq_poison_outcome_name(sqlq_poison_outcome o)
+{
+    switch (o) {
+    case SQLQ_POISON_MOVED: return "moved";
+    case SQLQ_POISON_WOULD_MOVE: return "would_move";
+    case SQLQ_POISON_LEFT: return "left";
+    case SQLQ_POISON_UNCERTAIN: return "uncertain";
+    case SQLQ_POISON_NOT_DONE: return "not_done";
+    case SQLQ_POISON_DELETED: return "deleted";
+    }
+    return "unknown";
+}
+
+static void tell(const sqlq_requeue_options *o, const char *id, sqlq_poison_outcome what,
+                 const sqlq_error *err)
+{
+    if (o->outcome)
+        o->outcome(o->outcome_ctx, id, what, err && err->code != SQLQ_OK ? err : NULL);
 }
 
 /* ---- requeue ---- */
@@ -237,31 +269,58 @@ typedef enum { MOVED, LEFT, STOPPED } move_outcome;
 /* Move one message. LEFT: the service refused this message (it stays, counted failed);
  * STOPPED: the service or the credential failed (err set; the run stops). */
 static move_outcome move_one(sqlq_queue_client *c, const char *from, const char *to,
-                             const sqlq_message *m, sqlq_encoding enc, sqlq_poison_counts *out,
-                             sqlq_error *err)
+                             const sqlq_message *m, const sqlq_requeue_options *o,
+                             sqlq_poison_counts *out, sqlq_error *err)
 {
     sqlq_error e;
     sqlq_error_clear(&e);
-    if (put_back(c, to, m, enc, &e) != SQLQ_OK) {
+    if (put_back(c, to, m, o->encoding, &e) != SQLQ_OK) {
         SQLQ_WARN("poison.put_failed", "queue=%s msg_id=%s err=\"%s\" note=\"left in %s\"", to,
                   m->id, e.message, from);
-        if (sqlq_poison_message_fault(&e))
+        if (sqlq_poison_message_fault(&e)) {
+            tell(o, m->id, SQLQ_POISON_LEFT, &e);
             return LEFT;
+        }
         /* A put that timed out or was cancelled may have landed all the same. */
-        out->uncertain += e.transient || e.code == SQLQ_E_NETWORK || e.code == SQLQ_E_CANCELLED;
+        bool maybe = e.transient || e.code == SQLQ_E_NETWORK || e.code == SQLQ_E_CANCELLED;
+        out->uncertain += maybe;
+        tell(o, m->id, maybe ? SQLQ_POISON_UNCERTAIN : SQLQ_POISON_NOT_DONE, &e);
         *err = e;
         return STOPPED;
     }
     sqlq_error_clear(&e);
-    if (sqlq_queue_delete_message(c, from, m->id, m->pop_receipt, &e) == SQLQ_OK)
+    if (sqlq_queue_delete_message(c, from, m->id, m->pop_receipt, &e) == SQLQ_OK) {
+        tell(o, m->id, SQLQ_POISON_MOVED, NULL);
         return MOVED;
+    }
     SQLQ_WARN("poison.delete_failed",
               "queue=%s msg_id=%s err=\"%s\" note=\"copied to %s but still here: a rerun moves "
               "it again\"",
               from, m->id, e.message, to);
     out->uncertain++;
+    tell(o, m->id, SQLQ_POISON_UNCERTAIN, &e);
     if (e.code == SQLQ_E_NOT_FOUND || e.code == SQLQ_E_POP_RECEIPT)
         return LEFT; /* our hold lapsed: someone else may hold it now */
+    *err = e;
+    return STOPPED;
+}
+
+/* Delete one message (sqlq_poison_delete): MOVED when deleted; LEFT when our hold lapsed (it
+ * stays, counted failed); STOPPED when the service failed (err set). */
+static move_outcome delete_one(sqlq_queue_client *c, const char *from, const sqlq_message *m,
+                               const sqlq_requeue_options *o, sqlq_error *err)
+{
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (sqlq_queue_delete_message(c, from, m->id, m->pop_receipt, &e) == SQLQ_OK) {
+        tell(o, m->id, SQLQ_POISON_DELETED, NULL);
+        return MOVED;
+    }
+    SQLQ_WARN("poison.delete_failed", "queue=%s msg_id=%s err=\"%s\"", from, m->id, e.message);
+    bool lapsed = e.code == SQLQ_E_NOT_FOUND || e.code == SQLQ_E_POP_RECEIPT;
+    tell(o, m->id, lapsed ? SQLQ_POISON_LEFT : SQLQ_POISON_NOT_DONE, &e);
+    if (lapsed)
+        return LEFT;
     *err = e;
     return STOPPED;
 }
@@ -270,7 +329,7 @@ static bool requeue_done(const sqlq_requeue_options *o, const sqlq_poison_counts
 {
     if (stopping(o->stop) || (o->limit && n->moved >= o->limit))
         return true;
-    return !o->all && !o->where_field && o->nids > 0 && n->matched >= o->nids;
+    return !o->all && !o->where_field && !o->contains && o->nids > 0 && n->matched >= o->nids;
 }
 
 /* Handle one received batch; *fresh counts messages not seen before. */
@@ -298,9 +357,10 @@ static sqlq_result requeue_batch(sqlq_queue_client *c, const char *from, const c
         out->matched++;
         if (o->dry_run) {
             out->moved++;
+            tell(o, m->id, SQLQ_POISON_WOULD_MOVE, NULL);
             continue;
         }
-        move_outcome mo = move_one(c, from, to, m, o->encoding, out, err);
+        move_outcome mo = to ? move_one(c, from, to, m, o, out, err) : delete_one(c, from, m, o, err);
         out->moved += mo == MOVED;
         out->failed += mo == LEFT;
         if (mo != LEFT)
@@ -326,6 +386,7 @@ static sqlq_result requeue_peek(sqlq_queue_client *c, const char *from,
         else if (!(o->limit && out->moved >= o->limit) && matches(o, m)) {
             out->matched++;
             out->moved++;
+            tell(o, m->id, SQLQ_POISON_WOULD_MOVE, NULL);
         }
     }
     sqlq_message_list_free(&list);
@@ -356,16 +417,21 @@ static int64_t start_second(const sqlq_stop *stop)
     return now;
 }
 
-sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from, const char *to,
-                                const sqlq_requeue_options *o_in, sqlq_poison_counts *out,
-                                sqlq_error *err)
+/* Requeue (to set) or delete (to NULL) what o selects. */
+static sqlq_result poison_run(sqlq_queue_client *c, const char *from, const char *to,
+                              const sqlq_requeue_options *o_in, sqlq_poison_counts *out,
+                              sqlq_error *err)
 {
     memset(out, 0, sizeof(*out));
     sqlq_requeue_options o = *o_in;
+    /* Counted before the run's second starts: whatever it counts was inserted by `started`. */
+    count_remaining(c, from, out);
+    out->at_start = out->remaining;
+    out->remaining = 0;
     if (!o.started)
         o.started = start_second(o.stop);
     out->started = o.started;
-    if (!o.all && o.nids == 0 && !o.where_field)
+    if (!o.all && o.nids == 0 && !o.where_field && !o.contains)
         return sqlq_error_set(err, SQLQ_E_INVALID, false, "choose --all, --id or --where");
     if (o.dry_run && o.peek) {
         sqlq_result r = requeue_peek(c, from, &o, out, err);
@@ -405,4 +471,18 @@ sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from, const ch
     else
         out->remaining = -1; /* the service is failing: asking again would only wait */
     return r;
+}
+
+sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char *from, const char *to,
+                                const sqlq_requeue_options *o, sqlq_poison_counts *out,
+                                sqlq_error *err)
+{
+    return poison_run(c, from, to, o, out, err);
+}
+
+sqlq_result sqlq_poison_delete(sqlq_queue_client *c, const char *queue,
+                               const sqlq_requeue_options *o, sqlq_poison_counts *out,
+                               sqlq_error *err)
+{
+    return poison_run(c, queue, NULL, o, out, err);
 }

@@ -23,6 +23,25 @@ typedef void (*sqlq_poison_progress_fn)(void *ctx, unsigned long long done);
  * leaves the rest to their visibility timeout (and says until when). */
 #define SQLQ_POISON_RESTORE_ON_STOP_MS 2000
 
+/* What became of one message a run matched (told through sqlq_poison_outcome_fn). */
+typedef enum sqlq_poison_outcome {
+    SQLQ_POISON_MOVED = 0,     /* put to the target, then deleted from the source */
+    SQLQ_POISON_WOULD_MOVE,    /* dry run: would have been moved (or deleted) */
+    SQLQ_POISON_LEFT,          /* the service refused this message (too large): it stays */
+    SQLQ_POISON_UNCERTAIN,     /* put but not deleted, or a put that may have landed: it may
+                                * be in both queues (a rerun moves it again) */
+    SQLQ_POISON_NOT_DONE,      /* the run stopped (outage, stop request) at this message: it
+                                * stays in the source */
+    SQLQ_POISON_DELETED,       /* sqlq_poison_delete: deleted */
+} sqlq_poison_outcome;
+
+/* "moved", "would_move", "left", "uncertain", "not_done", "deleted". */
+const char *sqlq_poison_outcome_name(sqlq_poison_outcome o);
+
+/* Told of each matched message as its fate is known; err is the failure (NULL when none). */
+typedef void (*sqlq_poison_outcome_fn)(void *ctx, const char *id, sqlq_poison_outcome what,
+                                       const sqlq_error *err);
+
 typedef struct sqlq_requeue_options {
     bool all;               /* every message (else ids or where must be given) */
     const char *const *ids; /* move these message ids */
@@ -30,6 +49,9 @@ typedef struct sqlq_requeue_options {
     const char *where_field;  /* move messages whose decoded body has this top-level field */
     const char *where_value;  /* equal to this (poison_match.h: numbers by value; a sqlq
                                * envelope is matched by its message, plus "reason") */
+    const char *contains;     /* with where_field or alone: messages whose decoded body (or,
+                               * when it does not decode, the text as stored) contains this
+                               * text, compared byte for byte */
     bool dry_run;             /* count what would move; nothing is put or deleted */
     bool peek;                /* with dry_run: the queue holds at most 32 messages, so peek
                                * (nothing changes) instead of receiving */
@@ -41,6 +63,8 @@ typedef struct sqlq_requeue_options {
     const sqlq_stop *stop;
     sqlq_poison_progress_fn progress;
     void *progress_ctx;
+    sqlq_poison_outcome_fn outcome; /* optional: each matched message's fate */
+    void *outcome_ctx;
 } sqlq_requeue_options;
 
 typedef struct sqlq_poison_counts {
@@ -57,9 +81,12 @@ typedef struct sqlq_poison_counts {
     unsigned long long held;      /* still hidden by this run when it returned */
     int64_t held_until;           /* epoch s when the last of those is visible again */
     long long remaining;          /* approximate messages left in the source; -1 unknown */
+    long long at_start;           /* requeue: approximate messages in the source just before
+                                   * `started`; -1 unknown */
     bool peeked;                  /* dry run answered by a peek: nothing changed */
     bool interrupted;             /* the stop flag ended the run early */
     unsigned long long next_line; /* import: the first line not known to be imported */
+    unsigned long long refused_line; /* import: the first line the service refused (0: none) */
     int64_t started;              /* requeue: the second the run started (epoch s) */
 } sqlq_poison_counts;
 
@@ -69,7 +96,9 @@ void sqlq_requeue_options_default(sqlq_requeue_options *o);
  * (a sqlq envelope: the exact bytes of its message), never expiring, then delete the
  * original. Only messages inserted up to o->started (whole seconds, as the service keeps
  * them) are moved; later ones are counted as arrived, so a run ends even while a consumer
- * keeps poisoning what it moves. Messages that do not match are made visible again before it returns. `to` is
+ * keeps poisoning what it moves. out->at_start is the source's approximate count just before
+ * the run started: the run has covered its messages when it looked at that many inserted up
+ * to `started` (seen - arrived). Messages that do not match are made visible again before it returns. `to` is
  * created when missing. A failure of the service (every retry of a request failed, or an
  * authorization failure) stops the run with that error; a message the service refuses
  * (too large) counts as failed and the run goes on. Safe to run again. */
@@ -77,8 +106,24 @@ SQLQ_NODISCARD sqlq_result sqlq_poison_requeue(sqlq_queue_client *c, const char 
                                                const char *to, const sqlq_requeue_options *o,
                                                sqlq_poison_counts *out, sqlq_error *err);
 
+/* Delete the messages of `queue` that o selects (all, ids, where_field, contains; limit,
+ * started, dry_run, peek, stop and outcome as for requeue; `to` has no part), each after
+ * receiving it, so a message that is not matched is only hidden for o->visibility_s and made
+ * visible again before it returns. moved counts what was deleted. Safe to run again. */
+SQLQ_NODISCARD sqlq_result sqlq_poison_delete(sqlq_queue_client *c, const char *queue,
+                                              const sqlq_requeue_options *o,
+                                              sqlq_poison_counts *out, sqlq_error *err);
+
+/* export --delete: a message whose line is in the file but which was not deleted: it is still
+ * in the queue (maybe false: the run stopped before deleting it, or the service refused the
+ * delete), or may be (maybe true: its delete was in flight when the run stopped, or its answer
+ * was lost). */
+typedef void (*sqlq_export_kept_fn)(void *ctx, const char *id, bool maybe);
+
 typedef struct sqlq_export_options {
     bool delete_after;        /* delete each message once its line is flushed and fsync'ed */
+    sqlq_export_kept_fn kept; /* optional: each exported message not deleted (delete_after) */
+    void *kept_ctx;
     unsigned long long limit; /* 0 = all */
     int visibility_s;         /* 30 */
     sqlq_encoding encoding;   /* to decode the body field */
@@ -101,8 +146,10 @@ SQLQ_NODISCARD sqlq_result sqlq_poison_export(sqlq_queue_client *c, const char *
 /* Put every line's "text" verbatim into `queue` (created when missing), never expiring; a line
  * with only a "body" string is encoded with the client's encoding. A UTF-8 byte order mark
  * and blank lines are skipped. The whole file is checked first: a line that is not such an
- * object fails the import with its line number before anything is put (a pipe is kept in a
- * temporary file for that). */
+ * object, or whose text the service would refuse (over 64 KiB once encoded, characters XML
+ * cannot carry), fails the import with its line number before anything is put (a pipe is kept
+ * in a temporary file for that). A line the service refuses all the same is logged
+ * (poison.import_refused, with its line number) and stops the import there. */
 SQLQ_NODISCARD sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *f, const char *queue,
                                               const sqlq_stop *stop,
                                               sqlq_poison_progress_fn progress, void *progress_ctx,

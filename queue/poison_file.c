@@ -102,6 +102,15 @@ static sqlq_result write_lines(export_file *x, const sqlq_buf *lines, bool sync,
                           x->regular ? " (the file was cut back to its last whole line)" : "");
 }
 
+/* An exported message that was not deleted: counted as uncertain and named to the caller. */
+static void kept(const sqlq_export_options *o, sqlq_poison_counts *out, const char *id,
+                 bool maybe)
+{
+    out->uncertain++;
+    if (o->kept)
+        o->kept(o->kept_ctx, id, maybe);
+}
+
 /* Write one batch, then (delete_after) delete what it wrote. */
 static sqlq_result export_batch(sqlq_queue_client *c, const char *queue, export_file *x,
                                 const sqlq_export_options *o, const sqlq_message_list *list,
@@ -130,14 +139,15 @@ static sqlq_result export_batch(sqlq_queue_client *c, const char *queue, export_
         r = write_lines(x, &lines, o->delete_after, err);
     if (r == SQLQ_OK)
         out->moved += n;
-    for (size_t i = 0; r == SQLQ_OK && o->delete_after && i < list->count; i++) {
+    bool written = r == SQLQ_OK;
+    for (size_t i = 0; written && o->delete_after && i < list->count; i++) {
         if (!take[i])
             continue;
-        if (stopping(o->stop)) {
-            out->uncertain++; /* in the file, still in the queue: made visible again */
+        const sqlq_message *m = &list->items[i];
+        if (r != SQLQ_OK || stopping(o->stop)) {
+            kept(o, out, m->id, false); /* in the file, not deleted: still in the queue */
             continue;
         }
-        const sqlq_message *m = &list->items[i];
         sqlq_error derr;
         sqlq_error_clear(&derr);
         if (sqlq_queue_delete_message(c, queue, m->id, m->pop_receipt, &derr) == SQLQ_OK) {
@@ -145,14 +155,17 @@ static sqlq_result export_batch(sqlq_queue_client *c, const char *queue, export_
             sqlq_poison_held_drop(held, m->id);
             continue;
         }
-        out->uncertain++; /* exported, still in the queue: a later export writes it again */
+        /* refused: still there; aborted, lost or not found: the delete may have been done */
+        bool refused = derr.code == SQLQ_E_HTTP && derr.http_status != 404 &&
+                       !derr.transient;
+        kept(o, out, m->id, !refused);
         SQLQ_WARN("poison.delete_failed",
-                  "queue=%s msg_id=%s err=\"%s\" note=\"exported but still in the queue\"", queue,
-                  m->id, derr.message);
+                  "queue=%s msg_id=%s err=\"%s\" note=\"exported, %s in the queue\"", queue,
+                  m->id, derr.message, refused ? "still" : "maybe still");
         if (!sqlq_poison_message_fault(&derr) && derr.code != SQLQ_E_NOT_FOUND &&
             derr.code != SQLQ_E_POP_RECEIPT) {
             *err = derr;
-            r = derr.code;
+            r = derr.code; /* the rest of the batch is not deleted, and is said so */
         }
     }
     sqlq_buf_free(&lines);
@@ -236,11 +249,18 @@ static sqlq_result chunk_send(sqlq_queue_client *c, const char *queue, import_ch
         out->moved += ir == SQLQ_OK;
         out->uncertain += ir == SQLQ_E_CANCELLED;
         out->failed += ir != SQLQ_OK && ir != SQLQ_E_CANCELLED;
+        if (ir != SQLQ_OK && ir != SQLQ_E_CANCELLED)
+            SQLQ_WARN("poison.import_refused", "queue=%s line=%llu err=\"%s\" note=\"not imported\"",
+                      queue, ch->line[i], ch->items[i].error.message);
         if (ir != SQLQ_OK && all_ok) {
             all_ok = false;
             out->next_line = ch->line[i];
-            if (ir != SQLQ_E_CANCELLED && err && err->code == SQLQ_OK)
+            if (ir != SQLQ_E_CANCELLED && err && err->code == SQLQ_OK) {
                 *err = ch->items[i].error;
+                snprintf(err->message, sizeof(err->message), "line %llu: %.480s", ch->line[i],
+                         ch->items[i].error.message);
+                out->refused_line = ch->line[i];
+            }
         }
     }
     if (all_ok)
@@ -320,8 +340,27 @@ static sqlq_result next_line(FILE *f, sqlq_buf *line, unsigned long long *lineno
     return SQLQ_OK;
 }
 
-/* The first pass: every line is checked before anything is put. */
-static sqlq_result import_check(FILE *f, sqlq_poison_counts *out, sqlq_error *err)
+/* Whether the queue service would take a line's text as it will be sent: at most 64 KiB once
+ * encoded, and (sent as it is) characters XML can carry. */
+static sqlq_result check_sendable(const char *text, size_t len, bool verbatim, sqlq_encoding enc,
+                                  unsigned long long lineno, sqlq_error *err)
+{
+    sqlq_buf sent;
+    sqlq_buf_init(&sent, 0);
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    sqlq_result r = sqlq_codec_encode(verbatim ? SQLQ_ENCODING_PLAIN : enc, text, len, &sent, &e);
+    sqlq_buf_free(&sent);
+    if (r == SQLQ_OK)
+        return SQLQ_OK;
+    return sqlq_error_set(err, r, false, "line %llu: the queue service would refuse its %s: %s",
+                          lineno, verbatim ? "\"text\"" : "\"body\"", e.message);
+}
+
+/* The first pass: every line is checked before anything is put: its shape, and that the
+ * service would take its text. */
+static sqlq_result import_check(FILE *f, sqlq_encoding enc, sqlq_poison_counts *out,
+                                sqlq_error *err)
 {
     sqlq_buf line;
     sqlq_buf_init(&line, MAX_LINE);
@@ -331,9 +370,13 @@ static sqlq_result import_check(FILE *f, sqlq_poison_counts *out, sqlq_error *er
         const char *s;
         size_t n, len;
         bool verbatim;
+        char *text = NULL;
         r = next_line(f, &line, &lineno, &eof, &s, &n, err);
         if (r == SQLQ_OK && s)
-            r = parse_line(s, n, lineno, NULL, &len, &verbatim, err);
+            r = parse_line(s, n, lineno, &text, &len, &verbatim, err);
+        if (r == SQLQ_OK && s)
+            r = check_sendable(text, len, verbatim, enc, lineno, err);
+        free(text);
         out->seen += r == SQLQ_OK && s;
     }
     sqlq_buf_free(&line);
@@ -414,7 +457,7 @@ sqlq_result sqlq_poison_import(sqlq_queue_client *c, FILE *in, const char *queue
     out->next_line = 1;
     FILE *tmp;
     FILE *f = seekable(in, &tmp, err);
-    sqlq_result r = f ? import_check(f, out, err) : SQLQ_E_IO;
+    sqlq_result r = f ? import_check(f, sqlq_queue_client_encoding(c), out, err) : SQLQ_E_IO;
     if (r != SQLQ_OK && tmp)
         fclose(tmp);
     if (r != SQLQ_OK)

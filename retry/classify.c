@@ -22,7 +22,9 @@ bool sqlq_classify_net_transient(sqlq_net_failure f)
 static const char *const transient_states[] = {"08001", "08S01", "08003", "08007", "40001",
                                                 "40P01", "HYT00", "HYT01", "57P01", "57P02",
                                                 "57P03", "55P03"};
-static const long mssql_transient[] = {1204, 1205, 1222, 40613, 40501, 40197, 10928,
+/* SQL Server's native errors (deadlock victim, lock timeout, Azure SQL throttling and
+ * failover, connection resets): transient whatever the SQLSTATE. */
+static const long native_transient[] = {1204, 1205, 1222, 40613, 40501, 40197, 10928,
                                        10929, 4060, 233, 10053, 10054, 10060};
 
 bool sqlq_classify_sql_transient(const char *sqlstate, long native_code)
@@ -35,8 +37,49 @@ bool sqlq_classify_sql_transient(const char *sqlstate, long native_code)
         if (strcmp(sqlstate, "HY000") == 0 && (native_code == 5 || native_code == 6))
             return true;
     }
-    for (size_t i = 0; i < sizeof(mssql_transient) / sizeof(mssql_transient[0]); i++)
-        if (native_code == mssql_transient[i])
+    for (size_t i = 0; i < sizeof(native_transient) / sizeof(native_transient[0]); i++)
+        if (native_code == native_transient[i])
             return true;
     return false;
+}
+
+static const long unavailable_native[] = {
+    4060, 18456, 40613, 40197, 40501, 10928, 10929, 233, 10053, 10054, 10060, 10061, /* SQL Server */
+    1040, 1045, 1129, 1203, 1226, 2002, 2003, 2006, 2013 /* MariaDB / MySQL */};
+static const char *const unavailable_words[] = {
+    "connection has been lost", "server closed the connection", "server has gone away",
+    "Lost connection to", "unable to open database file", "database or disk is full",
+    "disk I/O error", "attempt to write a readonly database"};
+
+bool sqlq_classify_sql_unavailable(const char *sqlstate, long native_code, const char *message)
+{
+    if (sqlstate && (strncmp(sqlstate, "08", 2) == 0 || strncmp(sqlstate, "28", 2) == 0 ||
+                     strncmp(sqlstate, "53", 2) == 0 || strcmp(sqlstate, "57P01") == 0 ||
+                     strcmp(sqlstate, "57P02") == 0 || strcmp(sqlstate, "57P03") == 0 ||
+                     strcmp(sqlstate, "25006") == 0))
+        return true;
+    for (size_t i = 0; i < sizeof(unavailable_native) / sizeof(unavailable_native[0]); i++)
+        if (native_code == unavailable_native[i])
+            return true;
+    for (size_t i = 0; message && i < sizeof(unavailable_words) / sizeof(unavailable_words[0]); i++)
+        if (strstr(message, unavailable_words[i]))
+            return true;
+    return false;
+}
+
+bool sqlq_classify_http_unavailable(int status)
+{
+    return status == 429 || status == 502 || status == 503 || status == 504;
+}
+
+bool sqlq_classify_net_unavailable(sqlq_net_failure f)
+{
+    return f == SQLQ_NET_CONNECT;
+}
+
+bool sqlq_classify_sql_conflict(const char *sqlstate, long native_code)
+{
+    if (native_code == 1205 || native_code == 1213)
+        return true;
+    return sqlstate && (strcmp(sqlstate, "40001") == 0 || strcmp(sqlstate, "40P01") == 0);
 }

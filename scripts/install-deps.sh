@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything sqlq needs to build, test and run: Debian packages, then the pinned npm
-# packages (Azurite, @azure/storage-queue) from package-lock.json. Used by the README, by
+# packages (Azurite, @azure/storage-queue, playwright-core) from package-lock.json. Used by the README, by
 # .ci/run and by docker/Dockerfile. Idempotent: a second run only checks.
 #   scripts/install-deps.sh            build + test + run (default)
 #   scripts/install-deps.sh --runtime  only what the sqlq binary needs at run time
@@ -27,7 +27,11 @@ runtime_pkgs=(libcurl4 libssl3 libjansson4 libexpat1 libmicrohttpd12 libpq5 unix
 build_pkgs=(build-essential cmake pkg-config libcurl4-openssl-dev libssl-dev libjansson-dev
     libexpat1-dev libmicrohttpd-dev libpq-dev unixodbc-dev libcmocka-dev)
 # clang + its sanitizer/libFuzzer runtime: scripts/fuzz.sh (run by scripts/test.sh after ctest).
-test_pkgs=(postgresql mariadb-server sqlite3 nodejs npm curl procps clang libclang-rt-14-dev)
+# chromium: the browser the console tests drive (playwright-core, pinned in package-lock.json,
+# never downloads one); prometheus: promtool checks the alert rules in docker/monitoring/;
+# python3-yaml: the KEDA objects' structural check (tests/support/keda_check.py).
+test_pkgs=(postgresql mariadb-server sqlite3 nodejs npm curl procps clang libclang-rt-14-dev
+    chromium prometheus python3-yaml)
 
 case "$mode" in
     runtime) pkgs=("${runtime_pkgs[@]}") ;;
@@ -74,7 +78,7 @@ if [ "$npm" = yes ]; then
     want=$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)
     stamp="$here/node_modules/.sqlq-lock-sha256"
     if [ ! -x "$here/node_modules/.bin/azurite-queue" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        echo "install-deps: npm ci (azurite, @azure/storage-queue, pinned by package-lock.json)"
+        echo "install-deps: npm ci (azurite, @azure/storage-queue, playwright-core, pinned by package-lock.json)"
         (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
         echo "$want" >"$stamp"
     fi

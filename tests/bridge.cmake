@@ -34,6 +34,7 @@ sqlq_integration_test(bridge_cli FIXTURES azurite TIMEOUT 120)
 sqlq_integration_test(bridge_batch_size FIXTURES azurite TIMEOUT 180)
 sqlq_integration_test(bridge_credentials TIMEOUT 180)
 sqlq_integration_test(bridge_once FIXTURES azurite TIMEOUT 300)
+sqlq_integration_test(bridge_shutdown_hang TIMEOUT 120)
 sqlq_integration_test(bridge_throttled FIXTURES azurite TIMEOUT 180)
 sqlq_database_test(bridge_schema SOURCES log
   WITHOUT "cursor: the cursor source under schema changes is suite cursor_schema"
@@ -63,7 +64,42 @@ sqlq_database_test(setup_shared_log SOURCES log
   WITHOUT "cursor: a cursor source has no change log"
   FIXTURES azurite TIMEOUT 300)
 
+# The version contract across setup --drop and setup: versions never go back, on every database.
+foreach(db ${SQLQ_TEST_DATABASES})
+  add_test(NAME integration.setup_drop_versions.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_setup_drop_versions.sh ${db})
+  set_tests_properties(integration.setup_drop_versions.${db} PROPERTIES LABELS integration TIMEOUT 300
+    FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()
+
+# A route that cannot capture (its key changed) still measures its backlog from the log, says
+# why (sqlq_route_stopped, sqlq status), on every database.
+foreach(db ${SQLQ_TEST_DATABASES})
+  add_test(NAME integration.bridge_stopped_route.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_bridge_stopped_route.sh ${db})
+  set_tests_properties(integration.bridge_stopped_route.${db} PROPERTIES LABELS integration TIMEOUT 300
+    FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()
+
+# setup --drop refuses while a bridge runs or changes are pending; --force; state gone.
+foreach(db ${SQLQ_TEST_DATABASES})
+  add_test(NAME integration.setup_drop_guard.${db}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_setup_drop_guard.sh ${db})
+  set_tests_properties(integration.setup_drop_guard.${db} PROPERTIES LABELS integration TIMEOUT 300
+    FIXTURES_REQUIRED "azurite;${SQLQ_TEST_DB_FIXTURES_${db}}" ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
+endforeach()
+
 # A body --encoding plain cannot carry: refused before sending, poisoned alone, never an outage.
 sqlq_database_test(bridge_plain_body SOURCES log
   WITHOUT "cursor: a body is refused after the source, the same for every source"
   FIXTURES azurite TIMEOUT 300)
+
+# bridge_scale: instances started and stopped as a scaler would (1, 3, 1; kill -9 and SIGTERM)
+# on a sharded route under a steady writer; the official SDK drains every shard.
+sqlq_database_test(bridge_scale SOURCES log DATABASES postgres mariadb
+  WITHOUT "sqlite: one writer at a time, instances take turns: nothing to scale out"
+          "cursor: one instance reads a cursor, no shared leases to hand between instances"
+  FIXTURES azurite TIMEOUT 240)
+
+# shard_tools: a shard set through bridge, consume, poison and a config file with two accounts.
+sqlq_integration_test(shard_tools FIXTURES azurite TIMEOUT 180)

@@ -25,7 +25,11 @@ sqlq_database_test(change_log_counter SOURCES log DATABASES sqlite
           "cursor: no change log"
   LIBS sqlq_sql TIMEOUT 60)
 sqlq_unit_test(capture_sql sqlq_sql)
+# The sources' SQL traits and PostgreSQL's horizon statements are internal to sql/.
+target_include_directories(test_capture_sql PRIVATE ${CMAKE_SOURCE_DIR}/sql/capture
+  ${CMAKE_SOURCE_DIR}/sql/mssql ${CMAKE_SOURCE_DIR}/sql/postgres)
 sqlq_unit_test(capture_horizon sqlq_sql)
+target_include_directories(test_capture_horizon PRIVATE ${CMAKE_SOURCE_DIR}/sql/postgres)
 sqlq_database_test(setup_cli SOURCES log
   WITHOUT "cursor: its case (setup installs nothing, checks the column) runs inside each database's test"
   TIMEOUT 120)
@@ -48,5 +52,5 @@ sqlq_database_test(setup_search_path SOURCES log DATABASES postgres
           "mariadb: sqlq's objects live in database sqlq, which no search path reaches"
           "cursor: setup installs nothing"
   TIMEOUT 120)
-# Issue 16 items 1-2: the opt-in log columns' SQL (sql/change_log_options.c).
+# Issue 16 items 1-2: the opt-in log columns' SQL (sql/capture/change_log_options.c).
 sqlq_unit_test(change_log_options sqlq_sql)

@@ -6,3 +6,4 @@ sqlq_integration_test(poison_truth FIXTURES azurite TIMEOUT 400)
 # One retry budget per operator command against an endpoint that refuses connections (no
 # server needed; the commands run side by side, about 20 s).
 sqlq_integration_test(poison_outage TIMEOUT 120)
+sqlq_integration_test(poison_honest FIXTURES azurite TIMEOUT 300)

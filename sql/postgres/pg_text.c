@@ -88,7 +88,7 @@ void sqlq_pg_text_column_init(sqlq_pg_text_column *c, const sqlq_pg_text_type *t
         /* A domain over a date/time type: psqlODBC converts it as the type under it (infinity
          * becomes 9999-12-31 …); its ordinary values give the same JSON as the server's text
          * in to_json's form, and the values psqlODBC cannot hold arrive as they are. */
-        c->kind = SQLQ_VALUE_PG_TEMPORAL;
+        c->kind = SQLQ_VALUE_TIME_TEXT;
         return;
     }
     if (strcmp(t->name, "lo") == 0) { /* psqlODBC reads a large object's bytes */

@@ -167,7 +167,7 @@ n=7
 # ---- 2. the arm race: the bridge's arm waits behind an open writer --------------------------------
 say w "BEGIN; INSERT INTO kv VALUES (100, 'open while the bridge starts');"
 synced w
-start_bridge b1 # a writer open at its start holds back every change (capture_horizon.h)
+start_bridge b1 # a writer open at its start holds back every change (pg_horizon.h)
 listeners_waiting 1
 commit 101 # notifies (the bridge waits for the lock), held back by w
 sleep 0.5

@@ -36,7 +36,7 @@ expect() { # expect N SETTING SQL
     [ "$got" = "$1" ] || fail "sqlq.notify = $2, $3: $got notification(s), wanted $1"
 }
 
-# The wake-up lock, held as an armed listener holds it (sql/pg_listen.c), by a session that
+# The wake-up lock, held as an armed listener holds it (sql/postgres/pg_listen.c), by a session that
 # sleeps; the first expectation is made before it is taken.
 expect 0 on "INSERT INTO kv VALUES (8, 'h')"
 holder_pid=""

@@ -13,7 +13,7 @@
 
 #include "catalog.h"
 #include "change_log.h"
-#include "change_log_stamped.h"
+#include "mariadb_change_log.h"
 #include "db.h"
 #include "testdb.h"
 #include "testenv.h"

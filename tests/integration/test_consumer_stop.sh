@@ -2,16 +2,22 @@
 # Stopping `sqlq consume` and reading its metrics: counters on /metrics match what happened;
 # SIGTERM while a handler runs lets it finish (the message is deleted) and exits 0; with a
 # handler slower than --shutdown-timeout-s the command is cancelled (its process group
-# killed), the message stays in the queue, and the consumer still exits 0 promptly.
+# killed), the message stays in the queue, and the consumer still exits 0 promptly. A message
+# cancelled by a shutdown again and again is never poisoned for it: six stops in a row with the
+# default --max-dequeue-count 5, and the next run handles it as its first attempt.
 set -euo pipefail
 : "${SQLQ_BIN:?}" "${SQLQ_SOURCE_DIR:?}" "${SQLQ_TEST_ENV_DIR:?}"
 export SQLQ_QUEUE_CONNECTION="$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")"
 work=$(mktemp -d)
+# The record of dequeues given back lives under the default state directory, here in $work.
+export XDG_STATE_HOME="$work/xdg"
+unset SQLQ_STATE_DIR
 q="cstop-$$"
 pid=
 cleanup() {
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
     "$SQLQ_BIN" queue delete "$q" >/dev/null 2>&1 || true
+    "$SQLQ_BIN" queue delete "$q-poison" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -72,3 +78,28 @@ grep -q 'event=consumer.shutdown_timeout' "$work/log" || fail "no shutdown_timeo
 grep -q 'event=consumer.shutdown_timeout.*released at once' "$work/log" || fail "shutdown_timeout line does not say the message is released at once"
 "$SQLQ_BIN" queue peek "$q" | grep -q 'stuck' || fail "the cancelled message is not visible at once"
 echo "consumer_stop: shutdown timeout cancelled the handler ($ms ms), message kept: ok"
+
+# Six shutdowns cancel the same message (a handler slower than --shutdown-timeout-s): each one
+# gives its dequeue back, so the seventh delivery (DequeueCount 7) is still attempt 1.
+"$SQLQ_BIN" queue clear "$q" >/dev/null
+"$SQLQ_BIN" queue put "$q" '{"again":1}' >/dev/null
+for run in 1 2 3 4 5 6; do
+    rm -f "$work/started"
+    "$SQLQ_BIN" consume "$q" --max-polling-interval-ms 300 --shutdown-timeout-s 1 \
+        --exec "echo \$\$ > '$work/started'; exec sleep 100" 2> "$work/log" &
+    pid=$!
+    wait_for "$work/started"
+    stop_and_time
+    [ "$code" = 0 ] || fail "run $run: exit $code"
+    grep -q 'event=consumer.poisoned' "$work/log" && fail "run $run: poisoned: $(grep consumer.poisoned "$work/log")"
+    grep -q "event=consumer.given_back .*dequeue_count=$run .*does not count toward poison" "$work/log" \
+        || fail "run $run: the cancelled dequeue was not given back"
+done
+"$SQLQ_BIN" queue stats "$q-poison" 2>/dev/null | grep -q '"approximate_count":[1-9]' && fail "a message was poisoned"
+timeout 60 "$SQLQ_BIN" consume "$q" --max-polling-interval-ms 300 --exit-when-empty --log-level debug \
+    --exec "cat > '$work/handled'" 2> "$work/log" || fail "final drain exit $?"
+grep -q '"again":1' "$work/handled" || fail "the message was not handled"
+grep -q 'event=consumer.done .*dequeue_count=7 attempt=1' "$work/log" \
+    || fail "not handled as attempt 1: $(grep -E 'consumer.(done|poisoned)' "$work/log")"
+ls "$XDG_STATE_HOME"/sqlq/abandoned-"$q"-* >/dev/null || fail "no record under the default state directory"
+echo "consumer_stop: six shutdowns cancelled one message: never poisoned, then handled as attempt 1: ok"

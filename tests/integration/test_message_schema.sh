@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What sqlq really sends matches docs/message.schema.json: row, batch and functions formats,
-# a delete, a truncated oversize row, a poison envelope, and backfill's read messages.
+# a delete, a truncated oversize row, a poison envelope, backfill's read messages and the
+# manifests of backfill --repair.
 set -euo pipefail
 sqlq=${SQLQ_BIN:?run through ctest}
 src=${SQLQ_SOURCE_DIR:?run through ctest}
@@ -91,6 +92,13 @@ queues+=("$q")
 "$sqlq" backfill --db "$conn" --table orders --queue "$q" 2>/dev/null
 check "$q" "backfill (op read)"
 grep -q '\\"op\\":\\"read\\"' "$tmp/peek" || fail "backfill sent no read messages"
+
+q="schema-repair-$$"
+queues+=("$q")
+"$sqlq" backfill --db "$conn" --table orders --queue "$q" --repair --restart --batch-size 2 2>/dev/null
+check "$q" "backfill --repair (its manifests)"
+grep -q '\\"op\\":\\"manifest\\"' "$tmp/peek" || fail "backfill --repair sent no manifest"
+grep -q '\\"op\\":\\"manifest_end\\"' "$tmp/peek" || fail "backfill --repair sent no manifest_end"
 
 # The documented id recipe (Python json.dumps, lower-case \u escapes, RFC 8785) gives the id the
 # bridge sent, for text keys holding every control character, quotes, backslashes and a

@@ -470,7 +470,7 @@ static void test_pg_text_builtin_types(void **state)
             (short)json_integer_value(json_object_get(json_array_get(cols, i), "type"));
         sqlq_value_kind want = sqlq_column_value_kind(sql_type, "", &sqlq_dialect_postgres);
         if (strncmp(name, "date", 4) == 0 || strncmp(name, "time", 4) == 0)
-            want = SQLQ_VALUE_PG_TEMPORAL; /* selected as text whatever the driver says */
+            want = SQLQ_VALUE_TIME_TEXT; /* selected as text whatever the driver says */
         if (by_name.kind != want || by_oid.kind != by_name.kind)
             fail_msg("type %u %s: psqlODBC SQL type %d gives shape %d; pg_text %d (by OID %d)",
                      pt.oid, name, sql_type, want, by_name.kind, by_oid.kind);

@@ -310,7 +310,7 @@ for i in $(seq 1 100); do echo "{\"body\":\"loop-$i\"}"; done >"$work/loop.jsonl
 pids+=($!)
 sleep 1
 run loop timeout -s KILL 90 "$SQLQ_BIN" poison requeue "$q" --all
-[ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "requeue with a re-poisoning consumer exited $rc (killed: never ended?)"
+[ "$rc" = 0 ] || fail "requeue with a re-poisoning consumer exited $rc (1: partial; killed: never ended?): $(cat "$work/loop.out")"
 has loop '^moved 100 message'
 grep -q 'arrived in .* after this run started' "$work/loop.out" || echo "poison_truth: (no arrivals seen during the run)"
 kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true

@@ -60,7 +60,9 @@ sqlite_cases() {
                    INSERT INTO orders VALUES (5, 'old trigger');"
     expect_rc 0 "$sqlq" setup --db "$conn" --table orders
     sqlite3 "$db" "INSERT INTO orders VALUES (6, 'new trigger')"
-    [ "$(sqlite3 "$db" "SELECT group_concat(sqlq_version) FROM sqlq_log_orders WHERE id IN (5, 6)")" = 501,502 ] ||
+    # (the old trigger took 501 from the counter; the new one goes on above every version)
+    [ "$(sqlite3 "$db" "SELECT sqlq_version FROM sqlq_log_orders WHERE id = 5")" = 501 ] &&
+        [ "$(sqlite3 "$db" "SELECT count(*) FROM sqlq_log_orders WHERE sqlq_version >= (SELECT sqlq_version FROM sqlq_log_orders WHERE id = 6)")" = 1 ] ||
         fail "versions after the upgrade: $(sqlite3 "$db" 'SELECT * FROM sqlq_log_orders')"
     [ "$(sqlite3 "$db" "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND sql LIKE '%UPDATE sqlq_counter%'")" = 0 ] ||
         fail "a trigger still writes the counter after setup"
@@ -135,8 +137,9 @@ mariadb_cases() {
     expect_rc 0 "$sqlq" setup --db "$conn" --table orders
     grep -q "already installed" "$tmp/out" || fail "second setup not reported as already installed"
     sql "INSERT INTO orders VALUES (1, 'a'), (2, 'b'); DELETE FROM orders WHERE id = 2"
-    expect_rc 0 "$sqlq" status --db "$conn" --json
-        # database sqlq is the server's: status lists the tables of every database set up there
+    # database sqlq is the server's: status lists the tables of every database set up there (its
+    # exit code speaks for other tests' tables too, so only this database's entries are checked)
+    "$sqlq" status --db "$conn" --json >"$tmp/out" 2>"$tmp/err" || true
 python3 - "$tmp/out" "$name" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))

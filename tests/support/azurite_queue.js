@@ -43,4 +43,20 @@ MemoryExtentStore.prototype.deleteExtents = async function (extents) {
   return ids.size;
 };
 
+// SQLQ_TEST_MESSAGE_DUMP=FILE: every message the service accepts is appended to FILE as one
+// JSON line {"queue", "text"} (tests/support/message_dump.py compares two such dumps).
+if (process.env.SQLQ_TEST_MESSAGE_DUMP) {
+  const fs = require("fs");
+  const MessagesHandler = require(path.join(dist, "queue/handlers/MessagesHandler")).default;
+  const QueueContext = require(path.join(dist, "queue/context/QueueStorageContext")).default;
+  const enqueue = MessagesHandler.prototype.enqueue;
+  MessagesHandler.prototype.enqueue = async function (queueMessage, options, context) {
+    const response = await enqueue.call(this, queueMessage, options, context);
+    const queue = new QueueContext(context).queue;
+    fs.appendFileSync(process.env.SQLQ_TEST_MESSAGE_DUMP,
+      JSON.stringify({ queue: queue || "?", text: queueMessage.messageText }) + "\n");
+    return response;
+  };
+}
+
 require(path.join(dist, "queue/main.js"));

@@ -32,7 +32,7 @@ case "$cmd" in
         port=${3:-$("$here/free_port.sh")}
         fast="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         [ "${SQLQ_PG_DURABLE:-0}" != 1 ] || fast=""
-        wal="-c wal_level=${SQLQ_PG_WAL_LEVEL:-replica}"
+        wal="-c wal_level=${SQLQ_PG_WAL_LEVEL:-replica} -c max_replication_slots=50 -c max_wal_senders=50"
         as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
             -o "-p $port -k $dir -c listen_addresses=127.0.0.1 $fast $wal -c max_connections=300 -c max_prepared_transactions=20" >/dev/null \
             || { cat "$dir/server.log" >&2; exit 1; }

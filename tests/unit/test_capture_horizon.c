@@ -1,6 +1,6 @@
 /* capture_horizon: the safe read horizon of a PostgreSQL change log from the holders of its
  * lock, remembered across observations. */
-#include "capture_horizon.h"
+#include "pg_horizon.h"
 
 // clang-format off
 #include <stdarg.h>

@@ -1,8 +1,10 @@
 /* sql/capture_sql, sql/ct_query, sql/catalog: the generated SQL, above all SQL Server's (no
  * SQL Server runs here), and the derived object names. */
+#include "capture_internal.h"
 #include "capture_sql.h"
 #include "catalog.h"
 #include "ct_query.h"
+#include "pg_internal.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,7 +40,7 @@ static void make(fixture *f, const sqlq_dialect *d, const char *schema, const ch
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_catalog_names_make(d, &f->t.name, "default", &f->names, &err), SQLQ_OK);
     f->spec = (sqlq_capture_sql){.dialect = d,
-                                 .change_tracking = d == &sqlq_dialect_mssql,
+                                 .log_sql = sqlq_change_source_find(d, SQLQ_SOURCE_AUTO)->leased->sql,
                                  .table = &f->t,
                                  .names = &f->names,
                                  .max_batch_size = 100,
@@ -147,7 +149,6 @@ static void test_capture_sql_row_read_whole(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         fixture f;
         make(&f, cases[i].d, cases[i].schema, "O'Brien", false);
-        f.spec.change_tracking = false;
         sqlq_capture_stmt polls[4], key;
         sqlq_error err;
         sqlq_error_clear(&err);
@@ -158,6 +159,10 @@ static void test_capture_sql_row_read_whole(void **state)
                          SQLQ_OK);
         for (size_t p = 0; p < 4; p += 2) {
             const char *s = polls[p].sql;
+            if (!s && p == 2) { /* a tracked source has no resumed poll */
+                assert_true(f.spec.log_sql->tracked);
+                continue;
+            }
             check_params(&polls[p]);
             contains(s, " END AS m_row, (SELECT ");
             contains(s, cases[i].key_from);
@@ -378,7 +383,7 @@ static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
     sqlq_capture_stmt a, b;
     assert_int_equal(sqlq_capture_sql_poll(&f.spec, &a, &b, &err), SQLQ_OK);
     /* The poll takes its range as parameters: the sync version read under the lock by
-     * `bounds`, the horizon computed from the log's lock holders (capture_horizon.h). */
+     * `bounds`, the horizon computed from the log's lock holders (pg_horizon.h). */
     contains(a.sql, "c.sqlq_version > ? AND c.sqlq_version <= ? AND");
     /* op: the key's incarnation against the sync version (a parameter too) and its lease */
     contains(a.sql, "CASE WHEN c.sqlq_op <> 'U' THEN c.sqlq_op WHEN c.sqlq_since > ? AND");
@@ -388,14 +393,14 @@ static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
     assert_int_equal(strncmp(a.sql, "/* sqlq poll */ WITH b AS (", 27), 0);
     assert_int_equal(count(a.sql, "pg_snapshot_xmin"), 0); /* no cluster-wide horizon */
     sqlq_capture_stmt_free(&a);
-    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
+    assert_int_equal(sqlq_pg_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
     contains(a.sql, "l.mode = 'RowExclusiveLock'");
     contains(a.sql, "to_regclass('\"sqlq\".\"log_orders\"')");
     contains(a.sql, "l.pid IS DISTINCT FROM pg_backend_pid()");
     contains(a.sql, "ORDER BY age(x.transactionid) DESC LIMIT 1) AS m_xid");
     assert_int_equal(count(a.sql, "pg_locks"), 1); /* one read of the lock table */
     sqlq_capture_stmt_free(&a);
-    assert_int_equal(sqlq_capture_sql_sequence(&f.spec, true, &a, &err), SQLQ_OK);
+    assert_int_equal(sqlq_pg_capture_sql_sequence(&f.spec, true, &a, &err), SQLQ_OK);
     contains(a.sql, "pg_advisory_xact_lock(hashtextextended(");
     contains(a.sql, "last_value - 1 END FROM \"sqlq\".\"ver_orders\") AS m_seq");
     /* No plan cliff (docs/capture.md): the poll transaction forbids the sort that stale
@@ -412,24 +417,23 @@ static void test_capture_sql_postgres_reads_up_to_horizon(void **state)
     /* one round trip each: not wrapped in DECLARE CURSOR by psqlODBC (UseDeclareFetch=1) */
     assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT ", 18), 0);
     sqlq_capture_stmt_free(&a);
-    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
+    assert_int_equal(sqlq_pg_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
     assert_int_equal(strncmp(a.sql, "/* sqlq */ WITH ", 16), 0);
     sqlq_capture_stmt_free(&a);
-    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, false, &a, &err), SQLQ_OK);
+    assert_int_equal(sqlq_pg_capture_sql_bounds(&f.spec, false, &a, &err), SQLQ_OK);
     assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT sync_version AS m_sync FROM", 45), 0);
     assert_int_equal(count(a.sql, "pg_locks"), 0);
     sqlq_capture_stmt_free(&a);
-    assert_int_equal(sqlq_capture_sql_sequence(&f.spec, false, &a, &err), SQLQ_OK);
+    assert_int_equal(sqlq_pg_capture_sql_sequence(&f.spec, false, &a, &err), SQLQ_OK);
     assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT (SELECT CASE", 30), 0);
     sqlq_capture_stmt_free(&a);
     assert_int_equal(sqlq_capture_sql_advance_scan(&f.spec, &a, &err), SQLQ_OK);
     assert_int_equal(strncmp(a.sql, "/* sqlq */ SELECT ", 18), 0);
     sqlq_capture_stmt_free(&a);
     make(&f, &sqlq_dialect_sqlite, "", "orders", false);
-    assert_int_equal(sqlq_capture_sql_bounds(&f.spec, true, &a, &err), SQLQ_OK);
-    assert_null(a.sql); /* SQLite's planner walks the index with the subquery bound */
-    assert_int_equal(sqlq_capture_sql_sequence(&f.spec, true, &a, &err), SQLQ_OK);
-    assert_null(a.sql); /* one writer at a time: no horizon */
+    /* one writer at a time: no horizon; the planner walks the index with the subquery bound */
+    assert_false(f.spec.log_sql->horizon);
+    assert_false(f.spec.log_sql->sync_param);
 }
 
 static void test_capture_sql_ct_retention(void **state)

@@ -46,12 +46,55 @@ static void test_classify_sql(void **state)
     assert_false(sqlq_classify_sql_transient(NULL, 0));
 }
 
+static void test_classify_sql_conflict(void **state)
+{
+    (void)state;
+    assert_true(sqlq_classify_sql_conflict("40P01", 7));    /* PostgreSQL deadlock */
+    assert_true(sqlq_classify_sql_conflict("40001", 7));    /* serialization failure */
+    assert_true(sqlq_classify_sql_conflict("40001", 1213)); /* MariaDB/MySQL deadlock */
+    assert_true(sqlq_classify_sql_conflict("42000", 1205)); /* SQL Server through FreeTDS */
+    assert_false(sqlq_classify_sql_conflict("23505", 7));   /* a unique violation stays */
+    assert_false(sqlq_classify_sql_conflict("HY000", 5));   /* SQLite BUSY: not a rollback */
+    assert_false(sqlq_classify_sql_conflict(NULL, 0));
+}
+
+static void test_classify_sql_unavailable(void **state)
+{
+    (void)state;
+    assert_true(sqlq_classify_sql_unavailable("08001", 101, "connect: could not connect"));
+    assert_true(sqlq_classify_sql_unavailable("08S01", 35, NULL));
+    assert_true(sqlq_classify_sql_unavailable("57P01", 35, "terminating connection"));
+    assert_true(sqlq_classify_sql_unavailable("53300", 0, "too many clients already"));
+    assert_true(sqlq_classify_sql_unavailable("28P01", 0, "password authentication failed"));
+    assert_true(sqlq_classify_sql_unavailable("25006", 0, "read-only transaction"));
+    assert_true(sqlq_classify_sql_unavailable("HY000", 7, "execute: The connection has been lost"));
+    assert_true(sqlq_classify_sql_unavailable("HY000", 2006, "MySQL server has gone away"));
+    assert_true(sqlq_classify_sql_unavailable("42000", 4060, "Cannot open database"));
+    assert_true(sqlq_classify_sql_unavailable("HY000", 14, "unable to open database file"));
+    assert_false(sqlq_classify_sql_unavailable("40P01", 0, "deadlock detected"));
+    assert_false(sqlq_classify_sql_unavailable("23505", 7, "duplicate key"));
+    assert_false(sqlq_classify_sql_unavailable("23502", 7, "violates not-null constraint"));
+    assert_false(sqlq_classify_sql_unavailable("HY000", 5, "database is locked"));
+    assert_false(sqlq_classify_sql_unavailable(NULL, 0, NULL));
+    assert_true(sqlq_classify_http_unavailable(503));
+    assert_true(sqlq_classify_http_unavailable(502));
+    assert_true(sqlq_classify_http_unavailable(504));
+    assert_true(sqlq_classify_http_unavailable(429));
+    assert_false(sqlq_classify_http_unavailable(500));
+    assert_false(sqlq_classify_http_unavailable(404));
+    assert_true(sqlq_classify_net_unavailable(SQLQ_NET_CONNECT));
+    assert_false(sqlq_classify_net_unavailable(SQLQ_NET_TIMEOUT));
+    assert_false(sqlq_classify_net_unavailable(SQLQ_NET_RECV));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classify_http),
         cmocka_unit_test(test_classify_net),
         cmocka_unit_test(test_classify_sql),
+        cmocka_unit_test(test_classify_sql_unavailable),
+        cmocka_unit_test(test_classify_sql_conflict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

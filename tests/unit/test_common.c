@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "log.h"
+#include "redact.h"
 #include "result.h"
 
 #include <stdio.h>
@@ -138,10 +139,10 @@ static void test_common_log_error_helper(void **state)
     captured c = {0};
     sqlq_log_set_sink(capture_sink, &c);
     sqlq_log_set_level(SQLQ_LOG_INFO);
-    sqlq_log_add_secret("s3cr3t");
+    sqlq_log_add_secret("s3cr3t-long-enough");
     sqlq_error e;
     sqlq_error_clear(&e);
-    sqlq_error_set(&e, SQLQ_E_HTTP, true, "refused s3cr3t");
+    sqlq_error_set(&e, SQLQ_E_HTTP, true, "refused s3cr3t-long-enough");
     e.http_status = 503;
     SQLQ_LOG_ERR(SQLQ_LOG_WARN, "put_failed", &e, "queue=%s n=%d", "orders", 2);
     assert_string_equal(c.last, "put_failed queue=orders n=2 err=\"refused *** (http=503)\"");
@@ -184,6 +185,47 @@ static void test_common_log_hostile_values_escaped(void **state)
     free(line);
 }
 
+static void expect_redacted(const char *in, char *const *secrets, const char *want)
+{
+    char text[300];
+    snprintf(text, sizeof(text), "%s", in);
+    sqlq_redact_into(text, sizeof(text), secrets);
+    assert_string_equal(text, want);
+}
+
+/* The values of secret keys are redacted, whatever their length; other text only where a
+ * registered secret long enough to be no ordinary word appears. */
+static void test_common_redact_keys_not_substrings(void **state)
+{
+    (void)state;
+    char *shorts[] = {"x", "orders", NULL};
+    expect_redacted("execute: FATAL: table orders", shorts, "execute: FATAL: table orders");
+    expect_redacted("connect: Driver=pg;PWD=x;UID=u", shorts, "connect: Driver=pg;PWD=***;UID=u");
+    expect_redacted("Password = {a;b}}c};Server=h", NULL, "Password = ***;Server=h");
+    expect_redacted("pwd1=abc;pwd2=d", NULL, "pwd1=***;pwd2=***");
+    expect_redacted("GET https://a/q?sv=1&sig=abc%2F%3D&se=2 failed", NULL,
+                    "GET https://a/q?sv=1&sig=***&se=2 failed");
+    expect_redacted("AccountKey=abc==;x=1", NULL, "AccountKey=***;x=1");
+    expect_redacted("pqopt={sslmode=require password='p w\\'d' host=x}", NULL,
+                    "pqopt={sslmode=require password=*** host=x}");
+    expect_redacted("design=1 signature=2 PWD=", NULL, "design=1 signature=2 PWD=");
+    char *longs[] = {"0123456789abcdefXYZ", NULL};
+    expect_redacted("key 0123456789abcdefXYZ end, again 0123456789abcdefXYZ", longs,
+                    "key *** end, again ***");
+    char small[12] = "PWD=x;a=bcd";
+    sqlq_redact_into(small, sizeof(small), NULL);
+    assert_string_equal(small, "PWD=***;a=b"); /* cut to fit, never unredacted */
+
+    captured c = {0};
+    sqlq_log_set_sink(capture_sink, &c);
+    sqlq_log_set_level(SQLQ_LOG_INFO);
+    sqlq_log_add_secret("x");
+    SQLQ_INFO("sink", "err=\"execute failed\" conn=\"Server=h;PWD=x\"");
+    assert_string_equal(c.last, "sink err=\"execute failed\" conn=\"Server=h;PWD=***\"");
+    sqlq_log_set_sink(NULL, NULL);
+    sqlq_log_clear_secrets();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_common_error_first_wins),
         cmocka_unit_test(test_common_log_redacts_and_filters),
         cmocka_unit_test(test_common_log_error_helper),
+        cmocka_unit_test(test_common_redact_keys_not_substrings),
         cmocka_unit_test(test_common_log_hostile_values_escaped),
         cmocka_unit_test(test_common_log_json_render),
         cmocka_unit_test(test_common_log_control_characters),

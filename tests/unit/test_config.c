@@ -221,6 +221,51 @@ static void test_config_unknown_file_key_rejected(void **state)
     unlink(path);
 }
 
+/* A key given twice is refused, naming the key and its line: which one wins would be a guess;
+ * so is one given twice inside a route. */
+static void test_config_duplicate_key_refused(void **state)
+{
+    (void)state;
+    clear_env();
+    const char *texts[] = {"{\"table\": \"a\",\n \"table\": \"b\"}",
+                           "{\"routes\": [{\"table\": \"a\", \"queue\": \"q\", \"queue\": \"r\"}]}"};
+    const char *keys[] = {"\"table\"", "\"queue\""};
+    for (size_t i = 0; i < 2; i++) {
+        char path[] = "/tmp/sqlq-config-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(write(fd, texts[i], strlen(texts[i])) == (ssize_t)strlen(texts[i]));
+        close(fd);
+        char *argv[] = {"demo", "--config", path, NULL};
+        demo d;
+        sqlq_config_result res;
+        sqlq_error err;
+        assert_int_equal(load(&d, &res, &err, 3, argv), SQLQ_E_INVALID);
+        assert_non_null(strstr(err.message, keys[i]));
+        assert_non_null(strstr(err.message, "given twice"));
+        sqlq_config_free(&demo_spec, &d, &res);
+        unlink(path);
+    }
+}
+
+/* A secret read from the environment is wiped from it once read; the value is kept. */
+static void test_config_secret_env_wiped(void **state)
+{
+    (void)state;
+    clear_env();
+    setenv("SQLQ_QUEUE_CONNECTION", "UseDevelopmentStorage=true", 1);
+    setenv("SQLQ_TEST_TABLE", "orders", 1);
+    char *argv[] = {"demo", NULL};
+    demo d;
+    sqlq_config_result res;
+    sqlq_error err;
+    assert_int_equal(load(&d, &res, &err, 1, argv), SQLQ_OK);
+    assert_string_equal(d.common.queue_connection, "UseDevelopmentStorage=true");
+    assert_null(getenv("SQLQ_QUEUE_CONNECTION"));
+    assert_string_equal(getenv("SQLQ_TEST_TABLE"), "orders"); /* not a secret: stays */
+    sqlq_config_free(&demo_spec, &d, &res);
+    clear_env();
+}
+
 /* Issue 12.8: {"routes":"orders"} is a routes problem, not an unknown key. */
 static void test_config_routes_not_an_array_named(void **state)
 {
@@ -330,6 +375,8 @@ int main(void)
         cmocka_unit_test(test_config_secret_from_file_and_fallback_env),
         cmocka_unit_test(test_config_identity_account_name),
         cmocka_unit_test(test_config_unknown_file_key_rejected),
+        cmocka_unit_test(test_config_duplicate_key_refused),
+        cmocka_unit_test(test_config_secret_env_wiped),
         cmocka_unit_test(test_config_routes_not_an_array_named),
         cmocka_unit_test(test_config_secret_flags_scrubbed_from_argv),
         cmocka_unit_test(test_config_load_or_exit_frees_on_error),

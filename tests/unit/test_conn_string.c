@@ -107,6 +107,24 @@ static void test_conn_string_secrets_every_spelling(void **state)
     expect_secrets("UID=u;Database={PWD=no}", (const char *const[]){NULL});
 }
 
+static void test_conn_string_describe_names_the_database_only(void **state)
+{
+    (void)state;
+    char out[300];
+    assert_string_equal(sqlq_conn_string_describe("Driver={PostgreSQL Unicode};Server=127.0.0.1;"
+                                                  "Port=5432;UID=u;PWD=secret;Database=orders;",
+                                                  out, sizeof(out)),
+                        "Server=127.0.0.1;Port=5432;Database=orders");
+    assert_string_equal(sqlq_conn_string_describe("Driver={SQLite3};Database=/tmp/a.db;Timeout=5",
+                                                  out, sizeof(out)),
+                        "Database=/tmp/a.db");
+    assert_string_equal(sqlq_conn_string_describe("DSN=prod;pwd=x", out, sizeof(out)), "DSN=prod");
+    assert_string_equal(sqlq_conn_string_describe("Driver=x;UID=u", out, sizeof(out)),
+                        "(no server or database named)");
+    assert_null(strstr(sqlq_conn_string_describe("Server=h;PWD={a;b};Database=d", out, sizeof(out)),
+                       "a;b"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -115,6 +133,7 @@ int main(void)
         cmocka_unit_test(test_conn_string_malformed),
         cmocka_unit_test(test_conn_string_unterminated_brace_refused),
         cmocka_unit_test(test_conn_string_secrets_every_spelling),
+        cmocka_unit_test(test_conn_string_describe_names_the_database_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

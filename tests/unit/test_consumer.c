@@ -259,6 +259,8 @@ typedef struct hstate {
     char last_iso[32];
     sqlq_stop *stop_after; /* set this flag once calls reaches stop_at */
     int stop_at;
+    int unavailable_for;   /* answer SQLQ_E_UNAVAILABLE to this many calls first */
+    long last_attempt;
 } hstate;
 
 static sqlq_result handler(void *ctx, const sqlq_received *d, sqlq_error *err)
@@ -271,6 +273,10 @@ static sqlq_result handler(void *ctx, const sqlq_received *d, sqlq_error *err)
         h->max_running = h->running;
     snprintf(h->last_body, sizeof(h->last_body), "%.*s", (int)d->body_len, d->body);
     h->last_dq = d->dequeue_count;
+    h->last_attempt = d->attempt;
+    bool down = h->unavailable_for > 0;
+    if (down)
+        h->unavailable_for--;
     sqlq_received_insertion_iso(d, h->last_iso, sizeof(h->last_iso));
     if (h->stop_after && h->calls >= h->stop_at)
         *h->stop_after = 1;
@@ -284,6 +290,8 @@ static sqlq_result handler(void *ctx, const sqlq_received *d, sqlq_error *err)
     h->running--;
     h->saw_cancel = h->saw_cancel || cancelled;
     pthread_mutex_unlock(&h->mu);
+    if (down)
+        return sqlq_error_set(err, SQLQ_E_UNAVAILABLE, true, "target down");
     if (h->fail || cancelled)
         return sqlq_error_set(err, SQLQ_E_IO, false, "%s", cancelled ? "cancelled" : "boom");
     return SQLQ_OK;
@@ -704,6 +712,69 @@ static void test_consumer_delete_outage_is_not_the_message_fault(void **state)
     teardown_run(&r);
 }
 
+/* A handler whose target is down holds its message: retried in the same dequeue until the
+ * target answers, never counted as a failure or toward poison, even on its last attempt. */
+static void test_consumer_unavailable_target_holds_the_message(void **state)
+{
+    (void)state;
+    run_ctx r;
+    setup_run(&r);
+    fq_add(&r.f, "orders", "m", 4); /* the next delivery is its 5th: a failure would poison it */
+    r.h.unavailable_for = 3;
+    r.o.max_messages = 1;
+    run_consumer(&r);
+    assert_int_equal(r.result, SQLQ_OK);
+    assert_int_equal(r.h.calls, 4); /* three unavailable, then done */
+    assert_int_equal(r.stats.failed, 0);
+    assert_int_equal(r.stats.poisoned, 0);
+    assert_int_equal(r.stats.succeeded, 1);
+    assert_int_equal(r.f.gets, 1); /* held in one dequeue, never received again */
+    assert_int_equal(r.stats.held, 0);
+    assert_int_equal(r.stats.target_down_ms, 0);
+    assert_int_equal(fq_live(&r.f, "orders"), 0);
+    teardown_run(&r);
+}
+
+/* A stop while a message is held gives its dequeue back: visible again at once, recorded, and
+ * the next run counts that delivery as the attempt it would have been. */
+static void test_consumer_given_back_dequeue_is_not_counted(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/sqlq-abandoned-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof(path), "%s/record", dir);
+    run_ctx r;
+    setup_run(&r);
+    fq_add(&r.f, "orders", "m", 4);
+    r.h.unavailable_for = 1000;
+    r.h.stop_after = &r.stop;
+    r.h.stop_at = 1;
+    r.o.abandoned_path = path;
+    run_consumer(&r);
+    assert_int_equal(r.result, SQLQ_OK);
+    assert_int_equal(r.stats.given_back, 1);
+    assert_int_equal(r.stats.failed, 0);
+    assert_int_equal(r.f.releases, 1);
+    /* the next run: DequeueCount 6, over the maximum 5, but one dequeue was given back */
+    r.stop = 0;
+    r.h.unavailable_for = 0;
+    r.h.stop_after = NULL;
+    r.o.max_messages = 1;
+    r.f.q[0].msgs[0].visible_at = 0;
+    run_consumer(&r);
+    assert_int_equal(r.stats.poisoned, 0);
+    assert_int_equal(r.stats.succeeded, 1);
+    assert_int_equal(r.h.last_dq, 6);
+    assert_int_equal(r.h.last_attempt, 5);
+    teardown_run(&r);
+    unlink(path);
+    char lock[300];
+    snprintf(lock, sizeof(lock), "%s.lock", path);
+    unlink(lock);
+    rmdir(dir);
+}
+
 static void quiet(void *ctx, sqlq_log_level level, const char *event, const char *fields)
 {
     (void)ctx;
@@ -785,6 +856,8 @@ int main(void)
         cmocka_unit_test(test_consumer_drain_stops_on_failed_poll_not_empty),
         cmocka_unit_test(test_consumer_reply_larger_than_asked_is_rejected),
         cmocka_unit_test(test_consumer_delete_outage_is_not_the_message_fault),
+        cmocka_unit_test(test_consumer_unavailable_target_holds_the_message),
+        cmocka_unit_test(test_consumer_given_back_dequeue_is_not_counted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

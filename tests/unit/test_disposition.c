@@ -206,6 +206,21 @@ static void test_disposition_poison_envelope_wrap(void **state)
     free(w);
     assert_null(sqlq_poison_envelope_wrap("r", "plain text", 10, &len));
     assert_null(sqlq_poison_envelope_wrap("r", "\"a string\"", 10, &len));
+    /* JSON whose numbers no double or int64 holds is JSON all the same: wrapped, exact bytes */
+    const char *const huge[] = {"{\"a\":1e400}", "{\"n\":123456789012345678901234567890}",
+                                " [1e-400, -0.0, {\"x\":[]}] "};
+    for (size_t i = 0; i < 3; i++) {
+        w = sqlq_poison_envelope_wrap("r", huge[i], strlen(huge[i]), &len);
+        assert_non_null(w);
+        assert_true(sqlq_poison_envelope_read(w, len, &msg, &mlen) || huge[i][0] == ' ');
+        assert_non_null(strstr(w, huge[i]));
+        free(w);
+    }
+    /* not JSON: a bad escape, bytes that are not UTF-8, trailing text, a cut object */
+    const char *const bad[] = {"{\"a\":\"\\x\"}", "{\"a\":\"\xff\"}", "{} x", "{\"a\":1",
+                               "{\"a\":\"\xed\xa0\x80\"}"};
+    for (size_t i = 0; i < 5; i++)
+        assert_null(sqlq_poison_envelope_wrap("r", bad[i], strlen(bad[i]), &len));
 }
 
 int main(void)

@@ -74,9 +74,9 @@ static void test_pg_text_builtin_shapes(void **state)
     /* date, time, timestamp, timestamptz, timetz, their arrays, daterange: the server's text */
     static const uint32_t temporal[] = {1082, 1083, 1114, 1184, 1266, 1182, 1185, 3912, 4535};
     for (size_t i = 0; i < sizeof(temporal) / sizeof(temporal[0]); i++)
-        assert_int_equal(kind_of(temporal[i]), SQLQ_VALUE_PG_TEMPORAL);
+        assert_int_equal(kind_of(temporal[i]), SQLQ_VALUE_TIME_TEXT);
     assert_int_equal(column(1184, 0, NULL, "timestamp(3) with time zone").kind,
-                     SQLQ_VALUE_PG_TEMPORAL);
+                     SQLQ_VALUE_TIME_TEXT);
     assert_int_equal(kind_of(3910), SQLQ_VALUE_TEXT); /* tstzrange */
 }
 
@@ -92,13 +92,13 @@ static void test_pg_text_user_types(void **state)
     assert_int_equal(by.kind, SQLQ_VALUE_BINARY);
     assert_true(by.bytea);
     /* a domain over a date/time type: the server's text, as the plain type */
-    assert_int_equal(column(16504, 1184, "dtstz", "dtstz").kind, SQLQ_VALUE_PG_TEMPORAL);
+    assert_int_equal(column(16504, 1184, "dtstz", "dtstz").kind, SQLQ_VALUE_TIME_TEXT);
     assert_int_equal(column(13232, 1184, "time_stamp", "information_schema.time_stamp").kind,
-                     SQLQ_VALUE_PG_TEMPORAL);
+                     SQLQ_VALUE_TIME_TEXT);
     /* a type named like a date or a time is selected as text by the trigger source */
-    assert_int_equal(column(16505, 23, "timeint", "timeint").kind, SQLQ_VALUE_PG_TEMPORAL);
-    assert_int_equal(column(16506, 16506, "timeline", "timeline").kind, SQLQ_VALUE_PG_TEMPORAL);
-    assert_int_equal(column(16506, 16506, "timeline", NULL).kind, SQLQ_VALUE_PG_TEMPORAL);
+    assert_int_equal(column(16505, 23, "timeint", "timeint").kind, SQLQ_VALUE_TIME_TEXT);
+    assert_int_equal(column(16506, 16506, "timeline", "timeline").kind, SQLQ_VALUE_TIME_TEXT);
+    assert_int_equal(column(16506, 16506, "timeline", NULL).kind, SQLQ_VALUE_TIME_TEXT);
     /* ... but not when schema-qualified (format_type outside the search_path) */
     assert_int_equal(column(16506, 16506, "timeline", "s.timeline").kind, SQLQ_VALUE_TEXT);
     /* lo: psqlODBC reads the large object, pgoutput sends its OID */

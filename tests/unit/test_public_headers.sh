@@ -18,16 +18,29 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 libs=("$pub"/*/)
 [ "${#libs[@]}" -ge 8 ] || fail "expected a public header set per library, found ${#libs[@]}"
 
-# The headers a library keeps to itself: *_internal.h and the PRIVATE_HEADERS of its CMakeLists.
+# The headers a library keeps to itself: *_internal.h and the PRIVATE_HEADERS of its
+# sqlq_public_headers call (a library's CMakeLists.txt, or sql/'s, which makes two).
+cmakes=$(find "$src" -name CMakeLists.txt -not -path "$src/build*" -not -path "$src/tests/*" \
+    -not -path "$src/node_modules/*" -not -path "$src/CMakeLists.txt")
+calls=$(python3 - $cmakes <<'PY'
+import re, sys
+for path in sys.argv[1:]:
+    text = re.sub(r"#[^\n]*", "", open(path).read())
+    for args in re.findall(r"\bsqlq_public_headers\(([^)]*)\)", text):
+        words = args.split()
+        priv = words[words.index("PRIVATE_HEADERS") + 1:] if "PRIVATE_HEADERS" in words else []
+        print(" ".join([words[0]] + priv))
+PY
+)
 private=()
 dirs=()
-for f in $(grep -l 'sqlq_public_headers(' "$src"/*/CMakeLists.txt); do dirs+=("$(dirname "$f")"); done
-[ "${#dirs[@]}" = "${#libs[@]}" ] || fail "${#dirs[@]} library folders but ${#libs[@]} public sets"
+while read -r target rest; do
+    dirs+=("$target")
+    for h in $rest; do private+=("$h"); done
+done <<<"$calls"
+[ "${#dirs[@]}" = "${#libs[@]}" ] || fail "${#dirs[@]} sqlq_public_headers calls but ${#libs[@]} public sets"
 while IFS= read -r f; do private+=("$(basename "$f")"); done \
-    < <(find "${dirs[@]}" -name '*_internal.h')
-while IFS= read -r line; do
-    for h in ${line#*PRIVATE_HEADERS}; do private+=("${h%)}"); done
-done < <(grep -ho 'sqlq_public_headers([^)]*PRIVATE_HEADERS[^)]*)' "$src"/*/CMakeLists.txt)
+    < <(find "$src"/*/ -name '*_internal.h' -not -path "$src/build*" -not -path "$src/tests/*")
 [ "${#private[@]}" -ge 3 ] || fail "found only ${#private[@]} private headers: is the list read right?"
 for h in "${private[@]}"; do
     for lib in "${libs[@]}"; do

@@ -125,18 +125,20 @@ static void test_upsert_version_guard_claim(void **state)
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
     check(sqlq_version_guard_claim_sql(&sqlq_dialect_postgres, &t, &b, NULL), &b,
-          "INSERT INTO \"sqlq_sink_versions\" AS cur (target_table, key_hash, version) VALUES "
-          "(?, ?, ?) ON CONFLICT (target_table, key_hash) DO UPDATE SET version = "
-          "excluded.version WHERE cur.version < excluded.version");
+          "INSERT INTO \"sqlq_sink_versions\" AS cur (target_table, key_hash, version, key_json) "
+          "VALUES (?, ?, ?, ?) ON CONFLICT (target_table, key_hash) DO UPDATE SET version = "
+          "excluded.version, key_json = COALESCE(cur.key_json, excluded.key_json) WHERE "
+          "cur.version < excluded.version");
     sqlq_table_name m = {"dbo", "sqlq_sink_versions"};
     sqlq_buf_init(&b, 0);
     check(sqlq_version_guard_claim_sql(&sqlq_dialect_mssql, &m, &b, NULL), &b,
           "MERGE INTO [dbo].[sqlq_sink_versions] WITH (HOLDLOCK) AS cur USING (SELECT ? AS "
-          "target_table, ? AS key_hash, ? AS version) AS src ON (cur.target_table = "
-          "src.target_table AND cur.key_hash = src.key_hash) WHEN MATCHED AND cur.version < "
-          "src.version THEN UPDATE SET version = src.version WHEN NOT MATCHED THEN INSERT "
-          "(target_table, key_hash, version) VALUES (src.target_table, src.key_hash, "
-          "src.version);");
+          "target_table, ? AS key_hash, ? AS version, ? AS key_json) AS src ON "
+          "(cur.target_table = src.target_table AND cur.key_hash = src.key_hash) WHEN MATCHED "
+          "AND cur.version < src.version THEN UPDATE SET version = src.version, key_json = "
+          "COALESCE(cur.key_json, src.key_json) WHEN NOT MATCHED THEN INSERT (target_table, "
+          "key_hash, version, key_json) VALUES (src.target_table, src.key_hash, src.version, "
+          "src.key_json);");
     char hash[65];
     sqlq_version_guard_key_hash("{\"id\":1}", hash);
     assert_int_equal(strlen(hash), 64);

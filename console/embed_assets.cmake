@@ -1,0 +1,22 @@
+# cmake -DOUT=file.c -DASSETS_DIR=dir -P embed_assets.cmake: every file of ASSETS_DIR as a
+# byte array in a table (console_assets.h), so that the binary serves them as they are.
+file(GLOB files RELATIVE ${ASSETS_DIR} ${ASSETS_DIR}/*)
+list(SORT files)
+set(body "/* Generated from console/assets by console/embed_assets.cmake: do not edit. */\n")
+string(APPEND body "#include \"console_assets.h\"\n\n")
+set(table "")
+set(i 0)
+foreach(name ${files})
+  file(READ ${ASSETS_DIR}/${name} hex HEX)
+  string(LENGTH "${hex}" hexlen)
+  math(EXPR len "${hexlen} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(REGEX REPLACE "((0x[0-9a-f][0-9a-f],){16})" "\\1\n" bytes "${bytes}")
+  string(APPEND body "static const unsigned char asset_${i}[] = {\n${bytes}0};\n")
+  string(APPEND table "    {\"/${name}\", asset_${i}, ${len}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "\nconst sqlq_console_asset sqlq_console_assets[] = {\n${table}    {0, 0, 0}};\n")
+file(WRITE ${OUT}.tmp "${body}")
+configure_file(${OUT}.tmp ${OUT} COPYONLY) # rewritten only when different
+file(REMOVE ${OUT}.tmp)

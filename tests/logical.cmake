@@ -1,0 +1,19 @@
+# The PostgreSQL logical-decoding source (sql/postgres/): the pgoutput decoder and the
+# acknowledgement rule as units; the replication stream, slot lifecycle and bridge against a
+# server with wal_level = logical.
+sqlq_unit_test(pgoutput sqlq_sql)
+sqlq_unit_test(pg_ack sqlq_sql)
+sqlq_unit_test(logical_txn sqlq_sql)
+sqlq_database_test(logical_messages DATABASES postgres
+  WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
+  FIXTURES azurite TIMEOUT 180)
+sqlq_integration_test(logical_faults TIMEOUT 420)
+sqlq_database_test(logical_large DATABASES postgres
+  WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
+  FIXTURES azurite TIMEOUT 300)
+sqlq_database_test(logical_same_json DATABASES postgres
+  WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
+  FIXTURES azurite TIMEOUT 180)
+sqlq_database_test(logical_backfill DATABASES postgres
+  WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
+  FIXTURES azurite TIMEOUT 180)
