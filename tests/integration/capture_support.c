@@ -59,16 +59,6 @@ long long capture_count_sqlq(const capture_env *e, const char *bare, const char 
     return (long long)sqlq_test_db_int(e->db, sql);
 }
 
-const sqlq_test_bug capture_bug_pending_unstamped = {
-    "mariadb",
-    "sqlq_capture_status's pending (sqlq status, sqlq_pending_changes) leaves out committed "
-    "changes no poll has stamped yet",
-    false};
-const sqlq_test_bug capture_bug_start_now_unstamped = {
-    "mariadb",
-    "start_from now starts at the last stamped version: changes committed before the bridge "
-    "opened but not stamped yet (all of them, before any poll) are delivered",
-    false};
 const sqlq_test_bug capture_bug_double_lease = {
     "mariadb",
     "two instances of one bridge, under concurrent writers: a poll leases a change another "

@@ -38,8 +38,6 @@ typedef struct capture_db {
 } capture_db;
 
 /* Product bugs the capture suites found (SQLQ_TEST_CHECK): the databases they break on. */
-extern const sqlq_test_bug capture_bug_pending_unstamped;
-extern const sqlq_test_bug capture_bug_start_now_unstamped;
 extern const sqlq_test_bug capture_bug_double_lease;
 extern const sqlq_test_bug capture_bug_concurrent_loss;
 
