@@ -59,17 +59,6 @@ long long capture_count_sqlq(const capture_env *e, const char *bare, const char 
     return (long long)sqlq_test_db_int(e->db, sql);
 }
 
-const sqlq_test_bug capture_bug_double_lease = {
-    "mariadb",
-    "two instances of one bridge, under concurrent writers: a poll leases a change another "
-    "instance holds within its lease (that one's release finds it re-leased: lease_lost)",
-    true};
-const sqlq_test_bug capture_bug_concurrent_loss = {
-    "mariadb",
-    "two instances of one bridge, under concurrent writers: a key's latest change is never "
-    "delivered (nothing pending, nothing leased: lost)",
-    true};
-
 static long long sqlite_objects(const capture_env *e, const sqlq_catalog_names *n)
 {
     (void)n;

@@ -37,10 +37,6 @@ typedef struct capture_db {
     bool open_writer_holds_back;
 } capture_db;
 
-/* Product bugs the capture suites found (SQLQ_TEST_CHECK): the databases they break on. */
-extern const sqlq_test_bug capture_bug_double_lease;
-extern const sqlq_test_bug capture_bug_concurrent_loss;
-
 struct capture_env {
     const capture_db *d;
     char *conn;
