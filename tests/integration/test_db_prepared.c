@@ -64,14 +64,6 @@ static const database databases[] = {
      "differs from number of columns in resultset"},
 };
 
-/* A product bug the suite found (SQLQ_TEST_CHECK). */
-static const sqlq_test_bug bug_stale_columns = {
-    "sqlite",
-    "a kept SELECT * whose table gained a column (ALTER TABLE ADD COLUMN) answers with the old "
-    "columns once, then fails with 'broken result set 1/2' (sqliteodbc), instead of being "
-    "prepared again",
-    false};
-
 static const database *db_under_test;
 
 static void test_kept_statement_is_prepared_once(void **state)
@@ -138,11 +130,13 @@ static void test_kept_star_follows_alter_table(void **state)
                      SQLQ_OK);
     sqlq_db_keep_prepared(db, true);
     /* PostgreSQL refuses the kept plan once: "cached plan must not change result type" (the
-     * others prepare again or answer with the new columns) */
+     * others prepare again or answer with the new columns; SQLite keeps no statement, its
+     * driver would answer with the old columns: dialect columns_at_prepare) */
     sqlq_error_clear(&err);
     size_t n = columns_of(db, sql, &r, &err);
     if (r == SQLQ_OK) {
-        SQLQ_TEST_CHECK_MSG(n == 2, bug_stale_columns, "%zu columns after ALTER TABLE", n);
+        if (n != 2)
+            fail_msg("%zu columns after ALTER TABLE", n);
     } else {
         assert_int_equal(r, SQLQ_E_SQL);
         if (!strstr(err.message, db_under_test->stale))
@@ -150,8 +144,8 @@ static void test_kept_star_follows_alter_table(void **state)
     }
     sqlq_error_clear(&err);
     n = columns_of(db, sql, &r, &err); /* prepared again */
-    SQLQ_TEST_CHECK_MSG(n == 2 && r == SQLQ_OK, bug_stale_columns,
-                        "%zu columns the run after (%s)", n, r == SQLQ_OK ? "ok" : err.message);
+    if (n != 2 || r != SQLQ_OK)
+        fail_msg("%zu columns the run after (%s)", n, r == SQLQ_OK ? "ok" : err.message);
     sqlq_db_close(db);
 }
 
