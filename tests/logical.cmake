@@ -16,4 +16,4 @@ sqlq_database_test(logical_same_json DATABASES postgres
   FIXTURES azurite TIMEOUT 180)
 sqlq_database_test(logical_backfill DATABASES postgres
   WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
-  FIXTURES azurite TIMEOUT 180)
+  FIXTURES azurite TIMEOUT 420)
