@@ -66,9 +66,11 @@ static const database databases[] = {
       {{"BEGIN", "UPDATE items SET qty = 2 WHERE id = 1",
         "ALTER TABLE items RENAME COLUMN id TO ident", "COMMIT"},
        "SELECT 1", "INSERT INTO items (ident, code, qty) VALUES (50, 'c50', 1)", "ident"}},
-     {"BEGIN", "CREATE TABLE items_new (id integer PRIMARY KEY, qty text)",
-      "INSERT INTO items_new SELECT * FROM items", "DROP TABLE items",
-      "ALTER TABLE items_new RENAME TO items", "COMMIT"},
+     /* public.items_new: the test's role is named sqlq, so "$user" in its search path is
+      * sqlq's own schema and an unqualified CREATE TABLE would build sqlq.items_new */
+     {"BEGIN", "CREATE TABLE public.items_new (id integer PRIMARY KEY, qty text)",
+      "INSERT INTO public.items_new SELECT * FROM items", "DROP TABLE items",
+      "ALTER TABLE public.items_new RENAME TO items", "COMMIT"},
      true},
     /* MariaDB commits before each DDL statement: a key rename cannot share a transaction */
     {"mariadb",
@@ -86,19 +88,6 @@ static const database databases[] = {
 };
 
 static const database *db_under_test;
-
-/* Product bugs the suite found (SQLQ_TEST_CHECK). */
-static const sqlq_test_bug bug_rebuilt_not_gone = {
-    "postgres",
-    "a table built again (its triggers gone with the old one) is told as capture_open_failed "
-    "'the change log … is not installed' after a failed poll, not as capture_source_gone as on "
-    "SQLite (the route's stop reason differs by database)",
-    false};
-static const sqlq_test_bug bug_rebuilt_schema_name = {
-    "postgres",
-    "after the table was built again, capture_open_failed names it in sqlq's schema: 'the change "
-    "log of table sqlq.items is not installed' for public.items",
-    false};
 
 typedef struct ctx {
     bt_queue q;
@@ -485,10 +474,11 @@ static void test_bridge_schema_triggers_gone(void **state)
         fail_msg("no error saying to run sqlq setup");
     /* MariaDB commits each DDL statement: a poll between DROP and RENAME finds no table, and
      * the capture, opened again, finds no change log: either way it is said */
-    SQLQ_TEST_CHECK(log_has(c, "capture_source_gone") ||
-                        (!db_under_test->rebuild_atomic && log_has(c, "is not installed")),
-                    bug_rebuilt_not_gone);
-    SQLQ_TEST_CHECK(!log_has(c, "change log of table sqlq.items"), bug_rebuilt_schema_name);
+    if (!log_has(c, "capture_source_gone") &&
+        (db_under_test->rebuild_atomic || !log_has(c, "is not installed")))
+        fail_msg("a table built again is not told as capture_source_gone");
+    if (log_has(c, "change log of table sqlq.items"))
+        fail_msg("the rebuilt public.items named in sqlq's schema");
     bt_setup(c->conn, "items");
     wait_ready(c, 200, "after setup");
     insert_range(db, 4, 6, "id, qty", V_ID);
