@@ -9,6 +9,7 @@
 #include "capture_sql.h"
 #include "catalog.h"
 #include "change_source.h"
+#include "json_int.h"
 
 /* A position in poll order, (version, key), remembered between calls. */
 typedef struct sqlq_capture_position {
@@ -184,8 +185,5 @@ sqlq_result sqlq_capture_setup_lookup(sqlq_db *db, sqlq_source_setup *s, const c
  * s->cfg->bridge_name's) sync state and leases forgotten, and the line saying so. */
 sqlq_result sqlq_capture_drop_leases(sqlq_db *db, sqlq_source_setup *s, sqlq_table **out,
                                      sqlq_catalog_names *n, sqlq_error *err);
-
-/* A JSON integer, or an integer in a string (values beyond 2^53 come as strings). */
-bool sqlq_capture_json_int64(const json_t *v, int64_t *out);
 
 #endif

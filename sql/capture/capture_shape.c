@@ -116,7 +116,7 @@ static sqlq_result read_key(sqlq_capture *cap, json_t **out, sqlq_error *err, in
     *out = r == SQLQ_OK ? json_incref(json_object_get(row, SQLQ_CAPTURE_KEY_SHAPE)) : NULL;
     if (r == SQLQ_OK && !*out)
         *out = json_null();
-    if (out_src && (r != SQLQ_OK || !sqlq_capture_json_int64(
+    if (out_src && (r != SQLQ_OK || !sqlq_json_int64(
                                         json_object_get(row, SQLQ_CAPTURE_SOURCE_OBJECTS), out_src)))
         *out_src = -1;
     json_decref(rows);
