@@ -195,7 +195,7 @@ static sqlq_result change_from_row(const sqlq_capture *cap, json_t *row, sqlq_ch
     sqlq_result r = sqlq_capture_image_read(cap, row, c, err);
     if (r != SQLQ_OK || c->op == SQLQ_OP_DELETE || !present)
         return r;
-    /* The row's columns as the table has them now (capture_shape.c). */
+    /* The row's columns as the table has them now (capture_table_shape.c). */
     c->row = json_incref(json_object_get(row, SQLQ_CAPTURE_ROW));
     if (!json_is_object(c->row))
         return sqlq_error_set(err, SQLQ_E_PARSE, false, "unexpected change row from %s",
@@ -317,7 +317,7 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
             r = sqlq_capture_query_int(cap, &cap->base, &v, &v.token_base, err);
     }
     if (r == SQLQ_OK)
-        r = sqlq_capture_shape_poll(cap, poll, &v, &rows, err);
+        r = sqlq_capture_table_shape_poll(cap, poll, &v, &rows, err);
     bool leased = r == SQLQ_OK && json_array_size(rows) > 0;
     if (leased)
         r = sqlq_capture_run(cap, lease, &v, NULL, err);
@@ -332,7 +332,7 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
         free(stray);
         json_decref(rows);
         position_clear(&cap->resume);
-        return sqlq_capture_shape_failed(cap, r, err);
+        return sqlq_capture_table_shape_failed(cap, r, err);
     }
     if (nstray > 0) {
         sqlq_error e; /* a failed hand-back only delays them: their leases expire */
@@ -344,7 +344,7 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
      * checks the key with them), at most once a second: with wake-ups an idle-then-busy route
      * polls empty many times a second, and each check is a catalog query. */
     if (json_array_size(rows) == 0 && (uint64_t)v.now - cap->key_checked_ms >= KEY_CHECK_MS) {
-        r = sqlq_capture_shape_check_key(cap, err);
+        r = sqlq_capture_table_shape_check_key(cap, err);
         if (r == SQLQ_OK) /* a failed check is made again by the next poll */
             cap->key_checked_ms = (uint64_t)v.now;
     }

@@ -25,7 +25,7 @@ sqlq_result sqlq_capture_image_open(sqlq_capture *cap, const sqlq_capture_config
         return SQLQ_OK;
     if (cap->leased->image_open)
         return cap->leased->image_open(cap, cfg, err);
-    sqlq_result r = sqlq_capture_shape_describe_log(cap, &cap->log, err);
+    sqlq_result r = sqlq_capture_table_shape_describe_log(cap, &cap->log, err);
     if (r == SQLQ_E_NOT_FOUND) /* no log at all: check_source says so */
         return sqlq_error_clear(err), SQLQ_OK;
     if (r != SQLQ_OK)

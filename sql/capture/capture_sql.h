@@ -103,9 +103,9 @@ typedef struct sqlq_capture_log_sql {
     void (*start_now)(sqlq_capture_builder *b);
     void (*start_beginning)(sqlq_capture_builder *b);
     /* Scalar subqueries: the table's primary key now, the unique index's key now (table_key.h;
-     * NULL: no such keys), and how many objects feed the source (sqlq_capture_sql_key_shape). */
-    void (*key_shape)(sqlq_capture_builder *b);
-    void (*unique_key_shape)(sqlq_capture_builder *b);
+     * NULL: no such keys), and how many objects feed the source (sqlq_capture_sql_key_stmt). */
+    void (*key_expr)(sqlq_capture_builder *b);
+    void (*unique_key_expr)(sqlq_capture_builder *b);
     void (*source_objects_expr)(sqlq_capture_builder *b);
     /* The status's m_held (changes committed above the horizon); NULL: 0. */
     void (*held)(sqlq_capture_builder *b);
@@ -144,9 +144,9 @@ typedef struct sqlq_capture_sql {
 /* Result columns of poll, read by position (sqlq_db_query_values): k0..k<nkey-1> (key, in key
  * order), m_v (version), m_op ('I','U', 'D'), m_att (attempts counting this delivery, capped
  * at max_attempts + 1), m_tok (lease token), m_row (1 when the current row exists, 2 when it exists but fails `where`), m_key (the
- * table's primary key now, as sqlq_capture_sql_key_shape reads it), then r.*: every column of
+ * table's primary key now, as sqlq_capture_sql_key_stmt reads it), then r.*: every column of
  * the current row as the table has them when the statement runs (NULL when there is none). */
-#define SQLQ_CAPTURE_KEY_SHAPE "m_key"
+#define SQLQ_CAPTURE_KEY_NOW "m_key"
 /* Prefix of the poll's exact-value columns after r.* (m_fix<i>: column i of the description). */
 #define SQLQ_CAPTURE_FIXUP "m_fix"
 
@@ -182,7 +182,7 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *
  * nothing; m_key is also compared with the m_key of every poll. */
 #define SQLQ_CAPTURE_SOURCE_OBJECTS "m_src"
 int sqlq_capture_sql_source_objects(const sqlq_capture_sql *c);
-SQLQ_NODISCARD sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c,
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_key_stmt(const sqlq_capture_sql *c,
                                                       sqlq_capture_stmt *out, sqlq_error *err);
 /* Change log: one row, m_newest (the log's largest version, NULL when empty) and m_held
  * (PostgreSQL: changes after the sync version above the SQLQ_P_HORIZON parameter, committed

@@ -29,7 +29,7 @@ typedef enum {
     SQLQ_LAG_INTERVAL,  /* c < clock_timestamp() - interval 'n milliseconds' */
     SQLQ_LAG_DATEADD,   /* c < DATEADD(millisecond, -n, SYSDATETIME()) */
     SQLQ_LAG_SYSDATE,   /* c < SYSDATE(6) - INTERVAL n MICROSECOND (MariaDB, MySQL; UTC) */
-} sqlq_lag_shape;
+} sqlq_lag_syntax;
 
 struct sqlq_keyset_col;
 struct sqlq_change_source_ops;
@@ -139,7 +139,7 @@ struct sqlq_dialect {
     const struct sqlq_change_source_ops *const *sources;
 
     /* ---- keyset paging and cursors (keyset.c, cursor_query.c) */
-    sqlq_lag_shape lag_shape;
+    sqlq_lag_syntax lag_syntax;
     bool rowversion; /* rowversion columns, exact below MIN_ACTIVE_ROWVERSION() (SQL Server) */
     bool row_values; /* (a, b) > (?, ?) compares row values; else expanded to ORs */
     /* A column's value as the text sqlq stores as a cursor / key position. */
