@@ -1,4 +1,5 @@
-/* dialect: the SQL that differs between SQLite, PostgreSQL and SQL Server. */
+/* dialect: the SQL that differs between the databases sqlq speaks to: one table of values and
+ * hooks per database (sql/<database>/), registered in dialect.c. */
 #ifndef SQLQ_DIALECT_H
 #define SQLQ_DIALECT_H
 
@@ -168,7 +169,7 @@ const sqlq_dialect *sqlq_dialect_find(const char *dbms_name);
 const sqlq_dialect *sqlq_dialect_of_file_driver(const char *driver);
 /* The i-th registered dialect (0-based); NULL past the last. */
 const sqlq_dialect *sqlq_dialect_at(size_t i);
-/* The registered dialects' titles, for messages: "SQLite, PostgreSQL, SQL Server". */
+/* The registered dialects' titles, for messages: "SQLite, PostgreSQL, SQL Server, MariaDB". */
 void sqlq_dialect_titles(char *out, size_t size);
 
 extern const sqlq_dialect sqlq_dialect_sqlite;

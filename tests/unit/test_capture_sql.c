@@ -308,7 +308,7 @@ static void test_capture_sql_params_match_markers(void **state)
     }
 }
 
-/* Issue 16: a route asking for changed columns and the before image reads the log's map, what
+/* A route asking for changed columns and the before image reads the log's map, what
  * this bridge delivered of the key, and the mirrored columns the log has (note only here);
  * every marker keeps its role. Change tracking reads none of them. */
 static void test_capture_sql_poll_image_columns(void **state)

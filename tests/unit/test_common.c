@@ -133,7 +133,7 @@ static void test_common_log_control_characters(void **state)
     free(line);
 }
 
-/* Issue 14.5: one helper logs an error: the fields, then err="…" as sqlq_error_format writes
+/* One helper logs an error: the fields, then err="…" as sqlq_error_format writes
  * it, redacted like any value; nothing is formatted below the level. */
 static void test_common_log_error_helper(void **state)
 {
@@ -154,7 +154,7 @@ static void test_common_log_error_helper(void **state)
     sqlq_log_clear_secrets();
 }
 
-/* Issue 12.2: values cannot forge fields or lines, in text or JSON. */
+/* Values cannot forge fields or lines, in text or JSON. */
 static void test_common_log_hostile_values_escaped(void **state)
 {
     (void)state;
