@@ -1,6 +1,7 @@
 #include "pg_listen.h"
 
 #include "clock.h"
+#include "json_int.h"
 #include "pg_internal.h"
 #include "conn_string.h"
 #include "change_log.h"
@@ -265,12 +266,9 @@ static void take_result(sqlq_pg_listen *l, PGresult *res)
     ExecStatusType st = PQresultStatus(res);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
         if (++l->answers == l->l_answer && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
-            const char *text = PQgetvalue(res, 0, 0);
-            char *end = NULL;
-            errno = 0;
-            long long v = strtoll(text, &end, 10);
-            l->have_l = errno == 0 && end != text && *end == '\0';
-            l->l = (int64_t)v;
+            int64_t v = 0;
+            l->have_l = sqlq_json_int64_text(PQgetvalue(res, 0, 0), &v);
+            l->l = v;
         }
         return;
     }
