@@ -2,6 +2,7 @@
 
 #include "capture.h"
 #include "capture_backlog.h"
+#include "capture_presence.h"
 #include "capture_stop.h"
 #include "catalog.h"
 #include "change_source.h"
@@ -189,6 +190,13 @@ static bool bridge_status(sqlq_status_report *s, const sqlq_status_options *o, c
     }
     if (b && st.logical)
         slot_json(b, &st);
+    json_t *rates = NULL;
+    if (b && sqlq_presence_rates(s->db, table, bridge, &rates, &err) == SQLQ_OK) {
+        json_object_set_new(b, "instances", rates);
+    } else if (b) {
+        json_decref(rates);
+        report_error(o, "instance rates", &err);
+    }
     json_array_append_new(bridges, b);
     sqlq_capture_status_free(&st);
     return true;
