@@ -174,9 +174,11 @@ static void print_bridge(const json_t *b)
                name, stopped, (long long)json_integer_value(json_object_get(b, "sync_version")),
                (long long)json_integer_value(json_object_get(b, "pending")),
                (long long)json_integer_value(json_object_get(b, "leased")));
-    else if (stopped)
+    else if (stopped && json_object_get(b, "counted"))
         printf("  bridge %s: capture stopped (%s); the change log cannot be read either: %s\n",
                name, stopped, shown(b, "count_error", "", e, sizeof(e)));
+    else if (stopped)
+        printf("  bridge %s: capture stopped (%s): see the error\n", name, stopped);
     if (json_object_get(b, "error"))
         return;
     printf("  bridge %s: sync version %lld, pending %lld, leased %lld", name,
