@@ -110,7 +110,7 @@ int64_t sqlq_capture_covered_version(const sqlq_capture *cap);
 SQLQ_NODISCARD sqlq_result sqlq_capture_renew(sqlq_capture *cap, const sqlq_change *changes,
                                               size_t n, sqlq_error *err);
 /* renew, and *out_lost (optional) counts changes whose lease this instance no longer holds
- * (another instance re-leased them after ours expired): stop working on those. ADDED. */
+ * (another instance re-leased them after ours expired): stop working on those. */
 SQLQ_NODISCARD sqlq_result sqlq_capture_renew_owned(sqlq_capture *cap, const sqlq_change *changes,
                                                     size_t n, size_t *out_lost, sqlq_error *err);
 /* Mark changes delivered (the queue accepted them, or they went to poison). Only leases this

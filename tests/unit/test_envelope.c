@@ -418,7 +418,7 @@ static void test_envelope_plain_uncarriable_change_alone(void **state)
     }
 }
 
-/* Issue 16: "changed" only on an update and "before" on an update or a delete, after "row";
+/* "changed" only on an update and "before" on an update or a delete, after "row";
  * neither on an insert nor on a truncated (key-only) change. */
 static void test_envelope_changed_and_before(void **state)
 {
