@@ -440,15 +440,18 @@ void sqlq_route_advance(sqlq_route *r)
         SQLQ_DEBUG("advanced", "table=%s sync_version=%lld", r->cfg.table, (long long)v);
 }
 
-/* Metrics read from elsewhere: pending changes (a query on the route's connection, so never
- * while the helper owns it) and lease renewals, every 5 s. */
+/* Every 5 s: the publish rates (also written where `sqlq status` reads them), and with
+ * metrics those read from elsewhere: pending changes (a query on the route's connection, so
+ * never while the helper owns it) and lease renewals. */
 void sqlq_route_refresh_metrics(sqlq_route *r, uint64_t now)
 {
     assert(!r->helper_owns_conn);
-    if (!r->env.metrics || now - r->last_status_ms < 5000)
+    if (now - r->last_status_ms < 5000)
         return;
     r->last_status_ms = now;
-    sqlq_route_shards_metrics(r, now);
+    sqlq_route_shards_metrics(r, now); /* and the rates `sqlq status` shows */
+    if (!r->env.metrics)
+        return;
     unsigned long long renewals = r->renewer ? sqlq_lease_renewer_count(r->renewer) : 0;
     sqlq_counter_add(r->m_renewals, renewals - r->renewals_seen);
     r->renewals_seen = renewals;

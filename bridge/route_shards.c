@@ -2,6 +2,8 @@
  * and the per-shard and per-instance publish rates /metrics shows. */
 #include "route_internal.h"
 
+#include "log.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,33 @@ void sqlq_route_shards_destroy(sqlq_route *r)
     free(r->shard_seen);
 }
 
+/* How long `sqlq status` shows a report of the rates: six samples, so that a route that is
+ * slow to come back to its loop (a long poll, a queue outage) still shows. */
+#define RATE_SHOWN_S 30
+
+/* The rates of a sample where `sqlq status` reads them (capture_presence.h): the route's and
+ * each queue's ({"queue": per_s}). A failure only leaves the last report to run out. */
+static void report_rates(sqlq_route *r, const double *lane, size_t n, double total)
+{
+    if (!r->cap)
+        return;
+    json_t *queues = json_object();
+    for (size_t i = 0; queues && i < n; i++)
+        json_object_set_new(queues, r->nlanes ? r->lanes[i].queue : r->cfg.queue,
+                            json_real(lane[i]));
+    char *text = queues ? json_dumps(queues, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(queues);
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (!text)
+        sqlq_error_set(&e, SQLQ_E_NOMEM, false, "out of memory");
+    else if (sqlq_capture_rate(r->cap, total, text, RATE_SHOWN_S, &e) == SQLQ_OK)
+        e.code = SQLQ_OK;
+    if (e.code != SQLQ_OK)
+        SQLQ_LOG_ERR(SQLQ_LOG_DEBUG, "rate_report_failed", &e, "table=%s", r->cfg.table);
+    free(text);
+}
+
 void sqlq_route_shards_metrics(sqlq_route *r, uint64_t now)
 {
     if (!r->delivery || !r->shard_seen)
@@ -82,21 +111,30 @@ void sqlq_route_shards_metrics(sqlq_route *r, uint64_t now)
     size_t n = sqlq_delivery_lane_count(r->delivery);
     uint64_t elapsed = now - r->rate_ms;
     bool sample = r->rate_ms == 0 || elapsed >= RATE_SAMPLE_MS;
+    if (!sample)
+        return;
+    double *lane = calloc(n ? n : 1, sizeof(*lane));
     unsigned long long total = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned long long acc = sqlq_delivery_lane_accepted(r->delivery, i);
+        unsigned long long seen = r->nlanes ? r->shard_seen[i] : r->rate_seen;
         total += acc;
-        if (r->nlanes == 0 || !sample)
+        if (lane && r->rate_ms != 0)
+            lane[i] = (double)(acc - seen) * 1000.0 / (double)elapsed;
+        if (r->nlanes == 0)
             continue;
         sqlq_counter_add(r->m_shard_published[i], acc - r->shard_seen[i]);
         if (r->rate_ms != 0)
-            sqlq_gauge_set(r->m_shard_rate[i], (double)(acc - r->shard_seen[i]) * 1000.0 / (double)elapsed);
+            sqlq_gauge_set(r->m_shard_rate[i], lane ? lane[i] : 0);
         r->shard_seen[i] = acc;
     }
-    if (!sample)
-        return;
-    if (r->rate_ms != 0)
-        sqlq_gauge_set(r->m_rate, (double)(total - r->rate_seen) * 1000.0 / (double)elapsed);
+    if (r->rate_ms != 0) {
+        double per_s = (double)(total - r->rate_seen) * 1000.0 / (double)elapsed;
+        sqlq_gauge_set(r->m_rate, per_s);
+        if (lane)
+            report_rates(r, lane, n, per_s);
+    }
+    free(lane);
     r->rate_seen = total;
     r->rate_ms = now;
 }

@@ -44,7 +44,9 @@ static const sqlq_config_spec status_spec = {
     "pending changes (not delivered yet, leased ones included, and where the source reads up to\n"
     "a horizon committed changes an open writer of the change log holds back: the backlog an\n"
     "autoscaler reads, as the bridge's sqlq_pending_changes metric counts it),\n"
-    "and the leases held now, by owner (host:pid:random of the bridge instance).\n"
+    "the leases held now, by owner (host:pid:random of the bridge instance), and what each\n"
+    "running instance published lately (changes/s over its last 5 s sample, per queue of a\n"
+    "shard set; an instance that reported nothing for 30 s is not listed).\n"
     "A bridge whose capture stopped (its key changed, its triggers are gone) is shown as\n"
     "`capture stopped (REASON)` with its counts read from the change log alone.\n"
     "Exit code 1 when a table asked for is not set up or cannot be read, or a capture stopped.",
@@ -127,6 +129,29 @@ static void print_slot(const json_t *b)
            (long long)json_integer_value(json_object_get(slot, "lag_bytes")));
 }
 
+/* What each instance published lately: its rate, and each queue's in a shard set. */
+static void print_rates(const json_t *b)
+{
+    size_t i;
+    json_t *inst;
+    json_array_foreach(json_object_get(b, "instances"), i, inst) {
+        char id[SQLQ_TERM_NAME_MAX], q[SQLQ_TERM_NAME_MAX];
+        printf("    instance %s: %.1f changes/s", shown(inst, "instance", "", id, sizeof(id)),
+               json_number_value(json_object_get(inst, "per_s")));
+        json_t *queues = json_object_get(inst, "queues");
+        const char *name;
+        json_t *rate;
+        const char *sep = " (";
+        if (json_object_size(queues) > 1)
+            json_object_foreach(queues, name, rate) {
+                printf("%s%s %.1f/s", sep, sqlq_term_text_name(name, q, sizeof(q)),
+                       json_number_value(rate));
+                sep = ", ";
+            }
+        printf("%s\n", *sep == ',' ? ")" : "");
+    }
+}
+
 /* A source's key in the report as people read it. */
 static const char *source_title(const char *key)
 {
@@ -149,9 +174,11 @@ static void print_bridge(const json_t *b)
                name, stopped, (long long)json_integer_value(json_object_get(b, "sync_version")),
                (long long)json_integer_value(json_object_get(b, "pending")),
                (long long)json_integer_value(json_object_get(b, "leased")));
-    else if (stopped)
+    else if (stopped && json_object_get(b, "counted"))
         printf("  bridge %s: capture stopped (%s); the change log cannot be read either: %s\n",
                name, stopped, shown(b, "count_error", "", e, sizeof(e)));
+    else if (stopped)
+        printf("  bridge %s: capture stopped (%s): see the error\n", name, stopped);
     if (json_object_get(b, "error"))
         return;
     printf("  bridge %s: sync version %lld, pending %lld, leased %lld", name,
@@ -169,6 +196,7 @@ static void print_bridge(const json_t *b)
     printf("%s\n", *sep == ',' ? ")" : "");
     print_writers(b);
     print_slot(b);
+    print_rates(b);
 }
 
 static void print_text(const status_settings *s, const json_t *doc)

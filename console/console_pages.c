@@ -180,8 +180,10 @@ static json_t *route_json(sqlq_console *c, const sqlq_console_route *rt, const j
     if (b) {
         json_object_set_new(o, "source", json_string(source));
         json_object_set(o, "status", b);
+        /* a stopped capture's reason names the kind (retention_overrun, table_key_changed…) */
+        const char *stopped = json_string_value(json_object_get(b, "stopped"));
         if (json_object_get(b, "error"))
-            held(reasons, "status", json_incref(json_object_get(b, "error")));
+            held(reasons, stopped ? stopped : "status", json_incref(json_object_get(b, "error")));
         held_by_writers(reasons, b);
     } else if (doc && c->db && !err.code) {
         held(reasons, "no_bridge",

@@ -136,6 +136,11 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_
 SQLQ_NODISCARD sqlq_result sqlq_capture_presence(sqlq_capture *cap, bool leaving,
                                                  sqlq_error *err);
 
+/* What this instance published lately (capture_presence.h): per_s changes a second, queues
+ * {"queue": per_s, …}, shown by `sqlq status` until now + ttl_s. Every source. */
+SQLQ_NODISCARD sqlq_result sqlq_capture_rate(sqlq_capture *cap, double per_s, const char *queues,
+                                             int ttl_s, sqlq_error *err);
+
 /* Forget the capture state of one table: drop the leases tables and delete the state and
  * presence rows of one bridge (bridge_name) or of every bridge (NULL). The change log itself
  * stays (see sqlq_change_log_drop). *out_bridges (optional) counts the bridges forgotten. */

@@ -9,6 +9,8 @@
 #define SQLQ_STOP_SOURCE_GONE "capture_source_gone" /* triggers or change tracking gone */
 #define SQLQ_STOP_NOT_SET_UP "not_set_up"          /* no change log (setup not run) */
 #define SQLQ_STOP_STATE_GONE "state_gone"          /* the bridge's sync state was removed */
+#define SQLQ_STOP_RETENTION "retention_overrun"    /* the source no longer keeps changes not
+                                                    * delivered yet: sqlq backfill */
 #define SQLQ_STOP_OTHER "capture_failed"           /* any other permanent failure */
 
 /* The reason of a permanent failure: err->reason, else SQLQ_STOP_OTHER. */

@@ -40,6 +40,10 @@ static const char *const CATALOG_CREATE[] = {
     "table_name varchar(500) NOT NULL, instance_id varchar(128) NOT NULL, "
     "seen_until_ms bigint NOT NULL, PRIMARY KEY (bridge_name, table_name, instance_id))"
     TABLE_OPTIONS,
+    "CREATE TABLE IF NOT EXISTS sqlq.instance_rates (bridge_name varchar(128) NOT NULL, "
+    "table_name varchar(500) NOT NULL, instance_id varchar(128) NOT NULL, per_s double NOT NULL, "
+    "queues longtext NOT NULL, seen_until_ms bigint NOT NULL, "
+    "PRIMARY KEY (bridge_name, table_name, instance_id))" TABLE_OPTIONS,
     /* The change logs' versions: a row whose lock serialises the stamping transactions, so
      * versions commit in the order they are handed out (docs/capture.md, MariaDB), starting at
      * the clock in microseconds: a catalog made again after every log was dropped starts above
@@ -53,6 +57,7 @@ static const char *const CATALOG_CREATE[] = {
 
 static const char *const CATALOG_DROP[] = {
     "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.instances",
+    "DROP TABLE IF EXISTS sqlq.instance_rates",
     "DROP TABLE IF EXISTS sqlq.tables",
     "DROP TABLE IF EXISTS sqlq.state",        "DROP TABLE IF EXISTS sqlq.counter",
     "DROP DATABASE IF EXISTS sqlq", NULL};

@@ -1,5 +1,6 @@
 #include "ct_query.h"
 
+#include "capture_stop.h"
 #include "sql_text.h"
 
 #include <ctype.h>
@@ -165,11 +166,13 @@ sqlq_result sqlq_ct_retention_check(const char *bridge, const char *table_key, i
         *out_gap = true;
         return SQLQ_OK;
     }
-    return sqlq_error_set(
+    sqlq_result r = sqlq_error_set(
         err, SQLQ_E_INVALID, false,
         "bridge %s, table %s: changes were lost to change-tracking retention (sync version %" PRId64
         " < CHANGE_TRACKING_MIN_VALID_VERSION %" PRId64 "): re-send the table with `sqlq backfill "
         "--table %s`, then start the bridge with --allow-retention-gap to continue from version "
         "%" PRId64 "; raise CHANGE_RETENTION to avoid it",
         bridge, table_key, sync, min_valid, table_key, min_valid);
+    sqlq_error_reason(err, SQLQ_STOP_RETENTION);
+    return r;
 }

@@ -29,11 +29,16 @@ static const char *const CATALOG_CREATE[] = {
     "IF OBJECT_ID(N'sqlq.instances', N'U') IS NULL CREATE TABLE sqlq.instances ("
     "bridge_name nvarchar(128) NOT NULL, table_name nvarchar(300) NOT NULL, "
     "instance_id nvarchar(128) NOT NULL, seen_until_ms bigint NOT NULL)",
+    "IF OBJECT_ID(N'sqlq.instance_rates', N'U') IS NULL CREATE TABLE sqlq.instance_rates ("
+    "bridge_name nvarchar(128) NOT NULL, table_name nvarchar(300) NOT NULL, "
+    "instance_id nvarchar(128) NOT NULL, per_s float NOT NULL, queues nvarchar(max) NOT NULL, "
+    "seen_until_ms bigint NOT NULL)",
     NULL};
 
 static const char *const CATALOG_DROP[] = {
     "IF OBJECT_ID(N'sqlq.cursor_state', N'U') IS NOT NULL DROP TABLE sqlq.cursor_state",
     "IF OBJECT_ID(N'sqlq.instances', N'U') IS NOT NULL DROP TABLE sqlq.instances",
+    "IF OBJECT_ID(N'sqlq.instance_rates', N'U') IS NOT NULL DROP TABLE sqlq.instance_rates",
     "IF OBJECT_ID(N'sqlq.tables', N'U') IS NOT NULL DROP TABLE sqlq.tables",
     "IF OBJECT_ID(N'sqlq.state', N'U') IS NOT NULL DROP TABLE sqlq.state",
     "IF OBJECT_ID(N'sqlq.lease_token', N'SO') IS NOT NULL DROP SEQUENCE sqlq.lease_token",

@@ -24,10 +24,14 @@ static const char *const CATALOG_CREATE[] = {
     "CREATE TABLE IF NOT EXISTS sqlq.instances (bridge_name text NOT NULL, table_name text NOT "
     "NULL, instance_id text NOT NULL, seen_until_ms bigint NOT NULL, "
     "PRIMARY KEY (bridge_name, table_name, instance_id))",
+    "CREATE TABLE IF NOT EXISTS sqlq.instance_rates (bridge_name text NOT NULL, table_name text "
+    "NOT NULL, instance_id text NOT NULL, per_s double precision NOT NULL, queues text NOT NULL, "
+    "seen_until_ms bigint NOT NULL, PRIMARY KEY (bridge_name, table_name, instance_id))",
     "CREATE SEQUENCE IF NOT EXISTS sqlq.lease_token", NULL};
 
 static const char *const CATALOG_DROP[] = {
     "DROP TABLE IF EXISTS sqlq.cursor_state", "DROP TABLE IF EXISTS sqlq.instances",
+    "DROP TABLE IF EXISTS sqlq.instance_rates",
     "DROP TABLE IF EXISTS sqlq.tables",
     "DROP TABLE IF EXISTS sqlq.state",        "DROP SEQUENCE IF EXISTS sqlq.lease_token",
     /* Only when empty: other objects in schema sqlq are not sqlq's to drop (nor an error). */

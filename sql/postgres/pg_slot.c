@@ -2,6 +2,7 @@
  * and the slot's state (retained WAL, lag), over the route's ODBC connection. */
 #include "pg_slot.h"
 
+#include "capture_stop.h"
 #include "dialect.h"
 #include "sql_text.h"
 
@@ -80,6 +81,13 @@ static int64_t int_of(const json_t *row, const char *key)
         return json_integer_value(v);
     const char *s = json_string_value(v);
     return s ? strtoll(s, NULL, 10) : 0;
+}
+
+/* A slot that no longer keeps what the route has not delivered: a retention overrun. */
+static sqlq_result retention_overrun(sqlq_error *err, sqlq_result r)
+{
+    sqlq_error_reason(err, SQLQ_STOP_RETENTION);
+    return r;
 }
 
 static void warn(json_t *warnings, const char *text)
@@ -217,17 +225,17 @@ static sqlq_result check_slot(sqlq_db *db, const sqlq_pg_slot_names *n, sqlq_err
                               "there if it is left over (SELECT pg_drop_replication_slot('%s'))",
                               n->slot, st.database, n->slot);
     if (!st.exists)
-        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+        return retention_overrun(err, sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "replication slot %s does not exist: `sqlq setup --source logical` "
                               "creates it; if it existed, it was dropped (by hand, or by the "
                               "service when storage ran low) and %s",
-                              n->slot, BACKFILL_HINT);
+                              n->slot, BACKFILL_HINT));
     if (strcmp(st.wal_status, "lost") == 0)
-        return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+        return retention_overrun(err, sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "replication slot %s is lost (wal_status lost: the WAL it needed "
                               "passed max_slot_wal_keep_size and was removed, a retention "
                               "overrun): drop it (`sqlq setup --source logical --drop`) and %s",
-                              n->slot, BACKFILL_HINT);
+                              n->slot, BACKFILL_HINT));
     return SQLQ_OK;
 }
 

@@ -28,12 +28,13 @@ static sqlq_result run_all(sqlq_db *db, const char *const *sql, sqlq_error *err)
  * checks CREATE privileges before IF NOT EXISTS, and a bridge may run without them). */
 static sqlq_result all_present(sqlq_db *db, bool *out, sqlq_error *err)
 {
-    /* instances: added later; a catalog without it is completed by the same statements */
+    /* instances, instance_rates: a catalog made before them is completed by the same
+     * statements */
     const char *const objects[] = {"tables", "state", sqlq_db_dialect(db)->catalog_token_object,
-                                   "instances"};
+                                   "instances", "instance_rates"};
     *out = true;
     sqlq_result r = SQLQ_OK;
-    for (size_t i = 0; r == SQLQ_OK && *out && i < 4; i++)
+    for (size_t i = 0; r == SQLQ_OK && *out && i < sizeof(objects) / sizeof(objects[0]); i++)
         r = sqlq_catalog_object_exists(db, objects[i], out, err);
     return r;
 }

@@ -32,6 +32,10 @@ static const char *const CATALOG_CREATE[] = {
     "CREATE TABLE IF NOT EXISTS sqlq_instances (bridge_name TEXT NOT NULL, table_name TEXT NOT "
     "NULL, instance_id TEXT NOT NULL, seen_until_ms INTEGER NOT NULL, "
     "PRIMARY KEY (bridge_name, table_name, instance_id))",
+    /* what each instance published lately (capture_presence.h) */
+    "CREATE TABLE IF NOT EXISTS sqlq_instance_rates (bridge_name TEXT NOT NULL, table_name TEXT "
+    "NOT NULL, instance_id TEXT NOT NULL, per_s REAL NOT NULL, queues TEXT NOT NULL, "
+    "seen_until_ms INTEGER NOT NULL, PRIMARY KEY (bridge_name, table_name, instance_id))",
     /* version: the floor of the change logs' versions (raised by setup and drop; the triggers
      * of an earlier sqlq bumped it per change), first the clock in microseconds: a catalog made
      * again after every log was dropped starts above the versions those logs handed out
@@ -43,6 +47,7 @@ static const char *const CATALOG_CREATE[] = {
 
 static const char *const CATALOG_DROP[] = {
     "DROP TABLE IF EXISTS sqlq_cursor_state", "DROP TABLE IF EXISTS sqlq_instances",
+    "DROP TABLE IF EXISTS sqlq_instance_rates",
     "DROP TABLE IF EXISTS sqlq_tables",
     "DROP TABLE IF EXISTS sqlq_state", "DROP TABLE IF EXISTS sqlq_counter", NULL};
 

@@ -2,6 +2,7 @@
 
 #include "capture.h"
 #include "capture_backlog.h"
+#include "capture_presence.h"
 #include "capture_stop.h"
 #include "catalog.h"
 #include "change_source.h"
@@ -168,9 +169,11 @@ static bool bridge_status(sqlq_status_report *s, const sqlq_status_options *o, c
         json_t *b = json_pack("{s:s, s:s}", "bridge", bridge, "error", err.message);
         /* a capture stopped for good whose database keeps a change log of sqlq's: its
          * backlog is read from the log alone */
-        if (b && !err.transient && err.code != SQLQ_E_UNSUPPORTED &&
+        if (b && !err.transient && err.code != SQLQ_E_UNSUPPORTED && !slot &&
             sqlq_change_source_find(sqlq_db_dialect(s->db), SQLQ_SOURCE_CHANGE_LOG))
             stopped_counts(s->db, table, bridge, &err, b);
+        else if (b && !err.transient && err.reason[0]) /* why, without counts of the log */
+            json_object_set_new(b, "stopped", json_string(err.reason));
         json_array_append_new(bridges, b);
         return false;
     }
@@ -189,6 +192,13 @@ static bool bridge_status(sqlq_status_report *s, const sqlq_status_options *o, c
     }
     if (b && st.logical)
         slot_json(b, &st);
+    json_t *rates = NULL;
+    if (b && sqlq_presence_rates(s->db, table, bridge, &rates, &err) == SQLQ_OK) {
+        json_object_set_new(b, "instances", rates);
+    } else if (b) {
+        json_decref(rates);
+        report_error(o, "instance rates", &err);
+    }
     json_array_append_new(bridges, b);
     sqlq_capture_status_free(&st);
     return true;

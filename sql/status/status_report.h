@@ -33,14 +33,19 @@ SQLQ_NODISCARD sqlq_result sqlq_status_report_create(sqlq_db *db, bool keep_open
 void sqlq_status_report_destroy(sqlq_status_report *s);
 
 /* The document:
- *   {"tables": [{"table", "source": "change_log" | "change_tracking", "log" (its change log,
- *                when registered), "bridges": [
+ *   {"tables": [{"table", "source": "change_log" | "change_tracking" | "logical", "log" (its
+ *                change log, when registered), "bridges": [
  *        {"bridge", "sync_version", "pending" (leased and held back included, as
  *         sqlq_pending_changes counts them), "leased", "owners": {instance: leases},
- *         "oldest_pending_age_s" (keep_open), and on PostgreSQL while open writers hold
- *         changes back: "horizon", "held_back", "blocking_transactions": [{xid, pid,
- *         application_name, database, state, age_s, gid}]}
- *      | {"bridge", "error"} ]}],
+ *         "oldest_pending_age_s" (keep_open), where open writers of a source with a horizon
+ *         hold changes back: "horizon", "held_back", "blocking_transactions": [{xid, pid,
+ *         application_name, database, state, age_s, gid}], a logical source's "slot": {name,
+ *         active, wal_status, retained_wal_bytes, lag_bytes}, and "instances": [{bridge,
+ *         instance, per_s, queues: {queue: per_s}}] (what each running instance published
+ *         lately)}
+ *      | {"bridge", "error", "stopped" (a permanent failure's reason: capture_stop.h), and
+ *         for a change log's source "counted", with the log's "sync_version", "pending",
+ *         "leased", or "count_error"} ]}],
  *    "cursor_sources": [{bridge, table, rule, owner, lease_expires_in_ms, rows_done,
  *                        cursor_value}]}
  * Tables in registry order. *out_failed: some part could not be read (on_error was told).

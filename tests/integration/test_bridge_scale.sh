@@ -88,11 +88,24 @@ pending() { status_json | python3 -c 'import json,sys
 d=json.load(sys.stdin); print(sum(b.get("pending",0) for t in d["tables"] for b in t["bridges"]))'; }
 now_ms() { date +%s%3N; }
 
-start a; a=$started; instance_of a >/dev/null
+start a; a=$started; ida=$(instance_of a)
 sleep 4
 start b; b=$started; idb=$(instance_of b)
 start c; c=$started; idc=$(instance_of c)
 sleep 6
+
+# sqlq status shows what each running instance publishes, per shard (sampled every 5 s).
+rates() { status_json | python3 -c 'import json,sys
+d=json.load(sys.stdin); ids=set(sys.argv[1:])
+inst=[i for t in d["tables"] for b in t["bridges"] for i in b.get("instances",[]) if i["instance"] in ids]
+ok=[i for i in inst if len(i["queues"])==3 and abs(sum(i["queues"].values())-i["per_s"])<0.01*max(1,i["per_s"])]
+print(len(ok), sum(1 for i in ok if i["per_s"]>0))' "$ida" "$idb" "$idc"; }
+listed=0 busy=0
+for _ in $(seq 30); do read -r listed busy < <(rates); [ "$listed" -eq 3 ] && [ "$busy" -ge 2 ] && break; sleep 0.5; done
+[ "$listed" -eq 3 ] && [ "$busy" -ge 2 ] ||
+    fail "status shows rates of $listed of 3 instances ($busy publishing): $(status_json)"
+"$sqlq" status --db "$conn" --table kv | grep -q "instance $ida: [0-9.]* changes/s ($q-0 " ||
+    fail "status's text has no rate line for instance a: $("$sqlq" status --db "$conn" --table kv)"
 
 # Scale-in: one instance dies (node lost), one is stopped as a scaler stops it.
 kill -9 "$b"

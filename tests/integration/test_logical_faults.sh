@@ -166,6 +166,15 @@ st=$(psql_ -c "SELECT wal_status FROM pg_replication_slots WHERE slot_name LIKE 
 [ "$st" = lost ] || fail "the slot is $st, not lost, after max_slot_wal_keep_size passed"
 out=$("$sqlq" bridge --db "$conn" --table w --queue "$q" --source logical --once 2>&1) && fail "bridge ran on a lost slot"
 echo "$out" | grep -q "is lost.*sqlq backfill" || fail "lost slot: $out"
+# status names the stop a retention overrun (the reason alerts and the console key on)
+out=$("$sqlq" status --db "$conn" --table w 2>&1) && fail "status exited 0 on a lost slot: $out"
+echo "$out" | grep -q "capture stopped (retention_overrun)" || fail "status on a lost slot: $out"
+doc=$("$sqlq" status --db "$conn" --table w --json 2>/dev/null) && fail "status --json exited 0 on a lost slot"
+echo "$doc" | python3 -c '
+import json, sys
+b = json.load(sys.stdin)["tables"][0]["bridges"][0]
+assert b.get("stopped") == "retention_overrun" and "is lost" in b["error"], b' ||
+    fail "status --json on a lost slot"
 out=$("$sqlq" setup --db "$conn" --table w --source logical 2>&1) && fail "setup re-created a lost slot"
 echo "$out" | grep -q "is lost" || fail "setup on a lost slot: $out"
 echo "logical_faults: ok"

@@ -29,6 +29,11 @@ psql_ -d postgres -c "CREATE DATABASE $name"
 psql_ -d "$name" -c "CREATE TABLE big (id int PRIMARY KEY, note text)"
 "$sqlq" setup --db "$conn" --table big --source logical >/dev/null 2>&1 || fail "setup"
 
+# AddressSanitizer's quarantine keeps freed memory: under it the RSS bounds are reported, not
+# enforced.
+asan=$(ldd "$sqlq" 2>/dev/null | grep -o libasan | head -1) || true
+[ -z "$asan" ] || echo "built with AddressSanitizer: peak RSS reported, not bounded"
+
 # run_once: the bridge with --once in the background; its peak RSS (kB) into $hwm.
 run_once() {
     "$sqlq" bridge --db "$conn" --table big --queue "$q" --source logical --once "$@" \
@@ -47,7 +52,7 @@ psql_ -d "$name" -c "INSERT INTO big SELECT g, 'row ' || g || repeat('.', 150) F
 run_once --format batch
 grep -q "bridge_done changes=100000 " "$tmp/bridge.log" || fail "not every change of the transaction: $(grep bridge_done "$tmp/bridge.log")"
 echo "100,000-row transaction: peak RSS $((hwm / 1024)) MB"
-[ "$hwm" -lt $((120 * 1024)) ] || fail "peak RSS $((hwm / 1024)) MB for one 100,000-row transaction"
+[ "$hwm" -lt $((120 * 1024)) ] || [ -n "$asan" ] || fail "peak RSS $((hwm / 1024)) MB for one 100,000-row transaction"
 
 "$sqlq" queue clear "$q" >/dev/null
 psql_ -d "$name" -c "INSERT INTO big SELECT 0, string_agg(md5(g::text), '') FROM generate_series(1, 655360) g"
@@ -60,5 +65,5 @@ m = json.loads(json.loads(open(sys.argv[1]).readline())["body"])
 assert m["key"] == {"id": 0} and m.get("truncated") is True and "row" not in m, m
 PY
 echo "20 MB row: peak RSS $((hwm / 1024)) MB"
-[ "$hwm" -lt $((200 * 1024)) ] || fail "peak RSS $((hwm / 1024)) MB for one 20 MB row"
+[ "$hwm" -lt $((200 * 1024)) ] || [ -n "$asan" ] || fail "peak RSS $((hwm / 1024)) MB for one 20 MB row"
 echo "logical_large: ok"
