@@ -388,6 +388,11 @@ int64_t sqlq_capture_covered_version(const sqlq_capture *cap)
     return cap ? cap->covered : INT64_MIN;
 }
 
+bool sqlq_capture_leases_expire(const sqlq_capture *cap)
+{
+    return !cap || !cap->ops->leases_never_expire;
+}
+
 /* ---- release, renew, abandon ------------------------------------------------------------- */
 
 sqlq_result sqlq_capture_tokens_json(const sqlq_change *changes, size_t n, char **out, sqlq_error *err)
