@@ -307,16 +307,20 @@ class Postgres:
     """A private PostgreSQL server (tests/support/postgres.sh: trust auth, fsync off; durable:
     PostgreSQL's own defaults, fsync and synchronous commits on)."""
 
-    def __init__(self, workdir, durable=False, wal_level="replica"):
+    def __init__(self, workdir, durable=False, wal_level="replica", sync_commit=False):
         self.dir = Path(workdir)
         self.durable = durable
         self.wal_level = wal_level  # logical: the logical source can stream from it
+        # sync_commit (fsync still off): commits write their WAL before returning, so a
+        # walsender sees each at once, not at the WAL writer's next round (wal_writer_delay)
+        self.sync_commit = sync_commit
 
     def start(self):
         self.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.dir.parent, 0o755)  # the server runs as its own user when we are root
         env = dict(os.environ, SQLQ_PG_DURABLE="1" if self.durable else "0",
-                   SQLQ_PG_WAL_LEVEL=self.wal_level)
+                   SQLQ_PG_WAL_LEVEL=self.wal_level,
+                   SQLQ_PG_SYNC_COMMIT="1" if self.sync_commit else "0")
         sh([SUPPORT / "postgres.sh", "start", self.dir], env=env)
         self.port = int((self.dir / "port").read_text())
         self.odbc_prefix = (self.dir / "odbc").read_text().strip()

@@ -23,8 +23,9 @@ log_statement=all on the benchmark database, pg_stat_database).
     (the tap alone, then the tap and the reader on the same messages, per rate and layout)
   bench/latency.py ... --bridge-log-level debug   (the route's stages per batch, summarised)
   bench/latency.py --tap-cost 4   (what the tap costs: putload with and without it, alternating)
-  bench/latency.py --logical --no-today --db postgres --queue fake   (the logical source beside
-    the trigger source's wake-ups, on a server with wal_level = logical)
+  bench/latency.py --logical --commit-flush --no-today --db postgres --queue fake   (the logical
+    source beside the trigger source's wake-ups, on a server with wal_level = logical whose
+    commits write their WAL out: a walsender decodes only WAL written out)
 """
 import argparse
 import base64
@@ -857,6 +858,11 @@ def main():
     ap.add_argument("--logical", action="store_true",
                     help="also the logical source (--source logical; PostgreSQL, the server "
                          "started with wal_level = logical)")
+    ap.add_argument("--commit-flush", action="store_true",
+                    help="PostgreSQL with synchronous_commit = on (fsync still off): each commit "
+                         "writes its WAL before it returns, so the logical source's walsender "
+                         "sees it at once; without it the WAL writer flushes every "
+                         "wal_writer_delay (200 ms) and the logical source waits for that")
     ap.add_argument("--tap-cost", type=int, metavar="ROUNDS", default=0,
                     help="only measure what the tap costs: putload with and without it")
     a = ap.parse_args()
@@ -885,8 +891,8 @@ def main():
     res = {"runs": [], "idle": [], "visible": visible, "queue": a.queue}
     with B.Workdir("latency") as w:
         az = w.add((FakeQueue if a.queue == "fake" else B.Azurite)(w.path / "azurite")).start()
-        pg = w.add(B.Postgres(w.path / "pg", wal_level="logical" if a.logical else "replica")
-                   ).start() if "postgres" in a.db else None
+        pg = w.add(B.Postgres(w.path / "pg", wal_level="logical" if a.logical else "replica",
+                              sync_commit=a.commit_flush)).start() if "postgres" in a.db else None
         for dbname in a.db.split(","):
             for tables_n, instances in (layouts if dbname == "postgres" else layouts[:1]):
                 for rnd in range(a.rounds):
@@ -929,7 +935,8 @@ def main():
     if a.write_docs:
         cmd = "bench/latency.py" + (" --quick" if a.quick else "") + \
             (f" --db {a.db}" if a.db != "postgres,sqlite" else "") + \
-            (f" --visible {a.visible}" if a.visible != "tap" else "")
+            (f" --visible {a.visible}" if a.visible != "tap" else "") + \
+            (" --logical" if a.logical else "") + (" --commit-flush" if a.commit_flush else "")
         B.write_docs(TITLE, docs(res, cmd))
 
 

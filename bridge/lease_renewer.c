@@ -2,6 +2,7 @@
  * of the changes a route still has in flight (ODBC handles belong to one thread). */
 #include "lease_renewer.h"
 
+#include "clock.h"
 #include "log.h"
 #include "stop.h"
 
@@ -101,17 +102,6 @@ static void be_present(sqlq_lease_renewer *r, bool leaving)
                      (int)leaving);
 }
 
-static void deadline_after(struct timespec *ts, int ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 static void *renewer_main(void *arg)
 {
     sqlq_lease_renewer *r = arg;
@@ -130,8 +120,7 @@ static void *renewer_main(void *arg)
         return NULL;
     pthread_mutex_lock(&r->mu);
     while (!r->stopping) {
-        struct timespec ts;
-        deadline_after(&ts, r->interval_ms);
+        struct timespec ts = sqlq_clock_monotonic_after((uint64_t)r->interval_ms);
         int w = 0;
         while (!r->stopping && w != ETIMEDOUT)
             w = pthread_cond_timedwait(&r->cv, &r->mu, &ts);

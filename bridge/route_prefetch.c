@@ -125,10 +125,13 @@ void sqlq_route_helper_stop(sqlq_route *r)
     h->running = false;
 }
 
-/* Lease renewal covers what is still undelivered of `b` and all of `next` (already leased). */
+/* Lease renewal covers what is still undelivered of `b` and all of `next` (already leased);
+ * nothing for a source whose leases never expire. */
 void sqlq_route_set_in_flight(sqlq_route *r, const sqlq_change_batch *b, const bool *done,
                               const sqlq_change_batch *next)
 {
+    if (!sqlq_capture_leases_expire(r->cap))
+        return;
     size_t extra = next ? next->count : 0, n = b->count + extra;
     sqlq_change *all = malloc((n ? n : 1) * sizeof(*all));
     bool *keep = malloc((n ? n : 1) * sizeof(*keep));

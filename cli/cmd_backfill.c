@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "config.h"
 #include "envelope.h"
+#include "json_int.h"
 #include "log.h"
 #include "msg_manifest.h"
 #include "queue_client.h"
@@ -140,6 +141,13 @@ static sqlq_result build_bodies(const run_ctx *ctx, const sqlq_backfill_page *pa
     return r;
 }
 
+/* The version the checkpoint's cursor value holds (0 when it holds none). */
+static long long checkpoint_version(const sqlq_checkpoint *cp)
+{
+    int64_t v = 0;
+    return sqlq_json_int64_text(cp->cursor_value, &v) ? (long long)v : 0;
+}
+
 static sqlq_manifest_head manifest_head(const run_ctx *ctx, const sqlq_backfill *bf)
 {
     sqlq_manifest_head h = {ctx->s->table, ctx->s->bridge_name,
@@ -161,7 +169,7 @@ static sqlq_result page_manifest(const run_ctx *ctx, const sqlq_backfill *bf,
     const sqlq_checkpoint *cp = sqlq_backfill_checkpoint(bf);
     sqlq_manifest_head h = manifest_head(ctx, bf);
     bool has_prev = cp->batch_id > 0 && cp->cursor_value;
-    long long prev = has_prev ? strtoll(cp->cursor_value, NULL, 10) : 0;
+    long long prev = has_prev ? checkpoint_version(cp) : 0;
     return sqlq_msg_manifest_page(&h, page->end.batch_id, page->floor, has_prev, prev,
                                   page->keys, out, out_n, err);
 }
@@ -212,7 +220,7 @@ static sqlq_result publish_end(const run_ctx *ctx, const sqlq_backfill *bf, sqlq
     sqlq_manifest_head h = manifest_head(ctx, bf);
     char *text = NULL;
     sqlq_result r = sqlq_msg_manifest_end(
-        &h, cp->batch_id, cp->cursor_value ? strtoll(cp->cursor_value, NULL, 10) : 0, &text, err);
+        &h, cp->batch_id, checkpoint_version(cp), &text, err);
     sqlq_put_item item = {0};
     item.body = text;
     item.len = text ? strlen(text) : 0;

@@ -1,6 +1,7 @@
 /* cmd_poison: `sqlq poison list|show|requeue|export|import|purge`: look at and drain
  * {queue}-poison. Every move puts first and deletes after: a crash duplicates, never loses. */
 #include "cli.h"
+#include "clock.h"
 #include "commands.h"
 #include "config.h"
 #include "log.h"
@@ -120,20 +121,17 @@ static int usage_error(const ctx *c, const char *msg)
 
 typedef struct progress {
     const char *what;
-    struct timespec last;
+    uint64_t last_ms;
     bool shown;
 } progress;
 
 static void on_progress(void *ctx_, unsigned long long done)
 {
     progress *p = ctx_;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long ms =
-        (long)(now.tv_sec - p->last.tv_sec) * 1000 + (now.tv_nsec - p->last.tv_nsec) / 1000000;
-    if (p->shown && ms < 200)
+    uint64_t now = sqlq_clock_mono_ms();
+    if (p->shown && now - p->last_ms < 200)
         return;
-    p->last = now;
+    p->last_ms = now;
     p->shown = true;
     fprintf(stderr, "\r%s %llu...", p->what, done);
     fflush(stderr);

@@ -1,6 +1,7 @@
 /* cmd_setup: `sqlq setup`: install (or with --drop remove) what change capture needs in the
  * database: sqlq's schema and state tables, and per table the change log and its triggers
- * (SQLite, PostgreSQL) or change tracking (SQL Server). Idempotent; says what it did. */
+ * or the database's own change tracking, as the table's change source installs them.
+ * Idempotent; says what it did. */
 #include "capture.h"
 #include "catalog.h"
 #include "change_source.h"

@@ -5,12 +5,17 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t system_now_ms(void *ctx)
+uint64_t sqlq_clock_mono_ms(void)
 {
-    (void)ctx;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t system_now_ms(void *ctx)
+{
+    (void)ctx;
+    return sqlq_clock_mono_ms();
 }
 
 static bool system_sleep_ms(void *ctx, uint64_t ms)

@@ -28,6 +28,10 @@ double sqlq_clock_random(const sqlq_clock *c);
  * created with pthread_condattr_setclock(CLOCK_MONOTONIC)). */
 struct timespec sqlq_clock_monotonic_after(uint64_t ms);
 
+/* CLOCK_MONOTONIC in milliseconds: the real time between two moments, for code that measures
+ * real waits (I/O deadlines, shutdown bounds, log throttles) rather than the injected clock. */
+uint64_t sqlq_clock_mono_ms(void);
+
 /* Wall-clock time in milliseconds since the epoch (for logs and message metadata). */
 int64_t sqlq_clock_wall_ms(void);
 

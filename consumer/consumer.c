@@ -2,19 +2,13 @@
  * per-message work and renewal in consumer_worker.c). */
 #include "consumer_internal.h"
 
+#include "clock.h"
 #include "log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static uint64_t real_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
 
 bool sqlq_consumer_stop_requested(const sqlq_consumer *c)
 {
@@ -26,7 +20,7 @@ bool sqlq_consumer_stop_requested(const sqlq_consumer *c)
 static bool io_abort(void *ctx)
 {
     sqlq_consumer *c = ctx;
-    return real_ms() >= atomic_load(&c->io_deadline_ms);
+    return sqlq_clock_mono_ms() >= atomic_load(&c->io_deadline_ms);
 }
 
 static bool poll_abort(void *ctx)
@@ -299,17 +293,13 @@ static void cancel_running(sqlq_consumer *c)
 /* Wait (real time) until every worker has exited, or ms pass. Returns true when all exited. */
 static bool wait_workers(sqlq_consumer *c, uint64_t ms)
 {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = sqlq_clock_mono_ms();
     pthread_mutex_lock(&c->mu);
     for (;;) {
         size_t alive = 0;
         for (size_t i = 0; i < c->nworkers; i++)
             alive += c->workers[i].started && !c->workers[i].exited;
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        uint64_t spent = (uint64_t)(t.tv_sec - t0.tv_sec) * 1000u +
-                         (uint64_t)((t.tv_nsec - t0.tv_nsec) / 1000000L);
+        uint64_t spent = sqlq_clock_mono_ms() - t0;
         if (alive == 0 || spent >= ms) {
             pthread_mutex_unlock(&c->mu);
             return alive == 0;
@@ -332,7 +322,7 @@ static void stop_renewal(sqlq_consumer *c)
 
 static sqlq_result shutdown_threads(sqlq_consumer *c, void *conn)
 {
-    uint64_t handlers_until = real_ms() + c->opt.shutdown_timeout_ms;
+    uint64_t handlers_until = sqlq_clock_mono_ms() + c->opt.shutdown_timeout_ms;
     uint64_t hard_until = handlers_until + SQLQ_CONSUMER_CANCEL_GRACE_MS;
     /* requests end a second before the wait does, so an aborted one can unwind in time */
     atomic_store(&c->io_deadline_ms, hard_until - 1000u);
@@ -350,7 +340,7 @@ static sqlq_result shutdown_threads(sqlq_consumer *c, void *conn)
         SQLQ_INFO("consumer.stopping", "queue=%s running=%zu shutdown_timeout_ms=%llu", c->queue,
                   running, (unsigned long long)c->opt.shutdown_timeout_ms);
     sqlq_result r = SQLQ_OK;
-    uint64_t now = real_ms();
+    uint64_t now = sqlq_clock_mono_ms();
     if (!wait_workers(c, handlers_until > now ? handlers_until - now : 0)) {
         SQLQ_WARN("consumer.shutdown_timeout",
                   "queue=%s shutdown_timeout_ms=%llu note=\"messages still in progress (a handler "
@@ -362,7 +352,7 @@ static sqlq_result shutdown_threads(sqlq_consumer *c, void *conn)
                   c->queue, (unsigned long long)c->opt.shutdown_timeout_ms,
                   SQLQ_CONSUMER_CANCEL_GRACE_MS - 1000u);
         cancel_running(c);
-        now = real_ms();
+        now = sqlq_clock_mono_ms();
         if (!wait_workers(c, hard_until > now ? hard_until - now : 0)) {
             SQLQ_ERROR("consumer.handler_stuck", "queue=%s note=\"a handler ignored cancellation\"",
                        c->queue);

@@ -5,6 +5,7 @@
 #include "consumer_internal.h"
 
 #include "backoff.h"
+#include "clock.h"
 #include "log.h"
 
 #include <stdio.h>
@@ -16,25 +17,18 @@
 #define TARGET_LOG_CHANGE_MS 1000u /* a new reason is logged at once, at most once a second */
 #define HOLD_SLICE_MS 100u         /* how often a held message looks at stop and recovery */
 
-static uint64_t real_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
 uint64_t sqlq_consumer_target_down_ms(const struct sqlq_consumer *c)
 {
     uint64_t since = atomic_load(&((struct sqlq_consumer *)(uintptr_t)c)->target_down_since);
     if (!since)
         return 0;
-    uint64_t now = real_ms();
+    uint64_t now = sqlq_clock_mono_ms();
     return now > since ? now - since : 1;
 }
 
 void sqlq_consumer_target_failed(struct sqlq_consumer *c, const sqlq_error *err)
 {
-    uint64_t now = real_ms();
+    uint64_t now = sqlq_clock_mono_ms();
     pthread_mutex_lock(&c->target_mu);
     uint64_t since = atomic_load(&c->target_down_since);
     bool first = since == 0;
@@ -74,7 +68,7 @@ void sqlq_consumer_target_ok(struct sqlq_consumer *c)
     if (!since)
         return;
     atomic_fetch_add(&c->target_epoch, 1);
-    uint64_t now = real_ms();
+    uint64_t now = sqlq_clock_mono_ms();
     SQLQ_INFO("consumer.handler_outage_over",
               "queue=%s down_ms=%llu held=%llu note=\"the handler's target answers again: held "
               "messages are retried now, polling resumes\"",

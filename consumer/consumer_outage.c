@@ -3,6 +3,7 @@
  * poller back off and /readyz say so (the handler's target: consumer_hold.c). */
 #include "consumer_internal.h"
 
+#include "clock.h"
 #include "fault.h"
 #include "log.h"
 
@@ -35,9 +36,7 @@ void sqlq_consumer_note_failure(struct sqlq_consumer *c, const char *op, const s
     unsigned long long failing = atomic_fetch_add(&c->n.service_failing, 1) + 1;
     char why[sizeof(c->outage_cause)];
     const char *cause = sqlq_consumer_outage_cause(c, err, why, sizeof(why));
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    uint64_t now = (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+    uint64_t now = sqlq_clock_mono_ms();
     pthread_mutex_lock(&c->outage_mu);
     c->outage_err = *err;
     bool log_it = failing == 1 || strcmp(c->outage_cause, cause) != 0 ||

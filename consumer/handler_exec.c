@@ -1,5 +1,6 @@
 #include "handler_exec.h"
 
+#include "clock.h"
 #include "log.h"
 
 #include <errno.h>
@@ -56,13 +57,6 @@ sqlq_handler sqlq_handler_exec_bind(sqlq_handler_exec *h)
 {
     sqlq_handler hd = {.handle = sqlq_handler_exec_run, .ctx = h};
     return hd;
-}
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* ---- environment ---- */
@@ -331,8 +325,8 @@ static void child_close(child *ch)
 static void child_kill(sqlq_handler_exec *h, child *ch)
 {
     kill(-ch->pid, SIGTERM);
-    uint64_t until = mono_ms() + h->kill_grace_ms;
-    while (!ch->exited && mono_ms() < until)
+    uint64_t until = sqlq_clock_mono_ms() + h->kill_grace_ms;
+    while (!ch->exited && sqlq_clock_mono_ms() < until)
         child_step(ch, 20);
     kill(-ch->pid, SIGKILL);
     if (!ch->exited && waitpid(ch->pid, &ch->status, 0) == ch->pid)

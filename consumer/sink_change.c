@@ -2,6 +2,7 @@
  * --sql sink's table (see the header). */
 #include "sink_change.h"
 
+#include "json_int.h"
 #include "msg_parse.h"
 
 #include <errno.h>
@@ -103,12 +104,9 @@ static json_t *canonical_value(const parse_ctx *p, const sqlq_column *c, json_t 
         free(shown);
         return NULL;
     }
-    if (json_is_string(v) && integer_column(c)) {
-        errno = 0;
-        long long n = strtoll(json_string_value(v), NULL, 10);
-        if (errno == 0)
-            return json_integer((json_int_t)n);
-    }
+    int64_t n = 0;
+    if (json_is_string(v) && integer_column(c) && sqlq_json_int64(v, &n))
+        return json_integer((json_int_t)n);
     return json_incref(v);
 }
 

@@ -87,17 +87,10 @@ bool sqlq_sink_pool_too_many(const sqlq_error *e)
            strcasestr(e->message, "maximum number of user connections");
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
 /* Under p->mu: may this caller open one more connection now? */
 static bool may_open(sqlq_sink_pool *p)
 {
-    if (p->limit && now_ms() >= p->limit_until_ms)
+    if (p->limit && sqlq_clock_mono_ms() >= p->limit_until_ms)
         p->limit = 0; /* the refusal may have been other clients' doing: try again */
     return p->limit == 0 || p->open < p->limit || p->open == 0;
 }
@@ -107,7 +100,7 @@ static bool may_open(sqlq_sink_pool *p)
 static void learn_limit(sqlq_sink_pool *p, const sqlq_error *e)
 {
     p->limit = p->open - p->connecting > 0 ? p->open - p->connecting : 1;
-    p->limit_until_ms = now_ms() + LIMIT_HOLD_MS;
+    p->limit_until_ms = sqlq_clock_mono_ms() + LIMIT_HOLD_MS;
     if (p->limit_logged)
         return;
     p->limit_logged = true;

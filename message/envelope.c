@@ -2,9 +2,12 @@
 #include "envelope.h"
 
 #include "buf.h"
+#include "envelope_text.h"
+#include "json_text.h"
 #include "poison_envelope.h"
 
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -69,9 +72,22 @@ static void lower_unicode_escapes(char *s)
     }
 }
 
+static EVP_MD *sha256_md;
+
+static void sha256_fetch(void) { sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL); }
+
+/* SHA-256, fetched from the provider once (EVP_sha256() is looked up again at every
+ * EVP_DigestInit_ex); EVP_sha256() itself if that fetch failed. */
+static const EVP_MD *sha256(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, sha256_fetch);
+    return sha256_md ? sha256_md : EVP_sha256();
+}
+
 char *sqlq_envelope_canonical_key(const json_t *key)
 {
-    char *canon = json_dumps(key, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+    char *canon = sqlq_json_text(key, true, NULL);
     if (canon)
         lower_unicode_escapes(canon);
     return canon;
@@ -89,7 +105,7 @@ sqlq_result sqlq_envelope_id(const char *bridge_name, const char *table, const j
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned mdlen = 0;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+    bool ok = ctx && EVP_DigestInit_ex(ctx, sha256(), NULL) == 1 &&
               EVP_DigestUpdate(ctx, bridge_name, strlen(bridge_name) + 1) == 1 &&
               EVP_DigestUpdate(ctx, table, strlen(table) + 1) == 1 &&
               EVP_DigestUpdate(ctx, canon, strlen(canon) + 1) == 1 &&
@@ -110,6 +126,13 @@ sqlq_result sqlq_envelope_id(const char *bridge_name, const char *table, const j
 
 void sqlq_envelope_format_ts(int64_t epoch_ms, char out[25])
 {
+    static _Thread_local bool have; /* one timestamp for every change of a build */
+    static _Thread_local int64_t last_ms;
+    static _Thread_local char last[25];
+    if (have && epoch_ms == last_ms) {
+        memcpy(out, last, 25);
+        return;
+    }
     time_t s = (time_t)(epoch_ms / 1000);
     struct tm tm;
     gmtime_r(&s, &tm);
@@ -122,6 +145,9 @@ void sqlq_envelope_format_ts(int64_t epoch_ms, char out[25])
              (int)(epoch_ms % 1000 + 1000) % 1000);
     memcpy(out, tmp, 24);
     out[24] = '\0';
+    memcpy(last, out, 25);
+    last_ms = epoch_ms;
+    have = true;
 }
 
 /* A change whose row is gone although the operation says otherwise is, now, a delete. */
@@ -136,9 +162,9 @@ static int image_fields(json_t *o, const sqlq_msg_change *ch, sqlq_op op)
 {
     int rc = 0;
     if (ch->changed && op == SQLQ_OP_UPDATE)
-        rc |= json_object_set_new(o, "changed", json_deep_copy(ch->changed));
+        rc |= json_object_set_new(o, "changed", json_incref(ch->changed));
     if (ch->before && (op == SQLQ_OP_UPDATE || op == SQLQ_OP_DELETE))
-        rc |= json_object_set_new(o, "before", json_deep_copy(ch->before));
+        rc |= json_object_set_new(o, "before", json_incref(ch->before));
     return rc;
 }
 
@@ -160,16 +186,16 @@ static json_t *row_object(const sqlq_envelope_config *cfg, const sqlq_msg_change
     rc |= json_object_set_new(o, "op", json_string(sqlq_op_name(op)));
     rc |= json_object_set_new(o, "table", json_string(cfg->table));
     if (with_key)
-        rc |= json_object_set_new(o, "key", json_deep_copy(ch->key));
+        rc |= json_object_set_new(o, "key", json_incref(ch->key));
     if (row_first)
-        rc |= json_object_set_new(o, "row", op == SQLQ_OP_DELETE ? json_null() : json_deep_copy(ch->row));
+        rc |= json_object_set_new(o, "row", op == SQLQ_OP_DELETE ? json_null() : json_incref(ch->row));
     if (!truncated)
         rc |= image_fields(o, ch, op);
     rc |= json_object_set_new(o, "version", json_integer((json_int_t)ch->version));
     rc |= json_object_set_new(o, "bridge", json_string(cfg->bridge_name));
     rc |= json_object_set_new(o, "ts", json_string(ts));
     if (row_last)
-        rc |= json_object_set_new(o, "row", json_deep_copy(ch->row));
+        rc |= json_object_set_new(o, "row", json_incref(ch->row));
     if (truncated)
         rc |= json_object_set_new(o, "truncated", json_true());
     if (rc != 0) {
@@ -183,7 +209,7 @@ static json_t *row_object(const sqlq_envelope_config *cfg, const sqlq_msg_change
 static json_t *functions_object(const sqlq_msg_change *ch, bool truncated)
 {
     sqlq_op op = effective_op(ch);
-    json_t *item = (op == SQLQ_OP_DELETE || truncated) ? json_deep_copy(ch->key) : json_deep_copy(ch->row);
+    json_t *item = json_incref((op == SQLQ_OP_DELETE || truncated) ? ch->key : ch->row);
     json_t *o = json_object();
     if (!o || !item) {
         json_decref(o);
@@ -209,15 +235,15 @@ static json_t *element(const sqlq_envelope_config *cfg, const sqlq_msg_change *c
                                                 : row_object(cfg, ch, ts_ms, truncated, true);
 }
 
-/* The element as compact JSON text. */
+/* The element as compact JSON text (the row and batch formats' written straight). */
 static char *element_text(const sqlq_envelope_config *cfg, const sqlq_msg_change *ch, int64_t ts_ms,
                           bool truncated, size_t *out_len)
 {
+    if (cfg->format != SQLQ_FORMAT_FUNCTIONS)
+        return sqlq_envelope_text_row(cfg, ch, ts_ms, truncated, false, out_len);
     json_t *o = element(cfg, ch, ts_ms, truncated);
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    char *s = o ? sqlq_json_text(o, false, out_len) : NULL;
     json_decref(o);
-    if (s)
-        *out_len = strlen(s);
     return s;
 }
 
@@ -228,18 +254,7 @@ static char *element_text_no_before(const sqlq_envelope_config *cfg, const sqlq_
 {
     if (cfg->format == SQLQ_FORMAT_FUNCTIONS || !ch->before)
         return NULL;
-    sqlq_msg_change lean = *ch;
-    lean.before = NULL;
-    json_t *o = element(cfg, &lean, ts_ms, false);
-    if (o && json_object_set_new(o, "before_truncated", json_true()) != 0) {
-        json_decref(o);
-        o = NULL;
-    }
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    if (s)
-        *out_len = strlen(s);
-    return s;
+    return sqlq_envelope_text_row(cfg, ch, ts_ms, false, true, out_len);
 }
 
 static const char *wrap_prefix(sqlq_envelope_format f)

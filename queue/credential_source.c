@@ -5,6 +5,7 @@
 
 #include "classify.h"
 #include "http.h"
+#include "json_int.h"
 #include "log.h"
 #include "secret_env.h"
 
@@ -107,16 +108,8 @@ static void reply_error(const sqlq_buf *reply, char *out, size_t size)
 
 static int64_t json_seconds(json_t *v)
 {
-    if (json_is_integer(v))
-        return (int64_t)json_integer_value(v);
-    if (json_is_string(v)) {
-        char *end;
-        errno = 0;
-        long long n = strtoll(json_string_value(v), &end, 10);
-        if (!errno && end != json_string_value(v) && *end == '\0')
-            return n;
-    }
-    return -1;
+    int64_t n = -1;
+    return sqlq_json_int64(v, &n) ? n : -1;
 }
 
 /* access_token and expires_on (App Service, IMDS) or expires_in (Entra). */

@@ -1,5 +1,6 @@
 #include "http.h"
 
+#include "clock.h"
 #include "libcurl.h"
 #include "log.h"
 
@@ -38,13 +39,6 @@ struct sqlq_http {
 /* How often a waiting perform looks at the abort callback. */
 #define ABORT_CHECK_MS 100
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* CURLMOPT_SOCKETFUNCTION: watch (or stop watching) a socket as curl asks. */
 static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
@@ -76,7 +70,7 @@ static int on_timer(CURLM *multi, long timeout_ms, void *userp)
     (void)multi;
     sqlq_http *h = userp;
     h->timer_set = timeout_ms >= 0;
-    h->timer_due_ms = mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    h->timer_due_ms = sqlq_clock_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     return 0;
 }
 
@@ -445,7 +439,7 @@ size_t sqlq_http_wait(sqlq_http *h, long timeout_ms, sqlq_http_exchange **done, 
     bool waited = false;
     int still = 0;
     while (ndone == 0 && h->running > 0) {
-        uint64_t now = mono_ms();
+        uint64_t now = sqlq_clock_mono_ms();
         if (h->timer_set && h->timer_due_ms <= now) { /* curl's own deadline: start, time out */
             h->timer_set = false;
             curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &still);

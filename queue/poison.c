@@ -1,6 +1,7 @@
 #include "poison.h"
 
 #include "buf.h"
+#include "clock.h"
 #include "log.h"
 #include "poison_envelope.h"
 #include "poison_match.h"
@@ -104,13 +105,6 @@ void sqlq_poison_held_drop(sqlq_poison_held *h, const char *id)
     }
 }
 
-static uint64_t mono_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
 static bool stopping(const sqlq_stop *stop)
 {
     return stop && *stop;
@@ -126,11 +120,11 @@ void sqlq_poison_held_restore(sqlq_queue_client *c, const char *queue, sqlq_pois
         if (!e->id || !e->restore)
             continue;
         if (stopping(stop) && !deadline)
-            deadline = mono_ms() + SQLQ_POISON_RESTORE_ON_STOP_MS;
+            deadline = sqlq_clock_mono_ms() + SQLQ_POISON_RESTORE_ON_STOP_MS;
         sqlq_error err;
         sqlq_error_clear(&err);
         char *receipt = NULL;
-        if (failed || (deadline && mono_ms() > deadline) ||
+        if (failed || (deadline && sqlq_clock_mono_ms() > deadline) ||
             sqlq_queue_update_message(c, queue, e->id, e->receipt, 0, NULL, 0, false, &receipt,
                                       NULL, &err) != SQLQ_OK) {
             SQLQ_DEBUG("poison.restore_failed", "queue=%s msg_id=%s err=\"%s\"", queue, e->id,

@@ -160,23 +160,6 @@ sqlq_result sqlq_capture_query_int(sqlq_capture *cap, const sqlq_capture_stmt *s
     return r;
 }
 
-bool sqlq_capture_json_int64(const json_t *v, int64_t *out)
-{
-    if (json_is_integer(v)) {
-        *out = (int64_t)json_integer_value(v);
-        return true;
-    }
-    const char *s = json_string_value(v);
-    if (!s || !*s)
-        return false;
-    char *end = NULL;
-    long long n = strtoll(s, &end, 10);
-    if (*end != '\0')
-        return false;
-    *out = (int64_t)n;
-    return true;
-}
-
 /* ---- poll ------------------------------------------------------------------------------- */
 
 static sqlq_result change_from_row(const sqlq_capture *cap, json_t *row, sqlq_change *c,
@@ -185,14 +168,14 @@ static sqlq_result change_from_row(const sqlq_capture *cap, json_t *row, sqlq_ch
     const sqlq_table *t = cap->table;
     int64_t v = 0, att = 0, tok = 0, present = 0;
     const char *op = json_string_value(json_object_get(row, "m_op"));
-    if (!sqlq_capture_json_int64(json_object_get(row, "m_v"), &v) ||
-        !sqlq_capture_json_int64(json_object_get(row, "m_att"), &att) ||
-        !sqlq_capture_json_int64(json_object_get(row, "m_tok"), &tok) || !op)
+    if (!sqlq_json_int64(json_object_get(row, "m_v"), &v) ||
+        !sqlq_json_int64(json_object_get(row, "m_att"), &att) ||
+        !sqlq_json_int64(json_object_get(row, "m_tok"), &tok) || !op)
         return sqlq_error_set(err, SQLQ_E_PARSE, false, "unexpected change row from %s",
                               cap->names.table_key);
     json_t *m_row = json_object_get(row, "m_row");
     present = json_is_true(m_row) ? 1 : 0;
-    if (!json_is_boolean(m_row) && !sqlq_capture_json_int64(m_row, &present))
+    if (!json_is_boolean(m_row) && !sqlq_json_int64(m_row, &present))
         present = 0;
     c->version = v;
     c->attempts = (int)att;
@@ -212,7 +195,7 @@ static sqlq_result change_from_row(const sqlq_capture *cap, json_t *row, sqlq_ch
     sqlq_result r = sqlq_capture_image_read(cap, row, c, err);
     if (r != SQLQ_OK || c->op == SQLQ_OP_DELETE || !present)
         return r;
-    /* The row's columns as the table has them now (capture_shape.c). */
+    /* The row's columns as the table has them now (capture_table_shape.c). */
     c->row = json_incref(json_object_get(row, SQLQ_CAPTURE_ROW));
     if (!json_is_object(c->row))
         return sqlq_error_set(err, SQLQ_E_PARSE, false, "unexpected change row from %s",
@@ -280,7 +263,7 @@ static void position_set(const sqlq_capture *cap, sqlq_capture_position *p, bool
     uint64_t since = p->active ? p->since_ms : now;
     position_clear(p);
     int64_t v = 0;
-    if (!usable || !row || !sqlq_capture_json_int64(json_object_get(row, version_col), &v) ||
+    if (!usable || !row || !sqlq_json_int64(json_object_get(row, version_col), &v) ||
         now - since >= (uint64_t)cap->spec.lease_s * 250)
         return;
     p->key = key_of_row(cap, row, key_prefix);
@@ -334,7 +317,7 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
             r = sqlq_capture_query_int(cap, &cap->base, &v, &v.token_base, err);
     }
     if (r == SQLQ_OK)
-        r = sqlq_capture_shape_poll(cap, poll, &v, &rows, err);
+        r = sqlq_capture_table_shape_poll(cap, poll, &v, &rows, err);
     bool leased = r == SQLQ_OK && json_array_size(rows) > 0;
     if (leased)
         r = sqlq_capture_run(cap, lease, &v, NULL, err);
@@ -349,7 +332,7 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
         free(stray);
         json_decref(rows);
         position_clear(&cap->resume);
-        return sqlq_capture_shape_failed(cap, r, err);
+        return sqlq_capture_table_shape_failed(cap, r, err);
     }
     if (nstray > 0) {
         sqlq_error e; /* a failed hand-back only delays them: their leases expire */
@@ -361,7 +344,7 @@ static sqlq_result poll_once(sqlq_capture *cap, sqlq_change_batch *out, sqlq_err
      * checks the key with them), at most once a second: with wake-ups an idle-then-busy route
      * polls empty many times a second, and each check is a catalog query. */
     if (json_array_size(rows) == 0 && (uint64_t)v.now - cap->key_checked_ms >= KEY_CHECK_MS) {
-        r = sqlq_capture_shape_check_key(cap, err);
+        r = sqlq_capture_table_shape_check_key(cap, err);
         if (r == SQLQ_OK) /* a failed check is made again by the next poll */
             cap->key_checked_ms = (uint64_t)v.now;
     }
@@ -403,6 +386,11 @@ sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batch *out, sqlq_er
 int64_t sqlq_capture_covered_version(const sqlq_capture *cap)
 {
     return cap ? cap->covered : INT64_MIN;
+}
+
+bool sqlq_capture_leases_expire(const sqlq_capture *cap)
+{
+    return !cap || !cap->ops->leases_never_expire;
 }
 
 /* ---- release, renew, abandon ------------------------------------------------------------- */
@@ -520,19 +508,19 @@ sqlq_result sqlq_capture_advance(sqlq_capture *cap, int64_t *out_version, sqlq_e
         r = sqlq_capture_query(cap, resume ? &cap->scan_resume : &cap->scan, &v, &rows, err);
     json_t *row = json_array_get(rows, 0);
     int64_t sync = 0, unproc = 0, max = 0;
-    if (r == SQLQ_OK && !sqlq_capture_json_int64(json_object_get(row, "m_sync"), &sync))
+    if (r == SQLQ_OK && !sqlq_json_int64(json_object_get(row, "m_sync"), &sync))
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false, "no state row for bridge %s table %s",
                            cap->bridge, cap->names.table_key);
     int64_t target = sync;
     bool caught_up = false, found = r == SQLQ_OK &&
-        sqlq_capture_json_int64(json_object_get(row, "m_unproc"), &unproc);
+        sqlq_json_int64(json_object_get(row, "m_unproc"), &unproc);
     /* The next scan starts at this first unprocessed change (re-read from the sync version
      * now and then, like the poll's sweep, in case the state was rewound by hand). */
     position_set(cap, &cap->scan_from, found && cap->scan_resume.sql, row, "m_unproc", "u",
                  (uint64_t)v.now);
     if (found)
         target = unproc - 1; /* everything below the oldest unprocessed change is done */
-    else if (r == SQLQ_OK && sqlq_capture_json_int64(json_object_get(row, "m_max"), &max))
+    else if (r == SQLQ_OK && sqlq_json_int64(json_object_get(row, "m_max"), &max))
         target = max, caught_up = true; /* everything read is done */
     json_decref(rows);
     bool moved = r == SQLQ_OK && target > sync;

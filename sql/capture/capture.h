@@ -106,11 +106,14 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_poll(sqlq_capture *cap, sqlq_change_batc
  * whose lease was free (a wake-up's arm compares the version sequence with it, pg_arm.h).
  * INT64_MIN after a full or failed poll, before the first, for other sources, and for NULL. */
 int64_t sqlq_capture_covered_version(const sqlq_capture *cap);
+/* false when the source's leases never expire (change_source.h: leases_never_expire): a
+ * route need not renew them. true for NULL. */
+bool sqlq_capture_leases_expire(const sqlq_capture *cap);
 /* Extend the leases of changes still in flight (only rows this instance still owns). */
 SQLQ_NODISCARD sqlq_result sqlq_capture_renew(sqlq_capture *cap, const sqlq_change *changes,
                                               size_t n, sqlq_error *err);
 /* renew, and *out_lost (optional) counts changes whose lease this instance no longer holds
- * (another instance re-leased them after ours expired): stop working on those. ADDED. */
+ * (another instance re-leased them after ours expired): stop working on those. */
 SQLQ_NODISCARD sqlq_result sqlq_capture_renew_owned(sqlq_capture *cap, const sqlq_change *changes,
                                                     size_t n, size_t *out_lost, sqlq_error *err);
 /* Mark changes delivered (the queue accepted them, or they went to poison). Only leases this

@@ -4,6 +4,7 @@
 #include "catalog.h"
 #include "capture_internal.h"
 #include "dialect.h"
+#include "json_int.h"
 #include "sql_text.h"
 #include "table.h"
 
@@ -143,21 +144,6 @@ sqlq_result sqlq_backlog_open(sqlq_db *db, const char *table, const char *bridge
     return SQLQ_OK;
 }
 
-static bool int_of(const json_t *v, int64_t *out)
-{
-    if (json_is_integer(v)) {
-        *out = (int64_t)json_integer_value(v);
-        return true;
-    }
-    const char *s = json_string_value(v);
-    char *end = NULL;
-    long long n = s ? strtoll(s, &end, 10) : 0;
-    if (!s || !*s || *end)
-        return false;
-    *out = (int64_t)n;
-    return true;
-}
-
 sqlq_result sqlq_backlog_read(sqlq_backlog *b, uint64_t now_ms, sqlq_backlog_counts *out,
                               sqlq_error *err)
 {
@@ -167,14 +153,14 @@ sqlq_result sqlq_backlog_read(sqlq_backlog *b, uint64_t now_ms, sqlq_backlog_cou
     sqlq_result r = sqlq_db_query(b->db, b->sql, p, 2, &rows, err);
     json_t *row = json_array_get(rows, 0);
     int64_t sync = 0, pending = 0, leased = 0, newest = 0, unstamped = 0;
-    out->have_state = r == SQLQ_OK && int_of(json_object_get(row, "m_sync"), &sync);
-    if (r == SQLQ_OK && (!int_of(json_object_get(row, "m_pending"), &pending) ||
-                         !int_of(json_object_get(row, "m_leased"), &leased)))
+    out->have_state = r == SQLQ_OK && sqlq_json_int64(json_object_get(row, "m_sync"), &sync);
+    if (r == SQLQ_OK && (!sqlq_json_int64(json_object_get(row, "m_pending"), &pending) ||
+                         !sqlq_json_int64(json_object_get(row, "m_leased"), &leased)))
         r = sqlq_error_set(err, SQLQ_E_PARSE, false, "unexpected backlog row for %s",
                            b->names.table_key);
-    if (r == SQLQ_OK && !int_of(json_object_get(row, "m_newest"), &newest))
+    if (r == SQLQ_OK && !sqlq_json_int64(json_object_get(row, "m_newest"), &newest))
         newest = sync; /* an empty log */
-    if (r == SQLQ_OK && int_of(json_object_get(row, "m_unstamped"), &unstamped) &&
+    if (r == SQLQ_OK && sqlq_json_int64(json_object_get(row, "m_unstamped"), &unstamped) &&
         unstamped > 0 && newest <= sync)
         newest = sync + 1; /* waiting, with no version yet */
     json_decref(rows);

@@ -36,7 +36,7 @@ sqlq_result sqlq_capture_confirm_leases(sqlq_capture *cap, sqlq_capture_values *
     json_t *held = NULL;
     sqlq_result r = mine && kept ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     for (size_t i = 0; r == SQLQ_OK && i < n; i++)
-        if (!sqlq_capture_json_int64(json_object_get(json_array_get(rows, i), "m_tok"), &mine[i].lease_token))
+        if (!sqlq_json_int64(json_object_get(json_array_get(rows, i), "m_tok"), &mine[i].lease_token))
             r = sqlq_error_set(err, SQLQ_E_PARSE, false, "unexpected change row from %s", cap->names.table_key);
     if (r == SQLQ_OK)
         r = sqlq_capture_tokens_json(mine, n, &tokens, err);
@@ -49,7 +49,7 @@ sqlq_result sqlq_capture_confirm_leases(sqlq_capture *cap, sqlq_capture_values *
     json_array_foreach(held, j, h) {
         int64_t tok = 0;
         bool match = false;
-        (void)sqlq_capture_json_int64(json_object_get(h, "m_tok"), &tok);
+        (void)sqlq_json_int64(json_object_get(h, "m_tok"), &tok);
         for (size_t i = 0; r == SQLQ_OK && i < n && !match; i++)
             if (mine[i].lease_token == tok && same_key(cap, json_array_get(rows, i), h))
                 match = kept[i] = true;

@@ -25,7 +25,7 @@ sqlq_result sqlq_capture_image_open(sqlq_capture *cap, const sqlq_capture_config
         return SQLQ_OK;
     if (cap->leased->image_open)
         return cap->leased->image_open(cap, cfg, err);
-    sqlq_result r = sqlq_capture_shape_describe_log(cap, &cap->log, err);
+    sqlq_result r = sqlq_capture_table_shape_describe_log(cap, &cap->log, err);
     if (r == SQLQ_E_NOT_FOUND) /* no log at all: check_source says so */
         return sqlq_error_clear(err), SQLQ_OK;
     if (r != SQLQ_OK)
@@ -71,7 +71,7 @@ static json_t *changed_names(const sqlq_capture *cap, const json_t *row, int64_t
 {
     int64_t dv = 0;
     json_t *map = map_of(json_object_get(row, SQLQ_CAPTURE_CHANGED));
-    if (!map || !sqlq_capture_json_int64(json_object_get(row, SQLQ_CAPTURE_DELIVERED), &dv)) {
+    if (!map || !sqlq_json_int64(json_object_get(row, SQLQ_CAPTURE_DELIVERED), &dv)) {
         json_decref(map);
         return NULL; /* unknown: a log row written before --track-columns */
     }
@@ -79,7 +79,7 @@ static json_t *changed_names(const sqlq_capture *cap, const json_t *row, int64_t
     for (size_t i = 0; names && i < cap->table->ncolumns; i++) {
         const char *name = cap->table->columns[i].name;
         int64_t at = 0;
-        if (!sqlq_capture_json_int64(json_object_get(map, name), &at))
+        if (!sqlq_json_int64(json_object_get(map, name), &at))
             continue;
         if ((at == 0 ? version : at) > dv && json_array_append_new(names, json_string(name)) != 0) {
             json_decref(names);

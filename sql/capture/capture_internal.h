@@ -9,6 +9,7 @@
 #include "capture_sql.h"
 #include "catalog.h"
 #include "change_source.h"
+#include "json_int.h"
 
 /* A position in poll order, (version, key), remembered between calls. */
 typedef struct sqlq_capture_position {
@@ -90,9 +91,9 @@ struct sqlq_capture {
     /* Where the next advance scan starts (sqlq_capture_sql_advance_scan_resume): the first
      * unprocessed change the last scan found. */
     sqlq_capture_position scan_from;
-    /* The table's shape (capture_shape.c): the statement reading its key, the key read at open,
-     * and the columns of the row part of the last poll ([{name, type}, …]; NULL before it). */
-    sqlq_capture_stmt key_shape;
+    /* The table's shape (capture_table_shape.c): the statement reading its key, the key read at
+     * open, and the columns of the row part of the last poll ([{name, type}, …]; NULL before it). */
+    sqlq_capture_stmt key_stmt;
     /* The log as described at open, when the route asks for its before image (capture_image.c). */
     sqlq_table *log;
     char *key_seen;
@@ -148,29 +149,29 @@ sqlq_result sqlq_capture_query_values(sqlq_capture *cap, const sqlq_capture_stmt
                                       const sqlq_capture_values *v, json_t **out_columns,
                                       json_t **out_rows, sqlq_error *err);
 
-/* capture_shape.c. The member of a poll row (as sqlq_capture_shape_poll gives it) holding the
+/* capture_table_shape.c. The member of a poll row (as sqlq_capture_table_shape_poll gives it) holding the
  * current row: an object of the table's columns as they are now. */
 #define SQLQ_CAPTURE_ROW "m_cols"
 /* At open: the change log's key is the table's key (else SQLQ_E_INVALID saying to run setup
  * again), and the key as the poll's m_key reads it. */
-sqlq_result sqlq_capture_shape_open(sqlq_capture *cap, sqlq_error *err);
-void sqlq_capture_shape_close(sqlq_capture *cap);
+sqlq_result sqlq_capture_table_shape_open(sqlq_capture *cap, sqlq_error *err);
+void sqlq_capture_table_shape_close(sqlq_capture *cap);
 /* Run a poll statement; rows as objects: the poll's own columns by name, the row's columns
  * under SQLQ_CAPTURE_ROW. A key other than at open: SQLQ_E_INVALID (not transient) naming the
  * table and what to do. Other column changes: the table is described again and followed. */
-sqlq_result sqlq_capture_shape_poll(sqlq_capture *cap, const sqlq_capture_stmt *st,
+sqlq_result sqlq_capture_table_shape_poll(sqlq_capture *cap, const sqlq_capture_stmt *st,
                                     const sqlq_capture_values *v, json_t **out_rows,
                                     sqlq_error *err);
 /* For polls that read nothing (one catalog statement): the key now against the one at open,
  * and the change source's objects (triggers, change tracking) still there; else SQLQ_E_INVALID
  * (not transient) saying to run setup again. */
-sqlq_result sqlq_capture_shape_check_key(sqlq_capture *cap, sqlq_error *err);
+sqlq_result sqlq_capture_table_shape_check_key(sqlq_capture *cap, sqlq_error *err);
 /* The capture's change log table as the catalog describes it (sqlq_table_free). */
-sqlq_result sqlq_capture_shape_describe_log(sqlq_capture *cap, sqlq_table **out, sqlq_error *err);
+sqlq_result sqlq_capture_table_shape_describe_log(sqlq_capture *cap, sqlq_table **out, sqlq_error *err);
 /* After a poll failed with `failed` (and was rolled back): the table described again; when
  * its key changed (a key column renamed fails the poll's join), that error replaces the SQL
  * error in err. */
-sqlq_result sqlq_capture_shape_failed(sqlq_capture *cap, sqlq_result failed, sqlq_error *err);
+sqlq_result sqlq_capture_table_shape_failed(sqlq_capture *cap, sqlq_result failed, sqlq_error *err);
 
 /* capture_setup.c: build the poll statements again from cap->table (after it changed). */
 sqlq_result sqlq_capture_rebuild_polls(sqlq_capture *cap, sqlq_error *err);
@@ -187,8 +188,5 @@ sqlq_result sqlq_capture_setup_lookup(sqlq_db *db, sqlq_source_setup *s, const c
  * s->cfg->bridge_name's) sync state and leases forgotten, and the line saying so. */
 sqlq_result sqlq_capture_drop_leases(sqlq_db *db, sqlq_source_setup *s, sqlq_table **out,
                                      sqlq_catalog_names *n, sqlq_error *err);
-
-/* A JSON integer, or an integer in a string (values beyond 2^53 come as strings). */
-bool sqlq_capture_json_int64(const json_t *v, int64_t *out);
 
 #endif

@@ -279,7 +279,7 @@ static sqlq_result open_leased(sqlq_capture *cap, const sqlq_capture_config *cfg
     if (r == SQLQ_OK)
         r = cap->leased->check_source(cap, cfg->table, err);
     if (r == SQLQ_OK)
-        r = sqlq_capture_shape_open(cap, err);
+        r = sqlq_capture_table_shape_open(cap, err);
     if (r == SQLQ_OK && !check_only && cfg->require_state)
         r = check_state(cap, err);
     if (r == SQLQ_OK && !check_only)
@@ -366,7 +366,7 @@ void sqlq_capture_close(sqlq_capture *cap)
                                 &cap->scan_resume,   &cap->newest,       &cap->held};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         sqlq_capture_stmt_free(all[i]);
-    sqlq_capture_shape_close(cap);
+    sqlq_capture_table_shape_close(cap);
     if (cap->table)
         sqlq_catalog_key_types_free(cap->key_types, cap->table->nkey);
     json_decref(cap->resume.key);

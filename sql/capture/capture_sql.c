@@ -229,7 +229,7 @@ static void batch_with_tokens(sqlq_capture_builder *b)
 /* After r.*, the exact form of each described column the driver cannot read exactly
  * (row_json.h: PostgreSQL dates and times as the server's text, SQLite REALs by quote()), as
  * SQLQ_CAPTURE_FIXUP<i> for column i of the description the statement was built from;
- * capture_shape.c puts those values in place of the driver's. */
+ * capture_table_shape.c puts those values in place of the driver's. */
 static void fixup_columns(sqlq_capture_builder *b)
 {
     const sqlq_table *t = b->c->table;
@@ -243,7 +243,7 @@ static void fixup_columns(sqlq_capture_builder *b)
     }
 }
 
-/* The final projection: the batch columns, m_row, m_key (key_shape) and then the current row
+/* The final projection: the batch columns, m_row, m_key (key_expr) and then the current row
  * as r.*: whatever columns the table has when the statement runs, so a column added, dropped,
  * renamed or retyped since the capture opened is read as it is now, never missed and never a
  * failed poll. Read by position (sqlq_db_query_values): a user column may be named like ours. */
@@ -256,8 +256,8 @@ void sqlq_cb_batch_with_rows(sqlq_capture_builder *b, const char *from)
         sqlq_sql_text_add(&b->t, " IS NULL THEN 0 WHEN (%s) THEN 1 ELSE 2 END AS m_row, ", b->c->where);
     else
         sqlq_sql_text_add(&b->t, " IS NULL THEN 0 ELSE 1 END AS m_row, ");
-    sqlq_capture_sql_key_shape_expr(b);
-    sqlq_sql_text_add(&b->t, " AS " SQLQ_CAPTURE_KEY_SHAPE ", r.*");
+    sqlq_capture_sql_key_expr(b);
+    sqlq_sql_text_add(&b->t, " AS " SQLQ_CAPTURE_KEY_NOW ", r.*");
     fixup_columns(b);
     sqlq_sql_text_add(&b->t, " FROM ");
     if (from) {

@@ -1,9 +1,10 @@
 /* capture_sql: the statements of change capture (poll, release, renew, abandon, advance,
  * status, state and leases tables) for each dialect and source, as pure text builders.
  *
- * Sources: the change log (SQLite, PostgreSQL: sqlq log table, latest version and op per key)
- * or SQL Server change tracking (CHANGETABLE(CHANGES t, @sync)). Both expose per key the
- * latest version and operation, so one algorithm serves both. Parameters are `?` markers;
+ * Sources: a change log (sqlq's log table, latest version and op per key, kept by triggers)
+ * or the database's own change tracking; each describes its SQL in a sqlq_capture_log_sql
+ * (sql/<database>/). All expose per key the latest version and operation, so one algorithm
+ * serves all. Parameters are `?` markers;
  * each statement lists the role of every marker in order, so the caller binds by role. */
 #ifndef SQLQ_CAPTURE_SQL_H
 #define SQLQ_CAPTURE_SQL_H
@@ -20,12 +21,12 @@ typedef enum {
     SQLQ_P_TABLE,      /* canonical table key (text) */
     SQLQ_P_OWNER,      /* instance id (text) */
     SQLQ_P_VERSION,    /* a version (int64) */
-    SQLQ_P_TOKEN_BASE, /* SQLite: first lease token of this poll minus one (int64) */
+    SQLQ_P_TOKEN_BASE, /* reserve_tokens: first lease token of this poll minus one (int64) */
     SQLQ_P_TOKENS,     /* JSON array of lease tokens (text) */
-    SQLQ_P_LOCK,       /* lock key: PostgreSQL advisory-lock text, SQL Server app-lock resource */
-    SQLQ_P_NOW,        /* SQLite only: the current time in ms (int64), one value per poll */
-    SQLQ_P_SYNC,       /* PostgreSQL poll: the stored sync version, read by `bounds` (int64) */
-    SQLQ_P_HORIZON,    /* PostgreSQL: the highest final version (pg_horizon.h) (int64) */
+    SQLQ_P_LOCK,       /* lock key of this (bridge, table): text the source's lock statement takes */
+    SQLQ_P_NOW,        /* now_param: the current time in ms (int64), one value per poll */
+    SQLQ_P_SYNC,       /* sync_param: the stored sync version, read by `bounds` (int64) */
+    SQLQ_P_HORIZON,    /* horizon: the highest final version (int64) */
     SQLQ_P_RESUME_VERSION, /* resumed poll: version of the last change of the previous poll */
     SQLQ_P_RESUME_KEY      /* resumed poll: its key part i is role SQLQ_P_RESUME_KEY + i */
 } sqlq_capture_param;
@@ -103,9 +104,9 @@ typedef struct sqlq_capture_log_sql {
     void (*start_now)(sqlq_capture_builder *b);
     void (*start_beginning)(sqlq_capture_builder *b);
     /* Scalar subqueries: the table's primary key now, the unique index's key now (table_key.h;
-     * NULL: no such keys), and how many objects feed the source (sqlq_capture_sql_key_shape). */
-    void (*key_shape)(sqlq_capture_builder *b);
-    void (*unique_key_shape)(sqlq_capture_builder *b);
+     * NULL: no such keys), and how many objects feed the source (sqlq_capture_sql_key_stmt). */
+    void (*key_expr)(sqlq_capture_builder *b);
+    void (*unique_key_expr)(sqlq_capture_builder *b);
     void (*source_objects_expr)(sqlq_capture_builder *b);
     /* The status's m_held (changes committed above the horizon); NULL: 0. */
     void (*held)(sqlq_capture_builder *b);
@@ -144,9 +145,9 @@ typedef struct sqlq_capture_sql {
 /* Result columns of poll, read by position (sqlq_db_query_values): k0..k<nkey-1> (key, in key
  * order), m_v (version), m_op ('I','U', 'D'), m_att (attempts counting this delivery, capped
  * at max_attempts + 1), m_tok (lease token), m_row (1 when the current row exists, 2 when it exists but fails `where`), m_key (the
- * table's primary key now, as sqlq_capture_sql_key_shape reads it), then r.*: every column of
+ * table's primary key now, as sqlq_capture_sql_key_stmt reads it), then r.*: every column of
  * the current row as the table has them when the statement runs (NULL when there is none). */
-#define SQLQ_CAPTURE_KEY_SHAPE "m_key"
+#define SQLQ_CAPTURE_KEY_NOW "m_key"
 /* Prefix of the poll's exact-value columns after r.* (m_fix<i>: column i of the description). */
 #define SQLQ_CAPTURE_FIXUP "m_fix"
 
@@ -156,13 +157,15 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_leases_ddl(const sqlq_capture_sql *c
                                                        sqlq_capture_stmt *out_table,
                                                        sqlq_capture_stmt *out_index,
                                                        sqlq_error *err);
-/* The lock of this (bridge, table): PostgreSQL advisory xact lock, SQL Server app lock;
- * SQLite none (sql NULL: BEGIN IMMEDIATE already serialises writers). */
+/* The lock of this (bridge, table), as the source's `lock` writes it (a transaction-scoped
+ * advisory or application lock, a locked state row); sql NULL when the source has none (a
+ * serial writer's BEGIN already serialises). */
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_lock(const sqlq_capture_sql *c, sqlq_capture_stmt *out,
                                                  sqlq_error *err);
-/* Poll. PostgreSQL and SQL Server: one statement that selects, leases and returns the batch
- * (lease NULL). SQLite: `select` returns the batch, `lease` upserts the same rows (same WHERE,
- * same order, same write lock); tokens come from `reserve` (run first, returns the base). */
+/* Poll. A source with a `poll` of its own: one statement that selects, leases and returns the
+ * batch (lease NULL). Otherwise `select` returns the batch, `lease` upserts the same rows (same
+ * WHERE, same order, same lock); with reserve_tokens, tokens come from `reserve` (run first,
+ * returns the base). */
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq_capture_stmt *select,
                                                  sqlq_capture_stmt *lease, sqlq_error *err);
 /* The same poll resumed after the last change the previous one leased: only changes after
@@ -174,15 +177,15 @@ SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll(const sqlq_capture_sql *c, sqlq
 SQLQ_NODISCARD sqlq_result sqlq_capture_sql_poll_resume(const sqlq_capture_sql *c,
                                                         sqlq_capture_stmt *select,
                                                         sqlq_capture_stmt *lease, sqlq_error *err);
-/* One row: m_key, the table's primary key now (SQLite, SQL Server: "name type, …" in key
- * order; PostgreSQL: its column numbers and operator classes), NULL when it has none; m_src, how many of the objects feeding the
- * change source are there and enabled (SQLite: sqlq's 4 triggers on the table; PostgreSQL:
- * its trigger; SQL Server: change tracking on the table), which must be
- * sqlq_capture_sql_source_objects. Read when the capture opens and on polls that return
+/* The key statement. One row: m_key, the table's primary key now as the source's key_expr
+ * writes it (names and types in key order, or the catalog's column numbers and operator
+ * classes), NULL when it has none; m_src, how many of the objects feeding the change source
+ * are there and enabled (source_objects_expr: sqlq's triggers on the table, or the database's
+ * change tracking on it), which must be sqlq_capture_sql_source_objects. Read when the capture opens and on polls that return
  * nothing; m_key is also compared with the m_key of every poll. */
 #define SQLQ_CAPTURE_SOURCE_OBJECTS "m_src"
 int sqlq_capture_sql_source_objects(const sqlq_capture_sql *c);
-SQLQ_NODISCARD sqlq_result sqlq_capture_sql_key_shape(const sqlq_capture_sql *c,
+SQLQ_NODISCARD sqlq_result sqlq_capture_sql_key_stmt(const sqlq_capture_sql *c,
                                                       sqlq_capture_stmt *out, sqlq_error *err);
 /* Change log: one row, m_newest (the log's largest version, NULL when empty) and m_held
  * (PostgreSQL: changes after the sync version above the SQLQ_P_HORIZON parameter, committed

@@ -166,7 +166,7 @@ void sqlq_cb_leases_columns_ddl(sqlq_capture_builder *b, char *const *types,
 /* capture_sql_image.c: the changed-column map, what this bridge delivered and the before
  * image, as batch columns (when the spec asks for them). */
 void sqlq_capture_sql_image_columns(sqlq_capture_builder *b);
-/* capture_sql_shape.c: the table's primary key now, as a scalar subquery (m_key). */
-void sqlq_capture_sql_key_shape_expr(sqlq_capture_builder *b);
+/* capture_sql_key.c: the table's primary key now, as a scalar subquery (m_key). */
+void sqlq_capture_sql_key_expr(sqlq_capture_builder *b);
 
 #endif

@@ -33,7 +33,7 @@ static sqlq_result read_owners(sqlq_capture *cap, sqlq_capture_values *v, sqlq_c
     {
         int64_t n = 0;
         const char *owner = json_string_value(json_object_get(row, "owner"));
-        if (r != SQLQ_OK || !sqlq_capture_json_int64(json_object_get(row, "n"), &n))
+        if (r != SQLQ_OK || !sqlq_json_int64(json_object_get(row, "n"), &n))
             continue;
         out->leased += n;
         if (json_object_set_new(out->owners, owner ? owner : "", json_integer(n)) != 0)
@@ -54,9 +54,9 @@ static sqlq_result read_newest(sqlq_capture *cap, sqlq_capture_values *v, sqlq_c
     sqlq_result r = sqlq_capture_query(cap, &cap->newest, v, &rows, err);
     json_t *row = json_array_get(rows, 0);
     int64_t newest = 0, held = 0;
-    if (r == SQLQ_OK && !sqlq_capture_json_int64(json_object_get(row, "m_newest"), &newest))
+    if (r == SQLQ_OK && !sqlq_json_int64(json_object_get(row, "m_newest"), &newest))
         newest = out->sync_version; /* an empty log */
-    if (r == SQLQ_OK && sqlq_capture_json_int64(json_object_get(row, "m_held"), &held))
+    if (r == SQLQ_OK && sqlq_json_int64(json_object_get(row, "m_held"), &held))
         out->held_back = held;
     json_decref(rows);
     if (r == SQLQ_OK)

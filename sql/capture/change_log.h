@@ -1,5 +1,5 @@
-/* change_log: the trigger-maintained change log that gives SQLite and PostgreSQL tables
- * change-tracking semantics (latest version and operation per primary key). */
+/* change_log: the trigger-maintained change log that gives tables of databases without change
+ * tracking of their own (each such source in sql/<database>/) change-tracking semantics (latest version and operation per primary key). */
 #ifndef SQLQ_CHANGE_LOG_H
 #define SQLQ_CHANGE_LOG_H
 

@@ -126,6 +126,9 @@ typedef struct sqlq_change_source_ops {
                            sqlq_error *err);
     sqlq_result (*renew)(void *src, const sqlq_change *changes, size_t n, size_t *out_lost,
                          sqlq_error *err);
+    /* true: the leases live in this process until released or abandoned and never expire
+     * (renew has nothing to extend), so a route keeps no copy of its changes for renewal. */
+    bool leases_never_expire;
     sqlq_result (*abandon)(void *src, const sqlq_change *changes, size_t n, bool count_attempt,
                            sqlq_error *err);
     sqlq_result (*advance)(void *src, int64_t *out_version, sqlq_error *err);

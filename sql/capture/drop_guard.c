@@ -4,6 +4,7 @@
 #include "capture_backlog.h"
 #include "capture_presence.h"
 #include "catalog.h"
+#include "json_int.h"
 #include "table.h"
 
 #include <stdio.h>
@@ -12,12 +13,10 @@
 
 static long long int_of(const json_t *v)
 {
-    if (json_is_integer(v))
-        return (long long)json_integer_value(v);
+    int64_t n = 0;
     if (json_is_real(v))
         return (long long)json_real_value(v);
-    const char *s = json_string_value(v);
-    return s ? strtoll(s, NULL, 10) : 0;
+    return sqlq_json_int64(v, &n) ? (long long)n : 0;
 }
 
 /* One bridge's leases held now and changes not delivered (change logs: from the log). */

@@ -32,6 +32,7 @@
 #include "conn_string.h"
 #include "diag.h"
 #include "dialect.h"
+#include "json_int.h"
 #include "log.h"
 #include "row_json.h"
 #include "stmt_cache.h"
@@ -595,13 +596,9 @@ sqlq_result sqlq_db_query_values(sqlq_db *db, const char *sql, const sqlq_param 
  * floating value such as "42.0". */
 static bool parse_int64(const char *text, int64_t *out)
 {
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (end != text && *end == '\0' && errno == 0) {
-        *out = (int64_t)v;
+    if (sqlq_json_int64_text(text, out))
         return true;
-    }
+    char *end = NULL;
     errno = 0;
     double d = strtod(text, &end);
     if (end == text || *end != '\0' || errno != 0 || d != floor(d) || d < -9.2e18 || d > 9.2e18)

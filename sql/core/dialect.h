@@ -1,4 +1,5 @@
-/* dialect: the SQL that differs between SQLite, PostgreSQL and SQL Server. */
+/* dialect: the SQL that differs between the databases sqlq speaks to: one table of values and
+ * hooks per database (sql/<database>/), registered in dialect.c. */
 #ifndef SQLQ_DIALECT_H
 #define SQLQ_DIALECT_H
 
@@ -29,7 +30,7 @@ typedef enum {
     SQLQ_LAG_INTERVAL,  /* c < clock_timestamp() - interval 'n milliseconds' */
     SQLQ_LAG_DATEADD,   /* c < DATEADD(millisecond, -n, SYSDATETIME()) */
     SQLQ_LAG_SYSDATE,   /* c < SYSDATE(6) - INTERVAL n MICROSECOND (MariaDB, MySQL; UTC) */
-} sqlq_lag_shape;
+} sqlq_lag_syntax;
 
 struct sqlq_keyset_col;
 struct sqlq_change_source_ops;
@@ -142,7 +143,7 @@ struct sqlq_dialect {
     const struct sqlq_change_source_ops *const *sources;
 
     /* ---- keyset paging and cursors (keyset.c, cursor_query.c) */
-    sqlq_lag_shape lag_shape;
+    sqlq_lag_syntax lag_syntax;
     bool rowversion; /* rowversion columns, exact below MIN_ACTIVE_ROWVERSION() (SQL Server) */
     bool row_values; /* (a, b) > (?, ?) compares row values; else expanded to ORs */
     /* A column's value as the text sqlq stores as a cursor / key position. */
@@ -171,7 +172,7 @@ const sqlq_dialect *sqlq_dialect_find(const char *dbms_name);
 const sqlq_dialect *sqlq_dialect_of_file_driver(const char *driver);
 /* The i-th registered dialect (0-based); NULL past the last. */
 const sqlq_dialect *sqlq_dialect_at(size_t i);
-/* The registered dialects' titles, for messages: "SQLite, PostgreSQL, SQL Server". */
+/* The registered dialects' titles, for messages: "SQLite, PostgreSQL, SQL Server, MariaDB". */
 void sqlq_dialect_titles(char *out, size_t size);
 
 extern const sqlq_dialect sqlq_dialect_sqlite;

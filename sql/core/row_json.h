@@ -61,8 +61,8 @@ bool sqlq_row_json_needs_text(const sqlq_dialect *d, const sqlq_column *c);
 SQLQ_NODISCARD sqlq_result sqlq_row_json_select_sql(const sqlq_dialect *d, const char *prefix,
                                                     const sqlq_column *c, sqlq_buf *out);
 
-/* The capture poll reads the row as r.* (its columns follow ALTER TABLE, capture_shape.c) and
- * after it, for each column that needs it, the exact form (sqlq_row_json_fixup_sql: the text
+/* The capture poll reads the row as r.* (its columns follow ALTER TABLE,
+ * capture_table_shape.c) and after it, for each column that needs it, the exact form (sqlq_row_json_fixup_sql: the text
  * of sqlq_row_json_needs_text without a marker, or on SQLite the exact text of a REAL);
  * sqlq_row_json_fixup turns the driver's value v of column c into the exact one, in the same
  * form as sqlq_row_json_select_sql gives (consumes v, returns the result). */

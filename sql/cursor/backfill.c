@@ -9,6 +9,7 @@
 #include "catalog.h"
 #include "change_source.h"
 #include "cursor_column.h"
+#include "json_int.h"
 #include "sql_text.h"
 #include "clock.h"
 #include "dialect.h"
@@ -378,12 +379,7 @@ static bool row_version(const sqlq_backfill *bf, const json_t *v, int64_t *out)
 {
     if (bf->vsource == SQLQ_BACKFILL_VERSION_CURSOR)
         return sqlq_keyset_version(&bf->version_col, v, out);
-    if (json_is_integer(v)) {
-        *out = (int64_t)json_integer_value(v);
-        return true;
-    }
-    sqlq_keyset_col c = {"", "", SQLQ_VALUE_INT};
-    return sqlq_keyset_version(&c, v, out);
+    return sqlq_json_int64(v, out);
 }
 
 /* Split one result row into key, row, version and end-of-page checkpoint values. */

@@ -1,5 +1,6 @@
-/* cursor_lag: the safety lag a cursor source reads with, and the rule in words (issue 20.8:
- * safe by default). docs/cursor-source.md, "The safety lag". */
+/* cursor_lag: the safety lag a cursor source reads with (safe by default: non-zero wherever
+ * writers may commit out of order), and the rule in words. docs/cursor-source.md, "The safety
+ * lag". */
 #ifndef SQLQ_CURSOR_LAG_H
 #define SQLQ_CURSOR_LAG_H
 

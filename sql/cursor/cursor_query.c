@@ -8,14 +8,14 @@
 sqlq_result sqlq_cursor_bound_sql(const sqlq_dialect *d, const sqlq_keyset_col *cursor,
                                   int safety_lag_ms, sqlq_buf *out)
 {
-    if (safety_lag_ms < 0 || d->lag_shape == SQLQ_LAG_NONE)
+    if (safety_lag_ms < 0 || d->lag_syntax == SQLQ_LAG_NONE)
         return SQLQ_E_INVALID;
     bool tz = cursor->cls == SQLQ_VALUE_TIMESTAMPTZ;
     if (cursor->cls != SQLQ_VALUE_TIMESTAMP && !tz &&
         !(cursor->cls == SQLQ_VALUE_ROWVERSION && d->rowversion))
         return SQLQ_E_INVALID;
     sqlq_result r = SQLQ_OK;
-    if (d->lag_shape == SQLQ_LAG_JULIANDAY) {
+    if (d->lag_syntax == SQLQ_LAG_JULIANDAY) {
         /* julianday parses every ISO 8601 form SQLite writes; the comparison stays exact to
          * well under a millisecond. 'now' is UTC, like CURRENT_TIMESTAMP. */
         r = sqlq_buf_adds(out, "julianday(");
@@ -29,11 +29,11 @@ sqlq_result sqlq_cursor_bound_sql(const sqlq_dialect *d, const sqlq_keyset_col *
     r = sqlq_dialect_quote_ident(d, cursor->name, out);
     if (r != SQLQ_OK)
         return r;
-    if (d->lag_shape == SQLQ_LAG_INTERVAL)
+    if (d->lag_syntax == SQLQ_LAG_INTERVAL)
         return sqlq_buf_printf(out, " < %s - interval '%d milliseconds'",
                                tz ? "clock_timestamp()" : "CAST(clock_timestamp() AS timestamp)",
                                safety_lag_ms);
-    if (d->lag_shape == SQLQ_LAG_SYSDATE) /* SYSDATE: the real time, in the session's UTC */
+    if (d->lag_syntax == SQLQ_LAG_SYSDATE) /* SYSDATE: the real time, in the session's UTC */
         return sqlq_buf_printf(out, " < SYSDATE(6) - INTERVAL %lld MICROSECOND",
                                (long long)safety_lag_ms * 1000);
     if (cursor->cls == SQLQ_VALUE_ROWVERSION)

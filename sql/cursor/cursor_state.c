@@ -9,6 +9,7 @@
 #include "catalog.h"
 #include "dialect.h"
 #include "instance.h"
+#include "json_int.h"
 #include "log.h"
 #include "sql_text.h"
 
@@ -263,16 +264,10 @@ int64_t sqlq_cursor_state_token(const sqlq_cursor_state *st)
 static int64_t int_of(const json_t *row, const char *key)
 {
     const json_t *v = json_object_get(row, key);
-    if (json_is_integer(v))
-        return (int64_t)json_integer_value(v);
-    if (json_is_string(v)) {
-        errno = 0;
-        long long x = strtoll(json_string_value(v), NULL, 10);
-        return errno == 0 ? (int64_t)x : 0;
-    }
+    int64_t n = 0;
     if (json_is_true(v))
         return 1;
-    return 0;
+    return sqlq_json_int64(v, &n) ? n : 0;
 }
 
 static sqlq_result parse_row(const json_t *row, sqlq_checkpoint *cp, sqlq_lease_info *lease,

@@ -1,6 +1,6 @@
 /* cursor_state: the checkpoint and fenced lease of one cursor poller or backfill, kept in one
- * row (bridge_name, table_name) of sqlq's table cursor_state (sqlq.cursor_state on PostgreSQL
- * and SQL Server, sqlq_cursor_state on SQLite; see catalog.h for the layout). */
+ * row (bridge_name, table_name) of sqlq's table cursor_state (sqlq.cursor_state where the
+ * database has schemas, sqlq_cursor_state where it has none; see catalog.h for the layout). */
 #ifndef SQLQ_CURSOR_STATE_H
 #define SQLQ_CURSOR_STATE_H
 

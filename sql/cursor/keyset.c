@@ -3,6 +3,7 @@
 #include "dialect_parts.h"
 
 #include "dialect.h"
+#include "json_int.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -222,19 +223,10 @@ sqlq_result sqlq_keyset_param(const sqlq_keyset_col *c, const json_t *v, sqlq_pa
                               sqlq_error *err)
 {
     if (c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_ROWVERSION) {
-        if (json_is_integer(v)) {
-            *out = sqlq_param_int((int64_t)json_integer_value(v));
+        int64_t x = 0;
+        if (sqlq_json_int64(v, &x)) {
+            *out = sqlq_param_int(x);
             return SQLQ_OK;
-        }
-        if (json_is_string(v)) {
-            const char *s = json_string_value(v);
-            char *end = NULL;
-            errno = 0;
-            long long x = strtoll(s, &end, 10);
-            if (errno == 0 && end != s && *end == '\0') {
-                *out = sqlq_param_int((int64_t)x);
-                return SQLQ_OK;
-            }
         }
         return sqlq_error_set(err, SQLQ_E_PARSE, false,
                               "checkpoint value of column %s is not an integer", c->name);
@@ -258,13 +250,10 @@ char *sqlq_keyset_value_text(const json_t *v)
 
 json_t *sqlq_keyset_value_json(const sqlq_keyset_col *c, const char *text)
 {
-    if (c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_ROWVERSION) {
-        char *end = NULL;
-        errno = 0;
-        long long x = strtoll(text, &end, 10);
-        if (errno == 0 && end != text && *end == '\0')
-            return json_integer((json_int_t)x);
-    }
+    int64_t x = 0;
+    if ((c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_ROWVERSION) &&
+        sqlq_json_int64_text(text, &x))
+        return json_integer((json_int_t)x);
     return json_string(text);
 }
 
@@ -349,19 +338,7 @@ bool sqlq_keyset_parse_iso(const char *text, int64_t *out_us)
 
 bool sqlq_keyset_version(const sqlq_keyset_col *c, const json_t *v, int64_t *out)
 {
-    if (c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_ROWVERSION) {
-        if (json_is_integer(v)) {
-            *out = (int64_t)json_integer_value(v);
-            return true;
-        }
-        const char *s = json_string_value(v);
-        char *end = NULL;
-        errno = 0;
-        long long x = s ? strtoll(s, &end, 10) : 0;
-        if (!s || errno != 0 || end == s || *end != '\0')
-            return false;
-        *out = (int64_t)x;
-        return true;
-    }
+    if (c->cls == SQLQ_VALUE_INT || c->cls == SQLQ_VALUE_ROWVERSION)
+        return sqlq_json_int64(v, out);
     return json_is_string(v) && sqlq_keyset_parse_iso(json_string_value(v), out);
 }

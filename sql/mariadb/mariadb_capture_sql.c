@@ -60,7 +60,7 @@ static void start_now(sqlq_capture_builder *b)
 /* Schema and table as constants on both information_schema tables: MariaDB then opens only
  * this table's definition (joined on them, it read every table's: 100 ms a poll on a server
  * with a few databases). "name type, …" in key order. */
-static void key_shape(sqlq_capture_builder *b)
+static void key_expr(sqlq_capture_builder *b)
 {
     const sqlq_table_name *n = &b->c->table->name;
     sqlq_sql_text_add(&b->t, "(SELECT GROUP_CONCAT(CONCAT(k.column_name, ' ', c.column_type) "
@@ -79,7 +79,7 @@ static void key_shape(sqlq_capture_builder *b)
 }
 
 /* The unique index's columns, " null" after a nullable one. */
-static void unique_key_shape(sqlq_capture_builder *b)
+static void unique_key_expr(sqlq_capture_builder *b)
 {
     const sqlq_table_name *n = &b->c->table->name;
     sqlq_sql_text_add(&b->t, "(SELECT GROUP_CONCAT(CONCAT(s.column_name, ' ', c.column_type, "
@@ -130,7 +130,7 @@ const sqlq_capture_log_sql sqlq_mariadb_log_sql = {
     .trim_log = trim_log,
     .tokens_in = tokens_in,
     .start_now = start_now,
-    .key_shape = key_shape,
-    .unique_key_shape = unique_key_shape,
+    .key_expr = key_expr,
+    .unique_key_expr = unique_key_expr,
     .source_objects_expr = source_objects,
 };

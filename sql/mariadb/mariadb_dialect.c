@@ -293,7 +293,7 @@ const sqlq_dialect sqlq_dialect_mariadb = {
 
     .sources = SOURCES,
 
-    .lag_shape = SQLQ_LAG_SYSDATE,
+    .lag_syntax = SQLQ_LAG_SYSDATE,
     .rowversion = false,
     .row_values = true,
     .keyset_value_sql = mariadb_keyset_value_sql,

@@ -27,7 +27,7 @@ SQLQ_NODISCARD sqlq_result sqlq_ct_enable_sql(const sqlq_table_name *t, int rete
                                               char **out_database, char **out_table,
                                               sqlq_error *err);
 
-/* Changed columns (issue 16): one row, tracked = sys.change_tracking_tables'
+/* Whether change tracking records changed columns: one row, tracked = sys.change_tracking_tables'
  * is_track_columns_updated_on of the table (1 or 0; -1 when change tracking is off on it).
  * Parameter: the quoted table name. */
 const char *sqlq_ct_track_columns_sql(void);

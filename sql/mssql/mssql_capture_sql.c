@@ -147,7 +147,7 @@ static void start_beginning(sqlq_capture_builder *b)
 }
 
 /* "name type(max_length,precision,scale), …" in key order. */
-static void key_shape(sqlq_capture_builder *b)
+static void key_expr(sqlq_capture_builder *b)
 {
     sqlq_sql_text_add(&b->t, "(SELECT STUFF((SELECT ', ' + c.name + ' ' + TYPE_NAME("
                              "c.user_type_id) + '(' + CAST(c.max_length AS varchar(10)) + ',' + "
@@ -214,7 +214,7 @@ const sqlq_capture_log_sql sqlq_mssql_tracking_sql = {
     .state_init = state_init,
     .start_now = start_now,
     .start_beginning = start_beginning,
-    .key_shape = key_shape,
+    .key_expr = key_expr,
     .source_objects_expr = source_objects,
     .changed_columns = changed_columns,
 };

@@ -253,7 +253,7 @@ const sqlq_dialect sqlq_dialect_mssql = {
 
     .sources = SOURCES,
 
-    .lag_shape = SQLQ_LAG_DATEADD,
+    .lag_syntax = SQLQ_LAG_DATEADD,
     .rowversion = true,
     .row_values = false, /* no row-value comparison: expanded to ORs */
     .keyset_value_sql = keyset_value_sql,

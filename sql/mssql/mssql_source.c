@@ -22,7 +22,7 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
     sqlq_result r = sqlq_db_query(cap->db, sqlq_ct_info_sql(), &p, 1, &rows, err);
     int64_t enabled = 0;
     if (r == SQLQ_OK &&
-        (!sqlq_capture_json_int64(json_object_get(json_array_get(rows, 0), "enabled"), &enabled) ||
+        (!sqlq_json_int64(json_object_get(json_array_get(rows, 0), "enabled"), &enabled) ||
          !enabled))
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
                            "change tracking is not enabled on table %s: run `sqlq setup --table "
@@ -44,7 +44,7 @@ static sqlq_result retention(sqlq_capture *cap, sqlq_error *err)
     int64_t min_valid = 0, new_sync = sync;
     bool gap = false;
     if (r == SQLQ_OK &&
-        !sqlq_capture_json_int64(json_object_get(json_array_get(rows, 0), "min_valid"), &min_valid))
+        !sqlq_json_int64(json_object_get(json_array_get(rows, 0), "min_valid"), &min_valid))
         r = sqlq_error_set(err, SQLQ_E_INVALID, false, "change tracking is not enabled on %s",
                            cap->names.table_key);
     json_decref(rows);
@@ -93,7 +93,7 @@ static sqlq_result image_open(sqlq_capture *cap, const sqlq_capture_config *cfg,
 static bool truthy(const json_t *v)
 {
     int64_t n = 0;
-    return json_is_true(v) || (sqlq_capture_json_int64(v, &n) && n != 0);
+    return json_is_true(v) || (sqlq_json_int64(v, &n) && n != 0);
 }
 
 /* The columns in SYS_CHANGE_COLUMNS, or every column but the key when it is NULL. */

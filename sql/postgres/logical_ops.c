@@ -187,6 +187,7 @@ const sqlq_change_source_ops sqlq_change_source_logical = {
     .poll = l_poll,
     .release = l_release,
     .renew = l_renew,
+    .leases_never_expire = true,
     .abandon = l_abandon,
     .advance = l_advance,
     .status = l_status,

@@ -5,6 +5,7 @@
  * pg_ack says may be. A dropped or lost slot is fatal for the route: never re-created here. */
 #include "logical_source_internal.h"
 
+#include "clock.h"
 #include "log.h"
 #include "logical_fetch.h"
 #include "logical_rel.h"
@@ -176,7 +177,7 @@ static void mark_caught_up(reader *r, const char *how)
 static void note_idle(reader *r)
 {
     if (!r->heartbeat_lsn && !r->in_txn &&
-        sqlq_logical_mono_ms() - r->last_data_ms > CATCH_UP_IDLE_MS)
+        sqlq_clock_mono_ms() - r->last_data_ms > CATCH_UP_IDLE_MS)
         mark_caught_up(r, "idle");
 }
 
@@ -204,7 +205,7 @@ static uint64_t heartbeat(reader *r)
         r->said_no_heartbeat = true;
     }
     json_decref(rows);
-    r->last_heartbeat_ms = sqlq_logical_mono_ms();
+    r->last_heartbeat_ms = sqlq_clock_mono_ms();
     return lsn;
 }
 
@@ -212,13 +213,13 @@ static uint64_t heartbeat(reader *r)
  * HEARTBEAT_MS. */
 static void maybe_heartbeat(reader *r)
 {
-    if (r->in_txn || sqlq_logical_mono_ms() - r->last_heartbeat_ms < HEARTBEAT_MS)
+    if (r->in_txn || sqlq_clock_mono_ms() - r->last_heartbeat_ms < HEARTBEAT_MS)
         return;
     pthread_mutex_lock(&r->ls->mu);
     bool idle = r->ls->qcount == 0 && sqlq_pg_ack_outstanding(r->ls->ack) == 0;
     uint64_t confirmed = sqlq_pg_ack_confirmable(r->ls->ack);
     pthread_mutex_unlock(&r->ls->mu);
-    r->last_heartbeat_ms = sqlq_logical_mono_ms();
+    r->last_heartbeat_ms = sqlq_clock_mono_ms();
     sqlq_error e;
     sqlq_error_clear(&e);
     if (!r->db && sqlq_db_connect(r->ls->conn, &r->db, &e) != SQLQ_OK) {
@@ -269,7 +270,7 @@ static void connect_stream(reader *r)
     r->retry_ms = 0;
     r->said_standby = false;
     set_standby(r, false);
-    r->last_data_ms = sqlq_logical_mono_ms();
+    r->last_data_ms = sqlq_clock_mono_ms();
     r->heartbeat_lsn = heartbeat(r);
     pthread_mutex_lock(&r->ls->mu);
     r->ls->holder = true;
@@ -490,7 +491,7 @@ static void read_some(reader *r)
     if (rc == SQLQ_OK && sm.event == SQLQ_PG_STREAM_KEEPALIVE) {
         note_idle(r);
     } else if (rc == SQLQ_OK && sm.event == SQLQ_PG_STREAM_DATA) {
-        r->last_data_ms = sqlq_logical_mono_ms();
+        r->last_data_ms = sqlq_clock_mono_ms();
         rc = on_message(r, &sm, &e);
     }
     if (rc == SQLQ_OK)

@@ -2,6 +2,8 @@
  * key, row and before objects of a change, as the trigger source builds them. */
 #include "logical_rel.h"
 
+#include "json_text.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,7 +168,7 @@ static sqlq_result add(sqlq_logical_txn *txn, const sqlq_logical_rel *rel, json_
                        sqlq_op op, sqlq_logical_part part, const char *raw, size_t raw_len,
                        json_t *changed, sqlq_error *err)
 {
-    char *canon = key ? json_dumps(key, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char *canon = key ? sqlq_json_text(key, true, NULL) : NULL;
     json_decref(key);
     if (!canon) {
         json_decref(changed);

@@ -3,19 +3,13 @@
  * by logical_reader.c). */
 #include "logical_source_internal.h"
 
+#include "clock.h"
 #include "log.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-uint64_t sqlq_logical_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static sqlq_result refuse_options(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_error *err)
 {
@@ -186,7 +180,7 @@ sqlq_result sqlq_logical_ready_txn(sqlq_logical_source *ls, uint64_t end_lsn, si
     if (sqlq_pg_ack_txn(ls->ack, end_lsn, n, out_seq) != SQLQ_OK)
         return SQLQ_E_NOMEM;
     if (n && !ls->pending_since_ms)
-        ls->pending_since_ms = sqlq_logical_mono_ms();
+        ls->pending_since_ms = sqlq_clock_mono_ms();
     return SQLQ_OK;
 }
 
@@ -362,7 +356,7 @@ sqlq_result sqlq_logical_source_status(sqlq_logical_source *ls, sqlq_logical_sta
     out->in_flight = (long long)ls->in_flight;
     out->confirmed = sqlq_pg_ack_confirmable(ls->ack);
     out->lag_s = ls->pending_since_ms
-                     ? (double)(sqlq_logical_mono_ms() - ls->pending_since_ms) / 1000.0
+                     ? (double)(sqlq_clock_mono_ms() - ls->pending_since_ms) / 1000.0
                      : 0.0;
     out->skipped = ls->skipped;
     out->truncates = ls->truncates;

@@ -60,6 +60,5 @@ SQLQ_NODISCARD sqlq_result sqlq_logical_ready_txn(sqlq_logical_source *ls, uint6
                                                   size_t n, uint64_t *out_seq);
 SQLQ_NODISCARD sqlq_result sqlq_logical_ready_add(sqlq_logical_source *ls, sqlq_logical_change c,
                                                   uint64_t version, uint64_t seq);
-uint64_t sqlq_logical_mono_ms(void);
 
 #endif

@@ -85,8 +85,8 @@ static void start_now(sqlq_capture_builder *b)
 /* The key's column numbers and operator classes (a type of another family has another): one
  * row of pg_index. Joined with pg_attribute for names and types it cost 0.3 ms of planning per
  * poll; a renamed key column fails the poll's join instead, and a retyped one changes the
- * row's column types (capture_shape.c). */
-static void key_shape(sqlq_capture_builder *b)
+ * row's column types (capture_table_shape.c). */
+static void key_expr(sqlq_capture_builder *b)
 {
     sqlq_sql_text_add(&b->t, "(SELECT CAST(i.indkey AS text) || ' ' || CAST(i.indclass AS "
                              "text) FROM pg_catalog.pg_index i WHERE i.indrelid = CAST(");
@@ -96,7 +96,7 @@ static void key_shape(sqlq_capture_builder *b)
 
 /* The unique index's key the same way; NULL when it is gone, partial, on an expression, or a
  * key column became nullable. */
-static void unique_key_shape(sqlq_capture_builder *b)
+static void unique_key_expr(sqlq_capture_builder *b)
 {
     sqlq_table_name in = b->c->table->name; /* an index lives in its table's schema */
     snprintf(in.name, sizeof(in.name), "%s", b->c->table->key_index);
@@ -161,8 +161,8 @@ const sqlq_capture_log_sql sqlq_pg_log_sql = {
     .trim_log = trim_log,
     .tokens_in = tokens_in,
     .start_now = start_now,
-    .key_shape = key_shape,
-    .unique_key_shape = unique_key_shape,
+    .key_expr = key_expr,
+    .unique_key_expr = unique_key_expr,
     .source_objects_expr = source_objects,
     .held = held,
 };

@@ -205,7 +205,7 @@ const sqlq_dialect sqlq_dialect_postgres = {
 
     .sources = SOURCES,
 
-    .lag_shape = SQLQ_LAG_INTERVAL,
+    .lag_syntax = SQLQ_LAG_INTERVAL,
     .rowversion = false,
     .row_values = true,
     .keyset_value_sql = keyset_value_sql,

@@ -1,5 +1,7 @@
 #include "pg_listen.h"
 
+#include "clock.h"
+#include "json_int.h"
 #include "pg_internal.h"
 #include "conn_string.h"
 #include "change_log.h"
@@ -57,13 +59,6 @@ struct sqlq_pg_listen {
     uint64_t retry_ms;    /* the back-off step after the next failure */
     uint64_t up_since_ms; /* when the current connection began to listen */
 };
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static void sleep_ms(uint64_t ms)
 {
@@ -148,7 +143,7 @@ bool sqlq_pg_listen_armed(const sqlq_pg_listen *l)
  * per step, not a poll storm: each new LISTEN wakes the route once). */
 static void went_down(sqlq_pg_listen *l, const char *event, const char *why, bool lost)
 {
-    uint64_t now = now_ms();
+    uint64_t now = sqlq_clock_mono_ms();
     if (lost && now - l->up_since_ms >= STABLE_MS)
         l->retry_ms = 0;
     uint64_t delay = l->retry_ms;
@@ -242,7 +237,7 @@ static bool connect_and_listen(sqlq_pg_listen *l)
     SQLQ_INFO("listen_started", "channel=%s pid=%d", l->channel, PQbackendPID(l->conn));
     if (!l->checked)
         check_notify(l);
-    l->up_since_ms = now_ms();
+    l->up_since_ms = sqlq_clock_mono_ms();
     sqlq_pg_arm_init(&l->arm);
     l->peeking = false;
     return true;
@@ -271,12 +266,9 @@ static void take_result(sqlq_pg_listen *l, PGresult *res)
     ExecStatusType st = PQresultStatus(res);
     if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
         if (++l->answers == l->l_answer && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
-            const char *text = PQgetvalue(res, 0, 0);
-            char *end = NULL;
-            errno = 0;
-            long long v = strtoll(text, &end, 10);
-            l->have_l = errno == 0 && end != text && *end == '\0';
-            l->l = (int64_t)v;
+            int64_t v = 0;
+            l->have_l = sqlq_json_int64_text(PQgetvalue(res, 0, 0), &v);
+            l->l = v;
         }
         return;
     }
@@ -291,7 +283,7 @@ static void take_result(sqlq_pg_listen *l, PGresult *res)
  * the unlock sent when due. false when the connection broke. */
 static bool answered(sqlq_pg_listen *l, int64_t covered, sqlq_pg_listen_event *event)
 {
-    uint64_t now = now_ms();
+    uint64_t now = sqlq_clock_mono_ms();
     bool unlock = false;
     if (l->peeking) {
         /* A hint only: versions taken since the poll, committed or about to be. */
@@ -407,7 +399,7 @@ sqlq_pg_listen_event sqlq_pg_listen_wait(sqlq_pg_listen *l, uint64_t timeout_ms,
         sleep_ms(timeout_ms);
         return SQLQ_PG_LISTEN_TIMEOUT;
     }
-    uint64_t now = now_ms();
+    uint64_t now = sqlq_clock_mono_ms();
     if (!l->conn) {
         if (now < l->next_try_ms) {
             uint64_t left = l->next_try_ms - now;
@@ -423,7 +415,7 @@ sqlq_pg_listen_event sqlq_pg_listen_wait(sqlq_pg_listen *l, uint64_t timeout_ms,
             return lost(l);
         if (ev != SQLQ_PG_LISTEN_TIMEOUT)
             return ev;
-        now = now_ms();
+        now = sqlq_clock_mono_ms();
         if (l->arm_sql && !in_flight(l) && sqlq_pg_arm_due(&l->arm, now)) {
             if (!send(l, l->arm_sql, 2))
                 return lost(l);

@@ -3,7 +3,9 @@
 #include "pg_slot.h"
 
 #include "capture_stop.h"
+#include "clock.h"
 #include "dialect.h"
+#include "json_int.h"
 #include "sql_text.h"
 
 #include <inttypes.h>
@@ -76,11 +78,8 @@ static const char *text_of(const json_t *row, const char *key)
 
 static int64_t int_of(const json_t *row, const char *key)
 {
-    const json_t *v = json_object_get(row, key);
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    const char *s = json_string_value(v);
-    return s ? strtoll(s, NULL, 10) : 0;
+    int64_t n = 0;
+    return sqlq_json_int64(json_object_get(row, key), &n) ? n : 0;
 }
 
 /* A slot that no longer keeps what the route has not delivered: a retention overrun. */
@@ -334,13 +333,6 @@ static sqlq_result ensure_publication(sqlq_db *db, const sqlq_table *t,
     return SQLQ_OK;
 }
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static sqlq_result ensure_slot(sqlq_db *db, const sqlq_pg_slot_names *n, json_t *lines,
                                sqlq_error *err)
 {
@@ -354,7 +346,7 @@ static sqlq_result ensure_slot(sqlq_db *db, const sqlq_pg_slot_names *n, json_t 
         line(lines, "replication slot %s exists (kept)", n->slot);
         return SQLQ_OK;
     }
-    uint64_t t0 = mono_ms();
+    uint64_t t0 = sqlq_clock_mono_ms();
     sqlq_param p[] = {sqlq_param_text(n->slot)};
     json_t *rows = NULL;
     rc = sqlq_db_query(db, "SELECT lsn::text AS lsn FROM "
@@ -363,7 +355,7 @@ static sqlq_result ensure_slot(sqlq_db *db, const sqlq_pg_slot_names *n, json_t 
     if (rc == SQLQ_OK) {
         char waited[96];
         snprintf(waited, sizeof waited, "%.1f s (creation waits for the transactions running "
-                 "when it starts to end)", (double)(mono_ms() - t0) / 1000.0);
+                 "when it starts to end)", (double)(sqlq_clock_mono_ms() - t0) / 1000.0);
         char what[160];
         snprintf(what, sizeof what, "%s starts at %s", n->slot,
                  text_of(json_array_get(rows, 0), "lsn"));

@@ -4,6 +4,7 @@
  * update ('r'), every integer big-endian, times in microseconds since 2000-01-01. */
 #include "pg_stream.h"
 
+#include "clock.h"
 #include "log.h"
 
 #include <libpq-fe.h>
@@ -26,13 +27,6 @@ struct sqlq_pg_stream {
     uint64_t sent_flush;
     bool flush_pending;   /* a status update not yet all written to the socket */
 };
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static int64_t pg_now_us(void)
 {
@@ -163,7 +157,7 @@ sqlq_result sqlq_pg_stream_open(const sqlq_pg_conninfo *ci, const char *options,
         sqlq_pg_stream_close(s);
         return rc;
     }
-    s->last_status_ms = mono_ms();
+    s->last_status_ms = sqlq_clock_mono_ms();
     *out = s;
     return SQLQ_OK;
 }
@@ -193,7 +187,7 @@ static sqlq_result lost(sqlq_pg_stream *s, const char *what, sqlq_error *err)
 sqlq_result sqlq_pg_stream_status(sqlq_pg_stream *s, uint64_t flushed, bool force,
                                   sqlq_error *err)
 {
-    uint64_t now = mono_ms();
+    uint64_t now = sqlq_clock_mono_ms();
     if (s->flush_pending) {
         int f = PQflush(s->conn);
         if (f < 0)
@@ -232,7 +226,7 @@ static bool wait_readable(PGconn *c, uint64_t timeout_ms)
 static sqlq_result read_copy(sqlq_pg_stream *s, uint64_t flushed, uint64_t timeout_ms, int *out_len,
                              sqlq_error *err)
 {
-    uint64_t deadline = mono_ms() + timeout_ms;
+    uint64_t deadline = sqlq_clock_mono_ms() + timeout_ms;
     for (;;) {
         PQfreemem(s->copybuf);
         s->copybuf = NULL;
@@ -248,7 +242,7 @@ static sqlq_result read_copy(sqlq_pg_stream *s, uint64_t flushed, uint64_t timeo
         sqlq_result rc = sqlq_pg_stream_status(s, flushed, false, err);
         if (rc != SQLQ_OK)
             return rc;
-        uint64_t now = mono_ms();
+        uint64_t now = sqlq_clock_mono_ms();
         if (now >= deadline) {
             *out_len = 0;
             return SQLQ_OK;

@@ -1,7 +1,7 @@
 /* pg_text: see pg_text.h. The trigger source reads a row through psqlODBC and sql/row_json:
- * the shape of a column (sqlq_value_kind) follows the SQL type psqlODBC reports for it, and
+ * the value kind of a column (sqlq_value_kind) follows the SQL type psqlODBC reports for it, and
  * date/time columns are selected as the server's text (sqlq_row_json_needs_text). Here the same
- * shape is chosen from the type OID, and the server's text goes through the same conversion
+ * kind is chosen from the type OID, and the server's text goes through the same conversion
  * (sqlq_column_value); only bytea's text differs from what psqlODBC hands over (bytes). */
 #include "pg_text.h"
 
@@ -17,7 +17,7 @@
 
 #define BYTEA_OID 17u
 
-/* The SQL type and type name psqlODBC reports for the built-in types whose shape is not text
+/* The SQL type and type name psqlODBC reports for the built-in types whose value kind is not text
  * (psqlODBC 13.02, pgtypes.c); every other type it reports as text (SQL_VARCHAR "unknown",
  * SQL_CHAR, SQL_LONGVARCHAR), and so does sqlq. A domain is reported as the type under it.
  * tests/integration/test_pg_text.c checks this against the driver for every built-in type. */

@@ -36,7 +36,7 @@ SQLQ_NODISCARD sqlq_result sqlq_pg_text_type_read(sqlq_db *db, sqlq_pg_text_type
 
 /* How one column's text becomes JSON; made once per column of a Relation message. */
 typedef struct sqlq_pg_text_column {
-    sqlq_value_kind kind; /* the shape the trigger source gives the column (column_value.h) */
+    sqlq_value_kind kind; /* the value kind the trigger source gives the column (column_value.h) */
     bool bytea;           /* the text is byteaout's: "\x…" (hex) or the escape format */
     bool by_key;          /* the text is not the trigger source's value: read this column of
                            * the row by key through ODBC instead (type lo: psqlODBC reads the

@@ -25,7 +25,7 @@ static sqlq_result parse_writers(const sqlq_capture *cap, json_t *rows, sqlq_hor
     *n = 0;
     if (!*out)
         return sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
-    if (!sqlq_capture_json_int64(json_object_get(json_array_get(rows, 0), "m_sync"), sync))
+    if (!sqlq_json_int64(json_object_get(json_array_get(rows, 0), "m_sync"), sync))
         return sqlq_error_set(err, SQLQ_E_NOT_FOUND, false, "no state row for bridge %s table %s",
                               cap->bridge, cap->names.table_key);
     size_t i;
@@ -36,7 +36,7 @@ static sqlq_result parse_writers(const sqlq_capture *cap, json_t *rows, sqlq_hor
         int64_t pid = 0;
         if (!xid || !*xid)
             continue; /* no transaction id: no version either */
-        if (!sqlq_capture_json_int64(json_object_get(row, "m_pid"), &pid))
+        if (!sqlq_json_int64(json_object_get(row, "m_pid"), &pid))
             pid = 0; /* prepared */
         snprintf((*out)[*n].xid, sizeof((*out)[*n].xid), "%s", xid);
         (*out)[*n].pid = (int)pid;
@@ -53,7 +53,7 @@ sqlq_result sqlq_pg_writers_observe(sqlq_capture *cap, bool with_lock, sqlq_capt
     int64_t s = 0;
     sqlq_result r = sqlq_capture_query(cap, with_lock ? &st->seq_lock : &st->seq, v, &rows, err);
     if (r == SQLQ_OK &&
-        !sqlq_capture_json_int64(json_object_get(json_array_get(rows, 0), "m_seq"), &s))
+        !sqlq_json_int64(json_object_get(json_array_get(rows, 0), "m_seq"), &s))
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
                            "the version sequence of %s is missing: run `sqlq setup --table %s`",
                            cap->names.table_key, cap->names.table_key);
@@ -100,7 +100,7 @@ static json_t *describe(sqlq_capture *cap, const sqlq_horizon_writer *w, uint64_
                    err.message);
     json_t *row = json_array_get(rows, 0);
     int64_t age = 0;
-    if (!sqlq_capture_json_int64(json_object_get(row, "age_s"), &age))
+    if (!sqlq_json_int64(json_object_get(row, "age_s"), &age))
         age = (int64_t)((now_ms - w->first_seen_ms) / 1000);
     json_t *d =
         json_pack("{s:s, s:I, s:O, s:O, s:O, s:I, s:O}", "xid", w->xid, "pid", (json_int_t)w->pid,

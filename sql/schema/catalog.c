@@ -73,7 +73,7 @@ static bool key_part(char *out, size_t size, size_t *pos, const char *part, bool
     return true;
 }
 
-/* Ends in '_' and 12 hex digits: the shape of a hashed <base>. */
+/* Ends in '_' and 12 hex digits: the form of a hashed <base>. */
 static bool hash_suffixed(const char *s)
 {
     size_t n = strlen(s);
@@ -86,7 +86,7 @@ static bool hash_suffixed(const char *s)
 }
 
 /* The table's name as <base> as it is (lowercased): short and plain, in the home schema. A
- * name shaped like a hashed base is plain only for `legacy`, what sqlq did before: that let
+ * name formed like a hashed base is plain only for `legacy`, what sqlq did before: that let
  * public.orders_aee247e33b26 share the log of s1.orders. */
 static bool base_plain(const sqlq_dialect *d, const sqlq_table_name *t, bool legacy)
 {

@@ -1,8 +1,10 @@
 /* catalog: names and shared tables of sqlq's own objects (registry, state, change logs,
  * leases), derived safely from user table names, per dialect.
  *
- * Layout. PostgreSQL and SQL Server: schema sqlq with tables "tables" (the registry), "state",
- * the sequence "lease_token", one "log_<base>" per watched table and one "leases_<hash12>" per
+ * Layout. Databases with schemas (the dialect's `schemas`; on MariaDB/MySQL a schema is a
+ * database): schema sqlq with tables "tables" (the registry), "state",
+ * the lease token source (the sequence "lease_token", or the counter table the dialect's
+ * catalog_token_object names), one "log_<base>" per watched table and one "leases_<hash12>" per
  * (bridge, table). SQLite has no schemas: the same objects carry the prefix sqlq_
  * (sqlq_tables, sqlq_state, sqlq_counter, sqlq_log_<base>, sqlq_leases_<hash12>).
  * <base> is the table name when it is short and plain (lowercase letters, digits, _; public

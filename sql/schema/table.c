@@ -5,6 +5,7 @@
  * query would), SQL Server with OBJECT_ID (the user's default schema, usually dbo).
  */
 #include "table.h"
+#include "json_int.h"
 #include "table_key.h"
 
 #include "buf.h"
@@ -145,13 +146,10 @@ static const char *str_field(json_t *row, const char *key)
 static long long int_field(json_t *row, const char *key)
 {
     json_t *v = json_object_get(row, key);
-    if (json_is_integer(v))
-        return (long long)json_integer_value(v);
+    int64_t n = 0;
     if (json_is_true(v))
         return 1;
-    if (json_is_string(v))
-        return strtoll(json_string_value(v), NULL, 10);
-    return 0;
+    return sqlq_json_int64(v, &n) ? (long long)n : 0;
 }
 
 static void copy_name(char *dst, const char *src)

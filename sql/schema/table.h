@@ -29,8 +29,8 @@ typedef struct sqlq_table {
 
 /* Discover columns and primary key. SQLQ_E_NOT_FOUND when the table does not exist;
  * SQLQ_E_INVALID ("table X has no primary key") when it has none. The result's name is the
- * catalog's spelling: PostgreSQL and SQL Server fill in the schema the name resolved to
- * (search_path / default schema), and PostgreSQL falls back to the lower-cased name when the
+ * catalog's spelling: databases with schemas fill in the schema the name resolved to
+ * (search_path, default schema, current database), and PostgreSQL falls back to the lower-cased name when the
  * name as written does not exist (its rule for unquoted names). SQLite keeps the name as given. */
 SQLQ_NODISCARD sqlq_result sqlq_table_describe(sqlq_db *db, const sqlq_table_name *name,
                                                sqlq_table **out, sqlq_error *err);

@@ -5,6 +5,7 @@
 #include "table_key.h"
 
 #include "buf.h"
+#include "json_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,11 +66,10 @@ static unique_index *index_named(unique_list *l, const char *name)
 static long long int_of(json_t *row, const char *key)
 {
     json_t *v = json_object_get(row, key);
-    if (json_is_integer(v))
-        return (long long)json_integer_value(v);
+    int64_t n = 0;
     if (json_is_true(v))
         return 1;
-    return json_is_string(v) ? strtoll(json_string_value(v), NULL, 10) : 0;
+    return sqlq_json_int64(v, &n) ? (long long)n : 0;
 }
 
 /* One catalog row: a column of a unique index. */

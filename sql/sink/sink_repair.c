@@ -2,6 +2,7 @@
 #include "sink_repair.h"
 
 #include "dialect.h"
+#include "json_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,21 +120,6 @@ sqlq_result sqlq_sink_repair_add(sqlq_db *db, const sqlq_sink_repair *rp, int64_
     return r;
 }
 
-static bool int_of(const json_t *v, int64_t *out)
-{
-    if (json_is_integer(v)) {
-        *out = (int64_t)json_integer_value(v);
-        return true;
-    }
-    const char *s = json_string_value(v);
-    char *end = NULL;
-    long long n = s ? strtoll(s, &end, 10) : 0;
-    if (!s || !*s || *end)
-        return false;
-    *out = (int64_t)n;
-    return true;
-}
-
 /* One integer of the run's rows (*found false when the query returns none or NULL). */
 static sqlq_result one(sqlq_db *db, const sqlq_sink_repair *rp, const char *head, const char *tail,
                        const sqlq_param *p, size_t n, int64_t *out, bool *found, sqlq_error *err)
@@ -148,7 +134,7 @@ static sqlq_result one(sqlq_db *db, const sqlq_sink_repair *rp, const char *head
     const char *k = NULL;
     json_t *v = NULL;
     json_object_foreach(row, k, v) break;
-    *found = r == SQLQ_OK && v && int_of(v, out);
+    *found = r == SQLQ_OK && v && sqlq_json_int64(v, out);
     json_decref(rows);
     return r;
 }

@@ -1,6 +1,7 @@
 #include "version_guard.h"
 
 #include "dialect_parts.h"
+#include "json_int.h"
 
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -170,10 +171,8 @@ sqlq_result sqlq_version_guard_stored(sqlq_db *db, const sqlq_table_name *state,
     json_t *v = json_object_get(json_array_get(rows, 0), "version");
     if (r == SQLQ_OK && v) {
         *out_found = true;
-        *out_version = json_is_integer(v) ? (int64_t)json_integer_value(v)
-                                          : strtoll(json_string_value(v) ? json_string_value(v)
-                                                                         : "0",
-                                                    NULL, 10);
+        *out_version = 0;
+        (void)sqlq_json_int64(v, out_version);
     }
     json_decref(rows);
     return r;

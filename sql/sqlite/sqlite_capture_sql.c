@@ -47,7 +47,7 @@ static void table_args(sqlq_capture_builder *b)
 }
 
 /* "name type, …" in key order. */
-static void key_shape(sqlq_capture_builder *b)
+static void key_expr(sqlq_capture_builder *b)
 {
     sqlq_sql_text_add(&b->t, "(SELECT group_concat(name || ' ' || type, ', ') FROM (SELECT "
                              "name, type FROM pragma_table_info(");
@@ -56,7 +56,7 @@ static void key_shape(sqlq_capture_builder *b)
 }
 
 /* The unique index's columns, " null" after a nullable one. */
-static void unique_key_shape(sqlq_capture_builder *b)
+static void unique_key_expr(sqlq_capture_builder *b)
 {
     const sqlq_table_name *n = &b->c->table->name;
     sqlq_sql_text_add(&b->t, "(SELECT group_concat(k, ', ') FROM (SELECT ti.name || ' ' || "
@@ -96,7 +96,7 @@ const sqlq_capture_log_sql sqlq_sqlite_log_sql = {
     .trim_log = trim_log,
     .tokens_in = tokens_in,
     .start_now = start_now,
-    .key_shape = key_shape,
-    .unique_key_shape = unique_key_shape,
+    .key_expr = key_expr,
+    .unique_key_expr = unique_key_expr,
     .source_objects_expr = source_objects,
 };

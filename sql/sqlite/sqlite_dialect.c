@@ -233,7 +233,7 @@ const sqlq_dialect sqlq_dialect_sqlite = {
 
     .sources = SOURCES,
 
-    .lag_shape = SQLQ_LAG_JULIANDAY,
+    .lag_syntax = SQLQ_LAG_JULIANDAY,
     .rowversion = false,
     .row_values = true,
     .keyset_value_sql = keyset_value_sql,

@@ -32,6 +32,9 @@ case "$cmd" in
         port=${3:-$("$here/free_port.sh")}
         fast="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         [ "${SQLQ_PG_DURABLE:-0}" != 1 ] || fast=""
+        # SQLQ_PG_SYNC_COMMIT=1 (fsync still off): each commit writes its WAL out before it
+        # returns, so a walsender decodes it at once instead of at the WAL writer's next round.
+        [ "${SQLQ_PG_SYNC_COMMIT:-0}" != 1 ] || fast=${fast/synchronous_commit=off/synchronous_commit=on}
         wal="-c wal_level=${SQLQ_PG_WAL_LEVEL:-replica} -c max_replication_slots=50 -c max_wal_senders=50"
         as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
             -o "-p $port -k $dir -c listen_addresses=127.0.0.1 $fast $wal -c max_connections=300 -c max_prepared_transactions=20" >/dev/null \

@@ -175,7 +175,7 @@ static void test_account_registers_secrets_with_the_log(void **state)
 }
 
 
-/* Issue 24.4: http:// only to loopback or development storage unless allowed explicitly. */
+/* http:// only to loopback or development storage unless allowed explicitly. */
 static void test_account_refuses_plain_http_to_remote_hosts(void **state)
 {
     (void)state;
@@ -209,7 +209,7 @@ static void test_account_refuses_plain_http_to_remote_hosts(void **state)
     sqlq_account_destroy(a);
 }
 
-/* Issue 20.2: the Portal's and generateSasUrl()'s queue URL: the queue comes from the URL. */
+/* The Portal's and generateSasUrl()'s queue URL: the queue comes from the URL. */
 static void test_account_queue_scoped_sas_url(void **state)
 {
     (void)state;
@@ -254,7 +254,7 @@ static void test_account_queue_scoped_sas_url(void **state)
     parse_fails("https://acct.queue.core.windows.net/Orders_1?" SAS, "queue URL's queue");
 }
 
-/* Issue 12.8: a huge SAS or endpoint, BlobEndpoint alone; issue 12.5: user:pass@ redacted. */
+/* A huge SAS or endpoint, BlobEndpoint alone, are handled; user:pass@ is redacted. */
 static void test_account_limits_and_redaction(void **state)
 {
     (void)state;

@@ -127,8 +127,8 @@ static void test_capture_sql_row_read_whole(void **state)
     static const struct {
         const sqlq_dialect *d;
         const char *schema;
-        const char *key_from; /* the catalog lookup of the key, in m_key and in key_shape */
-        const char *src;      /* key_shape's m_src: the change source's objects */
+        const char *key_from; /* the catalog lookup of the key: m_key and the key statement */
+        const char *src;      /* the key statement's m_src: the change source's objects */
     } cases[] = {
         {&sqlq_dialect_sqlite, "",
          "FROM pragma_table_info('O''Brien', 'main') WHERE pk > 0 "
@@ -178,7 +178,7 @@ static void test_capture_sql_row_read_whole(void **state)
             sqlq_capture_stmt_free(&polls[p]);
             sqlq_capture_stmt_free(&polls[p + 1]);
         }
-        assert_int_equal(sqlq_capture_sql_key_shape(&f.spec, &key, &err), SQLQ_OK);
+        assert_int_equal(sqlq_capture_sql_key_stmt(&f.spec, &key, &err), SQLQ_OK);
         assert_int_equal(key.nparams, 0);
         check_params(&key);
         contains(key.sql, "SELECT (SELECT ");
@@ -308,7 +308,7 @@ static void test_capture_sql_params_match_markers(void **state)
     }
 }
 
-/* Issue 16: a route asking for changed columns and the before image reads the log's map, what
+/* A route asking for changed columns and the before image reads the log's map, what
  * this bridge delivered of the key, and the mirrored columns the log has (note only here);
  * every marker keeps its role. Change tracking reads none of them. */
 static void test_capture_sql_poll_image_columns(void **state)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The command line's one dispatcher and one account set-up (issue 14.3), without servers:
+# The command line's one dispatcher and one account set-up, without servers:
 # - `sqlq`, `sqlq poison` and `sqlq queue` pick commands the same way: no command or an
 #   unknown one exits 2 naming it, --help exits 0 with the list on stdout;
 # - every command that reaches the queue service says the same thing, exit 2, when the

@@ -6,6 +6,8 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "clock.h"
+#include "json_int.h"
 #include "log.h"
 #include "redact.h"
 #include "result.h"
@@ -131,7 +133,7 @@ static void test_common_log_control_characters(void **state)
     free(line);
 }
 
-/* Issue 14.5: one helper logs an error: the fields, then err="…" as sqlq_error_format writes
+/* One helper logs an error: the fields, then err="…" as sqlq_error_format writes
  * it, redacted like any value; nothing is formatted below the level. */
 static void test_common_log_error_helper(void **state)
 {
@@ -152,7 +154,7 @@ static void test_common_log_error_helper(void **state)
     sqlq_log_clear_secrets();
 }
 
-/* Issue 12.2: values cannot forge fields or lines, in text or JSON. */
+/* Values cannot forge fields or lines, in text or JSON. */
 static void test_common_log_hostile_values_escaped(void **state)
 {
     (void)state;
@@ -226,6 +228,81 @@ static void test_common_redact_keys_not_substrings(void **state)
     sqlq_log_clear_secrets();
 }
 
+/* The one rule for a JSON integer: a JSON integer, or a string of an optional sign and
+ * decimal digits only, in int64 range; everything else is refused and *out left alone. */
+static void test_common_json_int64_accepts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int64_t want;
+    } ok[] = {{"0", 0},
+              {"42", 42},
+              {"-7", -7},
+              {"+7", 7},
+              {"007", 7},
+              {"9223372036854775807", INT64_MAX},
+              {"-9223372036854775808", INT64_MIN}};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        int64_t n = -1;
+        json_t *v = json_string(ok[i].text);
+        assert_true(sqlq_json_int64(v, &n));
+        assert_true(n == ok[i].want);
+        n = -1;
+        assert_true(sqlq_json_int64_text(ok[i].text, &n));
+        assert_true(n == ok[i].want);
+        json_decref(v);
+    }
+    json_t *big = json_integer(INT64_MIN);
+    int64_t n = 0;
+    assert_true(sqlq_json_int64(big, &n));
+    assert_true(n == INT64_MIN);
+    json_decref(big);
+}
+
+static void test_common_json_int64_refuses(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"",     " 1",  "1 ",  "\t1", "1x",  "x1", "-",
+                                      "+",    "--1", "+-1", "1.0", "1e3", "0x10",
+                                      "9223372036854775808", "-9223372036854775809"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int64_t n = 99;
+        json_t *v = json_string(bad[i]);
+        assert_false(sqlq_json_int64(v, &n));
+        assert_false(sqlq_json_int64_text(bad[i], &n));
+        assert_true(n == 99);
+        json_decref(v);
+    }
+    json_t *other[] = {json_null(), json_true(), json_false(), json_real(1.0), json_array(),
+                       json_object()};
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+        int64_t n = 99;
+        assert_false(sqlq_json_int64(other[i], &n));
+        assert_true(n == 99);
+        json_decref(other[i]);
+    }
+    int64_t n = 99;
+    assert_false(sqlq_json_int64(NULL, &n));
+    assert_false(sqlq_json_int64_text(NULL, &n));
+    assert_true(n == 99);
+}
+
+/* Monotonic milliseconds move forward with real time and agree with the system clock seam. */
+static void test_common_clock_mono_ms(void **state)
+{
+    (void)state;
+    sqlq_clock sys = sqlq_clock_system(NULL);
+    uint64_t a = sqlq_clock_mono_ms();
+    uint64_t s = sqlq_clock_now_ms(&sys);
+    assert_true(sqlq_clock_sleep_ms(&sys, 20));
+    uint64_t b = sqlq_clock_mono_ms();
+    assert_true(s >= a);
+    assert_true(b >= a + 20);
+    assert_true(b < a + 5000);
+    assert_true(sqlq_clock_now_ms(&sys) >= b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -238,6 +315,9 @@ int main(void)
         cmocka_unit_test(test_common_log_hostile_values_escaped),
         cmocka_unit_test(test_common_log_json_render),
         cmocka_unit_test(test_common_log_control_characters),
+        cmocka_unit_test(test_common_json_int64_accepts),
+        cmocka_unit_test(test_common_json_int64_refuses),
+        cmocka_unit_test(test_common_clock_mono_ms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

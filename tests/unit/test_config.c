@@ -266,7 +266,7 @@ static void test_config_secret_env_wiped(void **state)
     clear_env();
 }
 
-/* Issue 12.8: {"routes":"orders"} is a routes problem, not an unknown key. */
+/* {"routes":"orders"} is a routes problem, not an unknown key. */
 static void test_config_routes_not_an_array_named(void **state)
 {
     (void)state;
@@ -287,7 +287,7 @@ static void test_config_routes_not_an_array_named(void **state)
     unlink(path);
 }
 
-/* Issue 12.5: a secret given as a flag no longer shows in argv (/proc/PID/cmdline) once parsed. */
+/* A secret given as a flag does not show in argv (/proc/PID/cmdline) once parsed. */
 static void test_config_secret_flags_scrubbed_from_argv(void **state)
 {
     (void)state;
@@ -311,7 +311,7 @@ static void test_config_secret_flags_scrubbed_from_argv(void **state)
     sqlq_config_free(&demo_spec, &d, &res);
 }
 
-/* Issue 12.8: `backfill --batch-size 0` leaked the settings loaded so far (LSan: exit 1). */
+/* A load that fails (`backfill --batch-size 0`) frees the settings loaded so far (LSan). */
 static void test_config_load_or_exit_frees_on_error(void **state)
 {
     (void)state;

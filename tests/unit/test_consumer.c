@@ -798,7 +798,7 @@ static void record_log(void *ctx, sqlq_log_level level, const char *event, const
         l->len += (size_t)n;
 }
 
-/* Issue 14.5: a handler cancelled by the shutdown is not a failed handler (logged
+/* A handler cancelled by the shutdown is not a failed handler (logged
  * consumer.cancelled only, not counted as failed); a drain that stops at a failed poll never
  * says it is retrying. */
 static void test_consumer_cancel_and_drain_log_what_happens(void **state)

@@ -1,4 +1,4 @@
-/* cursor_lag: safe by default (issue 20.8): a non-zero lag wherever writers commit out of
+/* cursor_lag: safe by default: a non-zero lag wherever writers commit out of
  * cursor order, 0 only on SQLite or when the user sets it, and the rule in words. */
 #include <setjmp.h>
 #include <stdarg.h>

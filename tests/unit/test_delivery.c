@@ -48,7 +48,7 @@ static sqlq_error azure_error(sqlq_result code, int status, const char *azure_co
     return e;
 }
 
-/* Faults that would fail every message (issue 11): never counted toward poison. */
+/* Faults that would fail every message: never counted toward poison. */
 static void test_delivery_service_wide_refusals_do_not_count(void **state)
 {
     (void)state;

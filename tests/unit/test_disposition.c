@@ -136,7 +136,7 @@ static void test_disposition_outage_or_message_fault(void **state)
     assert_false(sqlq_disposition_is_outage(&e));
 }
 
-/* Issue 16: a handler's SQLQ_E_REJECTED poisons on the first attempt; other failures retry. */
+/* A handler's SQLQ_E_REJECTED poisons on the first attempt; other failures retry. */
 static void test_disposition_rejected_poisons_at_once(void **state)
 {
     (void)state;

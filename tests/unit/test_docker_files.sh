@@ -127,7 +127,7 @@ for name in ("compose.yaml", "compose.mssql.yaml"):
             if host.startswith("."):
                 if not os.path.exists(os.path.normpath(os.path.join(d, host))):
                     err(f"{name}: {sname} mounts {host}, which does not exist")
-        for port in svc.get("ports") or []: # issue 24.5: never on every interface
+        for port in svc.get("ports") or []: # published on loopback only, never on every interface
             if not str(port).startswith("127.0.0.1:"):
                 err(f"{name}: {sname} publishes {port} on every interface (use 127.0.0.1:HOST:CONTAINER)")
         build = svc.get("build")

@@ -176,7 +176,7 @@ static void test_endpoint_maps_statuses(void **state)
 }
 
 
-/* Issue 12.1: an endpoint path that leaves no room for the message id overflowed ep->path. */
+/* An endpoint path that leaves no room for the message id is refused, never overflows. */
 static void test_endpoint_long_paths_never_overflow(void **state)
 {
     fixture *f = *state;

@@ -418,7 +418,7 @@ static void test_envelope_plain_uncarriable_change_alone(void **state)
     }
 }
 
-/* Issue 16: "changed" only on an update and "before" on an update or a delete, after "row";
+/* "changed" only on an update and "before" on an update or a delete, after "row";
  * neither on an insert nor on a truncated (key-only) change. */
 static void test_envelope_changed_and_before(void **state)
 {
@@ -465,6 +465,42 @@ static void test_envelope_changed_and_before(void **state)
     json_decref(c.before);
     free_change(&c);
     free(row);
+}
+
+/* The row format's text is written straight (envelope_text.c); the poison copy still dumps the
+ * element object (envelope.c's row_object): both give the same bytes, for every operation,
+ * with and without changed and before, and for names and values JSON must escape. */
+static void test_envelope_text_same_bytes_as_object(void **state)
+{
+    (void)state;
+    sqlq_envelope_config cfg = config(SQLQ_FORMAT_ROW);
+    cfg.table = "or\"ders\\\xc3\xa9";
+    cfg.bridge_name = "br\tidge";
+    sqlq_op ops[] = {SQLQ_OP_INSERT, SQLQ_OP_UPDATE, SQLQ_OP_DELETE, SQLQ_OP_READ, SQLQ_OP_UPDATE};
+    for (size_t i = 0; i < 5 * 4; i++) {
+        sqlq_op op = ops[i % 5];
+        bool gone = i % 5 == 4 || op == SQLQ_OP_DELETE; /* a row gone: now a delete */
+        sqlq_msg_change c = make_change(op, -7 + (int64_t)i * 1000003, "{\"id\":\"k\\u0001\\\"\",\"n\":-3}",
+                                        gone ? NULL : "{\"id\":\"k\",\"a\":[1.5,null,true],\"b\":{\"z\":\"\\n\"}}");
+        if (i / 5 & 1)
+            c.changed = json_loads("[\"a\",\"b\"]", 0, NULL);
+        if (i / 5 & 2)
+            c.before = json_loads("{\"id\":\"k\",\"a\":0.25}", 0, NULL);
+        sqlq_envelope_list out = {0}, poison = {0};
+        assert_int_equal(sqlq_envelope_build(&cfg, &c, 1, TS, &out, NULL), SQLQ_OK);
+        assert_int_equal(sqlq_envelope_add_poison(&cfg, &c, 0, "r", TS, &poison, NULL), SQLQ_OK);
+        const char *p = strstr(poison.items[0].body, "\"message\":");
+        assert_non_null(p);
+        p += strlen("\"message\":");
+        size_t plen = poison.items[0].len - (size_t)(p - poison.items[0].body) - 1;
+        assert_int_equal(out.items[0].len, plen);
+        assert_memory_equal(out.items[0].body, p, plen);
+        sqlq_envelope_list_free(&out);
+        sqlq_envelope_list_free(&poison);
+        json_decref(c.changed);
+        json_decref(c.before);
+        free_change(&c);
+    }
 }
 
 /* Too large with its before image: before goes first (row and changed kept, marked
@@ -540,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_envelope_plain_uncarriable_change_alone),
         cmocka_unit_test(test_envelope_parse_names),
         cmocka_unit_test(test_envelope_changed_and_before),
+        cmocka_unit_test(test_envelope_text_same_bytes_as_object),
         cmocka_unit_test(test_envelope_oversize_drops_before_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

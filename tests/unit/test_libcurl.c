@@ -1,5 +1,5 @@
 /* libcurl's process-wide set-up runs once however many users start: the queue client's
- * transport and every `consume --http` handler (issue 14.4). curl_global_init is not thread
+ * transport and every `consume --http` handler. curl_global_init is not thread
  * safe, so a second call racing a running transfer is a bug. Counted by wrapping the symbol at
  * link time (-Wl,--wrap=curl_global_init, tests/consumer.cmake). */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Public and private headers (issue 14.4). Each library's public set is the links in
+# Public and private headers. Each library's public set is the links in
 # build/include/<library>/ (CMakeLists.txt: sqlq_public_headers). Checks:
 # - no internal header (*_internal.h, or one a library lists as private) is in any public set;
 # - every public header compiles on its own with only the public sets on the include path, so

@@ -340,7 +340,7 @@ static void test_faults_clear_repeats_on_operation_timed_out(void **state)
 }
 
 /* A persistent 500 OperationTimedOut answered at once is a fault, not progress: back-off and
- * the retry budget, never a hot loop (issue 11: 110k requests in 10 s before). */
+ * the retry budget, never a hot loop. */
 static void test_faults_clear_backs_off_on_instant_timeouts(void **state)
 {
     fixture *f = *state;
@@ -500,7 +500,7 @@ static void test_faults_shutdown_during_backoff_cancels(void **state)
         assert_int_equal(items[i].result, SQLQ_E_CANCELLED);
 }
 
-/* Issue 12.8: a body over the 16 MiB cap was reported as curl's "Failure writing output". */
+/* A body over the 16 MiB cap is named as such, not as curl's "Failure writing output". */
 static void test_faults_oversized_response_is_named(void **state)
 {
     fixture *f = *state;

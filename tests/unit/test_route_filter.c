@@ -1,5 +1,5 @@
 /* Unit tests of bridge/route_filter: which operations a route publishes and which columns of
- * the row it sends (issue 16: --ops, --columns, --exclude-columns; the key always). */
+ * the row it sends (--ops, --columns, --exclude-columns; the key always). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -122,7 +122,7 @@ static void test_route_filter_refusals_name_key_and_value(void **state)
     assert_non_null(strstr(err.message, "key columns: 'a,,b'"));
 }
 
-/* Issue 16: changed names and the before image follow the route's column selection. */
+/* Changed names and the before image follow the route's column selection. */
 static void test_route_filter_changed_and_before_follow_columns(void **state)
 {
     (void)state;

@@ -1,4 +1,4 @@
-/* route_state: the transition function of a route (issue 14.5): every state's successors, and
+/* route_state: the transition function of a route: every state's successors, and
  * the rules the delivery semantics rest on (a batch is always settled, a stop passes through
  * STOPPING, which releases what is pending). */
 #include "route_state.h"

@@ -323,7 +323,7 @@ static void test_sql_dialect_new_table(void **state)
     other.ident_open = '`';
     other.ident_close = '`';
     other.literal_prefix = "_utf8mb4";
-    other.lag_shape = SQLQ_LAG_NONE;
+    other.lag_syntax = SQLQ_LAG_NONE;
     sqlq_buf b;
     sqlq_buf_init(&b, 0);
     assert_int_equal(sqlq_dialect_quote_ident(&other, "a`b", &b), SQLQ_OK);

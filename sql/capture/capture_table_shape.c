@@ -1,4 +1,4 @@
-/* capture_shape: the watched table's shape under a running capture (see capture_internal.h).
+/* capture_table_shape: the watched table's shape under a running capture (see capture_internal.h).
  *
  * The poll reads the current row as r.* (capture_sql.c), so it always carries the columns the
  * table has when the poll runs: a column added, dropped, renamed or retyped needs no restart
@@ -62,8 +62,8 @@ static sqlq_result key_index_again(sqlq_capture *cap, sqlq_table *t, sqlq_error 
               cap->bridge, cap->names.table_key, t->key_index ? t->key_index : "");
     adopt(cap, t, NULL);
     cap->shape_moved = true;
-    sqlq_capture_stmt_free(&cap->key_shape);
-    sqlq_result r = sqlq_capture_sql_key_shape(&cap->spec, &cap->key_shape, err);
+    sqlq_capture_stmt_free(&cap->key_stmt);
+    sqlq_result r = sqlq_capture_sql_key_stmt(&cap->spec, &cap->key_stmt, err);
     json_t *now = NULL;
     if (r == SQLQ_OK)
         r = read_key(cap, &now, err, NULL);
@@ -82,7 +82,7 @@ static sqlq_result key_index_again(sqlq_capture *cap, sqlq_table *t, sqlq_error 
     return r;
 }
 
-/* m_key of a poll (or of the key_shape statement) against the one read at open; the message
+/* m_key of a poll (or of the key statement) against the one read at open; the message
  * names both keys as the catalog describes them (m_key itself may be column numbers). */
 static sqlq_result check_key(sqlq_capture *cap, const json_t *m_key, sqlq_error *err)
 {
@@ -107,16 +107,16 @@ static sqlq_result check_key(sqlq_capture *cap, const json_t *m_key, sqlq_error 
     return key_changed(cap, was, is, "found by a poll", err);
 }
 
-/* The key_shape statement's row: m_key (JSON null when the key is gone) and m_src. */
+/* The key statement's row: m_key (JSON null when the key is gone) and m_src. */
 static sqlq_result read_key(sqlq_capture *cap, json_t **out, sqlq_error *err, int64_t *out_src)
 {
     json_t *rows = NULL;
-    sqlq_result r = sqlq_capture_query(cap, &cap->key_shape, NULL, &rows, err);
+    sqlq_result r = sqlq_capture_query(cap, &cap->key_stmt, NULL, &rows, err);
     json_t *row = json_array_get(rows, 0);
-    *out = r == SQLQ_OK ? json_incref(json_object_get(row, SQLQ_CAPTURE_KEY_SHAPE)) : NULL;
+    *out = r == SQLQ_OK ? json_incref(json_object_get(row, SQLQ_CAPTURE_KEY_NOW)) : NULL;
     if (r == SQLQ_OK && !*out)
         *out = json_null();
-    if (out_src && (r != SQLQ_OK || !sqlq_capture_json_int64(
+    if (out_src && (r != SQLQ_OK || !sqlq_json_int64(
                                         json_object_get(row, SQLQ_CAPTURE_SOURCE_OBJECTS), out_src)))
         *out_src = -1;
     json_decref(rows);
@@ -141,7 +141,7 @@ static sqlq_result check_source_objects(const sqlq_capture *cap, int64_t n, sqlq
     return r;
 }
 
-sqlq_result sqlq_capture_shape_check_key(sqlq_capture *cap, sqlq_error *err)
+sqlq_result sqlq_capture_table_shape_check_key(sqlq_capture *cap, sqlq_error *err)
 {
     json_t *now = NULL;
     int64_t src = 0;
@@ -168,7 +168,7 @@ static void adopt(sqlq_capture *cap, sqlq_table *now, json_t *shape)
     cap->shape_moved = cap->shape_moved || fixups_moved;
 }
 
-sqlq_result sqlq_capture_shape_failed(sqlq_capture *cap, sqlq_result failed, sqlq_error *err)
+sqlq_result sqlq_capture_table_shape_failed(sqlq_capture *cap, sqlq_result failed, sqlq_error *err)
 {
     if (failed != SQLQ_E_SQL || !cap->table)
         return failed;
@@ -197,7 +197,7 @@ sqlq_result sqlq_capture_shape_failed(sqlq_capture *cap, sqlq_result failed, sql
     return failed;
 }
 
-sqlq_result sqlq_capture_shape_describe_log(sqlq_capture *cap, sqlq_table **out, sqlq_error *err)
+sqlq_result sqlq_capture_table_shape_describe_log(sqlq_capture *cap, sqlq_table **out, sqlq_error *err)
 {
     sqlq_table_name log;
     memset(&log, 0, sizeof(log));
@@ -216,7 +216,7 @@ sqlq_result sqlq_capture_shape_describe_log(sqlq_capture *cap, sqlq_table **out,
 static sqlq_result check_log_key(sqlq_capture *cap, sqlq_error *err)
 {
     sqlq_table *lt = NULL;
-    sqlq_result r = sqlq_capture_shape_describe_log(cap, &lt, err);
+    sqlq_result r = sqlq_capture_table_shape_describe_log(cap, &lt, err);
     if (r != SQLQ_OK)
         return r;
     const sqlq_table *t = cap->table;
@@ -236,9 +236,9 @@ static sqlq_result check_log_key(sqlq_capture *cap, sqlq_error *err)
     return r;
 }
 
-sqlq_result sqlq_capture_shape_open(sqlq_capture *cap, sqlq_error *err)
+sqlq_result sqlq_capture_table_shape_open(sqlq_capture *cap, sqlq_error *err)
 {
-    sqlq_result r = sqlq_capture_sql_key_shape(&cap->spec, &cap->key_shape, err);
+    sqlq_result r = sqlq_capture_sql_key_stmt(&cap->spec, &cap->key_stmt, err);
     if (r == SQLQ_OK && !cap->spec.log_sql->tracked)
         r = check_log_key(cap, err);
     json_t *now = NULL;
@@ -255,9 +255,9 @@ sqlq_result sqlq_capture_shape_open(sqlq_capture *cap, sqlq_error *err)
     return r;
 }
 
-void sqlq_capture_shape_close(sqlq_capture *cap)
+void sqlq_capture_table_shape_close(sqlq_capture *cap)
 {
-    sqlq_capture_stmt_free(&cap->key_shape);
+    sqlq_capture_stmt_free(&cap->key_stmt);
     free(cap->key_seen);
     cap->key_seen = NULL;
     json_decref(cap->row_shape);
@@ -368,7 +368,7 @@ static json_t *row_object(const sqlq_capture *cap, const json_t *cols, size_t sp
     return NULL;
 }
 
-sqlq_result sqlq_capture_shape_poll(sqlq_capture *cap, const sqlq_capture_stmt *st,
+sqlq_result sqlq_capture_table_shape_poll(sqlq_capture *cap, const sqlq_capture_stmt *st,
                                     const sqlq_capture_values *v, json_t **out_rows,
                                     sqlq_error *err)
 {
@@ -380,7 +380,7 @@ sqlq_result sqlq_capture_shape_poll(sqlq_capture *cap, const sqlq_capture_stmt *
     size_t split = json_array_size(cols);
     for (size_t i = 0; split == json_array_size(cols) && i < split; i++) {
         const char *name = json_string_value(json_object_get(json_array_get(cols, i), "name"));
-        if (name && strcmp(name, SQLQ_CAPTURE_KEY_SHAPE) == 0)
+        if (name && strcmp(name, SQLQ_CAPTURE_KEY_NOW) == 0)
             split = i;
     }
     size_t nfix = split < json_array_size(cols) ? fixup_count(cap) : 0;
