@@ -1,19 +1,56 @@
 # sql/ change capture (capture engineer): change log, leases, SQL Server change-tracking SQL.
-sqlq_integration_test(capture FIXTURES postgres LIBS sqlq_sql TIMEOUT 180)
-sqlq_integration_test(capture_pg FIXTURES postgres LIBS sqlq_sql TIMEOUT 180)
-# SQLite versions without a counter write: trim, reconnect, upgrade of an earlier log, drop + setup.
-sqlq_integration_test(capture_versions LIBS sqlq_sql TIMEOUT 60)
+# The capture algorithm, and writers that commit out of order or concurrently, on every
+# change-log database (tests/integration/capture_support.c holds what differs per database).
+sqlq_database_test(capture SOURCES log
+  WITHOUT "cursor: the cursor source leases by checkpoint, not per change: suite cursor_source"
+  LIBS sqlq_sql TIMEOUT 180)
+target_sources(itest_capture PRIVATE integration/capture_support.c)
+sqlq_database_test(capture_concurrent SOURCES log
+  WITHOUT "cursor: the cursor source reads committed rows behind a safety lag: suite cursor_defaults"
+  LIBS sqlq_sql TIMEOUT 240)
+target_sources(itest_capture_concurrent PRIVATE integration/capture_support.c)
+# PostgreSQL's read horizon: only open transactions that wrote a log hold it back, and as long as
+# they must (early xid, savepoints, prepared and killed transactions), upgrades of its logs, the
+# grants a writer and a reader need.
+sqlq_database_test(capture_horizon SOURCES log DATABASES postgres
+  WITHOUT "sqlite: one writer at a time, versions from the log itself: no horizon (suite change_log_counter)"
+          "mariadb: versions stamped at commit, nothing held back: no horizon (suites change_log_stamped, capture_concurrent)"
+          "cursor: reads committed rows behind a safety lag (suite cursor_defaults)"
+  LIBS sqlq_sql TIMEOUT 180)
+# SQLite's log versions without a counter write: trim, reconnect, upgrade of an earlier log,
+# drop + setup.
+sqlq_database_test(change_log_counter SOURCES log DATABASES sqlite
+  WITHOUT "postgres: versions from a sequence (suite capture_horizon)"
+          "mariadb: versions stamped at commit (suite change_log_stamped)"
+          "cursor: no change log"
+  LIBS sqlq_sql TIMEOUT 60)
 sqlq_unit_test(capture_sql sqlq_sql)
 # The sources' SQL traits and PostgreSQL's horizon statements are internal to sql/.
 target_include_directories(test_capture_sql PRIVATE ${CMAKE_SOURCE_DIR}/sql/capture
   ${CMAKE_SOURCE_DIR}/sql/mssql ${CMAKE_SOURCE_DIR}/sql/postgres)
 sqlq_unit_test(capture_horizon sqlq_sql)
 target_include_directories(test_capture_horizon PRIVATE ${CMAKE_SOURCE_DIR}/sql/postgres)
-sqlq_integration_test(setup_cli FIXTURES postgres TIMEOUT 120)
-sqlq_integration_test(capture_pg_writers FIXTURES azurite postgres TIMEOUT 180)
+sqlq_database_test(setup_cli SOURCES log
+  WITHOUT "cursor: its case (setup installs nothing, checks the column) runs inside each database's test"
+  TIMEOUT 120)
+# PostgreSQL's horizon under a running bridge: open writers of other tables delay nothing; one of
+# this log holds later changes back, named by the log, sqlq status and /metrics.
+sqlq_database_test(bridge_held_back SOURCES log DATABASES postgres
+  WITHOUT "sqlite: one writer at a time: nothing commits past an open writer"
+          "mariadb: a late commit is stamped late, nothing is held back (suite bridge_server)"
+          "cursor: reads behind a safety lag, nothing is held back by a writer (suite cursor_defaults)"
+  FIXTURES azurite TIMEOUT 180)
 # The trigger's wake-up NOTIFY as a listening session sees it (once per writing transaction).
-sqlq_integration_test(capture_pg_notify FIXTURES postgres TIMEOUT 60)
+sqlq_database_test(capture_notify SOURCES log DATABASES postgres
+  WITHOUT "sqlite: no NOTIFY, the wake-up probes PRAGMA data_version (suite bridge_wakeup_data_version)"
+          "mariadb: no change signal: the bridge polls"
+          "cursor: no trigger, no wake-up"
+  TIMEOUT 60)
 # A role named sqlq (the schema's name): setup warns; --drop leaves a schema holding other objects.
-sqlq_integration_test(setup_role FIXTURES postgres TIMEOUT 120)
+sqlq_database_test(setup_search_path SOURCES log DATABASES postgres
+  WITHOUT "sqlite: no schemas or roles"
+          "mariadb: sqlq's objects live in database sqlq, which no search path reaches"
+          "cursor: setup installs nothing"
+  TIMEOUT 120)
 # Issue 16 items 1-2: the opt-in log columns' SQL (sql/capture/change_log_options.c).
 sqlq_unit_test(change_log_options sqlq_sql)

@@ -4,8 +4,16 @@
 sqlq_unit_test(pgoutput sqlq_sql)
 sqlq_unit_test(pg_ack sqlq_sql)
 sqlq_unit_test(logical_txn sqlq_sql)
-sqlq_integration_test(logical_messages FIXTURES azurite postgres TIMEOUT 180)
+sqlq_database_test(logical_messages DATABASES postgres
+  WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
+  FIXTURES azurite TIMEOUT 180)
 sqlq_integration_test(logical_faults TIMEOUT 420)
-sqlq_integration_test(logical_large FIXTURES azurite postgres TIMEOUT 300)
-sqlq_integration_test(logical_same_json FIXTURES azurite postgres TIMEOUT 180)
-sqlq_integration_test(logical_backfill FIXTURES azurite postgres TIMEOUT 420)
+sqlq_database_test(logical_large DATABASES postgres
+  WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
+  FIXTURES azurite TIMEOUT 300)
+sqlq_database_test(logical_same_json DATABASES postgres
+  WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
+  FIXTURES azurite TIMEOUT 180)
+sqlq_database_test(logical_backfill DATABASES postgres
+  WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
+  FIXTURES azurite TIMEOUT 420)

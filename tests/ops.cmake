@@ -20,8 +20,10 @@ set_tests_properties(unit.keda_files PROPERTIES SKIP_RETURN_CODE 77)
 sqlq_integration_test(install_deps TIMEOUT 600)
 
 # No account key, SAS signature or database password in any output, at trace, text and JSON.
-sqlq_integration_test(log_secrecy FIXTURES azurite postgres TIMEOUT 120)
-set_tests_properties(integration.log_secrecy PROPERTIES SKIP_RETURN_CODE 77)
+sqlq_database_test(log_secrecy DATABASES postgres
+  WITHOUT "sqlite mariadb: written for PostgreSQL only so far (not yet per database)"
+  FIXTURES azurite TIMEOUT 120)
+set_tests_properties(integration.log_secrecy.postgres PROPERTIES SKIP_RETURN_CODE 77)
 
 # The endpoint as a daemon serves it: `sqlq consume --listen` against Azurite, curl CLI.
 sqlq_integration_test(metrics_endpoint FIXTURES azurite TIMEOUT 120)
@@ -39,4 +41,6 @@ set_tests_properties(unit.public_headers PROPERTIES LABELS unit TIMEOUT 120
 add_test(NAME unit.cli_dispatch COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cli_dispatch.sh)
 set_tests_properties(unit.cli_dispatch PROPERTIES LABELS unit TIMEOUT 60
   ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
-sqlq_integration_test(cli_outside_text FIXTURES azurite postgres TIMEOUT 180)
+sqlq_database_test(cli_outside_text DATABASES postgres
+  WITHOUT "sqlite mariadb: written for PostgreSQL only so far (not yet per database)"
+  FIXTURES azurite TIMEOUT 180)

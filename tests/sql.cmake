@@ -10,14 +10,16 @@ sqlq_unit_test(pg_listen sqlq_sql) # no server determined: wakeup_off, no libpq 
 target_include_directories(test_pg_listen PRIVATE ${CMAKE_SOURCE_DIR}/sql/postgres)
 sqlq_unit_test(pg_arm sqlq_sql) # the wake-up lock: when an arm is a hint, when the unlock goes
 target_include_directories(test_pg_arm PRIVATE ${CMAKE_SOURCE_DIR}/sql/postgres)
-sqlq_integration_test(sql_db FIXTURES postgres LIBS sqlq_sql TIMEOUT 120)
+sqlq_database_test(sql_db DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 120)
 # Statements prepared once per connection (sqlq_db_keep_prepared, issue 20 benchmark bound).
-sqlq_integration_test(db_prepared FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
-sqlq_integration_test(sql_types FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
-sqlq_integration_test(sql_table FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
-sqlq_integration_test(table_key FIXTURES postgres LIBS sqlq_sql TIMEOUT 60)
+sqlq_database_test(db_prepared DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
+sqlq_database_test(sql_types DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
+sqlq_database_test(sql_table DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
+sqlq_database_test(table_key DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
 # Extreme values of every type through bridge and sink, PostgreSQL and SQLite (issue 21.3).
-sqlq_integration_test(types_roundtrip FIXTURES azurite postgres TIMEOUT 180)
+sqlq_database_test(types_roundtrip DATABASES postgres
+  WITHOUT "sqlite mariadb: written for PostgreSQL only so far (not yet per database)"
+  FIXTURES azurite TIMEOUT 180)
 sqlq_unit_test(table_shape sqlq_sql)
 # PostgreSQL's text of every type (libpq, and pgoutput from a real walsender) becomes the trigger
 # source's JSON through sql/postgres/pg_text: its own server, wal_level logical.

@@ -50,6 +50,9 @@ typedef struct sqlq_capture_leased {
     const char *objects_gone;
     /* Before a poll's transaction (in a transaction of its own). */
     sqlq_result (*before_poll)(sqlq_capture *cap, sqlq_error *err);
+    /* Before start_from now reads its start version (no transaction open): every change
+     * committed so far must be at or below it (a stamped log stamps them all); NULL: nothing. */
+    sqlq_result (*before_start_now)(sqlq_capture *cap, sqlq_error *err);
     /* First in a poll's transaction; NULL: the lock statement. */
     sqlq_result (*poll_lock)(sqlq_capture *cap, sqlq_capture_values *v, sqlq_error *err);
     /* After a poll that succeeded (full: it filled the batch). */

@@ -181,6 +181,8 @@ static sqlq_result init_state(sqlq_capture *cap, sqlq_start_from from, sqlq_erro
         sqlq_capture_stmt_free(&ddl);
         sqlq_capture_stmt_free(&ix);
     }
+    if (r == SQLQ_OK && from == SQLQ_START_NOW && cap->leased->before_start_now)
+        r = cap->leased->before_start_now(cap, err);
     bool begun = r == SQLQ_OK && (r = sqlq_db_begin(cap->db, err)) == SQLQ_OK;
     char display[128];
     snprintf(display, sizeof(display), "%s%s", cap->spec.dialect->object_prefix,

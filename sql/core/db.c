@@ -466,7 +466,7 @@ static sqlq_result stmt_run(sqlq_db *db, const char *sql, const sqlq_param *para
 bool sqlq_db_keep_prepared(sqlq_db *db, bool on)
 {
     bool was = db->keep;
-    db->keep = on;
+    db->keep = on && !(db->dialect && db->dialect->columns_at_prepare);
     return was;
 }
 

@@ -89,7 +89,9 @@ SQLQ_NODISCARD sqlq_result sqlq_db_query_values(sqlq_db *db, const char *sql,
  * parameters), up to SQLQ_STMT_CACHE_MAX statements: PostgreSQL then keeps the plan instead
  * of parsing and planning the text on every execution. For a fixed set of statements run in a
  * loop (the capture loop's), not for DDL or texts built per call. A kept statement whose
- * execution fails is dropped and prepared again next time. Returns the previous setting. */
+ * execution fails is dropped and prepared again next time. A dialect whose driver describes
+ * columns only at prepare (columns_at_prepare) keeps nothing: a kept SELECT * would
+ * answer with the old columns after ALTER TABLE. Returns the previous setting. */
 bool sqlq_db_keep_prepared(sqlq_db *db, bool on);
 /* First column of the first row as int64 (SQLQ_E_NOT_FOUND when there is no row; *out 0 for NULL). */
 SQLQ_NODISCARD sqlq_result sqlq_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *params,

@@ -57,6 +57,9 @@ struct sqlq_dialect {
     bool wide_text;          /* text parameters and statements travel as UTF-16 */
     bool keeps_plans;        /* the capture loop prepares its statements once per connection
                               * (sqlq_db_keep_prepared): the server keeps their plans */
+    bool columns_at_prepare; /* the driver describes a statement's columns once, at prepare:
+                              * a kept SELECT * would answer with a table's old columns after
+                              * ALTER TABLE, so sqlq_db_keep_prepared keeps nothing */
     size_t
         long_binary_over; /* binary parameters longer than this bind as LONGVARBINARY (0: never) */
 

@@ -163,12 +163,26 @@ static sqlq_result stamp(sqlq_capture *cap, sqlq_error *err)
                                  &n, &version, err);
 }
 
+/* start_from now: every change committed so far is stamped, so that the counter it starts
+ * from is above it (an unstamped one would get a version above the start and be delivered). */
+static sqlq_result stamp_all(sqlq_capture *cap, sqlq_error *err)
+{
+    int limit = cap->spec.max_batch_size * 16;
+    long long n = limit;
+    int64_t version = 0;
+    sqlq_result r = SQLQ_OK;
+    while (r == SQLQ_OK && n >= limit)
+        r = sqlq_change_log_stamp(cap->db, cap->table, &cap->names, limit, &n, &version, err);
+    return r;
+}
+
 static const sqlq_capture_leased leased = {
     .sql = &sqlq_mariadb_log_sql,
     .change_log = &change_log,
     .check_source = sqlq_capture_check_log,
     .objects_gone = SQLQ_CHANGE_LOG_OBJECTS_GONE,
     .before_poll = stamp,
+    .before_start_now = stamp_all,
     .confirm_leases = true,
 };
 

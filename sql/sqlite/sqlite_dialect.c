@@ -167,6 +167,7 @@ static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_sqlite_log_source,
 
 const sqlq_dialect sqlq_dialect_sqlite = {
     .name = "sqlite",
+    .columns_at_prepare = true, /* sqliteodbc: "broken result set" after ALTER TABLE */
     .title = "SQLite",
     .dbms_name = "SQLite",
     .file_driver = "sqlite", /* sqliteodbc creates a missing database file */

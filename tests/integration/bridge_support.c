@@ -152,23 +152,6 @@ bool bt_log_has(const char *log_path, const char *text)
     return found;
 }
 
-const void *bt_database_arg(int argc, char **argv, const void *table, size_t count, size_t size)
-{
-    const char *name = NULL;
-    for (size_t i = 0; argc == 2 && i < count; i++) {
-        memcpy(&name, (const char *)table + i * size, sizeof(name));
-        if (strcmp(argv[1], name) == 0)
-            return (const char *)table + i * size;
-    }
-    fprintf(stderr, "usage: %s DATABASE (", argv[0]);
-    for (size_t i = 0; i < count; i++) {
-        memcpy(&name, (const char *)table + i * size, sizeof(name));
-        fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 == count ? " or " : ", ", name);
-    }
-    fprintf(stderr, ")\n");
-    return NULL;
-}
-
 int bt_bridge_run(const char *queue_conn, const char *log_path, const char *const *args, int timeout_ms,
                   int expect)
 {
@@ -404,6 +387,7 @@ size_t bt_distinct_ids(json_t *changes)
 
 struct bt_writers {
     char *conn, *table;
+    const char *upsert_v;
     int threads, nkeys, ops, pause_ms;
     pthread_t *tids;
     pthread_mutex_t mu;
@@ -437,8 +421,8 @@ static void *writer_main(void *p)
         pthread_mutex_unlock(&w->mu);
         char sql[256];
         if (dice < 60)
-            snprintf(sql, sizeof(sql), "INSERT INTO %s (id, v) VALUES (%d, %u) ON CONFLICT (id) DO UPDATE SET v = excluded.v",
-                     w->table, id, v);
+            snprintf(sql, sizeof(sql), "INSERT INTO %s (id, v) VALUES (%d, %u)%s", w->table, id, v,
+                     w->upsert_v);
         else if (dice < 80)
             snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE id = %d", w->table, id);
         else
@@ -469,6 +453,7 @@ bt_writers *bt_writers_start(const char *conn, const char *table, int threads, i
     bt_writers *w = calloc(1, sizeof(*w));
     w->conn = strdup(conn);
     w->table = strdup(table);
+    w->upsert_v = sqlq_test_sql_under_test()->upsert_v;
     w->threads = threads;
     w->nkeys = nkeys;
     w->ops = ops_per_thread;

@@ -87,13 +87,6 @@ size_t bt_distinct_ids(json_t *changes);
 
 void bt_sleep_ms(int ms);
 
-/* The entry of `table`, an array of `count` structs of `size` bytes whose first member is the
- * `const char *` name of a database, that the one argument names; NULL after a usage line
- * listing the names on stderr. BT_DATABASE_ARG passes an array's count and size. */
-const void *bt_database_arg(int argc, char **argv, const void *table, size_t count, size_t size);
-#define BT_DATABASE_ARG(argc, argv, table)                                                         \
-    bt_database_arg((argc), (argv), (table), sizeof(table) / sizeof((table)[0]), sizeof((table)[0]))
-
 /* Writer threads: each with its own connection, random upserts, updates and deletes on
  * table (id integer primary key, v integer) over ids 0..nkeys-1, each write a new v. */
 typedef struct bt_writers bt_writers;

@@ -1,6 +1,7 @@
-/* backfill (library) on real SQLite and PostgreSQL: composite-key pages in key order, resume
- * after a stop, finish and restart, the user's filter, one run per name (lease), and a live
- * cursor bridge's checkpoint left alone. The CLI with a crash: test_backfill_cli.c. */
+/* backfill (library) on the database $SQLQ_TEST_DATABASE names (sqlite, postgres, mariadb):
+ * composite-key pages in key order, resume after a stop, finish and restart, the user's filter,
+ * one run per name (lease), and a live cursor bridge's checkpoint left alone. The CLI with a
+ * crash: test_backfill_cli.c. */
 #include "backfill.h"
 #include "capture.h"
 #include "cursor_source.h"
@@ -114,8 +115,9 @@ static void resume_finish_restart(const char *conn)
     sqlq_db_close(db);
 }
 
-static void filter_lease_and_live_checkpoint(const char *conn, const char *state_table)
+static void filter_lease_and_live_checkpoint(const char *conn)
 {
+    const sqlq_test_sql *d = sqlq_test_sql_under_test();
     sqlq_db *db = sqlq_test_db_open(conn), *db2 = sqlq_test_db_open(conn);
     make_items(db);
     /* A live cursor bridge on the same table has committed a checkpoint. */
@@ -134,8 +136,8 @@ static void filter_lease_and_live_checkpoint(const char *conn, const char *state
     assert_int_equal(sqlq_cursor_source_release(cs, b.items, b.count, NULL, &err), SQLQ_OK);
     sqlq_change_batch_free(&b);
     char sql[256];
-    snprintf(sql, sizeof(sql), "SELECT cursor_value, key_json, batch_id, rows_done FROM %s WHERE "
-             "bridge_name = 'default'", state_table);
+    snprintf(sql, sizeof(sql), "SELECT cursor_value, key_json, batch_id, rows_done FROM "
+             "%scursor_state WHERE bridge_name = 'default'%s", d->sqlq, d->this_database);
     json_t *before = NULL, *after = NULL;
     assert_int_equal(sqlq_db_query(db, sql, NULL, 0, &before, &err), SQLQ_OK);
     assert_int_equal(json_array_size(before), 1);
@@ -167,37 +169,19 @@ static void filter_lease_and_live_checkpoint(const char *conn, const char *state
     sqlq_db_close(db2);
 }
 
-static void test_backfill_resume_sqlite(void **state)
+static void test_backfill_resume(void **state)
 {
     (void)state;
-    char path[1024];
-    char *conn = sqlq_test_sqlite_db("bf_resume", path, sizeof(path));
+    char *conn = sqlq_test_create_db(sqlq_test_database(), "bf_resume");
     resume_finish_restart(conn);
     free(conn);
 }
 
-static void test_backfill_resume_postgres(void **state)
+static void test_backfill_filter_lease(void **state)
 {
     (void)state;
-    char *conn = sqlq_test_pg_create_db("bf_resume");
-    resume_finish_restart(conn);
-    free(conn);
-}
-
-static void test_backfill_filter_lease_sqlite(void **state)
-{
-    (void)state;
-    char path[1024];
-    char *conn = sqlq_test_sqlite_db("bf_filter", path, sizeof(path));
-    filter_lease_and_live_checkpoint(conn, "sqlq_cursor_state");
-    free(conn);
-}
-
-static void test_backfill_filter_lease_postgres(void **state)
-{
-    (void)state;
-    char *conn = sqlq_test_pg_create_db("bf_filter");
-    filter_lease_and_live_checkpoint(conn, "sqlq.cursor_state");
+    char *conn = sqlq_test_create_db(sqlq_test_database(), "bf_filter");
+    filter_lease_and_live_checkpoint(conn);
     free(conn);
 }
 
@@ -205,10 +189,8 @@ int main(void)
 {
     sqlq_log_set_level(SQLQ_LOG_WARN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_backfill_resume_sqlite),
-        cmocka_unit_test(test_backfill_resume_postgres),
-        cmocka_unit_test(test_backfill_filter_lease_sqlite),
-        cmocka_unit_test(test_backfill_filter_lease_postgres),
+        cmocka_unit_test(test_backfill_resume),
+        cmocka_unit_test(test_backfill_filter_lease),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests_name(sqlq_test_database(), tests, NULL, NULL);
 }

@@ -1,11 +1,14 @@
-/* `sqlq backfill` end to end with Azurite:
- *  - 100k SQLite rows, kill -9 halfway, the same command again: every row arrives at least
- *    once, in key order inside every message, at most one page twice, one run id throughout;
- *  - PostgreSQL, row messages, --where: exactly the filtered rows, each message the row shape
- *    with op "read"; a second run says it already finished. */
+/* `sqlq backfill` end to end with Azurite, on the database $SQLQ_TEST_DATABASE names (sqlite,
+ * postgres, mariadb):
+ *  - 100k rows, kill -9 halfway, the same command again: every row arrives at least once, in
+ *    key order inside every message, at most one page twice, one run id throughout;
+ *  - row messages, --where: exactly the filtered rows, each message the row shape with op
+ *    "read"; a second run says it already finished.
+ * The tables and their rows per database are in `databases` below. */
 #include "bridge_support.h"
 #include "db.h"
 #include "log.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <setjmp.h>
@@ -21,6 +24,36 @@
 
 #include <cmocka.h>
 
+/* A database the backfill runs on: its tables and their rows. */
+typedef struct database {
+    const char *name;
+    const char *big;    /* big (id, name NOT NULL, v NOT NULL): ids 1..100000, v = id % 97 */
+    const char *big_rows;
+    const char *orders; /* orders (id, name NOT NULL, created NOT NULL with a default): 1..1500 */
+    const char *orders_rows;
+} database;
+
+static const database databases[] = {
+    {"sqlite", "CREATE TABLE big (id INTEGER PRIMARY KEY, name TEXT NOT NULL, v INTEGER NOT NULL)",
+     "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 100000) "
+     "INSERT INTO big SELECT i, 'name-' || i, i % 97 FROM s",
+     "CREATE TABLE orders (id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+     "created TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+     "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 1500) "
+     "INSERT INTO orders (id, name) SELECT i, 'o' || i FROM s"},
+    {"postgres", "CREATE TABLE big (id integer PRIMARY KEY, name text NOT NULL, v integer NOT NULL)",
+     "INSERT INTO big SELECT i, 'name-' || i, i % 97 FROM generate_series(1, 100000) i",
+     "CREATE TABLE orders (id integer PRIMARY KEY, name text NOT NULL, "
+     "created timestamptz NOT NULL DEFAULT now())",
+     "INSERT INTO orders (id, name) SELECT i, 'o' || i FROM generate_series(1, 1500) i"},
+    {"mariadb", "CREATE TABLE big (id int PRIMARY KEY, name text NOT NULL, v int NOT NULL)",
+     "INSERT INTO big SELECT seq, CONCAT('name-', seq), seq % 97 FROM seq_1_to_100000",
+     "CREATE TABLE orders (id int PRIMARY KEY, name text NOT NULL, "
+     "created datetime(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
+     "INSERT INTO orders (id, name) SELECT seq, CONCAT('o', seq) FROM seq_1_to_1500"},
+};
+
+static const database *db_under_test;
 static pid_t running;
 
 static pid_t start_backfill(const char *const *args, const char *log_path)
@@ -76,24 +109,26 @@ static int64_t rows_done(sqlq_db *db, const char *sql)
     return v;
 }
 
-static void test_backfill_cli_kill9_resume_100k_sqlite(void **state)
+static void test_backfill_cli_kill9_resume_100k(void **state)
 {
     (void)state;
     const int n = 100000;
-    char path[1024], log_path[1024], queue[64];
-    char *conn = sqlq_test_sqlite_db("bf_cli", path, sizeof(path));
+    char log_path[1024], queue[64];
+    char *conn = sqlq_test_create_db(db_under_test->name, "bf_cli");
     sqlq_db *db = bt_db(conn);
-    bt_exec(db, "CREATE TABLE big (id INTEGER PRIMARY KEY, name TEXT NOT NULL, v INTEGER NOT NULL)");
-    bt_exec(db, "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 100000) "
-                "INSERT INTO big SELECT i, 'name-' || i, i % 97 FROM s");
+    bt_exec(db, db_under_test->big);
+    bt_exec(db, db_under_test->big_rows);
     bt_queue q;
     bt_queue_open(&q, NULL);
     sqlq_test_unique_name("backfill-100k", queue, sizeof(queue));
     bt_log_path("backfill_cli", log_path, sizeof(log_path));
     const char *args[] = {"--db", conn, "--table", "big", "--queue", queue, "--format", "batch",
                           "--batch-size", "500", "--lease-s", "3", "--log-level", "warn", NULL};
-    const char *progress_sql = "SELECT rows_done FROM sqlq_cursor_state "
-                               "WHERE bridge_name = 'backfill:default'";
+    char progress_sql[256];
+    const sqlq_test_sql *d = sqlq_test_sql_under_test();
+    snprintf(progress_sql, sizeof(progress_sql),
+             "SELECT rows_done FROM %scursor_state WHERE bridge_name = 'backfill:default'%s",
+             d->sqlq, d->this_database);
     uint64_t t0 = (uint64_t)sqlq_clock_wall_ms();
     pid_t pid = start_backfill(args, log_path);
     while (rows_done(db, progress_sql) < 30000 && waitpid(pid, NULL, WNOHANG) == 0 &&
@@ -153,19 +188,18 @@ static void test_backfill_cli_kill9_resume_100k_sqlite(void **state)
     free(conn);
 }
 
-static void test_backfill_cli_rows_where_postgres(void **state)
+static void test_backfill_cli_rows_where(void **state)
 {
     (void)state;
     char log_path[1024], queue[64];
-    char *conn = sqlq_test_pg_create_db("bf_cli");
+    char *conn = sqlq_test_create_db(db_under_test->name, "bf_cli");
     sqlq_db *db = bt_db(conn);
-    bt_exec(db, "CREATE TABLE orders (id integer PRIMARY KEY, name text NOT NULL, "
-                "created timestamptz NOT NULL DEFAULT now())");
-    bt_exec(db, "INSERT INTO orders (id, name) SELECT i, 'o' || i FROM generate_series(1, 1500) i");
+    bt_exec(db, db_under_test->orders);
+    bt_exec(db, db_under_test->orders_rows);
     bt_queue q;
     bt_queue_open(&q, NULL);
     sqlq_test_unique_name("backfill-rows", queue, sizeof(queue));
-    bt_log_path("backfill_cli_pg", log_path, sizeof(log_path));
+    bt_log_path("backfill_cli_rows", log_path, sizeof(log_path));
     const char *args[] = {"--db", conn, "--table", "orders", "--queue", queue, "--where",
                           "id % 3 = 0 -- every third", "--batch-size", "100", NULL};
     int rc = run_backfill(args, log_path, 60000);
@@ -207,9 +241,10 @@ static void test_backfill_cli_rows_where_postgres(void **state)
 int main(void)
 {
     sqlq_log_set_level(SQLQ_LOG_WARN);
+    db_under_test = SQLQ_TEST_DATABASE_ENTRY(databases);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_backfill_cli_kill9_resume_100k_sqlite, teardown),
-        cmocka_unit_test_teardown(test_backfill_cli_rows_where_postgres, teardown),
+        cmocka_unit_test_teardown(test_backfill_cli_kill9_resume_100k, teardown),
+        cmocka_unit_test_teardown(test_backfill_cli_rows_where, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
 }

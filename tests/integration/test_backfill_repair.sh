@@ -11,7 +11,7 @@
 # 4. a skipped backfill row older than what the sink holds is counted and warned about.
 # docs/cursor-source.md (Backfill), docs/messages.md (Versions, Repair manifests).
 set -euo pipefail
-kind=${1:?usage: test_backfill_repair.sh sqlite|postgres|mariadb}
+kind=${SQLQ_TEST_DATABASE:-${1:?usage: test_backfill_repair.sh sqlite|postgres|mariadb (or through ctest)}}
 pids=()
 fail() {
     echo "FAIL: $kind: $*" >&2

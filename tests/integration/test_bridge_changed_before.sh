@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 items 1-2, on one change-log database (argument: sqlite, postgres or mariadb):
+# Issue 16 items 1-2, on one change-log database ($SQLQ_TEST_DATABASE: sqlite, postgres or mariadb):
 # "changed" (sqlq setup --track-columns, bridge --changed) and "before" (--before-image): one
 # column updated; two updates collapsed into one message (the union); two bridges at different
 # positions get different unions; before on update and delete; a key-changing update (a delete
@@ -7,7 +7,7 @@
 # to both; flag, environment and config-file route key; a route asking without the setup
 # option, or with --format functions, stops with exit 2.
 set -euo pipefail
-kind=${1:?usage: test_bridge_changed_before.sh sqlite|postgres|mariadb}
+kind=${SQLQ_TEST_DATABASE:?run through ctest (sqlq_database_test sets it)}
 fail() {
     echo "FAIL: $kind: $*" >&2
     for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; grep -v level=debug "$f" | tail -6 >&2; }; done

@@ -1,7 +1,7 @@
 /* kill -9 of `sqlq bridge` at random moments while writers keep writing a few thousand changes,
  * then restarts: every change arrives at least once (the newest message of every id written
  * matches the table), and duplicates stay within the work that was in flight at each kill.
- * On SQLite and on PostgreSQL. */
+ * On the database $SQLQ_TEST_DATABASE names. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,28 +75,21 @@ static void crash_scenario(const char *conn, const char *kind)
     bt_queue_close(&q);
 }
 
-static void test_bridge_crash_sqlite(void **state)
+static void test_bridge_crash(void **state)
 {
     (void)state;
-    char path[512];
-    char *conn = sqlq_test_sqlite_db("crash", path, sizeof(path));
-    crash_scenario(conn, "crash-sqlite");
-    free(conn);
-}
-
-static void test_bridge_crash_postgres(void **state)
-{
-    (void)state;
-    char *conn = sqlq_test_pg_create_db("crash");
-    crash_scenario(conn, "crash-pg");
+    const char *db = sqlq_test_database();
+    char *conn = sqlq_test_create_db(db, "crash");
+    char kind[32];
+    snprintf(kind, sizeof(kind), "crash-%s", db);
+    crash_scenario(conn, kind);
     free(conn);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bridge_crash_sqlite),
-        cmocka_unit_test(test_bridge_crash_postgres),
+        cmocka_unit_test(test_bridge_crash),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests_name(sqlq_test_database(), tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* Two `sqlq bridge` instances with the same bridge name on one table while writers write:
  * nothing is lost, both share the work, and no change is in flight in both at once: with
- * leases that never expire during the test, no idempotency id arrives twice. */
+ * leases that never expire during the test, no idempotency id arrives twice. On the database
+ * $SQLQ_TEST_DATABASE names. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,28 +80,21 @@ static void instances_scenario(const char *conn, const char *kind)
     bt_queue_close(&q);
 }
 
-static void test_bridge_two_instances_sqlite(void **state)
+static void test_bridge_two_instances(void **state)
 {
     (void)state;
-    char path[512];
-    char *conn = sqlq_test_sqlite_db("inst", path, sizeof(path));
-    instances_scenario(conn, "inst-sqlite");
-    free(conn);
-}
-
-static void test_bridge_two_instances_postgres(void **state)
-{
-    (void)state;
-    char *conn = sqlq_test_pg_create_db("inst");
-    instances_scenario(conn, "inst-pg");
+    const char *db = sqlq_test_database();
+    char *conn = sqlq_test_create_db(db, "inst");
+    char kind[32];
+    snprintf(kind, sizeof(kind), "inst-%s", db);
+    instances_scenario(conn, kind);
     free(conn);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bridge_two_instances_sqlite),
-        cmocka_unit_test(test_bridge_two_instances_postgres),
+        cmocka_unit_test(test_bridge_two_instances),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests_name(sqlq_test_database(), tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* Tables without a primary key, keyed by a unique index named with --key-columns (issue 16
- * item 5), on every database (the first argument names it: sqlite, postgres, mariadb),
+ * item 5), on every database ($SQLQ_TEST_DATABASE names it: sqlite, postgres, mariadb),
  * through the real sqlq binary and Azurite: setup refuses a table without a usable key (exit
  * 2, naming its unique indexes), inserts, updates, deletes and a key-changing update arrive
  * keyed by the unique key, a bridge started without the flag keeps the key setup chose, the
@@ -454,11 +454,9 @@ static void test_key_nocase_collation(void **state)
     sqlq_db_close(db);
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-    db_under_test = BT_DATABASE_ARG(argc, argv, databases);
-    if (!db_under_test)
-        return 2;
+    db_under_test = SQLQ_TEST_DATABASE_ENTRY(databases);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_key_columns_inserts_updates_deletes, setup,
                                         bt_case_teardown),

@@ -1,35 +1,22 @@
 #!/usr/bin/env bash
 # Issue 16, per route: --columns / --exclude-columns (the key always sent), --ops (the other
-# operations released unsent and counted in /metrics), --initial-visibility-s; as flags,
-# environment variables and config-file route keys, on SQLite and PostgreSQL.
+# operations released unsent and counted in /metrics), --initial-visibility-s, --where; as
+# flags, environment variables and config-file route keys, on the database $SQLQ_TEST_DATABASE
+# names (sqlite, postgres, mariadb).
 set -euo pipefail
-sqlq=${SQLQ_BIN:?run through ctest}
-export SQLQ_QUEUE_CONNECTION=$(cat "${SQLQ_TEST_ENV_DIR:?}/azurite/conn")
-port=$(cat "$SQLQ_TEST_ENV_DIR/postgres/port")
-pgodbc=$(cat "$SQLQ_TEST_ENV_DIR/postgres/odbc")
-tmp=$(mktemp -d)
-queues=()
-pgdb="msgopt_$$"
+kind=${SQLQ_TEST_DATABASE:?run through ctest (sqlq_database_test sets it)}
 bridge_pid=
-psql_() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U sqlq "$@"; }
-cleanup() {
-    [ -z "$bridge_pid" ] || kill "$bridge_pid" 2>/dev/null || true
-    for q in "${queues[@]}"; do "$sqlq" queue delete "$q" >/dev/null 2>&1 || true; done
-    psql_ -d postgres -c "DROP DATABASE IF EXISTS $pgdb" >/dev/null 2>&1 || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
 fail() {
-    echo "FAIL: $*" >&2
+    echo "FAIL: $kind: $*" >&2
     for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; grep -v level=debug "$f" | tail -8 >&2; }; done
     exit 1
 }
 unset SQLQ_DB_CONNECTION AzureWebJobsStorage SQLQ_CONFIG SQLQ_COLUMNS SQLQ_EXCLUDE_COLUMNS SQLQ_OPS \
     SQLQ_INITIAL_VISIBILITY_S || true
+prefix=msgopt
+. "$(dirname "$0")/../support/change_log_db.sh"
+trap '[ -z "$bridge_pid" ] || kill "$bridge_pid" 2>/dev/null || true; cleanup' EXIT
 
-sql() { # sql KIND STATEMENTS
-    if [ "$1" = postgres ]; then psql_ -d "$pgdb" -c "$2" >/dev/null; else sqlite3 -cmd ".timeout 5000" "$tmp/shop.db" "$2"; fi
-}
 # bodies QUEUE: each visible message's body, one a line, keys sorted
 bodies() {
     "$sqlq" queue peek "$1" --count 32 | python3 -c '
@@ -46,99 +33,95 @@ for line in sys.stdin:
     print(m["op"], m["key"]["id"], ",".join(sorted(m["row"])) if m.get("row") else "-")' | sort
 }
 
-psql_ -d postgres -c "CREATE DATABASE $pgdb" >/dev/null
-for kind in sqlite postgres; do
-    if [ "$kind" = postgres ]; then conn="${pgodbc}Database=$pgdb;"; else conn="Driver={SQLite3};Database=$tmp/shop.db;"; fi
-    # One table per route: a caught-up bridge trims the change log for the next bridge name.
-    for t in orders excl cfg wh; do
-        sql "$kind" "CREATE TABLE $t (id INTEGER PRIMARY KEY, email TEXT, status TEXT, total INTEGER)"
-        "$sqlq" setup --db "$conn" --table $t >"$tmp/setup.log" 2>&1 || fail "$kind: setup $t"
-    done
+# One table per route: a caught-up bridge trims the change log for the next bridge name.
+for t in orders excl cfg wh; do
+    sql "CREATE TABLE $t (id INTEGER PRIMARY KEY, email TEXT, status TEXT, total INTEGER)"
+    "$sqlq" setup --db "$conn" --table $t >"$tmp/setup.log" 2>&1 || fail "setup $t"
+done
 
-    # --columns and --ops as flags: inserts and updates of status only; the delete is released.
-    q="cols-$kind-$$"; queues+=("$q")
-    sql "$kind" "INSERT INTO orders VALUES (1, 'a@x', 'new', 5); INSERT INTO orders VALUES (2, 'b@x', 'new', 7)"
-    "$sqlq" bridge --db "$conn" --table orders --queue "$q" --bridge-name cols --columns status \
-        --ops insert,update --once >"$tmp/cols1.log" 2>&1 || fail "$kind: bridge --columns (1)"
-    sql "$kind" "UPDATE orders SET status = 'paid' WHERE id = 1; DELETE FROM orders WHERE id = 2"
-    "$sqlq" bridge --db "$conn" --table orders --queue "$q" --bridge-name cols --columns status \
-        --ops insert,update --once >"$tmp/cols2.log" 2>&1 || fail "$kind: bridge --columns (2)"
-    grep -q "messages=1 released=2 " "$tmp/cols2.log" || fail "$kind: the filtered delete was not released"
-    got=$(rows "$q" | tr '\n' ';')
-    [ "$got" = "insert 1 id,status;insert 2 id,status;update 1 id,status;" ] || fail "$kind: --columns/--ops sent $got"
-    bodies "$q" | grep -q '"status": "paid"' || fail "$kind: the update's status is missing"
+# --columns and --ops as flags: inserts and updates of status only; the delete is released.
+q="cols-$kind-$$"; queues+=("$q")
+sql "INSERT INTO orders VALUES (1, 'a@x', 'new', 5); INSERT INTO orders VALUES (2, 'b@x', 'new', 7)"
+"$sqlq" bridge --db "$conn" --table orders --queue "$q" --bridge-name cols --columns status \
+    --ops insert,update --once >"$tmp/cols1.log" 2>&1 || fail "bridge --columns (1)"
+sql "UPDATE orders SET status = 'paid' WHERE id = 1; DELETE FROM orders WHERE id = 2"
+"$sqlq" bridge --db "$conn" --table orders --queue "$q" --bridge-name cols --columns status \
+    --ops insert,update --once >"$tmp/cols2.log" 2>&1 || fail "bridge --columns (2)"
+grep -q "messages=1 released=2 " "$tmp/cols2.log" || fail "the filtered delete was not released"
+got=$(rows "$q" | tr '\n' ';')
+[ "$got" = "insert 1 id,status;insert 2 id,status;update 1 id,status;" ] || fail "--columns/--ops sent $got"
+bodies "$q" | grep -q '"status": "paid"' || fail "the update's status is missing"
 
-    # --exclude-columns and --ops from the environment, --format functions keeps its shape.
-    q="excl-$kind-$$"; queues+=("$q")
-    sql "$kind" "INSERT INTO excl VALUES (1, 'a@x', 'new', 5); INSERT INTO excl VALUES (2, 'b@x', 'new', 7)"
-    SQLQ_EXCLUDE_COLUMNS="email, total" SQLQ_OPS=insert,delete "$sqlq" bridge --db "$conn" --table excl \
-        --queue "$q" --bridge-name excl --format functions --once >"$tmp/excl.log" 2>&1 || fail "$kind: bridge env"
-    items=$(bodies "$q" | python3 -c '
+# --exclude-columns and --ops from the environment, --format functions keeps its shape.
+q="excl-$kind-$$"; queues+=("$q")
+sql "INSERT INTO excl VALUES (1, 'a@x', 'new', 5); INSERT INTO excl VALUES (2, 'b@x', 'new', 7)"
+SQLQ_EXCLUDE_COLUMNS="email, total" SQLQ_OPS=insert,delete "$sqlq" bridge --db "$conn" --table excl \
+    --queue "$q" --bridge-name excl --format functions --once >"$tmp/excl.log" 2>&1 || fail "bridge env"
+items=$(bodies "$q" | python3 -c '
 import json, sys
 for line in sys.stdin:
     for c in json.loads(line):
         print(c["Operation"], ",".join(sorted(c["Item"])))' | sort | tr '\n' ';')
-    [ "$items" = "0 id,status;0 id,status;" ] || fail "$kind: env exclude_columns/ops with --format functions sent $items"
+[ "$items" = "0 id,status;0 id,status;" ] || fail "env exclude_columns/ops with --format functions sent $items"
 
-    # Config-file route keys, initial visibility: accepted but not visible yet; filtered changes
-    # counted in /metrics.
-    q="cfg-$kind-$$"; queues+=("$q")
-    sql "$kind" "INSERT INTO cfg VALUES (1, 'a@x', 'new', 5); INSERT INTO cfg VALUES (2, 'b@x', 'new', 7)"
-    mport=$("${SQLQ_SOURCE_DIR:?}/tests/support/free_port.sh")
-    cat >"$tmp/cfg.json" <<JSON
+# Config-file route keys, initial visibility: accepted but not visible yet; filtered changes
+# counted in /metrics.
+q="cfg-$kind-$$"; queues+=("$q")
+sql "INSERT INTO cfg VALUES (1, 'a@x', 'new', 5); INSERT INTO cfg VALUES (2, 'b@x', 'new', 7)"
+mport=$("${SQLQ_SOURCE_DIR:?}/tests/support/free_port.sh")
+cat >"$tmp/cfg.json" <<JSON
 {"db": "$conn", "routes": [{"table": "cfg", "queue": "$q", "bridge_name": "cfg",
   "exclude_columns": "email", "ops": "update", "initial_visibility_s": 300}]}
 JSON
-    "$sqlq" bridge --config "$tmp/cfg.json" --listen "127.0.0.1:$mport" >"$tmp/cfg.out" 2>"$tmp/cfg.log" &
-    bridge_pid=$!
-    metric() { # metric NAME: its value for this route, empty until it exists
-        curl -s "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1{table=\"cfg\",queue=\"$q\"} \([0-9]*\)$/\1/p"
-    }
-    wait_metric() { # wait_metric NAME VALUE
-        for _ in $(seq 1 150); do [ "$(metric "$1")" = "$2" ] && return 0; sleep 0.2; done
-        fail "$kind: $1 is '$(metric "$1")' (want $2)"
-    }
-    wait_metric sqlq_changes_filtered_total 2 # the two inserts
-    sql "$kind" "UPDATE cfg SET total = 10 WHERE id = 1"
-    wait_metric sqlq_changes_published_total 1
-    kill "$bridge_pid"; wait "$bridge_pid" || true; bridge_pid=
-    [ -z "$(bodies "$q")" ] || fail "$kind: a message with initial_visibility_s 300 is visible at once"
-    "$sqlq" queue stats "$q" >"$tmp/stats.log" 2>/dev/null || fail "$kind: queue stats"
-    grep -q '"approximate_count": *1[,}]' "$tmp/stats.log" || fail "$kind: the update message was not put: $(cat "$tmp/stats.log")"
+"$sqlq" bridge --config "$tmp/cfg.json" --listen "127.0.0.1:$mport" >"$tmp/cfg.out" 2>"$tmp/cfg.log" &
+bridge_pid=$!
+metric() { # metric NAME: its value for this route, empty until it exists
+    curl -s "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1{table=\"cfg\",queue=\"$q\"} \([0-9]*\)$/\1/p"
+}
+wait_metric() { # wait_metric NAME VALUE
+    for _ in $(seq 1 150); do [ "$(metric "$1")" = "$2" ] && return 0; sleep 0.2; done
+    fail "$1 is '$(metric "$1")' (want $2)"
+}
+wait_metric sqlq_changes_filtered_total 2 # the two inserts
+sql "UPDATE cfg SET total = 10 WHERE id = 1"
+wait_metric sqlq_changes_published_total 1
+kill "$bridge_pid"; wait "$bridge_pid" || true; bridge_pid=
+[ -z "$(bodies "$q")" ] || fail "a message with initial_visibility_s 300 is visible at once"
+"$sqlq" queue stats "$q" >"$tmp/stats.log" 2>/dev/null || fail "queue stats"
+grep -q '"approximate_count": *1[,}]' "$tmp/stats.log" || fail "the update message was not put: $(cat "$tmp/stats.log")"
 
-    # --where, evaluated by the database on the current row: an insert that does not match is
-    # released unsent; an update that leaves the filter is published as a delete; one that
-    # enters it as an update.
-    q="where-$kind-$$"; queues+=("$q")
-    sql "$kind" "INSERT INTO wh VALUES (1, 'a@x', 'paid', 5); INSERT INTO wh VALUES (2, 'b@x', 'new', 7)"
-    "$sqlq" bridge --db "$conn" --table wh --queue "$q" --where "status = 'paid' AND r.total > 1" \
-        --once >"$tmp/where1.log" 2>&1 || fail "$kind: bridge --where (1)"
-    grep -q "messages=1 released=2 " "$tmp/where1.log" || fail "$kind: the unmatched insert was not released"
-    sql "$kind" "UPDATE wh SET status = 'refunded' WHERE id = 1; UPDATE wh SET status = 'paid' WHERE id = 2"
-    SQLQ_WHERE="status = 'paid' AND r.total > 1" "$sqlq" bridge --db "$conn" --table wh --queue "$q" \
-        --once >"$tmp/where2.log" 2>&1 || fail "$kind: bridge --where (2)"
-    got=$(rows "$q" | tr '\n' ';')
-    [ "$got" = "delete 1 -;insert 1 email,id,status,total;update 2 email,id,status,total;" ] || fail "$kind: --where sent $got"
-    set +e
-    "$sqlq" bridge --db "$conn" --table wh --queue "$q" --bridge-name bad --where "no_such_column = 1" --once >"$tmp/badwhere.log" 2>&1
-    code=$?
-    set -e
-    [ "$code" = 1 ] || fail "$kind: a bad --where gave exit $code"
-    grep -q "key where: 'no_such_column = 1' is not a predicate on table wh" "$tmp/badwhere.log" || fail "$kind: bad --where message"
+# --where, evaluated by the database on the current row: an insert that does not match is
+# released unsent; an update that leaves the filter is published as a delete; one that
+# enters it as an update.
+q="where-$kind-$$"; queues+=("$q")
+sql "INSERT INTO wh VALUES (1, 'a@x', 'paid', 5); INSERT INTO wh VALUES (2, 'b@x', 'new', 7)"
+"$sqlq" bridge --db "$conn" --table wh --queue "$q" --where "status = 'paid' AND r.total > 1" \
+    --once >"$tmp/where1.log" 2>&1 || fail "bridge --where (1)"
+grep -q "messages=1 released=2 " "$tmp/where1.log" || fail "the unmatched insert was not released"
+sql "UPDATE wh SET status = 'refunded' WHERE id = 1; UPDATE wh SET status = 'paid' WHERE id = 2"
+SQLQ_WHERE="status = 'paid' AND r.total > 1" "$sqlq" bridge --db "$conn" --table wh --queue "$q" \
+    --once >"$tmp/where2.log" 2>&1 || fail "bridge --where (2)"
+got=$(rows "$q" | tr '\n' ';')
+[ "$got" = "delete 1 -;insert 1 email,id,status,total;update 2 email,id,status,total;" ] || fail "--where sent $got"
+set +e
+"$sqlq" bridge --db "$conn" --table wh --queue "$q" --bridge-name bad --where "no_such_column = 1" --once >"$tmp/badwhere.log" 2>&1
+code=$?
+set -e
+[ "$code" = 1 ] || fail "a bad --where gave exit $code"
+grep -q "key where: 'no_such_column = 1' is not a predicate on table wh" "$tmp/badwhere.log" || fail "bad --where message"
 
-    # A column that does not exist: the route stops at start naming it.
-    set +e
-    "$sqlq" bridge --db "$conn" --table orders --queue "$q" --bridge-name typo --columns totl --once >"$tmp/typo.log" 2>&1
-    code=$?
-    set -e
-    [ "$code" = 1 ] || fail "$kind: an unknown column gave exit $code"
-    grep -q "table orders has no column 'totl'" "$tmp/typo.log" || fail "$kind: the error does not name the column"
-    echo "$kind: ok"
-done
+# A column that does not exist: the route stops at start naming it.
+set +e
+"$sqlq" bridge --db "$conn" --table orders --queue "$q" --bridge-name typo --columns totl --once >"$tmp/typo.log" 2>&1
+code=$?
+set -e
+[ "$code" = 1 ] || fail "an unknown column gave exit $code"
+grep -q "table orders has no column 'totl'" "$tmp/typo.log" || fail "the error does not name the column"
+echo "$kind: ok"
 
 # Usage errors name the key, the value and what is allowed.
 set +e
-"$sqlq" bridge --db "Driver={SQLite3};Database=$tmp/shop.db;" --table orders --queue xyz --ops insert,upsert --once >"$tmp/usage.log" 2>&1
+"$sqlq" bridge --db "$conn" --table orders --queue xyz --ops insert,upsert --once >"$tmp/usage.log" 2>&1
 code=$?
 set -e
 [ "$code" = 2 ] || fail "--ops upsert gave exit $code"

@@ -3,28 +3,26 @@
 # message's body, refused before any request: publish_failed, counted toward poison, then the
 # change in {queue}-poison with the reason (the character written as a JSON escape there). Never
 # an outage, never "TLS": the rows before and after it, and every later change, go out, and
-# /readyz stays 200. In the row, batch and functions formats, on PostgreSQL.
+# /readyz stays 200. In the row, batch and functions formats, on the database $SQLQ_TEST_DATABASE
+# names (sqlite, postgres, mariadb).
 set -euo pipefail
-. "${SQLQ_SOURCE_DIR:?run through ctest}/tests/support/testenv.sh"
-sqlq=$bin
-tmp=$(mktemp -d)
-queues=()
-pgdb="plainbody_$$"
+kind=${SQLQ_TEST_DATABASE:?run through ctest (sqlq_database_test sets it)}
 bridge_pid=
-cleanup() {
-    [ -z "$bridge_pid" ] || kill "$bridge_pid" 2>/dev/null || true
-    for q in "${queues[@]}"; do "$sqlq" queue delete "$q" >/dev/null 2>&1 || true; done
-    psql_ -d postgres -c "DROP DATABASE IF EXISTS $pgdb" >/dev/null 2>&1 || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
 fail() {
-    echo "FAIL: $*" >&2
+    echo "FAIL: $kind: $*" >&2
     for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; grep -v level=debug "$f" | tail -12 >&2; }; done
     exit 1
 }
 unset SQLQ_DB_CONNECTION AzureWebJobsStorage SQLQ_CONFIG SQLQ_ENCODING SQLQ_FORMAT SQLQ_MAX_ATTEMPTS || true
-sql() { psql_ -d "$pgdb" -c "$1" >/dev/null; }
+prefix=plainbody
+. "$(dirname "$0")/../support/change_log_db.sh"
+trap '[ -z "$bridge_pid" ] || kill "$bridge_pid" 2>/dev/null || true; cleanup' EXIT
+# 'x U+FFFE y' as the database writes it (UTF-8 EF BF BE)
+case "$kind" in
+sqlite) hostile="CAST(x'7820EFBFBE2079' AS TEXT)" ;;
+postgres) hostile="E'x \\uFFFE y'" ;;
+mariadb) hostile="CONVERT(x'7820EFBFBE2079' USING utf8mb4)" ;;
+esac
 
 # ids QUEUE FORMAT: the ids of the changes in the visible messages, sorted, one line
 ids() {
@@ -45,15 +43,13 @@ for line in sys.stdin:
 print(",".join(str(i) for i in sorted(ids)))' "$2"
 }
 
-psql_ -d postgres -c "CREATE DATABASE $pgdb" >/dev/null
-conn="${pgodbc}Database=$pgdb;"
 for fmt in row batch functions; do
     t="pl_$fmt"
     q="plain-$fmt-$$"
     queues+=("$q" "$q-poison")
     sql "CREATE TABLE $t (id INTEGER PRIMARY KEY, s TEXT)"
     "$sqlq" setup --db "$conn" --table "$t" >"$tmp/setup.log" 2>&1 || fail "$fmt: setup"
-    sql "INSERT INTO $t VALUES (1, 'ok'); INSERT INTO $t VALUES (2, E'x \\uFFFE y'); INSERT INTO $t VALUES (5, 'after')"
+    sql "INSERT INTO $t VALUES (1, 'ok'); INSERT INTO $t VALUES (2, $hostile); INSERT INTO $t VALUES (5, 'after')"
     mport=$("${SQLQ_SOURCE_DIR:?}/tests/support/free_port.sh")
     log="$tmp/bridge-$fmt.log"
     "$sqlq" bridge --db "$conn" --table "$t" --queue "$q" --encoding plain --format "$fmt" \

@@ -8,7 +8,7 @@
 # on its shard, no change twice but what the killed instance's expired leases allow. The SIGTERM hand-back is measured: the stopped instance holds no lease the
 # moment it has exited (no wait for lease_s), while the killed one's stay until they expire.
 set -euo pipefail
-kind=${1:?usage: test_bridge_scale.sh postgres|mariadb}
+kind=${SQLQ_TEST_DATABASE:-${1:?usage: test_bridge_scale.sh postgres|mariadb (or through ctest)}}
 pids=()
 fail() {
     echo "FAIL: $kind: $*" >&2

@@ -1,9 +1,9 @@
-/* `sqlq bridge` scenarios written once and run against every database (the first argument
+/* `sqlq bridge` scenarios written once and run against every database ($SQLQ_TEST_DATABASE
  * names it: sqlite, postgres, mariadb), publishing to Azurite: content of the common column types,
- * updates and deletes, op as change tracking reports it, collapsing, composite keys and odd
- * identifiers, formats, oversized rows, a permanent failure going to poison while the table
+ * updates and deletes, op as change tracking reports it, collapsing, composite keys (one that
+ * changes) and odd identifiers, formats, oversized rows, a permanent failure going to poison while the table
  * keeps flowing, SIGTERM, the cursor source. A new database adds one entry to `databases`
- * below (and its name to SQLQ_TEST_DATABASES in tests/CMakeLists.txt). What only one database
+ * below (and one sqlq_test_database line in tests/CMakeLists.txt). What only one database
  * has stays in its own file: test_bridge_postgres.c. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -50,32 +50,13 @@ static const database databases[] = {
 static const database *db_under_test;
 
 /* sql written with standard quoted identifiers ("x"), in the quoting of the database under
- * test (malloc'd): on MariaDB a "" inside becomes ", the quotes become ` (a ` inside doubled). */
+ * test (malloc'd). */
 static char *quoted(const char *sql)
 {
-    char *out = malloc(2 * strlen(sql) + 1);
+    if (db_under_test->backticks)
+        return sqlq_test_backticks(sql);
+    char *out = strdup(sql);
     assert_non_null(out);
-    char *o = out;
-    bool in_ident = false, in_text = false;
-    for (const char *p = sql; *p; p++) {
-        if (!db_under_test->backticks || (in_text && *p != '\'')) {
-            *o++ = *p;
-        } else if (*p == '\'' && !in_ident) {
-            in_text = !in_text;
-            *o++ = *p;
-        } else if (*p == '"' && in_ident && p[1] == '"') {
-            *o++ = '"';
-            p++;
-        } else if (*p == '"') {
-            in_ident = !in_ident;
-            *o++ = '`';
-        } else {
-            if (*p == '`' && in_ident)
-                *o++ = '`';
-            *o++ = *p;
-        }
-    }
-    *o = '\0';
     return out;
 }
 
@@ -259,6 +240,40 @@ static void test_bridge_changes_between_polls_collapse(void **state)
     json_t *last = bt_latest(l3);
     assert_string_equal(json_string_value(json_object_get(last, "op")), "insert");
     assert_string_equal(json_string_value(json_object_get(json_object_get(last, "row"), "v")), "again");
+    json_decref(by);
+    json_decref(msgs);
+    sqlq_db_close(db);
+}
+
+/* A composite key that changes: the old key is deleted and the new one born; a key created and
+ * changed since the last run is one delete of the old key (op as change tracking reports it). */
+static void test_bridge_composite_key_changes(void **state)
+{
+    ctx *c = *state;
+    sqlq_db *db = bt_case_table(c, "CREATE TABLE kc (region varchar(8) NOT NULL, id int NOT NULL, "
+                                   "total int, note varchar(20), PRIMARY KEY (region, id))",
+                                "kc");
+    bt_exec(db, "INSERT INTO kc VALUES ('eu', 1, 1, 'a'), ('eu', 2, 2, NULL), ('us', 1, 3, 'x')");
+    bt_exec(db, "UPDATE kc SET total = 9 WHERE region = 'eu' AND id = 2");
+    bt_exec(db, "UPDATE kc SET id = 5 WHERE region = 'eu' AND id = 1");
+    bt_exec(db, "DELETE FROM kc WHERE region = 'us'");
+    bt_case_run_once(c, "kc", NULL);
+    json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 4);
+    json_t *by = bt_by_key(msgs);
+    static const char *const deleted[] = {"{\"id\":1,\"region\":\"eu\"}", "{\"id\":1,\"region\":\"us\"}"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *d = json_array_get(find_key(by, deleted[i]), 0);
+        assert_string_equal(json_string_value(json_object_get(d, "op")), "delete");
+        assert_true(json_is_null(json_object_get(d, "row")));
+    }
+    json_t *two = json_array_get(find_key(by, "{\"id\":2,\"region\":\"eu\"}"), 0);
+    assert_string_equal(json_string_value(json_object_get(two, "op")), "insert");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(two, "row"), "total")), 9);
+    assert_true(json_is_null(json_object_get(json_object_get(two, "row"), "note")));
+    json_t *five = json_array_get(find_key(by, "{\"id\":5,\"region\":\"eu\"}"), 0);
+    assert_string_equal(json_string_value(json_object_get(five, "op")), "insert");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(five, "row"), "note")), "a");
     json_decref(by);
     json_decref(msgs);
     sqlq_db_close(db);
@@ -488,17 +503,16 @@ static void test_bridge_cursor_source(void **state)
     sqlq_db_close(db);
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-    db_under_test = BT_DATABASE_ARG(argc, argv, databases);
-    if (!db_under_test)
-        return 2;
+    db_under_test = SQLQ_TEST_DATABASE_ENTRY(databases);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bridge_types_inserts_updates_deletes, setup,
                                         bt_case_teardown),
         cmocka_unit_test_setup_teardown(test_bridge_op_as_change_tracking, setup, bt_case_teardown),
         cmocka_unit_test_setup_teardown(test_bridge_changes_between_polls_collapse, setup,
                                         bt_case_teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_composite_key_changes, setup, bt_case_teardown),
         cmocka_unit_test_setup_teardown(test_bridge_composite_key_odd_identifiers, setup,
                                         bt_case_teardown),
         cmocka_unit_test_setup_teardown(test_bridge_batch_and_functions_formats, setup,

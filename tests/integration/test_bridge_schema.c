@@ -1,8 +1,11 @@
-/* `sqlq bridge` while the watched table's schema changes under it, on PostgreSQL and SQLite:
+/* `sqlq bridge` while the watched table's schema changes under it, on the database
+ * $SQLQ_TEST_DATABASE names (sqlite, postgres, mariadb):
  * every change made after ADD, DROP, RENAME COLUMN and a type change arrives once, with the
  * columns the table has when it is read, and no poll fails; a change of the primary key (or of
  * a key column's name or type) stops the capture loudly (error naming the table and `sqlq
- * setup`, /readyz 503, exit 1 with --once) and publishes nothing it cannot attribute. */
+ * setup`, /readyz 503, exit 1 with --once) and publishes nothing it cannot attribute; a table
+ * built again (its triggers gone with the old one) is said to need setup. How each database
+ * changes a type and a key is in `databases` below. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +13,7 @@
 #include <cmocka.h>
 
 #include "bridge_support.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <signal.h>
@@ -17,37 +21,97 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A change of the table's key: the statements, a write after them (on a new session), a write
+ * after setup again, and the key's new column. */
+typedef struct key_change {
+    const char *ddl[6];
+    const char *insert_after;
+    const char *insert_later;
+    const char *new_key;
+} key_change;
+
+/* What differs per database: how a column's type changes (NULL: the table is built again, see
+ * rebuild), how the key changes, and how the table is built again under its name. */
+typedef struct database {
+    const char *name;
+    const char *retype_quantity;
+    key_change key_changes[3];
+    const char *rebuild[7]; /* items (id, qty) built again as items (id, qty text) */
+    bool rebuild_atomic;    /* in one transaction: no moment without the table */
+} database;
+
+static const char LATER[] = "INSERT INTO items (id, code, qty) VALUES (50, 'c50', 1)";
+
+static const database databases[] = {
+    {"sqlite",
+     NULL,
+     /* SQLite changes a key by building the table again (its triggers go with the old table) */
+     {{{"BEGIN",
+        "CREATE TABLE items_new (id integer NOT NULL, code text PRIMARY KEY, qty integer)",
+        "INSERT INTO items_new SELECT id, code, qty FROM items", "DROP TABLE items",
+        "ALTER TABLE items_new RENAME TO items", "COMMIT"},
+       "INSERT INTO items VALUES (4, 'c4', 1)", LATER, "code"}},
+     {"BEGIN", "CREATE TABLE items_new (id integer PRIMARY KEY, qty text)",
+      "INSERT INTO items_new SELECT * FROM items", "DROP TABLE items",
+      "ALTER TABLE items_new RENAME TO items", "COMMIT"},
+     true},
+    {"postgres",
+     "ALTER TABLE items ALTER COLUMN quantity TYPE text USING quantity::text",
+     {{{"ALTER TABLE items DROP CONSTRAINT items_pkey, ADD PRIMARY KEY (code)"},
+       "INSERT INTO items VALUES (4, 'c4', 1)", LATER, "code"},
+      {{"ALTER TABLE items ALTER COLUMN id TYPE bigint"}, "INSERT INTO items VALUES (4, 'c4', 1)",
+       LATER, "id"},
+      /* The update commits with the rename: the change log holds a change under the old name
+       * (the poll's join on it fails), and the trigger, naming the old column, takes no more. */
+      {{"BEGIN", "UPDATE items SET qty = 2 WHERE id = 1",
+        "ALTER TABLE items RENAME COLUMN id TO ident", "COMMIT"},
+       "SELECT 1", "INSERT INTO items (ident, code, qty) VALUES (50, 'c50', 1)", "ident"}},
+     /* public.items_new: the test's role is named sqlq, so "$user" in its search path is
+      * sqlq's own schema and an unqualified CREATE TABLE would build sqlq.items_new */
+     {"BEGIN", "CREATE TABLE public.items_new (id integer PRIMARY KEY, qty text)",
+      "INSERT INTO public.items_new SELECT * FROM items", "DROP TABLE items",
+      "ALTER TABLE public.items_new RENAME TO items", "COMMIT"},
+     true},
+    /* MariaDB commits before each DDL statement: a key rename cannot share a transaction */
+    {"mariadb",
+     "ALTER TABLE items MODIFY quantity text",
+     {{{"ALTER TABLE items DROP PRIMARY KEY, ADD PRIMARY KEY (code)"},
+       "INSERT INTO items VALUES (4, 'c4', 1)", LATER, "code"},
+      {{"ALTER TABLE items MODIFY id bigint"}, "INSERT INTO items VALUES (4, 'c4', 1)", LATER,
+       "id"},
+      {{"ALTER TABLE items RENAME COLUMN id TO ident"}, "SELECT 1",
+       "INSERT INTO items (ident, code, qty) VALUES (50, 'c50', 1)", "ident"}},
+     {"CREATE TABLE items_new (id integer PRIMARY KEY, qty text)",
+      "INSERT INTO items_new SELECT * FROM items", "DROP TABLE items",
+      "ALTER TABLE items_new RENAME TO items"},
+     false},
+};
+
+static const database *db_under_test;
+
 typedef struct ctx {
     bt_queue q;
-    bool pg;
-    char path[512];
+    const key_change *kc; /* the key-change case's (its prestate) */
     char *conn;
     char queue[64];
     char log[512];
     int port; /* /readyz of a running bridge */
 } ctx;
 
-static int setup_db(void **state, bool pg)
+static int setup(void **state)
 {
     ctx *c = calloc(1, sizeof(*c));
-    c->pg = pg;
+    c->kc = *state;
     bt_queue_open(&c->q, NULL);
-    c->conn = pg ? sqlq_test_pg_create_db("schema") : sqlq_test_sqlite_db("schema", c->path, sizeof(c->path));
-    sqlq_test_unique_name(pg ? "schema-pg" : "schema-lite", c->queue, sizeof(c->queue));
-    bt_log_path(pg ? "bridge-schema-pg" : "bridge-schema-sqlite", c->log, sizeof(c->log));
+    c->conn = sqlq_test_create_db(db_under_test->name, "schema");
+    char name[64];
+    snprintf(name, sizeof(name), "schema-%s", db_under_test->name);
+    sqlq_test_unique_name(name, c->queue, sizeof(c->queue));
+    snprintf(name, sizeof(name), "bridge-schema-%s", db_under_test->name);
+    bt_log_path(name, c->log, sizeof(c->log));
     remove(c->log); /* each test reads its own log */
     *state = c;
     return 0;
-}
-
-static int setup_pg(void **state)
-{
-    return setup_db(state, true);
-}
-
-static int setup_sqlite(void **state)
-{
-    return setup_db(state, false);
 }
 
 static int teardown(void **state)
@@ -117,12 +181,13 @@ static void stop_bridge(ctx *c, pid_t pid)
     assert_int_equal(code, 0);
 }
 
-/* Run statements; "BEGIN" and "COMMIT" open and end a transaction (SQLite: BEGIN IMMEDIATE). */
-static void exec_each(sqlq_db *db, const char *const *sql)
+/* Run statements (up to n, or the first NULL); "BEGIN" and "COMMIT" open and end a transaction
+ * (SQLite: BEGIN IMMEDIATE). */
+static void exec_each(sqlq_db *db, const char *const *sql, size_t n)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    for (size_t i = 0; sql[i]; i++) {
+    for (size_t i = 0; i < n && sql[i]; i++) {
         if (strcmp(sql[i], "BEGIN") == 0)
             assert_int_equal(sqlq_db_begin(db, &err), SQLQ_OK);
         else if (strcmp(sql[i], "COMMIT") == 0)
@@ -234,11 +299,11 @@ static void sqlite_retype_quantity(ctx *c, sqlq_db *db)
         "ALTER TABLE items_new RENAME TO items",
         "COMMIT",
         NULL};
-    exec_each(db, rebuild);
+    exec_each(db, rebuild, sizeof(rebuild) / sizeof(rebuild[0]));
     bt_setup(c->conn, "items");
 }
 
-static void columns_follow_the_table(void **state)
+static void test_bridge_schema_columns(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
@@ -283,9 +348,9 @@ static void columns_follow_the_table(void **state)
     }
     /* SQLite: between the rebuild and setup the bridge may find the triggers gone and say so
      * (test_bridge_schema_sqlite_triggers_gone), a failed poll it recovers from. */
-    bool failures_allowed = !c->pg;
-    if (c->pg)
-        bt_exec(db, "ALTER TABLE items ALTER COLUMN quantity TYPE text USING quantity::text");
+    bool failures_allowed = !db_under_test->retype_quantity;
+    if (db_under_test->retype_quantity)
+        bt_exec(db, db_under_test->retype_quantity);
     else
         sqlite_retype_quantity(c, db);
     insert_range(db, 21, 25, "id, quantity, extra", V_TEXT_EXTRA);
@@ -306,11 +371,16 @@ static void columns_follow_the_table(void **state)
 /* The key change `ddl` (NULL-terminated) stops a running bridge without publishing the change
  * made after it, then `sqlq bridge --once` exits 1 saying to run setup again; after `sqlq
  * setup --drop` and `sqlq setup` changes flow again (`insert_later`), keyed by the new key. */
-static void key_change_stops(ctx *c, const char *const *ddl, const char *insert_after,
-                             const char *insert_later, const char *new_key)
+static void test_bridge_schema_key_change(void **state)
 {
+    ctx *c = *state;
+    const char *const *ddl = c->kc->ddl;
+    const char *insert_after = c->kc->insert_after, *insert_later = c->kc->insert_later;
+    const char *new_key = c->kc->new_key;
     sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE items (id integer PRIMARY KEY, code text NOT NULL UNIQUE, qty integer)");
+    sqlq_test_db_execf(db, "CREATE TABLE items (id integer PRIMARY KEY, code %s NOT NULL UNIQUE, "
+                           "qty integer)",
+                       sqlq_test_sql_under_test()->key_text);
     bt_setup(c->conn, "items");
     pid_t pid = start_bridge(c);
     insert_range(db, 1, 3, "id, code, qty", V_CODE);
@@ -318,7 +388,7 @@ static void key_change_stops(ctx *c, const char *const *ddl, const char *insert_
     json_decref(m);
     wait_ready(c, 200, "before the key change");
 
-    exec_each(db, ddl);
+    exec_each(db, ddl, 6);
     /* A new session: one that ran the trigger before keeps its plan for the old key type */
     sqlq_db *later = bt_db(c->conn);
     bt_exec(later, insert_after);
@@ -351,60 +421,11 @@ static void key_change_stops(ctx *c, const char *const *ddl, const char *insert_
     sqlq_db_close(db);
 }
 
-static void test_bridge_schema_pg_columns(void **state)
-{
-    columns_follow_the_table(state);
-}
-
-static void test_bridge_schema_sqlite_columns(void **state)
-{
-    columns_follow_the_table(state);
-}
-
-static const char LATER[] = "INSERT INTO items (id, code, qty) VALUES (50, 'c50', 1)";
-
-static void test_bridge_schema_pg_primary_key_change(void **state)
-{
-    static const char *const ddl[] = {
-        "ALTER TABLE items DROP CONSTRAINT items_pkey, ADD PRIMARY KEY (code)", NULL};
-    key_change_stops(*state, ddl, "INSERT INTO items VALUES (4, 'c4', 1)", LATER, "code");
-}
-
-static void test_bridge_schema_pg_key_type_change(void **state)
-{
-    static const char *const ddl[] = {"ALTER TABLE items ALTER COLUMN id TYPE bigint", NULL};
-    key_change_stops(*state, ddl, "INSERT INTO items VALUES (4, 'c4', 1)", LATER, "id");
-}
-
-static void test_bridge_schema_pg_key_rename(void **state)
-{
-    /* The update commits with the rename: the change log holds a change under the old name
-     * (the poll's join on it fails), and the trigger, naming the old column, takes no more. */
-    static const char *const ddl[] = {"BEGIN", "UPDATE items SET qty = 2 WHERE id = 1",
-                                      "ALTER TABLE items RENAME COLUMN id TO ident", "COMMIT",
-                                      NULL};
-    key_change_stops(*state, ddl, "SELECT 1",
-                     "INSERT INTO items (ident, code, qty) VALUES (50, 'c50', 1)", "ident");
-}
-
-/* SQLite changes a key by building the table again (its triggers go with the old table). */
-static void test_bridge_schema_sqlite_primary_key_change(void **state)
-{
-    static const char *const ddl[] = {
-        "BEGIN",
-        "CREATE TABLE items_new (id integer NOT NULL, code text PRIMARY KEY, qty integer)",
-        "INSERT INTO items_new SELECT id, code, qty FROM items",
-        "DROP TABLE items",
-        "ALTER TABLE items_new RENAME TO items",
-        "COMMIT",
-        NULL};
-    key_change_stops(*state, ddl, "INSERT INTO items VALUES (4, 'c4', 1)", LATER, "code");
-}
-
 /* Columns named like the poll's own (k0, m_v, m_op, m_att, m_tok, m_row, m_key, m_cols): read
  * by position, each keeps its value and the change its key, op and version. */
-static void own_names(ctx *c)
+static void test_bridge_schema_own_names(void **state)
 {
+    ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
     bt_exec(db, "CREATE TABLE items (id integer PRIMARY KEY, k0 text, m_v text, m_op text, "
                 "m_att text, m_tok text, m_row text, m_key text, m_cols text)");
@@ -432,19 +453,10 @@ static void own_names(ctx *c)
     sqlq_db_close(db);
 }
 
-static void test_bridge_schema_pg_own_names(void **state)
-{
-    own_names(*state);
-}
-
-static void test_bridge_schema_sqlite_own_names(void **state)
-{
-    own_names(*state);
-}
-
-/* SQLite: building the table again drops sqlq's triggers. A running bridge says so (the
- * writes made meanwhile are not captured), /readyz 503, and goes on after setup. */
-static void test_bridge_schema_sqlite_triggers_gone(void **state)
+/* Building the table again (as SQLite must to change a type) drops sqlq's triggers with the old
+ * table. A running bridge says so (the writes made meanwhile are not captured), /readyz 503, and
+ * goes on after setup. */
+static void test_bridge_schema_triggers_gone(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
@@ -454,14 +466,19 @@ static void test_bridge_schema_sqlite_triggers_gone(void **state)
     insert_range(db, 1, 3, "id, qty", V_ID);
     json_decref(receive(c, 3));
     wait_ready(c, 200, "before the rebuild");
-    static const char *const rebuild[] = {
-        "BEGIN", "CREATE TABLE items_new (id integer PRIMARY KEY, qty text)",
-        "INSERT INTO items_new SELECT * FROM items", "DROP TABLE items",
-        "ALTER TABLE items_new RENAME TO items", "COMMIT", NULL};
-    exec_each(db, rebuild);
+    exec_each(db, db_under_test->rebuild, 7);
     wait_ready(c, 503, "after the triggers went");
-    if (!log_has(c, "capture_source_gone") || !log_has(c, "sqlq setup --table items"))
-        fail_msg("no error saying the triggers are gone and to run sqlq setup");
+    for (int i = 0; i < 100 && !log_has(c, "sqlq setup --table items"); i++)
+        bt_sleep_ms(100); /* servers: the poll that failed is followed by the open that says so */
+    if (!log_has(c, "sqlq setup --table items"))
+        fail_msg("no error saying to run sqlq setup");
+    /* MariaDB commits each DDL statement: a poll between DROP and RENAME finds no table, and
+     * the capture, opened again, finds no change log: either way it is said */
+    if (!log_has(c, "capture_source_gone") &&
+        (db_under_test->rebuild_atomic || !log_has(c, "is not installed")))
+        fail_msg("a table built again is not told as capture_source_gone");
+    if (log_has(c, "change log of table sqlq.items"))
+        fail_msg("the rebuilt public.items named in sqlq's schema");
     bt_setup(c->conn, "items");
     wait_ready(c, 200, "after setup");
     insert_range(db, 4, 6, "id, qty", V_ID);
@@ -474,18 +491,23 @@ static void test_bridge_schema_sqlite_triggers_gone(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_bridge_schema_pg_columns, setup_pg, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_schema_sqlite_columns, setup_sqlite, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_schema_pg_primary_key_change, setup_pg, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_schema_pg_key_type_change, setup_pg, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_schema_pg_key_rename, setup_pg, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_schema_sqlite_primary_key_change, setup_sqlite,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_schema_sqlite_triggers_gone, setup_sqlite,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_schema_pg_own_names, setup_pg, teardown),
-        cmocka_unit_test_setup_teardown(test_bridge_schema_sqlite_own_names, setup_sqlite, teardown),
+    db_under_test = SQLQ_TEST_DATABASE_ENTRY(databases);
+    const key_change *k = db_under_test->key_changes;
+    struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_bridge_schema_columns, setup, teardown),
+        cmocka_unit_test_prestate_setup_teardown(test_bridge_schema_key_change, setup, teardown,
+                                                 (void *)(uintptr_t)&k[0]),
+        cmocka_unit_test_prestate_setup_teardown(test_bridge_schema_key_change, setup, teardown,
+                                                 (void *)(uintptr_t)&k[1]),
+        cmocka_unit_test_prestate_setup_teardown(test_bridge_schema_key_change, setup, teardown,
+                                                 (void *)(uintptr_t)&k[2]),
+        cmocka_unit_test_setup_teardown(test_bridge_schema_triggers_gone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bridge_schema_own_names, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) /* the key changes it has */
+        if (tests[i].test_func != test_bridge_schema_key_change ||
+            ((const key_change *)tests[i].initial_state)->ddl[0])
+            tests[n++] = tests[i];
+    return _cmocka_run_group_tests(db_under_test->name, tests, n, NULL, NULL);
 }

@@ -1,28 +1,26 @@
 #!/usr/bin/env bash
-# `sqlq consume --sql` end to end: bridge-shaped messages put on a queue (base64, as the bridge
-# sends them) are applied to a PostgreSQL table; a second pass over the same messages changes
-# nothing; a missing table is refused at start (exit 2); messages that do not fit or cannot be
-# trusted are poisoned with their reason while the consumer keeps running.
+# `sqlq consume --sql` end to end, into the database $SQLQ_TEST_DATABASE names (sqlite, postgres,
+# mariadb): bridge-shaped messages put on a queue (base64, as the bridge sends them) are applied
+# to a table; a second pass over the same messages changes nothing; a missing table is refused
+# at start (exit 2); messages that do not fit or cannot be trusted are poisoned with their
+# reason while the consumer keeps running.
 set -euo pipefail
-: "${SQLQ_BIN:?}" "${SQLQ_TEST_ENV_DIR:?}"
-export SQLQ_QUEUE_CONNECTION="$(cat "$SQLQ_TEST_ENV_DIR/azurite/conn")"
-port=$(cat "$SQLQ_TEST_ENV_DIR/postgres/port")
-db="csql_$$"
-odbc="$(cat "$SQLQ_TEST_ENV_DIR/postgres/odbc")Database=$db;"
-work=$(mktemp -d)
+kind=${SQLQ_TEST_DATABASE:?run through ctest (sqlq_database_test sets it)}
+fail() { echo "consume_sql: $kind: $*" >&2; exit 1; }
+unset SQLQ_DB_CONNECTION || true
+prefix=csql
+. "$(dirname "$0")/../support/change_log_db.sh"
+odbc=$conn
+work=$tmp
 q="csql-$$"
-psql_() { psql -X -q -A -t -h 127.0.0.1 -p "$port" -U sqlq "$@"; }
-cleanup() {
-    "$SQLQ_BIN" queue delete "$q" >/dev/null 2>&1 || true
-    "$SQLQ_BIN" queue delete "$q-poison" >/dev/null 2>&1 || true
-    psql_ -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "consume_sql: $*" >&2; exit 1; }
-
-psql_ -d postgres -c "CREATE DATABASE $db"
-psql_ -d "$db" -c "CREATE TABLE orders (region text, id int, total numeric(10,2), note text, PRIMARY KEY (region, id))"
+queues+=("$q" "$q-poison")
+# total as the database writes numeric(10,2) back (SQLite: NUMERIC affinity, a REAL)
+case "$kind" in
+sqlite) cents() { echo "$1" | sed 's/\.00$//; s/\(\.[0-9]\)0$/\1/'; } ;;
+*) cents() { echo "$1"; } ;;
+esac
+sql "CREATE TABLE orders (region $(case $kind in mariadb) echo 'varchar(8)' ;; *) echo text ;; esac), id int,
+     total numeric(10,2), note text, PRIMARY KEY (region, id))"
 "$SQLQ_BIN" queue create "$q" >/dev/null
 put() { "$SQLQ_BIN" queue put "$q" "$1" >/dev/null; }
 msgs=(
@@ -31,14 +29,14 @@ msgs=(
   '{"changes":[{"id":"3","op":"update","table":"orders","key":{"region":"eu","id":1},"row":{"region":"eu","id":1,"total":"11.50","note":"it'"'"'s; DROP TABLE orders"},"version":3,"bridge":"default","ts":"x"},{"id":"4","op":"delete","table":"orders","key":{"region":"us","id":2},"row":null,"version":4,"bridge":"default","ts":"x"}]}'
   '[{"Operation":0,"Item":{"region":"eu","id":5,"total":"5.00","note":"functions"}}]'
 )
-want=$'eu|1|11.50|it\'s; DROP TABLE orders\neu|5|5.00|functions'
+want="eu|1|$(cents 11.50)|it's; DROP TABLE orders"$'\n'"eu|5|$(cents 5.00)|functions"
 for pass in 1 2; do
     # Messages one by one (a single worker), so later changes land after earlier ones.
     for m in "${msgs[@]}"; do put "$m"; done
     timeout 60 "$SQLQ_BIN" consume "$q" --sql "$odbc" --table orders --exit-when-empty \
         --batch-size 1 --new-batch-threshold 1 --max-polling-interval-ms 300 2> "$work/log" \
         || fail "pass $pass: consume exited $?: $(tail -3 "$work/log")"
-    got=$(psql_ -d "$db" -c "SELECT region, id, total, note FROM orders ORDER BY region, id")
+    got=$(query "SELECT region, id, total, note FROM orders ORDER BY region, id")
     [ "$got" = "$want" ] || fail "pass $pass: rows:\n$got\nwant:\n$want"
 done
 echo "consume_sql: applied and re-applied: ok"
@@ -90,8 +88,8 @@ for i in "${!reasons[@]}"; do
 done
 "$SQLQ_BIN" queue stats "$q-poison" | grep -Eq '"approximate_count":11[,}]' \
     || fail "bad messages were not all poisoned: $("$SQLQ_BIN" queue stats "$q-poison")"
-got=$(psql_ -d "$db" -c "SELECT region, id, total, note FROM orders ORDER BY region, id")
-want2=$'eu|1|12.00|good\neu|5|5.00|functions'
+got=$(query "SELECT region, id, total, note FROM orders ORDER BY region, id")
+want2="eu|1|$(cents 12.00)|good"$'\n'"eu|5|$(cents 5.00)|functions"
 [ "$got" = "$want2" ] || fail "after bad messages: rows:\n$got\nwant:\n$want2"
 echo "consume_sql: untrustworthy messages poisoned with their reason, consumer kept running: ok"
 
@@ -116,13 +114,13 @@ wait "$cpid" || true
 n=$(grep -c 'sink.skipped' "$work/log" || true)
 [ "$n" = 1 ] || fail "expected one rate-limited skip line, got $n: $(cat "$work/log")"
 grep 'sink.skipped' "$work/log" | grep -q 'stored_version=10' || fail "skip line without the stored version"
-[ "$(psql_ -d "$db" -c "SELECT note FROM orders WHERE id = 1")" = good ] || fail "an older change was applied"
+[ "$(query "SELECT note FROM orders WHERE id = 1")" = good ] || fail "an older change was applied"
 put "${c}\"key\":{\"region\":\"eu\",\"id\":1},\"row\":{\"region\":\"eu\",\"id\":1,\"total\":\"1.00\",\"note\":\"restored\"},\"version\":2}"
 timeout 60 "$SQLQ_BIN" consume "$q" --sql "$odbc" --table orders --exit-when-empty \
     --reset-version '{"id":1,"region":"eu"}' --max-polling-interval-ms 300 2> "$work/log" \
     || fail "reset: consume exited $?: $(tail -3 "$work/log")"
 grep -q 'forgotten=1' "$work/log" || fail "reset: $(cat "$work/log")"
-[ "$(psql_ -d "$db" -c "SELECT note FROM orders WHERE id = 1")" = restored ] || fail "reset did not let version 2 apply"
+[ "$(query "SELECT note FROM orders WHERE id = 1")" = restored ] || fail "reset did not let version 2 apply"
 timeout 60 "$SQLQ_BIN" consume "$q" --sql "$odbc" --table orders --exit-when-empty --reset-version all \
     --max-polling-interval-ms 300 2> "$work/log" || fail "reset all: exit $?"
 grep -q 'forgotten=' "$work/log" || fail "reset all: $(cat "$work/log")"

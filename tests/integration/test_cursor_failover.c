@@ -1,5 +1,5 @@
 /* Two cursor pollers (separate processes, tests/integration/cursor_poller.c) on one table,
- * publishing to Azurite, on SQLite and PostgreSQL:
+ * publishing to Azurite, on the database $SQLQ_TEST_DATABASE names (sqlite, postgres, mariadb):
  *  - one works, the other stands by; kill -9 the active one: the standby takes over after the
  *    lease and every row arrives;
  *  - SIGSTOP the active one past its lease while it holds a batch, let the standby take over and
@@ -7,6 +7,7 @@
 #include "bridge_support.h"
 #include "db.h"
 #include "log.h"
+#include "testdb.h"
 #include "testenv.h"
 
 #include <errno.h>
@@ -129,28 +130,31 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Table t: ids 1..n, timestamps in tie groups of 10 rows. */
-static void make_table(const char *conn, bool sqlite, int n)
+/* The NOT NULL timestamp type of each database. */
+typedef struct database {
+    const char *name;
+    const char *ts_type;
+} database;
+
+static const database databases[] = {
+    {"sqlite", "TIMESTAMP"},
+    {"postgres", "timestamptz"},
+    {"mariadb", "datetime(6)"},
+};
+
+/* Table t: ids 1..n, timestamps in tie groups of 10 rows (UTC: every session's time zone). */
+static void make_table(const char *conn, int n)
 {
+    const database *d = SQLQ_TEST_DATABASE_ENTRY(databases);
     sqlq_db *db = bt_db(conn);
-    char sql[1024];
-    if (sqlite) {
-        bt_exec(db, "CREATE TABLE t (id INTEGER PRIMARY KEY, name VARCHAR(50) NOT NULL, "
-                    "updated_at TIMESTAMP NOT NULL)");
-        snprintf(sql, sizeof(sql),
-                 "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < %d) "
-                 "INSERT INTO t SELECT i, 'n' || i, strftime('%%Y-%%m-%%d %%H:%%M:%%S', "
-                 "'2024-01-01', '+' || (i / 10) || ' seconds') FROM s",
-                 n);
-    } else {
-        bt_exec(db, "CREATE TABLE t (id integer PRIMARY KEY, name varchar(50) NOT NULL, "
-                    "updated_at timestamptz NOT NULL)");
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO t SELECT i, 'n' || i, timestamptz '2024-01-01 00:00:00+00' + "
-                 "(i / 10) * interval '1 second' FROM generate_series(1, %d) i",
-                 n);
-    }
-    bt_exec(db, sql);
+    sqlq_test_db_execf(db, "CREATE TABLE t (id integer PRIMARY KEY, name varchar(50) NOT NULL, "
+                           "updated_at %s NOT NULL)",
+                       d->ts_type);
+    SQLQ_TEST_OK(sqlq_db_begin(db, err));
+    for (int i = 1; i <= n; i++)
+        sqlq_test_db_execf(db, "INSERT INTO t VALUES (%d, 'n%d', '2024-01-01 00:%02d:%02d')", i, i,
+                           i / 10 / 60, i / 10 % 60);
+    SQLQ_TEST_OK(sqlq_db_commit(db, err));
     sqlq_db_close(db);
 }
 
@@ -190,21 +194,17 @@ static size_t expect_all_ids(bt_queue *q, const char *queue, int n)
     return count;
 }
 
-static const char *state_sql(bool sqlite)
+static json_t *read_state(const char *conn)
 {
-    return sqlite ? "SELECT batch_id, cursor_value, key_json, lease_token FROM sqlq_cursor_state "
-                    "WHERE table_name LIKE '%t'"
-                  : "SELECT batch_id, cursor_value, key_json, lease_token FROM sqlq.cursor_state "
-                    "WHERE table_name LIKE '%t'";
-}
-
-static json_t *read_state(const char *conn, bool sqlite)
-{
+    const sqlq_test_sql *d = sqlq_test_sql_under_test();
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT batch_id, cursor_value, key_json, lease_token FROM "
+             "%scursor_state WHERE table_name LIKE '%%t'%s", d->sqlq, d->this_database);
     sqlq_db *db = bt_db(conn);
     json_t *rows = NULL;
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (sqlq_db_query(db, state_sql(sqlite), NULL, 0, &rows, &err) != SQLQ_OK)
+    if (sqlq_db_query(db, sql, NULL, 0, &rows, &err) != SQLQ_OK)
         fail_msg("state: %s", err.message);
     sqlq_db_close(db);
     assert_int_equal(json_array_size(rows), 1);
@@ -213,10 +213,10 @@ static json_t *read_state(const char *conn, bool sqlite)
     return row;
 }
 
-static void kill9_takeover(const char *conn, bool sqlite)
+static void kill9_takeover(const char *conn)
 {
     const int n = 300;
-    make_table(conn, sqlite, n);
+    make_table(conn, n);
     bt_queue q;
     char queue[64];
     make_queue(&q, queue, sizeof(queue));
@@ -239,17 +239,17 @@ static void kill9_takeover(const char *conn, bool sqlite)
     size_t messages = expect_all_ids(&q, queue, n);
     fprintf(stderr, "kill -9: standby took over after %llu ms; %zu messages for %d rows\n",
             (unsigned long long)took_over, messages, n);
-    json_t *st = read_state(conn, sqlite);
+    json_t *st = read_state(conn);
     assert_int_equal(json_integer_value(json_object_get(st, "lease_token")), 2);
     json_decref(st);
     bt_queue_drop(&q, queue);
     bt_queue_close(&q);
 }
 
-static void sigstop_stale_commit(const char *conn, bool sqlite)
+static void sigstop_stale_commit(const char *conn)
 {
     const int n = 100;
-    make_table(conn, sqlite, n);
+    make_table(conn, n);
     bt_queue q;
     char queue[64];
     make_queue(&q, queue, sizeof(queue));
@@ -260,12 +260,12 @@ static void sigstop_stale_commit(const char *conn, bool sqlite)
     child_start(b, "poller-b", conn, queue, "inst-b", "1", "10", "0");
     wait_for(b, "leader", 1, 8000);
     wait_for(b, "idle", 1, 30000);
-    json_t *before = read_state(conn, sqlite);
+    json_t *before = read_state(conn);
     assert_int_equal(json_integer_value(json_object_get(before, "batch_id")), n / 10);
     assert_int_equal(kill(a->pid, SIGCONT), 0);
     wait_for(a, "lease_lost", 1, 8000);
     assert_int_equal(count_of(a, "committed"), 0);
-    json_t *after = read_state(conn, sqlite);
+    json_t *after = read_state(conn);
     if (!json_equal(before, after))
         fail_msg("checkpoint moved after the stale commit: %s -> %s", json_dumps(before, 0),
                  json_dumps(after, 0));
@@ -278,41 +278,19 @@ static void sigstop_stale_commit(const char *conn, bool sqlite)
     bt_queue_close(&q);
 }
 
-static char *sqlite_conn(const char *prefix)
-{
-    char path[1024];
-    return sqlq_test_sqlite_db(prefix, path, sizeof(path));
-}
-
-static void test_cursor_failover_kill9_sqlite(void **state)
+static void test_cursor_failover_kill9(void **state)
 {
     (void)state;
-    char *conn = sqlite_conn("cur_kill9");
-    kill9_takeover(conn, true);
+    char *conn = sqlq_test_create_db(sqlq_test_database(), "cur_kill9");
+    kill9_takeover(conn);
     free(conn);
 }
 
-static void test_cursor_failover_kill9_postgres(void **state)
+static void test_cursor_failover_sigstop(void **state)
 {
     (void)state;
-    char *conn = sqlq_test_pg_create_db("cur_kill9");
-    kill9_takeover(conn, false);
-    free(conn);
-}
-
-static void test_cursor_failover_sigstop_sqlite(void **state)
-{
-    (void)state;
-    char *conn = sqlite_conn("cur_stop");
-    sigstop_stale_commit(conn, true);
-    free(conn);
-}
-
-static void test_cursor_failover_sigstop_postgres(void **state)
-{
-    (void)state;
-    char *conn = sqlq_test_pg_create_db("cur_stop");
-    sigstop_stale_commit(conn, false);
+    char *conn = sqlq_test_create_db(sqlq_test_database(), "cur_stop");
+    sigstop_stale_commit(conn);
     free(conn);
 }
 
@@ -320,10 +298,8 @@ int main(void)
 {
     sqlq_log_set_level(SQLQ_LOG_WARN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_cursor_failover_kill9_sqlite, teardown),
-        cmocka_unit_test_teardown(test_cursor_failover_kill9_postgres, teardown),
-        cmocka_unit_test_teardown(test_cursor_failover_sigstop_sqlite, teardown),
-        cmocka_unit_test_teardown(test_cursor_failover_sigstop_postgres, teardown),
+        cmocka_unit_test_teardown(test_cursor_failover_kill9, teardown),
+        cmocka_unit_test_teardown(test_cursor_failover_sigstop, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests_name(sqlq_test_database(), tests, NULL, NULL);
 }

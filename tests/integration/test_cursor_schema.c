@@ -1,7 +1,8 @@
-/* cursor_source while the table's schema changes, on SQLite and PostgreSQL: after ADD, DROP,
- * RENAME COLUMN (and a type change on PostgreSQL) the next poll succeeds and its rows carry the
- * table's columns as they are now; after a primary-key change the poll fails for good with an
- * error naming the table and saying how to forget the checkpoint. */
+/* cursor_source while the table's schema changes, on the database $SQLQ_TEST_DATABASE names
+ * (sqlite, postgres, mariadb): after ADD, DROP, RENAME COLUMN (and a type change where ALTER
+ * TABLE can make one) the next poll succeeds and its rows carry the table's columns as they are
+ * now; after a primary-key change the poll fails for good with an error naming the table and
+ * saying how to forget the checkpoint. */
 #include "capture.h"
 #include "cursor_source.h"
 #include "db.h"
@@ -64,7 +65,29 @@ static json_t *poll_one(sqlq_cursor_source *cs, const char *columns)
     return row;
 }
 
-static void run(const char *conn, bool pg)
+/* How a database changes a column's type and the primary key. */
+typedef struct database {
+    const char *name;
+    const char *type_change; /* quantity becomes text (NULL: SQLite cannot) */
+    const char *pk_change[4]; /* the key becomes (id, ver) */
+} database;
+
+static const database databases[] = {
+    {"sqlite",
+     NULL,
+     {"CREATE TABLE items_new (id integer NOT NULL, ver integer NOT NULL, quantity integer, extra "
+      "text, PRIMARY KEY (id, ver))",
+      "INSERT INTO items_new SELECT * FROM items", "DROP TABLE items",
+      "ALTER TABLE items_new RENAME TO items"}},
+    {"postgres",
+     "ALTER TABLE items ALTER COLUMN quantity TYPE text USING quantity::text",
+     {"ALTER TABLE items DROP CONSTRAINT items_pkey, ADD PRIMARY KEY (id, ver)"}},
+    {"mariadb",
+     "ALTER TABLE items MODIFY quantity text",
+     {"ALTER TABLE items DROP PRIMARY KEY, ADD PRIMARY KEY (id, ver)"}},
+};
+
+static void run(const char *conn, const database *d)
 {
     sqlq_log_set_level(SQLQ_LOG_ERROR);
     sqlq_db *db = sqlq_test_db_open(conn);
@@ -88,20 +111,15 @@ static void run(const char *conn, bool pg)
     sqlq_test_db_exec(db, "INSERT INTO items VALUES (4, 4, 4, 'x')");
     json_decref(poll_one(cs, "id,ver,quantity,extra"));
 
-    if (pg) {
-        sqlq_test_db_exec(db, "ALTER TABLE items ALTER COLUMN quantity TYPE text USING quantity::text");
+    if (d->type_change) {
+        sqlq_test_db_exec(db, d->type_change);
         sqlq_test_db_exec(db, "INSERT INTO items VALUES (5, 5, 'q5', 'x')");
         row = poll_one(cs, "id,ver,quantity,extra");
         assert_string_equal(json_string_value(json_object_get(row, "quantity")), "q5");
         json_decref(row);
-        sqlq_test_db_exec(db, "ALTER TABLE items DROP CONSTRAINT items_pkey, ADD PRIMARY KEY (id, ver)");
-    } else {
-        sqlq_test_db_exec(db, "CREATE TABLE items_new (id integer NOT NULL, ver integer NOT NULL, "
-                    "quantity integer, extra text, PRIMARY KEY (id, ver))");
-        sqlq_test_db_exec(db, "INSERT INTO items_new SELECT * FROM items");
-        sqlq_test_db_exec(db, "DROP TABLE items");
-        sqlq_test_db_exec(db, "ALTER TABLE items_new RENAME TO items");
     }
+    for (size_t i = 0; i < 4 && d->pk_change[i]; i++)
+        sqlq_test_db_exec(db, d->pk_change[i]);
     sqlq_test_db_exec(db, "INSERT INTO items VALUES (6, 6, NULL, 'x')");
     sqlq_change_batch b;
     sqlq_error err;
@@ -116,28 +134,19 @@ static void run(const char *conn, bool pg)
     sqlq_db_close(db);
 }
 
-static void test_cursor_schema_sqlite(void **state)
+static void test_cursor_schema(void **state)
 {
     (void)state;
-    char path[512];
-    char *conn = sqlq_test_sqlite_db("cursor-schema", path, sizeof(path));
-    run(conn, false);
-    free(conn);
-}
-
-static void test_cursor_schema_postgres(void **state)
-{
-    (void)state;
-    char *conn = sqlq_test_pg_create_db("cursor_schema");
-    run(conn, true);
+    const database *d = SQLQ_TEST_DATABASE_ENTRY(databases);
+    char *conn = sqlq_test_create_db(d->name, "cursor_schema");
+    run(conn, d);
     free(conn);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cursor_schema_sqlite),
-        cmocka_unit_test(test_cursor_schema_postgres),
+        cmocka_unit_test(test_cursor_schema),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests_name(sqlq_test_database(), tests, NULL, NULL);
 }

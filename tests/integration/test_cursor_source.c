@@ -1,6 +1,8 @@
-/* cursor_source against real SQLite and PostgreSQL: inserts, updates, timestamp ties across
- * batch boundaries, composite keys, soft deletes, the safety lag, unsafe cursors refused, and
- * a stale poller's commit rejected by the database after another instance took the lease. */
+/* cursor_source on the database $SQLQ_TEST_DATABASE names (sqlite, postgres, mariadb):
+ * inserts, updates, timestamp ties across batch boundaries (in each timestamp type the
+ * database has), composite keys, soft deletes, the safety lag on the database's clock, unsafe
+ * cursors refused, and a stale poller's commit rejected by the database after another instance
+ * took the lease. What differs per database is in `databases` below. */
 #include "capture.h"
 #include "cursor_source.h"
 #include "db.h"
@@ -19,12 +21,29 @@
 
 #include <cmocka.h>
 
-typedef struct env {
-    const char *conn;
-    const sqlq_dialect *dialect;
-    const char *ts_type;    /* a NOT NULL timestamp type */
+typedef struct env env;
+
+/* A database the cursor source runs on, and what differs there. */
+typedef struct database {
+    const char *name;
+    const char *ts_types[2]; /* NOT NULL timestamp types (the second may be NULL) */
     const char *state_table;
-} env;
+    /* an SQL expression for the time ms before base (a column; NULL: the database's clock), in
+     * the column's own format */
+    void (*time_minus)(const char *base, int ms, char *out, size_t size);
+    /* cursor_state's rows of this database: a condition after WHERE … (SQLite and PostgreSQL
+     * keep one state table per database, MariaDB one per server) */
+    const char *this_database;
+    /* a column the database refuses as a cursor beyond the common ones: its table's DDL (after
+     * table bad), the column and what the refusal says */
+    const char *odd_create, *odd_insert, *odd_column, *odd_refusal;
+} database;
+
+struct env {
+    const char *conn;
+    const database *d;
+    const char *ts_type; /* the NOT NULL timestamp type this run uses */
+};
 
 static sqlq_cursor_source *open_source(sqlq_db *db, const char *table, const char *cursor,
                                        const char *soft_delete, const char *instance, int batch,
@@ -126,8 +145,8 @@ static void ties_updates_soft_delete(const env *e)
     assert_int_equal(u.ops[2], SQLQ_OP_DELETE);
     /* The checkpoint holds the last row exactly. */
     char sql[256];
-    snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE table_name LIKE '%%orders' AND "
-             "key_json = '[5]' AND rows_done = 28", e->state_table);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s WHERE table_name LIKE '%%orders'%s AND "
+             "key_json = '[5]' AND rows_done = 28", e->d->state_table, e->d->this_database);
     assert_int_equal(sqlq_test_db_query_int(db, sql, NULL, 0), 1);
     sqlq_cursor_source_close(cs);
     sqlq_db_close(db);
@@ -169,14 +188,9 @@ static void composite_key_integer_cursor(const env *e)
     sqlq_db_close(db);
 }
 
-/* An SQL expression for the database's time ms ago, in the column's own format. */
 static void now_minus(const env *e, int ms, char *out, size_t size)
 {
-    if (e->dialect == &sqlq_dialect_sqlite)
-        snprintf(out, size, "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-%d.%03d seconds')",
-                 ms / 1000, ms % 1000);
-    else
-        snprintf(out, size, "clock_timestamp() - interval '%d milliseconds'", ms);
+    e->d->time_minus(NULL, ms, out, size);
 }
 
 /* The lag: a row stamped within the lag before a poll is read once the lag passed; a row
@@ -196,9 +210,9 @@ static void safety_lag(const env *e)
     drain(cs, &s);
     assert_int_equal(s.n, 1); /* 2 is younger than the lag */
     assert_int_equal(s.ids[0], 1);
-    /* A transaction that took its timestamp 1 s ago commits only now: within the lag. */
-    now_minus(e, 1000, expr, sizeof(expr));
-    sqlq_test_db_execf(db, "INSERT INTO ev VALUES (3, 'late', %s)", expr);
+    /* A transaction that took its timestamp before 2's commits only now: within the lag. */
+    e->d->time_minus("updated_at", 200, expr, sizeof(expr));
+    sqlq_test_db_execf(db, "INSERT INTO ev SELECT 3, 'late', %s FROM ev WHERE id = 2", expr);
     usleep(2100 * 1000);
     drain(cs, &s);
     assert_int_equal(s.n, 3);
@@ -238,14 +252,11 @@ static void unsafe_cursors(const env *e)
     expect_refused(db, "bad", "score", "floating-point");
     expect_refused(db, "bad", "label", "collation");
     expect_refused(db, "bad", "nope", "is not a column");
-    if (e->dialect == &sqlq_dialect_sqlite) {
-        /* SQLite takes any value in any column: a timestamp column holding numbers is refused. */
-        sqlq_test_db_execf(db, "CREATE TABLE odd (id INTEGER PRIMARY KEY, ts TIMESTAMP NOT NULL)");
-        sqlq_test_db_execf(db, "INSERT INTO odd VALUES (1, 1714564800)");
-        expect_refused(db, "odd", "ts", "ISO 8601");
-    } else {
-        expect_refused(db, "bad", "day", "time of day");
-    }
+    if (e->d->odd_create)
+        sqlq_test_db_exec(db, e->d->odd_create);
+    if (e->d->odd_insert)
+        sqlq_test_db_exec(db, e->d->odd_insert);
+    expect_refused(db, e->d->odd_create ? "odd" : "bad", e->d->odd_column, e->d->odd_refusal);
     sqlq_db_close(db);
 }
 
@@ -284,7 +295,8 @@ static void stale_commit_rejected(const env *e)
     assert_int_equal(sb.n, 6);
     assert_int_equal(sb.ids[0], 1);
     char sql[256];
-    snprintf(sql, sizeof(sql), "SELECT batch_id FROM %s WHERE table_name LIKE '%%st'", e->state_table);
+    snprintf(sql, sizeof(sql), "SELECT batch_id FROM %s WHERE table_name LIKE '%%st'%s",
+             e->d->state_table, e->d->this_database);
     int64_t committed = sqlq_test_db_query_int(db_a, sql, NULL, 0);
     assert_int_equal(committed, 2);
     size_t lost = 0;
@@ -301,47 +313,64 @@ static void stale_commit_rejected(const env *e)
     sqlq_db_close(db_b);
 }
 
-static env sqlite_env(const char *prefix)
+static void sqlite_time_minus(const char *base, int ms, char *out, size_t size)
 {
-    char path[1024];
-    env e = {sqlq_test_sqlite_db(prefix, path, sizeof(path)), &sqlq_dialect_sqlite, "TIMESTAMP",
-             "sqlq_cursor_state"};
-    return e;
+    snprintf(out, size, "strftime('%%Y-%%m-%%d %%H:%%M:%%f', %s, '-%d.%03d seconds')",
+             base ? base : "'now'", ms / 1000, ms % 1000);
 }
 
-static env pg_env(const char *prefix, const char *ts_type)
+static void postgres_time_minus(const char *base, int ms, char *out, size_t size)
 {
-    env e = {sqlq_test_pg_create_db(prefix), &sqlq_dialect_postgres, ts_type, "sqlq.cursor_state"};
-    return e;
+    snprintf(out, size, "%s - interval '%d milliseconds'", base ? base : "clock_timestamp()", ms);
 }
 
-#define BOTH(fn)                                                                                   \
-    static void test_cursor_##fn##_sqlite(void **state)                                            \
+static void mariadb_time_minus(const char *base, int ms, char *out, size_t size)
+{
+    snprintf(out, size, "%s - INTERVAL %d MICROSECOND", base ? base : "UTC_TIMESTAMP(6)", ms * 1000);
+}
+
+static const database databases[] = {
+    /* SQLite takes any value in any column: a timestamp column holding numbers is refused. */
+    {"sqlite", {"TIMESTAMP", NULL}, "sqlq_cursor_state", sqlite_time_minus, "",
+     "CREATE TABLE odd (id INTEGER PRIMARY KEY, ts TIMESTAMP NOT NULL)",
+     "INSERT INTO odd VALUES (1, 1714564800)", "ts", "ISO 8601"},
+    /* timestamptz, and naive timestamps with microseconds round-tripping through the checkpoint */
+    {"postgres", {"timestamptz", "timestamp"}, "sqlq.cursor_state", postgres_time_minus, "", NULL,
+     NULL, "day", "time of day"},
+    {"mariadb", {"datetime(6)", "timestamp(6)"}, "sqlq.cursor_state", mariadb_time_minus,
+     " AND table_name LIKE CONCAT(DATABASE(), '.%')", NULL, NULL, "day", "time of day"},
+};
+
+static const database *db_under_test;
+
+/* Each case on a fresh database of the kind under test, in its first timestamp type. */
+#define CASE(fn)                                                                                   \
+    static void test_cursor_##fn(void **state)                                                     \
     {                                                                                              \
         (void)state;                                                                               \
-        env e = sqlite_env("cur_" #fn);                                                            \
-        fn(&e);                                                                                    \
-        free((char *)(uintptr_t)e.conn);                                                           \
-    }                                                                                              \
-    static void test_cursor_##fn##_postgres(void **state)                                          \
-    {                                                                                              \
-        (void)state;                                                                               \
-        env e = pg_env("cur_" #fn, "timestamptz");                                                 \
+        env e = {sqlq_test_create_db(db_under_test->name, "cur_" #fn), db_under_test,              \
+                 db_under_test->ts_types[0]};                                                      \
         fn(&e);                                                                                    \
         free((char *)(uintptr_t)e.conn);                                                           \
     }
 
-BOTH(ties_updates_soft_delete)
-BOTH(composite_key_integer_cursor)
-BOTH(safety_lag)
-BOTH(unsafe_cursors)
-BOTH(stale_commit_rejected)
+CASE(ties_updates_soft_delete)
+CASE(composite_key_integer_cursor)
+CASE(safety_lag)
+CASE(unsafe_cursors)
+CASE(stale_commit_rejected)
 
-/* Naive timestamps with microseconds round-trip exactly through the checkpoint. */
-static void test_cursor_ties_naive_timestamp_postgres(void **state)
+/* Ties in the database's second timestamp type (PostgreSQL: naive timestamps with microseconds
+ * round-trip exactly through the checkpoint). */
+static void test_cursor_ties_second_timestamp_type(void **state)
 {
     (void)state;
-    env e = pg_env("cur_naive", "timestamp");
+    if (!db_under_test->ts_types[1]) {
+        print_message("%s has one timestamp type\n", db_under_test->name);
+        skip();
+    }
+    env e = {sqlq_test_create_db(db_under_test->name, "cur_ts2"), db_under_test,
+             db_under_test->ts_types[1]};
     ties_updates_soft_delete(&e);
     free((char *)(uintptr_t)e.conn);
 }
@@ -349,18 +378,14 @@ static void test_cursor_ties_naive_timestamp_postgres(void **state)
 int main(void)
 {
     sqlq_log_set_level(SQLQ_LOG_WARN);
+    db_under_test = SQLQ_TEST_DATABASE_ENTRY(databases);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cursor_ties_updates_soft_delete_sqlite),
-        cmocka_unit_test(test_cursor_ties_updates_soft_delete_postgres),
-        cmocka_unit_test(test_cursor_ties_naive_timestamp_postgres),
-        cmocka_unit_test(test_cursor_composite_key_integer_cursor_sqlite),
-        cmocka_unit_test(test_cursor_composite_key_integer_cursor_postgres),
-        cmocka_unit_test(test_cursor_safety_lag_sqlite),
-        cmocka_unit_test(test_cursor_safety_lag_postgres),
-        cmocka_unit_test(test_cursor_unsafe_cursors_sqlite),
-        cmocka_unit_test(test_cursor_unsafe_cursors_postgres),
-        cmocka_unit_test(test_cursor_stale_commit_rejected_sqlite),
-        cmocka_unit_test(test_cursor_stale_commit_rejected_postgres),
+        cmocka_unit_test(test_cursor_ties_updates_soft_delete),
+        cmocka_unit_test(test_cursor_ties_second_timestamp_type),
+        cmocka_unit_test(test_cursor_composite_key_integer_cursor),
+        cmocka_unit_test(test_cursor_safety_lag),
+        cmocka_unit_test(test_cursor_unsafe_cursors),
+        cmocka_unit_test(test_cursor_stale_commit_rejected),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests_name(db_under_test->name, tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# x1, on one change-log database (argument: sqlite, postgres or mariadb): sqlq setup's
+# x1, on one change-log database ($SQLQ_TEST_DATABASE: sqlite, postgres or mariadb): sqlq setup's
 # --track-columns / --before-image and the names, types and files around them.
 # 1. ALTER COLUMN ... TYPE after --before-image: setup again brings the copy columns to the
 #    new type, and the application's UPDATE/DELETE work (SQLite: affinities, nothing to do).
@@ -9,7 +9,7 @@
 # 5. one config file drives setup and the bridge: setup honours a route's track_columns and
 #    before_image, the bridge accepts track_columns.
 set -euo pipefail
-kind=${1:?usage: test_setup_options.sh sqlite|postgres|mariadb}
+kind=${SQLQ_TEST_DATABASE:?run through ctest (sqlq_database_test sets it)}
 fail() { echo "FAIL: $kind: $*" >&2; exit 1; }
 unset SQLQ_DB_CONNECTION AzureWebJobsStorage SQLQ_CONFIG SQLQ_TRACK_COLUMNS SQLQ_BEFORE_IMAGE \
     SQLQ_KEY_COLUMNS SQLQ_CHANGED || true

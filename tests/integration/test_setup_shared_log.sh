@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One change log per table, on one change-log database (argument: sqlite, postgres or mariadb).
+# One change log per table, on one change-log database ($SQLQ_TEST_DATABASE: sqlite, postgres or mariadb).
 # A table named like another table's hashed log name (orders_<hash12>) got that table's log,
 # trigger functions and (SQLite) triggers: an insert into one was published as a delete in the
 # other. Now such a name takes the hashed form too (a log of its own), and a log the registry
@@ -7,7 +7,7 @@
 # named), the bridge and status; --drop of the table that came in removes only its own triggers
 # and registry row, the other table's log stays and keeps capturing.
 set -euo pipefail
-kind=${1:?usage: test_setup_shared_log.sh sqlite|postgres|mariadb}
+kind=${SQLQ_TEST_DATABASE:?run through ctest (sqlq_database_test sets it)}
 fail() {
     echo "FAIL: $kind: $*" >&2
     for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -8 "$f" >&2; }; done

@@ -1,5 +1,7 @@
-/* sql/table and sql/dialect against real SQLite and PostgreSQL: key discovery in key order,
- * odd identifiers round-tripping through describe and quoted SQL, refusals, now-in-ms. */
+/* sql/table and sql/dialect on the database $SQLQ_TEST_DATABASE names (sqlite, postgres,
+ * mariadb): key discovery in key order, odd identifiers round-tripping through describe and
+ * quoted SQL, names as the database resolves them, refusals, now-in-ms. Each database's case is
+ * its own function below (`databases` picks it). */
 #include "clock.h"
 #include "db.h"
 #include "dialect.h"
@@ -111,8 +113,7 @@ static void check_now_ms(sqlq_db *db)
 static void test_sql_table_sqlite(void **state)
 {
     (void)state;
-    char path[1024];
-    char *conn = sqlq_test_sqlite_db("table", path, sizeof(path));
+    char *conn = sqlq_test_create_db("sqlite", "table");
     sqlq_db *db = sqlq_test_db_open(conn);
     sqlq_test_db_exec(db, "CREATE TABLE lines (a TEXT, b INTEGER, c REAL NOT NULL, PRIMARY KEY (c, a))");
     sqlq_table *t = describe(db, "lines");
@@ -150,7 +151,7 @@ static void test_sql_table_sqlite(void **state)
 static void test_sql_table_postgres(void **state)
 {
     (void)state;
-    char *conn = sqlq_test_pg_create_db("table");
+    char *conn = sqlq_test_create_db("postgres", "table");
     sqlq_db *db = sqlq_test_db_open(conn);
     sqlq_test_db_exec(db, "CREATE SCHEMA s");
     sqlq_test_db_exec(db, "CREATE TABLE s.lines (a text, b int, c numeric(10,2) NOT NULL, "
@@ -196,11 +197,67 @@ static void test_sql_table_postgres(void **state)
     free(conn);
 }
 
+static void test_sql_table_mariadb(void **state)
+{
+    (void)state;
+    char *conn = sqlq_test_create_db("mariadb", "table");
+    sqlq_db *db = sqlq_test_db_open(conn);
+    json_t *rows = NULL;
+    SQLQ_TEST_OK(sqlq_db_query(db, "SELECT DATABASE() AS d", NULL, 0, &rows, err));
+    char schema[128], name[256];
+    snprintf(schema, sizeof(schema), "%s", json_string_value(json_object_get(json_array_get(rows, 0), "d")));
+    json_decref(rows);
+    sqlq_test_db_exec(db, "CREATE TABLE `lines` (a varchar(10), b int, c decimal(10,2) NOT NULL, "
+                          "PRIMARY KEY (c, a))");
+    sqlq_table *t = describe(db, "lines"); /* the connection's database */
+    check_composite_key(t);
+    assert_string_equal(t->name.schema, schema);
+    assert_string_equal(t->name.name, "lines");
+    assert_string_equal(t->columns[2].type, "decimal(10,2)");
+    assert_string_equal(t->columns[1].type, "int(11)");
+    sqlq_table_free(t);
+    snprintf(name, sizeof(name), "%s.lines", schema); /* a schema is a database */
+    t = describe(db, name);
+    check_composite_key(t);
+    sqlq_table_free(t);
+
+    sqlq_test_db_exec(db, "CREATE TABLE `My \"Table\" [x] žluť` (`col \"1\" [y] ☃` int PRIMARY "
+                          "KEY, `second col` text)");
+    sqlq_test_db_exec(db, "INSERT INTO `My \"Table\" [x] žluť` VALUES (5, 'five')");
+    t = describe(db, "`My \"Table\" [x] žluť`");
+    assert_int_equal(t->nkey, 1);
+    assert_string_equal(t->columns[0].name, "col \"1\" [y] ☃");
+    select_round_trip(db, t, "[{\"col \\\"1\\\" [y] ☃\": 5, \"second col\": \"five\"}]");
+    sqlq_table_free(t);
+
+    sqlq_test_db_exec(db, "CREATE TABLE nopk (a int)");
+    snprintf(name, sizeof(name), "table %s.nopk has no primary key; sqlq needs one to identify rows",
+             schema);
+    expect_describe_error(db, "nopk", SQLQ_E_INVALID, name);
+    expect_describe_error(db, "missing_one", SQLQ_E_NOT_FOUND, "table missing_one not found");
+    expect_describe_error(db, "nope.lines", SQLQ_E_NOT_FOUND, "table nope.lines not found");
+    check_now_ms(db);
+    sqlq_db_close(db);
+    free(conn);
+}
+
+/* Each database's case. */
+typedef struct database {
+    const char *name;
+    CMUnitTestFunction test;
+} database;
+
+static const database databases[] = {
+    {"sqlite", test_sql_table_sqlite},
+    {"postgres", test_sql_table_postgres},
+    {"mariadb", test_sql_table_mariadb},
+};
+
 int main(void)
 {
+    const database *d = SQLQ_TEST_DATABASE_ENTRY(databases);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sql_table_sqlite),
-        cmocka_unit_test(test_sql_table_postgres),
+        {d->name, d->test, NULL, NULL, NULL},
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests_name(d->name, tests, NULL, NULL);
 }

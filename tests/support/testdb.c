@@ -1,5 +1,7 @@
 #include "testdb.h"
 
+#include "testenv.h"
+
 #include "catalog.h"
 #include "change_log.h"
 
@@ -13,6 +15,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void sqlq_test_fail_error(const char *what, const sqlq_error *err)
 {
@@ -96,4 +99,44 @@ void sqlq_test_change_log_install(sqlq_db *db, const char *table)
 void sqlq_test_change_log_drop(sqlq_db *db, const char *table)
 {
     change_log_set(db, table, false);
+}
+
+static const sqlq_test_sql test_sql[] = {
+    {"sqlite", "text", " ON CONFLICT (id) DO UPDATE SET v = excluded.v", false, "sqlq_", ""},
+    {"postgres", "text", " ON CONFLICT (id) DO UPDATE SET v = excluded.v", false, "sqlq.", ""},
+    {"mariadb", "varchar(40)", " ON DUPLICATE KEY UPDATE v = VALUES(v)", true, "sqlq.",
+     " AND table_name LIKE CONCAT(DATABASE(), '.%')"},
+};
+
+const sqlq_test_sql *sqlq_test_sql_under_test(void)
+{
+    return SQLQ_TEST_DATABASE_ENTRY(test_sql);
+}
+
+char *sqlq_test_backticks(const char *sql)
+{
+    char *out = malloc(2 * strlen(sql) + 1);
+    assert_non_null(out);
+    char *o = out;
+    bool in_ident = false, in_text = false;
+    for (const char *p = sql; *p; p++) {
+        if (in_text && *p != '\'') {
+            *o++ = *p;
+        } else if (*p == '\'' && !in_ident) {
+            in_text = !in_text;
+            *o++ = *p;
+        } else if (*p == '"' && in_ident && p[1] == '"') {
+            *o++ = '"';
+            p++;
+        } else if (*p == '"') {
+            in_ident = !in_ident;
+            *o++ = '`';
+        } else {
+            if (*p == '`' && in_ident)
+                *o++ = '`';
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    return out;
 }

@@ -5,6 +5,7 @@
 
 #include "db.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,22 @@ void sqlq_test_db_exec_params(sqlq_db *db, const char *sql, const sqlq_param *pa
 int64_t sqlq_test_db_query_int(sqlq_db *db, const char *sql, const sqlq_param *params, size_t n);
 /* The same without parameters. */
 int64_t sqlq_test_db_int(sqlq_db *db, const char *sql);
+/* The SQL that differs between the test databases where tests write the same statement. */
+typedef struct sqlq_test_sql {
+    const char *name;     /* sqlite, postgres, mariadb */
+    const char *key_text; /* a text type a primary key may hold */
+    const char *upsert_v; /* after INSERT INTO t (id, v) VALUES (…): on a duplicate id, v replaced */
+    bool backticks;       /* identifiers are quoted `so` (sqlq_test_backticks) */
+    const char *sqlq;     /* sqlq's own tables are this prefix + bare name: sqlq_state, sqlq.state */
+    /* appended to a WHERE on sqlq's state tables: only this database's rows (MariaDB keeps one
+     * database sqlq per server; the others one per database) */
+    const char *this_database;
+} sqlq_test_sql;
+/* The entry of the database under test (sqlq_test_database()); exits 1 when it has none. */
+const sqlq_test_sql *sqlq_test_sql_under_test(void);
+/* sql written with standard quoted identifiers ("x") as MariaDB/MySQL quote them (malloc'd): a
+ * "" inside becomes ", the quotes become ` (a ` inside doubled); text literals stay as they are. */
+char *sqlq_test_backticks(const char *sql);
 /* Install or drop the change log of table, found through the catalog as `sqlq setup` finds
  * it, or fail the test. */
 void sqlq_test_change_log_install(sqlq_db *db, const char *table);

@@ -1,5 +1,13 @@
 #include "testenv.h"
 
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -117,6 +125,77 @@ char *sqlq_test_create_db(const char *kind, const char *prefix)
     }
     char path[512];
     return sqlq_test_sqlite_db(prefix, path, sizeof(path));
+}
+
+const char *sqlq_test_database(void)
+{
+    const char *d = getenv("SQLQ_TEST_DATABASE");
+    if (!d || !*d)
+        die("SQLQ_TEST_DATABASE is not set (sqlq_database_test in tests/CMakeLists.txt sets it)");
+    return d;
+}
+
+const char *sqlq_test_source(void)
+{
+    const char *s = getenv("SQLQ_TEST_SOURCE");
+    return s ? s : "";
+}
+
+const void *sqlq_test_database_entry(const void *table, size_t count, size_t size)
+{
+    const char *want = sqlq_test_database(), *name = NULL;
+    for (size_t i = 0; i < count; i++) {
+        memcpy(&name, (const char *)table + i * size, sizeof(name));
+        if (strcmp(want, name) == 0)
+            return (const char *)table + i * size;
+    }
+    fprintf(stderr, "test environment: SQLQ_TEST_DATABASE=%s; this suite knows ", want);
+    for (size_t i = 0; i < count; i++) {
+        memcpy(&name, (const char *)table + i * size, sizeof(name));
+        fprintf(stderr, "%s%s", i == 0 ? "" : i + 1 == count ? " and " : ", ", name);
+    }
+    fprintf(stderr, "\n");
+    exit(1);
+}
+
+/* Whether word is one of the space-separated words of list. */
+static bool listed(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; p && *p;) {
+        while (*p == ' ')
+            p++;
+        size_t len = strcspn(p, " ");
+        if (len == n && strncmp(p, word, n) == 0)
+            return true;
+        p += len;
+    }
+    return false;
+}
+
+void sqlq_test_check(bool ok, const sqlq_test_bug *bug, const char *file, int line,
+                     const char *fmt, ...)
+{
+    const char *db = sqlq_test_database();
+    bool known = listed(bug->databases, db);
+    if (ok && (!known || bug->intermittent))
+        return;
+    char detail[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    if (!ok && known) {
+        print_message("KNOWN PRODUCT BUG on %s (%s:%d): %s: %s\n", db, file, line, bug->what,
+                      detail);
+        return;
+    }
+    if (ok)
+        print_error("ERROR: %s holds on %s now: the known bug (%s) is gone, take %s off its "
+                    "list\n", detail, db, bug->what, db);
+    else
+        print_error("ERROR: %s (on %s)\n", detail, db);
+    _fail(file, line);
 }
 
 const char *sqlq_test_bin(void)

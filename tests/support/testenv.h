@@ -20,6 +20,33 @@ char *sqlq_test_sqlite_db(const char *prefix, char *out_path, size_t out_path_si
 /* A new empty database of kind "sqlite", "postgres" or "mariadb" named after prefix: its ODBC
  * connection string (malloc'd). Exits 1 on another kind. */
 char *sqlq_test_create_db(const char *kind, const char *prefix);
+/* The database ($SQLQ_TEST_DATABASE: sqlite, postgres, mariadb, ...) and change source
+ * ($SQLQ_TEST_SOURCE: log, cursor, ...; "" in a suite without sources) that sqlq_database_test
+ * (tests/support/database_test.cmake) registered this test for. The database exits 1 when unset. */
+const char *sqlq_test_database(void);
+const char *sqlq_test_source(void);
+/* The entry of `table`, an array of `count` structs of `size` bytes whose first member is the
+ * `const char *` name of a database, for sqlq_test_database(); exits 1 naming the entries when
+ * none matches. SQLQ_TEST_DATABASE_ENTRY passes an array's count and size. */
+const void *sqlq_test_database_entry(const void *table, size_t count, size_t size);
+#define SQLQ_TEST_DATABASE_ENTRY(table)                                                            \
+    sqlq_test_database_entry((table), sizeof(table) / sizeof((table)[0]), sizeof((table)[0]))
+/* A product bug a test found and reports: the databases it breaks on (space-separated), what
+ * goes wrong there, and whether it shows only in some runs (a race). */
+typedef struct sqlq_test_bug {
+    const char *databases;
+    const char *what;
+    bool intermittent;
+} sqlq_test_bug;
+/* A check that a known product bug breaks. On a database the bug lists, a failed check is
+ * printed as the bug (with the printf-style detail) and the test goes on, and a passed one fails
+ * the test, asking for the database to come off the bug's list (unless the bug is intermittent);
+ * on every other database the check must pass. */
+#define SQLQ_TEST_CHECK(cond, bug) sqlq_test_check((cond), &(bug), __FILE__, __LINE__, "%s", #cond)
+#define SQLQ_TEST_CHECK_MSG(cond, bug, ...)                                                        \
+    sqlq_test_check((cond), &(bug), __FILE__, __LINE__, __VA_ARGS__)
+void sqlq_test_check(bool ok, const sqlq_test_bug *bug, const char *file, int line,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* A name unique to this process and call: prefix-<pid>-<n>, lowercase (valid queue name). */
 void sqlq_test_unique_name(const char *prefix, char *out, size_t out_size);
 /* Path of the sqlq binary ($SQLQ_BIN) and the source tree ($SQLQ_SOURCE_DIR). */

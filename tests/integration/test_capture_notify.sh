@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # PostgreSQL capture's wake-up, as a session listening on the log's channel sees it (the
-# bridge's listener is tested by test_bridge_wakeup*.sh). The trigger functions evaluate the
+# bridge's listener is tested by test_bridge_wakeup_notify*.sh). The trigger functions evaluate the
 # wake-up once per call, before their upserts take versions (docs/capture.md, Wake-ups), and
 # notify only while a bridge is armed: another session holds the log's wake-up lock here, as
 # an armed bridge's listener does; with nobody holding it nothing is notified. With
@@ -16,7 +16,7 @@ set -euo pipefail
 db="cpn_$$"
 cleanup() { psql_ -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
-fail() { echo "capture_pg_notify: $*" >&2; exit 1; }
+fail() { echo "capture_notify: $*" >&2; exit 1; }
 
 psql_ -d postgres -c "CREATE DATABASE $db"
 psql_ -d "$db" -c "CREATE TABLE kv (id int PRIMARY KEY, v text)"
@@ -68,4 +68,4 @@ expect 0 on "UPDATE kv SET v = 'g3' WHERE id = 7" # the lock let go: nobody wait
 # everything above was logged, notified or not: keys 1, 3, 5 deleted, 4, 6, 7, 8 present
 [ "$(psql_ -d "$db" -c "SELECT string_agg(id || sqlq_op, ',' ORDER BY id) FROM sqlq.log_kv")" \
     = "1D,3D,4U,5D,6I,7U,8I" ] || fail "the log: $(psql_ -d "$db" -c "TABLE sqlq.log_kv")"
-echo "capture_pg_notify: ok"
+echo "capture_notify: ok"

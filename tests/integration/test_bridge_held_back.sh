@@ -34,7 +34,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() {
-    echo "capture_pg_writers: $*" >&2
+    echo "bridge_held_back: $*" >&2
     [ -f "$work/bridge.log" ] && tail -20 "$work/bridge.log" >&2
     exit 1
 }
@@ -85,7 +85,7 @@ say cw_side "INSERT INTO side VALUES (1)"
 sleep 1.2 # the bridge has polled with both open
 psql_ -d "$src" -c "INSERT INTO kv SELECT i, 'x' FROM generate_series(1, 20) i"
 ms=$(wait_count 20 2000)
-echo "capture_pg_writers: 20 changes arrived in $ms ms (polling interval 1000 ms) while other transactions stayed open: ok"
+echo "bridge_held_back: 20 changes arrived in $ms ms (polling interval 1000 ms) while other transactions stayed open: ok"
 say cw_other "COMMIT"
 say cw_side "COMMIT"
 
@@ -124,7 +124,7 @@ done
 # must not say 0.
 pending=$(curl -s "http://127.0.0.1:$mport/metrics" | grep '^sqlq_pending_changes{table="kv"}' | awk '{print $2}')
 [ "$pending" = 1 ] || fail "pending changes gauge '$pending' while 1 committed change is held back"
-echo "capture_pg_writers: held back by A (pid $a_pid), named by log, status and metric (age ${age}s): ok"
+echo "bridge_held_back: held back by A (pid $a_pid), named by log, status and metric (age ${age}s): ok"
 
 # ---- 3. A commits: everything arrives; the replica equals the source --------------------------
 say cw_writer "COMMIT"
@@ -138,4 +138,4 @@ want=$(psql_ -d "$src" -c "SELECT id, v FROM kv ORDER BY id")
 got=$(psql_ -d "$dst" -c "SELECT id, v FROM kv ORDER BY id")
 [ "$got" = "$want" ] || fail "replica differs: $(diff <(echo "$want") <(echo "$got"))"
 [ "$(psql_ -d "$dst" -c "SELECT v FROM kv WHERE id = 1")" = A ] || fail "key 1 is not A's state"
-echo "capture_pg_writers: replica through consume --sql equals the source: ok"
+echo "bridge_held_back: replica through consume --sql equals the source: ok"

@@ -1,4 +1,6 @@
-/* The MariaDB change log on a real server through Connector/ODBC: setup installs three
+/* The stamped change log (MariaDB/MySQL: versions given at commit by the stamping poll, where
+ * SQLite's counter and PostgreSQL's sequence give them as rows are written) on a real server
+ * through Connector/ODBC, $SQLQ_TEST_DATABASE naming the database: setup installs three
  * triggers that log inserts, updates, deletes and a primary key that changes, per composite
  * key; stamping gives committed rows increasing versions and passes over the rows of an open
  * transaction, which are stamped (later, larger) once it commits: a late commit is never
@@ -30,7 +32,7 @@ typedef struct fixture {
 
 static void setup_table(fixture *f, const char *create, const char *name)
 {
-    f->conn = sqlq_test_maria_create_db("cl");
+    f->conn = sqlq_test_create_db(sqlq_test_database(), "cl");
     f->db = sqlq_test_db_open(f->conn);
     sqlq_test_db_exec(f->db, create);
     sqlq_error err;

@@ -24,7 +24,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() {
-    echo "bridge_wakeup_notice: $*" >&2
+    echo "bridge_wakeup_notify_notice: $*" >&2
     for f in "$work"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -15 "$f" >&2; }; done
     exit 1
 }
@@ -61,7 +61,7 @@ wait_log "$work/notify_unset.log" "event=wakeup_on" 50 || fail "no wakeup_on aft
 stop
 psql_ -d postgres -c "ALTER DATABASE $db RESET sqlq.notify"
 "$SQLQ_BIN" queue clear "$q" >/dev/null # part 2 times its own message
-echo "bridge_wakeup_notice: sqlq.notify unset, max_prepared_transactions 20: warned, cure seen: ok"
+echo "bridge_wakeup_notify_notice: sqlq.notify unset, max_prepared_transactions 20: warned, cure seen: ok"
 
 # ---- 2. sqlq.notify = on, connected through a DSN: woken, no warning, counted -------------------
 psql_ -d postgres -c "ALTER DATABASE $db SET sqlq.notify = on"
@@ -89,6 +89,6 @@ ms=$(wait_count 1 3500)
 woke=$(curl -s "http://127.0.0.1:$hport/metrics" | sed -n 's/^sqlq_wakeups_total{table="kv"} //p')
 [ "${woke:-0}" -ge 1 ] || fail "sqlq_wakeups_total{table=\"kv\"} is '${woke}', wanted >= 1"
 stop
-echo "bridge_wakeup_notice: DSN=, sqlq.notify on: woken in $ms ms, sqlq_wakeups_total $woke: ok"
+echo "bridge_wakeup_notify_notice: DSN=, sqlq.notify on: woken in $ms ms, sqlq_wakeups_total $woke: ok"
 
-echo "bridge_wakeup_notice: ok"
+echo "bridge_wakeup_notify_notice: ok"

@@ -29,7 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() {
-    echo "bridge_wakeup: $*" >&2
+    echo "bridge_wakeup_notify: $*" >&2
     for f in "$work"/bridge*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -15 "$f" >&2; }; done
     exit 1
 }
@@ -56,7 +56,7 @@ woken() {
     local ms
     ms=$(wait_count "$n" 3500)
     [ "$ms" -le 600 ] || fail "row $1 arrived after $ms ms: not woken (polling interval 3000 ms)"
-    echo "bridge_wakeup: $2, row $1 arrived in $ms ms: ok"
+    echo "bridge_wakeup_notify: $2, row $1 arrived in $ms ms: ok"
 }
 
 psql_ -d postgres -c "CREATE DATABASE $db"
@@ -88,7 +88,7 @@ for i in 10 11; do
     psql_ -d "$db" -c "INSERT INTO kv VALUES ($i, 'while the listener is down')"
     n=$((n + 1))
     ms=$(wait_count "$n" 3600)
-    echo "bridge_wakeup: listener killed, row $i arrived in $ms ms (polling interval 3000 ms): ok"
+    echo "bridge_wakeup_notify: listener killed, row $i arrived in $ms ms (polling interval 3000 ms): ok"
     sleep 1
 done
 wait "$killer" || true
@@ -106,7 +106,7 @@ psql_ -d "$db" -c "INSERT INTO kv VALUES (20, 'while away'), (21, 'while away')"
 n=$((n + 2))
 start_bridge bridge2
 ms=$(wait_count "$n" 3600)
-echo "bridge_wakeup: restarted, 2 changes made while away arrived in $ms ms"
+echo "bridge_wakeup_notify: restarted, 2 changes made while away arrived in $ms ms"
 woken 22 restarted
 
 # ---- 4. two instances woken by the same commits -------------------------------------------------
@@ -119,7 +119,7 @@ n=$((n + 300))
 ms=$(wait_count "$n" 10000)
 sleep 3.5 # one more polling interval: a change published twice would show now
 [ "$(count)" = "$n" ] || fail "queue holds $(count) messages, wanted $n (each change exactly once)"
-echo "bridge_wakeup: two instances, 300 changes arrived in $ms ms, $n messages for $n changes: ok"
+echo "bridge_wakeup_notify: two instances, 300 changes arrived in $ms ms, $n messages for $n changes: ok"
 for b in bridge2 bridge3; do
     eval "kill -TERM \$pid_$b"
     eval "wait \$pid_$b" || fail "$b exited $?"

@@ -18,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() {
-    echo "bridge_wakeup_sqlite: $*" >&2
+    echo "bridge_wakeup_data_version: $*" >&2
     [ -f "$work/bridge.log" ] && tail -15 "$work/bridge.log" >&2
     exit 1
 }
@@ -50,7 +50,7 @@ start_bridge
 for i in 1 2 3 4 5; do
     insert "$i"
     [ "$ms" -le 600 ] || fail "row $i arrived after $ms ms: not woken (polling interval 3000 ms)"
-    echo "bridge_wakeup_sqlite: row $i arrived in $ms ms: ok"
+    echo "bridge_wakeup_data_version: row $i arrived in $ms ms: ok"
 done
 kill -TERM "$bridge_pid"
 wait "$bridge_pid" || fail "bridge exited $?"
@@ -63,7 +63,7 @@ for i in 11 12 13 14 15; do
     [ "$ms" -gt 600 ] && slow=$((slow + 1))
 done
 [ "$slow" -ge 1 ] || fail "without wake-ups every commit arrived within 600 ms: the check above proves nothing"
-echo "bridge_wakeup_sqlite: --no-wakeup: $slow of 5 commits waited for the poll: ok"
+echo "bridge_wakeup_data_version: --no-wakeup: $slow of 5 commits waited for the poll: ok"
 kill -TERM "$bridge_pid"
 wait "$bridge_pid" || fail "bridge exited $?"
 bridge_pid=""

@@ -33,7 +33,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() {
-    echo "bridge_wakeup_armed: $*" >&2
+    echo "bridge_wakeup_notify_armed: $*" >&2
     for f in "$work"/*.log "$work"/*.out; do
         [ -f "$f" ] && { echo "== $f" >&2; grep -v 'event=route_state' "$f" | tail -15 >&2; }
     done
@@ -115,7 +115,7 @@ say w "COMMIT;"
 synced w
 synced lis
 [ "$(notifications)" = 0 ] || fail "the writer that held the lock shared notified"
-echo "bridge_wakeup_armed: no bridge waiting: no notification, the writer held the lock shared: ok"
+echo "bridge_wakeup_notify_armed: no bridge waiting: no notification, the writer held the lock shared: ok"
 
 session arm
 say arm "SELECT pg_advisory_lock($key);"
@@ -125,7 +125,7 @@ synced lis
 [ "$(notifications)" = 1 ] || fail "a commit with the wake-up lock held sent $(notifications) notification(s), wanted 1"
 say arm "SELECT pg_advisory_unlock_all();"
 synced arm
-echo "bridge_wakeup_armed: the lock held (an armed bridge): the commit notified without waiting: ok"
+echo "bridge_wakeup_notify_armed: the lock held (an armed bridge): the commit notified without waiting: ok"
 
 say w "BEGIN; INSERT INTO kv VALUES (4, 'open, took the lock shared');"
 synced w
@@ -140,7 +140,7 @@ synced w
 synced arm # granted once w ended
 synced lis
 [ "$(notifications)" = 2 ] || fail "the writer that took the lock shared before the bridge asked notified"
-echo "bridge_wakeup_armed: the lock waited for: a commit notified, the writer that held it shared did not: ok"
+echo "bridge_wakeup_notify_armed: the lock waited for: a commit notified, the writer that held it shared did not: ok"
 
 say w "SET sqlq.notify = off; BEGIN; INSERT INTO kv VALUES (6, 'notify off');"
 synced w
@@ -161,7 +161,7 @@ synced lis
 [ "$(notifications)" = 2 ] || fail "with sqlq.notify unset the writer notified"
 say arm "SELECT pg_advisory_unlock_all();"
 synced arm
-echo "bridge_wakeup_armed: sqlq.notify off, or unset where transactions may be prepared: no lock, no notification: ok"
+echo "bridge_wakeup_notify_armed: sqlq.notify off, or unset where transactions may be prepared: no lock, no notification: ok"
 n=7
 
 # ---- 2. the arm race: the bridge's arm waits behind an open writer --------------------------------
@@ -177,7 +177,7 @@ synced w
 n=$((n + 2))
 ms=$(wait_count "$n" 5000)
 [ "$ms" -le 1000 ] || fail "the changes held back by the writer the arm waited for arrived after $ms ms (interval 30 s)"
-echo "bridge_wakeup_armed: the arm waited behind an open writer: its commit and the $((n - 1)) changes it held back arrived in $ms ms: ok"
+echo "bridge_wakeup_notify_armed: the arm waited behind an open writer: its commit and the $((n - 1)) changes it held back arrived in $ms ms: ok"
 stop_bridge b1
 
 # ---- 3. an open writer that notifies holds the horizon back: no poll storm -------------------------
@@ -197,7 +197,7 @@ synced w
 n=$((n + 2))
 ms=$(wait_count "$n" 5000)
 [ "$ms" -le 1000 ] || fail "the changes held back arrived $ms ms after the writer committed (interval 30 s)"
-echo "bridge_wakeup_armed: held back by a writer: $woken wake-ups in 3 s, then both in $ms ms: ok"
+echo "bridge_wakeup_notify_armed: held back by a writer: $woken wake-ups in 3 s, then both in $ms ms: ok"
 stop_bridge b2
 
 # ---- 4. two instances sharing the table ------------------------------------------------------------
@@ -216,7 +216,7 @@ done
 settled "$conn" kv 40 || fail "changes still pending or leased: $status"
 sleep 1
 [ "$(count)" = "$n" ] || fail "queue holds $(count) messages, wanted $n (each change exactly once)"
-echo "bridge_wakeup_armed: two instances, 12 commits each within $worst ms, $n messages for $n changes, nothing leased: ok"
+echo "bridge_wakeup_notify_armed: two instances, 12 commits each within $worst ms, $n messages for $n changes, nothing leased: ok"
 stop_bridge b3
 stop_bridge b4
 pids=()

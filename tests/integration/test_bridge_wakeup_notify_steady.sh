@@ -27,7 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() {
-    echo "bridge_wakeup_steady: $*" >&2
+    echo "bridge_wakeup_notify_steady: $*" >&2
     [ -f "$work/bridge.log" ] && grep -v 'event=batch\|event=advanced' "$work/bridge.log" | tail -15 >&2
     exit 1
 }
@@ -54,14 +54,14 @@ n=$(psql_ -d "$db" -c "SELECT count(*) FROM kv")
 
 # 2. every change, exactly once.
 ms=$(wait_count "$n" 20000)
-echo "bridge_wakeup_steady: $n single-row commits, the last arrived $ms ms after the load"
+echo "bridge_wakeup_notify_steady: $n single-row commits, the last arrived $ms ms after the load"
 
 # 3. nothing left leased, well within the 3 s polling interval.
 settled "$conn" kv 20 || fail "changes still pending or leases held 2 s after the load: $status"
-echo "bridge_wakeup_steady: no change pending, no lease held after the load: ok"
+echo "bridge_wakeup_notify_steady: no change pending, no lease held after the load: ok"
 sleep 3.5 # one more polling interval: a change published twice would show now
 [ "$(count)" = "$n" ] || fail "queue holds $(count) messages, wanted $n (each change exactly once)"
-echo "bridge_wakeup_steady: $n messages for $n changes: ok"
+echo "bridge_wakeup_notify_steady: $n messages for $n changes: ok"
 
 # 1. the path was taken: no batch's poll waited for the interval, most came at once.
 short=$(grep -c 'event=batch .*full=0' "$work/bridge.log" || true)
@@ -71,7 +71,7 @@ quick=$(grep 'event=batch .*full=0' "$work/bridge.log" | grep -c ' wait_ms=\([0-
 [ "$slow" = 0 ] || fail "$slow batches waited for the polling interval under a steady load (no hint)"
 [ "$quick" -ge $((short / 2)) ] ||
     fail "only $quick of $short short batches polled again within 20 ms: the next poll waited"
-echo "bridge_wakeup_steady: $quick of $short short batches polled again within 20 ms ($hinted on a hint while on the wire), none waited for the interval: ok"
+echo "bridge_wakeup_notify_steady: $quick of $short short batches polled again within 20 ms ($hinted on a hint while on the wire), none waited for the interval: ok"
 kill -TERM "$bridge_pid"
 wait "$bridge_pid" || fail "bridge exited $?"
 bridge_pid=""
