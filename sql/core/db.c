@@ -376,28 +376,17 @@ static sqlq_result bind_params(sqlq_db *db, db_stmt *s, const sqlq_param *params
     return SQLQ_OK;
 }
 
-static SQLRETURN exec_direct(sqlq_db *db, SQLHSTMT h, const char *sql)
+/* SQLPrepare (prepare_only) or SQLExecDirect of sql: as UTF-16 where the dialect's driver
+ * wants wide text, as the bytes when it does not or when sql is not valid UTF-8. */
+static SQLRETURN send_text(sqlq_db *db, SQLHSTMT h, const char *sql, bool prepare_only)
 {
-    if (!db->dialect->wide_text)
-        return SQLExecDirect(h, (SQLCHAR *)unconst(sql), SQL_NTS);
     uint16_t *w = NULL;
     size_t units = 0;
-    if (sqlq_wtext_from_utf8(sql, strlen(sql), &w, &units) != SQLQ_OK)
-        return SQLExecDirect(h, (SQLCHAR *)unconst(sql), SQL_NTS);
-    SQLRETURN rc = SQLExecDirectW(h, (SQLWCHAR *)w, (SQLINTEGER)units);
-    free(w);
-    return rc;
-}
-
-static SQLRETURN prepare(sqlq_db *db, SQLHSTMT h, const char *sql)
-{
-    if (!db->dialect->wide_text)
-        return SQLPrepare(h, (SQLCHAR *)unconst(sql), SQL_NTS);
-    uint16_t *w = NULL;
-    size_t units = 0;
-    if (sqlq_wtext_from_utf8(sql, strlen(sql), &w, &units) != SQLQ_OK)
-        return SQLPrepare(h, (SQLCHAR *)unconst(sql), SQL_NTS);
-    SQLRETURN rc = SQLPrepareW(h, (SQLWCHAR *)w, (SQLINTEGER)units);
+    if (!db->dialect->wide_text || sqlq_wtext_from_utf8(sql, strlen(sql), &w, &units) != SQLQ_OK)
+        return prepare_only ? SQLPrepare(h, (SQLCHAR *)unconst(sql), SQL_NTS)
+                            : SQLExecDirect(h, (SQLCHAR *)unconst(sql), SQL_NTS);
+    SQLRETURN rc = prepare_only ? SQLPrepareW(h, (SQLWCHAR *)w, (SQLINTEGER)units)
+                                : SQLExecDirectW(h, (SQLWCHAR *)w, (SQLINTEGER)units);
     free(w);
     return rc;
 }
@@ -416,7 +405,7 @@ static sqlq_result stmt_open(sqlq_db *db, const char *sql, db_stmt *s, sqlq_erro
     }
     if (!db->keep)
         return SQLQ_OK;
-    if (!SQL_SUCCEEDED(prepare(db, s->h, sql))) {
+    if (!SQL_SUCCEEDED(send_text(db, s->h, sql, true))) {
         sqlq_result r = sqlq_diag_set(err, SQL_HANDLE_STMT, s->h, "prepare", db->secrets);
         SQLFreeHandle(SQL_HANDLE_STMT, s->h);
         s->h = NULL;
@@ -446,7 +435,7 @@ static sqlq_result stmt_run(sqlq_db *db, const char *sql, const sqlq_param *para
     if (r == SQLQ_OK)
         r = bind_params(db, s, params, n, err);
     if (r == SQLQ_OK) {
-        SQLRETURN rc = s->kept ? SQLExecute(s->h) : exec_direct(db, s->h, sql);
+        SQLRETURN rc = s->kept ? SQLExecute(s->h) : send_text(db, s->h, sql, false);
         if (rc != SQL_NO_DATA && !SQL_SUCCEEDED(rc))
             r = sqlq_diag_set(err, SQL_HANDLE_STMT, s->h, "execute", db->secrets);
     }
