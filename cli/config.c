@@ -303,6 +303,10 @@ static sqlq_result apply_file(const sqlq_config_spec *spec, void *out, json_t *f
         else if (json_is_integer(v)) {
             snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
             text = num;
+        } else if (json_is_real(v)) {
+            /* no setting takes a fraction: the setting's own check names it and the range */
+            snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+            text = num;
         } else if (json_is_boolean(v))
             text = json_is_true(v) ? "true" : "false";
         if (!text)
