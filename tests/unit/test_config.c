@@ -219,6 +219,21 @@ static void test_config_unknown_file_key_rejected(void **state)
     assert_non_null(strstr(err.message, "unknown key 'tabel'"));
     sqlq_config_free(&demo_spec, &d, &res);
     unlink(path);
+    /* a misspelt structure ("route" for "routes") is refused too, not skipped */
+    const char *structs[] = {"{\"route\": [{\"table\": \"t\", \"queue\": \"q\"}]}",
+                             "{\"tabel\": {\"x\": 1}}"};
+    const char *names[] = {"unknown key 'route'", "unknown key 'tabel'"};
+    for (size_t i = 0; i < 2; i++) {
+        char p2[] = "/tmp/sqlq-config-XXXXXX";
+        int fd2 = mkstemp(p2);
+        assert_true(write(fd2, structs[i], strlen(structs[i])) == (ssize_t)strlen(structs[i]));
+        close(fd2);
+        char *argv2[] = {"demo", "--config", p2, NULL};
+        assert_int_equal(load(&d, &res, &err, 3, argv2), SQLQ_E_INVALID);
+        assert_non_null(strstr(err.message, names[i]));
+        sqlq_config_free(&demo_spec, &d, &res);
+        unlink(p2);
+    }
 }
 
 /* A JSON number with a fraction given to an integer setting is refused by that setting's own
