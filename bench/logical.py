@@ -13,6 +13,12 @@ batch format and in the row format, to fakequeue (not the bottleneck); changes p
 bridge's CPU per change and its peak RSS (bench/measure.c).
 
   bench/logical.py [--quick] [--write-docs] [--seconds S] [--rounds R] [--backlog N]
+                   [--no-writers] [--no-throughput] [--split-cpus]
+
+--split-cpus puts the database server (its walsender included) and pgbench on CPU 0 and the
+bridge and the queue service on the other CPUs, for every configuration alike: what capture
+costs the database's machine when the bridge runs on its own, as a container does in
+production.
 """
 import argparse
 import os
@@ -35,8 +41,8 @@ THROUGHPUT_TARGET = 50000  # batch format, changes/s (a peer's published figure)
 
 def bridge(q, conn, table, queue, *flags):
     """A bridge process publishing one table to fakequeue."""
-    return subprocess.Popen([str(B.SQLQ), "bridge", "--db", conn, "--table", table, "--queue",
-                             queue, "--log-level", "warn", *flags],
+    return subprocess.Popen(B.beside([str(B.SQLQ), "bridge", "--db", conn, "--table", table,
+                                      "--queue", queue, "--log-level", "warn", *flags]),
                             env={**os.environ, **q.env()}, stdout=subprocess.DEVNULL,
                             stderr=open(q.dir / f"bridge-{table}.log", "ab"))
 
@@ -89,8 +95,9 @@ def measured_once(q, conn, table, queue, flags):
     """bridge --once under bench/measure (CPU seconds and peak RSS); wall seconds too."""
     out = q.dir / f"measure-{queue}.txt"
     t0 = time.monotonic()
-    subprocess.run([str(B.TOOLS / "measure"), str(out), str(B.SQLQ), "bridge", "--db", conn,
-                    "--table", table, "--queue", queue, "--once", "--log-level", "info", *flags],
+    subprocess.run(B.beside([str(B.TOOLS / "measure"), str(out), str(B.SQLQ), "bridge", "--db",
+                             conn, "--table", table, "--queue", queue, "--once", "--log-level",
+                             "info", *flags]),
                    env={**os.environ, **q.env()}, stdout=subprocess.DEVNULL,
                    stderr=open(q.dir / f"once-{queue}.log", "wb"), check=True, timeout=3600)
     wall = time.monotonic() - t0
@@ -145,6 +152,14 @@ def tables(res):
     return "\n".join(lines)
 
 
+def where(res):
+    if res.get("split_cpus"):
+        return ("The server (its walsender included) and pgbench run on CPU 0, the bridge and\n"
+                "  the queue service on the other CPUs (`--split-cpus`: the bridge on its own "
+                "machine).")
+    return "The route's bridge shares the machine's CPUs with pgbench and the server."
+
+
 def docs(res, cmd):
     return f"""Scenario 13 (issue 32). What the logical source (`--source logical`,
 [logical-source.md](logical-source.md)) costs writers and how fast it publishes, beside no
@@ -158,8 +173,7 @@ capture and the trigger source, measured in one run.
   table with the trigger source's change log on the replica server (no bridge), in turn, the
   first of the three rotating each round, {res['rounds']} rounds; the ratio per round, its
   median in bold. "fsync off": `fsync`, `synchronous_commit` and `full_page_writes` off;
-  "durable": PostgreSQL's defaults. The route's bridge runs on the same 2 cores as pgbench and
-  the server.
+  "durable": PostgreSQL's defaults. {where(res)}
 - Throughput: {res['backlog']:,} changes (1,000-row transactions) waiting, then `sqlq bridge
   --once --format F` (bench/measure: wall time, the bridge's CPU, peak RSS), to
   `bench/fakequeue.c`; the logical source from its slot, the trigger source from its change log
@@ -180,12 +194,18 @@ def main():
     ap.add_argument("--backlog", type=int)
     ap.add_argument("--no-writers", action="store_true")
     ap.add_argument("--no-throughput", action="store_true")
+    ap.add_argument("--split-cpus", action="store_true",
+                    help="the database and its writers on CPU 0, the bridge and the queue "
+                         "service on the others (the bridge on its own machine)")
     a = ap.parse_args()
+    if a.split_cpus:
+        B.split_cpus()
     secs = a.seconds or (4 if a.quick else 8)
     rounds = a.rounds or (1 if a.quick else 3)
     backlog = a.backlog or (100_000 if a.quick else 1_000_000)
     B.need_tools()
-    res = {"seconds": secs, "rounds": rounds, "backlog": backlog, "writers": [],
+    res = {"seconds": secs, "rounds": rounds, "backlog": backlog, "split_cpus": a.split_cpus,
+           "writers": [],
            "throughput": []}
     with B.Workdir("logical") as w:
         q = w.add(L.FakeQueue(w.path / "fakequeue")).start()
@@ -214,6 +234,7 @@ def main():
     print(tables(res))
     if a.write_docs:
         cmd = "bench/logical.py" + (" --quick" if a.quick else "") + \
+            (" --split-cpus" if a.split_cpus else "") + \
             (f" --seconds {a.seconds}" if a.seconds else "") + \
             (f" --rounds {a.rounds}" if a.rounds else "") + \
             (f" --backlog {a.backlog}" if a.backlog else "")
