@@ -13,12 +13,13 @@ batch format and in the row format, to fakequeue (not the bottleneck); changes p
 bridge's CPU per change and its peak RSS (bench/measure.c).
 
   bench/logical.py [--quick] [--write-docs] [--seconds S] [--rounds R] [--backlog N]
-                   [--no-writers] [--no-throughput] [--split-cpus]
+                   [--no-writers] [--no-throughput] [--split-cpus] [--walsender-beside]
 
 --split-cpus puts the database server (its walsender included) and pgbench on CPU 0 and the
 bridge and the queue service on the other CPUs, for every configuration alike: what capture
 costs the database's machine when the bridge runs on its own, as a container does in
-production.
+production. --walsender-beside also moves the route's walsender to those CPUs: a server with a
+core to spare for decoding, which a 2-CPU machine cannot otherwise show.
 """
 import argparse
 import os
@@ -47,6 +48,19 @@ def bridge(q, conn, table, queue, *flags):
                             stderr=open(q.dir / f"bridge-{table}.log", "ab"))
 
 
+WALSENDER_BESIDE = False  # --walsender-beside
+
+
+def walsender_beside(pg):
+    """The route's walsender moved to the side CPUs: a server with a core to spare for it."""
+    pids = [int(p) for p in pg.psql("postgres", "SELECT pid FROM pg_stat_replication").split()]
+    if not pids:
+        raise RuntimeError("no walsender to move: the route did not connect")
+    for pid in pids:
+        os.sched_setaffinity(pid, {int(c) for c in B.SIDE_CPUS.split(",")})
+    B.log(f"walsender {pids} on CPU {B.SIDE_CPUS}")
+
+
 def writers_case(w, q, res, secs, rounds, durable):
     commits = "durable" if durable else "fsync off"
     tag = "d" if durable else "f"
@@ -61,6 +75,8 @@ def writers_case(w, q, res, secs, rounds, durable):
     B.run([B.SQLQ, "setup", "--db", lg.odbc("wo"), "--table", "lg", "--source", "logical"])
     route = bridge(q, lg.odbc("wo"), "lg", "bench-writers", "--source", "logical")
     time.sleep(2)
+    if WALSENDER_BESIDE:
+        walsender_beside(lg)
     try:
         for clients in (1, 8):
             rows = []
@@ -153,6 +169,10 @@ def tables(res):
 
 
 def where(res):
+    if res.get("walsender_beside"):
+        return ("The server and pgbench run on CPU 0, the bridge, the queue service and the\n"
+                "  route's walsender on the other CPUs (`--walsender-beside`: a server with a core "
+                "to spare for decoding).")
     if res.get("split_cpus"):
         return ("The server (its walsender included) and pgbench run on CPU 0, the bridge and\n"
                 "  the queue service on the other CPUs (`--split-cpus`: the bridge on its own "
@@ -197,14 +217,21 @@ def main():
     ap.add_argument("--split-cpus", action="store_true",
                     help="the database and its writers on CPU 0, the bridge and the queue "
                          "service on the others (the bridge on its own machine)")
+    ap.add_argument("--walsender-beside", action="store_true",
+                    help="--split-cpus, and the route's walsender on the side CPUs too (a "
+                         "server with a core to spare for it)")
     a = ap.parse_args()
-    if a.split_cpus:
+    ap_walsender = a.walsender_beside
+    if a.split_cpus or ap_walsender:
         B.split_cpus()
+    global WALSENDER_BESIDE
+    WALSENDER_BESIDE = ap_walsender
     secs = a.seconds or (4 if a.quick else 8)
     rounds = a.rounds or (1 if a.quick else 3)
     backlog = a.backlog or (100_000 if a.quick else 1_000_000)
     B.need_tools()
-    res = {"seconds": secs, "rounds": rounds, "backlog": backlog, "split_cpus": a.split_cpus,
+    res = {"seconds": secs, "rounds": rounds, "backlog": backlog,
+           "split_cpus": a.split_cpus or a.walsender_beside, "walsender_beside": a.walsender_beside,
            "writers": [],
            "throughput": []}
     with B.Workdir("logical") as w:
@@ -235,6 +262,7 @@ def main():
     if a.write_docs:
         cmd = "bench/logical.py" + (" --quick" if a.quick else "") + \
             (" --split-cpus" if a.split_cpus else "") + \
+            (" --walsender-beside" if a.walsender_beside else "") + \
             (f" --seconds {a.seconds}" if a.seconds else "") + \
             (f" --rounds {a.rounds}" if a.rounds else "") + \
             (f" --backlog {a.backlog}" if a.backlog else "")
