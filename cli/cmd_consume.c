@@ -394,8 +394,12 @@ static int check_queue_name(const char *queue)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
-    if (!sqlq_queue_name_valid(queue, &err))
-        return report("queue name", &err, SQLQ_EXIT_USAGE);
+    if (!sqlq_queue_name_valid(queue, &err)) {
+        char line[400];
+        sqlq_error_format(&err, line, sizeof(line));
+        fprintf(stderr, "sqlq consume: %s\n", line); /* the error names the queue already */
+        return SQLQ_EXIT_USAGE;
+    }
     size_t qlen = strlen(queue);
     char poison[64];
     if (!sqlq_queue_poison_name(queue, poison, sizeof(poison)) &&

@@ -280,8 +280,9 @@ static sqlq_result apply_file(const sqlq_config_spec *spec, void *out, json_t *f
     {
         const sqlq_setting *s = find_key(spec, key);
         if (!s) {
-            if (json_is_array(v) || json_is_object(v))
-                continue; /* structure the command reads itself (routes) */
+            if ((json_is_array(v) || json_is_object(v)) &&
+                (strcmp(key, "routes") == 0 || strcmp(key, "accounts") == 0))
+                continue; /* structure the commands read themselves */
             if (strcmp(key, "routes") == 0)
                 return sqlq_error_set(err, SQLQ_E_INVALID, false,
                                       "config file %s key routes: expected an array of "
@@ -302,6 +303,10 @@ static sqlq_result apply_file(const sqlq_config_spec *spec, void *out, json_t *f
             text = json_string_value(v);
         else if (json_is_integer(v)) {
             snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            text = num;
+        } else if (json_is_real(v)) {
+            /* no setting takes a fraction: the setting's own check names it and the range */
+            snprintf(num, sizeof(num), "%.17g", json_real_value(v));
             text = num;
         } else if (json_is_boolean(v))
             text = json_is_true(v) ? "true" : "false";

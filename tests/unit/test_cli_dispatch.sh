@@ -54,4 +54,11 @@ for cmd in "bridge --db $db --table a --queue orders" "consume orders --exec tru
     # shellcheck disable=SC2086
     expect 2 "sqlq $name.*: queue connection: " $cmd --queue-connection "AccountName=x"
 done
+# An invalid queue name is named once, as `sqlq queue` says it (no repeated prefix).
+dev="UseDevelopmentStorage=true"
+for cmd in "consume pq --exec true" "queue create pq"; do
+    # shellcheck disable=SC2086
+    expect 2 "queue name 'pq' must be 3 to 63 characters long" $cmd --queue-connection "$dev"
+    grep -q "queue name: queue name" "$tmp/err" && fail "sqlq $cmd: the queue name error repeats its prefix"
+done
 echo "cli_dispatch: ok"

@@ -219,6 +219,42 @@ static void test_config_unknown_file_key_rejected(void **state)
     assert_non_null(strstr(err.message, "unknown key 'tabel'"));
     sqlq_config_free(&demo_spec, &d, &res);
     unlink(path);
+    /* a misspelt structure ("route" for "routes") is refused too, not skipped */
+    const char *structs[] = {"{\"route\": [{\"table\": \"t\", \"queue\": \"q\"}]}",
+                             "{\"tabel\": {\"x\": 1}}"};
+    const char *names[] = {"unknown key 'route'", "unknown key 'tabel'"};
+    for (size_t i = 0; i < 2; i++) {
+        char p2[] = "/tmp/sqlq-config-XXXXXX";
+        int fd2 = mkstemp(p2);
+        assert_true(write(fd2, structs[i], strlen(structs[i])) == (ssize_t)strlen(structs[i]));
+        close(fd2);
+        char *argv2[] = {"demo", "--config", p2, NULL};
+        assert_int_equal(load(&d, &res, &err, 3, argv2), SQLQ_E_INVALID);
+        assert_non_null(strstr(err.message, names[i]));
+        sqlq_config_free(&demo_spec, &d, &res);
+        unlink(p2);
+    }
+}
+
+/* A JSON number with a fraction given to an integer setting is refused by that setting's own
+ * check, naming the value and the range (not "expected a string, integer or boolean"). */
+static void test_config_file_fraction_named_with_range(void **state)
+{
+    (void)state;
+    clear_env();
+    char path[] = "/tmp/sqlq-config-XXXXXX";
+    int fd = mkstemp(path);
+    const char *text = "{\"polling_interval_ms\": 1.5}";
+    assert_true(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    char *argv[] = {"demo", "--config", path, NULL};
+    demo d;
+    sqlq_config_result res;
+    sqlq_error err;
+    assert_int_equal(load(&d, &res, &err, 3, argv), SQLQ_E_INVALID);
+    assert_non_null(strstr(err.message, "key polling_interval_ms: '1.5' is not an integer (allowed 10..3600000)"));
+    sqlq_config_free(&demo_spec, &d, &res);
+    unlink(path);
 }
 
 /* A key given twice is refused, naming the key and its line: which one wins would be a guess;
@@ -375,6 +411,7 @@ int main(void)
         cmocka_unit_test(test_config_secret_from_file_and_fallback_env),
         cmocka_unit_test(test_config_identity_account_name),
         cmocka_unit_test(test_config_unknown_file_key_rejected),
+        cmocka_unit_test(test_config_file_fraction_named_with_range),
         cmocka_unit_test(test_config_duplicate_key_refused),
         cmocka_unit_test(test_config_secret_env_wiped),
         cmocka_unit_test(test_config_routes_not_an_array_named),
