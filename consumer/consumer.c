@@ -217,6 +217,7 @@ void sqlq_consumer_get_stats(const sqlq_consumer *c, sqlq_consumer_stats *o)
     o->renewals = atomic_load(&n->renewals);
     o->renewal_failures = atomic_load(&n->renewal_failures);
     o->ownership_lost = atomic_load(&n->ownership_lost);
+    o->delete_failures = atomic_load(&n->delete_failures);
     o->timeouts = atomic_load(&n->timeouts);
     o->polls = atomic_load(&n->polls);
     o->empty_polls = atomic_load(&n->empty_polls);
@@ -422,8 +423,10 @@ sqlq_result sqlq_consumer_run(sqlq_consumer *c, sqlq_error *err)
         sqlq_consumer_stats s;
         sqlq_consumer_get_stats(c, &s);
         SQLQ_INFO("consumer.stopped",
-                  "queue=%s received=%llu succeeded=%llu failed=%llu poisoned=%llu", c->queue,
-                  s.received, s.succeeded, s.failed, s.poisoned);
+                  "queue=%s received=%llu succeeded=%llu failed=%llu poisoned=%llu "
+                  "delete_failed=%llu ownership_lost=%llu given_back=%llu",
+                  c->queue, s.received, s.succeeded, s.failed, s.poisoned, s.delete_failures,
+                  s.ownership_lost, s.given_back);
     }
     return r;
 }

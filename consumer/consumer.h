@@ -134,6 +134,7 @@ typedef struct sqlq_consumer_stats {
     unsigned long long renewals;    /* successful visibility renewals */
     unsigned long long renewal_failures;
     unsigned long long ownership_lost; /* pop receipt no longer valid: not deleted by us */
+    unsigned long long delete_failures; /* handled, but the delete failed: delivered again */
     unsigned long long timeouts;       /* messages that ran past message_timeout */
     unsigned long long polls, empty_polls, poll_errors;
     unsigned long long poll_failing; /* consecutive failed polls (0 once the queue answers) */

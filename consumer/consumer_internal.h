@@ -47,7 +47,7 @@ typedef struct consumer_counters {
     atomic_ullong held;       /* messages held while the handler's target is unavailable */
     atomic_ullong given_back; /* dequeues given back without an attempt */
     atomic_ullong received, succeeded, failed, released, poisoned, undecodable, renewals,
-        renewal_failures, ownership_lost, timeouts, polls, empty_polls, poll_errors, in_flight,
+        renewal_failures, ownership_lost, delete_failures, timeouts, polls, empty_polls, poll_errors, in_flight,
         backoff_ms;
     /* the same, in the metrics registry when one was given (NULL handles do nothing) */
     sqlq_counter *m_consumed, *m_failed, *m_poisoned, *m_renewals;

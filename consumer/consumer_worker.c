@@ -77,6 +77,7 @@ static void finish_delete(consumer_worker *w, const sqlq_message *m, const char 
         atomic_fetch_add(&c->n.ownership_lost, 1);
         log_lost(c, m, "delete", &err);
     } else {
+        atomic_fetch_add(&c->n.delete_failures, 1);
         SQLQ_LOG_ERR(SQLQ_LOG_ERROR, "consumer.delete_failed", &err,
                    "queue=%s msg_id=%s note=\"handled, but it will be delivered again\"",
                    c->queue, m->id);

@@ -230,6 +230,19 @@ static void maybe_heartbeat(reader *r)
         (void)heartbeat(r);
 }
 
+/* Where the stream starts: what this process confirmed, else (a process that took the slot
+ * over, or has confirmed nothing yet) the slot's confirmed_flush_lsn; 0 when unknown. */
+static uint64_t start_confirmed(reader *r)
+{
+    uint64_t own = flushed(r);
+    sqlq_pg_slot_state st;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (own || !r->db || sqlq_pg_slot_state_get(r->db, &r->ls->slot, &st, &e) != SQLQ_OK)
+        return own;
+    return st.confirmed_flush;
+}
+
 static void connect_stream(reader *r)
 {
     sqlq_error e;
@@ -276,7 +289,7 @@ static void connect_stream(reader *r)
     r->ls->holder = true;
     pthread_mutex_unlock(&r->ls->mu);
     char lsn[32];
-    sqlq_pg_lsn_format(flushed(r), lsn, sizeof lsn);
+    sqlq_pg_lsn_format(start_confirmed(r), lsn, sizeof lsn);
     SQLQ_INFO("logical_stream_started", "table=%s slot=%s confirmed=%s pid=%d",
               r->ls->names.table_key, r->ls->slot.slot, lsn,
               sqlq_pg_stream_backend_pid(r->stream));

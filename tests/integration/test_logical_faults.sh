@@ -96,6 +96,9 @@ for k in 1 2 3; do
     unset 'pids[-1]'
     sleep 1.5
 done
+# Each start, a takeover's too, says where it resumes: the slot's confirmed position, not 0/0.
+! grep -h "logical_stream_started" "$tmp/a.log" "$tmp/b.log" | grep -q "confirmed=0/0 " ||
+    fail "a stream start logged confirmed=0/0: $(grep -h logical_stream_started "$tmp/a.log" "$tmp/b.log")"
 
 echo "PostgreSQL fast restart"
 as_pg "$bindir/pg_ctl" -D "$tmp/pg/data" restart -m fast -w >/dev/null 2>&1 || fail "pg restart"

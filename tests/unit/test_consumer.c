@@ -696,6 +696,9 @@ static void test_consumer_delete_outage_is_not_the_message_fault(void **state)
     assert_int_equal(r.h.calls, 1);
     assert_int_equal(r.stats.service_failing, 1);
     assert_int_equal(r.stats.poisoned, 0);
+    /* handled, not deleted: counted, so that received adds up */
+    assert_int_equal(r.stats.succeeded, 0);
+    assert_int_equal(r.stats.delete_failures, 1);
     assert_int_equal(r.f.puts, 0);
     assert_int_equal(fq_live(&r.f, "orders"), 1);
     teardown_run(&r);
