@@ -67,7 +67,8 @@ void bt_bridge_stop(pid_t pid, const char *log_path);
  * and sqlq_test_db_exec of tests/support/testdb.h). */
 sqlq_db *bt_db(const char *conn);
 void bt_exec(sqlq_db *db, const char *sql);
-/* Install the change log for a table (what `sqlq setup` does for one table). */
+/* What `sqlq setup` installs for one table under the test's source (sqlq_test_source()): the change
+ * log, or for logical the publication and the slot of bridge name "default". */
 void bt_setup(const char *conn, const char *table);
 
 /* Receive and delete every message of a queue until none has come for quiet_ms (at most
