@@ -33,8 +33,9 @@ target_include_directories(test_capture_sql PRIVATE ${CMAKE_SOURCE_DIR}/sql/capt
   ${CMAKE_SOURCE_DIR}/sql/mssql ${CMAKE_SOURCE_DIR}/sql/postgres)
 sqlq_unit_test(capture_horizon sqlq_sql)
 target_include_directories(test_capture_horizon PRIVATE ${CMAKE_SOURCE_DIR}/sql/postgres)
-sqlq_database_test(setup_cli SOURCES log logical
+sqlq_database_test(setup_cli SOURCES log
   WITHOUT "cursor: its case (setup installs nothing, checks the column) runs inside each database's test"
+          "logical: the change log's objects and their names, the logical source's setup (refusals, publication, slot, --drop) is suite logical_messages"
   TIMEOUT 120)
 # PostgreSQL's horizon under a running bridge: open writers of other tables delay nothing; one of
 # this log holds later changes back, named by the log, sqlq status and /metrics.
