@@ -44,13 +44,15 @@ sqlq_database_test(bridge_message_options SOURCES log logical
   WITHOUT "cursor: the route options are the same code for every source, run here on the change log"
   FIXTURES azurite TIMEOUT 300)
 # Tables without a primary key, keyed by a unique index (--key-columns), on every database.
-sqlq_database_test(bridge_key_columns SOURCES log logical
+sqlq_database_test(bridge_key_columns SOURCES log
   WITHOUT "cursor: its cases for the cursor source and backfill run inside the log's test"
+          "logical: not yet: the logical source does not keep setup's --key-columns, every bridge must name them again (open product gap, the suite's setup is ready for it)"
   FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 300)
 
 # Issue 16 items 1-2: changed columns and before images, on every change-log database.
-sqlq_database_test(bridge_changed_before SOURCES log logical
+sqlq_database_test(bridge_changed_before SOURCES log
   WITHOUT "cursor: a cursor source reads the row as it is now: no changed columns, no before image"
+          "logical: changed and before come from REPLICA IDENTITY FULL per transaction, not from setup's log columns collapsed between polls (docs/logical-source.md, Messages): suite logical_messages"
   FIXTURES azurite TIMEOUT 300)
 
 # x1: setup's change-log options (types after ALTER TYPE, reserved key names, --no-…, long

@@ -177,8 +177,19 @@ bt_case *bt_case_new(char *conn, const char *name)
     return c;
 }
 
+void bt_drop_slots(const char *conn)
+{
+    if (strcmp(sqlq_test_source(), "logical") != 0)
+        return;
+    sqlq_db *db = bt_db(conn);
+    bt_exec(db, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                "WHERE database = current_database() AND NOT active");
+    sqlq_db_close(db);
+}
+
 void bt_case_free(bt_case *c)
 {
+    bt_drop_slots(c->conn);
     bt_queue_drop(&c->q, c->queue);
     bt_queue_close(&c->q);
     free(c->conn);

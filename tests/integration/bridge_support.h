@@ -70,6 +70,9 @@ void bt_exec(sqlq_db *db, const char *sql);
 /* What `sqlq setup` installs for one table under the test's source (sqlq_test_source()): the change
  * log, or for logical the publication and the slot of bridge name "default". */
 void bt_setup(const char *conn, const char *table);
+/* Under the logical source: drop the database's slots no bridge streams from (each keeps the
+ * shared server's WAL until dropped). Nothing under another source. */
+void bt_drop_slots(const char *conn);
 
 /* Receive and delete every message of a queue until none has come for quiet_ms (at most
  * max_ms in all). Returns an array of the decoded JSON bodies. */

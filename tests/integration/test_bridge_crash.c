@@ -74,6 +74,7 @@ static void crash_scenario(const char *conn, const char *kind)
     json_decref(changes);
     json_decref(msgs);
     bt_writers_free(w);
+    bt_drop_slots(conn);
     bt_queue_drop(&q, queue);
     bt_queue_close(&q);
 }

@@ -117,6 +117,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     ctx *c = *state;
+    bt_drop_slots(c->conn);
     bt_queue_drop(&c->q, c->queue);
     bt_queue_close(&c->q);
     free(c->conn);

@@ -13,8 +13,12 @@ queues=()
 cleanup() {
     for q in "${queues[@]}"; do "$sqlq" queue delete "$q" >/dev/null 2>&1 || true; done
     case "$kind" in
-    postgres) psql -X -q -h 127.0.0.1 -p "$(cat "$env_dir/postgres/port")" -U sqlq -d postgres \
-        -c "DROP DATABASE IF EXISTS $name" >/dev/null 2>&1 || true ;;
+    postgres) # its logical slots first: a database with one cannot be dropped, and it keeps WAL
+        psql -X -q -h 127.0.0.1 -p "$(cat "$env_dir/postgres/port")" -U sqlq -d postgres \
+            -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+                WHERE database = '$name' AND NOT active" >/dev/null 2>&1 || true
+        psql -X -q -h 127.0.0.1 -p "$(cat "$env_dir/postgres/port")" -U sqlq -d postgres \
+            -c "DROP DATABASE IF EXISTS $name" >/dev/null 2>&1 || true ;;
     mariadb) mariadb --no-defaults -h 127.0.0.1 -P "$(cat "$env_dir/mariadb/port")" -u sqlq \
         -e "DROP DATABASE IF EXISTS $name" >/dev/null 2>&1 || true ;;
     esac
