@@ -49,7 +49,7 @@ sqlq_database_test(bridge_key_columns SOURCES log
           "logical: not yet: the logical source does not keep setup's --key-columns, every bridge must name them again (open product gap, the suite's setup is ready for it)"
   FIXTURES azurite LIBS sqlq_bridge_testsupport TIMEOUT 300)
 
-# Issue 16 items 1-2: changed columns and before images, on every change-log database.
+# Changed columns and before images, on every change-log database.
 sqlq_database_test(bridge_changed_before SOURCES log
   WITHOUT "cursor: a cursor source reads the row as it is now: no changed columns, no before image"
           "logical: changed and before come from REPLICA IDENTITY FULL per transaction, not from setup's log columns collapsed between polls (docs/logical-source.md, Messages): suite logical_messages"

@@ -58,5 +58,5 @@ sqlq_database_test(setup_search_path SOURCES log DATABASES postgres
           "cursor: setup installs nothing"
           "logical: its objects are a publication and slots, outside any schema"
   TIMEOUT 120)
-# Issue 16 items 1-2: the opt-in log columns' SQL (sql/capture/change_log_options.c).
+# The opt-in log columns' SQL (sql/capture/change_log_options.c).
 sqlq_unit_test(change_log_options sqlq_sql)

@@ -1,4 +1,4 @@
-# Cursor polling source and backfill (issue 7).
+# Cursor polling source and backfill.
 sqlq_unit_test(keyset sqlq_sql)
 sqlq_unit_test(cursor_query sqlq_sql)
 sqlq_unit_test(cursor_column sqlq_sql)
@@ -28,11 +28,11 @@ sqlq_database_test(backfill DATABASES sqlite postgres mariadb LIBS sqlq_sql TIME
 sqlq_database_test(backfill_cli DATABASES sqlite postgres mariadb FIXTURES azurite
   LIBS sqlq_bridge_testsupport TIMEOUT 300)
 add_dependencies(itest_backfill_cli sqlq)
-# One version contract: backfill -> consume --sql -> bridge -> consume --sql (issue 21.1).
+# One version contract: backfill -> consume --sql -> bridge -> consume --sql.
 sqlq_database_test(backfill_sink DATABASES postgres
   WITHOUT "sqlite mariadb: written for PostgreSQL only so far (not yet per database)"
   FIXTURES azurite TIMEOUT 300)
-# The cursor source at default settings: late commits, kill -9, a read-only role (issue 20.8).
+# The cursor source at default settings: late commits, kill -9, a read-only role.
 sqlq_database_test(cursor_defaults SOURCES cursor
   WITHOUT "log logical: the cursor source's own rule (a cursor column read behind a safety lag)"
   FIXTURES azurite TIMEOUT 300)

@@ -1,4 +1,4 @@
-# MariaDB/MySQL (issue 17): tests against the private MariaDB server of the mariadb fixture.
+# MariaDB/MySQL: tests against the private MariaDB server of the mariadb fixture.
 # The stamped log's own mechanism: versions given at commit (the capture suites run on it too).
 sqlq_database_test(change_log_stamped SOURCES log DATABASES mariadb
   WITHOUT "sqlite postgres: their logs take versions as rows are written (a counter, a sequence): nothing to stamp"

@@ -8,7 +8,7 @@ sqlq_database_test(bridge_wakeup_data_version SOURCES log DATABASES sqlite
   WITHOUT "postgres: its signal is NOTIFY (suite bridge_wakeup_notify)" "mariadb: no change signal"
           "cursor logical: no wake-up"
   FIXTURES azurite TIMEOUT 180)
-# A hint during a short batch polls again at once (issue 22, steady load).
+# A hint during a short batch polls again at once (steady load).
 sqlq_database_test(bridge_wakeup_notify_steady SOURCES log DATABASES postgres
   WITHOUT "sqlite: no NOTIFY" "mariadb: no change signal" "cursor: no wake-up"
           "logical: no trigger, the stream itself is the signal"

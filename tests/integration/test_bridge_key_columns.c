@@ -1,5 +1,4 @@
-/* Tables without a primary key, keyed by a unique index named with --key-columns (issue 16
- * item 5), on every database ($SQLQ_TEST_DATABASE names it: sqlite, postgres, mariadb),
+/* Tables without a primary key, keyed by a unique index named with --key-columns, on every database ($SQLQ_TEST_DATABASE names it: sqlite, postgres, mariadb),
  * through the real sqlq binary and Azurite: setup refuses a table without a usable key (exit
  * 2, naming its unique indexes), inserts, updates, deletes and a key-changing update arrive
  * keyed by the unique key, a bridge started without the flag keeps the key setup chose, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16, per route: --columns / --exclude-columns (the key always sent), --ops (the other
+# Per route: --columns / --exclude-columns (the key always sent), --ops (the other
 # operations released unsent and counted in /metrics), --initial-visibility-s, --where; as
 # flags, environment variables and config-file route keys, on the database $SQLQ_TEST_DATABASE
 # names (sqlite, postgres, mariadb).

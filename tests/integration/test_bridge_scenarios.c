@@ -173,7 +173,7 @@ static void needs_poll_collapse(void)
     }
 }
 
-/* op is what change tracking reports (issue 11.5): a row created since the last delivery is an
+/* op is what change tracking reports: a row created since the last delivery is an
  * insert whatever followed, one created and deleted in between is one delete, a delivered row
  * updated is an update. */
 static void test_bridge_op_as_change_tracking(void **state)

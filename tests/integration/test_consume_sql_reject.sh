@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 item 6, the --sql sink decides, on the database $SQLQ_TEST_DATABASE names (sqlite,
+# The --sql sink decides, on the database $SQLQ_TEST_DATABASE names (sqlite,
 # postgres, mariadb): a NOT NULL violation sends the message to QUEUE-poison on its first attempt,
 # with the database's reason logged and the poison text byte-identical; a foreign key violation,
 # which may pass once the parent arrives, is retried. (--exec and --http: test_consumer_reject.sh.)
