@@ -24,7 +24,7 @@ sqlq_integration_test(consumer_hostile_service TIMEOUT 120)
 sqlq_integration_test(consumer_drain FIXTURES azurite TIMEOUT 120)
 sqlq_integration_test(consumer_handler_input FIXTURES azurite TIMEOUT 180)
 sqlq_integration_test(consumer_least_privilege FIXTURES azurite TIMEOUT 120)
-# curl_global_init once for the queue transport and every --http handler (issue 14.4).
+# curl_global_init once for the queue transport and every --http handler.
 sqlq_unit_test(libcurl sqlq_consumer CURL::libcurl)
 target_link_options(test_libcurl PRIVATE -Wl,--wrap=curl_global_init)
 sqlq_integration_test(consumer_reject FIXTURES azurite TIMEOUT 300)

@@ -1,4 +1,4 @@
-# Microsoft Entra ID for Azure Storage (issue 13): each test starts its own Azurite over HTTPS
+# Microsoft Entra ID for Azure Storage: each test starts its own Azurite over HTTPS
 # with --oauth basic and the token-service fixture (tests/support/entra.sh), so no shared fixture.
 # The token cache's timing on a fake clock, refusal, one request at a time.
 sqlq_unit_test(credential_cache sqlq_queue)

@@ -28,16 +28,16 @@ set_tests_properties(integration.log_secrecy.postgres PROPERTIES SKIP_RETURN_COD
 # The endpoint as a daemon serves it: `sqlq consume --listen` against Azurite, curl CLI.
 sqlq_integration_test(metrics_endpoint FIXTURES azurite TIMEOUT 120)
 
-# Secrets out of /proc/PID/cmdline and configuration mistakes as exit 2 (issue 12.5, 12.8).
+# Secrets out of /proc/PID/cmdline and configuration mistakes as exit 2.
 sqlq_integration_test(cli_hardening FIXTURES azurite TIMEOUT 120)
 
-# Public and private headers (issue 14.4): internals stay out of other libraries' reach.
+# Public and private headers: internals stay out of other libraries' reach.
 add_test(NAME unit.public_headers COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_public_headers.sh
   ${CMAKE_BINARY_DIR} ${CMAKE_C_COMPILER})
 set_tests_properties(unit.public_headers PROPERTIES LABELS unit TIMEOUT 120
   ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")
 
-# The command line's one dispatcher and one account set-up (issue 14.3); no servers.
+# The command line's one dispatcher and one account set-up; no servers.
 add_test(NAME unit.cli_dispatch COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cli_dispatch.sh)
 set_tests_properties(unit.cli_dispatch PROPERTIES LABELS unit TIMEOUT 60
   ENVIRONMENT "${SQLQ_TEST_ENVIRONMENT}")

@@ -1,4 +1,4 @@
-# Operator tools (issue 23 and friends): safe terminal text, poison matching, and the
+# Operator tools: safe terminal text, poison matching, and the
 # truthfulness of poison/queue commands against Azurite behind a fault-injecting proxy.
 sqlq_unit_test(term_text sqlq_cli)
 sqlq_unit_test(poison_match sqlq_queue)

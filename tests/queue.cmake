@@ -14,7 +14,7 @@ sqlq_integration_test(queue_client FIXTURES azurite LIBS sqlq_queue TIMEOUT 120)
 sqlq_integration_test(queue_retry LIBS sqlq_queue TIMEOUT 120)
 sqlq_integration_test(queue_interop FIXTURES azurite TIMEOUT 120)
 sqlq_integration_test(queue_cli FIXTURES azurite TIMEOUT 120)
-# A queue-scoped SAS URL made by the official SDK (issue 20.2).
+# A queue-scoped SAS URL made by the official SDK.
 sqlq_integration_test(queue_scoped_sas FIXTURES azurite TIMEOUT 120)
 # TLS always verified; ca_file for a private CA (a local openssl s_server, no fixtures).
 sqlq_integration_test(queue_tls TIMEOUT 60)

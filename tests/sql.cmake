@@ -11,12 +11,12 @@ target_include_directories(test_pg_listen PRIVATE ${CMAKE_SOURCE_DIR}/sql/postgr
 sqlq_unit_test(pg_arm sqlq_sql) # the wake-up lock: when an arm is a hint, when the unlock goes
 target_include_directories(test_pg_arm PRIVATE ${CMAKE_SOURCE_DIR}/sql/postgres)
 sqlq_database_test(sql_db DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 120)
-# Statements prepared once per connection (sqlq_db_keep_prepared, issue 20 benchmark bound).
+# Statements prepared once per connection (sqlq_db_keep_prepared).
 sqlq_database_test(db_prepared DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
 sqlq_database_test(sql_types DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
 sqlq_database_test(sql_table DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
 sqlq_database_test(table_key DATABASES sqlite postgres mariadb LIBS sqlq_sql TIMEOUT 60)
-# Extreme values of every type through bridge and sink, PostgreSQL and SQLite (issue 21.3).
+# Extreme values of every type through bridge and sink, PostgreSQL and SQLite.
 sqlq_database_test(types_roundtrip DATABASES postgres
   WITHOUT "sqlite mariadb: written for PostgreSQL only so far (not yet per database)"
   FIXTURES azurite TIMEOUT 180)

@@ -2,6 +2,8 @@
  * source with its own leases, fed by a stream, whose signal is its ready ring. */
 #include "logical_ops.h"
 
+#include "capture_internal.h"
+
 #include "logical_source.h"
 #include "pg_slot.h"
 
@@ -96,6 +98,14 @@ static sqlq_result l_setup(sqlq_db *db, sqlq_source_setup *s, bool drop, sqlq_er
     cfg.before_image = cfg.before_image || s->options.before_image || s->options.track_columns;
     if (!cfg.bridge_name)
         cfg.bridge_name = "default"; /* --drop without a bridge name: the default's slot */
+    if (!drop) { /* the table and its key first: a key the operator must name is exit 2 */
+        sqlq_table *t = NULL;
+        sqlq_catalog_names n;
+        sqlq_result r = sqlq_capture_setup_lookup(db, s, cfg.key_columns, &t, &n, err);
+        sqlq_table_free(t);
+        if (r != SQLQ_OK)
+            return r;
+    }
     json_t *lines = json_array(), *warnings = json_array();
     sqlq_result rc = sqlq_logical_source_setup(db, &cfg, drop, lines, warnings, err);
     size_t i;

@@ -8,7 +8,9 @@
 
 #include "bridge_support.h"
 
+#include "capture.h"
 #include "change_log.h"
+#include "change_source.h"
 #include "clock.h"
 #include "codec.h"
 #include "table.h"
@@ -175,8 +177,19 @@ bt_case *bt_case_new(char *conn, const char *name)
     return c;
 }
 
+void bt_drop_slots(const char *conn)
+{
+    if (strcmp(sqlq_test_source(), "logical") != 0)
+        return;
+    sqlq_db *db = bt_db(conn);
+    bt_exec(db, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                "WHERE database = current_database() AND NOT active");
+    sqlq_db_close(db);
+}
+
 void bt_case_free(bt_case *c)
 {
+    bt_drop_slots(c->conn);
     bt_queue_drop(&c->q, c->queue);
     bt_queue_close(&c->q);
     free(c->conn);
@@ -242,9 +255,30 @@ void bt_exec(sqlq_db *db, const char *sql)
     sqlq_test_db_exec(db, sql);
 }
 
+/* `sqlq setup --source logical` of table for the bridge name "default": its publication and slot. */
+static void bt_setup_logical(sqlq_db *db, const char *table)
+{
+    sqlq_capture_config cc;
+    sqlq_capture_config_default(&cc);
+    cc.table = table;
+    cc.source = SQLQ_SOURCE_LOGICAL;
+    sqlq_source_setup setup = {.cfg = &cc};
+    sqlq_error err;
+    sqlq_error_clear(&err);
+    sqlq_result r = sqlq_capture_install(db, &setup, &err);
+    json_decref(setup.lines);
+    if (r != SQLQ_OK)
+        fail_msg("setup --source logical of %s: %s", table, err.message);
+}
+
 void bt_setup(const char *conn, const char *table)
 {
     sqlq_db *db = bt_db(conn);
+    if (strcmp(sqlq_test_source(), "logical") == 0) {
+        bt_setup_logical(db, table);
+        sqlq_db_close(db);
+        return;
+    }
     sqlq_error err;
     sqlq_error_clear(&err);
     sqlq_table_name tn;

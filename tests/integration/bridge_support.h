@@ -67,8 +67,12 @@ void bt_bridge_stop(pid_t pid, const char *log_path);
  * and sqlq_test_db_exec of tests/support/testdb.h). */
 sqlq_db *bt_db(const char *conn);
 void bt_exec(sqlq_db *db, const char *sql);
-/* Install the change log for a table (what `sqlq setup` does for one table). */
+/* What `sqlq setup` installs for one table under the test's source (sqlq_test_source()): the change
+ * log, or for logical the publication and the slot of bridge name "default". */
 void bt_setup(const char *conn, const char *table);
+/* Under the logical source: drop the database's slots no bridge streams from (each keeps the
+ * shared server's WAL until dropped). Nothing under another source. */
+void bt_drop_slots(const char *conn);
 
 /* Receive and delete every message of a queue until none has come for quiet_ms (at most
  * max_ms in all). Returns an array of the decoded JSON bodies. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One version contract across producers (issue 21.1), end to end on PostgreSQL and SQLite:
+# One version contract across producers, end to end on PostgreSQL and SQLite:
 # `sqlq backfill` seeds a replica through `sqlq consume --sql`, then `sqlq bridge` streams later
 # updates, deletes and inserts through the same sink; the replica must equal the source. The
 # same with the cursor source (PostgreSQL: a timestamp cursor, SQLite: an integer one), and a
@@ -103,7 +103,7 @@ for kind in sqlite postgres; do
     "$bin" backfill --db "$src_conn" --table items --queue "$q" 2>"$tmp/backfill.log" \
         || fail "backfill exited $?"
     grep -q 'source=change_log' "$tmp/backfill.log" || fail "backfill did not read the change log's versions"
-    # Backfill's messages never expire, as the bridge's (issue 11.3): checked with the SDK.
+    # Backfill's messages never expire, as the bridge's: checked with the SDK.
     node "$(dirname "$0")/../support/queue_sas.js" peek "$SQLQ_QUEUE_CONNECTION" "$q" >"$tmp/peek.json" \
         || fail "peek failed"
     [ -s "$tmp/peek.json" ] || fail "no backfill message to peek at"

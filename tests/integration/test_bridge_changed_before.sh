@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 items 1-2, on one change-log database ($SQLQ_TEST_DATABASE: sqlite, postgres or mariadb):
+# On one change-log database ($SQLQ_TEST_DATABASE: sqlite, postgres or mariadb):
 # "changed" (sqlq setup --track-columns, bridge --changed) and "before" (--before-image): one
 # column updated; two updates collapsed into one message (the union); two bridges at different
 # positions get different unions; before on update and delete; a key-changing update (a delete

@@ -64,13 +64,17 @@ static void crash_scenario(const char *conn, const char *kind)
     assert_true(kills >= 3);
     assert_true(writes >= 1500);
     bt_verify_final_state(conn, "kv", w, changes);
-    /* Each kill can leave at most one batch published but not released. */
-    assert_true(total - distinct <= (size_t)kills * BATCH);
+    /* Each kill can leave at most one batch published but not released. Not so for the logical
+     * source: it tells the server its position at most once a second (docs/logical-source.md),
+     * and a kill repeats what the instance released since then. */
+    if (strcmp(sqlq_test_source(), "logical") != 0)
+        assert_true(total - distinct <= (size_t)kills * BATCH);
 
     json_decref(poisoned);
     json_decref(changes);
     json_decref(msgs);
     bt_writers_free(w);
+    bt_drop_slots(conn);
     bt_queue_drop(&q, queue);
     bt_queue_close(&q);
 }

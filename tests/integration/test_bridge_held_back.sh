@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PostgreSQL capture end to end, with a running `sqlq bridge` (issue 20.1):
+# PostgreSQL capture end to end, with a running `sqlq bridge`:
 #  1. open transactions that do not write the change log (another database, another table of
 #     this one) delay nothing: 20 inserts arrive within 2 polling intervals;
 #  2. transaction A takes its xid early (writes another table), B updates key 1 and commits (it

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `sqlq bridge --once` as a cron job runs it: when the database or the queue service cannot be
 # reached it gives up after --once-outage-s and exits 1 naming the cause, instead of retrying for
-# ever (issue 23 item 8); when the queue is down and nothing is pending it does not exit 0 either.
+# ever; when the queue is down and nothing is pending it does not exit 0 either.
 set -euo pipefail
 sqlq=${SQLQ_BIN:?run through ctest}
 src=${SQLQ_SOURCE_DIR:?run through ctest}

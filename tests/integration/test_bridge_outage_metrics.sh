@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14.5, found by a user: during a queue outage the backlog is seen growing, and /readyz
+# During a queue outage the backlog is seen growing, and /readyz
 # turns at once. The queue service (a private Azurite) stops; changes made meanwhile are
 # polled (leased) and held back: sqlq_pending_changes and `sqlq status` count them (leased
 # ones included) and keep counting while the route waits in its publish back-off; /readyz is

@@ -48,7 +48,8 @@ for fmt in row batch functions; do
     q="plain-$fmt-$$"
     queues+=("$q" "$q-poison")
     sql "CREATE TABLE $t (id INTEGER PRIMARY KEY, s TEXT)"
-    "$sqlq" setup --db "$conn" --table "$t" >"$tmp/setup.log" 2>&1 || fail "$fmt: setup"
+    # the bridge name's: a logical source's slot is one bridge name's
+    "$sqlq" setup --db "$conn" --table "$t" --bridge-name "plb$fmt" >"$tmp/setup.log" 2>&1 || fail "$fmt: setup"
     sql "INSERT INTO $t VALUES (1, 'ok'); INSERT INTO $t VALUES (2, $hostile); INSERT INTO $t VALUES (5, 'after')"
     mport=$("${SQLQ_SOURCE_DIR:?}/tests/support/free_port.sh")
     log="$tmp/bridge-$fmt.log"

@@ -117,6 +117,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     ctx *c = *state;
+    bt_drop_slots(c->conn);
     bt_queue_drop(&c->q, c->queue);
     bt_queue_close(&c->q);
     free(c->conn);
@@ -361,7 +362,11 @@ static void test_bridge_schema_columns(void **state)
     json_decref(m);
 
     stop_bridge(c, pid);
-    if ((log_has(c, "poll_failed") && !failures_allowed) || !log_has(c, "table_shape_changed")) {
+    /* The change log's poll logs each new shape; the logical source takes it from the stream's
+     * Relation messages, unlogged. */
+    bool shape_logged = strcmp(sqlq_test_source(), "logical") != 0;
+    if ((log_has(c, "poll_failed") && !failures_allowed) ||
+        (shape_logged && !log_has(c, "table_shape_changed"))) {
         bt_print_log(c->log);
         fail_msg("expected no failed poll and the shape changes logged");
     }
@@ -373,6 +378,11 @@ static void test_bridge_schema_columns(void **state)
  * setup --drop` and `sqlq setup` changes flow again (`insert_later`), keyed by the new key. */
 static void test_bridge_schema_key_change(void **state)
 {
+    if (strcmp(sqlq_test_source(), "logical") == 0) {
+        /* docs/logical-source.md, Messages: only a key column dropped or renamed stops it */
+        print_message("skipped: the logical source keeps its route's key when the primary key moves\n");
+        skip();
+    }
     ctx *c = *state;
     const char *const *ddl = c->kc->ddl;
     const char *insert_after = c->kc->insert_after, *insert_later = c->kc->insert_later;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Wake-ups on SQLite (issue 22): a bridge at a 3 s polling interval probes PRAGMA data_version
+# Wake-ups on SQLite: a bridge at a 3 s polling interval probes PRAGMA data_version
 # every 10 ms and polls at once when another connection committed: single-row commits made by
 # another process arrive within 600 ms (5 samples; a 3 s poll alone would make that in 20% of
 # the cases each). With --no-wakeup the same commits wait for the next poll.

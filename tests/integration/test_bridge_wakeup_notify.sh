@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Wake-ups on PostgreSQL (issue 22), with running `sqlq bridge` daemons at a polling interval
+# Wake-ups on PostgreSQL, with running `sqlq bridge` daemons at a polling interval
 # of 3 s, so a change that arrives well within it was brought by a notification:
 #  1. woken: single-row commits arrive within 600 ms (3 samples; a 3 s poll alone would make
 #     that in 20% of the cases each);

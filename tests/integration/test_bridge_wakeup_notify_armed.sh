@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Wake-ups notify only while a bridge is armed (issues 15 and 22: a NOTIFY in every writing
-# transaction serialized their commits). The trigger tries the log's wake-up lock shared and
+# Wake-ups notify only while a bridge is armed (a NOTIFY in every writing transaction would
+# serialize their commits). The trigger tries the log's wake-up lock shared and
 # notifies only when that fails; an idle bridge's listener holds it exclusively, or waits for it
 # (docs/capture.md, Wake-ups). On PostgreSQL:
 #  1. no bridge: a commit sends no notification (a LISTEN session sees none), and the writer

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Wake-ups seen and explained (issue 22 user test), on the private PostgreSQL, which allows
+# Wake-ups seen and explained as a user sees them, on the private PostgreSQL, which allows
 # prepared transactions (max_prepared_transactions 20):
 #  1. sqlq.notify unset: the trigger does not NOTIFY, so the listener warns at start
 #     (event=wakeup_off naming max_prepared_transactions and ALTER DATABASE ... SET sqlq.notify);

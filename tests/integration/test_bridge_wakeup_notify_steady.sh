@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Wake-ups under a steady load (issue 22, 1,000 single-row transactions/s): after a short
+# Wake-ups under a steady load (1,000 single-row transactions/s): after a short
 # batch the route polls again at once (after what is left of the 5 ms coalescing window)
 # instead of waiting: a hint came while the batch was on the wire (the version sequence read
 # during its puts shows versions taken since its poll; then its release rides along with the

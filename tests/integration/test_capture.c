@@ -78,7 +78,7 @@ static void test_capture_operations(void **state)
     assert_false(b.full);
     /* order: versions; 1 (insert), then 2 (last update), then 3 (delete). op is what change
      * tracking says: 2 was created since the last delivery, so it is an insert whatever
-     * followed; 3 was created and deleted in between: one delete (issue 11.5) */
+     * followed; 3 was created and deleted in between: one delete */
     assert_int_equal(capture_key_int(&b.items[0], "id"), 1);
     assert_int_equal(b.items[0].op, SQLQ_OP_INSERT);
     assert_string_equal(capture_row_str(&b.items[0], "name"), "one");
@@ -93,7 +93,7 @@ static void test_capture_operations(void **state)
         assert_true(b.items[i].lease_token > 0);
     }
     assert_true(b.items[0].version < b.items[1].version || !e.d->ordered_versions);
-    assert_int_equal(capture_pending(cap), 3); /* leased, not yet delivered: still pending (issue 14.5) */
+    assert_int_equal(capture_pending(cap), 3); /* leased, not yet delivered: still pending */
     assert_int_equal(capture_release(cap, &b), 0);
     sqlq_change_batch_free(&b);
     assert_true(capture_advance(cap) > 0);
@@ -367,7 +367,7 @@ static void test_capture_fencing(void **state)
     SQLQ_TEST_OK(sqlq_capture_abandon(a, ba.items, ba.count, true, err));
     /* and A cannot move the sync version past B's unprocessed work */
     int64_t before = capture_advance(a);
-    assert_int_equal(capture_pending(a), 2); /* B holds them, not delivered yet: pending (issue 14.5) */
+    assert_int_equal(capture_pending(a), 2); /* B holds them, not delivered yet: pending */
     sqlq_change_batch_free(&ba);
     capture_poll_now(a, &ba);
     assert_int_equal(ba.count, 0); /* B's leases hold (A's abandon did not free them) */

@@ -1,5 +1,5 @@
-/* PostgreSQL change capture with concurrent writers, on a real server through psqlODBC (issue
- * 20.1): only open transactions that wrote a table's change log hold its delivery back, and
+/* PostgreSQL change capture with concurrent writers, on a real server through psqlODBC: only
+ * open transactions that wrote a table's change log hold its delivery back, and
  * exactly as long as they must (early xid, savepoints, PREPARE TRANSACTION, a killed session, a
  * restarted reader); a key's later state has the larger version; status names the writer; an
  * xid-versioned log of an earlier sqlq is upgraded without loss. More: test_capture.c. */
@@ -395,7 +395,7 @@ static void test_capture_pg_upgrade_xid_log(void **s)
     env_close(&e);
 }
 
-/* The triggers of this sqlq (issue 15): no LOCK TABLE statement, the version taken inside each
+/* The triggers of this sqlq: no LOCK TABLE statement, the version taken inside each
  * upsert, whose plan holds the log's ROW EXCLUSIVE lock first; inserts logged once per
  * statement from its transition table, a version per row. `sqlq setup` over the previous
  * trigger (one row trigger for every event) replaces it in place; an open writer holds the

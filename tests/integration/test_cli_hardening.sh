@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12.5 and 12.8 at the command line: a secret flag is gone from /proc/PID/cmdline once
+# At the command line: a secret flag is gone from /proc/PID/cmdline once
 # parsed; configuration mistakes are exit 2 with one clear message (a huge SAS, BlobEndpoint
 # alone, plain http to a remote host, --http's prefix once, backfill --batch-size 0).
 set -euo pipefail

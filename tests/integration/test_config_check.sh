@@ -35,7 +35,7 @@ expect_rc 0 "$sqlq" config check --db "$conn" --table orders --queue "$q"
 grep -q "^0 problems found" "$tmp/out" || fail "not clean after setup"
 [ "$(sqlite3 "$db" "SELECT group_concat(name) FROM sqlite_master ORDER BY name")" = "$before" ] \
     || fail "check changed the schema"
-# issue 16: a column selection naming a column the table lacks
+# A column selection naming a column the table lacks
 expect_rc 1 "$sqlq" config check --db "$conn" --table orders --queue "$q" --columns totl
 grep -q "^FAIL table orders: every column of columns exists: no column 'totl'" "$tmp/out" || fail "unknown column not reported"
 

@@ -50,7 +50,7 @@ grep -q 'missing_table: the table does not exist' "$work/err" || fail "missing t
 
 echo "consume_sql: refusals: ok"
 
-# Message-level faults take the message path (issue 21.4): the consumer starts, each bad message
+# Message-level faults take the message path: the consumer starts, each bad message
 # fails with its reason and is poisoned; the good one behind them is applied. Before, a bad first
 # message made every start exit 2 and the queue stalled. A defect of the message itself (not
 # JSON, \u0000, not UTF-8, no key, truncated, no or a bad version, a row naming another key,

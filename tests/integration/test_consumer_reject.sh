@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 item 6, the handler decides: --exec exit 65 and --http 422 send the message to
+# The handler decides: --exec exit 65 and --http 422 send the message to
 # QUEUE-poison on its first attempt, with the reason logged; the poison text stays byte-identical
 # unless --poison-envelope, which wraps it with the reason, and `poison requeue` puts back the
 # original bytes. Other failures still retry (exit 1, a 500). The --sql sink's constraint

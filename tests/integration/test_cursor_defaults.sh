@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cursor source is safe at its default settings (issue 20.8), on the database
+# The cursor source is safe at its default settings, on the database
 # $SQLQ_TEST_DATABASE names (sqlite, postgres, mariadb): concurrent writers, commits that are
 # late within the documented bound (default lag 10 s on a server: every one arrives) and beyond
 # it (documented as possibly lost; sqlq backfill recovers it), a kill -9 of the bridge in the

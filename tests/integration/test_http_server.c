@@ -294,7 +294,7 @@ static void test_http_server_concurrent_and_clean_stop(void **state)
     sqlq_metrics_destroy(m);
 }
 
-/* Issue 12.4: an address this machine does not have is named with the system's reason. */
+/* An address this machine does not have is named with the system's reason. */
 static void test_http_server_bind_error_names_address(void **state)
 {
     (void)state;
@@ -325,7 +325,7 @@ static int idle_connection(const char *src, uint16_t port)
     return fd;
 }
 
-/* Issue 12.4: 40 idle connections (32 starved /healthz before) do not keep probes out. */
+/* 40 idle connections (32 starved /healthz before) do not keep probes out. */
 static void test_http_server_idle_connections_do_not_starve_probes(void **state)
 {
     (void)state;

@@ -52,6 +52,12 @@ sql "CREATE TABLE t3 (a int NOT NULL, b text); CREATE UNIQUE INDEX t3_a ON t3 (a
 big=$(psql_ -d "$name" -c "SELECT string_agg(md5(i::text), '') FROM generate_series(1, 640) i")
 
 # --- refusals before anything is created ---
+# A table without a primary key and no --key-columns: the operator must name a key (exit 2, as
+# with the change log), before the replica identity is looked at.
+code=0
+out=$("$sqlq" setup --db "$conn" --table t3 --source logical 2>&1) || code=$?
+[ "$code" = 2 ] || fail "setup of a table without a key gave exit $code: $out"
+echo "$out" | grep -q "has no primary key.*--key-columns" || fail "no key: $out"
 out=$("$sqlq" setup --db "$conn" --table t3 --key-columns a --source logical 2>&1) && fail "setup of a table without a replica identity succeeded"
 echo "$out" | grep -q "has no replica identity (REPLICA IDENTITY DEFAULT and no primary key)" \
     || fail "no replica identity: $out"

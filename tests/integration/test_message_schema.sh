@@ -47,7 +47,7 @@ queues+=("$q" "$q-poison")
     --oversize poison --once 2>/dev/null
 check "$q-poison" "bridge poison envelope"
 
-# Issue 16: a column selection and a --where that turns an update into a delete keep the shapes;
+# A column selection and a --where that turns an update into a delete keep the shapes;
 # a consumer's --poison-envelope is the poison shape.
 sel="$tmp/sel.db"
 sqlite3 "$sel" "CREATE TABLE orders(id INTEGER PRIMARY KEY, region TEXT, total NUMERIC)"
@@ -67,7 +67,7 @@ timeout 60 "$sqlq" consume "$q" --exec 'exit 65' --poison-envelope --exit-when-e
 check "$q-poison" "consume --poison-envelope"
 grep -q 'sqlq_poison' "$tmp/peek" || fail "consume --poison-envelope wrote no envelope"
 
-# Issue 16 items 1-2: "changed" on updates and "before" on updates and deletes, row and batch.
+# "changed" on updates and "before" on updates and deletes, row and batch.
 img="$tmp/img.db"
 sqlite3 "$img" "CREATE TABLE orders(id INTEGER PRIMARY KEY, region TEXT, total NUMERIC)"
 "$sqlq" setup --db "Driver={SQLite3};Database=$img;" --table orders --track-columns --before-image >/dev/null
@@ -102,7 +102,7 @@ grep -q '\\"op\\":\\"manifest_end\\"' "$tmp/peek" || fail "backfill --repair sen
 
 # The documented id recipe (Python json.dumps, lower-case \u escapes, RFC 8785) gives the id the
 # bridge sent, for text keys holding every control character, quotes, backslashes and a
-# literal "\u001F" (issue 21.5).
+# literal "\u001F".
 ids="$tmp/ids.db"
 sqlite3 "$ids" "CREATE TABLE k(name TEXT PRIMARY KEY, v INTEGER)"
 "$sqlq" setup --db "Driver={SQLite3};Database=$ids;" --table k >/dev/null

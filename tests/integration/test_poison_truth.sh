@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Operator tools that tell the truth (issue 23, with 21.2, 20.3, 20.4, 24.2, 12.7 and the admin
-# loops of 11.1), against Azurite, some of it behind tests/support/fault_proxy.py (delays,
+# Operator tools that tell the truth (and the admin loops), against Azurite, some of it behind tests/support/fault_proxy.py (delays,
 # errors) and checked with the official SDK (tests/support/poison_interop.js).
 set -euo pipefail
 : "${SQLQ_BIN:?}" "${SQLQ_TEST_ENV_DIR:?}" "${SQLQ_SOURCE_DIR:?}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 20.2: a queue-scoped SAS URL from the official SDK's generateSasUrl() (what the Portal
+# A queue-scoped SAS URL from the official SDK's generateSasUrl() (what the Portal
 # gives) works as the queue connection: the queue comes from the URL, a different queue on the
 # command line is a configuration error (exit 2) naming both, and commands that need the poison
 # queue say it is not reachable with such a SAS.

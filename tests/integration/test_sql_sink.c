@@ -311,7 +311,7 @@ static void test_sql_sink_refuses_what_does_not_fit(void **state)
         !strstr(err.message, "65,536") || !strstr(err.message, "read-back") ||
         !strstr(err.message, "--format batch does not help"))
         fail_msg("%s", err.message);
-    /* Issue 12.8: a row that is not an object is not "truncated". */
+    /* A row that is not an object is not "truncated". */
     const char *array_row = "{\"op\":\"insert\",\"key\":{\"sku\":\"a\",\"shop\":1},\"row\":[1,2]}";
     sqlq_error_clear(&err);
     assert_int_equal(sqlq_sql_sink_apply_once(s, array_row, strlen(array_row), &err), SQLQ_E_REJECTED);
@@ -430,8 +430,7 @@ static void test_sql_sink_version_check(void **state)
     free(conn);
 }
 
-/* A target without a primary key upserts by its one unique key of NOT NULL columns (issue 16
- * item 5); none, or more than one, is refused naming its unique indexes. */
+/* A target without a primary key upserts by its one unique key of NOT NULL columns; none, or more than one, is refused naming its unique indexes. */
 static void test_sql_sink_unique_key(void **state)
 {
     (void)state;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every value arrives as that value (issue 21.3): each temporal type at its limits (infinity,
+# Every value arrives as that value: each temporal type at its limits (infinity,
 # -infinity, BC dates, year 5874897 / 294276, 24:00:00, the widest offsets) and the other types'
 # extremes (numeric with a thousand digits and NaN, bigint and smallint limits, double and real
 # extremes and non-finite values, bytea, bool, uuid, json, jsonb, text with control characters)

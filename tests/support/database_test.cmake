@@ -7,12 +7,13 @@
 # tests are named integration.<suite>.<database>; another source's integration.<suite>.<database>-<source>.
 #
 #   sqlq_test_database(NAME [FIXTURES f...] [NO_SERVER "why"])
-#   sqlq_test_source(NAME DATABASES db... [FIXTURES f...])
+#   sqlq_test_source(NAME DATABASES db... [FIXTURES f...] [ENVIRONMENT VAR=value...])
 #
 # A new database is one sqlq_test_database line, its fixture and its entry in each suite's table
 # of databases (and sqlq_test_create_db, tests/support/testenv.c). A new source is one
-# sqlq_test_source line (with, say, FIXTURES postgres_logical for a server with wal_level=logical)
-# and one word in the SOURCES of each suite that covers it.
+# sqlq_test_source line (with, say, FIXTURES postgres_logical for a server with wal_level=logical,
+# and ENVIRONMENT SQLQ_SOURCE=NAME so that every sqlq setup and bridge a test runs uses it) and one
+# word in the SOURCES of each suite that covers it.
 #
 # A suite, written once (tests/integration/test_SUITE.c, or test_SUITE.sh when that exists):
 #
@@ -25,6 +26,7 @@
 #
 # Each test gets SQLQ_TEST_DATABASE=<database> and SQLQ_TEST_SOURCE=<source> (empty for a SQL-only
 # suite) in its environment (C: sqlq_test_database(), sqlq_test_source(); shell: the variables),
+# and the source's ENVIRONMENT (a test branches on its source only where it sets a table up),
 # the fixtures of its database, source and suite, and the labels integration, db:<database> and
 # source:<source> (ctest -L db:mariadb). Every registration is written to
 # ${CMAKE_BINARY_DIR}/database_tests.txt; unit.database_tests fails while a suite neither runs nor
@@ -51,8 +53,9 @@ function(sqlq_test_database name)
 endfunction()
 
 function(sqlq_test_source name)
-  cmake_parse_arguments(S "" "" "DATABASES;FIXTURES" ${ARGN})
+  cmake_parse_arguments(S "" "" "DATABASES;FIXTURES;ENVIRONMENT" ${ARGN})
   set_property(GLOBAL APPEND PROPERTY SQLQ_TEST_SOURCES ${name})
+  set_property(GLOBAL PROPERTY SQLQ_TEST_SOURCE_ENVIRONMENT_${name} "${S_ENVIRONMENT}")
   set_property(GLOBAL PROPERTY SQLQ_TEST_SOURCE_DBS_${name} "${S_DATABASES}")
   set_property(GLOBAL PROPERTY SQLQ_TEST_SOURCE_FIXTURES_${name} "${S_FIXTURES}")
   set(all ${SQLQ_TEST_DATABASE_FIXTURES} ${S_FIXTURES})
@@ -93,7 +96,9 @@ function(sqlq_database_test_add suite command db source)
   set(name ${db})
   set(labels integration db:${db})
   set(fixtures ${T_FIXTURES} ${db_fixtures})
+  set(source_env "")
   if(source)
+    get_property(source_env GLOBAL PROPERTY SQLQ_TEST_SOURCE_ENVIRONMENT_${source})
     list(APPEND labels source:${source})
     get_property(source_fixtures GLOBAL PROPERTY SQLQ_TEST_SOURCE_FIXTURES_${source})
     list(APPEND fixtures ${source_fixtures})
@@ -103,7 +108,8 @@ function(sqlq_database_test_add suite command db source)
   endif()
   set(test integration.${suite}.${name})
   add_test(NAME ${test} COMMAND ${command})
-  set(env ${SQLQ_TEST_ENVIRONMENT} SQLQ_TEST_DATABASE=${db} SQLQ_TEST_SOURCE=${source} ${T_ENVIRONMENT})
+  set(env ${SQLQ_TEST_ENVIRONMENT} SQLQ_TEST_DATABASE=${db} SQLQ_TEST_SOURCE=${source}
+    ${source_env} ${T_ENVIRONMENT})
   set_tests_properties(${test} PROPERTIES LABELS "${labels}" TIMEOUT ${T_TIMEOUT}
     FIXTURES_REQUIRED "${fixtures}" ENVIRONMENT "${env}")
   if(no_server)

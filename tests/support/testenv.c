@@ -176,8 +176,13 @@ static bool listed(const char *list, const char *word)
 void sqlq_test_check(bool ok, const sqlq_test_bug *bug, const char *file, int line,
                      const char *fmt, ...)
 {
-    const char *db = sqlq_test_database();
+    char db[128]; /* the database, or database-source for a source not its own */
+    snprintf(db, sizeof(db), "%s", sqlq_test_database());
     bool known = listed(bug->databases, db);
+    if (!known && *sqlq_test_source()) {
+        snprintf(db, sizeof(db), "%s-%s", sqlq_test_database(), sqlq_test_source());
+        known = listed(bug->databases, db);
+    }
     if (ok && (!known || bug->intermittent))
         return;
     char detail[1024];

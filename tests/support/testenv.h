@@ -31,8 +31,9 @@ const char *sqlq_test_source(void);
 const void *sqlq_test_database_entry(const void *table, size_t count, size_t size);
 #define SQLQ_TEST_DATABASE_ENTRY(table)                                                            \
     sqlq_test_database_entry((table), sizeof(table) / sizeof((table)[0]), sizeof((table)[0]))
-/* A product bug a test found and reports: the databases it breaks on (space-separated), what
- * goes wrong there, and whether it shows only in some runs (a race). */
+/* A product bug a test found and reports: the databases it breaks on (space-separated; a word
+ * database-source, e.g. postgres-logical, names one source of a database), what goes wrong
+ * there, and whether it shows only in some runs (a race). */
 typedef struct sqlq_test_bug {
     const char *databases;
     const char *what;
