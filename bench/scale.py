@@ -11,7 +11,7 @@ path is untouched: the backlog is written before the bridges start.
 Rounds: every configuration once per round, in turn; each row shows the median of its rounds.
 Beside the rates: the CPU of the bridges, PostgreSQL and fakequeue, the share of the machine's
 cores in use (/proc/stat, everyone's work) and the share of each publish round its lanes spent putting
-(the bridges' `lane_put` debug lines: a round ends when its slowest lane does, so a lane that
+(the bridges' `lanes_put` debug lines: a round ends when its slowest lane does, so a lane that
 ends early idles until then). --busy N runs N spinning processes during the run, to see what a
 machine whose cores are taken by other work does to the ratios.
 
@@ -84,12 +84,13 @@ class Spinners:
 
 
 def cpu_ticks():
-    """(busy, all) clock ticks of every core so far (/proc/stat): busy over all between two
-    readings is the share of the machine's cores that anything used, whoever it was."""
+    """(busy, all, nice) clock ticks of every core so far (/proc/stat): busy over all between
+    two readings is the share of the machine's cores that anything used, whoever it was; nice
+    the part of it that niced processes used (they yield to the benchmark's)."""
     f = [int(x) for x in open("/proc/stat").readline().split()[1:9]]
     user, nice, system, idle, iowait, irq, softirq, steal = f
     busy = user + nice + system + irq + softirq + steal
-    return busy, busy + idle + iowait
+    return busy, busy + idle + iowait, nice
 
 
 def one_run(pg, queue, rows, instances, shards, n):
@@ -123,12 +124,14 @@ def one_run(pg, queue, rows, instances, shards, n):
     pg_busy = pg.cpu_s() - pg0
     fq_busy, sys1 = queue.cpu_s() - fq0, cpu_ticks()
     machine = (sys1[0] - sys0[0]) / max(1, sys1[1] - sys0[1])
+    niced = (sys1[2] - sys0[2]) / max(1, sys1[1] - sys0[1])
     published = queue.count() - before
     if published < rows:
         raise RuntimeError(f"{published} of {rows} rows published")
     return {"instances": instances, "shards": shards, "rows": rows, "seconds": secs,
             "rows_per_s": rows / secs, "bridge_cores": busy / secs, "pg_cores": pg_busy / secs,
             "fakequeue_cores": fq_busy / secs, "machine_busy": machine,
+            "machine_niced": niced,
             "lanes_busy": lanes_busy(logs), "published": published}
 
 
@@ -152,7 +155,7 @@ def lanes_busy(logs):
 def table(runs):
     base = runs[0]["rows_per_s"]
     lines = [f"| instances | shards | rows/s | ratio to 1×1 | linear | of linear | of linear per round "
-             "| lanes busy | bridge CPU (cores) | PostgreSQL CPU | fakequeue CPU | machine busy |",
+             "| lanes busy | bridge CPU (cores) | PostgreSQL CPU | fakequeue CPU | machine busy (niced) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         k = r["instances"] * r["shards"]
@@ -162,7 +165,7 @@ def table(runs):
         lines.append(f"| {r['instances']} | {r['shards']} | {B.n_(r['rows_per_s'])} | "
                      f"{ratio:.2f}× | {k}× | **{ratio / k:.2f}** | {per_round} | {lanes} | "
                      f"{r['bridge_cores']:.2f} | {r['pg_cores']:.2f} | {r['fakequeue_cores']:.2f} | "
-                     f"{r['machine_busy']:.0%} |")
+                     f"{r['machine_busy']:.0%} ({r['machine_niced']:.0%}) |")
     return "\n".join(lines)
 
 
@@ -173,7 +176,7 @@ def merge(rounds):
     for i, first in enumerate(rounds[0]):
         runs = [r[i] for r in rounds]
         row = {k: statistics.median(x[k] for x in runs) for k in
-               ("seconds", "rows_per_s", "bridge_cores", "pg_cores", "fakequeue_cores", "machine_busy")}
+               ("seconds", "rows_per_s", "bridge_cores", "pg_cores", "fakequeue_cores", "machine_busy", "machine_niced")}
         lanes = [x["lanes_busy"] for x in runs if x["lanes_busy"] is not None]
         k = first["instances"] * first["shards"]
         out.append({**row, "instances": first["instances"], "shards": first["shards"],
