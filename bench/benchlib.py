@@ -135,6 +135,28 @@ def system_busy_s():
     return (user + nice + system + irq + softirq + steal) / TCK
 
 
+# The CPUs of what runs beside the database rather than on it (the bridge, the queue service),
+# as "1" for taskset; None: everything shares every CPU. Set by a scenario's --split-cpus.
+SIDE_CPUS = None
+
+
+def beside(cmd):
+    """cmd run on SIDE_CPUS when set (taskset), else as it is."""
+    return ["taskset", "-c", SIDE_CPUS, *cmd] if SIDE_CPUS else list(cmd)
+
+
+def split_cpus():
+    """This process and what it starts (the database, its writers) on CPU 0; SIDE_CPUS the
+    rest: a bridge on its own machine, as in production, on a machine of 2 or more CPUs."""
+    global SIDE_CPUS
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("--split-cpus needs at least 2 CPUs")
+    os.sched_setaffinity(0, {cpus[0]})
+    SIDE_CPUS = ",".join(str(c) for c in cpus[1:])
+    log(f"database and writers on CPU {cpus[0]}; bridge and queue service on CPU {SIDE_CPUS}")
+
+
 def free_port():
     return int(sh([SUPPORT / "free_port.sh"]).strip())
 

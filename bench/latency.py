@@ -127,7 +127,7 @@ class FakeQueue(B.Azurite):
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = B.free_port()
         self.out = open(self.dir / "fakequeue.log", "ab")
-        self.proc = subprocess.Popen([str(B.TOOLS / "fakequeue"), str(self.port)],
+        self.proc = subprocess.Popen(B.beside([str(B.TOOLS / "fakequeue"), str(self.port)]),
                                      stdout=subprocess.PIPE, stderr=self.out,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         line = self.proc.stdout.readline().decode()

@@ -13,6 +13,13 @@ batch format and in the row format, to fakequeue (not the bottleneck); changes p
 bridge's CPU per change and its peak RSS (bench/measure.c).
 
   bench/logical.py [--quick] [--write-docs] [--seconds S] [--rounds R] [--backlog N]
+                   [--no-writers] [--no-throughput] [--split-cpus] [--walsender-beside]
+
+--split-cpus puts the database server (its walsender included) and pgbench on CPU 0 and the
+bridge and the queue service on the other CPUs, for every configuration alike: what capture
+costs the database's machine when the bridge runs on its own, as a container does in
+production. --walsender-beside also moves the route's walsender to those CPUs: a server with a
+core to spare for decoding, which a 2-CPU machine cannot otherwise show.
 """
 import argparse
 import os
@@ -35,10 +42,23 @@ THROUGHPUT_TARGET = 50000  # batch format, changes/s (a peer's published figure)
 
 def bridge(q, conn, table, queue, *flags):
     """A bridge process publishing one table to fakequeue."""
-    return subprocess.Popen([str(B.SQLQ), "bridge", "--db", conn, "--table", table, "--queue",
-                             queue, "--log-level", "warn", *flags],
+    return subprocess.Popen(B.beside([str(B.SQLQ), "bridge", "--db", conn, "--table", table,
+                                      "--queue", queue, "--log-level", "warn", *flags]),
                             env={**os.environ, **q.env()}, stdout=subprocess.DEVNULL,
                             stderr=open(q.dir / f"bridge-{table}.log", "ab"))
+
+
+WALSENDER_BESIDE = False  # --walsender-beside
+
+
+def walsender_beside(pg):
+    """The route's walsender moved to the side CPUs: a server with a core to spare for it."""
+    pids = [int(p) for p in pg.psql("postgres", "SELECT pid FROM pg_stat_replication").split()]
+    if not pids:
+        raise RuntimeError("no walsender to move: the route did not connect")
+    for pid in pids:
+        os.sched_setaffinity(pid, {int(c) for c in B.SIDE_CPUS.split(",")})
+    B.log(f"walsender {pids} on CPU {B.SIDE_CPUS}")
 
 
 def writers_case(w, q, res, secs, rounds, durable):
@@ -55,6 +75,8 @@ def writers_case(w, q, res, secs, rounds, durable):
     B.run([B.SQLQ, "setup", "--db", lg.odbc("wo"), "--table", "lg", "--source", "logical"])
     route = bridge(q, lg.odbc("wo"), "lg", "bench-writers", "--source", "logical")
     time.sleep(2)
+    if WALSENDER_BESIDE:
+        walsender_beside(lg)
     try:
         for clients in (1, 8):
             rows = []
@@ -89,8 +111,9 @@ def measured_once(q, conn, table, queue, flags):
     """bridge --once under bench/measure (CPU seconds and peak RSS); wall seconds too."""
     out = q.dir / f"measure-{queue}.txt"
     t0 = time.monotonic()
-    subprocess.run([str(B.TOOLS / "measure"), str(out), str(B.SQLQ), "bridge", "--db", conn,
-                    "--table", table, "--queue", queue, "--once", "--log-level", "info", *flags],
+    subprocess.run(B.beside([str(B.TOOLS / "measure"), str(out), str(B.SQLQ), "bridge", "--db",
+                             conn, "--table", table, "--queue", queue, "--once", "--log-level",
+                             "info", *flags]),
                    env={**os.environ, **q.env()}, stdout=subprocess.DEVNULL,
                    stderr=open(q.dir / f"once-{queue}.log", "wb"), check=True, timeout=3600)
     wall = time.monotonic() - t0
@@ -145,6 +168,18 @@ def tables(res):
     return "\n".join(lines)
 
 
+def where(res):
+    if res.get("walsender_beside"):
+        return ("The server and pgbench run on CPU 0, the bridge, the queue service and the\n"
+                "  route's walsender on the other CPUs (`--walsender-beside`: a server with a core "
+                "to spare for decoding).")
+    if res.get("split_cpus"):
+        return ("The server (its walsender included) and pgbench run on CPU 0, the bridge and\n"
+                "  the queue service on the other CPUs (`--split-cpus`: the bridge on its own "
+                "machine).")
+    return "The route's bridge shares the machine's CPUs with pgbench and the server."
+
+
 def docs(res, cmd):
     return f"""Scenario 13 (issue 32). What the logical source (`--source logical`,
 [logical-source.md](logical-source.md)) costs writers and how fast it publishes, beside no
@@ -158,8 +193,7 @@ capture and the trigger source, measured in one run.
   table with the trigger source's change log on the replica server (no bridge), in turn, the
   first of the three rotating each round, {res['rounds']} rounds; the ratio per round, its
   median in bold. "fsync off": `fsync`, `synchronous_commit` and `full_page_writes` off;
-  "durable": PostgreSQL's defaults. The route's bridge runs on the same 2 cores as pgbench and
-  the server.
+  "durable": PostgreSQL's defaults. {where(res)}
 - Throughput: {res['backlog']:,} changes (1,000-row transactions) waiting, then `sqlq bridge
   --once --format F` (bench/measure: wall time, the bridge's CPU, peak RSS), to
   `bench/fakequeue.c`; the logical source from its slot, the trigger source from its change log
@@ -180,12 +214,25 @@ def main():
     ap.add_argument("--backlog", type=int)
     ap.add_argument("--no-writers", action="store_true")
     ap.add_argument("--no-throughput", action="store_true")
+    ap.add_argument("--split-cpus", action="store_true",
+                    help="the database and its writers on CPU 0, the bridge and the queue "
+                         "service on the others (the bridge on its own machine)")
+    ap.add_argument("--walsender-beside", action="store_true",
+                    help="--split-cpus, and the route's walsender on the side CPUs too (a "
+                         "server with a core to spare for it)")
     a = ap.parse_args()
+    ap_walsender = a.walsender_beside
+    if a.split_cpus or ap_walsender:
+        B.split_cpus()
+    global WALSENDER_BESIDE
+    WALSENDER_BESIDE = ap_walsender
     secs = a.seconds or (4 if a.quick else 8)
     rounds = a.rounds or (1 if a.quick else 3)
     backlog = a.backlog or (100_000 if a.quick else 1_000_000)
     B.need_tools()
-    res = {"seconds": secs, "rounds": rounds, "backlog": backlog, "writers": [],
+    res = {"seconds": secs, "rounds": rounds, "backlog": backlog,
+           "split_cpus": a.split_cpus or a.walsender_beside, "walsender_beside": a.walsender_beside,
+           "writers": [],
            "throughput": []}
     with B.Workdir("logical") as w:
         q = w.add(L.FakeQueue(w.path / "fakequeue")).start()
@@ -214,6 +261,8 @@ def main():
     print(tables(res))
     if a.write_docs:
         cmd = "bench/logical.py" + (" --quick" if a.quick else "") + \
+            (" --split-cpus" if a.split_cpus else "") + \
+            (" --walsender-beside" if a.walsender_beside else "") + \
             (f" --seconds {a.seconds}" if a.seconds else "") + \
             (f" --rounds {a.rounds}" if a.rounds else "") + \
             (f" --backlog {a.backlog}" if a.backlog else "")

@@ -445,7 +445,7 @@ static sqlq_result sink_handle(void *ctx, const sqlq_received *d, sqlq_error *er
     sqlq_sink_pool_give(s->pool, db, gone);
     if (gone)
         return sqlq_sink_pool_unavailable(s->pool, &e, err);
-    if (r == SQLQ_E_SQL && sqlq_sql_sink_rejects(&e)) {
+    if (r == SQLQ_E_SQL && sqlq_sql_sink_rejects(s->dialect, &e)) {
         e.code = SQLQ_E_REJECTED; /* the message keeps the driver's words as the reason */
         r = SQLQ_E_REJECTED;
     }
@@ -455,20 +455,16 @@ static sqlq_result sink_handle(void *ctx, const sqlq_received *d, sqlq_error *er
 }
 
 /* What no retry can fix: the row itself breaks a NOT NULL or CHECK constraint, or a value does
- * not fit the column (SQLSTATE class 22). A foreign key or unique violation may pass once other
- * changes arrived, so those are retried as usual. */
-bool sqlq_sql_sink_rejects(const sqlq_error *e)
+ * not fit the column (SQLSTATE class 22), in the portable SQLSTATEs or the dialect's own codes.
+ * A foreign key or unique violation may pass once other changes arrived: retried as usual. */
+bool sqlq_sql_sink_rejects(const sqlq_dialect *d, const sqlq_error *e)
 {
     if (e->transient)
         return false;
     if (strcmp(e->sqlstate, "23502") == 0 || strcmp(e->sqlstate, "23514") == 0 ||
         strncmp(e->sqlstate, "22", 2) == 0)
-        return true; /* PostgreSQL, SQL Server data errors */
-    if (strcmp(e->sqlstate, "23000") == 0) /* SQL Server: 515 NULL, 547 CHECK (or a foreign key) */
-        return e->native_code == 515 || (e->native_code == 547 && strstr(e->message, "CHECK constraint"));
-    /* SQLite (SQLSTATE HY000/S1000, native SQLITE_CONSTRAINT 19): the message names the kind. */
-    return e->native_code == 19 &&
-           (strstr(e->message, "NOT NULL constraint failed") || strstr(e->message, "CHECK constraint failed"));
+        return true;
+    return d && d->row_rejected && d->row_rejected(e);
 }
 
 sqlq_handler sqlq_sql_sink_bind(sqlq_sql_sink *s)

@@ -4,6 +4,7 @@
 #define SQLQ_SQL_SINK_H
 
 #include "consumer.h"
+#include "db.h"
 #include "metrics.h"
 #include "result.h"
 
@@ -60,7 +61,8 @@ SQLQ_NODISCARD sqlq_result sqlq_sql_sink_reset_versions(sqlq_sql_sink *s, const 
                                                         long long *out_n, sqlq_error *err);
 
 /* A database error that no retry can fix (a NOT NULL or CHECK violation, a value that does not
- * fit): the sink reports it as SQLQ_E_REJECTED and the message goes to poison at once. */
-bool sqlq_sql_sink_rejects(const sqlq_error *e);
+ * fit) on a database of dialect d: the sink reports it as SQLQ_E_REJECTED and the message goes
+ * to poison at once. */
+bool sqlq_sql_sink_rejects(const sqlq_dialect *d, const sqlq_error *e);
 
 #endif

@@ -328,18 +328,25 @@ sqlq_result sqlq_xml_parse_error(const char *body, size_t len, char *code, size_
     return res;
 }
 
+/* The characters a message's text cannot carry as they are (1), by byte value. */
+static const unsigned char XML_SPECIAL[256] = {['&'] = 1, ['<'] = 1, ['>'] = 1, ['\r'] = 1};
+
 sqlq_result sqlq_xml_escape(sqlq_buf *out, const char *text, size_t len)
 {
+    const unsigned char *u = (const unsigned char *)text;
     size_t run_start = 0;
     sqlq_result r = SQLQ_OK;
     for (size_t i = 0; r == SQLQ_OK && i < len; i++) {
+        while (i < len && !XML_SPECIAL[u[i]])
+            i++; /* a base64 text has none: one pass, no branch per kind */
+        if (i == len)
+            break;
         const char *rep;
         switch (text[i]) {
         case '&': rep = "&amp;"; break;
         case '<': rep = "&lt;"; break;
         case '>': rep = "&gt;"; break;
-        case '\r': rep = "&#xD;"; break;
-        default: continue;
+        default: rep = "&#xD;"; break;
         }
         r = sqlq_buf_add(out, text + run_start, i - run_start);
         if (r == SQLQ_OK)

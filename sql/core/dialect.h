@@ -74,6 +74,10 @@ struct sqlq_dialect {
     bool bool_as_text;    /* boolean parameters bind as 'true'/'false' (else 1/0) */
     bool time_param_utc_wall; /* timestamp parameters with an offset bind as UTC wall time
                                * 'YYYY-MM-DD HH:MM:SS.ffffff' (MariaDB refuses offsets) */
+    /* The sink's test for an error that says the row itself breaks a NOT NULL or CHECK
+     * constraint, in the database's own codes (sql_sink.c first tests the portable SQLSTATEs
+     * 23502, 23514 and class 22); NULL: the database has none beyond those. */
+    bool (*row_rejected)(const sqlq_error *e);
 
     /* ---- names and literals */
     char ident_open, ident_close; /* "a""b" or [a]]b] */

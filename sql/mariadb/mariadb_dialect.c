@@ -204,6 +204,14 @@ static sqlq_result mariadb_keyset_value_sql(const sqlq_keyset_col *c, sqlq_buf *
 }
 
 /* What --source picks from, the first for auto. */
+/* NOT NULL (1048 "Column cannot be null", 1364 "Field doesn't have a default value") and
+ * CHECK (4025, MySQL 3819): SQLSTATE 23000 or HY000, told apart by the native code. */
+static bool mariadb_row_rejected(const sqlq_error *e)
+{
+    return e->native_code == 1048 || e->native_code == 1364 || e->native_code == 4025 ||
+           e->native_code == 3819;
+}
+
 static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_mariadb_log_source, &sqlq_cursor_change_source,
                                                       NULL};
 
@@ -234,6 +242,7 @@ const sqlq_dialect sqlq_dialect_mariadb = {
     .exact_time_text = false,
     .bool_as_text = false,
     .time_param_utc_wall = true,
+    .row_rejected = mariadb_row_rejected,
 
     .ident_open = '`',
     .ident_close = '`',

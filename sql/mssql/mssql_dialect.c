@@ -174,6 +174,13 @@ static const char *const CONFIG_DOC[] = {
     NULL};
 
 /* What --source picks from, the first for auto. */
+/* SQLSTATE 23000: 515 inserts a NULL; 547 is a CHECK or a foreign key, told apart by its words. */
+static bool mssql_row_rejected(const sqlq_error *e)
+{
+    return strcmp(e->sqlstate, "23000") == 0 &&
+           (e->native_code == 515 || (e->native_code == 547 && strstr(e->message, "CHECK constraint")));
+}
+
 static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_mssql_tracking_source, &sqlq_cursor_change_source,
                                                       NULL};
 
@@ -190,6 +197,7 @@ const sqlq_dialect sqlq_dialect_mssql = {
     .long_binary_over = 8000, /* varbinary(max) beyond 8000 bytes */
 
     .dynamic_types = false,
+    .row_rejected = mssql_row_rejected,
     .tz_text_in_utc = false,
     .exact_time_text = false,
     .bool_as_text = false,

@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "dialect.h"
 #include "json_int.h"
+#include "log.h"
 #include "sql_text.h"
 
 #include <inttypes.h>
@@ -151,6 +152,13 @@ static void qualified(const sqlq_table *t, char *out, size_t size)
     sqlq_sql_text_free(&s);
 }
 
+/* The table as `sqlq setup --table` takes it: schema.name, or name in public. */
+static void setup_table_arg(const sqlq_table *t, char *out, size_t size)
+{
+    bool home = !t->name.schema[0] || strcmp(t->name.schema, "public") == 0;
+    snprintf(out, size, "%s%s%s", home ? "" : t->name.schema, home ? "" : ".", t->name.name);
+}
+
 static const char TABLE_SQL[] =
     "SELECT c.relreplident::text AS ident, "
     "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary) AS pk "
@@ -212,6 +220,28 @@ sqlq_result sqlq_pg_slot_installed(sqlq_db *db, const sqlq_table *t, const sqlq_
     return publication_state(db, t, n, &exists, out, err);
 }
 
+sqlq_result sqlq_pg_slot_member_check(sqlq_db *db, const sqlq_table *t, const sqlq_pg_slot_names *n,
+                                      const char *table_key, sqlq_error *err)
+{
+    bool exists = false, member = false;
+    sqlq_result rc = publication_state(db, t, n, &exists, &member, err);
+    if (rc != SQLQ_OK || member)
+        return rc;
+    char arg[520];
+    setup_table_arg(t, arg, sizeof arg);
+    SQLQ_ERROR("capture_source_gone", "table=%s publication=%s note=\"the table is not in its "
+               "publication: built again, or removed from it\"", table_key, n->publication);
+    rc = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                        "table %s is not in publication %s%s (built again, or removed from it), "
+                        "so its changes are not streamed and would be missed. Run `sqlq setup "
+                        "--table %s --source logical` again (writes made meanwhile were not "
+                        "captured: `sqlq backfill` sends the rows as they are)",
+                        table_key, n->publication, exists ? "" : ", which does not exist",
+                        arg);
+    sqlq_error_reason(err, SQLQ_STOP_SOURCE_GONE);
+    return rc;
+}
+
 static sqlq_result check_slot(sqlq_db *db, const sqlq_pg_slot_names *n, sqlq_error *err)
 {
     sqlq_pg_slot_state st;
@@ -247,12 +277,15 @@ sqlq_result sqlq_pg_slot_check(sqlq_db *db, const sqlq_table *t, const sqlq_pg_s
     if (rc == SQLQ_OK && need.publication) {
         bool exists = false, member = false;
         rc = publication_state(db, t, n, &exists, &member, err);
+        char arg[520];
+        setup_table_arg(t, arg, sizeof arg);
         if (rc == SQLQ_OK && !member)
             rc = sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                                 "table %s.%s is not in publication %s%s: run `sqlq setup "
-                                "--source logical` (or ALTER PUBLICATION %s ADD TABLE …)",
+                                "--table %s --source logical` (or ALTER PUBLICATION %s ADD "
+                                "TABLE …)",
                                 t->name.schema, t->name.name, n->publication,
-                                exists ? "" : " (which does not exist)", n->publication);
+                                exists ? "" : " (which does not exist)", arg, n->publication);
     }
     if (rc == SQLQ_OK && need.slot)
         rc = check_slot(db, n, err);

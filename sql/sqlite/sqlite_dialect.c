@@ -162,6 +162,13 @@ static sqlq_result keyset_value_sql(const sqlq_keyset_col *c, sqlq_buf *out)
 }
 
 /* What --source picks from, the first for auto. */
+/* SQLITE_CONSTRAINT (native 19, SQLSTATE HY000) for every constraint: the words name the kind. */
+static bool sqlite_row_rejected(const sqlq_error *e)
+{
+    return e->native_code == 19 &&
+           (strstr(e->message, "NOT NULL constraint failed") || strstr(e->message, "CHECK constraint failed"));
+}
+
 static const sqlq_change_source_ops *const SOURCES[] = {&sqlq_sqlite_log_source, &sqlq_cursor_change_source,
                                                       NULL};
 
@@ -179,6 +186,7 @@ const sqlq_dialect sqlq_dialect_sqlite = {
     .long_binary_over = 0,
 
     .dynamic_types = true,
+    .row_rejected = sqlite_row_rejected,
     .tz_text_in_utc = false,
     .exact_time_text = false,
     .bool_as_text = false,

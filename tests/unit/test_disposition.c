@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "dialect.h"
 #include "disposition.h"
 #include "poison_envelope.h"
 #include "sql_sink.h"
@@ -161,31 +162,45 @@ static sqlq_error sql_error(const char *state, long native, const char *message)
     return e;
 }
 
-/* What no retry fixes, per database; a foreign key or unique violation is retried. */
+/* What no retry fixes, on the database that raised it; a foreign key or unique violation is
+ * retried. The portable SQLSTATEs hold on every dialect. */
 static void test_disposition_sql_sink_rejects(void **state)
 {
     (void)state;
-    sqlq_error e = sql_error("23502", 7, "null value in column");
-    assert_true(sqlq_sql_sink_rejects(&e));
-    e = sql_error("23514", 7, "violates check constraint");
-    assert_true(sqlq_sql_sink_rejects(&e));
-    e = sql_error("22001", 7, "value too long");
-    assert_true(sqlq_sql_sink_rejects(&e));
-    e = sql_error("23503", 7, "violates foreign key constraint");
-    assert_false(sqlq_sql_sink_rejects(&e));
-    e = sql_error("23505", 7, "duplicate key");
-    assert_false(sqlq_sql_sink_rejects(&e));
+    const sqlq_dialect *pg = &sqlq_dialect_postgres, *lite = &sqlq_dialect_sqlite;
+    const sqlq_dialect *ms = &sqlq_dialect_mssql, *maria = &sqlq_dialect_mariadb;
+    for (size_t i = 0; sqlq_dialect_at(i); i++) {
+        const sqlq_dialect *d = sqlq_dialect_at(i);
+        sqlq_error e = sql_error("23502", 7, "null value in column");
+        assert_true(sqlq_sql_sink_rejects(d, &e));
+        e = sql_error("23514", 7, "violates check constraint");
+        assert_true(sqlq_sql_sink_rejects(d, &e));
+        e = sql_error("22001", 7, "value too long");
+        assert_true(sqlq_sql_sink_rejects(d, &e));
+        e = sql_error("23505", 7, "duplicate key");
+        assert_false(sqlq_sql_sink_rejects(d, &e));
+        e = sql_error("23502", 7, "null value");
+        e.transient = true;
+        assert_false(sqlq_sql_sink_rejects(d, &e));
+    }
+    sqlq_error e = sql_error("23503", 7, "violates foreign key constraint");
+    assert_false(sqlq_sql_sink_rejects(pg, &e));
     e = sql_error("HY000", 19, "[SQLite]NOT NULL constraint failed: t.v (19)");
-    assert_true(sqlq_sql_sink_rejects(&e));
+    assert_true(sqlq_sql_sink_rejects(lite, &e));
+    assert_false(sqlq_sql_sink_rejects(pg, &e));
     e = sql_error("HY000", 19, "[SQLite]FOREIGN KEY constraint failed (19)");
-    assert_false(sqlq_sql_sink_rejects(&e));
+    assert_false(sqlq_sql_sink_rejects(lite, &e));
     e = sql_error("23000", 515, "Cannot insert the value NULL");
-    assert_true(sqlq_sql_sink_rejects(&e));
+    assert_true(sqlq_sql_sink_rejects(ms, &e));
     e = sql_error("23000", 547, "conflicted with the FOREIGN KEY constraint");
-    assert_false(sqlq_sql_sink_rejects(&e));
-    e = sql_error("23502", 7, "null value");
-    e.transient = true;
-    assert_false(sqlq_sql_sink_rejects(&e));
+    assert_false(sqlq_sql_sink_rejects(ms, &e));
+    e = sql_error("23000", 1048, "Column 'v' cannot be null");
+    assert_true(sqlq_sql_sink_rejects(maria, &e));
+    assert_false(sqlq_sql_sink_rejects(ms, &e));
+    e = sql_error("23000", 4025, "CONSTRAINT `c` failed for `db`.`t`");
+    assert_true(sqlq_sql_sink_rejects(maria, &e));
+    e = sql_error("23000", 1452, "Cannot add or update a child row: a foreign key constraint fails");
+    assert_false(sqlq_sql_sink_rejects(maria, &e));
 }
 
 /* --poison-envelope keeps the message's exact bytes, which the reader finds again. */

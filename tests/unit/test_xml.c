@@ -182,6 +182,24 @@ static void test_xml_error_body(void **state)
     assert_string_equal(message, "The");
 }
 
+/* Specials first, last and side by side, bytes above 0x7f and a NUL are escaped or kept as
+ * they are; a text with none comes out whole. */
+static void test_xml_escape_edges(void **state)
+{
+    (void)state;
+    const char text[] = "<&\r\x80\0>>";
+    sqlq_buf b;
+    sqlq_buf_init(&b, 0);
+    assert_int_equal(sqlq_xml_escape(&b, text, sizeof(text) - 1), SQLQ_OK);
+    const char want[] = "&lt;&amp;&#xD;\x80\0&gt;&gt;";
+    assert_int_equal(b.len, sizeof(want) - 1);
+    assert_memory_equal(b.data, want, sizeof(want) - 1);
+    sqlq_buf_reset(&b);
+    assert_int_equal(sqlq_xml_escape(&b, "eyJpZCI6MX0=", 12), SQLQ_OK);
+    assert_string_equal(sqlq_buf_str(&b), "eyJpZCI6MX0=");
+    sqlq_buf_free(&b);
+}
+
 static void test_xml_escape_round_trip(void **state)
 {
     (void)state;
@@ -287,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_xml_malformed_is_a_parse_error),
         cmocka_unit_test(test_xml_queue_list_with_paging),
         cmocka_unit_test(test_xml_error_body),
+        cmocka_unit_test(test_xml_escape_edges),
         cmocka_unit_test(test_xml_escape_round_trip),
         cmocka_unit_test(test_xml_http_dates),
         cmocka_unit_test(test_xml_messages_hostile_fields),
