@@ -330,6 +330,7 @@ typedef struct lane_job {
     const size_t *env_lane;
     size_t lane;
     sqlq_put_item *items;
+    uint64_t t0_ms, end_ms; /* when the round's lanes started; when this lane ended */
     pthread_t thread;
     bool threaded;
 } lane_job;
@@ -369,7 +370,29 @@ static void *put_lane(void *arg)
     lane_job *j = arg;
     put_dest(j, SQLQ_DEST_POISON);
     put_dest(j, SQLQ_DEST_MAIN);
+    j->end_ms = sqlq_clock_mono_ms();
     return NULL;
+}
+
+/* The round's timeline, one debug line: each lane's messages and when it ended (ms from the
+ * round's start). The round ends with its slowest lane: the others idle until then. */
+static void log_lanes(const lane_job *jobs, const bool *busy, size_t nlanes)
+{
+    char n[256] = "", end[256] = "";
+    size_t nl = 0, el = 0;
+    for (size_t i = 0; i < nlanes; i++) {
+        size_t count = 0;
+        for (size_t k = 0; busy[i] && k < jobs[i].l->count; k++)
+            count += jobs[i].env_lane[k] == i;
+        unsigned long long ms = busy[i] ? (unsigned long long)(jobs[i].end_ms - jobs[i].t0_ms) : 0;
+        int a = snprintf(n + nl, sizeof(n) - nl, "%s%zu", i ? "," : "", count);
+        int b = snprintf(end + el, sizeof(end) - el, "%s%llu", i ? "," : "", ms);
+        if (a < 0 || b < 0 || (size_t)a >= sizeof(n) - nl || (size_t)b >= sizeof(end) - el)
+            break; /* more lanes than the line holds: the first ones */
+        nl += (size_t)a;
+        el += (size_t)b;
+    }
+    SQLQ_DEBUG("lanes_put", "queue=%s messages=%s end_ms=%s", jobs[0].d->lanes[0].l.queue, n, end);
 }
 
 /* Every lane with messages at once: lane 0 on this thread, the others on threads of their own
@@ -383,8 +406,9 @@ static void put_lanes(const sqlq_delivery *d, const sqlq_envelope_list *l, const
     bool *busy = calloc(d->nlanes, sizeof(*busy));
     for (size_t k = 0; busy && k < l->count; k++)
         busy[env_lane[k]] = true;
+    uint64_t t0 = sqlq_clock_mono_ms();
     for (size_t i = 0; busy && i < d->nlanes; i++) {
-        jobs[i] = (lane_job){d, l, env_lane, i, items, 0, false};
+        jobs[i] = (lane_job){d, l, env_lane, i, items, t0, t0, 0, false};
         if (i > 0 && busy[i])
             jobs[i].threaded = pthread_create(&jobs[i].thread, NULL, put_lane, &jobs[i]) == 0;
     }
@@ -397,6 +421,8 @@ static void put_lanes(const sqlq_delivery *d, const sqlq_envelope_list *l, const
     for (size_t i = 0; busy && i < d->nlanes; i++)
         if (jobs[i].threaded)
             pthread_join(jobs[i].thread, NULL);
+    if (busy && d->nlanes > 1 && sqlq_log_enabled(SQLQ_LOG_DEBUG))
+        log_lanes(jobs, busy, d->nlanes);
     free(busy);
     free(jobs);
 }

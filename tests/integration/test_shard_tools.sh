@@ -23,15 +23,22 @@ queues+=("$q-a" "$q-a-poison" "$q-b" "$q-b-poison")
 sql "CREATE TABLE kv (id integer PRIMARY KEY, v integer NOT NULL)"
 "$sqlq" setup --db "$conn" --table kv >"$tmp/setup.log" 2>&1 || fail "setup"
 for i in $(seq 1 60); do sql "INSERT INTO kv VALUES ($i, $i)"; done
-"$sqlq" bridge --db "$conn" --table kv --queue "$q" --shards 3 --once >"$tmp/bridge.log" 2>&1 || fail "bridge --shards 3"
+"$sqlq" bridge --db "$conn" --table kv --queue "$q" --shards 3 --once --log-level debug \
+    >"$tmp/bridge.log" 2>&1 || fail "bridge --shards 3"
 total=0
 for i in 0 1 2; do
     n=$("$sqlq" queue stats "$q-$i" | grep -o '"approximate_count":[0-9]*' | cut -d: -f2)
     [ "$n" -gt 5 ] || fail "shard $i holds $n of 60 messages: not spread"
     total=$((total + n))
+    # The rounds' lanes_put lines (each lane's messages, its end in ms): lane i's messages
+    # over every round are what shard i holds.
+    logged=$(grep 'event=lanes_put' "$tmp/bridge.log" | sed 's/.* messages=\([0-9,]*\) end_ms=\([0-9,]*\).*/\1 \2/' |
+        awk -v i=$((i + 1)) '{ if (split($1, m, ",") != 3 || split($2, e, ",") != 3) bad = 1; s += m[i] }
+                             END { print (bad || NR == 0) ? -1 : s }')
+    [ "$logged" -eq "$n" ] || fail "lanes_put lines give shard $i $logged messages, it holds $n"
 done
 [ "$total" -eq 60 ] || fail "the shards hold $total messages, want 60"
-echo "ok: 60 changes over 3 shards"
+echo "ok: 60 changes over 3 shards, each round's lanes in a lanes_put debug line"
 
 # consume --shards: every shard drained at once, each its own poll loop.
 "$sqlq" consume "$q" --shards 3 --noop --exit-when-empty >"$tmp/consume.log" 2>&1 || fail "consume --shards 3"
