@@ -238,9 +238,17 @@ static uint64_t start_confirmed(reader *r)
     sqlq_pg_slot_state st;
     sqlq_error e;
     sqlq_error_clear(&e);
-    if (own || !r->db || sqlq_pg_slot_state_get(r->db, &r->ls->slot, &st, &e) != SQLQ_OK)
+    if (own)
         return own;
-    return st.confirmed_flush;
+    for (int attempt = 0; attempt < 2; attempt++) { /* a connection from before a restart: anew */
+        if (!r->db && sqlq_db_connect(r->ls->conn, &r->db, &e) != SQLQ_OK)
+            r->db = NULL;
+        if (r->db && sqlq_pg_slot_state_get(r->db, &r->ls->slot, &st, &e) == SQLQ_OK)
+            return st.confirmed_flush;
+        sqlq_db_close(r->db);
+        r->db = NULL;
+    }
+    return 0;
 }
 
 static void connect_stream(reader *r)

@@ -11,8 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#define MEMBER_CHECK_MS 1000u
-
 static sqlq_result refuse_options(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_error *err)
 {
     if (strcmp(sqlq_db_dialect(db)->name, "postgres") != 0)
@@ -265,20 +263,6 @@ bool sqlq_logical_source_wait(sqlq_logical_source *ls, uint64_t timeout_ms)
     return ready;
 }
 
-/* After an empty poll, at most once a second (a catalog query): the table is still in the
- * publication. A failed query is made again by the next empty poll. */
-static sqlq_result check_member(sqlq_logical_source *ls, sqlq_error *err)
-{
-    uint64_t now = sqlq_clock_mono_ms();
-    if (now - ls->member_checked_ms < MEMBER_CHECK_MS)
-        return SQLQ_OK;
-    sqlq_result rc = sqlq_pg_slot_member_check(ls->db, ls->table, &ls->slot, ls->names.table_key,
-                                               err);
-    if (rc == SQLQ_OK)
-        ls->member_checked_ms = now;
-    return rc;
-}
-
 sqlq_result sqlq_logical_source_poll(sqlq_logical_source *ls, uint64_t wait_ms,
                                      sqlq_change_batch *out, sqlq_error *err)
 {
@@ -304,8 +288,6 @@ sqlq_result sqlq_logical_source_poll(sqlq_logical_source *ls, uint64_t wait_ms,
             rc = sqlq_error_set(err, SQLQ_E_NOMEM, true, "out of memory");
     }
     pthread_mutex_unlock(&ls->mu);
-    if (rc == SQLQ_OK && out->count == 0)
-        rc = check_member(ls, err);
     return rc;
 }
 

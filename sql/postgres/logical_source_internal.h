@@ -49,7 +49,6 @@ struct sqlq_logical_source {
     bool has_fatal;
     sqlq_error fatal;            /* the slot is gone or lost: every poll says so */
     uint64_t pending_since_ms;   /* 0: everything received is confirmed */
-    uint64_t member_checked_ms;  /* the last check that the table is in the publication */
     long long skipped, truncates;
 };
 

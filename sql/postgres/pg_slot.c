@@ -220,28 +220,6 @@ sqlq_result sqlq_pg_slot_installed(sqlq_db *db, const sqlq_table *t, const sqlq_
     return publication_state(db, t, n, &exists, out, err);
 }
 
-sqlq_result sqlq_pg_slot_member_check(sqlq_db *db, const sqlq_table *t, const sqlq_pg_slot_names *n,
-                                      const char *table_key, sqlq_error *err)
-{
-    bool exists = false, member = false;
-    sqlq_result rc = publication_state(db, t, n, &exists, &member, err);
-    if (rc != SQLQ_OK || member)
-        return rc;
-    char arg[520];
-    setup_table_arg(t, arg, sizeof arg);
-    SQLQ_ERROR("capture_source_gone", "table=%s publication=%s note=\"the table is not in its "
-               "publication: built again, or removed from it\"", table_key, n->publication);
-    rc = sqlq_error_set(err, SQLQ_E_INVALID, false,
-                        "table %s is not in publication %s%s (built again, or removed from it), "
-                        "so its changes are not streamed and would be missed. Run `sqlq setup "
-                        "--table %s --source logical` again (writes made meanwhile were not "
-                        "captured: `sqlq backfill` sends the rows as they are)",
-                        table_key, n->publication, exists ? "" : ", which does not exist",
-                        arg);
-    sqlq_error_reason(err, SQLQ_STOP_SOURCE_GONE);
-    return rc;
-}
-
 static sqlq_result check_slot(sqlq_db *db, const sqlq_pg_slot_names *n, sqlq_error *err)
 {
     sqlq_pg_slot_state st;

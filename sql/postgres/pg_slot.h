@@ -55,13 +55,6 @@ SQLQ_NODISCARD sqlq_result sqlq_pg_slot_setup(sqlq_db *db, const sqlq_table *t,
 SQLQ_NODISCARD sqlq_result sqlq_pg_slot_drop(sqlq_db *db, const sqlq_pg_slot_names *n,
                                              json_t *lines, sqlq_error *err);
 
-/* A running route's check that the table it streams is still in its publication: a table built
- * again (DROP, RENAME) or taken out of it streams nothing. SQLQ_E_INVALID (not transient,
- * reason capture_source_gone) naming `sqlq setup`, else SQLQ_OK. */
-SQLQ_NODISCARD sqlq_result sqlq_pg_slot_member_check(sqlq_db *db, const sqlq_table *t,
-                                                     const sqlq_pg_slot_names *n,
-                                                     const char *table_key, sqlq_error *err);
-
 /* Whether the table is in its publication (what setup makes for every route of the table). */
 SQLQ_NODISCARD sqlq_result sqlq_pg_slot_installed(sqlq_db *db, const sqlq_table *t,
                                                   const sqlq_pg_slot_names *n, bool *out,

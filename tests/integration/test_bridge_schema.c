@@ -162,13 +162,21 @@ static bool ready_is(const ctx *c, int status)
                         c->port, status) == 0;
 }
 
-static void wait_ready(const ctx *c, int status, const char *why)
+/* Whether /readyz answers status within 30 s. */
+static bool ready_within(const ctx *c, int status)
 {
     for (int i = 0; i < 150; i++) {
         if (ready_is(c, status))
-            return;
+            return true;
         bt_sleep_ms(200);
     }
+    return false;
+}
+
+static void wait_ready(const ctx *c, int status, const char *why)
+{
+    if (ready_within(c, status))
+        return;
     bt_print_log(c->log);
     fail_msg("/readyz never answered %d: %s", status, why);
 }
@@ -463,6 +471,11 @@ static void test_bridge_schema_own_names(void **state)
     sqlq_db_close(db);
 }
 
+/* The logical source's publication names the table it was set up for: the table built again is
+ * not in it, and the route goes on, ready, publishing none of its changes. */
+static const sqlq_test_bug rebuilt_table_unseen = {
+    "postgres-logical", "a table built again (DROP, RENAME) is silently no longer streamed", false};
+
 /* Building the table again (as SQLite must to change a type) drops sqlq's triggers with the old
  * table. A running bridge says so (the writes made meanwhile are not captured), /readyz 503, and
  * goes on after setup. */
@@ -477,7 +490,13 @@ static void test_bridge_schema_triggers_gone(void **state)
     json_decref(receive(c, 3));
     wait_ready(c, 200, "before the rebuild");
     exec_each(db, db_under_test->rebuild, 7);
-    wait_ready(c, 503, "after the triggers went");
+    bool said = ready_within(c, 503);
+    SQLQ_TEST_CHECK_MSG(said, rebuilt_table_unseen, "/readyz never answered 503 after the rebuild");
+    if (!said) {
+        stop_bridge(c, pid);
+        sqlq_db_close(db);
+        return;
+    }
     for (int i = 0; i < 100 && !log_has(c, "sqlq setup --table items"); i++)
         bt_sleep_ms(100); /* servers: the poll that failed is followed by the open that says so */
     if (!log_has(c, "sqlq setup --table items"))

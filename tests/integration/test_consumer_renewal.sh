@@ -40,6 +40,6 @@ renewals=$(cat "$work/a.log" "$work/b.log" | grep -c 'event=consumer.renewed' ||
 [ "$renewals" -ge 3 ] || fail "only $renewals renewals in 5 s with a 2 s lease"
 polls_b=$(grep -c 'event=consumer.poll ' "$work/b.log" || true)
 [ "$polls_b" -ge 5 ] || fail "consumer b polled only $polls_b times"
-! grep -q 'ownership_lost\|renewal_failed' "$work/a.log" "$work/b.log" || fail "renewal trouble logged"
+! grep -q 'event=consumer.ownership_lost\|event=consumer.renewal_failed' "$work/a.log" "$work/b.log" || fail "renewal trouble logged"
 [ "$(count "$q")" = 0 ] || fail "message not deleted"
 echo "consumer_renewal: $renewals renewals, b polled $polls_b times, processed once: ok"

@@ -5,8 +5,9 @@
 #   (logical_standby); the streaming one is killed with SIGKILL three times at random moments
 #   and started again, the other takes over each time;
 # - PostgreSQL restarted (fast) and crashed (immediate) under the writer;
-# - the queue service down for 60 s: the route holds what it received, /metrics shows the
-#   slot's retained WAL growing, nothing is poisoned;
+# - the queue service down for 60 s: the route holds what it received, the slot's confirmed
+#   position stays where it was, /metrics shows the slot's retained WAL and a growing lag,
+#   nothing is poisoned;
 # then every row written arrives (0 lost, 0 poisoned). Last, a slot the server invalidated
 # (max_slot_wal_keep_size passed) stops the route with an error naming sqlq backfill, and
 # setup refuses to re-create it silently.
@@ -90,7 +91,7 @@ for k in 1 2 3; do
     victim=${pids[$idx]}
     kill -9 "$victim"
     wait "$victim" 2>/dev/null || true
-    echo "kill -9 of instance ${who%.log} (pid $victim)"
+    echo "${SECONDS}s: kill -9 of instance ${who%.log} (pid $victim)"
     start_bridge "${who%.log}"
     pids[$idx]=${pids[-1]}
     unset 'pids[-1]'
@@ -100,10 +101,10 @@ done
 ! grep -h "logical_stream_started" "$tmp/a.log" "$tmp/b.log" | grep -q "confirmed=0/0 " ||
     fail "a stream start logged confirmed=0/0: $(grep -h logical_stream_started "$tmp/a.log" "$tmp/b.log")"
 
-echo "PostgreSQL fast restart"
+echo "${SECONDS}s: PostgreSQL fast restart"
 as_pg "$bindir/pg_ctl" -D "$tmp/pg/data" restart -m fast -w >/dev/null 2>&1 || fail "pg restart"
 sleep 3
-echo "PostgreSQL crash (immediate stop) and start"
+echo "${SECONDS}s: PostgreSQL crash (immediate stop) and start"
 as_pg "$bindir/pg_ctl" -D "$tmp/pg/data" stop -m immediate -w >/dev/null 2>&1 || true
 sleep 1
 as_pg "$bindir/pg_ctl" -D "$tmp/pg/data" -l "$tmp/pg/server.log" -w -t 60 start \
@@ -118,25 +119,39 @@ start_bridge c "$mport"
 sleep 3
 metric() { curl -s "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1{table=\"w\"} \([0-9.e+]*\)$/\1/p"; }
 "$src/tests/support/azurite.sh" stop "$tmp/azurite"
-echo "queue service down for 60 s"
-r0=$(metric sqlq_slot_retained_wal_bytes)
-sleep 60
-r1=$(metric sqlq_slot_retained_wal_bytes)
-echo "retained WAL during the outage: $r0 -> $r1 bytes"
-[ -n "$r1" ] || fail "no sqlq_slot_retained_wal_bytes during the outage"
-python3 -c "import sys; sys.exit(0 if float('$r1') > float('${r0:-0}') else 1)" \
-    || fail "retained WAL did not grow during the outage ($r0 -> $r1)"
+echo "${SECONDS}s: queue service down for 60 s"
+# A change the queue cannot take: nothing at or after it is confirmed while the outage lasts.
+# (What the queue accepted just before is confirmed within a second or so: measured from 5 s.)
+psql_ -c "INSERT INTO w VALUES ($((N + 1)), 'during the outage')"
+confirmed() { psql_ -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name LIKE 'sqlq_w_%'"; }
+sleep 5
+c0=$(confirmed) l0=$(metric sqlq_slot_lag_bytes)
+sleep 25
+psql_ -c "UPDATE w SET note = 'still during the outage' WHERE id = $((N + 1))" # WAL written
+sleep 30
+c1=$(confirmed) l1=$(metric sqlq_slot_lag_bytes) r1=$(metric sqlq_slot_retained_wal_bytes)
+echo "${SECONDS}s: during the outage: confirmed $c0 -> $c1, lag $l0 -> $l1 bytes, retained $r1 bytes"
+[ -n "$r1" ] && [ -n "$l1" ] || fail "no sqlq_slot_retained_wal_bytes / sqlq_slot_lag_bytes during the outage"
+[ "$c0" = "$c1" ] || fail "the slot's confirmed position moved while the queue was down ($c0 -> $c1)"
+python3 -c "import sys; sys.exit(0 if float('$l1') > float('${l0:-0}') else 1)" \
+    || fail "the reported lag did not grow during the outage ($l0 -> $l1)"
 "$src/tests/support/azurite.sh" start "$tmp/azurite" "$azport" --disk >/dev/null
 wait "$writer" || fail "writer failed"
 writer=""
-psql_ -c "INSERT INTO w VALUES ($((N + 1)), 'last')"
+before=$(psql_ -c "SELECT pg_current_wal_lsn()")
+psql_ -c "INSERT INTO w VALUES ($((N + 1)), 'last') ON CONFLICT (id) DO UPDATE SET note = 'last'"
 
-# Everything arrives: drain the queue into one file of bodies.
+# Once the queue took the last change the route confirms past what was written before it (a
+# slot that stayed at the outage's position would hold the server's WAL); then drain the queue
+# into one file of bodies.
+done_=""
 for _ in $(seq 600); do
-    n=$(psql_ -c "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) FROM pg_replication_slots WHERE slot_name LIKE 'sqlq_w_%'")
-    [ "${n:-1}" -lt 200 ] 2>/dev/null && break
+    done_=$(psql_ -c "SELECT confirmed_flush_lsn > '$before'::pg_lsn FROM pg_replication_slots WHERE slot_name LIKE 'sqlq_w_%'")
+    [ "$done_" = t ] && break
     sleep 0.2
 done
+[ "$done_" = t ] || fail "the slot did not confirm past $before (the last change's start) within 120 s"
+echo "${SECONDS}s: the slot confirmed past the last change's start; draining the queue"
 kill -TERM "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true; pids=()
 mkdir "$tmp/bodies"
 "$sqlq" consume "$q" --exit-when-empty --exec "cat > '$tmp/bodies/'\$SQLQ_MESSAGE_ID" \
