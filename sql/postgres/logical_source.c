@@ -104,6 +104,10 @@ sqlq_result sqlq_logical_source_open(sqlq_db *db, const sqlq_capture_config *cfg
         rc = sqlq_pg_slot_names_find(db, &ls->names, &ls->slot, err);
     if (rc == SQLQ_OK)
         rc = sqlq_pg_slot_check(db, ls->table, &ls->slot, need_of(cfg), warnings, err);
+    sqlq_pg_slot_table now; /* the table a rebuild would replace (logical_reader.c) */
+    if (rc == SQLQ_OK && (rc = sqlq_pg_slot_table_now(db, ls->table, &ls->slot, &now, err)) ==
+                             SQLQ_OK)
+        ls->table_oid = now.oid;
     size_t i;
     json_t *w;
     json_array_foreach(warnings, i, w) {
