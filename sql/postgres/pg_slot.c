@@ -164,6 +164,48 @@ static const char TABLE_SQL[] =
     "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary) AS pk "
     "FROM pg_class c WHERE c.oid = to_regclass(?)";
 
+static const char IDENTITY_SQL[] =
+    "SELECT a.attname::text AS n FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+    "AND a.attnum = ANY (i.indkey) WHERE i.indrelid = to_regclass(?) AND "
+    "CASE WHEN ? = 'd' THEN i.indisprimary ELSE i.indisreplident END";
+
+/* Under REPLICA IDENTITY DEFAULT or USING INDEX the stream sends a row's old values of the
+ * identity's columns only: a key column outside them could not be read from a delete, and an
+ * update that changes it would leave the old key's message standing. */
+static sqlq_result check_identity_holds_key(sqlq_db *db, const sqlq_table *t, const char *name,
+                                            const char *ident, sqlq_error *err)
+{
+    char kind[2] = {ident[0], '\0'};
+    sqlq_param p[] = {sqlq_param_text(name), sqlq_param_text(kind)};
+    json_t *rows = NULL;
+    sqlq_result rc = sqlq_db_query(db, IDENTITY_SQL, p, 2, &rows, err);
+    char have[512] = "";
+    size_t at = 0, i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        int n = snprintf(have + at, sizeof have - at, "%s%s", i ? ", " : "", text_of(row, "n"));
+        at = n > 0 && (size_t)n < sizeof have - at ? at + (size_t)n : at;
+    }
+    for (size_t k = 0; rc == SQLQ_OK && k < t->nkey; k++) {
+        const char *col = t->columns[t->key[k]].name;
+        bool held = false;
+        json_array_foreach(rows, i, row)
+            held = held || strcmp(text_of(row, "n"), col) == 0;
+        if (!held)
+            rc = sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+                                "table %s is keyed by %s, which its replica identity (%s: %s) "
+                                "does not hold: the stream sends the old values of the identity's "
+                                "columns only, so a delete could not say which %s it removed and "
+                                "an update of %s would leave the old key's message standing. "
+                                "ALTER TABLE %s REPLICA IDENTITY USING INDEX <the key's unique "
+                                "index> (or FULL), or key the route by (%s)",
+                                name, col, ident[0] == 'd' ? "DEFAULT, the primary key" : "USING INDEX",
+                                have, col, col, name, have);
+    }
+    json_decref(rows);
+    return rc;
+}
+
 static sqlq_result check_table(sqlq_db *db, const sqlq_table *t, bool full, sqlq_error *err)
 {
     char name[600];
@@ -183,6 +225,8 @@ static sqlq_result check_table(sqlq_db *db, const sqlq_table *t, bool full, sqlq
             "REPLICA IDENTITY USING INDEX <a unique index of NOT NULL columns> (or FULL)",
             name, ident[0] == 'n' ? "NOTHING" : "DEFAULT", ident[0] == 'n' ? "" : " and no primary key",
             name);
+    if (rc == SQLQ_OK && (ident[0] == 'd' || ident[0] == 'i'))
+        rc = check_identity_holds_key(db, t, name, ident, err);
     if (rc == SQLQ_OK && full && ident[0] != 'f')
         rc = sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                             "the route asks for before or changed, which need the old row: "
