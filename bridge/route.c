@@ -159,6 +159,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.where = cfg->where;
     r->ccfg.changed = cfg->changed;
     r->ccfg.before_image = cfg->before_image;
+    r->ccfg.skip_truncate = cfg->skip_truncate;
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
     sqlq_backoff_policy op = sqlq_backoff_policy_outage();
@@ -516,6 +517,11 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, sqlq_error *err)
     sqlq_route_mark_down(r, &r->db_down, true, true);
     sqlq_route_stop_note(r, &e);
     sqlq_counter_inc(r->m_retry_db);
+    /* The capture cannot go on: what it handed out and the queue accepted is released to it
+     * before it is opened again (a source whose releases are its own, the logical one,
+     * confirms them as it closes; the new one would not know them). */
+    if (!e.transient && r->cap)
+        sqlq_route_release_pending(r);
     if (!sqlq_route_recover_db(r, "poll_failed", &e) && !sqlq_route_stopping(r)) {
         r->fatal = true;
         if (err && err->code == SQLQ_OK && sqlq_route_stopped(r))
