@@ -326,13 +326,23 @@ static sqlq_result check_columns(const sqlq_route *r, sqlq_error *err)
     return rc;
 }
 
-/* (Re)open the capture on the current connection. */
+/* (Re)open the capture on the current connection. The wakeup's signal may be the capture's
+ * own (the logical source's ready ring): it goes with the capture and is made anew with it. */
 static sqlq_result open_capture(sqlq_route *r, sqlq_error *err)
 {
+    sqlq_wakeup_destroy(r->wakeup);
+    r->wakeup = NULL;
     sqlq_capture_close(r->cap);
     r->cap = NULL;
     sqlq_result rc = sqlq_capture_open(r->db, &r->ccfg, &r->cap, err);
-    return rc == SQLQ_OK ? check_columns(r, err) : rc;
+    if (rc == SQLQ_OK)
+        rc = check_columns(r, err);
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (rc == SQLQ_OK && r->cfg.wakeup &&
+        sqlq_wakeup_create(r->env.db_connection, r->db, r->cap, &r->wakeup, &e) != SQLQ_OK)
+        sqlq_route_log_error("wakeup_failed", r, &e); /* polls at its interval meanwhile */
+    return rc;
 }
 
 /* After a failed database call: wait, reconnect when the failure was transient (or a failure
