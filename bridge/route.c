@@ -172,6 +172,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     qo.on_retry = queue_retrying;
     qo.retry_ctx = r;
     qo.timeout_ms = 10000;
+    qo.watch = env->health ? &env->health->queue_answers : NULL;
     /* The client retries a put for a few seconds; past that the route takes over (logs the
      * outage, keeps the leases renewed and retries with its own back-off). */
     qo.retry.max_total_ms = 5000;
