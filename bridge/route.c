@@ -159,6 +159,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.where = cfg->where;
     r->ccfg.changed = cfg->changed;
     r->ccfg.before_image = cfg->before_image;
+    r->ccfg.warned = sqlq_log_once_create(); /* NULL (out of memory): warnings at every open */
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
     sqlq_backoff_policy op = sqlq_backoff_policy_outage();
@@ -219,6 +220,7 @@ void sqlq_route_destroy(sqlq_route *r)
     sqlq_lease_renewer_stop(r->renewer);
     sqlq_wakeup_destroy(r->wakeup);
     sqlq_capture_close(r->cap);
+    sqlq_log_once_destroy(r->ccfg.warned);
     sqlq_backlog_close(r->backlog);
     sqlq_db_close(r->db);
     sqlq_delivery_destroy(r->delivery);
