@@ -11,6 +11,7 @@ qa="cli-a-$$-$RANDOM"
 qb="cli-b-$$-$RANDOM"
 pid=""
 cleanup() {
+    set +e # every step runs: a process already gone must not end it early
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
     for q in "$qa" "$qb"; do SQLQ_QUEUE_CONNECTION=$azurite "$bin" queue delete "$q" >/dev/null 2>&1 || true; done
     rm -rf "$tmp"
