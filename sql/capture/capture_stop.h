@@ -6,7 +6,8 @@
 #include "result.h"
 
 #define SQLQ_STOP_KEY_CHANGED "table_key_changed"  /* the table's key is not the log's */
-#define SQLQ_STOP_SOURCE_GONE "capture_source_gone" /* triggers or change tracking gone */
+#define SQLQ_STOP_SOURCE_GONE "capture_source_gone" /* triggers, change tracking or the
+                                                    * publication's table gone */
 #define SQLQ_STOP_NOT_SET_UP "not_set_up"          /* no change log (setup not run) */
 #define SQLQ_STOP_STATE_GONE "state_gone"          /* the bridge's sync state was removed */
 #define SQLQ_STOP_RETENTION "retention_overrun"    /* the source no longer keeps changes not

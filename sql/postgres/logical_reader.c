@@ -22,7 +22,8 @@
 #define STANDBY_MS 2000u
 #define CATCH_UP_IDLE_MS 3000u
 #define HEARTBEAT_MS 10000u         /* an idle route's heartbeat at most this often */
-#define HEARTBEAT_MIN_BYTES 65536u  /* and only when the server wrote this much WAL since */ /* a slot held elsewhere: try to take it this often */
+#define HEARTBEAT_MIN_BYTES 65536u  /* and only when the server wrote this much WAL since */
+#define TABLE_CHECK_MS 1000u        /* the table's identity and publication membership */
 
 typedef struct reader {
     sqlq_logical_source *ls;
@@ -40,6 +41,7 @@ typedef struct reader {
     uint64_t last_heartbeat_ms;
     bool said_no_heartbeat;
     uint64_t last_data_ms;     /* when the last XLogData message came */
+    uint64_t last_table_check_ms;
     char *fetch_sql;           /* the row by key (fetch_row), built at its first use */
     char *options;
 } reader;
@@ -86,6 +88,23 @@ static void set_fatal(reader *r, const sqlq_error *e)
     pthread_mutex_unlock(&r->ls->mu);
     SQLQ_LOG_ERR(SQLQ_LOG_ERROR, "logical_stream_stopped", e, "table=%s slot=%s",
                  r->ls->names.table_key, r->ls->slot.slot);
+}
+
+/* The reader's own connection, made when there is none (false: it cannot be now; e says why). */
+static bool own_db(reader *r, sqlq_error *e)
+{
+    if (!r->db && sqlq_db_connect(r->ls->conn, &r->db, e) != SQLQ_OK)
+        r->db = NULL;
+    return r->db != NULL;
+}
+
+/* After a failure on the reader's connection: a connection lost is made anew next time. */
+static void after_db_failure(reader *r, const sqlq_error *e)
+{
+    if (e->transient || e->code == SQLQ_E_NETWORK) {
+        sqlq_db_close(r->db);
+        r->db = NULL;
+    }
 }
 
 static void txn_done(reader *r);
@@ -195,10 +214,9 @@ static uint64_t heartbeat(reader *r)
                                       "'')::text AS lsn", NULL, 0, &rows, &e) == SQLQ_OK)
         (void)sqlq_pg_lsn_parse(json_string_value(json_object_get(json_array_get(rows, 0), "lsn")),
                                 &lsn);
-    else if (e.transient || e.code == SQLQ_E_NETWORK) { /* the connection: a new one next time */
-        sqlq_db_close(r->db);
-        r->db = NULL;
-    } else if (!r->said_no_heartbeat) {
+    else if (e.transient || e.code == SQLQ_E_NETWORK)
+        after_db_failure(r, &e);
+    else if (!r->said_no_heartbeat) {
         SQLQ_LOG_ERR(SQLQ_LOG_WARN, "logical_heartbeat_off", &e,
                      "table=%s note=\"an idle route keeps the WAL written since its last change "
                      "until the next change of its table commits\"", r->ls->names.table_key);
@@ -222,10 +240,8 @@ static void maybe_heartbeat(reader *r)
     r->last_heartbeat_ms = sqlq_clock_mono_ms();
     sqlq_error e;
     sqlq_error_clear(&e);
-    if (!r->db && sqlq_db_connect(r->ls->conn, &r->db, &e) != SQLQ_OK) {
-        r->db = NULL;
+    if (!own_db(r, &e))
         return;
-    }
     if (idle && current_lsn(r) > confirmed + HEARTBEAT_MIN_BYTES)
         (void)heartbeat(r);
 }
@@ -241,9 +257,7 @@ static uint64_t start_confirmed(reader *r)
     if (own)
         return own;
     for (int attempt = 0; attempt < 2; attempt++) { /* a connection from before a restart: anew */
-        if (!r->db && sqlq_db_connect(r->ls->conn, &r->db, &e) != SQLQ_OK)
-            r->db = NULL;
-        if (r->db && sqlq_pg_slot_state_get(r->db, &r->ls->slot, &st, &e) == SQLQ_OK)
+        if (own_db(r, &e) && sqlq_pg_slot_state_get(r->db, &r->ls->slot, &st, &e) == SQLQ_OK)
             return st.confirmed_flush;
         sqlq_db_close(r->db);
         r->db = NULL;
@@ -255,7 +269,7 @@ static void connect_stream(reader *r)
 {
     sqlq_error e;
     sqlq_error_clear(&e);
-    if (!r->db && sqlq_db_connect(r->ls->conn, &r->db, &e) != SQLQ_OK) {
+    if (!own_db(r, &e)) {
         SQLQ_LOG_ERR(SQLQ_LOG_WARN, "logical_connect_failed", &e, "table=%s", r->ls->names.table_key);
         backoff(r);
         return;
@@ -350,8 +364,7 @@ static sqlq_result build_retrying(reader *r, size_t i, sqlq_buf *raw, sqlq_logic
     for (;;) {
         sqlq_error e;
         sqlq_error_clear(&e);
-        if (!r->db && sqlq_db_connect(r->ls->conn, &r->db, &e) != SQLQ_OK) {
-            r->db = NULL;
+        if (!own_db(r, &e)) {
             if (stopping(r))
                 return sqlq_error_set(err, SQLQ_E_CANCELLED, false, "stopping");
             nap(r, 1000);
@@ -499,6 +512,43 @@ static sqlq_result on_message(reader *r, const sqlq_pg_stream_msg *sm, sqlq_erro
     return rc;
 }
 
+/* A table of the route's name is still in the publication: not dropped, not built again
+ * under its name and left out (a new table, which the publication does not hold), not taken
+ * out of it. Otherwise its changes would silently stop: the route stops instead
+ * (capture_source_gone; what was received is polled first), is opened again, and streams again
+ * once setup has put the table back. A table built again and already back in the publication
+ * streams on (its Relation message comes with its first change): said once, since writes made
+ * between the rebuild and the setup were not captured. */
+static void check_table(reader *r)
+{
+    uint64_t now_ms = sqlq_clock_mono_ms();
+    if (now_ms - r->last_table_check_ms < TABLE_CHECK_MS)
+        return;
+    r->last_table_check_ms = now_ms;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    sqlq_pg_slot_table now;
+    sqlq_logical_source *ls = r->ls;
+    if (!own_db(r, &e) || sqlq_pg_slot_table_now(r->db, ls->table, &ls->slot, &now, &e) !=
+                              SQLQ_OK) {
+        after_db_failure(r, &e); /* the stream's own failures say the rest */
+        return;
+    }
+    if (sqlq_pg_slot_table_verdict(ls->table, &ls->slot, ls->table_oid, &now, &e) != SQLQ_OK) {
+        SQLQ_ERROR("capture_source_gone", "table=%s slot=%s oid=%u was=%u in_publication=%s",
+                   ls->names.table_key, ls->slot.slot, now.oid, ls->table_oid,
+                   now.member ? "true" : "false");
+        set_fatal(r, &e); /* which says what to run */
+    } else if (now.oid != ls->table_oid) {
+        SQLQ_WARN("logical_table_rebuilt",
+                  "table=%s oid=%u was=%u note=\"built again and back in publication %s: its "
+                  "changes stream on; writes made between the rebuild and the setup were not "
+                  "captured (sqlq backfill them)\"", ls->names.table_key, now.oid,
+                  ls->table_oid, ls->slot.publication);
+        ls->table_oid = now.oid; /* the reader's alone once open returned */
+    }
+}
+
 static void read_some(reader *r)
 {
     sqlq_pg_stream_msg sm;
@@ -538,6 +588,7 @@ void *sqlq_logical_reader_main(void *arg)
             if (r.stream)
                 maybe_heartbeat(&r);
         }
+        check_table(&r);
         pthread_mutex_lock(&r.ls->mu);
         fatal = r.ls->has_fatal;
         pthread_mutex_unlock(&r.ls->mu);

@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "table_key.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +24,20 @@ static sqlq_result refuse_options(sqlq_db *db, const sqlq_capture_config *cfg, s
                               "key where: not supported with source logical (the stream carries "
                               "no predicate); filter in the consumer, or use source change_log");
     return SQLQ_OK;
+}
+
+/* Setup keeps the key columns it was given when they are not the primary key's (catalog.h:
+ * a bridge started without them keeps them). */
+static sqlq_result record_key(sqlq_db *db, const sqlq_capture_config *cfg, const sqlq_table *t,
+                              const char *table_key, sqlq_error *err)
+{
+    if (!t->key_index)
+        return sqlq_catalog_unregister(db, SQLQ_CATALOG_KEY_KIND, cfg->bridge_name, table_key,
+                                       err);
+    char cols[512];
+    sqlq_table_key_names(t, cols, sizeof cols);
+    return sqlq_catalog_register(db, SQLQ_CATALOG_KEY_KIND, cfg->bridge_name, table_key, cols,
+                                 err);
 }
 
 static sqlq_pg_slot_need need_of(const sqlq_capture_config *cfg)
@@ -71,11 +86,16 @@ sqlq_result sqlq_logical_source_setup(sqlq_db *db, const sqlq_capture_config *cf
         rc = sqlq_catalog_ensure(db, err);
     if (rc == SQLQ_OK && !drop)
         rc = sqlq_catalog_register(db, "slot", cfg->bridge_name, names.table_key, sn.slot, err);
+    if (rc == SQLQ_OK && !drop)
+        rc = record_key(db, cfg, t, names.table_key, err);
     if (rc == SQLQ_OK && drop)
         rc = sqlq_pg_slot_drop(db, &sn, lines, err);
     bool exists = false;
     if (rc == SQLQ_OK && drop && sqlq_catalog_exists(db, &exists, err) == SQLQ_OK && exists)
         rc = sqlq_catalog_unregister(db, "slot", cfg->bridge_name, names.table_key, err);
+    if (rc == SQLQ_OK && drop && exists)
+        rc = sqlq_catalog_unregister(db, SQLQ_CATALOG_KEY_KIND, cfg->bridge_name, names.table_key,
+                                     err);
     sqlq_table_free(t);
     return rc;
 }
@@ -104,6 +124,10 @@ sqlq_result sqlq_logical_source_open(sqlq_db *db, const sqlq_capture_config *cfg
         rc = sqlq_pg_slot_names_find(db, &ls->names, &ls->slot, err);
     if (rc == SQLQ_OK)
         rc = sqlq_pg_slot_check(db, ls->table, &ls->slot, need_of(cfg), warnings, err);
+    sqlq_pg_slot_table now; /* the table a rebuild would replace (logical_reader.c) */
+    if (rc == SQLQ_OK && (rc = sqlq_pg_slot_table_now(db, ls->table, &ls->slot, &now, err)) ==
+                             SQLQ_OK)
+        ls->table_oid = now.oid;
     size_t i;
     json_t *w;
     json_array_foreach(warnings, i, w) {

@@ -26,6 +26,7 @@ typedef struct sqlq_logical_ready {
 struct sqlq_logical_source {
     sqlq_db *db;                 /* the route's connection: status */
     sqlq_table *table;
+    uint32_t table_oid;          /* the table's OID (set by open, then the reader's alone) */
     sqlq_catalog_names names;
     sqlq_pg_slot_names slot;
     json_t *warnings;            /* what the checks at open warned about (strings): status */

@@ -164,6 +164,48 @@ static const char TABLE_SQL[] =
     "EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary) AS pk "
     "FROM pg_class c WHERE c.oid = to_regclass(?)";
 
+static const char IDENTITY_SQL[] =
+    "SELECT a.attname::text AS n FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+    "AND a.attnum = ANY (i.indkey) WHERE i.indrelid = to_regclass(?) AND "
+    "CASE WHEN ? = 'd' THEN i.indisprimary ELSE i.indisreplident END";
+
+/* Under REPLICA IDENTITY DEFAULT or USING INDEX the stream sends a row's old values of the
+ * identity's columns only: a key column outside them could not be read from a delete, and an
+ * update that changes it would leave the old key's message standing. */
+static sqlq_result check_identity_holds_key(sqlq_db *db, const sqlq_table *t, const char *name,
+                                            const char *ident, sqlq_error *err)
+{
+    char kind[2] = {ident[0], '\0'};
+    sqlq_param p[] = {sqlq_param_text(name), sqlq_param_text(kind)};
+    json_t *rows = NULL;
+    sqlq_result rc = sqlq_db_query(db, IDENTITY_SQL, p, 2, &rows, err);
+    char have[512] = "";
+    size_t at = 0, i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        int n = snprintf(have + at, sizeof have - at, "%s%s", i ? ", " : "", text_of(row, "n"));
+        at = n > 0 && (size_t)n < sizeof have - at ? at + (size_t)n : at;
+    }
+    for (size_t k = 0; rc == SQLQ_OK && k < t->nkey; k++) {
+        const char *col = t->columns[t->key[k]].name;
+        bool held = false;
+        json_array_foreach(rows, i, row)
+            held = held || strcmp(text_of(row, "n"), col) == 0;
+        if (!held)
+            rc = sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
+                                "table %s is keyed by %s, which its replica identity (%s: %s) "
+                                "does not hold: the stream sends the old values of the identity's "
+                                "columns only, so a delete could not say which %s it removed and "
+                                "an update of %s would leave the old key's message standing. "
+                                "ALTER TABLE %s REPLICA IDENTITY USING INDEX <the key's unique "
+                                "index> (or FULL), or key the route by (%s)",
+                                name, col, ident[0] == 'd' ? "DEFAULT, the primary key" : "USING INDEX",
+                                have, col, col, name, have);
+    }
+    json_decref(rows);
+    return rc;
+}
+
 static sqlq_result check_table(sqlq_db *db, const sqlq_table *t, bool full, sqlq_error *err)
 {
     char name[600];
@@ -183,6 +225,8 @@ static sqlq_result check_table(sqlq_db *db, const sqlq_table *t, bool full, sqlq
             "REPLICA IDENTITY USING INDEX <a unique index of NOT NULL columns> (or FULL)",
             name, ident[0] == 'n' ? "NOTHING" : "DEFAULT", ident[0] == 'n' ? "" : " and no primary key",
             name);
+    if (rc == SQLQ_OK && (ident[0] == 'd' || ident[0] == 'i'))
+        rc = check_identity_holds_key(db, t, name, ident, err);
     if (rc == SQLQ_OK && full && ident[0] != 'f')
         rc = sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                             "the route asks for before or changed, which need the old row: "
@@ -196,19 +240,23 @@ static sqlq_result check_table(sqlq_db *db, const sqlq_table *t, bool full, sqlq
 static const char PUB_SQL[] =
     "SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = ?) AS pub, "
     "EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = ? AND schemaname = ? AND "
-    "tablename = ?) AS member";
+    "tablename = ?) AS member, "
+    "coalesce(to_regclass(?)::oid::bigint, 0) AS oid";
 
 static sqlq_result publication_state(sqlq_db *db, const sqlq_table *t, const sqlq_pg_slot_names *n,
-                                     bool *exists, bool *member, sqlq_error *err)
+                                     sqlq_pg_slot_table *out, sqlq_error *err)
 {
+    char name[600];
+    qualified(t, name, sizeof name);
     sqlq_param p[] = {sqlq_param_text(n->publication), sqlq_param_text(n->publication),
                       sqlq_param_text(t->name.schema[0] ? t->name.schema : "public"),
-                      sqlq_param_text(t->name.name)};
+                      sqlq_param_text(t->name.name), sqlq_param_text(name)};
     json_t *rows;
     sqlq_result rc;
-    json_t *r = one_row(db, PUB_SQL, p, 4, &rows, err, &rc);
-    *exists = r && truthy(r, "pub");
-    *member = r && truthy(r, "member");
+    json_t *r = one_row(db, PUB_SQL, p, 5, &rows, err, &rc);
+    out->publication = r && truthy(r, "pub");
+    out->member = r && truthy(r, "member");
+    out->oid = r ? (uint32_t)int_of(r, "oid") : 0;
     json_decref(rows);
     return rc;
 }
@@ -216,8 +264,41 @@ static sqlq_result publication_state(sqlq_db *db, const sqlq_table *t, const sql
 sqlq_result sqlq_pg_slot_installed(sqlq_db *db, const sqlq_table *t, const sqlq_pg_slot_names *n,
                                    bool *out, sqlq_error *err)
 {
-    bool exists = false;
-    return publication_state(db, t, n, &exists, out, err);
+    sqlq_pg_slot_table st;
+    sqlq_result rc = publication_state(db, t, n, &st, err);
+    *out = st.member;
+    return rc;
+}
+
+sqlq_result sqlq_pg_slot_table_now(sqlq_db *db, const sqlq_table *t, const sqlq_pg_slot_names *n,
+                                   sqlq_pg_slot_table *out, sqlq_error *err)
+{
+    return publication_state(db, t, n, out, err);
+}
+
+sqlq_result sqlq_pg_slot_table_verdict(const sqlq_table *t, const sqlq_pg_slot_names *n,
+                                       uint32_t opened, const sqlq_pg_slot_table *now,
+                                       sqlq_error *err)
+{
+    if (now->oid && now->member)
+        return SQLQ_OK;
+    char arg[520], what[256];
+    setup_table_arg(t, arg, sizeof arg);
+    if (!now->oid)
+        snprintf(what, sizeof what, "no longer exists (dropped or renamed)");
+    else if (now->oid != opened)
+        snprintf(what, sizeof what, "was built again (a new table, OID %u, under the name of OID "
+                 "%u) and the new one is not in publication %s", now->oid, opened, n->publication);
+    else
+        snprintf(what, sizeof what, "was taken out of publication %s", n->publication);
+    sqlq_result r = sqlq_error_set(err, SQLQ_E_INVALID, false,
+                                   "table %s.%s %s: its changes are not streamed. The route "
+                                   "stops until `sqlq setup --table %s --source logical` has put "
+                                   "the table in publication %s, then streams it again; writes "
+                                   "made in between were not captured (`sqlq backfill` them)",
+                                   t->name.schema, t->name.name, what, arg, n->publication);
+    sqlq_error_reason(err, SQLQ_STOP_SOURCE_GONE);
+    return r;
 }
 
 static sqlq_result check_slot(sqlq_db *db, const sqlq_pg_slot_names *n, sqlq_error *err)
@@ -253,17 +334,18 @@ sqlq_result sqlq_pg_slot_check(sqlq_db *db, const sqlq_table *t, const sqlq_pg_s
     if (rc == SQLQ_OK)
         rc = check_table(db, t, need.full_identity, err);
     if (rc == SQLQ_OK && need.publication) {
-        bool exists = false, member = false;
-        rc = publication_state(db, t, n, &exists, &member, err);
+        sqlq_pg_slot_table st;
+        rc = publication_state(db, t, n, &st, err);
         char arg[520];
         setup_table_arg(t, arg, sizeof arg);
-        if (rc == SQLQ_OK && !member)
+        if (rc == SQLQ_OK && !st.member)
             rc = sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                                 "table %s.%s is not in publication %s%s: run `sqlq setup "
                                 "--table %s --source logical` (or ALTER PUBLICATION %s ADD "
                                 "TABLE …)",
                                 t->name.schema, t->name.name, n->publication,
-                                exists ? "" : " (which does not exist)", arg, n->publication);
+                                st.publication ? "" : " (which does not exist)", arg,
+                                n->publication);
     }
     if (rc == SQLQ_OK && need.slot)
         rc = check_slot(db, n, err);
@@ -315,9 +397,10 @@ static void line(json_t *lines, const char *fmt, ...)
 static sqlq_result ensure_publication(sqlq_db *db, const sqlq_table *t,
                                       const sqlq_pg_slot_names *n, json_t *lines, sqlq_error *err)
 {
-    bool exists = false, member = false;
-    sqlq_result rc = publication_state(db, t, n, &exists, &member, err);
-    if (rc != SQLQ_OK || member) {
+    sqlq_pg_slot_table st;
+    sqlq_result rc = publication_state(db, t, n, &st, err);
+    bool exists = st.publication;
+    if (rc != SQLQ_OK || st.member) {
         if (rc == SQLQ_OK)
             line(lines, "publication %s holds the table (kept)", n->publication);
         return rc;

@@ -60,6 +60,26 @@ SQLQ_NODISCARD sqlq_result sqlq_pg_slot_installed(sqlq_db *db, const sqlq_table 
                                                   const sqlq_pg_slot_names *n, bool *out,
                                                   sqlq_error *err);
 
+/* The route's table as the server has it now: what a running logical route compares with the
+ * table it opened on (one dropped, built again under its name, or taken out of the publication
+ * streams nothing more). */
+typedef struct sqlq_pg_slot_table {
+    uint32_t oid;      /* the table's OID now; 0: no table of that name */
+    bool publication;  /* the publication exists */
+    bool member;       /* it holds a table of that name */
+} sqlq_pg_slot_table;
+
+SQLQ_NODISCARD sqlq_result sqlq_pg_slot_table_now(sqlq_db *db, const sqlq_table *t,
+                                                  const sqlq_pg_slot_names *n,
+                                                  sqlq_pg_slot_table *out, sqlq_error *err);
+/* SQLQ_OK while a table of the name is in the publication (opened: its OID when the route
+ * opened, to say whether it was built again); otherwise what happened and what to run,
+ * SQLQ_E_INVALID with reason capture_source_gone (capture_stop.h). */
+SQLQ_NODISCARD sqlq_result sqlq_pg_slot_table_verdict(const sqlq_table *t,
+                                                      const sqlq_pg_slot_names *n, uint32_t opened,
+                                                      const sqlq_pg_slot_table *now,
+                                                      sqlq_error *err);
+
 typedef struct sqlq_pg_slot_state {
     bool exists;
     bool elsewhere;          /* it exists, in another database than db's (never used here) */

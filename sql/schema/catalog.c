@@ -356,28 +356,74 @@ static sqlq_result key_of_log(sqlq_db *db, const sqlq_catalog_names *n, const sq
     return r;
 }
 
-/* t's key: the given columns, else the change log's, else the primary key (see the header). */
+/* The key columns setup recorded for the route (SQLQ_CATALOG_KEY_KIND); for a name with no
+ * row of its own (a backfill, setup's first look) the one every bridge's row agrees on; ""
+ * when none. */
+static sqlq_result recorded_key(sqlq_db *db, const sqlq_catalog_names *n, char *out, size_t size,
+                                sqlq_error *err)
+{
+    out[0] = '\0';
+    bool exists = false, own = false, agree = true;
+    json_t *rows = NULL;
+    sqlq_result r = sqlq_catalog_exists(db, &exists, err);
+    if (r == SQLQ_OK && exists)
+        r = sqlq_catalog_list(db, n->table_key, &rows, err);
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        const char *kind = json_string_value(json_object_get(row, "kind"));
+        const char *bridge = json_string_value(json_object_get(row, "bridge_name"));
+        const char *cols = json_string_value(json_object_get(row, "object_name"));
+        if (!kind || !bridge || !cols || strcmp(kind, SQLQ_CATALOG_KEY_KIND) != 0 || own)
+            continue;
+        own = strcmp(bridge, n->bridge) == 0;
+        agree = agree && (!out[0] || strcmp(out, cols) == 0);
+        snprintf(out, size, "%s", cols);
+    }
+    if (!own && !agree)
+        out[0] = '\0';
+    json_decref(rows);
+    return r;
+}
+
+/* whose: "change log", or "replication slot" (setup's flags then name the logical source). */
+static sqlq_result key_differs(const sqlq_catalog_names *n, const char *given, const char *whose,
+                               const char *keyed, sqlq_error *err)
+{
+    const char *src = strcmp(whose, "change log") == 0 ? "" : " --source logical";
+    return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                          "key key_columns: '%s' of table %s: its %s is keyed by (%s). To change "
+                          "the key: `sqlq setup --table %s%s --drop`, then `sqlq setup --table %s%s "
+                          "--key-columns %s` (changes not yet delivered go with the old %s)",
+                          given, n->table_key, whose, keyed, n->table_key, src, n->table_key, src,
+                          given, whose);
+}
+
+/* t's key: the given columns, else the change log's, else the recorded ones, else the primary
+ * key (see the header). */
 static sqlq_result choose_key(sqlq_db *db, const sqlq_catalog_names *n, const char *given,
                               sqlq_table *t, sqlq_error *err)
 {
     if (given && strcmp(given, SQLQ_CATALOG_ANY_KEY) == 0)
         return SQLQ_OK;
     sqlq_table *lt = NULL;
+    char recorded[512] = "";
     sqlq_result r = log_table(db, n, &lt, err);
+    if (r == SQLQ_OK && !lt)
+        r = recorded_key(db, n, recorded, sizeof recorded, err);
     if (r == SQLQ_OK && given && *given) {
         r = sqlq_table_key_use(db, t, given, err);
         if (r == SQLQ_OK && lt && !sqlq_table_key_same(t, lt)) {
             char logged[1024];
             sqlq_table_key_names(lt, logged, sizeof(logged));
-            r = sqlq_error_set(err, SQLQ_E_INVALID, false,
-                               "key key_columns: '%s' of table %s: its change log is keyed by "
-                               "(%s). To change the key: `sqlq setup --table %s --drop`, then "
-                               "`sqlq setup --table %s --key-columns %s` (changes not yet "
-                               "delivered go with the old log)",
-                               given, n->table_key, logged, n->table_key, n->table_key, given);
+            r = key_differs(n, given, "change log", logged, err);
         } else if (r == SQLQ_OK && lt && t->key_index) { /* in the log's order (table_key.h) */
             r = sqlq_table_key_use_like(db, t, lt, err);
+        } else if (r == SQLQ_OK && recorded[0] && !sqlq_table_key_is(t, recorded)) {
+            r = key_differs(n, given, "replication slot", recorded, err);
         }
+    } else if (r == SQLQ_OK && recorded[0]) {
+        r = sqlq_table_key_use(db, t, recorded, err);
     } else if (r == SQLQ_OK) {
         r = key_of_log(db, n, lt, t, err);
     }

@@ -88,10 +88,14 @@ SQLQ_NODISCARD sqlq_result sqlq_catalog_lookup(sqlq_db *db, const char *table_te
                                                sqlq_catalog_names *out_names, sqlq_error *err);
 /* The same with the key a command was given (--key-columns: "a,b", table_key.h); NULL or "":
  * the key of the table's change log when it has one (what `sqlq setup` chose, so a bridge
- * started without the flag keeps it), else the primary key. Given columns that differ from an
- * existing change log's key are refused (the log would name other rows).
+ * started without the flag keeps it), else the key setup recorded for the bridge's route
+ * (SQLQ_CATALOG_KEY_KIND), else the primary key. Given columns that differ from an existing
+ * change log's key, or from the recorded one, are refused (the messages would name other rows).
  * SQLQ_CATALOG_ANY_KEY: no key needed (removing the table's objects). */
 #define SQLQ_CATALOG_ANY_KEY "*"
+/* The registry row kind that keeps, for a route whose source has no change log (logical), the
+ * key columns its setup was given (object_name "a,b"): they take the change log's place above. */
+#define SQLQ_CATALOG_KEY_KIND "key"
 SQLQ_NODISCARD sqlq_result sqlq_catalog_lookup_keyed(sqlq_db *db, const char *table_text,
                                                      const char *bridge, const char *key_columns,
                                                      sqlq_table **out_table,
@@ -123,7 +127,8 @@ SQLQ_NODISCARD sqlq_result sqlq_catalog_exists(sqlq_db *db, bool *out, sqlq_erro
 /* Whether one of our objects (bare name) exists. */
 SQLQ_NODISCARD sqlq_result sqlq_catalog_object_exists(sqlq_db *db, const char *bare, bool *out,
                                                       sqlq_error *err);
-/* Registry rows: kind "log" (bridge "") or "leases". */
+/* Registry rows: kind "log" (bridge ""), "leases", "slot" (a logical route's replication slot)
+ * or SQLQ_CATALOG_KEY_KIND. */
 SQLQ_NODISCARD sqlq_result sqlq_catalog_register(sqlq_db *db, const char *kind, const char *bridge,
                                                  const char *table_key, const char *object,
                                                  sqlq_error *err);

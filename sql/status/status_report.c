@@ -257,7 +257,7 @@ static bool registry_row(sqlq_status_report *s, const sqlq_status_options *o, js
     const char *bridge = json_string_value(json_object_get(row, "bridge_name"));
     const char *table = json_string_value(json_object_get(row, "table_name"));
     const char *object = json_string_value(json_object_get(row, "object_name"));
-    if (!kind || !bridge || !table)
+    if (!kind || !bridge || !table || strcmp(kind, SQLQ_CATALOG_KEY_KIND) == 0)
         return true;
     json_t *entry = json_array_get(tables, json_array_size(tables) - 1);
     const char *current = json_string_value(json_object_get(entry, "table"));

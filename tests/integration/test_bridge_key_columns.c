@@ -46,13 +46,29 @@ static const char KC_CREATE[] = "CREATE TABLE kc (code VARCHAR(20) NOT NULL, reg
                                 "NOT NULL, qty INTEGER, ver INTEGER NOT NULL)";
 static const char KC_INDEX[] = "CREATE UNIQUE INDEX kc_u ON kc (region, code)";
 
+static bool logical(void)
+{
+    return strcmp(sqlq_test_source(), "logical") == 0;
+}
+
+/* A case of the change log's key checks under a running bridge: the logical source reads the
+ * key's values from the stream, and a unique index changed under it does not stop it
+ * (docs/logical-source.md, Messages). */
+#define SKIP_ON_LOGICAL(why)                                                                       \
+    do {                                                                                           \
+        if (logical()) {                                                                           \
+            print_message("skipped: %s\n", why);                                                   \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
+
 /* kc's unique index; under the logical source also kc's replica identity, which a table without
  * a primary key needs before the stream can carry its updates and deletes (setup refuses it
  * without one: docs/logical-source.md). */
 static void kc_index(sqlq_db *db)
 {
     bt_exec(db, KC_INDEX);
-    if (strcmp(sqlq_test_source(), "logical") == 0)
+    if (logical())
         bt_exec(db, "ALTER TABLE kc REPLICA IDENTITY USING INDEX kc_u");
 }
 
@@ -201,22 +217,41 @@ static void test_key_columns_refused(void **state)
     sqlq_db_close(db);
 }
 
-/* A table with a primary key may be keyed by other unique columns: messages carry those. */
+/* A table with a primary key may be keyed by other unique columns: messages carry those, a
+ * delete's too. The logical source refuses such a key until the replica identity holds it
+ * (the stream sends a deleted row's identity columns only). */
 static void test_key_columns_instead_of_primary_key(void **state)
 {
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
     bt_exec(db, "CREATE TABLE pk (id INTEGER PRIMARY KEY, sku VARCHAR(20) NOT NULL, qty INTEGER)");
     bt_exec(db, "CREATE UNIQUE INDEX pk_sku ON pk (sku)");
+    if (logical()) {
+        assert_int_equal(sqlq_cmd(c, "setup --table pk --key-columns sku"), 1);
+        if (!log_has(c, "keyed by sku, which its replica identity") ||
+            !log_has(c, "REPLICA IDENTITY USING INDEX"))
+            fail_log(c, "a key the replica identity does not hold was not refused clearly");
+        bt_exec(db, "ALTER TABLE pk REPLICA IDENTITY USING INDEX pk_sku");
+    }
     assert_int_equal(sqlq_cmd(c, "setup --table pk --key-columns sku"), 0);
     bt_exec(db, "INSERT INTO pk VALUES (1, 's1', 5)");
     bt_exec(db, "UPDATE pk SET qty = 6 WHERE id = 1");
     bt_case_run_once(c, "pk", NULL);
     json_t *msgs = bt_drain(&c->q, c->queue, 500, 20000);
-    assert_int_equal(json_array_size(msgs), 1);
+    /* the logical source sends each transaction's state of a key; the log, the latest */
+    assert_int_equal(json_array_size(msgs), logical() ? 2 : 1);
     json_t *by = bt_by_key(msgs);
-    json_t *m = change_of(by, "{\"sku\":\"s1\"}", 0);
+    json_t *m = change_of(by, "{\"sku\":\"s1\"}", json_array_size(msgs) - 1);
     assert_int_equal(qty_of(m), 6);
+    json_decref(by);
+    json_decref(msgs);
+
+    bt_exec(db, "DELETE FROM pk WHERE id = 1");
+    bt_case_run_once(c, "pk", NULL);
+    msgs = bt_drain(&c->q, c->queue, 500, 20000);
+    assert_int_equal(json_array_size(msgs), 1);
+    by = bt_by_key(msgs);
+    assert_string_equal(op_of(change_of(by, "{\"sku\":\"s1\"}", 0)), "delete");
     json_decref(by);
     json_decref(msgs);
     sqlq_db_close(db);
@@ -267,6 +302,7 @@ static void test_key_columns_env_and_routes(void **state)
 /* The cursor source (nothing installed) keyed by the unique index. */
 static void test_key_columns_cursor_source(void **state)
 {
+    SKIP_ON_LOGICAL("the cursor source's case, run under the change log");
     ctx *c = *state;
     sqlq_db *db = bt_db(c->conn);
     bt_exec(db, KC_CREATE);
@@ -304,6 +340,7 @@ static void test_key_columns_cursor_source(void **state)
  * the index is back. */
 static void test_key_columns_index_dropped(void **state)
 {
+    SKIP_ON_LOGICAL("the logical source takes the key's values from the stream");
     ctx *c = *state;
     sqlq_db *db = kc_setup(c);
     pid_t pid = bt_case_start(c, "kc");
@@ -347,6 +384,7 @@ static void test_key_columns_index_dropped(void **state)
  * the change log's key (no table_key_changed); so do setup run again and a new bridge. */
 static void test_key_columns_index_reordered(void **state)
 {
+    SKIP_ON_LOGICAL("the logical source takes the key's values from the stream");
     ctx *c = *state;
     sqlq_db *db = kc_setup(c);
     pid_t pid = bt_case_start(c, "kc");
@@ -399,6 +437,7 @@ static void test_key_columns_index_reordered(void **state)
  * columns' nullability): nothing is published after it. */
 static void test_key_columns_made_nullable(void **state)
 {
+    SKIP_ON_LOGICAL("the logical source takes the key's values from the stream");
     ctx *c = *state;
     if (!db_under_test->nullable) {
         skip(); /* SQLite has no ALTER COLUMN */
