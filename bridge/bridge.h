@@ -4,6 +4,7 @@
 #define SQLQ_BRIDGE_H
 
 #include "account.h"
+#include "answer_watch.h"
 #include "capture.h"
 #include "codec.h"
 #include "envelope.h"
@@ -79,7 +80,8 @@ typedef struct sqlq_bridge_config {
 /* What /readyz reports: ready once every route has started (connected to the database,
  * capture open) and the queue service answered, while every route's database and queue
  * service answer (an outage: unreachable, throttling, credentials, permissions; an idle route
- * probes the queue every few seconds), and until a stop request. Owned by the caller, updated by the
+ * probes the queue every few seconds; requests left unanswered SQLQ_QUEUE_SILENT_MS), and
+ * until a stop request. Owned by the caller, updated by the
  * bridge from its threads, read by the HTTP server's thread. */
 typedef struct sqlq_bridge_health {
     atomic_int routes;   /* routes configured */
@@ -87,6 +89,7 @@ typedef struct sqlq_bridge_health {
     atomic_int stopping; /* a stop was requested */
     atomic_int db_down;    /* routes whose last database call failed */
     atomic_int queue_down; /* routes whose last contact with the queue service failed */
+    sqlq_answer_watch queue_answers; /* every route's requests to the queue service */
 } sqlq_bridge_health;
 
 /* A sqlq_readiness_fn (http_server.h) over a sqlq_bridge_health. */

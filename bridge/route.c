@@ -160,6 +160,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.changed = cfg->changed;
     r->ccfg.before_image = cfg->before_image;
     r->ccfg.skip_truncate = cfg->skip_truncate;
+    r->ccfg.warned = sqlq_log_once_create(); /* NULL (out of memory): warnings at every open */
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
     sqlq_backoff_policy op = sqlq_backoff_policy_outage();
@@ -173,6 +174,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     qo.on_retry = queue_retrying;
     qo.retry_ctx = r;
     qo.timeout_ms = 10000;
+    qo.watch = env->health ? &env->health->queue_answers : NULL;
     /* The client retries a put for a few seconds; past that the route takes over (logs the
      * outage, keeps the leases renewed and retries with its own back-off). */
     qo.retry.max_total_ms = 5000;
@@ -219,6 +221,7 @@ void sqlq_route_destroy(sqlq_route *r)
     sqlq_lease_renewer_stop(r->renewer);
     sqlq_wakeup_destroy(r->wakeup);
     sqlq_capture_close(r->cap);
+    sqlq_log_once_destroy(r->ccfg.warned);
     sqlq_backlog_close(r->backlog);
     sqlq_db_close(r->db);
     sqlq_delivery_destroy(r->delivery);

@@ -541,6 +541,7 @@ static int run(const bridge_settings *s, const sqlq_account *account, const sqlq
     atomic_init(&health.stopping, 0);
     atomic_init(&health.db_down, 0);
     atomic_init(&health.queue_down, 0);
+    sqlq_answer_watch_init(&health.queue_answers);
     sqlq_metrics *metrics = NULL;
     sqlq_http_server *server = NULL;
     sqlq_error err;

@@ -270,11 +270,13 @@ static void fill_options(const consume_settings *s, sqlq_encoding enc, sqlq_cons
     o->stop = &sqlq_stop_flag;
 }
 
-/* /readyz: ready while the queue answers every consumer's polls (one per queue). */
+/* /readyz: ready while the queue answers every consumer's polls (one per queue) and leaves no
+ * request unanswered for SQLQ_QUEUE_SILENT_MS. */
 typedef struct consume_health {
     sqlq_consumer **consumers; /* n entries; each set once, before `ready` */
     size_t n;
     atomic_int ready; /* the consumers exist */
+    sqlq_answer_watch answers; /* every consumer's requests to the queue service */
 } consume_health;
 
 static bool one_ready(sqlq_consumer *c, char *reason, size_t reason_size)
@@ -381,6 +383,14 @@ static bool consume_ready(void *ctx, char *reason, size_t reason_size)
     }
     if (sqlq_stop_flag) {
         snprintf(reason, reason_size, "stopping");
+        return false;
+    }
+    uint64_t silent = sqlq_answer_watch_silent_ms(&h->answers, sqlq_clock_mono_ms());
+    if (silent >= SQLQ_QUEUE_SILENT_MS) {
+        snprintf(reason, reason_size,
+                 "the queue service has answered no request for %llu ms (connected but not "
+                 "answering)",
+                 (unsigned long long)silent);
         return false;
     }
     for (size_t i = 0; i < h->n; i++)
@@ -498,7 +508,11 @@ static int run(consume_settings *s, const char **queues, size_t n)
     sqlq_http_server *server = NULL;
     run_one *runs = calloc(n, sizeof(*runs));
     sqlq_consumer **all = calloc(n, sizeof(*all));
-    consume_health health = {all, n, 0};
+    consume_health health = {all, n, 0, {0, 0}};
+    sqlq_answer_watch_init(&health.answers);
+    sqlq_queue_options qo;
+    sqlq_queue_options_default(&qo);
+    qo.watch = &health.answers;
     if (!runs || !all)
         code = usage_error("out of memory");
     if (code < 0 && s->listen) {
@@ -515,7 +529,7 @@ static int run(consume_settings *s, const char **queues, size_t n)
         o.metrics = metrics;
         abandoned_file(s, q.account, queues[i], runs[i].state_file, sizeof(runs[i].state_file));
         o.abandoned_path = runs[i].state_file[0] ? runs[i].state_file : NULL;
-        if (sqlq_consumer_create(q.account, NULL, queues[i], &o, &h.handler, &runs[i].c, &err) != SQLQ_OK)
+        if (sqlq_consumer_create(q.account, &qo, queues[i], &o, &h.handler, &runs[i].c, &err) != SQLQ_OK)
             code = report("start", &err, SQLQ_EXIT_USAGE);
         all[i] = runs[i].c;
     }

@@ -18,7 +18,8 @@
 #define MAX_STDIN_BODY ((size_t)1024 * 1024)
 
 typedef struct queue_settings {
-    long long count;
+    long long count; /* put: copies; peek and get: the older spelling of limit (0 = not given) */
+    long long limit; /* peek and get: messages at most (0 = not given: 1) */
     long long in_flight;
     long long visibility_s;
     long long ttl_s;
@@ -42,12 +43,19 @@ static const sqlq_setting put_table[] = {
     SQLQ_SETTING_INT(S, ttl_s, "ttl_s", NULL, "0", -1, 9223372036854775807LL,
                      "time to live in seconds; 0 = service default (7 days), -1 = never expires"),
     SQLQ_COMMON_SETTINGS(S, common)};
+/* "At most N messages" is --limit in every queue and poison command; peek and get still
+ * accept --count, the spelling their --help and scripts used. */
+#define LIMIT_ALIAS_HELP "the same as --limit (the older spelling, still accepted)"
 static const sqlq_setting peek_table[] = {
-    SQLQ_SETTING_INT(S, count, "count", NULL, "1", 1, 32, "messages to show (1..32)"),
+    SQLQ_SETTING_INT(S, limit, "limit", NULL, NULL, 1, 32,
+                     "messages to show, at most (1..32, the most one peek returns); unset: 1"),
+    SQLQ_SETTING_INT(S, count, "count", NULL, NULL, 1, 32, LIMIT_ALIAS_HELP),
     SQLQ_SETTING_BOOL(S, raw, "raw", NULL, "false", "show MessageText as stored, not decoded"),
     SQLQ_COMMON_SETTINGS(S, common)};
 static const sqlq_setting get_table[] = {
-    SQLQ_SETTING_INT(S, count, "count", NULL, "1", 1, 32, "messages to receive (1..32)"),
+    SQLQ_SETTING_INT(S, limit, "limit", NULL, NULL, 1, 32,
+                     "messages to receive, at most (1..32, the most one get returns); unset: 1"),
+    SQLQ_SETTING_INT(S, count, "count", NULL, NULL, 1, 32, LIMIT_ALIAS_HELP),
     SQLQ_SETTING_INT(S, visibility_s, "visibility_s", NULL, "30", 1, 604800,
                      "seconds the received messages stay hidden"),
     SQLQ_SETTING_BOOL(S, raw, "raw", NULL, "false", "show MessageText as stored, not decoded"),
@@ -352,14 +360,30 @@ static int run_put(ctx *c)
     return code;
 }
 
+/* --limit, or --count for it; 0 (said why) when both are given and differ. */
+static int receive_limit(const ctx *c)
+{
+    long long limit = c->s.limit, count = c->s.count;
+    if (limit && count && limit != count) {
+        fprintf(stderr, "sqlq queue %s: --count %lld and --limit %lld: --count is another spelling of "
+                        "--limit; give one of them\n",
+                c->name, count, limit);
+        return 0;
+    }
+    return (int)(limit ? limit : count ? count : 1);
+}
+
 static int receive(ctx *c, bool peek)
 {
     sqlq_error err;
     sqlq_error_clear(&err);
     sqlq_message_list l;
-    sqlq_result r = peek ? sqlq_queue_peek(c->q.client, arg(c, 0), (int)c->s.count, &l, &err)
-                         : sqlq_queue_get(c->q.client, arg(c, 0), (int)c->s.count,
-                                          (int)c->s.visibility_s, &l, &err);
+    int n = receive_limit(c);
+    if (n == 0)
+        return SQLQ_EXIT_USAGE;
+    sqlq_result r = peek ? sqlq_queue_peek(c->q.client, arg(c, 0), n, &l, &err)
+                         : sqlq_queue_get(c->q.client, arg(c, 0), n, (int)c->s.visibility_s, &l,
+                                          &err);
     if (r != SQLQ_OK)
         return fail(c, &err);
     for (size_t i = 0; i < l.count; i++)
@@ -436,10 +460,10 @@ static const subcommand subcommands[] = {
           "With --count N, put N copies with K requests in flight and print a JSON summary.",
           put_table, 1, 2),
      run_put},
-    {SPEC("queue peek", "sqlq queue peek QUEUE [--count N] [--raw] [options]",
+    {SPEC("queue peek", "sqlq queue peek QUEUE [--limit N] [--raw] [options]",
           "Show messages without hiding them (JSON lines, body decoded).", peek_table, 1, 1),
      run_peek},
-    {SPEC("queue get", "sqlq queue get QUEUE [--count N] [--visibility-s S] [--raw] [options]",
+    {SPEC("queue get", "sqlq queue get QUEUE [--limit N] [--visibility-s S] [--raw] [options]",
           "Receive messages, hiding them for --visibility-s.\n"
           "Prints JSON lines with id, dequeue_count, insertion_time, pop_receipt and the decoded\n"
           "body (--raw: the text as stored). Delete them with delete-message.",

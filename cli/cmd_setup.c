@@ -360,8 +360,7 @@ int sqlq_cmd_setup(int argc, char **argv)
         rc = SQLQ_EXIT_USAGE, fprintf(stderr, "sqlq setup: --before-image: %s\n", no_before);
     if (rc < 0) {
         rc = SQLQ_EXIT_OK;
-        if (!s.drop)
-            sqlq_catalog_setup_warn(db);
+        bool installed = false; /* some table's capture is in place: the session warnings apply */
         for (size_t i = 0; i < ntables; i++) {
             sqlq_change_log_options opts = {
                 route_bool_of(&res, tables[i], "track_columns", s.track_columns),
@@ -374,7 +373,11 @@ int sqlq_cmd_setup(int argc, char **argv)
                                       &opts);
             if (one != SQLQ_EXIT_OK)
                 rc = one;
+            else
+                installed = true;
         }
+        if (!s.drop && installed)
+            sqlq_catalog_setup_warn(db);
         bool left = true;
         sqlq_error err;
         sqlq_error_clear(&err);

@@ -127,6 +127,10 @@ static void print_slot(const json_t *b)
            shown(slot, "wal_status", "-", w, sizeof(w)),
            (long long)json_integer_value(json_object_get(slot, "retained_wal_bytes")),
            (long long)json_integer_value(json_object_get(slot, "lag_bytes")));
+    size_t i;
+    const json_t *warning;
+    json_array_foreach(json_object_get(slot, "warnings"), i, warning) /* sqlq's own texts */
+        printf("      warning: %s\n", json_string_value(warning));
 }
 
 /* What each instance published lately: its rate, and each queue's in a shard set. */

@@ -1,5 +1,6 @@
 #include "http.h"
 
+#include "answer_watch.h"
 #include "clock.h"
 #include "libcurl.h"
 #include "log.h"
@@ -34,6 +35,7 @@ struct sqlq_http {
     bool (*abort_now)(void *ctx);
     void *abort_ctx;
     size_t cache; /* connections kept open between requests: the most ever in flight */
+    sqlq_answer_watch *watch; /* optional: told of each request's start and finish */
 };
 
 /* How often a waiting perform looks at the abort callback. */
@@ -117,6 +119,23 @@ void sqlq_http_set_abort(sqlq_http *h, bool (*abort_now)(void *ctx), void *ctx)
 {
     h->abort_now = abort_now;
     h->abort_ctx = ctx;
+}
+
+void sqlq_http_set_watch(sqlq_http *h, sqlq_answer_watch *watch)
+{
+    h->watch = watch;
+}
+
+static void watch_started(const sqlq_http *h)
+{
+    if (h->watch)
+        sqlq_answer_watch_started(h->watch, sqlq_clock_mono_ms());
+}
+
+static void watch_finished(const sqlq_http *h)
+{
+    if (h->watch)
+        sqlq_answer_watch_finished(h->watch, sqlq_clock_mono_ms());
 }
 
 static bool aborting(const sqlq_http *h)
@@ -363,6 +382,7 @@ sqlq_result sqlq_http_start(sqlq_http *h, sqlq_http_exchange *ex, sqlq_error *er
                               curl_multi_strerror(mc));
     ex->running = true;
     h->running++;
+    watch_started(h);
     return SQLQ_OK;
 }
 
@@ -397,6 +417,7 @@ static void finish(sqlq_http *h, sqlq_http_exchange *ex, CURLcode result)
     curl_multi_remove_handle(h->multi, ex->easy);
     ex->running = false;
     h->running--;
+    watch_finished(h);
     sqlq_http_response *r = &ex->response;
     r->net = net_failure(result);
     if (result == CURLE_OK) {
@@ -495,6 +516,7 @@ void sqlq_http_abort(sqlq_http *h, sqlq_http_exchange *ex)
     curl_multi_remove_handle(h->multi, ex->easy);
     ex->running = false;
     h->running--;
+    watch_finished(h);
     ex->response.status = 0;
     ex->response.net = SQLQ_NET_OTHER;
     snprintf(ex->response.net_message, sizeof(ex->response.net_message), "aborted");

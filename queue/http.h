@@ -4,6 +4,7 @@
 #ifndef SQLQ_HTTP_H
 #define SQLQ_HTTP_H
 
+#include "answer_watch.h"
 #include "buf.h"
 #include "classify.h"
 #include "result.h"
@@ -61,6 +62,8 @@ void sqlq_http_destroy(sqlq_http *h); /* every exchange must be cleaned up first
  * failure (SQLQ_NET_OTHER, "aborted: stopping"). abort_now NULL turns it off. The bridge and the
  * consumer use it for a bounded shutdown; abort_now runs on the thread that performs. */
 void sqlq_http_set_abort(sqlq_http *h, bool (*abort_now)(void *ctx), void *ctx);
+/* Report each request's start and finish to watch (NULL: none); it must outlive h. */
+void sqlq_http_set_watch(sqlq_http *h, sqlq_answer_watch *watch);
 /* Trust the CA certificates in this PEM file instead of the system's (NULL = system).
  * Applies to exchanges initialised afterwards; verification itself is never turned off. */
 SQLQ_NODISCARD sqlq_result sqlq_http_set_ca_file(sqlq_http *h, const char *path, sqlq_error *err);

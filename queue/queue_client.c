@@ -103,6 +103,7 @@ sqlq_result sqlq_queue_client_create(const sqlq_account *account, const sqlq_que
         r = sqlq_http_set_ca_file(c->http, account->ca_file, err);
     if (r == SQLQ_OK) {
         sqlq_http_set_abort(c->http, c->opt.abort_now, c->opt.abort_ctx);
+        sqlq_http_set_watch(c->http, c->opt.watch);
         r = sqlq_http_exchange_init(c->http, &c->single, err);
     }
     if (r != SQLQ_OK) {

@@ -3,6 +3,7 @@
 #define SQLQ_QUEUE_CLIENT_H
 
 #include "account.h"
+#include "answer_watch.h"
 #include "backoff.h"
 #include "clock.h"
 #include "codec.h"
@@ -14,6 +15,11 @@
 
 /* The x-ms-version sent with every request: accepted by Azure and by Azurite 3.x. */
 #define SQLQ_QUEUE_API_VERSION "2019-12-12"
+
+/* /readyz of the bridge and the consumer turns 503 once requests to the queue service have
+ * waited this long with none answered (a service that accepts connections but hangs), long
+ * before a request's own timeout. */
+#define SQLQ_QUEUE_SILENT_MS 3000u
 
 typedef struct sqlq_queue_options {
     sqlq_encoding encoding;    /* how put encodes bodies; default base64 */
@@ -34,6 +40,9 @@ typedef struct sqlq_queue_options {
      * outlasted it (an outage), every later call fails at once with that failure and sends
      * nothing (operator tools: one budget per command, docs/consumer.md "Outages"). */
     bool one_budget;
+    /* Optional: told of every request's start and finish, so another thread can see a queue
+     * service that accepts connections but leaves requests unanswered (/readyz). */
+    sqlq_answer_watch *watch;
 } sqlq_queue_options;
 
 void sqlq_queue_options_default(sqlq_queue_options *o);

@@ -98,7 +98,7 @@ show() {
 sleep 1.5 # a few polls (every 200 ms) have gone by
 got=0
 for _ in $(seq 50); do
-    out=$("$sqlq" queue get "$queue" --count 32 --visibility-s 300)
+    out=$("$sqlq" queue get "$queue" --limit 32 --visibility-s 300)
     if [ -n "$out" ]; then
         printf '%s\n' "$out" | show
         got=$((got + $(printf '%s\n' "$out" | grep -c .)))

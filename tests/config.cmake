@@ -10,4 +10,5 @@ add_test(NAME unit.doc_paths COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_
          ${CMAKE_SOURCE_DIR} docs/dialects.md docs/architecture.md)
 set_tests_properties(unit.doc_paths PROPERTIES LABELS unit TIMEOUT 30)
 sqlq_integration_test(bridge_health TIMEOUT 180)
+sqlq_integration_test(readyz_hung_queue TIMEOUT 180)
 sqlq_integration_test(message_schema FIXTURES azurite TIMEOUT 120)

@@ -17,3 +17,7 @@ sqlq_database_test(logical_same_json DATABASES postgres
 sqlq_database_test(logical_backfill DATABASES postgres
   WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
   FIXTURES azurite TIMEOUT 420)
+# A logical route reopened after failures logs each setup warning once; sqlq status shows them.
+sqlq_database_test(logical_warning_once DATABASES postgres
+  WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
+  FIXTURES azurite TIMEOUT 180)

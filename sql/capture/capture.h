@@ -3,6 +3,7 @@
 #define SQLQ_CAPTURE_H
 
 #include "db.h"
+#include "log_once.h"
 #include "msg_change.h"
 #include "result.h"
 #include "table.h"
@@ -33,6 +34,8 @@ typedef struct sqlq_capture_config {
     sqlq_start_from start_from;
     bool allow_retention_gap;  /* SQL Server: continue (and say so) when retention overran */
     bool quiet;                /* no capture_opened line: a second handle of the same route */
+    sqlq_log_once *warned;     /* optional, the route's: warnings logged at open, each once
+                                * per process however often the source is reopened */
     bool require_state;        /* the bridge's state row and leases table must exist (a route
                                 * reopening): when they are gone (sqlq setup --drop) open fails
                                 * with reason state_gone instead of starting afresh */
@@ -187,6 +190,8 @@ typedef struct sqlq_capture_status {
     int64_t retained_wal_bytes;  /* WAL the slot keeps on the server */
     int64_t lag_bytes;           /* WAL written since what the slot confirmed */
     double lag_s;                /* age of the oldest transaction received, not yet confirmed */
+    json_t *warnings;            /* what the source warned about the server at open (array of
+                                  * strings: max_slot_wal_keep_size -1, …); NULL: none */
 } sqlq_capture_status;
 SQLQ_NODISCARD sqlq_result sqlq_capture_status_get(sqlq_capture *cap, sqlq_capture_status *out,
                                                    sqlq_error *err);

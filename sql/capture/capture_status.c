@@ -16,6 +16,7 @@ void sqlq_capture_status_free(sqlq_capture_status *s)
         return;
     json_decref(s->owners);
     json_decref(s->writers);
+    json_decref(s->warnings);
     memset(s, 0, sizeof(*s));
 }
 

@@ -82,6 +82,7 @@ static sqlq_result l_status(void *src, sqlq_capture_status *out, sqlq_error *err
     out->retained_wal_bytes = st.slot.retained_bytes;
     out->lag_bytes = st.slot.lag_bytes;
     out->lag_s = st.lag_s;
+    out->warnings = json_incref(st.warnings);
     return SQLQ_OK;
 }
 

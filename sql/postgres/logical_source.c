@@ -132,11 +132,11 @@ sqlq_result sqlq_logical_source_open(sqlq_db *db, const sqlq_capture_config *cfg
     size_t i;
     json_t *w;
     json_array_foreach(warnings, i, w) {
-        if (!cfg->quiet)
+        if (!cfg->quiet && sqlq_log_once_first(cfg->warned, json_string_value(w)))
             SQLQ_WARN("logical_warning", "table=%s slot=%s warning=\"%s\"", cfg->table,
                       ls->slot.slot, json_string_value(w));
     }
-    json_decref(warnings);
+    ls->warnings = warnings; /* for status */
     if (rc == SQLQ_OK && (!(ls->conn = strdup(sqlq_db_conn_string(db))) ||
                           sqlq_pg_conninfo_create(ls->conn, &ls->ci, err) != SQLQ_OK))
         rc = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
@@ -173,6 +173,7 @@ void sqlq_logical_source_close(sqlq_logical_source *ls)
         memset(ls->conn, 0, strlen(ls->conn)); /* a secret */
     free(ls->conn);
     sqlq_table_free(ls->table);
+    json_decref(ls->warnings);
     pthread_cond_destroy(&ls->cv);
     pthread_mutex_destroy(&ls->mu);
     free(ls);
@@ -375,6 +376,7 @@ sqlq_result sqlq_logical_source_status(sqlq_logical_source *ls, sqlq_logical_sta
 {
     memset(out, 0, sizeof *out);
     out->names = ls->slot;
+    out->warnings = ls->warnings;
     pthread_mutex_lock(&ls->mu);
     out->holder = ls->holder;
     out->ready = (long long)ls->qcount;

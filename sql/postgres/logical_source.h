@@ -68,6 +68,7 @@ typedef struct sqlq_logical_status {
     uint64_t confirmed;     /* what this instance reported as flushed */
     long long skipped;      /* messages skipped (type, origin, logical messages, unknown) */
     long long truncates;    /* TRUNCATEs of the table seen (not published) */
+    json_t *warnings;       /* borrowed: the open's warnings about the server (strings) */
 } sqlq_logical_status;
 
 SQLQ_NODISCARD sqlq_result sqlq_logical_source_status(sqlq_logical_source *ls,

@@ -29,6 +29,7 @@ struct sqlq_logical_source {
     uint32_t table_oid;          /* the table's OID (set by open, then the reader's alone) */
     sqlq_catalog_names names;
     sqlq_pg_slot_names slot;
+    json_t *warnings;            /* what the checks at open warned about (strings): status */
     sqlq_pg_conninfo *ci;
     char *conn;                  /* ODBC connection string: the reader's own connection */
     int max_batch;

@@ -1,5 +1,5 @@
-/* pg_setup: what `sqlq setup` warns about on PostgreSQL before it creates anything (the
- * dialect's setup_warn). */
+/* pg_setup: what `sqlq setup` warns about on PostgreSQL once it installed capture for a
+ * table (the dialect's setup_warn). */
 #include "pg_internal.h"
 
 #include "log.h"

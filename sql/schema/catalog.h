@@ -144,8 +144,9 @@ SQLQ_NODISCARD sqlq_result sqlq_catalog_list(sqlq_db *db, const char *table_key,
 SQLQ_NODISCARD sqlq_result sqlq_catalog_drop_if_unused(sqlq_db *db, bool *out_dropped,
                                                        sqlq_error *err);
 
-/* Before `sqlq setup` creates anything: the database's warnings about this session (a role
- * whose name resolves into sqlq's schema, say), logged. */
+/* After `sqlq setup` installed capture for at least one table (never when it refused them
+ * all): the database's warnings about this session (a role whose name resolves into sqlq's
+ * schema, say), logged. */
 void sqlq_catalog_setup_warn(sqlq_db *db);
 
 #endif

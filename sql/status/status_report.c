@@ -143,14 +143,17 @@ static void stopped_counts(sqlq_db *db, const char *table, const char *bridge,
     json_object_set_new(b, "leased", json_integer((json_int_t)c.leased));
 }
 
-/* A logical source's slot: what it keeps and how far behind it is. */
+/* A logical source's slot: what it keeps, how far behind it is, and what the server's
+ * settings put at risk (the warnings a bridge logs once). */
 static void slot_json(json_t *b, const sqlq_capture_status *st)
 {
-    json_object_set_new(b, "slot", json_pack("{s:s, s:b, s:s, s:I, s:I}", "name", st->slot,
-                                             "active", st->slot_active, "wal_status",
-                                             st->wal_status, "retained_wal_bytes",
-                                             (json_int_t)st->retained_wal_bytes, "lag_bytes",
-                                             (json_int_t)st->lag_bytes));
+    json_t *slot = json_pack("{s:s, s:b, s:s, s:I, s:I}", "name", st->slot, "active",
+                             st->slot_active, "wal_status", st->wal_status, "retained_wal_bytes",
+                             (json_int_t)st->retained_wal_bytes, "lag_bytes",
+                             (json_int_t)st->lag_bytes);
+    if (slot && json_array_size(st->warnings) > 0)
+        json_object_set(slot, "warnings", st->warnings);
+    json_object_set_new(b, "slot", slot);
 }
 
 /* One bridge of one table (`slot`: its registry row is a logical source's slot), appended to

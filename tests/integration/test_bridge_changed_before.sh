@@ -28,7 +28,7 @@ drain() {
 }
 # got QUEUE: "op key changed before" per message, in queue order; then the queue is emptied
 got() {
-    "$sqlq" queue peek "$1" --count 32 | python3 -c '
+    "$sqlq" queue peek "$1" --limit 32 | python3 -c '
 import json, sys
 for line in sys.stdin:
     if not line.strip():

@@ -11,6 +11,7 @@ qa="cli-a-$$-$RANDOM"
 qb="cli-b-$$-$RANDOM"
 pid=""
 cleanup() {
+    set +e # every step runs: a process already gone must not end it early
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
     for q in "$qa" "$qb"; do SQLQ_QUEUE_CONNECTION=$azurite "$bin" queue delete "$q" >/dev/null 2>&1 || true; done
     rm -rf "$tmp"
@@ -79,11 +80,11 @@ printf '%s\n' "$conn" >"$tmp/db.secret"
 env SQLQ_DB_CONNECTION_FILE="$tmp/db.secret" AzureWebJobsStorage="$azurite" \
     "$bin" bridge --config "$tmp/bridge.json" --once >"$tmp/routes.log" 2>&1 || fail "bridge with routes failed"
 export SQLQ_QUEUE_CONNECTION=$azurite
-na=$("$bin" queue peek "$qa" --count 32 | grep -c '"body"' || true)
-nb=$("$bin" queue peek "$qb" --count 32 | grep -c '"body"' || true)
+na=$("$bin" queue peek "$qa" --limit 32 | grep -c '"body"' || true)
+nb=$("$bin" queue peek "$qb" --limit 32 | grep -c '"body"' || true)
 [ "$na" = 3 ] || fail "queue a has $na messages (want 3: row format)"
 [ "$nb" = 1 ] || fail "queue b has $nb messages (want 1: batch format packs the 3 changes)"
-"$bin" queue peek "$qb" --count 1 | grep -q 'changes' || fail "queue b's message is not a batch"
+"$bin" queue peek "$qb" --limit 1 | grep -q 'changes' || fail "queue b's message is not a batch"
 grep -q "PWD\|Timeout=5000" "$tmp/routes.log" && fail "the connection string reached the log"
 
 # --- metrics and readiness while running; SIGTERM exits 0

@@ -18,6 +18,7 @@ tmp=$(mktemp -d)
 pid=""
 azpid=""
 cleanup() {
+    set +e # every step runs: a process already gone must not end it early
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
     [ -n "$azpid" ] && kill "$azpid" 2>/dev/null
     rm -rf "$tmp"

@@ -9,6 +9,7 @@ tmp=$(mktemp -d)
 pid=""
 cpid=""
 cleanup() {
+    set +e # every step runs: a process already gone must not end it early
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
     [ -n "$cpid" ] && kill -9 "$cpid" 2>/dev/null
     "$src/tests/support/azurite.sh" stop "$tmp/azurite" >/dev/null 2>&1 || true

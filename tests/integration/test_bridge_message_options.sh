@@ -19,7 +19,7 @@ trap '[ -z "$bridge_pid" ] || kill "$bridge_pid" 2>/dev/null || true; cleanup' E
 
 # bodies QUEUE: each visible message's body, one a line, keys sorted
 bodies() {
-    "$sqlq" queue peek "$1" --count 32 | python3 -c '
+    "$sqlq" queue peek "$1" --limit 32 | python3 -c '
 import json, sys
 for line in sys.stdin:
     if line.strip():

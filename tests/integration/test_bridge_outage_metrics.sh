@@ -13,6 +13,7 @@ src=${SQLQ_SOURCE_DIR:?run through ctest}
 tmp=$(mktemp -d)
 pid=""
 cleanup() {
+    set +e # every step runs: a process already gone must not end it early
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
     "$src/tests/support/azurite.sh" stop "$tmp/azurite" >/dev/null 2>&1 || true
     rm -rf "$tmp"

@@ -26,7 +26,7 @@ esac
 
 # ids QUEUE FORMAT: the ids of the changes in the visible messages, sorted, one line
 ids() {
-    "$sqlq" queue peek "$1" --count 32 --encoding plain | python3 -c '
+    "$sqlq" queue peek "$1" --limit 32 --encoding plain | python3 -c '
 import json, sys
 fmt = sys.argv[1]
 ids = []
@@ -62,7 +62,7 @@ for fmt in row batch functions; do
         sleep 0.2
     done
     # The poison copy: the hostile change with the reason, U+FFFE as the escape \ufffe.
-    "$sqlq" queue peek "$q-poison" --count 8 --encoding plain >"$tmp/poison-$fmt.json" 2>"$tmp/peek.log" ||
+    "$sqlq" queue peek "$q-poison" --limit 8 --encoding plain >"$tmp/poison-$fmt.json" 2>"$tmp/peek.log" ||
         fail "$fmt: peek the poison queue"
     python3 - "$tmp/poison-$fmt.json" "$fmt" <<'PY' || fail "$fmt: poison copy: $(cat "$tmp/poison-$fmt.json")"
 import json, sys

@@ -12,6 +12,7 @@ q="busy-$$-$RANDOM"
 pid=""
 fake=""
 cleanup() {
+    set +e # every step runs: a process already gone must not end it early
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
     [ -n "$fake" ] && kill "$fake" 2>/dev/null
     for name in "$q" "$q-poison"; do SQLQ_QUEUE_CONNECTION=$azurite "$sqlq" queue delete "$name" >/dev/null 2>&1 || true; done

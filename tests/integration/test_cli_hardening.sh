@@ -11,6 +11,7 @@ q="hard-$$-$RANDOM"
 pid=""
 unset SQLQ_QUEUE_CONNECTION SQLQ_QUEUE_CONNECTION_FILE AzureWebJobsStorage
 cleanup() {
+    set +e # every step runs: a process already gone must not end it early
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     "$SQLQ_BIN" queue delete "$q" --queue-connection "$conn" >/dev/null 2>&1 || true
     rm -rf "$work"

@@ -15,7 +15,7 @@ prefix=curonce
 bin=$sqlq
 q="curonce-$$"
 queues+=("$q")
-count() { "$bin" queue peek "$q" --count 32 2>/dev/null | grep -c . || true; }
+count() { "$bin" queue peek "$q" --limit 32 2>/dev/null | grep -c . || true; }
 # The table as named, as status names it, and the default lag (SQLite: 0, one writer at a time).
 case "$kind" in
 sqlite) t=c; shown=c; lag=0 ;;

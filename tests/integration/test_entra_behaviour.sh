@@ -18,6 +18,7 @@ source "$SQLQ_SOURCE_DIR/tests/support/entra.sh"
 work=$(mktemp -d)
 consumer=""
 cleanup() {
+    set +e # every step runs: a process already gone must not end it early
     [ -n "$consumer" ] && kill "$consumer" 2>/dev/null
     entra_stop
     rm -rf "$work"

@@ -18,9 +18,15 @@ tmp=$(mktemp -d)
 chmod 755 "$tmp" # the private server runs as postgres when the tests run as root
 pids=()
 writer=""
+# Runs on every exit (a failure anywhere, a signal): errexit off, so that a step failing here
+# (the writer already gone, say) cannot end it before the servers are stopped.
 cleanup() {
-    [ -n "$writer" ] && kill -9 "$writer" 2>/dev/null
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    set +e
+    if [ -n "$writer" ]; then
+        pkill -9 -P "$writer" 2>/dev/null # its psql
+        kill -9 "$writer" 2>/dev/null
+    fi
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
     "$src/tests/support/azurite.sh" stop "$tmp/azurite" >/dev/null 2>&1 || true
     "$src/tests/support/postgres.sh" stop "$tmp/pg" >/dev/null 2>&1 || true
     rm -rf "$tmp"

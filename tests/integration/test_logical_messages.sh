@@ -139,8 +139,8 @@ grep -q "logical_truncate_skipped" "$tmp/b1.log" && fail "skipped a TRUNCATE by 
 bridge_t1 "$tmp/b1-skip.log" --on-truncate skip
 wait_count "$q1" 9
 grep -q "logical_truncate_skipped" "$tmp/b1-skip.log" || fail "no logical_truncate_skipped line"
-"$sqlq" queue peek "$q1" --count 32 >"$tmp/q1.jsonl"
-"$sqlq" queue peek "$q2" --count 32 >"$tmp/q2.jsonl"
+"$sqlq" queue peek "$q1" --limit 32 >"$tmp/q1.jsonl"
+"$sqlq" queue peek "$q2" --limit 32 >"$tmp/q2.jsonl"
 
 python3 - "$tmp/q1.jsonl" "$tmp/q2.jsonl" "${#big}" <<'PY' || fail "messages"
 import json, sys

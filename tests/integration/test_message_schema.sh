@@ -24,7 +24,7 @@ sqlite3 "$db" "INSERT INTO orders VALUES (1, 'eu', 19.90, 1, X'00FF', '2026-11-2
                UPDATE orders SET total = 21 WHERE id = 1; DELETE FROM orders WHERE id = 2;"
 
 check() { # check QUEUE WHAT: every message of QUEUE is valid
-    "$sqlq" queue peek "$1" --count 32 >"$tmp/peek"
+    "$sqlq" queue peek "$1" --limit 32 >"$tmp/peek"
     node "$src/tests/support/validate_messages.js" "$src/docs/message.schema.json" <"$tmp/peek" \
         >"$tmp/valid" || fail "$2: a message does not match the schema"
     echo "$2: $(cat "$tmp/valid")"
@@ -113,7 +113,7 @@ sqlite3 "$ids" "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c W
 q="schema-ids-$$"
 queues+=("$q")
 "$sqlq" bridge --db "Driver={SQLite3};Database=$ids;" --table k --queue "$q" --once 2>/dev/null
-"$sqlq" queue peek "$q" --count 32 >"$tmp/peek"
+"$sqlq" queue peek "$q" --limit 32 >"$tmp/peek"
 python3 - "$tmp/peek" <<'PY' || fail "message ids differ from the documented recipe"
 import hashlib, json, sys
 n = 0

@@ -12,6 +12,7 @@ tmp=$(mktemp -d)
 q="metrics-$$-$RANDOM"
 pid=""
 cleanup() {
+    set +e # every step runs: a process already gone must not end it early
     [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
     "$bin" queue delete "$q" >/dev/null 2>&1 || true
     "$bin" queue delete "$q-poison" >/dev/null 2>&1 || true

@@ -101,11 +101,11 @@ clear_all "$p"
 # ---- 5, 6: --where by value and on the message that moves; --dry-run peeks ----
 for i in $(seq 1 10); do b64put "$p" "{\"amount\": 19.99, \"i\": $i}"; done
 b64put "$p" '{"sqlq_poison":1,"reason":"refused: MessageTooLarge","message":{"op":"update","amount":5}}'
-before=$("$SQLQ_BIN" queue peek "$p" --count 32 | grep -o '"dequeue_count":[0-9]*' | sort | uniq -c)
+before=$("$SQLQ_BIN" queue peek "$p" --limit 32 | grep -o '"dequeue_count":[0-9]*' | sort | uniq -c)
 run dry "$SQLQ_BIN" poison requeue "$q" --where amount=19.99 --dry-run
 has dry '^would move 10 message(s)'
 has dry 'peeked: nothing was changed'
-after=$("$SQLQ_BIN" queue peek "$p" --count 32 | grep -o '"dequeue_count":[0-9]*' | sort | uniq -c)
+after=$("$SQLQ_BIN" queue peek "$p" --limit 32 | grep -o '"dequeue_count":[0-9]*' | sort | uniq -c)
 [ "$before" = "$after" ] || fail "dry run changed dequeue counts: $before -> $after"
 run w1 "$SQLQ_BIN" poison requeue "$q" --where op=update --dry-run
 has w1 '^would move 1 message'

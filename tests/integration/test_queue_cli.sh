@@ -30,7 +30,12 @@ grep -q "no queue connection" "$work/err" || fail "missing connection not explai
 expect_rc 2 "$SQLQ_BIN" queue create "$q" --queue-connection "AccountName=x;AccountKey=bm90LWEta2V5!"
 grep -q "AccountKey" "$work/err" && ! grep -q "bm90LWEta2V5" "$work/err" || fail "bad key not explained or echoed"
 expect_rc 2 "$SQLQ_BIN" queue create Not_Valid --queue-connection "$conn"
-expect_rc 2 "$SQLQ_BIN" queue get "$q" --count 33 --queue-connection "$conn"
+expect_rc 2 "$SQLQ_BIN" queue get "$q" --limit 33 --queue-connection "$conn"
+expect_rc 2 "$SQLQ_BIN" queue peek "$q" --count 33 --queue-connection "$conn"
+# "At most N messages" is --limit, as in the poison commands; --count stays accepted and says so.
+expect_rc 0 "$SQLQ_BIN" queue peek --help
+grep -q -- "--limit N" "$work/out" && grep -A1 -- "--count N" "$work/out" | grep -q "the same as --limit" \
+    || fail "peek --help does not show --limit and --count as its other spelling"
 expect_rc 2 "$SQLQ_BIN" queue put "$q" a b c --queue-connection "$conn"
 
 # Connection from each source: flag, SQLQ_QUEUE_CONNECTION, AzureWebJobsStorage, _FILE.
@@ -65,6 +70,12 @@ expect_rc 0 "$SQLQ_BIN" queue put "$q" "copy" --count 50 --in-flight 8
 [ "$(field put)" = 50 ] && [ "$(field failed)" = 0 ] || fail "put --count"
 expect_rc 0 "$SQLQ_BIN" queue peek "$q" --raw
 [ "$(field text)" = "Y29weQ==" ] || fail "--raw shows the stored text"
+expect_rc 0 "$SQLQ_BIN" queue peek "$q" --limit 5
+[ "$(grep -c '"body"' "$work/out")" = 5 ] || fail "peek --limit 5 did not show 5 messages"
+expect_rc 0 "$SQLQ_BIN" queue peek "$q" --count 3
+[ "$(grep -c '"body"' "$work/out")" = 3 ] || fail "peek --count 3 (the other spelling) did not show 3"
+expect_rc 2 "$SQLQ_BIN" queue peek "$q" --limit 3 --count 4
+grep -q -- "--count is another spelling of --limit" "$work/err" || fail "--limit and --count disagreeing not explained"
 expect_rc 0 "$SQLQ_BIN" queue clear "$q"
 expect_rc 0 "$SQLQ_BIN" queue put "$q" "as is" --encoding plain
 expect_rc 0 "$SQLQ_BIN" queue peek "$q" --encoding plain

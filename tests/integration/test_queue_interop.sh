@@ -26,7 +26,7 @@ node "$peer" receive "$conn" "$q"
 
 # SDK -> sqlq
 node "$peer" send "$conn" "$q" "$work"
-"$SQLQ_BIN" queue get "$q" --count 32 --visibility-s 60 > "$work/got.jsonl"
+"$SQLQ_BIN" queue get "$q" --limit 32 --visibility-s 60 > "$work/got.jsonl"
 node "$peer" check-json "$work" "$work/got.jsonl"
 # Delete them with the receipts sqlq printed; then the queue is empty.
 while read -r line; do

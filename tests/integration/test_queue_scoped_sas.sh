@@ -44,7 +44,7 @@ sqlite3 "$db" "INSERT INTO items VALUES (1, 'via-queue-sas');"
 expect_rc 0 "$SQLQ_BIN" bridge --db "$sqlite_conn" --table items --queue "$q" --once \
     --queue-connection "$sas_url"
 grep -q "poison_queue_unreachable" "$work/err" || fail "the bridge did not say the poison queue is out of reach"
-expect_rc 0 "$SQLQ_BIN" queue peek "$q" --count 32 --queue-connection "$conn"
+expect_rc 0 "$SQLQ_BIN" queue peek "$q" --limit 32 --queue-connection "$conn"
 grep -q "via-queue-sas" "$work/out" || { cat "$work/out" >&2; fail "the bridge's message did not arrive"; }
 expect_rc 0 "$SQLQ_BIN" queue create "$q" --queue-connection "$sas_url"
 grep -q "queue_create_skipped" "$work/err" || fail "create through a queue SAS: no note"

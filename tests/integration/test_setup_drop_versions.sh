@@ -16,7 +16,7 @@ prefix=dropver
 
 # versions QUEUE: the versions of the messages in QUEUE, one a line, ascending.
 versions() {
-    { "$sqlq" queue peek "$1" --count 32 || fail "peek $1"; } |
+    { "$sqlq" queue peek "$1" --limit 32 || fail "peek $1"; } |
         { grep -o 'version\\*":[0-9]*' || true; } | cut -d: -f2 | sort -n
 }
 publish() { # publish QUEUE: what is pending, once

@@ -43,7 +43,7 @@ q="setopt-$kind-$$"
 queues+=("$q")
 "$sqlq" bridge --db "$conn" --table items --queue "$q" --bridge-name a --once --before-image \
     >"$tmp/bridge.log" 2>&1 || fail "bridge: $(tail -3 "$tmp/bridge.log")"
-"$sqlq" queue peek "$q" --count 32 | grep -q 'another-code-longer-than-five' \
+"$sqlq" queue peek "$q" --limit 32 | grep -q 'another-code-longer-than-five' \
     || fail "the delete's before image lacks the long value"
 
 # 2. Key columns named like the option columns.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # PostgreSQL: a role named like sqlq's schema (sqlq) resolves its unqualified names into that
 # schema on the default search_path ("$user", public): sqlq setup warns about it (and does not
-# for another role, nor once the role's search_path leaves sqlq out). sqlq setup --drop with
+# for another role, nor once the role's search_path leaves sqlq out, nor when it refuses and
+# creates nothing). sqlq setup --drop with
 # other objects left in schema sqlq is not an error: sqlq's own objects go, the schema stays
 # and the log says so; an empty schema is dropped.
 # Before: no warning, and --drop exited 1 ("cannot drop schema sqlq because other objects
@@ -28,6 +29,12 @@ run() { # run WANT_RC cmd…: output (stdout and the log) in $tmp/out
 psql_ -d postgres -c "CREATE DATABASE $db" >/dev/null
 psql_ -d "$db" -c "CREATE TABLE public.a (id integer PRIMARY KEY, v text)" >/dev/null
 conn="${pgodbc}Database=$db;" # the test server's admin role is named sqlq
+
+# A setup that refuses (the table does not exist) creates nothing: no warning about it.
+run 1 "$bin" setup --db "$conn" --table public.nosuch
+grep -q "role_named_like_schema" "$tmp/out" && fail "setup warns although it refused and created nothing"
+[ "$(psql_ -d "$db" -c "SELECT count(*) FROM pg_namespace WHERE nspname = 'sqlq'")" = 0 ] \
+    || fail "a refused setup created schema sqlq"
 
 run 0 "$bin" setup --db "$conn" --table public.a
 grep -q "role_named_like_schema" "$tmp/out" || fail "setup as role sqlq does not warn"

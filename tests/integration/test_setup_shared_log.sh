@@ -47,7 +47,7 @@ run() {
 }
 # published: "op key" per message on the queue, then the queue is emptied
 published() {
-    "$sqlq" queue peek "$q" --count 32 | python3 -c '
+    "$sqlq" queue peek "$q" --limit 32 | python3 -c '
 import json, sys
 for line in sys.stdin:
     if line.strip():

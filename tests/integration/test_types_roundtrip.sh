@@ -25,7 +25,7 @@ roundtrip() { # roundtrip KIND SRC_CONN REP_CONN: bridge everything, apply it, p
     local q="types-$1-$$"
     queues+=("$q")
     "$bin" bridge --db "$2" --table t --queue "$q" --once 2>"$tmp/bridge.log" || fail "$1: bridge exited $?"
-    "$bin" queue peek "$q" --count 32 >"$tmp/$1.peek"
+    "$bin" queue peek "$q" --limit 32 >"$tmp/$1.peek"
     timeout 60 "$bin" consume "$q" --sql "$3" --table t --exit-when-empty --max-dequeue-count 1 \
         --max-polling-interval-ms 200 2>"$tmp/consume.log" || fail "$1: consume exited $?"
     grep -q 'consumer.poisoned\|handler_failed' "$tmp/consume.log" && fail "$1: a change failed in the sink"
@@ -95,13 +95,13 @@ q="types-backfill-$$"
 queues+=("$q")
 "$bin" backfill --db "${pgodbc}Database=$src_db;" --table t --queue "$q" 2>"$tmp/backfill.log" \
     || fail "backfill exited $?"
-"$bin" queue peek "$q" --count 32 >"$tmp/backfill.peek"
+"$bin" queue peek "$q" --limit 32 >"$tmp/backfill.peek"
 same_form backfill
 q="types-cursor-$$"
 queues+=("$q")
 "$bin" bridge --db "${pgodbc}Database=$src_db;" --table t --queue "$q" --source cursor \
     --cursor-column id --safety-lag-ms 0 --once 2>"$tmp/cursor.log" || fail "cursor source exited $?"
-"$bin" queue peek "$q" --count 32 >"$tmp/cursor.peek"
+"$bin" queue peek "$q" --limit 32 >"$tmp/cursor.peek"
 same_form cursor
 echo "types_roundtrip: postgres: bridge, backfill and cursor source write the same exact form"
 

@@ -9,6 +9,9 @@ Listens on a free 127.0.0.1 port, written to DIR/port. Every request is counted 
     delay MS      wait MS milliseconds, then forward
     status CODE   answer CODE with an Azure-style error body (OperationTimedOut for 500)
     drop          close the connection without an answer
+    hang          keep the connection open without an answer while the mode stays hang (each
+                  such request's arrival, as Unix time, is appended to DIR/hung), then go on
+                  with the new mode
 """
 import http.client
 import http.server
@@ -42,6 +45,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             f.write(self.command + " " + self.path.split("?")[0] + "\n")
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         m = mode()
+        if m[0] == "hang":
+            with lock, open(os.path.join(state, "hung"), "a") as f:
+                f.write("%.3f\n" % time.time())
+            while m[0] == "hang":
+                time.sleep(0.05)
+                m = mode()
         if m[0] == "drop":
             self.close_connection = True
             self.connection.close()
