@@ -325,12 +325,22 @@ static sqlq_result check_columns(const sqlq_route *r, sqlq_error *err)
     return rc;
 }
 
-/* (Re)open the capture on the current connection. */
+/* (Re)open the capture on the current connection. A wake-up that is the capture's own state
+ * goes with the old capture and is made again on the new one (never left pointing at a
+ * closed one; until then the interval alone ends an idle wait). */
 static sqlq_result open_capture(sqlq_route *r, sqlq_error *err)
 {
+    if (sqlq_wakeup_of_capture(r->wakeup)) {
+        sqlq_wakeup_destroy(r->wakeup);
+        r->wakeup = NULL;
+        r->rewake = true;
+    }
     sqlq_capture_close(r->cap);
     r->cap = NULL;
     sqlq_result rc = sqlq_capture_open(r->db, &r->ccfg, &r->cap, err);
+    if (rc == SQLQ_OK && r->rewake &&
+        (rc = sqlq_wakeup_create(r->env.db_connection, r->db, r->cap, &r->wakeup, err)) == SQLQ_OK)
+        r->rewake = false;
     return rc == SQLQ_OK ? check_columns(r, err) : rc;
 }
 
