@@ -11,7 +11,8 @@
 #   come from the old row; TRUNCATE is skipped with a counted warning and the route goes on;
 # - refusals, each with its message: no replica identity (a unique key, REPLICA IDENTITY DEFAULT), before/changed without FULL, a role
 #   without REPLICATION, the table not in the publication, a dropped slot (naming sqlq
-#   backfill), another database than PostgreSQL; config check runs them.
+#   backfill), another database than PostgreSQL; config check runs them; `setup --drop --force`
+#   of a table dropped for good removes its slot and publication.
 set -euo pipefail
 sqlq=${SQLQ_BIN:?run through ctest}
 env_dir=${SQLQ_TEST_ENV_DIR:?}
@@ -195,4 +196,16 @@ echo "$out" | grep -q "does not exist.*sqlq backfill" || fail "slot missing: $ou
 "$sqlq" setup --db "$conn" --table t1 --source logical --drop >"$tmp/drop.out" || fail "drop: $(cat "$tmp/drop.out")"
 grep -q "replication slot sqlq_t1_.*: dropped" "$tmp/drop.out" || fail "drop said: $(cat "$tmp/drop.out")"
 grep -q "publication sqlq_t1: dropped" "$tmp/drop.out" || fail "drop said: $(cat "$tmp/drop.out")"
+
+# --- a table dropped for good: --drop removes its slot (which would keep WAL for ever) ---
+sql "CREATE TABLE public.t4 (id int PRIMARY KEY)"
+"$sqlq" setup --db "$conn" --table t4 --source logical >/dev/null 2>&1 || fail "setup t4"
+sql "DROP TABLE public.t4"
+out=$("$sqlq" setup --db "$conn" --table t4 --source logical --drop 2>&1) && fail "--drop of a dropped table passed without --force: $out"
+echo "$out" | grep -q -- "--force" || fail "the refusal does not say --force: $out"
+"$sqlq" setup --db "$conn" --table t4 --source logical --drop --force >"$tmp/drop4.out" 2>&1 || fail "drop t4: $(cat "$tmp/drop4.out")"
+grep -q "replication slot sqlq_t4_.*: dropped" "$tmp/drop4.out" || fail "drop t4 said: $(cat "$tmp/drop4.out")"
+grep -q "publication sqlq_t4: dropped" "$tmp/drop4.out" || fail "drop t4 said: $(cat "$tmp/drop4.out")"
+[ "$(sql "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'sqlq_t4_%'")" = 0 ] || fail "t4's slot is left"
+[ "$(sql "SELECT count(*) FROM sqlq.tables WHERE table_name = 'public.t4'")" = 0 ] || fail "t4's registry rows are left"
 echo "logical_messages: ok"
