@@ -53,6 +53,7 @@ typedef struct sqlq_route_config {
     int initial_visibility_s;    /* 0: messages visible at once; else this many seconds later */
     bool changed;      /* updates carry "changed" (sqlq setup --track-columns) */
     bool before_image; /* updates and deletes carry "before" (sqlq setup --before-image) */
+    bool skip_truncate; /* logical source: a TRUNCATE is skipped (warned) instead of stopping */
     bool wakeup; /* true: poll at once on a hint of a change (bridge/wakeup.h), not only each interval */
 } sqlq_route_config;
 

@@ -159,6 +159,7 @@ sqlq_result sqlq_route_create(const sqlq_route_env *env, const sqlq_route_config
     r->ccfg.where = cfg->where;
     r->ccfg.changed = cfg->changed;
     r->ccfg.before_image = cfg->before_image;
+    r->ccfg.skip_truncate = cfg->skip_truncate;
     sqlq_backoff_policy p = wait_policy();
     sqlq_backoff_init(&r->db_backoff, &p, &r->clock);
     sqlq_backoff_policy op = sqlq_backoff_policy_outage();
@@ -325,23 +326,23 @@ static sqlq_result check_columns(const sqlq_route *r, sqlq_error *err)
     return rc;
 }
 
-/* (Re)open the capture on the current connection. A wake-up that is the capture's own state
- * goes with the old capture and is made again on the new one (never left pointing at a
- * closed one; until then the interval alone ends an idle wait). */
+/* (Re)open the capture on the current connection. The wakeup's signal may be the capture's
+ * own (the logical source's ready ring): it goes with the capture and is made anew with it. */
 static sqlq_result open_capture(sqlq_route *r, sqlq_error *err)
 {
-    if (sqlq_wakeup_of_capture(r->wakeup)) {
-        sqlq_wakeup_destroy(r->wakeup);
-        r->wakeup = NULL;
-        r->rewake = true;
-    }
+    sqlq_wakeup_destroy(r->wakeup);
+    r->wakeup = NULL;
     sqlq_capture_close(r->cap);
     r->cap = NULL;
     sqlq_result rc = sqlq_capture_open(r->db, &r->ccfg, &r->cap, err);
-    if (rc == SQLQ_OK && r->rewake &&
-        (rc = sqlq_wakeup_create(r->env.db_connection, r->db, r->cap, &r->wakeup, err)) == SQLQ_OK)
-        r->rewake = false;
-    return rc == SQLQ_OK ? check_columns(r, err) : rc;
+    if (rc == SQLQ_OK)
+        rc = check_columns(r, err);
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (rc == SQLQ_OK && r->cfg.wakeup &&
+        sqlq_wakeup_create(r->env.db_connection, r->db, r->cap, &r->wakeup, &e) != SQLQ_OK)
+        sqlq_route_log_error("wakeup_failed", r, &e); /* polls at its interval meanwhile */
+    return rc;
 }
 
 /* After a failed database call: wait, reconnect when the failure was transient (or a failure
@@ -526,6 +527,11 @@ static bool poll_once(sqlq_route *r, sqlq_change_batch *b, sqlq_error *err)
     sqlq_route_mark_down(r, &r->db_down, true, true);
     sqlq_route_stop_note(r, &e);
     sqlq_counter_inc(r->m_retry_db);
+    /* The capture cannot go on: what it handed out and the queue accepted is released to it
+     * before it is opened again (a source whose releases are its own, the logical one,
+     * confirms them as it closes; the new one would not know them). */
+    if (!e.transient && r->cap)
+        sqlq_route_release_pending(r);
     if (!sqlq_route_recover_db(r, "poll_failed", &e) && !sqlq_route_stopping(r)) {
         r->fatal = true;
         if (err && err->code == SQLQ_OK && sqlq_route_stopped(r))

@@ -65,7 +65,6 @@ struct sqlq_route {
     sqlq_route_filter filter; /* cfg's ops and columns, parsed */
     sqlq_lease_renewer *renewer;
     sqlq_wakeup *wakeup; /* NULL: the interval alone ends an idle wait */
-    bool rewake;         /* the wake-up went with a closed capture: made again on the next */
     sqlq_route_state state;
     /* Accepted by the queue, not yet released: released by the helper while the next batch is
      * on the wire, or at once when there is none (IDLE, STOPPING). */

@@ -37,11 +37,6 @@ void sqlq_wakeup_destroy(sqlq_wakeup *w)
     free(w);
 }
 
-bool sqlq_wakeup_of_capture(const sqlq_wakeup *w)
-{
-    return w && sqlq_change_signal_kind(w->signal)->of_capture;
-}
-
 uint64_t sqlq_wakeup_coalesce_ms(const sqlq_wakeup *w)
 {
     return w ? sqlq_change_signal_kind(w->signal)->coalesce_ms : 0;

@@ -25,9 +25,6 @@ SQLQ_NODISCARD sqlq_result sqlq_wakeup_create(const char *db_connection, sqlq_db
                                               sqlq_capture *cap, sqlq_wakeup **out,
                                               sqlq_error *err);
 void sqlq_wakeup_destroy(sqlq_wakeup *w);
-/* Whether w is state of the capture it was created on (change_source.h, of_capture): it must
- * be destroyed before that capture is closed and created again on the capture opened next. */
-bool sqlq_wakeup_of_capture(const sqlq_wakeup *w);
 /* After a hint, the wait goes on this long so that a burst of commits becomes one poll of a
  * full batch rather than many polls of one change each (the signal's window; 0 for w NULL). */
 uint64_t sqlq_wakeup_coalesce_ms(const sqlq_wakeup *w);

@@ -49,6 +49,7 @@ typedef struct bridge_settings {
     long long initial_visibility_s;
     bool changed;
     bool before_image;
+    char *on_truncate;
     bool wakeup;
     long long shutdown_timeout_s;
     char *listen;
@@ -148,6 +149,10 @@ static const sqlq_setting bridge_table[] = {
                       "update and delete messages carry \"before\": the row before the key's latest "
                       "change (needs sqlq setup --before-image; change log, not change tracking; not with "
                       "--format functions)"),
+    SQLQ_SETTING_ENUM(S, on_truncate, "on_truncate", "SQLQ_ON_TRUNCATE", "stop", "stop|skip",
+                      "source logical: a TRUNCATE of the table stops the route before it (consumers "
+                      "still hold the rows: reset them, then pass it with skip), or is skipped with "
+                      "a counted warning; the other sources do not see TRUNCATE"),
     SQLQ_SETTING_BOOL(S, wakeup, "wakeup", "SQLQ_WAKEUP", "true",
                       "poll at once when the table changed (the source's signal: the capture "
                       "trigger's notification, or the database's data version probed every 10 ms; "
@@ -195,7 +200,7 @@ static const char *const route_keys[] = {"table", "queue", "shards", "shard_acco
                                          "soft_delete_column", "key_columns", "safety_lag_ms", "message_ttl_s",
                                          "columns", "exclude_columns", "ops", "where",
                                          "initial_visibility_s", "wakeup", "changed",
-                                         "before_image"};
+                                         "before_image", "on_truncate"};
 
 static const sqlq_setting *setting_of(const char *key)
 {
@@ -285,6 +290,7 @@ static bool route_filter(const bridge_settings *s, const char *where, sqlq_route
     }
     r->changed = s->changed;
     r->before_image = s->before_image;
+    r->skip_truncate = strcmp(s->on_truncate, "skip") == 0;
     if (s->initial_visibility_s > 0 && s->message_ttl_s > 0 && s->initial_visibility_s >= s->message_ttl_s) {
         fprintf(stderr, "sqlq bridge: %s key initial_visibility_s: %lld is not allowed (less than "
                         "message_ttl_s %lld)\n", where, s->initial_visibility_s, s->message_ttl_s);

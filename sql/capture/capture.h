@@ -44,6 +44,8 @@ typedef struct sqlq_capture_config {
                                 * setup --track-columns), else SQLQ_E_UNSUPPORTED at open */
     bool before_image;         /* sqlq_change.before on updates and deletes: sqlq setup
                                 * --before-image, else SQLQ_E_UNSUPPORTED at open */
+    bool skip_truncate;        /* SQLQ_SOURCE_LOGICAL: a TRUNCATE of the table is skipped with a
+                                * warning; false: it stops the route before it (table_truncated) */
     /* SQLQ_SOURCE_CURSOR only: */
     const char *cursor_column;      /* monotonic integer, timestamp or version column, NOT NULL */
     const char *soft_delete_column; /* rows with it set (non-NULL, non-false) publish as deletes */

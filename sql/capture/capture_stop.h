@@ -12,6 +12,7 @@
 #define SQLQ_STOP_STATE_GONE "state_gone"          /* the bridge's sync state was removed */
 #define SQLQ_STOP_RETENTION "retention_overrun"    /* the source no longer keeps changes not
                                                     * delivered yet: sqlq backfill */
+#define SQLQ_STOP_TRUNCATED "table_truncated"      /* a TRUNCATE the route may not skip */
 #define SQLQ_STOP_OTHER "capture_failed"           /* any other permanent failure */
 
 /* The reason of a permanent failure: err->reason, else SQLQ_STOP_OTHER. */

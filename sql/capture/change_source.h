@@ -62,9 +62,6 @@ typedef struct sqlq_change_signal_ops {
     uint64_t slice_ms;       /* the longest single wait: a stop request is seen within it */
     uint64_t coalesce_ms;    /* after a hint, wait this long so a burst becomes one poll; 0 for
                               * a source handed whole transactions */
-    bool of_capture;         /* the signal is state of the open capture it was opened on (a
-                              * stream's ready changes): it ends with that capture, and a route
-                              * that opens its capture again opens the signal again */
     /* The signal of a route whose capture cap is open on db (db_connection: the connection
      * string, for a signal with a connection of its own). *out NULL: no signal after all. */
     sqlq_result (*open)(sqlq_capture *cap, const char *db_connection, sqlq_db *db, void **out,

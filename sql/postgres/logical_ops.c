@@ -180,7 +180,6 @@ static const sqlq_change_signal_ops logical_signal = {
     .name_before = NULL,
     .slice_ms = 50,
     .coalesce_ms = 0, /* whole transactions are handed over */
-    .of_capture = true, /* the source's ready ring: closed with the capture */
     .open = s_open,
     .close = s_close,
     .wait = s_wait,

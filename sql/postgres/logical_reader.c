@@ -5,6 +5,7 @@
  * pg_ack says may be. A dropped or lost slot is fatal for the route: never re-created here. */
 #include "logical_source_internal.h"
 
+#include "capture_stop.h"
 #include "clock.h"
 #include "log.h"
 #include "logical_fetch.h"
@@ -470,12 +471,31 @@ static void count_skip(reader *r, const sqlq_pgo_msg *m, bool truncate)
     pthread_mutex_unlock(&r->ls->mu);
     if (truncate)
         SQLQ_WARN("logical_truncate_skipped",
-                  "table=%s count=%lld note=\"TRUNCATE is not published: consumers keep the "
-                  "rows; reset them and run sqlq backfill if they must follow\"",
+                  "table=%s count=%lld note=\"on_truncate skip: the TRUNCATE is not published, "
+                  "consumers keep the rows; reset them and run sqlq backfill if they must "
+                  "follow\"",
                   r->ls->names.table_key, n);
     else if (n == 1 || n % 1000 == 0)
         SQLQ_INFO("logical_message_skipped", "table=%s kind=%s tag=%d count=%lld",
                   r->ls->names.table_key, sqlq_pgoutput_kind_name(m->kind), m->tag, n);
+}
+
+/* A TRUNCATE the route may not skip (on_truncate stop, the default): consumers still hold the
+ * rows it removed, so the route stops before its transaction, which is never confirmed. */
+static sqlq_result truncate_stop(reader *r, sqlq_error *err)
+{
+    char lsn[32];
+    sqlq_pg_lsn_format(r->txn.commit_lsn, lsn, sizeof lsn);
+    sqlq_result rc = sqlq_error_set(
+        err, SQLQ_E_UNSUPPORTED, false,
+        "table %s was truncated (the transaction that commits at %s): the consumers still hold "
+        "its rows and sqlq publishes no TRUNCATE, so the route stops before it (the slot is not "
+        "confirmed past it). Empty or reset what the consumers keep (or decide to keep it), then "
+        "run the bridge with --on-truncate skip (route key on_truncate) to pass it; `sqlq "
+        "backfill` sends the rows the table holds then",
+        r->ls->names.table_key, lsn);
+    sqlq_error_reason(err, SQLQ_STOP_TRUNCATED);
+    return rc;
 }
 
 static sqlq_result on_message(reader *r, const sqlq_pg_stream_msg *sm, sqlq_error *err)
@@ -501,7 +521,12 @@ static sqlq_result on_message(reader *r, const sqlq_pg_stream_msg *sm, sqlq_erro
         }
         rc = sqlq_logical_rel_add(&r->txn, r->rel, &m, sm->data, sm->len, r->ls->changed, err);
         break;
-    case SQLQ_PGO_TRUNCATE: count_skip(r, &m, !r->skipping); break;
+    case SQLQ_PGO_TRUNCATE:
+        if (!r->skipping && !r->ls->skip_truncate)
+            rc = truncate_stop(r, err);
+        else
+            count_skip(r, &m, !r->skipping);
+        break;
     case SQLQ_PGO_MESSAGE:
         if (strcmp(m.u.message.prefix, "sqlq.heartbeat") != 0)
             count_skip(r, &m, false);
@@ -567,6 +592,10 @@ static void read_some(reader *r)
     }
     if (rc == SQLQ_OK)
         return;
+    if (e.reason[0]) { /* the route stops for it; the stream stays to confirm (halted) */
+        set_fatal(r, &e);
+        return;
+    }
     SQLQ_LOG_ERR(SQLQ_LOG_WARN, "logical_stream_lost", &e, "table=%s slot=%s",
                  r->ls->names.table_key, r->ls->slot.slot);
     drop_stream(r);
@@ -576,11 +605,29 @@ static void read_some(reader *r)
         backoff(r);
 }
 
+/* The route stops (a fatal verdict): nothing more is read, but what it releases of what was
+ * handed over is still confirmed, until the source is closed (its last status): the route
+ * opened again starts after it instead of sending it again. */
+static void halted(reader *r)
+{
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (r->stream && sqlq_pg_stream_status(r->stream, flushed(r), false, &e) != SQLQ_OK)
+        drop_stream(r);
+    nap(r, 200);
+}
+
 void *sqlq_logical_reader_main(void *arg)
 {
     reader r = {.ls = arg};
-    bool fatal = false;
-    while (!stopping(&r) && !fatal) {
+    while (!stopping(&r)) {
+        pthread_mutex_lock(&r.ls->mu);
+        bool fatal = r.ls->has_fatal;
+        pthread_mutex_unlock(&r.ls->mu);
+        if (fatal) {
+            halted(&r);
+            continue;
+        }
         if (!r.stream) {
             connect_stream(&r);
         } else {
@@ -589,9 +636,6 @@ void *sqlq_logical_reader_main(void *arg)
                 maybe_heartbeat(&r);
         }
         check_table(&r);
-        pthread_mutex_lock(&r.ls->mu);
-        fatal = r.ls->has_fatal;
-        pthread_mutex_unlock(&r.ls->mu);
     }
     if (r.stream) { /* a last status: what was released is confirmed before the slot is let go */
         sqlq_result last = sqlq_pg_stream_status(r.stream, flushed(&r), true, NULL);

@@ -199,6 +199,7 @@ sqlq_result sqlq_logical_source_open(sqlq_db *db, const sqlq_capture_config *cfg
     ls->ready_max = SQLQ_LOGICAL_READY_BATCHES * (size_t)ls->max_batch;
     ls->before_image = cfg->before_image;
     ls->changed = cfg->changed;
+    ls->skip_truncate = cfg->skip_truncate;
     pthread_mutex_init(&ls->mu, NULL);
     pthread_cond_init(&ls->cv, NULL);
     json_t *warnings = json_array();

@@ -35,6 +35,7 @@ struct sqlq_logical_source {
     size_t ready_max;            /* SQLQ_LOGICAL_READY_BATCHES * max_batch */
     int max_attempts;
     bool before_image, changed;
+    bool skip_truncate;
     bool started;
     pthread_t thread;
     pthread_mutex_t mu;

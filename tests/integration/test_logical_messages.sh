@@ -8,7 +8,9 @@
 # - an idle route's heartbeat lets its slot confirm past WAL other tables wrote;
 # - an unchanged TOASTed value ('u') is never sent null or missing: read by key under
 #   REPLICA IDENTITY DEFAULT, filled from the old row under FULL, where before and changed
-#   come from the old row; TRUNCATE is skipped with a counted warning and the route goes on;
+#   come from the old row;
+# - a TRUNCATE stops the route before it (on_truncate stop, the default: nothing after it is
+#   published), and with --on-truncate skip is passed with a counted warning;
 # - refusals, each with its message: no replica identity (a unique key, REPLICA IDENTITY DEFAULT), before/changed without FULL, a role
 #   without REPLICATION, the table not in the publication, a dropped slot (naming sqlq
 #   backfill), another database than PostgreSQL; config check runs them; `setup --drop --force`
@@ -99,9 +101,16 @@ sql "INSERT INTO t2 VALUES (1, 'x', '$big', 1)"
 sql "UPDATE t2 SET note = 'y' WHERE id = 1"
 sql "DELETE FROM t2 WHERE id = 1"
 
-"$sqlq" bridge --db "$conn" --table t1 --queue "$q1" --source logical --polling-interval-ms 100 \
-    --log-level info >"$tmp/b1.out" 2>"$tmp/b1.log" &
-pids+=($!)
+bridge_t1() { # LOG [FLAGS…]: the t1 route in the background, its pid in b1
+    local log=$1
+    shift
+    "$sqlq" bridge --db "$conn" --table t1 --queue "$q1" --source logical --polling-interval-ms 100 \
+        --log-level info "$@" >"$tmp/b1.out" 2>"$log" &
+    b1=$!
+    pids+=("$b1")
+}
+mport=$("${SQLQ_SOURCE_DIR:?}/tests/support/free_port.sh")
+bridge_t1 "$tmp/b1.log" --listen "127.0.0.1:$mport"
 "$sqlq" bridge --db "$conn" --table t2 --queue "$q2" --source logical --before-image --changed \
     --polling-interval-ms 100 --log-level info >"$tmp/b2.out" 2>"$tmp/b2.log" &
 pids+=($!)
@@ -114,8 +123,23 @@ wait_count "$q1" 8
 wait_count "$q2" 3
 sql "TRUNCATE t1"
 sql "INSERT INTO t1 VALUES (20, 'after truncate', NULL, 0, NULL)"
+for _ in $(seq 300); do grep -q "public.t1 was truncated" "$tmp/b1.log" && break; sleep 0.1; done
+grep -q "public.t1 was truncated.*--on-truncate skip" "$tmp/b1.log" \
+    || fail "the TRUNCATE did not stop the route naming --on-truncate skip: $(cat "$tmp/b1.log")"
+grep -q 'sqlq_route_stopped{table="t1",reason="table_truncated"} 1' <(curl -s "http://127.0.0.1:$mport/metrics") \
+    || fail "metrics: no sqlq_route_stopped with reason table_truncated"
+sleep 3 # the stopped route opens again (and stops again) meanwhile: nothing sent twice
+[ "$(count "$q1")" = 8 ] || fail "published past a TRUNCATE, or again: $(count "$q1") messages"
+grep -q "release_failed" "$tmp/b1.log" && fail "a release went to the capture opened again"
+kill -TERM "$b1"
+wait "$b1" || true
+left_pids=()
+for p in "${pids[@]}"; do [ "$p" = "$b1" ] || left_pids+=("$p"); done
+pids=("${left_pids[@]}")
+grep -q "logical_truncate_skipped" "$tmp/b1.log" && fail "skipped a TRUNCATE by default"
+bridge_t1 "$tmp/b1-skip.log" --on-truncate skip
 wait_count "$q1" 9
-grep -q "logical_truncate_skipped" "$tmp/b1.log" || fail "no logical_truncate_skipped line"
+grep -q "logical_truncate_skipped" "$tmp/b1-skip.log" || fail "no logical_truncate_skipped line"
 "$sqlq" queue peek "$q1" --count 32 >"$tmp/q1.jsonl"
 "$sqlq" queue peek "$q2" --count 32 >"$tmp/q2.jsonl"
 
