@@ -373,8 +373,7 @@ bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *fa
         sqlq_route_stop_note(r, &err);
         if (strcmp(err.reason, SQLQ_STOP_STATE_GONE) == 0)
             return false; /* never started again from start_from: the route ends */
-    } else
-        SQLQ_INFO("db_reconnected", "table=%s", r->cfg.table);
+    }
     return !sqlq_route_stopping(r);
 }
 
@@ -390,10 +389,12 @@ static int renew_interval_ms(const sqlq_route *r)
  * retried until they pass or a stop request comes. */
 static sqlq_result start(sqlq_route *r, sqlq_error *err)
 {
-    for (;;) {
+    for (bool reopen = false;;) {
         sqlq_error e;
         sqlq_error_clear(&e);
-        sqlq_result rc = r->db ? SQLQ_OK : sqlq_db_connect(r->env.db_connection, &r->db, &e);
+        sqlq_result rc = !r->db ? sqlq_db_connect(r->env.db_connection, &r->db, &e)
+                         : reopen ? sqlq_db_reopen(r->db, &e)
+                                  : SQLQ_OK;
         if (rc == SQLQ_OK && !r->cap)
             rc = open_capture(r, &e);
         if (rc == SQLQ_OK)
@@ -422,10 +423,7 @@ static sqlq_result start(sqlq_route *r, sqlq_error *err)
                 *err = r->gave_up ? r->gave_up_err : e;
             return r->gave_up ? r->gave_up_err.code : rc;
         }
-        if (r->db && !r->cap) { /* a connection that failed mid-way: start it afresh */
-            sqlq_db_close(r->db);
-            r->db = NULL;
-        }
+        reopen = r->db && !r->cap; /* a connection that failed mid-way: opened again */
         if (!sqlq_route_backoff_sleep(r, &r->db_backoff, r->db_down_since_ms))
             return sqlq_error_set(err, SQLQ_E_CANCELLED, false, "stopped before the route started");
     }

@@ -36,6 +36,11 @@ bool sqlq_classify_sql_transient(const char *sqlstate, long native_code)
         /* sqliteodbc: engine errors are HY000 with the SQLite code as native error. */
         if (strcmp(sqlstate, "HY000") == 0 && (native_code == 5 || native_code == 6))
             return true;
+        /* MariaDB Connector/ODBC: the connection gone (2006) or lost (2013) is HY000, or HY001
+         * when a connection attribute was being set (autocommit off). */
+        if ((strcmp(sqlstate, "HY000") == 0 || strcmp(sqlstate, "HY001") == 0) &&
+            (native_code == 2006 || native_code == 2013))
+            return true;
     }
     for (size_t i = 0; i < sizeof(native_transient) / sizeof(native_transient[0]); i++)
         if (native_code == native_transient[i])

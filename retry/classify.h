@@ -21,6 +21,7 @@ bool sqlq_classify_net_transient(sqlq_net_failure f);
 /* ODBC: SQLSTATE 08001 08S01 08003 08007 40001 40P01 HYT00 HYT01; SQL Server native
  * 1204 1205 1222 40613 40501 40197 10928 10929 4060 233 10053 10054 10060 (any SQLSTATE, since
  * FreeTDS reports a deadlock as 42000); SQLite BUSY (5) and LOCKED (6) under SQLSTATE HY000;
+ * MariaDB server gone (2006) and connection lost (2013) under HY000 or HY001;
  * PostgreSQL 57P01/57P02/57P03 (server shutting down or restarting) and 55P03 (lock not available). */
 bool sqlq_classify_sql_transient(const char *sqlstate, long native_code);
 

@@ -248,6 +248,21 @@ const char *sqlq_db_dbms_name(const sqlq_db *db)
     return db->dbms_name;
 }
 
+/* The one place a connection opened again is logged: every reconnect path comes through here. */
+static sqlq_result reopen(sqlq_db *db, unsigned attempt, sqlq_error *err)
+{
+    db_disconnect(db);
+    sqlq_result r = db_open(db, err);
+    if (r == SQLQ_OK)
+        SQLQ_INFO("db_reconnected", "dbms=\"%s\" attempts=%u", db->dbms_name, attempt);
+    return r;
+}
+
+sqlq_result sqlq_db_reopen(sqlq_db *db, sqlq_error *err)
+{
+    return reopen(db, 1, err);
+}
+
 sqlq_result sqlq_db_reconnect(sqlq_db *db, const sqlq_stop *stop, sqlq_error *err)
 {
     sqlq_clock clock = sqlq_clock_system(stop);
@@ -257,14 +272,11 @@ sqlq_result sqlq_db_reconnect(sqlq_db *db, const sqlq_stop *stop, sqlq_error *er
     for (unsigned attempt = 1;; attempt++) {
         if (stop && *stop)
             return sqlq_error_set(err, SQLQ_E_CANCELLED, false, "reconnect cancelled");
-        db_disconnect(db);
         sqlq_error e;
         sqlq_error_clear(&e);
-        sqlq_result r = db_open(db, &e);
-        if (r == SQLQ_OK) {
-            SQLQ_INFO("db_reconnected", "dbms=\"%s\" attempts=%u", db->dbms_name, attempt);
+        sqlq_result r = reopen(db, attempt, &e);
+        if (r == SQLQ_OK)
             return SQLQ_OK;
-        }
         uint64_t delay = 0;
         if (!e.transient || !sqlq_backoff_next(&backoff, 0, &delay)) {
             if (err && err->code == SQLQ_OK)

@@ -53,8 +53,11 @@ const char *sqlq_db_dbms_name(const sqlq_db *db);
 const char *sqlq_db_conn_string(const sqlq_db *db);
 
 /* Close and re-open the same connection string (after a transient failure), retrying with
- * back-off until it succeeds, the budget is spent or *stop becomes non-zero. */
+ * back-off until it succeeds, the budget is spent or *stop becomes non-zero. Every connection
+ * opened again, here or by sqlq_db_reopen, is logged as event=db_reconnected. */
 SQLQ_NODISCARD sqlq_result sqlq_db_reconnect(sqlq_db *db, const sqlq_stop *stop, sqlq_error *err);
+/* One attempt of the same: close and re-open now, no retry (the caller backs off). */
+SQLQ_NODISCARD sqlq_result sqlq_db_reopen(sqlq_db *db, sqlq_error *err);
 
 /* Errors carry SQLSTATE, native code and driver message in err, with err->transient set by
  * sqlq_classify_sql_transient. SQLQ_E_SQL for every ODBC failure. */

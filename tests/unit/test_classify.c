@@ -40,6 +40,10 @@ static void test_classify_sql(void **state)
     assert_true(sqlq_classify_sql_transient("HY000", 6)); /* SQLite LOCKED */
     assert_true(sqlq_classify_sql_transient("42000", 1205)); /* FreeTDS deadlock */
     assert_true(sqlq_classify_sql_transient("", 40613));
+    /* MariaDB Connector/ODBC: a lost connection found while setting autocommit off */
+    assert_true(sqlq_classify_sql_transient("HY001", 2013));
+    assert_true(sqlq_classify_sql_transient("HY000", 2006));
+    assert_false(sqlq_classify_sql_transient("HY001", 0)); /* out of memory */
     assert_false(sqlq_classify_sql_transient("23505", 7)); /* unique violation */
     assert_false(sqlq_classify_sql_transient("42P01", 7)); /* no such table */
     assert_false(sqlq_classify_sql_transient("HY000", 19)); /* SQLite constraint */
