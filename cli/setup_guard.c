@@ -23,7 +23,9 @@ int sqlq_setup_drop_guard(sqlq_db *db, const char *table_in, const char *bridge_
         sqlq_error_format(&err, raw, sizeof(raw));
         sqlq_term_text_line(raw, line, sizeof(line));
         fprintf(stderr, "sqlq setup: %s: cannot tell what --drop would discard: %s%s\n", table,
-                line, force ? " (--force: dropping anyway)" : "");
+                line, force ? " (--force: dropping anyway)"
+                            : " (give --force to drop anyway, e.g. what is left of a table "
+                              "dropped for good)");
         json_decref(found);
         return force ? SQLQ_EXIT_OK : SQLQ_EXIT_FAILED;
     }

@@ -64,6 +64,84 @@ sqlq_result sqlq_logical_source_check(sqlq_db *db, const sqlq_capture_config *cf
     return rc;
 }
 
+/* Whether the registry lists bridge's slot for table_key. */
+static sqlq_result slot_registered(sqlq_db *db, const char *table_key, const char *bridge,
+                                   bool *out, sqlq_error *err)
+{
+    *out = false;
+    json_t *rows = NULL;
+    sqlq_result rc = sqlq_catalog_list(db, table_key, &rows, err);
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        const char *kind = json_string_value(json_object_get(row, "kind"));
+        const char *b = json_string_value(json_object_get(row, "bridge_name"));
+        if (kind && b && strcmp(kind, "slot") == 0 && strcmp(b, bridge) == 0)
+            *out = true;
+    }
+    json_decref(rows);
+    return rc;
+}
+
+static void ascii_lower(char *s)
+{
+    for (; *s; s++)
+        *s = (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s);
+}
+
+/* The names of t (in schema, as written, then folded to lowercase as an unquoted name is)
+ * when the registry lists bridge's slot of that table; SQLQ_E_NOT_FOUND when it does not. */
+static sqlq_result listed_names(sqlq_db *db, sqlq_table_name t, const char *schema,
+                                const char *bridge, sqlq_catalog_names *out, sqlq_error *err)
+{
+    snprintf(t.schema, sizeof t.schema, "%s", schema);
+    for (int folded = 0; folded < 2; folded++) {
+        if (folded) {
+            ascii_lower(t.schema);
+            ascii_lower(t.name);
+        }
+        bool listed = false;
+        sqlq_result rc = sqlq_catalog_names_find(db, &t, bridge, out, err);
+        if (rc == SQLQ_OK)
+            rc = slot_registered(db, out->table_key, bridge, &listed, err);
+        if (rc != SQLQ_OK || listed)
+            return rc;
+    }
+    return SQLQ_E_NOT_FOUND;
+}
+
+/* --drop of a table that no longer exists (dropped for good, or renamed): its slot would keep
+ * the server's WAL for ever. Its names are those of the text as the server resolved it when
+ * it existed (an unqualified name: the first schema of the search path whose table of that
+ * name the registry lists), taken only when the registry lists this bridge's slot of it.
+ * SQLQ_E_NOT_FOUND (err untouched) when it lists none. */
+static sqlq_result gone_table_names(sqlq_db *db, const char *text, const char *bridge,
+                                    sqlq_catalog_names *out, sqlq_error *err)
+{
+    sqlq_table_name t;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    bool catalog = false;
+    json_t *schemas = NULL;
+    if (sqlq_table_name_parse(text, &t, &e) != SQLQ_OK ||
+        sqlq_catalog_exists(db, &catalog, &e) != SQLQ_OK || !catalog ||
+        (!t.schema[0] && sqlq_db_query(db, "SELECT unnest(current_schemas(false)) AS s", NULL, 0,
+                                       &schemas, &e) != SQLQ_OK))
+        return SQLQ_E_NOT_FOUND;
+    sqlq_result rc = SQLQ_E_NOT_FOUND;
+    if (t.schema[0])
+        rc = listed_names(db, t, t.schema, bridge, out, &e);
+    for (size_t i = 0; rc == SQLQ_E_NOT_FOUND && i < json_array_size(schemas); i++) {
+        const char *s = json_string_value(json_object_get(json_array_get(schemas, i), "s"));
+        if (s)
+            rc = listed_names(db, t, s, bridge, out, &e);
+    }
+    json_decref(schemas);
+    if (rc != SQLQ_OK && rc != SQLQ_E_NOT_FOUND)
+        *err = e;
+    return rc;
+}
+
 sqlq_result sqlq_logical_source_setup(sqlq_db *db, const sqlq_capture_config *cfg, bool drop,
                                       json_t *lines, json_t *warnings, sqlq_error *err)
 {
@@ -71,10 +149,18 @@ sqlq_result sqlq_logical_source_setup(sqlq_db *db, const sqlq_capture_config *cf
     sqlq_catalog_names names;
     sqlq_pg_slot_names sn;
     sqlq_result rc = refuse_options(db, cfg, err);
+    sqlq_error missing;
+    sqlq_error_clear(&missing);
     if (rc == SQLQ_OK)
         rc = sqlq_catalog_lookup_keyed(db, cfg->table, cfg->bridge_name,
                                        drop ? SQLQ_CATALOG_ANY_KEY : cfg->key_columns, &t, &names,
-                                       err);
+                                       &missing);
+    if (rc == SQLQ_E_NOT_FOUND && drop &&
+        (rc = gone_table_names(db, cfg->table, cfg->bridge_name, &names, err)) == SQLQ_OK)
+        json_array_append_new(lines, json_sprintf("table %s no longer exists: removing what sqlq "
+                                                  "made for it", names.table_key));
+    else if (rc != SQLQ_OK && err->code == SQLQ_OK)
+        *err = missing;
     if (rc == SQLQ_OK)
         rc = sqlq_pg_slot_names_find(db, &names, &sn, err);
     sqlq_pg_slot_need need = {.full_identity = cfg->before_image || cfg->changed};

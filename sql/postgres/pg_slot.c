@@ -152,11 +152,73 @@ static void qualified(const sqlq_table *t, char *out, size_t size)
     sqlq_sql_text_free(&s);
 }
 
-/* The table as `sqlq setup --table` takes it: schema.name, or name in public. */
+/* A name PostgreSQL reads as written without quotes: lowercase ASCII letters, digits, _ and $,
+ * not starting with a digit or $. */
+static bool plain_ident(const char *s)
+{
+    if (!(*s >= 'a' && *s <= 'z') && *s != '_')
+        return false;
+    for (; *s; s++)
+        if (!(*s >= 'a' && *s <= 'z') && !(*s >= '0' && *s <= '9') && *s != '_' && *s != '$')
+            return false;
+    return true;
+}
+
+/* Append c to out (of size) at *n, truncating. */
+static void put(char *out, size_t size, size_t *n, char c)
+{
+    if (*n + 1 < size)
+        out[(*n)++] = c;
+    out[*n < size ? *n : size - 1] = '\0';
+}
+
+static void put_ident(char *out, size_t size, size_t *n, const char *s)
+{
+    bool quote = !plain_ident(s);
+    if (quote)
+        put(out, size, n, '"');
+    for (; *s; s++) {
+        if (*s == '"')
+            put(out, size, n, '"');
+        put(out, size, n, *s);
+    }
+    if (quote)
+        put(out, size, n, '"');
+}
+
+/* The table as `sqlq setup --table` takes it, to paste into a shell: schema.name (or name in
+ * public), a part PostgreSQL would not read as written double-quoted (upper case, spaces,
+ * quotes, non-ASCII), the whole single-quoted when the shell would read it otherwise. */
 static void setup_table_arg(const sqlq_table *t, char *out, size_t size)
 {
-    bool home = !t->name.schema[0] || strcmp(t->name.schema, "public") == 0;
-    snprintf(out, size, "%s%s%s", home ? "" : t->name.schema, home ? "" : ".", t->name.name);
+    char ident[520];
+    size_t n = 0;
+    ident[0] = '\0';
+    if (t->name.schema[0] && strcmp(t->name.schema, "public") != 0) {
+        put_ident(ident, sizeof ident, &n, t->name.schema);
+        put(ident, sizeof ident, &n, '.');
+    }
+    put_ident(ident, sizeof ident, &n, t->name.name);
+    bool shell_plain = true; /* letters, digits, _ . - only */
+    for (const char *c = ident; *c; c++)
+        shell_plain = shell_plain && ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                                      (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' ||
+                                      *c == '-');
+    n = 0;
+    out[0] = '\0';
+    if (!shell_plain)
+        put(out, size, &n, '\'');
+    for (const char *c = ident; *c; c++) {
+        if (*c == '\'' && !shell_plain) { /* '"'"': no backslash, which logs escape */
+            put(out, size, &n, '\'');
+            put(out, size, &n, '"');
+            put(out, size, &n, '\'');
+            put(out, size, &n, '"');
+        }
+        put(out, size, &n, *c);
+    }
+    if (!shell_plain)
+        put(out, size, &n, '\'');
 }
 
 static const char TABLE_SQL[] =

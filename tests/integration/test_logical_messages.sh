@@ -13,7 +13,9 @@
 #   published), and with --on-truncate skip is passed with a counted warning;
 # - refusals, each with its message: no replica identity (a unique key, REPLICA IDENTITY DEFAULT), before/changed without FULL, a role
 #   without REPLICATION, the table not in the publication, a dropped slot (naming sqlq
-#   backfill), another database than PostgreSQL; config check runs them.
+#   backfill), another database than PostgreSQL; config check runs them; `setup --drop --force`
+#   of a table dropped for good removes its slot and publication; the setup command a refusal
+#   names for a table of a hostile name (quotes, spaces, unicode, a schema) runs as pasted.
 set -euo pipefail
 sqlq=${SQLQ_BIN:?run through ctest}
 env_dir=${SQLQ_TEST_ENV_DIR:?}
@@ -219,4 +221,28 @@ echo "$out" | grep -q "does not exist.*sqlq backfill" || fail "slot missing: $ou
 "$sqlq" setup --db "$conn" --table t1 --source logical --drop >"$tmp/drop.out" || fail "drop: $(cat "$tmp/drop.out")"
 grep -q "replication slot sqlq_t1_.*: dropped" "$tmp/drop.out" || fail "drop said: $(cat "$tmp/drop.out")"
 grep -q "publication sqlq_t1: dropped" "$tmp/drop.out" || fail "drop said: $(cat "$tmp/drop.out")"
+
+# --- a table dropped for good: --drop removes its slot (which would keep WAL for ever) ---
+sql "CREATE TABLE public.t4 (id int PRIMARY KEY)"
+"$sqlq" setup --db "$conn" --table t4 --source logical >/dev/null 2>&1 || fail "setup t4"
+sql "DROP TABLE public.t4"
+out=$("$sqlq" setup --db "$conn" --table t4 --source logical --drop 2>&1) && fail "--drop of a dropped table passed without --force: $out"
+echo "$out" | grep -q -- "--force" || fail "the refusal does not say --force: $out"
+"$sqlq" setup --db "$conn" --table t4 --source logical --drop --force >"$tmp/drop4.out" 2>&1 || fail "drop t4: $(cat "$tmp/drop4.out")"
+grep -q "replication slot sqlq_t4_.*: dropped" "$tmp/drop4.out" || fail "drop t4 said: $(cat "$tmp/drop4.out")"
+grep -q "publication sqlq_t4: dropped" "$tmp/drop4.out" || fail "drop t4 said: $(cat "$tmp/drop4.out")"
+[ "$(sql "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'sqlq_t4_%'")" = 0 ] || fail "t4's slot is left"
+[ "$(sql "SELECT count(*) FROM sqlq.tables WHERE table_name = 'public.t4'")" = 0 ] || fail "t4's registry rows are left"
+
+# --- a hostile name: the command a refusal says to run, pasted into a shell, runs ---
+sql 'CREATE SCHEMA "S p"; CREATE TABLE "S p"."it'"'"'s ""Odd"" ✓" (id int PRIMARY KEY)'
+odd='"S p"."it'"'"'s ""Odd"" ✓"'
+"$sqlq" setup --db "$conn" --table "$odd" --source logical >/dev/null 2>&1 || fail "setup of $odd"
+pub=$(sql "SELECT pubname FROM pg_publication_tables WHERE schemaname = 'S p'")
+sql "ALTER PUBLICATION $pub DROP TABLE \"S p\".\"it's \"\"Odd\"\" ✓\""
+out=$("$sqlq" config check --db "$conn" --table "$odd" --queue "$q1" --source logical 2>&1) && fail "config check passed"
+cmd=$(echo "$out" | grep -o '`sqlq setup --table .* --source logical`' | head -1 | tr -d '`')
+[ -n "$cmd" ] || fail "no setup command in: $out"
+eval "\"\$sqlq\" ${cmd#sqlq } --db \"\$conn\"" >"$tmp/odd.out" 2>&1 || fail "the command said ($cmd) failed: $(cat "$tmp/odd.out")"
+out=$("$sqlq" config check --db "$conn" --table "$odd" --queue "$q1" --source logical 2>&1) || fail "after $cmd: $out"
 echo "logical_messages: ok"
