@@ -138,6 +138,9 @@ void sqlq_route_progress(sqlq_route *r, bool force);
 /* Keep the health counters /readyz reads in step with this route's state. */
 void sqlq_route_mark_down(sqlq_route *r, bool *flag, bool down, bool is_db);
 void sqlq_route_log_error(const char *event, const sqlq_route *r, const sqlq_error *e);
+/* route_recover.c. Connect, open the capture, start lease renewal and the wakeup; transient
+ * failures are retried until they pass or a stop request comes. */
+sqlq_result sqlq_route_start(sqlq_route *r, sqlq_error *err);
 /* After a failed database call: wait, reconnect, reopen the capture; false: give up. */
 bool sqlq_route_recover_db(sqlq_route *r, const char *what, const sqlq_error *failed);
 /* Nothing more to poll now: wait for a hint of a change or the polling interval. */

@@ -43,11 +43,14 @@ static const sqlq_setting setup_table[] = {
                      "without any, the tables of the config file's routes"),
     SQLQ_SETTING_STR(S, bridge_name, "bridge_name", "SQLQ_BRIDGE_NAME", NULL,
                      "with --drop: forget only this bridge's sync state and leases and keep the "
-                     "change log (--bridge NAME is accepted too)"),
+                     "change log; with --source logical: the bridge name whose replication slot "
+                     "setup creates or --drop removes (default: default) (--bridge NAME is "
+                     "accepted too)"),
     SQLQ_SETTING_BOOL(S, drop, "drop", NULL, "false",
                       "remove instead: every bridge's sync state and leases of the table, its "
                       "change log and triggers, and sqlq's schema once nothing is left in it "
-                      "(change tracking stays on)"),
+                      "(change tracking stays on); with --source logical: the bridge name's "
+                      "replication slot, and the publication once no slot of the table is left"),
     SQLQ_SETTING_BOOL(S, force, "force", NULL, "false",
                       "with --drop: drop even while a bridge instance works on the table (seen "
                       "within its lease), holds leases or has changes not delivered yet, which "
@@ -97,7 +100,10 @@ static const sqlq_config_spec setup_spec = {
     "its change tracking on (docs/dialects.md). Safe to run again: existing objects are kept,\n"
     "triggers are refreshed.\n"
     "Each bridge creates its own sync state and leases table when it first starts.\n"
-    "Needs rights to create schemas, tables and triggers; TRUNCATE is not captured.",
+    "With --source logical: a publication of the table and one replication slot\n"
+    "per bridge name instead of triggers (docs/logical-source.md).\n"
+    "Needs rights to create schemas, tables and triggers; the trigger sources do not capture\n"
+    "TRUNCATE (the logical source stops a route before one: bridge --on-truncate).",
     setup_table,
     sizeof(setup_table) / sizeof(setup_table[0]),
     0,

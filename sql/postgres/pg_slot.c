@@ -400,7 +400,7 @@ sqlq_result sqlq_pg_slot_check(sqlq_db *db, const sqlq_table *t, const sqlq_pg_s
         rc = publication_state(db, t, n, &st, err);
         char arg[520];
         setup_table_arg(t, arg, sizeof arg);
-        if (rc == SQLQ_OK && !st.member)
+        if (rc == SQLQ_OK && !st.member) { /* a route stopped for it: why, as a stop reason */
             rc = sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                                 "table %s.%s is not in publication %s%s: run `sqlq setup "
                                 "--table %s --source logical` (or ALTER PUBLICATION %s ADD "
@@ -408,6 +408,8 @@ sqlq_result sqlq_pg_slot_check(sqlq_db *db, const sqlq_table *t, const sqlq_pg_s
                                 t->name.schema, t->name.name, n->publication,
                                 st.publication ? "" : " (which does not exist)", arg,
                                 n->publication);
+            sqlq_error_reason(err, st.publication ? SQLQ_STOP_SOURCE_GONE : SQLQ_STOP_NOT_SET_UP);
+        }
     }
     if (rc == SQLQ_OK && need.slot)
         rc = check_slot(db, n, err);

@@ -214,6 +214,8 @@ left=$(psql_ -d "$name" -c "SELECT count(*) FROM pg_replication_slots s, LATERAL
 sql "ALTER PUBLICATION sqlq_t1 DROP TABLE t1"
 out=$("$sqlq" config check --db "$conn" --table t1 --queue "$q1" --source logical 2>&1) && fail "config check passed"
 echo "$out" | grep -q "is not in publication sqlq_t1" || fail "config check: $out"
+out=$("$sqlq" status --db "$conn" --table t1 2>&1) && fail "status of a stopped route exited 0"
+echo "$out" | grep -q "bridge default: capture stopped (capture_source_gone)" || fail "status: $out"
 sql "ALTER PUBLICATION sqlq_t1 ADD TABLE t1"
 psql_ -d "$name" -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'sqlq_t2_%' AND database = current_database()" >/dev/null
 out=$("$sqlq" bridge --db "$conn" --table t2 --queue "$q2" --source logical --once 2>&1) && fail "bridge ran without its slot"
