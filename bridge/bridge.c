@@ -47,14 +47,8 @@ bool sqlq_bridge_ready(void *health, char *reason, size_t reason_size)
         snprintf(reason, reason_size, "%d of %d routes started (database, capture, queue)", started, routes);
         return false;
     }
-    uint64_t silent = sqlq_answer_watch_silent_ms(&h->queue_answers, sqlq_clock_mono_ms());
-    if (silent >= SQLQ_QUEUE_SILENT_MS) {
-        snprintf(reason, reason_size,
-                 "the queue service has answered no request for %llu ms (connected but not "
-                 "answering)",
-                 (unsigned long long)silent);
+    if (!sqlq_queue_answering(&h->queue_answers, reason, reason_size))
         return false;
-    }
     int db_down = atomic_load(&h->db_down), queue_down = atomic_load(&h->queue_down);
     if (db_down || queue_down) {
         snprintf(reason, reason_size,

@@ -385,14 +385,8 @@ static bool consume_ready(void *ctx, char *reason, size_t reason_size)
         snprintf(reason, reason_size, "stopping");
         return false;
     }
-    uint64_t silent = sqlq_answer_watch_silent_ms(&h->answers, sqlq_clock_mono_ms());
-    if (silent >= SQLQ_QUEUE_SILENT_MS) {
-        snprintf(reason, reason_size,
-                 "the queue service has answered no request for %llu ms (connected but not "
-                 "answering)",
-                 (unsigned long long)silent);
+    if (!sqlq_queue_answering(&h->answers, reason, reason_size))
         return false;
-    }
     for (size_t i = 0; i < h->n; i++)
         if (!one_ready(h->consumers[i], reason, reason_size))
             return false;

@@ -572,3 +572,15 @@ sqlq_result sqlq_queue_clear(sqlq_queue_client *c, const char *queue, sqlq_error
     call.messages = true;
     return call_service(c, &call, err);
 }
+
+bool sqlq_queue_answering(sqlq_answer_watch *w, char *reason, size_t reason_size)
+{
+    uint64_t silent = sqlq_answer_watch_silent_ms(w, sqlq_clock_mono_ms());
+    if (silent < SQLQ_QUEUE_SILENT_MS)
+        return true;
+    snprintf(reason, reason_size,
+             "the queue service has answered no request for %llu ms (connected but not "
+             "answering)",
+             (unsigned long long)silent);
+    return false;
+}

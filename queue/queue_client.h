@@ -21,6 +21,10 @@
  * before a request's own timeout. */
 #define SQLQ_QUEUE_SILENT_MS 3000u
 
+/* false, with the reason /readyz gives, once w's requests have waited SQLQ_QUEUE_SILENT_MS
+ * with none answered. */
+bool sqlq_queue_answering(sqlq_answer_watch *w, char *reason, size_t reason_size);
+
 typedef struct sqlq_queue_options {
     sqlq_encoding encoding;    /* how put encodes bodies; default base64 */
     long timeout_ms;           /* per HTTP request; default 30000 */
