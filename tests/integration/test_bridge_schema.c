@@ -471,6 +471,19 @@ static void test_bridge_schema_own_names(void **state)
     sqlq_db_close(db);
 }
 
+/* items (id, qty) set up, a bridge running and its first three rows delivered: the bridge's pid,
+ * the database in *db. */
+static pid_t items_streaming(ctx *c, sqlq_db **db)
+{
+    *db = bt_db(c->conn);
+    bt_exec(*db, "CREATE TABLE items (id integer PRIMARY KEY, qty integer)");
+    bt_setup(c->conn, "items");
+    pid_t pid = start_bridge(c);
+    insert_range(*db, 1, 3, "id, qty", V_ID);
+    json_decref(receive(c, 3));
+    return pid;
+}
+
 /* Building the table again (as SQLite must to change a type) drops sqlq's triggers with the old
  * table (the logical source: leaves the publication, which held the old table). A running
  * bridge says so (the writes made meanwhile are not captured), /readyz 503, and goes on after
@@ -478,12 +491,8 @@ static void test_bridge_schema_own_names(void **state)
 static void test_bridge_schema_triggers_gone(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE items (id integer PRIMARY KEY, qty integer)");
-    bt_setup(c->conn, "items");
-    pid_t pid = start_bridge(c);
-    insert_range(db, 1, 3, "id, qty", V_ID);
-    json_decref(receive(c, 3));
+    sqlq_db *db = NULL;
+    pid_t pid = items_streaming(c, &db);
     wait_ready(c, 200, "before the rebuild");
     exec_each(db, db_under_test->rebuild, 7);
     if (!ready_within(c, 503))
@@ -515,12 +524,8 @@ static void test_bridge_schema_triggers_gone(void **state)
 static void test_bridge_schema_rebuilt_and_set_up(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE items (id integer PRIMARY KEY, qty integer)");
-    bt_setup(c->conn, "items");
-    pid_t pid = start_bridge(c);
-    insert_range(db, 1, 3, "id, qty", V_ID);
-    json_decref(receive(c, 3));
+    sqlq_db *db = NULL;
+    pid_t pid = items_streaming(c, &db);
     exec_each(db, db_under_test->rebuild, 7);
     bt_setup(c->conn, "items");
     insert_range(db, 4, 6, "id, qty", V_ID);
@@ -552,12 +557,8 @@ static void test_bridge_schema_rebuilt_and_set_up(void **state)
 static void test_bridge_schema_gone_and_back_again(void **state)
 {
     ctx *c = *state;
-    sqlq_db *db = bt_db(c->conn);
-    bt_exec(db, "CREATE TABLE items (id integer PRIMARY KEY, qty integer)");
-    bt_setup(c->conn, "items");
-    pid_t pid = start_bridge(c);
-    insert_range(db, 1, 3, "id, qty", V_ID);
-    json_decref(receive(c, 3));
+    sqlq_db *db = NULL;
+    pid_t pid = items_streaming(c, &db);
     for (int round = 1; round <= 3; round++) {
         wait_ready(c, 200, "before the rebuild");
         exec_each(db, db_under_test->rebuild, 7);
