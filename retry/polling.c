@@ -21,8 +21,11 @@ uint64_t sqlq_polling_empty(sqlq_polling *p)
     if (p->current_ms >= p->max_ms)
         return p->max_ms;
     double factor = 0.8 + 0.4 * sqlq_clock_random(p->clock);
+    /* 2^(n-1) * min, uncapped: capping the step at the maximum (as this once did) let
+     * 100 + 0.8 * step fall under the maximum again and again, where WebJobs reaches it.
+     * The exponent only grows while the delay is under the maximum, so this stays small. */
     double step = (double)p->min_ms;
-    for (unsigned i = 1; i < p->exponent && step < (double)p->max_ms; i++)
+    for (unsigned i = 1; i < p->exponent; i++)
         step *= 2.0;
     double next = (double)p->min_ms + factor * step;
     if (next < (double)p->max_ms) {

@@ -50,12 +50,26 @@ static void test_polling_small_max_caps(void **state)
     assert_int_equal(last, 2000);
 }
 
+static void test_polling_low_jitter_reaches_the_maximum(void **state)
+{
+    (void)state;
+    const double lo[] = {0.0}; /* factor 0.8 every time */
+    fake_clock f = {.randoms = lo, .nrandoms = 1};
+    sqlq_clock c = fake_clock_make(&f);
+    sqlq_polling p;
+    sqlq_polling_init(&p, 100, 1500, &c);
+    const uint64_t want[] = {180, 260, 420, 740, 1380, 1500, 1500}; /* 100 + 0.8 * 3200 > 1500 */
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        assert_int_equal(sqlq_polling_empty(&p), want[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_polling_webjobs_sequence_mid_jitter),
         cmocka_unit_test(test_polling_jitter_range),
         cmocka_unit_test(test_polling_small_max_caps),
+        cmocka_unit_test(test_polling_low_jitter_reaches_the_maximum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
