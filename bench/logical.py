@@ -6,7 +6,8 @@ Writers: inserts per second by pgbench (one INSERT per transaction, 1 and 8 clie
 table of a server with no capture at all (wal_level = replica, PostgreSQL's default), into the
 same table set up for the logical source on a server with wal_level = logical while its route
 streams (a bridge publishing every change to bench/fakequeue.c), and into a table with the
-trigger source's change log (on the replica server, no bridge), taken in turn each round; fsync
+trigger source's change log (on the replica server, no bridge), and into a table of a server with
+wal_level = logical and no slot (what the setting alone costs), taken in turn each round; fsync
 off and durable. Throughput: a backlog of changes (1,000-row transactions) published by one
 bridge with --once, from the logical source and from the trigger source's change log, in the
 batch format and in the row format, to fakequeue (not the bottleneck); changes per second, the
@@ -66,12 +67,16 @@ def writers_case(w, q, res, secs, rounds, durable):
     tag = "d" if durable else "f"
     rep = w.add(B.Postgres(w.path / f"pg-rep-{tag}", durable, "replica")).start()
     lg = w.add(B.Postgres(w.path / f"pg-log-{tag}", durable, "logical")).start()
-    for pg in (rep, lg):
+    # wal_level = logical and no slot: what the server setting alone costs (larger WAL records),
+    # which no client of a slot can avoid, apart from what decoding and the route add
+    lvl = w.add(B.Postgres(w.path / f"pg-lvl-{tag}", durable, "logical")).start()
+    for pg in (rep, lg, lvl):
         pg.create_db("wo")
         pg.psql("postgres", "ALTER DATABASE wo SET sqlq.notify = on")
     rep.psql("wo", f"CREATE TABLE plain {COLUMNS}", f"CREATE TABLE trig {COLUMNS}")
     B.run([B.SQLQ, "setup", "--db", rep.odbc("wo"), "--table", "trig"])
     lg.psql("wo", f"CREATE TABLE lg {COLUMNS}")
+    lvl.psql("wo", f"CREATE TABLE plain {COLUMNS}")
     B.run([B.SQLQ, "setup", "--db", lg.odbc("wo"), "--table", "lg", "--source", "logical"])
     route = bridge(q, lg.odbc("wo"), "lg", "bench-writers", "--source", "logical")
     time.sleep(2)
@@ -81,21 +86,26 @@ def writers_case(w, q, res, secs, rounds, durable):
         for clients in (1, 8):
             rows = []
             for rd in range(rounds):
-                order = [("plain", rep), ("logical", lg), ("trigger", rep)]
-                order = order[rd % 3:] + order[:rd % 3]  # rotate who goes first
+                order = [("plain", rep), ("logical", lg), ("trigger", rep), ("level", lvl)]
+                order = order[rd % 4:] + order[:rd % 4]  # rotate who goes first
                 rate = {}
                 for name, pg in order:
-                    table = {"plain": "plain", "logical": "lg", "trigger": "trig"}[name]
+                    table = {"plain": "plain", "logical": "lg", "trigger": "trig",
+                             "level": "plain"}[name]
                     rate[name] = W.pgbench(pg, w.path, table, clients, secs)
                 rows.append(rate)
                 B.log(f"writers ({commits}) {clients} clients round {rd + 1}: no capture "
                       f"{rate['plain']:.0f}, logical {rate['logical']:.0f}, trigger "
-                      f"{rate['trigger']:.0f} inserts/s")
+                      f"{rate['trigger']:.0f}, wal_level logical without a slot "
+                      f"{rate['level']:.0f} inserts/s")
             res["writers"].append({
                 "commits": commits, "clients": clients,
                 "plain": B.median([r["plain"] for r in rows]),
                 "logical": B.median([r["logical"] for r in rows]),
                 "trigger": B.median([r["trigger"] for r in rows]),
+                "level": B.median([r["level"] for r in rows]),
+                "level_ratio": B.median([r["level"] / r["plain"] for r in rows]),
+                "level_ratios": [r["level"] / r["plain"] for r in rows],
                 "logical_ratio": B.median([r["logical"] / r["plain"] for r in rows]),
                 "trigger_ratio": B.median([r["trigger"] / r["plain"] for r in rows]),
                 "logical_ratios": [r["logical"] / r["plain"] for r in rows],
@@ -103,8 +113,8 @@ def writers_case(w, q, res, secs, rounds, durable):
     finally:
         route.terminate()
         route.wait(30)
-        rep.stop()
-        lg.stop()
+        for pg in (rep, lg, lvl):
+            pg.stop()
 
 
 def measured_once(q, conn, table, queue, flags):
@@ -151,14 +161,16 @@ def throughput_case(w, q, res, backlog, fmt):
 
 def tables(res):
     lines = ["| commits | writers | no capture (replica) | logical route running | trigger "
-             "source | logical / none (per round) | trigger / none (per round) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "source | wal_level logical, no slot | logical / none (per round) | trigger / none "
+             "(per round) | wal_level logical, no slot / none (per round) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in res["writers"]:
-        lr = ", ".join(f"{x:.0%}" for x in r["logical_ratios"])
-        tr = ", ".join(f"{x:.0%}" for x in r["trigger_ratios"])
+        lr, tr, vr = (", ".join(f"{x:.0%}" for x in r[k])
+                      for k in ("logical_ratios", "trigger_ratios", "level_ratios"))
         lines.append(f"| {r['commits']} | {r['clients']} | {B.n_(r['plain'])} | "
-                     f"{B.n_(r['logical'])} | {B.n_(r['trigger'])} | **{r['logical_ratio']:.0%}** "
-                     f"({lr}) | {r['trigger_ratio']:.0%} ({tr}) |")
+                     f"{B.n_(r['logical'])} | {B.n_(r['trigger'])} | {B.n_(r['level'])} | "
+                     f"**{r['logical_ratio']:.0%}** ({lr}) | {r['trigger_ratio']:.0%} ({tr}) | "
+                     f"{r['level_ratio']:.0%} ({vr}) |")
     lines += ["", "| source | format | backlog | changes/s | bridge CPU per change | bridge peak RSS |",
               "|---|---|---:|---:|---:|---:|"]
     for r in res["throughput"]:
@@ -190,8 +202,9 @@ capture and the trigger source, measured in one run.
   `wal_level = replica` and no capture ("no capture"), on a server with `wal_level = logical`
   whose table is in its route's publication while that route streams (`sqlq bridge --source
   logical` publishing every change to `bench/fakequeue.c`: "logical route running"), and into a
-  table with the trigger source's change log on the replica server (no bridge), in turn, the
-  first of the three rotating each round, {res['rounds']} rounds; the ratio per round, its
+  table with the trigger source's change log on the replica server (no bridge), and into a
+  table of a third server with `wal_level = logical` and no slot (what the setting alone costs),
+  in turn, the first of the four rotating each round, {res['rounds']} rounds; the ratio per round, its
   median in bold. "fsync off": `fsync`, `synchronous_commit` and `full_page_writes` off;
   "durable": PostgreSQL's defaults. {where(res)}
 - Throughput: {res['backlog']:,} changes (1,000-row transactions) waiting, then `sqlq bridge
