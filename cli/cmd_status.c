@@ -43,7 +43,9 @@ static const sqlq_config_spec status_spec = {
     "Show, per table and bridge: the sync version (every change at or below it is delivered),\n"
     "pending changes (not delivered yet, leased ones included, and where the source reads up to\n"
     "a horizon committed changes an open writer of the change log holds back: the backlog an\n"
-    "autoscaler reads, as the bridge's sqlq_pending_changes metric counts it),\n"
+    "autoscaler reads, as the bridge's sqlq_pending_changes metric counts it; a logical\n"
+    "source's are not counted here: they wait in its replication slot and the bridge's memory,\n"
+    "so pending is `not counted` (--json: null) and the slot's bytes behind are the measure),\n"
     "the leases held now, by owner (host:pid:random of the bridge instance), and what each\n"
     "running instance published lately (changes/s over its last 5 s sample, per queue of a\n"
     "shard set; an instance that reported nothing for 30 s is not listed).\n"
@@ -185,10 +187,15 @@ static void print_bridge(const json_t *b)
         printf("  bridge %s: capture stopped (%s): see the error\n", name, stopped);
     if (json_object_get(b, "error"))
         return;
-    printf("  bridge %s: sync version %lld, pending %lld, leased %lld", name,
-           (long long)json_integer_value(json_object_get(b, "sync_version")),
-           (long long)json_integer_value(json_object_get(b, "pending")),
-           (long long)json_integer_value(json_object_get(b, "leased")));
+    printf("  bridge %s: sync version %lld, ", name,
+           (long long)json_integer_value(json_object_get(b, "sync_version")));
+    if (json_is_null(json_object_get(b, "pending"))) /* a logical source's: not counted */
+        printf("pending not counted (the changes wait in the slot and the bridge's memory: "
+               "its bytes behind are the measure)");
+    else
+        printf("pending %lld, leased %lld",
+               (long long)json_integer_value(json_object_get(b, "pending")),
+               (long long)json_integer_value(json_object_get(b, "leased")));
     const char *owner;
     json_t *n;
     const char *sep = " (";

@@ -68,7 +68,7 @@ function routeRow(r) {
     el('td', {}, r.table), el('td', {}, r.queue), el('td', {}, r.bridge),
     el('td', {}, r.source || '-'),
     el('td', { class: 'num', 'data-testid': 'sync' }, s.sync_version === undefined ? '-' : String(s.sync_version)),
-    el('td', { class: 'num', 'data-testid': 'pending' }, s.pending === undefined ? '-' : String(s.pending)),
+    el('td', { class: 'num', 'data-testid': 'pending' }, s.pending == null ? '-' : String(s.pending)),
     el('td', { class: 'num', 'data-testid': 'age' }, s.pending ? age(s.oldest_pending_age_s) : '-'),
     el('td', { 'data-testid': 'owners' }, owners || (s.leased === 0 ? 'none holds a lease' : '-')),
     heldCell(r));

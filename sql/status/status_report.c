@@ -181,12 +181,16 @@ static bool bridge_status(sqlq_status_report *s, const sqlq_status_options *o, c
         return false;
     }
     /* Pending as sqlq_pending_changes counts it: committed changes an open writer of the log
-     * holds back (a source that reads up to a horizon) are not delivered either. */
+     * holds back (a source that reads up to a horizon) are not delivered either. A logical
+     * source's changes wait in the slot's WAL and in the bridge's memory, which the database
+     * does not count: pending and leased are null there, the slot's bytes behind the measure. */
     long long pending = st.pending + st.held_back;
-    json_t *b = json_pack("{s:s, s:I, s:I, s:I, s:O}", "bridge", bridge, "sync_version",
-                          (json_int_t)st.sync_version, "pending", (json_int_t)pending, "leased",
-                          (json_int_t)st.leased, "owners", st.owners);
-    if (b && s->keep_open)
+    json_t *b = json_pack("{s:s, s:I, s:o, s:o, s:O}", "bridge", bridge, "sync_version",
+                          (json_int_t)st.sync_version, "pending",
+                          st.logical ? json_null() : json_integer((json_int_t)pending), "leased",
+                          st.logical ? json_null() : json_integer((json_int_t)st.leased),
+                          "owners", st.owners);
+    if (b && s->keep_open && !st.logical)
         json_object_set_new(b, "oldest_pending_age_s", json_real(st.oldest_pending_age_s));
     if (b && st.writers) {
         json_object_set_new(b, "horizon", json_integer((json_int_t)st.horizon));

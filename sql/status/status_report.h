@@ -37,7 +37,9 @@ void sqlq_status_report_destroy(sqlq_status_report *s);
  *                change log, when registered), "bridges": [
  *        {"bridge", "sync_version", "pending" (leased and held back included, as
  *         sqlq_pending_changes counts them), "leased", "owners": {instance: leases},
- *         "oldest_pending_age_s" (keep_open), where open writers of a source with a horizon
+ *         "oldest_pending_age_s" (keep_open) (a logical source: "pending" and "leased" null,
+ *         not counted, the changes waiting in its slot and the bridge's memory; no
+ *         "oldest_pending_age_s"; its slot's lag_bytes the measure), where open writers of a source with a horizon
  *         hold changes back: "horizon", "held_back", "blocking_transactions": [{xid, pid,
  *         application_name, database, state, age_s, gid}], a logical source's "slot": {name,
  *         active, wal_status, retained_wal_bytes, lag_bytes}, and "instances": [{bridge,

@@ -15,7 +15,8 @@
 #   without REPLICATION, the table not in the publication, a dropped slot (naming sqlq
 #   backfill), another database than PostgreSQL; config check runs them; `setup --drop --force`
 #   of a table dropped for good removes its slot and publication; the setup command a refusal
-#   names for a table of a hostile name (quotes, spaces, unicode, a schema) runs as pasted.
+#   names for a table of a hostile name (quotes, spaces, unicode, a schema) runs as pasted;
+# - sqlq status of a streaming route says pending is not counted (--json: null), never 0.
 set -euo pipefail
 sqlq=${SQLQ_BIN:?run through ctest}
 env_dir=${SQLQ_TEST_ENV_DIR:?}
@@ -198,6 +199,15 @@ done
 # --- the slot confirmed, the route's state shown ---
 "$sqlq" status --db "$conn" --table t1 | grep -q "replication slot sqlq_t1_.*: streaming" \
     || fail "status: $("$sqlq" status --db "$conn" --table t1)"
+# What waits is in the slot and the bridge's memory, which status cannot count: never a 0.
+out=$("$sqlq" status --db "$conn" --table t1)
+echo "$out" | grep -q "bridge default: sync version [0-9]*, pending not counted" || fail "status: $out"
+echo "$out" | grep -q "pending [0-9]" && fail "status counted a logical route's pending: $out"
+"$sqlq" status --db "$conn" --table t1 --json | python3 -c '
+import json, sys
+b = json.load(sys.stdin)["tables"][0]["bridges"][0]
+assert b["pending"] is None and b["leased"] is None, b
+assert b["slot"]["lag_bytes"] >= 0, b' || fail "status --json of a logical route"
 for p in "${pids[@]}"; do kill -TERM "$p"; wait "$p" || fail "bridge exited $? on SIGTERM"; done
 pids=()
 # Nothing published is left unconfirmed: the slot still holds no row change (pgoutput's
