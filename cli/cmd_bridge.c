@@ -5,6 +5,7 @@
 #include "cmd_bridge.h"
 
 #include "bridge.h"
+#include "capture_stop.h"
 #include "commands.h"
 #include "config.h"
 #include "dialect.h"
@@ -581,8 +582,10 @@ static int run(const bridge_settings *s, const sqlq_account *account, const sqlq
         sqlq_error_format(&err, msg, sizeof(msg));
         fprintf(stderr, "sqlq bridge: %s\n", err.message[0] ? msg : sqlq_strerror(rc));
         /* a setting the database cannot serve (a route's changed / before_image without the
-         * setup option, or not on this source): a configuration error */
-        return rc == SQLQ_E_UNSUPPORTED ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED;
+         * setup option, or not on this source; key_columns refused, as setup and backfill
+         * refuse it): a configuration error */
+        bool config = rc == SQLQ_E_UNSUPPORTED || strcmp(err.reason, SQLQ_STOP_KEY_REFUSED) == 0;
+        return config ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED;
     }
     return SQLQ_EXIT_OK;
 }

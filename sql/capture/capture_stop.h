@@ -13,6 +13,8 @@
 #define SQLQ_STOP_RETENTION "retention_overrun"    /* the source no longer keeps changes not
                                                     * delivered yet: sqlq backfill */
 #define SQLQ_STOP_TRUNCATED "table_truncated"      /* a TRUNCATE the route may not skip */
+#define SQLQ_STOP_KEY_REFUSED "key_refused"        /* key_columns names no usable key, or
+                                                    * not the one setup made: configuration */
 #define SQLQ_STOP_OTHER "capture_failed"           /* any other permanent failure */
 
 /* The reason of a permanent failure: err->reason, else SQLQ_STOP_OTHER. */

@@ -391,6 +391,8 @@ static sqlq_result key_differs(const sqlq_catalog_names *n, const char *given, c
                                const char *keyed, sqlq_error *err)
 {
     const char *src = strcmp(whose, "change log") == 0 ? "" : " --source logical";
+    if (err && err->code == SQLQ_OK)
+        sqlq_error_reason(err, SQLQ_STOP_KEY_REFUSED);
     return sqlq_error_set(err, SQLQ_E_INVALID, false,
                           "key key_columns: '%s' of table %s: its %s is keyed by (%s). To change "
                           "the key: `sqlq setup --table %s%s --drop`, then `sqlq setup --table %s%s "

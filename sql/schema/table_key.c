@@ -5,6 +5,7 @@
 #include "table_key.h"
 
 #include "buf.h"
+#include "capture_stop.h"
 #include "json_int.h"
 
 #include <stdio.h>
@@ -288,8 +289,12 @@ static sqlq_result use_columns(sqlq_db *db, sqlq_table *t, const size_t *cols, s
 sqlq_result sqlq_table_key_use(sqlq_db *db, sqlq_table *t, const char *key_columns, sqlq_error *err)
 {
     size_t cols[KEY_MAX], n = 0;
+    bool fresh = err && err->code == SQLQ_OK;
     sqlq_result r = parse_names(t, key_columns, cols, &n, err);
-    return r == SQLQ_OK ? use_columns(db, t, cols, n, key_columns, false, err) : r;
+    r = r == SQLQ_OK ? use_columns(db, t, cols, n, key_columns, false, err) : r;
+    if (r == SQLQ_E_INVALID && fresh) /* the columns given are refused: a configuration error */
+        sqlq_error_reason(err, SQLQ_STOP_KEY_REFUSED);
+    return r;
 }
 
 /* other's key columns as columns of t (by exact name, else sqlq_table_column's match). */

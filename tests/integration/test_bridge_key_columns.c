@@ -185,7 +185,7 @@ static void test_key_columns_inserts_updates_deletes(void **state)
 
 /* What is refused, each with a message naming what to do: no unique index (exit 2), a unique
  * index on a nullable column, columns no unique index has exactly, a flag that differs from
- * the change log's key (the bridge, exit 1). */
+ * the change log's key (the bridge, exit 2 as setup's refusals: a configuration error). */
 static void test_key_columns_refused(void **state)
 {
     ctx *c = *state;
@@ -210,7 +210,9 @@ static void test_key_columns_refused(void **state)
     remove(c->log);
     const char *other[] = {"--db",   c->conn,  "--table",       "kc",   "--queue",
                            c->queue, "--once", "--key-columns", "code", NULL};
-    assert_int_equal(bt_bridge_run(c->q.conn, c->log, other, 60000, 1), 1);
+    assert_int_equal(bt_bridge_run(c->q.conn, c->log, other, 60000, 1), 2);
+    if (!log_has(c, "key key_columns: 'code'"))
+        fail_log(c, "the bridge's refusal of a key other than setup's does not name key_columns");
     json_t *msgs = bt_drain(&c->q, c->queue, 300, 5000);
     assert_int_equal(json_array_size(msgs), 0);
     json_decref(msgs);
