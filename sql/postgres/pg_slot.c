@@ -231,6 +231,41 @@ static const char IDENTITY_SQL[] =
     "AND a.attnum = ANY (i.indkey) WHERE i.indrelid = to_regclass(?) AND "
     "CASE WHEN ? = 'd' THEN i.indisprimary ELSE i.indisreplident END";
 
+/* A unique index REPLICA IDENTITY USING INDEX takes (not partial, not on expressions, not
+ * deferrable) whose columns are exactly the key's; ? 2: the key's names, each ending in \x1f. */
+static const char KEY_INDEX_SQL[] =
+    "SELECT i.indexrelid::regclass::text AS n FROM pg_index i WHERE i.indrelid = to_regclass(?) "
+    "AND i.indisunique AND i.indimmediate AND i.indpred IS NULL AND i.indexprs IS NULL AND "
+    "(SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_attribute a WHERE "
+    "a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)) = (SELECT array_agg(c ORDER BY c) "
+    "FROM unnest(string_to_array(rtrim(?, chr(31)), chr(31))) c) ORDER BY 1 LIMIT 1";
+
+/* What to give REPLICA IDENTITY USING INDEX for t's key: a unique index on its columns, or
+ * what to create when there is none. */
+static void key_index_hint(sqlq_db *db, const sqlq_table *t, const char *name, char *out,
+                           size_t size)
+{
+    char keys[1024];
+    size_t at = 0;
+    keys[0] = '\0';
+    for (size_t k = 0; k < t->nkey; k++) {
+        int n = snprintf(keys + at, sizeof keys - at, "%s\x1f", t->columns[t->key[k]].name);
+        at = n > 0 && (size_t)n < sizeof keys - at ? at + (size_t)n : at;
+    }
+    sqlq_param p[] = {sqlq_param_text(name), sqlq_param_text(keys)};
+    json_t *rows = NULL;
+    sqlq_error ignored;
+    sqlq_error_clear(&ignored);
+    sqlq_result rc;
+    json_t *r = one_row(db, KEY_INDEX_SQL, p, 2, &rows, &ignored, &rc);
+    if (r)
+        snprintf(out, size, "%s", text_of(r, "n"));
+    else /* none, or the catalog could not be read: say which */
+        snprintf(out, size, "%s", rc == SQLQ_OK ? "<a unique index on the key's columns: there "
+                 "is none, CREATE UNIQUE INDEX one first>" : "<the key's unique index>");
+    json_decref(rows);
+}
+
 /* Under REPLICA IDENTITY DEFAULT or USING INDEX the stream sends a row's old values of the
  * identity's columns only: a key column outside them could not be read from a delete, and an
  * update that changes it would leave the old key's message standing. */
@@ -253,16 +288,19 @@ static sqlq_result check_identity_holds_key(sqlq_db *db, const sqlq_table *t, co
         bool held = false;
         json_array_foreach(rows, i, row)
             held = held || strcmp(text_of(row, "n"), col) == 0;
+        char index[300] = "";
+        if (!held)
+            key_index_hint(db, t, name, index, sizeof index);
         if (!held)
             rc = sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                                 "table %s is keyed by %s, which its replica identity (%s: %s) "
                                 "does not hold: the stream sends the old values of the identity's "
                                 "columns only, so a delete could not say which %s it removed and "
                                 "an update of %s would leave the old key's message standing. "
-                                "ALTER TABLE %s REPLICA IDENTITY USING INDEX <the key's unique "
-                                "index> (or FULL), or key the route by (%s)",
+                                "ALTER TABLE %s REPLICA IDENTITY USING INDEX %s (or FULL), or "
+                                "key the route by (%s)",
                                 name, col, ident[0] == 'd' ? "DEFAULT, the primary key" : "USING INDEX",
-                                have, col, col, name, have);
+                                have, col, col, name, index, have);
     }
     json_decref(rows);
     return rc;
