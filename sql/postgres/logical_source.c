@@ -142,6 +142,37 @@ static sqlq_result gone_table_names(sqlq_db *db, const char *text, const char *b
     return rc;
 }
 
+/* A route whose table is gone while the registry still lists its slot: err (the table does not
+ * exist) goes on to name the slot, the WAL it keeps the server from removing, and the command
+ * that drops it. Nothing changes when the slot is not found. */
+static void gone_slot_note(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_error *err)
+{
+    sqlq_catalog_names names;
+    sqlq_pg_slot_names sn;
+    sqlq_pg_slot_state st;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    if (gone_table_names(db, cfg->table, cfg->bridge_name, &names, &e) != SQLQ_OK ||
+        sqlq_pg_slot_names_find(db, &names, &sn, &e) != SQLQ_OK ||
+        sqlq_pg_slot_state_get(db, &sn, &st, &e) != SQLQ_OK || !st.exists || st.elsewhere)
+        return;
+    sqlq_table_name t;
+    char arg[520] = "";
+    if (sqlq_table_name_parse(names.table_key, &t, &e) == SQLQ_OK)
+        sqlq_pg_slot_table_arg(&t, arg, sizeof arg);
+    bool named = cfg->bridge_name && strcmp(cfg->bridge_name, "default") != 0;
+    sqlq_error was = *err;
+    sqlq_error_clear(err);
+    sqlq_error_set(err, was.code, was.transient,
+                   "%s; its replication slot %s still exists and retains %lld bytes of WAL, which "
+                   "the server keeps until the slot is dropped: `sqlq setup --table %s --source "
+                   "logical --drop --force%s%s` drops it and the publication",
+                   was.message, sn.slot, (long long)st.retained_bytes,
+                   arg[0] ? arg : names.table_key, named ? " --bridge-name " : "",
+                   named ? cfg->bridge_name : "");
+    sqlq_error_reason(err, was.reason);
+}
+
 sqlq_result sqlq_logical_source_setup(sqlq_db *db, const sqlq_capture_config *cfg, bool drop,
                                       json_t *lines, json_t *warnings, sqlq_error *err)
 {
@@ -207,6 +238,8 @@ sqlq_result sqlq_logical_source_open(sqlq_db *db, const sqlq_capture_config *cfg
     if (rc == SQLQ_OK)
         rc = sqlq_catalog_lookup_keyed(db, cfg->table, cfg->bridge_name, cfg->key_columns,
                                        &ls->table, &ls->names, err);
+    if (rc == SQLQ_E_NOT_FOUND)
+        gone_slot_note(db, cfg, err);
     if (rc == SQLQ_OK)
         rc = sqlq_pg_slot_names_find(db, &ls->names, &ls->slot, err);
     if (rc == SQLQ_OK)

@@ -186,19 +186,17 @@ static void put_ident(char *out, size_t size, size_t *n, const char *s)
         put(out, size, n, '"');
 }
 
-/* The table as `sqlq setup --table` takes it, to paste into a shell: schema.name (or name in
- * public), a part PostgreSQL would not read as written double-quoted (upper case, spaces,
- * quotes, non-ASCII), the whole single-quoted when the shell would read it otherwise. */
-static void setup_table_arg(const sqlq_table *t, char *out, size_t size)
+void sqlq_pg_slot_table_arg(const sqlq_table_name *name, char *out, size_t size)
 {
+    const sqlq_table t = {.name = *name};
     char ident[520];
     size_t n = 0;
     ident[0] = '\0';
-    if (t->name.schema[0] && strcmp(t->name.schema, "public") != 0) {
-        put_ident(ident, sizeof ident, &n, t->name.schema);
+    if (t.name.schema[0] && strcmp(t.name.schema, "public") != 0) {
+        put_ident(ident, sizeof ident, &n, t.name.schema);
         put(ident, sizeof ident, &n, '.');
     }
-    put_ident(ident, sizeof ident, &n, t->name.name);
+    put_ident(ident, sizeof ident, &n, t.name.name);
     bool shell_plain = true; /* letters, digits, _ . - only */
     for (const char *c = ident; *c; c++)
         shell_plain = shell_plain && ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
@@ -383,7 +381,7 @@ sqlq_result sqlq_pg_slot_table_verdict(const sqlq_table *t, const sqlq_pg_slot_n
     if (now->oid && now->member)
         return SQLQ_OK;
     char arg[520], what[256];
-    setup_table_arg(t, arg, sizeof arg);
+    sqlq_pg_slot_table_arg(&t->name, arg, sizeof arg);
     if (!now->oid)
         snprintf(what, sizeof what, "no longer exists (dropped or renamed)");
     else if (now->oid != opened)
@@ -437,7 +435,7 @@ sqlq_result sqlq_pg_slot_check(sqlq_db *db, const sqlq_table *t, const sqlq_pg_s
         sqlq_pg_slot_table st;
         rc = publication_state(db, t, n, &st, err);
         char arg[520];
-        setup_table_arg(t, arg, sizeof arg);
+        sqlq_pg_slot_table_arg(&t->name, arg, sizeof arg);
         if (rc == SQLQ_OK && !st.member) { /* a route stopped for it: why, as a stop reason */
             rc = sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                                 "table %s.%s is not in publication %s%s: run `sqlq setup "

@@ -218,16 +218,55 @@ static const char *source_key(sqlq_db *db)
     return s ? s->name : "change_log";
 }
 
+/* The one table the registry lists as `table` names it (its key, or the key's last part): a
+ * table dropped while what sqlq made for it is left; "" when none or more than one. */
+static void listed_key(sqlq_db *db, const char *table, char *out, size_t size)
+{
+    out[0] = '\0';
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    json_t *rows = NULL;
+    bool exists = false;
+    if (sqlq_catalog_exists(db, &exists, &e) != SQLQ_OK || !exists ||
+        sqlq_catalog_list(db, NULL, &rows, &e) != SQLQ_OK)
+        return;
+    size_t i, len = strlen(table);
+    json_t *row;
+    bool several = false;
+    json_array_foreach(rows, i, row) {
+        const char *k = json_string_value(json_object_get(row, "table_name"));
+        size_t kl = k ? strlen(k) : 0;
+        bool named = k && (strcmp(k, table) == 0 ||
+                           (kl > len && k[kl - len - 1] == '.' && strcmp(k + kl - len, table) == 0));
+        if (named && out[0] && strcmp(out, k) != 0)
+            several = true;
+        else if (named)
+            snprintf(out, size, "%s", k);
+    }
+    json_decref(rows);
+    if (several)
+        out[0] = '\0';
+}
+
 sqlq_result sqlq_status_table_key(sqlq_db *db, const char *table, char *out, size_t size,
                                   sqlq_error *err)
 {
     sqlq_table *t = NULL;
     sqlq_catalog_names n;
+    sqlq_error missing;
+    sqlq_error_clear(&missing);
     /* the key does not matter here: any table sqlq knows */
-    sqlq_result r = sqlq_catalog_lookup_keyed(db, table, NULL, SQLQ_CATALOG_ANY_KEY, &t, &n, err);
+    sqlq_result r =
+        sqlq_catalog_lookup_keyed(db, table, NULL, SQLQ_CATALOG_ANY_KEY, &t, &n, &missing);
     sqlq_table_free(t);
     if (r == SQLQ_OK)
         snprintf(out, size, "%s", n.table_key);
+    if (r == SQLQ_E_NOT_FOUND) /* gone: what the registry still lists for it is shown */
+        listed_key(db, table, out, size);
+    if (r == SQLQ_E_NOT_FOUND && out[0])
+        return SQLQ_OK;
+    if (r != SQLQ_OK && err && err->code == SQLQ_OK)
+        *err = missing;
     return r;
 }
 

@@ -16,7 +16,8 @@
 #   backfill), another database than PostgreSQL; config check runs them; `setup --drop --force`
 #   of a table dropped for good removes its slot and publication; the setup command a refusal
 #   names for a table of a hostile name (quotes, spaces, unicode, a schema) runs as pasted;
-# - sqlq status of a streaming route says pending is not counted (--json: null), never 0.
+# - sqlq status of a streaming route says pending is not counted (--json: null), never 0; of
+#   a dropped table whose slot is left, the slot, the WAL it retains and the command to drop it.
 set -euo pipefail
 sqlq=${SQLQ_BIN:?run through ctest}
 env_dir=${SQLQ_TEST_ENV_DIR:?}
@@ -238,6 +239,13 @@ grep -q "publication sqlq_t1: dropped" "$tmp/drop.out" || fail "drop said: $(cat
 sql "CREATE TABLE public.t4 (id int PRIMARY KEY)"
 "$sqlq" setup --db "$conn" --table t4 --source logical >/dev/null 2>&1 || fail "setup t4"
 sql "DROP TABLE public.t4"
+# status shows the slot left behind, the WAL it keeps, and the command that drops it
+for args in "--table t4" "--table public.t4" ""; do
+    out=$("$sqlq" status --db "$conn" $args 2>&1) && fail "status $args of a dropped table exited 0: $out"
+    echo "$out" | grep -q "table public.t4 does not exist; its replication slot sqlq_t4_[0-9a-f]* still exists and retains [0-9]* bytes of WAL" \
+        || fail "status $args of a dropped table: $out"
+    echo "$out" | grep -qF '`sqlq setup --table t4 --source logical --drop --force`' || fail "status $args: no drop command: $out"
+done
 out=$("$sqlq" setup --db "$conn" --table t4 --source logical --drop 2>&1) && fail "--drop of a dropped table passed without --force: $out"
 echo "$out" | grep -q -- "--force" || fail "the refusal does not say --force: $out"
 "$sqlq" setup --db "$conn" --table t4 --source logical --drop --force >"$tmp/drop4.out" 2>&1 || fail "drop t4: $(cat "$tmp/drop4.out")"
