@@ -1,6 +1,7 @@
 /* cmd_status: `sqlq status`: per watched table and bridge, the sync version, changes pending
  * and leases held (by whom), as sql/status_report reads them, printed as text or JSON. */
 #include "catalog.h"
+#include "setup_hint.h"
 #include "commands.h"
 #include "config.h"
 #include "db.h"
@@ -269,10 +270,11 @@ static int show_all(sqlq_db *db, const status_settings *s)
     } else if (found) {
         print_text(s, doc);
     } else if (s->table) {
-        char t[SQLQ_TERM_NAME_MAX];
-        printf("table %s is not set up: run sqlq setup --table %s (or run a bridge on it with "
+        char t[SQLQ_TERM_NAME_MAX], arg[SQLQ_SETUP_ARG_MAX], a[SQLQ_TERM_NAME_MAX];
+        sqlq_setup_table_arg_text(s->table, NULL, arg, sizeof arg);
+        printf("table %s is not set up: run `sqlq setup --table %s` (or run a bridge on it with "
                "--source cursor)\n",
-               sqlq_term_text_name(s->table, t, sizeof(t)), t);
+               sqlq_term_text_name(s->table, t, sizeof(t)), sqlq_term_text_name(arg, a, sizeof(a)));
     } else {
         printf("no table is set up: run sqlq setup --table TABLE\n");
     }

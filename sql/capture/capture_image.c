@@ -1,6 +1,7 @@
 /* capture_image: a route's changed columns and before image (capture_internal.h), read from
  * the columns capture_sql_image.c adds to the poll. */
 #include "capture_internal.h"
+#include "setup_hint.h"
 
 #include "change_log_options.h"
 #include "row_json.h"
@@ -12,10 +13,12 @@
 static sqlq_result missing(const sqlq_capture *cap, const char *key, const char *option,
                            sqlq_error *err)
 {
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg(&cap->names.table, NULL, arg, sizeof arg);
     return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                           "key %s: the change log of table %s does not keep it: run `sqlq setup "
                           "--table %s %s` first",
-                          key, cap->names.table_key, cap->names.table_key, option);
+                          key, cap->names.table_key, arg, option);
 }
 
 sqlq_result sqlq_capture_image_open(sqlq_capture *cap, const sqlq_capture_config *cfg,
@@ -34,12 +37,14 @@ sqlq_result sqlq_capture_image_open(sqlq_capture *cap, const sqlq_capture_config
     sqlq_change_log_options_of(cap->log, &kept);
     bool no_changed = cfg->changed && !kept.track_columns;
     bool no_before = cfg->before_image && !kept.before_image;
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg(&cap->names.table, NULL, arg, sizeof arg);
     if (no_changed && no_before) /* every missing option at once, not one run per option */
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "keys changed and before_image: the change log of table %s keeps "
                               "neither: run `sqlq setup --table %s --track-columns "
                               "--before-image` first",
-                              cap->names.table_key, cap->names.table_key);
+                              cap->names.table_key, arg);
     if (no_changed)
         return missing(cap, "changed", "--track-columns", err);
     if (no_before)

@@ -1,6 +1,7 @@
 /* capture_setup: opening a capture (checks, leases table, state row, statements), closing it,
  * and forgetting a table's capture state (sqlq setup --drop). */
 #include "capture.h"
+#include "setup_hint.h"
 
 #include "capture_internal.h"
 #include "capture_presence.h"
@@ -130,10 +131,12 @@ sqlq_result sqlq_capture_check_log(sqlq_capture *cap, const char *user_table, sq
     bool ok = false;
     sqlq_result r = sqlq_change_log_installed(cap->db, cap->table, &ok, err);
     if (r == SQLQ_OK && !ok) {
+        char arg[SQLQ_SETUP_ARG_MAX];
+        sqlq_setup_table_arg_text(user_table, NULL, arg, sizeof arg);
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
                            "the change log of table %s is not installed: run "
                            "`sqlq setup --table %s` first",
-                           cap->names.table_key, user_table);
+                           cap->names.table_key, arg);
         sqlq_error_reason(err, SQLQ_STOP_NOT_SET_UP);
     }
     if (r == SQLQ_OK) /* not a log another table writes to as well */

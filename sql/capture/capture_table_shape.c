@@ -10,6 +10,7 @@
  * m_key, the catalog's key read by the poll statement itself (an uncorrelated subquery: once
  * per statement), with the value read at open. */
 #include "capture_internal.h"
+#include "setup_hint.h"
 #include "capture_stop.h"
 
 #include "log.h"
@@ -37,14 +38,15 @@ static sqlq_result key_changed(const sqlq_capture *cap, const char *was, const c
     sqlq_error_clear(err); /* replaces the SQL error the change caused, if any */
     SQLQ_ERROR("table_key_changed", "bridge=%s table=%s was=\"%s\" now=\"%s\" note=\"%s\"",
                cap->bridge, cap->names.table_key, was, now, how);
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg(&cap->names.table, NULL, arg, sizeof arg);
     sqlq_result r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                           "the key of table %s changed (%s; was: %s; now: %s): its "
                           "change log is keyed by the old key, so capture cannot go on. Stop "
                           "the bridge, run `sqlq setup --table %s --drop --force` (changes not "
                           "yet delivered go with the old log: it lists them; read them back "
                           "with a backfill), then `sqlq setup --table %s` again",
-                          cap->names.table_key, how, was, now, cap->names.table_key,
-                          cap->names.table_key);
+                          cap->names.table_key, how, was, now, arg, arg);
     sqlq_error_reason(err, SQLQ_STOP_KEY_CHANGED);
     return r;
 }
@@ -132,11 +134,13 @@ static sqlq_result check_source_objects(const sqlq_capture *cap, int64_t n, sqlq
     const char *what = cap->leased->objects_gone;
     SQLQ_ERROR("capture_source_gone", "bridge=%s table=%s found=%" PRId64 " expected=%" PRId64
                " note=\"%s\"", cap->bridge, cap->names.table_key, n, want, what);
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg(&cap->names.table, NULL, arg, sizeof arg);
     sqlq_result r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                           "table %s: %s, so its changes are not recorded and would be missed. "
                           "Run `sqlq setup --table %s` again (writes made meanwhile were not "
                           "captured)",
-                          cap->names.table_key, what, cap->names.table_key);
+                          cap->names.table_key, what, arg);
     sqlq_error_reason(err, SQLQ_STOP_SOURCE_GONE);
     return r;
 }

@@ -15,6 +15,7 @@
  * of that lock (pg_horizon.h), so a transaction that commits late is still read, and a
  * key's later writer (serialized by the row lock) always has the larger version. */
 #include "change_log.h"
+#include "setup_hint.h"
 
 #include "capture_internal.h"
 #include "catalog.h"
@@ -430,12 +431,14 @@ sqlq_result sqlq_change_log_setup_install(sqlq_db *db, sqlq_source_setup *s, sql
                                before ? "already installed (triggers refreshed)" : "installed",
                                objects, options_text(&kept)))
         r = sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg(&n.table, NULL, arg, sizeof arg);
     if (kept.track_columns || kept.before_image)
         SQLQ_WARN("triggers_name_columns",
                   "table=%s note=\"the triggers of --track-columns/--before-image name every "
                   "column: after ALTER TABLE ADD, DROP, RENAME COLUMN or ALTER COLUMN TYPE "
                   "run sqlq setup --table %s again at once; until then %s (docs/capture.md)\"",
-                  n.table_key, n.table_key, sqlq_change_log_ops_of(d)->options->stale_triggers);
+                  n.table_key, arg, sqlq_change_log_ops_of(d)->options->stale_triggers);
     sqlq_table_free(t);
     return r;
 }

@@ -1,5 +1,6 @@
 /* cursor_shape: the watched table's shape under the cursor source (see the header). */
 #include "cursor_shape.h"
+#include "setup_hint.h"
 
 #include "cursor_column.h"
 #include "table_key.h"
@@ -52,11 +53,13 @@ static sqlq_result same_columns(sqlq_db *db, const char *bridge, const char *tab
                table_key, e.message);
     if (err)
         sqlq_error_clear(err); /* replaces the poll's SQL error, if any */
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg_text(table_key, NULL, arg, sizeof arg);
     return sqlq_error_set(err, SQLQ_E_INVALID, false,
                           "table %s changed under the cursor source: %s. Its checkpoint holds "
                           "values of the old columns, so polling cannot go on: forget it with "
                           "`sqlq setup --table %s --source cursor --drop`, then start again",
-                          table_key, e.message, table_key);
+                          table_key, e.message, arg);
 }
 
 sqlq_result sqlq_cursor_shape_check(sqlq_db *db, const char *bridge, const char *table_key,

@@ -3,6 +3,7 @@
  * of mssql_capture_sql.c under an app lock, and each poll first checks the sync version has
  * not fallen behind the retention (ct_query.h). Setup turns change tracking on. */
 #include "mssql_internal.h"
+#include "setup_hint.h"
 
 #include "capture_internal.h"
 #include "ct_query.h"
@@ -21,13 +22,15 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
     sqlq_param p = sqlq_param_text(cap->quoted_table);
     sqlq_result r = sqlq_db_query(cap->db, sqlq_ct_info_sql(), &p, 1, &rows, err);
     int64_t enabled = 0;
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg_text(user_table, NULL, arg, sizeof arg);
     if (r == SQLQ_OK &&
         (!sqlq_json_int64(json_object_get(json_array_get(rows, 0), "enabled"), &enabled) ||
          !enabled))
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
                            "change tracking is not enabled on table %s: run `sqlq setup --table "
                            "%s` (or ALTER TABLE … ENABLE CHANGE_TRACKING)",
-                           cap->names.table_key, user_table);
+                           cap->names.table_key, arg);
     json_decref(rows);
     return r;
 }
@@ -79,13 +82,15 @@ static sqlq_result image_open(sqlq_capture *cap, const sqlq_capture_config *cfg,
     sqlq_result r = sqlq_db_query_int(cap->db, sqlq_ct_track_columns_sql(), &p, 1, &tracked, err);
     if (r != SQLQ_OK || tracked < 0) /* -1: change tracking is off; check_source says so */
         return r;
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg(&cap->names.table, NULL, arg, sizeof arg);
     if (tracked != 1)
         return sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "key changed: change tracking on table %s does not track columns "
                               "(TRACK_COLUMNS_UPDATED is off): ALTER TABLE %s DISABLE "
                               "CHANGE_TRACKING, then `sqlq setup --table %s --track-columns` "
                               "(changes not yet delivered are lost: drain them first)",
-                              cap->names.table_key, cap->quoted_table, cap->names.table_key);
+                              cap->names.table_key, cap->quoted_table, arg);
     cap->spec.changed = true;
     return SQLQ_OK;
 }

@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "setup_hint.h"
 #include "table_key.h"
 
 #include <errno.h>
@@ -156,10 +157,8 @@ static void gone_slot_note(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_err
         sqlq_pg_slot_names_find(db, &names, &sn, &e) != SQLQ_OK ||
         sqlq_pg_slot_state_get(db, &sn, &st, &e) != SQLQ_OK || !st.exists || st.elsewhere)
         return;
-    sqlq_table_name t;
-    char arg[520] = "";
-    if (sqlq_table_name_parse(names.table_key, &t, &e) == SQLQ_OK)
-        sqlq_pg_slot_table_arg(&t, arg, sizeof arg);
+    char arg[1200];
+    sqlq_setup_table_arg_text(names.table_key, "public", arg, sizeof arg);
     bool named = cfg->bridge_name && strcmp(cfg->bridge_name, "default") != 0;
     sqlq_error was = *err;
     sqlq_error_clear(err);
@@ -168,7 +167,7 @@ static void gone_slot_note(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_err
                    "the server keeps until the slot is dropped: `sqlq setup --table %s --source "
                    "logical --drop --force%s%s` drops it and the publication",
                    was.message, sn.slot, (long long)st.retained_bytes,
-                   arg[0] ? arg : names.table_key, named ? " --bridge-name " : "",
+                   arg, named ? " --bridge-name " : "",
                    named ? cfg->bridge_name : "");
     sqlq_error_reason(err, was.reason);
 }

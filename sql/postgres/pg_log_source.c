@@ -4,6 +4,7 @@
  * open writers (pg_writers.c, pg_horizon.h); the signal is the trigger's NOTIFY, heard on a
  * libpq LISTEN connection while the route waits (pg_listen.h, pg_arm.h). */
 #include "pg_internal.h"
+#include "setup_hint.h"
 
 #include "capture_internal.h"
 #include "change_log.h"
@@ -169,11 +170,13 @@ static sqlq_result check_source(sqlq_capture *cap, const char *user_table, sqlq_
     char seq[72];
     sqlq_pg_change_log_sequence(&cap->names, seq, sizeof(seq));
     bool ok = false;
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg_text(user_table, "public", arg, sizeof arg);
     if (r == SQLQ_OK && (r = sqlq_catalog_object_exists(cap->db, seq, &ok, err)) == SQLQ_OK && !ok)
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
                            "the change log of table %s was installed by an earlier sqlq "
                            "(transaction-id versions): run `sqlq setup --table %s` to upgrade it",
-                           cap->names.table_key, user_table);
+                           cap->names.table_key, arg);
     return r;
 }
 

@@ -1,6 +1,7 @@
 /* pg_slot: a logical route's publication and replication slot: names, refusals, setup, drop,
  * and the slot's state (retained WAL, lag), over the route's ODBC connection. */
 #include "pg_slot.h"
+#include "setup_hint.h"
 
 #include "capture_stop.h"
 #include "clock.h"
@@ -152,72 +153,6 @@ static void qualified(const sqlq_table *t, char *out, size_t size)
     sqlq_sql_text_free(&s);
 }
 
-/* A name PostgreSQL reads as written without quotes: lowercase ASCII letters, digits, _ and $,
- * not starting with a digit or $. */
-static bool plain_ident(const char *s)
-{
-    if (!(*s >= 'a' && *s <= 'z') && *s != '_')
-        return false;
-    for (; *s; s++)
-        if (!(*s >= 'a' && *s <= 'z') && !(*s >= '0' && *s <= '9') && *s != '_' && *s != '$')
-            return false;
-    return true;
-}
-
-/* Append c to out (of size) at *n, truncating. */
-static void put(char *out, size_t size, size_t *n, char c)
-{
-    if (*n + 1 < size)
-        out[(*n)++] = c;
-    out[*n < size ? *n : size - 1] = '\0';
-}
-
-static void put_ident(char *out, size_t size, size_t *n, const char *s)
-{
-    bool quote = !plain_ident(s);
-    if (quote)
-        put(out, size, n, '"');
-    for (; *s; s++) {
-        if (*s == '"')
-            put(out, size, n, '"');
-        put(out, size, n, *s);
-    }
-    if (quote)
-        put(out, size, n, '"');
-}
-
-void sqlq_pg_slot_table_arg(const sqlq_table_name *name, char *out, size_t size)
-{
-    const sqlq_table t = {.name = *name};
-    char ident[520];
-    size_t n = 0;
-    ident[0] = '\0';
-    if (t.name.schema[0] && strcmp(t.name.schema, "public") != 0) {
-        put_ident(ident, sizeof ident, &n, t.name.schema);
-        put(ident, sizeof ident, &n, '.');
-    }
-    put_ident(ident, sizeof ident, &n, t.name.name);
-    bool shell_plain = true; /* letters, digits, _ . - only */
-    for (const char *c = ident; *c; c++)
-        shell_plain = shell_plain && ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                                      (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' ||
-                                      *c == '-');
-    n = 0;
-    out[0] = '\0';
-    if (!shell_plain)
-        put(out, size, &n, '\'');
-    for (const char *c = ident; *c; c++) {
-        if (*c == '\'' && !shell_plain) { /* '"'"': no backslash, which logs escape */
-            put(out, size, &n, '\'');
-            put(out, size, &n, '"');
-            put(out, size, &n, '\'');
-            put(out, size, &n, '"');
-        }
-        put(out, size, &n, *c);
-    }
-    if (!shell_plain)
-        put(out, size, &n, '\'');
-}
 
 static const char TABLE_SQL[] =
     "SELECT c.relreplident::text AS ident, "
@@ -381,7 +316,7 @@ sqlq_result sqlq_pg_slot_table_verdict(const sqlq_table *t, const sqlq_pg_slot_n
     if (now->oid && now->member)
         return SQLQ_OK;
     char arg[520], what[256];
-    sqlq_pg_slot_table_arg(&t->name, arg, sizeof arg);
+    sqlq_setup_table_arg(&t->name, "public", arg, sizeof arg);
     if (!now->oid)
         snprintf(what, sizeof what, "no longer exists (dropped or renamed)");
     else if (now->oid != opened)
@@ -435,7 +370,7 @@ sqlq_result sqlq_pg_slot_check(sqlq_db *db, const sqlq_table *t, const sqlq_pg_s
         sqlq_pg_slot_table st;
         rc = publication_state(db, t, n, &st, err);
         char arg[520];
-        sqlq_pg_slot_table_arg(&t->name, arg, sizeof arg);
+        sqlq_setup_table_arg(&t->name, "public", arg, sizeof arg);
         if (rc == SQLQ_OK && !st.member) { /* a route stopped for it: why, as a stop reason */
             rc = sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                                 "table %s.%s is not in publication %s%s: run `sqlq setup "

@@ -26,11 +26,6 @@ void sqlq_pg_slot_names_make(const sqlq_catalog_names *n, const char *database,
 SQLQ_NODISCARD sqlq_result sqlq_pg_slot_names_find(sqlq_db *db, const sqlq_catalog_names *n,
                                                    sqlq_pg_slot_names *out, sqlq_error *err);
 
-/* The table as `sqlq setup --table` takes it, to paste into a shell: schema.name (or name in
- * public), a part PostgreSQL would not read as written double-quoted (upper case, spaces,
- * quotes, non-ASCII), the whole single-quoted when the shell would read it otherwise. */
-void sqlq_pg_slot_table_arg(const sqlq_table_name *name, char *out, size_t size);
-
 typedef struct sqlq_pg_slot_need {
     bool slot;         /* the slot must exist and be usable (the bridge, config check) */
     bool publication;  /* the publication must exist and hold the table (not setup) */

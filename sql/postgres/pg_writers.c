@@ -2,6 +2,7 @@
  * for the read horizon (pg_horizon.h), and naming the one that holds delivery back (log
  * line, `sqlq status`). */
 #include "pg_internal.h"
+#include "setup_hint.h"
 
 #include "capture_internal.h"
 
@@ -52,11 +53,13 @@ sqlq_result sqlq_pg_writers_observe(sqlq_capture *cap, bool with_lock, sqlq_capt
     json_t *rows = NULL;
     int64_t s = 0;
     sqlq_result r = sqlq_capture_query(cap, with_lock ? &st->seq_lock : &st->seq, v, &rows, err);
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg(&cap->names.table, "public", arg, sizeof arg);
     if (r == SQLQ_OK &&
         !sqlq_json_int64(json_object_get(json_array_get(rows, 0), "m_seq"), &s))
         r = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false,
                            "the version sequence of %s is missing: run `sqlq setup --table %s`",
-                           cap->names.table_key, cap->names.table_key);
+                           cap->names.table_key, arg);
     json_decref(rows);
     rows = NULL;
     /* No version handed out since an observation that found no writer: every version up to s

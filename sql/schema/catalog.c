@@ -2,6 +2,7 @@
  * canonical names, and the types of their key columns. catalog_objects.c has the rest of
  * catalog.h (shared objects and the registry). */
 #include "catalog.h"
+#include "setup_hint.h"
 
 #include "change_source.h"
 #include "dialect_parts.h"
@@ -344,14 +345,15 @@ static sqlq_result key_of_log(sqlq_db *db, const sqlq_catalog_names *n, const sq
         return SQLQ_OK;
     if (r != SQLQ_E_INVALID)
         return sqlq_error_set(err, r, why.transient, "%s", why.message);
-    char logged[1024];
+    char logged[1024], arg[SQLQ_SETUP_ARG_MAX];
     sqlq_table_key_names(lt, logged, sizeof(logged));
+    sqlq_setup_table_arg(&n->table, NULL, arg, sizeof arg);
     r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                        "table %s has no primary key, and its change log is keyed by (%s), "
                        "which no unique index of NOT NULL columns covers now (%s). Restore "
                        "the index, or `sqlq setup --table %s --drop`, then `sqlq setup "
                        "--table %s --key-columns …`",
-                       n->table_key, logged, why.message, n->table_key, n->table_key);
+                       n->table_key, logged, why.message, arg, arg);
     sqlq_error_reason(err, SQLQ_STOP_KEY_CHANGED);
     return r;
 }
@@ -391,14 +393,15 @@ static sqlq_result key_differs(const sqlq_catalog_names *n, const char *given, c
                                const char *keyed, sqlq_error *err)
 {
     const char *src = strcmp(whose, "change log") == 0 ? "" : " --source logical";
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg(&n->table, NULL, arg, sizeof arg);
     if (err && err->code == SQLQ_OK)
         sqlq_error_reason(err, SQLQ_STOP_KEY_REFUSED);
     return sqlq_error_set(err, SQLQ_E_INVALID, false,
                           "key key_columns: '%s' of table %s: its %s is keyed by (%s). To change "
                           "the key: `sqlq setup --table %s%s --drop`, then `sqlq setup --table %s%s "
                           "--key-columns %s` (changes not yet delivered go with the old %s)",
-                          given, n->table_key, whose, keyed, n->table_key, src, n->table_key, src,
-                          given, whose);
+                          given, n->table_key, whose, keyed, arg, src, arg, src, given, whose);
 }
 
 /* t's key: the given columns, else the change log's, else the recorded ones, else the primary

@@ -1,6 +1,7 @@
 /* catalog_objects: sqlq's shared objects (schema, registry, state table, version and token
  * sources): creating them, the registry rows, dropping them once unused. Half of catalog.h. */
 #include "catalog.h"
+#include "setup_hint.h"
 
 #include "log.h"
 
@@ -234,10 +235,12 @@ sqlq_result sqlq_catalog_log_check(sqlq_db *db, const sqlq_catalog_names *n, sql
                        strcmp(fresh.log_table, n->log_table) != 0;
     const char *intruder = mine_legacy ? n->table_key : other;
     const char *owner = mine_legacy ? other : n->table_key;
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg_text(intruder, NULL, arg, sizeof arg);
     return sqlq_error_set(err, SQLQ_E_CONFLICT, false,
                           "change log %s of table %s is registered to table %s too: one log for "
                           "two tables mixes their changes. Run `sqlq setup --table %s --drop` "
                           "(the log stays with %s), then `sqlq setup` of both tables again: each "
                           "gets a log of its own (docs/capture.md, Names)",
-                          object, n->table_key, other, intruder, owner);
+                          object, n->table_key, other, arg, owner);
 }

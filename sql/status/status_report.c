@@ -1,4 +1,5 @@
 #include "status_report.h"
+#include "setup_hint.h"
 
 #include "capture.h"
 #include "capture_backlog.h"
@@ -284,10 +285,12 @@ static bool log_alone(sqlq_db *db, const sqlq_status_options *o, const char *tab
     }
     if (!other[0])
         return true;
+    char arg[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg_text(table, NULL, arg, sizeof arg);
     sqlq_error_set(&err, SQLQ_E_CONFLICT, false,
                    "change log %s is registered to table %s too: its changes may be either "
                    "table's. `sqlq setup --table %s` says how to give each table a log of its own",
-                   object, other, table);
+                   object, other, arg);
     report_error(o, table, &err);
     return false;
 }

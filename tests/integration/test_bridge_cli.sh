@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `sqlq bridge` as users run it: invalid settings exit 2 naming the key and the value; a config
 # file with two routes and a per-route override, secrets from *_FILE and AzureWebJobsStorage;
-# a table that was never set up exits 1; /metrics and /readyz while running; SIGTERM exits 0.
+# a table that was never set up exits 1, naming the setup command, which runs as pasted for a
+# name that needs quoting; /metrics and /readyz while running; SIGTERM exits 0.
 set -euo pipefail
 
 bin=${SQLQ_BIN:?}
@@ -68,6 +69,24 @@ code=$?
 set -e
 [ "$code" = 1 ] || fail "bridge on a table without setup exited $code (want 1)"
 grep -q "never" "$tmp/never.log" || fail "no mention of the table in: $(cat "$tmp/never.log")"
+
+# --- a name that needs quoting: the setup command the bridge and status name runs as pasted
+sqlite3 -cmd ".timeout 5000" "$db" 'CREATE TABLE "it'"'"'s ""odd"" t" (id INTEGER PRIMARY KEY)'
+odd='"it'"'"'s ""odd"" t"'
+pasted() { # the `sqlq setup --table …` command in $1
+    echo "$1" | grep -o '`sqlq setup --table [^`]*`' | head -1 | tr -d '`'
+}
+out=$("$bin" status --db "$conn" --table "$odd" 2>&1) && fail "status of a table not set up exited 0: $out"
+cmd=$(pasted "$out")
+eval "set -- $cmd"
+[ "${4-}" = "$odd" ] || fail "status's setup command ($cmd) does not give back $odd: $out"
+out=$(SQLQ_QUEUE_CONNECTION=$azurite "$bin" bridge --db "$conn" --table "$odd" --queue "$qa" --once 2>&1) \
+    && fail "bridge on $odd without setup exited 0"
+cmd=$(pasted "$(echo "$out" | grep '^sqlq bridge: ')") # the error line, not the escaped log line
+[ -n "$cmd" ] || fail "no setup command in: $out"
+eval "\"\$bin\" ${cmd#sqlq } --db \"\$conn\"" >"$tmp/odd.log" 2>&1 || fail "the command said ($cmd) failed"
+SQLQ_QUEUE_CONNECTION=$azurite "$bin" bridge --db "$conn" --table "$odd" --queue "$qa" --once \
+    >"$tmp/odd.log" 2>&1 || fail "bridge on $odd after $cmd"
 
 # --- config file with two routes, one override; secrets from files and AzureWebJobsStorage
 sqlite3 -cmd ".timeout 5000" "$db" "INSERT INTO a VALUES (1, 'x'), (2, 'y'), (3, 'z'); INSERT INTO b VALUES (1, 'p'), (2, 'q'), (3, 'r');"

@@ -30,7 +30,7 @@ for i in 1 2 3 4 5; do sql "INSERT INTO c VALUES ($i, $i, 'x')"; done
 rc=0
 "$bin" status --db "$conn" --table "$t" >"$tmp/status0.out" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "status of an unknown table: exit $rc, wanted 1"
-grep -q "run sqlq setup --table $t" "$tmp/status0.out" || fail "the hint does not name the table"
+grep -qF "run \`sqlq setup --table $t\`" "$tmp/status0.out" || fail "the hint does not name the table"
 
 start=$(date +%s)
 rc=0
