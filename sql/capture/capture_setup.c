@@ -456,7 +456,7 @@ sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table, const char *brid
     r = sqlq_catalog_lookup_keyed(db, table, NULL, SQLQ_CATALOG_ANY_KEY, &t, &names, err);
     json_t *rows = NULL;
     if (r == SQLQ_OK)
-        r = sqlq_catalog_list(db, names.table_key, &rows, err);
+        r = sqlq_catalog_find(db, names.table_key, "leases", bridge_name, &rows, err);
     if (r == SQLQ_OK)
         r = sqlq_db_begin(db, err);
     if (r != SQLQ_OK) {
@@ -468,10 +468,8 @@ sqlq_result sqlq_capture_forget(sqlq_db *db, const char *table, const char *brid
     size_t i, n = 0;
     json_t *row;
     json_array_foreach(rows, i, row) {
-        const char *kind = json_string_value(json_object_get(row, "kind"));
         const char *bridge = json_string_value(json_object_get(row, "bridge_name"));
-        if (r != SQLQ_OK || !kind || !bridge || strcmp(kind, "leases") != 0 ||
-            (bridge_name && strcmp(bridge, bridge_name) != 0))
+        if (r != SQLQ_OK || !bridge)
             continue;
         /* names from the canonical table in `names` (t->name may be spelled differently) */
         sqlq_table canon = *t;

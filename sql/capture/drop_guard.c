@@ -72,12 +72,10 @@ sqlq_result sqlq_drop_guard_check(sqlq_db *db, const char *table, const char *br
     }
     json_decref(present);
     if (r == SQLQ_OK)
-        r = sqlq_catalog_list(db, n.table_key, &rows, err);
+        r = sqlq_catalog_find(db, n.table_key, "leases", bridge, &rows, err);
     json_array_foreach(rows, i, row) {
-        const char *kind = json_string_value(json_object_get(row, "kind"));
         const char *b = json_string_value(json_object_get(row, "bridge_name"));
-        if (r != SQLQ_OK || !kind || !b || strcmp(kind, "leases") != 0 ||
-            (bridge && strcmp(bridge, b) != 0))
+        if (r != SQLQ_OK || !b)
             continue;
         r = bridge_backlog(db, table, b, *out, err);
     }

@@ -69,17 +69,9 @@ sqlq_result sqlq_logical_source_check(sqlq_db *db, const sqlq_capture_config *cf
 static sqlq_result slot_registered(sqlq_db *db, const char *table_key, const char *bridge,
                                    bool *out, sqlq_error *err)
 {
-    *out = false;
     json_t *rows = NULL;
-    sqlq_result rc = sqlq_catalog_list(db, table_key, &rows, err);
-    size_t i;
-    json_t *row;
-    json_array_foreach(rows, i, row) {
-        const char *kind = json_string_value(json_object_get(row, "kind"));
-        const char *b = json_string_value(json_object_get(row, "bridge_name"));
-        if (kind && b && strcmp(kind, "slot") == 0 && strcmp(b, bridge) == 0)
-            *out = true;
-    }
+    sqlq_result rc = sqlq_catalog_find(db, table_key, "slot", bridge, &rows, err);
+    *out = json_array_size(rows) > 0;
     json_decref(rows);
     return rc;
 }

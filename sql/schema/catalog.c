@@ -180,17 +180,13 @@ static sqlq_result registered_as(sqlq_db *db, const char *table_key, const char 
                                  bool *out, sqlq_error *err)
 {
     *out = false;
-    bool catalog = false;
     json_t *rows = NULL;
-    sqlq_result r = sqlq_catalog_exists(db, &catalog, err);
-    if (r == SQLQ_OK && catalog)
-        r = sqlq_catalog_list(db, table_key, &rows, err);
+    sqlq_result r = sqlq_catalog_find(db, table_key, "log", NULL, &rows, err);
     size_t i;
     json_t *row;
     json_array_foreach(rows, i, row) {
-        const char *kind = json_string_value(json_object_get(row, "kind"));
         const char *name = json_string_value(json_object_get(row, "object_name"));
-        if (kind && name && strcmp(kind, "log") == 0 && strcmp(name, object) == 0)
+        if (name && strcmp(name, object) == 0)
             *out = true;
     }
     json_decref(rows);
@@ -365,18 +361,15 @@ static sqlq_result recorded_key(sqlq_db *db, const sqlq_catalog_names *n, char *
                                 sqlq_error *err)
 {
     out[0] = '\0';
-    bool exists = false, own = false, agree = true;
+    bool own = false, agree = true;
     json_t *rows = NULL;
-    sqlq_result r = sqlq_catalog_exists(db, &exists, err);
-    if (r == SQLQ_OK && exists)
-        r = sqlq_catalog_list(db, n->table_key, &rows, err);
+    sqlq_result r = sqlq_catalog_find(db, n->table_key, SQLQ_CATALOG_KEY_KIND, NULL, &rows, err);
     size_t i;
     json_t *row;
     json_array_foreach(rows, i, row) {
-        const char *kind = json_string_value(json_object_get(row, "kind"));
         const char *bridge = json_string_value(json_object_get(row, "bridge_name"));
         const char *cols = json_string_value(json_object_get(row, "object_name"));
-        if (!kind || !bridge || !cols || strcmp(kind, SQLQ_CATALOG_KEY_KIND) != 0 || own)
+        if (!bridge || !cols || own)
             continue;
         own = strcmp(bridge, n->bridge) == 0;
         agree = agree && (!out[0] || strcmp(out, cols) == 0);

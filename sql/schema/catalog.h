@@ -139,6 +139,10 @@ SQLQ_NODISCARD sqlq_result sqlq_catalog_unregister(sqlq_db *db, const char *kind
  * when table_key is NULL, as JSON objects. */
 SQLQ_NODISCARD sqlq_result sqlq_catalog_list(sqlq_db *db, const char *table_key, json_t **out,
                                              sqlq_error *err);
+/* Registry rows of one table of one kind (and of one bridge, unless bridge is NULL), as
+ * sqlq_catalog_list gives them; an empty array when the registry does not exist yet. */
+SQLQ_NODISCARD sqlq_result sqlq_catalog_find(sqlq_db *db, const char *table_key, const char *kind,
+                                             const char *bridge, json_t **out, sqlq_error *err);
 /* Drop the shared objects (and the sqlq schema) when no registry or state row is left.
  * *out_dropped (optional) says whether it did. Runs its own transaction. */
 SQLQ_NODISCARD sqlq_result sqlq_catalog_drop_if_unused(sqlq_db *db, bool *out_dropped,

@@ -134,6 +134,31 @@ sqlq_result sqlq_catalog_list(sqlq_db *db, const char *table_key, json_t **out, 
     return r;
 }
 
+sqlq_result sqlq_catalog_find(sqlq_db *db, const char *table_key, const char *kind,
+                              const char *bridge, json_t **out, sqlq_error *err)
+{
+    *out = NULL;
+    bool exists = false;
+    char *sql = NULL;
+    sqlq_result r = sqlq_catalog_exists(db, &exists, err);
+    if (r == SQLQ_OK && !exists) {
+        *out = json_array();
+        return *out ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    }
+    if (r == SQLQ_OK)
+        r = registry_sql(db, "SELECT kind, bridge_name, table_name, object_name FROM ",
+                         bridge ? " WHERE table_name = ? AND kind = ? AND bridge_name = ? "
+                                  "ORDER BY bridge_name"
+                                : " WHERE table_name = ? AND kind = ? ORDER BY bridge_name",
+                         &sql, err);
+    sqlq_param p[3] = {sqlq_param_text(table_key), sqlq_param_text(kind),
+                       sqlq_param_text(bridge)};
+    if (r == SQLQ_OK)
+        r = sqlq_db_query(db, sql, p, bridge ? 3 : 2, out, err);
+    free(sql);
+    return r;
+}
+
 static sqlq_result count_rows(sqlq_db *db, const char *bare, int64_t *out, sqlq_error *err)
 {
     char *sql = NULL;
