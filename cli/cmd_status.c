@@ -1,11 +1,11 @@
 /* cmd_status: `sqlq status`: per watched table and bridge, the sync version, changes pending
  * and leases held (by whom), as sql/status_report reads them, printed as text or JSON. */
 #include "catalog.h"
-#include "setup_hint.h"
 #include "commands.h"
 #include "config.h"
 #include "db.h"
 #include "log.h"
+#include "setup_hint.h"
 #include "status_report.h"
 #include "term_text.h"
 

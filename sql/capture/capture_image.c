@@ -1,10 +1,10 @@
 /* capture_image: a route's changed columns and before image (capture_internal.h), read from
  * the columns capture_sql_image.c adds to the poll. */
 #include "capture_internal.h"
-#include "setup_hint.h"
 
 #include "change_log_options.h"
 #include "row_json.h"
+#include "setup_hint.h"
 
 #include <stdio.h>
 #include <stdlib.h>

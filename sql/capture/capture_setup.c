@@ -1,7 +1,6 @@
 /* capture_setup: opening a capture (checks, leases table, state row, statements), closing it,
  * and forgetting a table's capture state (sqlq setup --drop). */
 #include "capture.h"
-#include "setup_hint.h"
 
 #include "capture_internal.h"
 #include "capture_presence.h"
@@ -10,6 +9,7 @@
 #include "clock.h"
 #include "instance.h"
 #include "log.h"
+#include "setup_hint.h"
 #include "sql_text.h"
 #include "table_key.h"
 

@@ -10,11 +10,11 @@
  * m_key, the catalog's key read by the poll statement itself (an uncorrelated subquery: once
  * per statement), with the value read at open. */
 #include "capture_internal.h"
-#include "setup_hint.h"
 #include "capture_stop.h"
 
 #include "log.h"
 #include "row_json.h"
+#include "setup_hint.h"
 #include "table_key.h"
 
 #include <inttypes.h>

@@ -15,7 +15,6 @@
  * of that lock (pg_horizon.h), so a transaction that commits late is still read, and a
  * key's later writer (serialized by the row lock) always has the larger version. */
 #include "change_log.h"
-#include "setup_hint.h"
 
 #include "capture_internal.h"
 #include "catalog.h"
@@ -23,6 +22,7 @@
 #include "change_log_internal.h"
 #include "change_source.h"
 #include "log.h"
+#include "setup_hint.h"
 #include "sql_text.h"
 
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* cursor_shape: the watched table's shape under the cursor source (see the header). */
 #include "cursor_shape.h"
-#include "setup_hint.h"
 
 #include "cursor_column.h"
+#include "setup_hint.h"
 #include "table_key.h"
 #include "log.h"
 

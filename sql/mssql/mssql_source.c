@@ -3,11 +3,11 @@
  * of mssql_capture_sql.c under an app lock, and each poll first checks the sync version has
  * not fallen behind the retention (ct_query.h). Setup turns change tracking on. */
 #include "mssql_internal.h"
-#include "setup_hint.h"
 
 #include "capture_internal.h"
 #include "ct_query.h"
 #include "log.h"
+#include "setup_hint.h"
 #include "sql_text.h"
 
 #include <inttypes.h>

@@ -4,12 +4,12 @@
  * open writers (pg_writers.c, pg_horizon.h); the signal is the trigger's NOTIFY, heard on a
  * libpq LISTEN connection while the route waits (pg_listen.h, pg_arm.h). */
 #include "pg_internal.h"
-#include "setup_hint.h"
 
 #include "capture_internal.h"
 #include "change_log.h"
 #include "change_log_internal.h"
 #include "pg_listen.h"
+#include "setup_hint.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 /* pg_slot: a logical route's publication and replication slot: names, refusals, setup, drop,
  * and the slot's state (retained WAL, lag), over the route's ODBC connection. */
 #include "pg_slot.h"
-#include "setup_hint.h"
 
 #include "capture_stop.h"
 #include "clock.h"
 #include "dialect.h"
 #include "json_int.h"
 #include "log.h"
+#include "setup_hint.h"
 #include "sql_text.h"
 
 #include <inttypes.h>

@@ -2,9 +2,9 @@
  * for the read horizon (pg_horizon.h), and naming the one that holds delivery back (log
  * line, `sqlq status`). */
 #include "pg_internal.h"
-#include "setup_hint.h"
 
 #include "capture_internal.h"
+#include "setup_hint.h"
 
 #include "clock.h"
 #include "log.h"

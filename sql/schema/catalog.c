@@ -2,10 +2,10 @@
  * canonical names, and the types of their key columns. catalog_objects.c has the rest of
  * catalog.h (shared objects and the registry). */
 #include "catalog.h"
-#include "setup_hint.h"
 
 #include "change_source.h"
 #include "dialect_parts.h"
+#include "setup_hint.h"
 
 #include "capture_stop.h"
 #include "change_log_options.h"

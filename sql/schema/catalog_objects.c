@@ -1,9 +1,9 @@
 /* catalog_objects: sqlq's shared objects (schema, registry, state table, version and token
  * sources): creating them, the registry rows, dropping them once unused. Half of catalog.h. */
 #include "catalog.h"
-#include "setup_hint.h"
 
 #include "log.h"
+#include "setup_hint.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,4 @@
 #include "status_report.h"
-#include "setup_hint.h"
 
 #include "capture.h"
 #include "capture_backlog.h"
@@ -9,6 +8,7 @@
 #include "change_source.h"
 #include "cursor_status.h"
 #include "dialect.h"
+#include "setup_hint.h"
 
 #include <stdio.h>
 #include <stdlib.h>
