@@ -50,13 +50,13 @@ sqlq_database_test(capture_notify SOURCES log DATABASES postgres
   WITHOUT "sqlite: no NOTIFY, the wake-up probes PRAGMA data_version (suite bridge_wakeup_data_version)"
           "mariadb: no change signal: the bridge polls"
           "cursor logical: no trigger, no wake-up (the logical source's stream is its signal)"
-  TIMEOUT 60)
+  FIXTURES azurite TIMEOUT 60)
 # A role named sqlq (the schema's name): setup warns; --drop leaves a schema holding other objects.
 sqlq_database_test(setup_search_path SOURCES log DATABASES postgres
   WITHOUT "sqlite: no schemas or roles"
           "mariadb: sqlq's objects live in database sqlq, which no search path reaches"
           "cursor: setup installs nothing"
           "logical: its objects are a publication and slots, outside any schema"
-  TIMEOUT 120)
+  FIXTURES azurite TIMEOUT 120)
 # The opt-in log columns' SQL (sql/capture/change_log_options.c).
 sqlq_unit_test(change_log_options sqlq_sql)

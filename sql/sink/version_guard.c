@@ -59,6 +59,33 @@ static sqlq_result add_key_json(sqlq_db *db, const sqlq_table_name *state, sqlq_
     return r;
 }
 
+/* The claim's answer is all that tells a newer change from an older one: checked on this
+ * connection before any message relies on it, by claiming one version twice in a transaction
+ * rolled back. A driver counting the rows a statement found rather than those it changed
+ * (MariaDB Connector/ODBC with FOUND_ROWS) answers "newer" twice: refused, loudly. */
+static sqlq_result check_claim_answers(sqlq_db *db, const sqlq_table_name *state, sqlq_error *err)
+{
+    static const char probe[] = "sqlq version guard probe";
+    bool first = false, second = true;
+    sqlq_result r = sqlq_db_begin(db, err);
+    if (r == SQLQ_OK)
+        r = sqlq_version_guard_claim(db, state, "", probe, "{}", 1, &first, err);
+    if (r == SQLQ_OK)
+        r = sqlq_version_guard_claim(db, state, "", probe, "{}", 1, &second, err);
+    sqlq_db_rollback(db);
+    if (r != SQLQ_OK || (first && !second))
+        return r;
+    char shown[600];
+    sqlq_table_name_format(state, shown, sizeof shown);
+    return sqlq_error_set(err, SQLQ_E_INVALID, false,
+                          "version table %s: the connection reports the rows a statement found, "
+                          "not those it changed (a claim of version 1 answered %s, then %s), so "
+                          "an older change could not be told from a newer one and would "
+                          "overwrite it; for MariaDB/MySQL remove FOUND_ROWS from the "
+                          "connection string (OPTION bit 2, as in OPTION=3, or FOUND_ROWS=1)",
+                          shown, first ? "newer" : "not newer", second ? "newer" : "not newer");
+}
+
 sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_table_name *state, sqlq_error *err)
 {
     const sqlq_dialect *d = sqlq_db_dialect(db);
@@ -71,7 +98,9 @@ sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_table_name *state
     }
     r = sqlq_db_exec(db, sqlq_buf_str(&sql), NULL, 0, NULL, err);
     sqlq_buf_free(&sql);
-    return r == SQLQ_OK ? add_key_json(db, state, err) : r;
+    if (r == SQLQ_OK)
+        r = add_key_json(db, state, err);
+    return r == SQLQ_OK ? check_claim_answers(db, state, err) : r;
 }
 
 sqlq_result sqlq_version_guard_claim_sql_merge(const sqlq_dialect *d, const sqlq_table_name *state,

@@ -430,6 +430,30 @@ static void test_sql_sink_version_check(void **state)
     free(conn);
 }
 
+/* MariaDB: a connection string whose driver counts found rows (FOUND_ROWS, OPTION=3) would make
+ * every claim "newer" and let a late, older change overwrite a newer one: the sink refuses it
+ * when it starts, naming the option; the same database without it keeps the newer change. */
+static void test_sql_sink_found_rows_refused(void **state)
+{
+    (void)state;
+    if (strcmp(db_under_test->name, "mariadb") != 0)
+        skip();
+    char *conn = sqlq_test_create_db(db_under_test->name, "sinkfound");
+    size_t n = strlen(conn);
+    char found[2048];
+    snprintf(found, sizeof found, "%s%sOPTION=3;", conn, n && conn[n - 1] == ';' ? "" : ";");
+    exec_sql(conn, "CREATE TABLE t (id integer PRIMARY KEY, v text)");
+    sqlq_sql_sink *s = NULL;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    assert_int_equal(sqlq_sql_sink_create(found, "t", "sqlq_sink_versions", &s, &e), SQLQ_E_INVALID);
+    assert_null(s);
+    assert_non_null(strstr(e.message, "FOUND_ROWS"));
+    assert_non_null(strstr(e.message, "sqlq_sink_versions"));
+    check_order(conn, "sqlq_sink_versions", "new", "new", false);
+    free(conn);
+}
+
 /* A target without a primary key upserts by its one unique key of NOT NULL columns; none, or more than one, is refused naming its unique indexes. */
 static void test_sql_sink_unique_key(void **state)
 {
@@ -578,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_sql_sink_text),
         cmocka_unit_test(test_sql_sink_refuses_what_does_not_fit),
         cmocka_unit_test(test_sql_sink_version_check),
+        cmocka_unit_test(test_sql_sink_found_rows_refused),
         cmocka_unit_test(test_sql_sink_unique_key),
         cmocka_unit_test(test_sql_sink_time_offsets),
         cmocka_unit_test(test_sql_sink_repair_manifests_out_of_order),
