@@ -21,3 +21,8 @@ sqlq_database_test(logical_backfill DATABASES postgres
 sqlq_database_test(logical_warning_once DATABASES postgres
   WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
   FIXTURES azurite TIMEOUT 180)
+# The setup commands a logical route's errors print run as pasted (a table named with a space
+# and a quote, a bridge name of its own).
+sqlq_database_test(logical_setup_hints DATABASES postgres
+  WITHOUT "sqlite mariadb: logical decoding (--source logical) is PostgreSQL's"
+  FIXTURES azurite TIMEOUT 120)

@@ -90,3 +90,14 @@ void sqlq_setup_table_arg_text(const char *table, const char *default_schema, ch
     else
         shell_word(table ? table : "", out, size);
 }
+
+void sqlq_setup_route_args(const sqlq_table_name *name, const char *default_schema,
+                           const char *bridge, char *out, size_t size)
+{
+    char table[SQLQ_SETUP_ARG_MAX];
+    sqlq_setup_table_arg(name, default_schema, table, sizeof table);
+    char word[5 * 128 + 3] = ""; /* a bridge name (at most 128 bytes), each ' as 5 */
+    if (bridge && bridge[0] && strcmp(bridge, "default") != 0)
+        shell_word(bridge, word, sizeof word);
+    snprintf(out, size, "--table %s%s%s", table, word[0] ? " --bridge-name " : "", word);
+}

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #define SQLQ_SETUP_ARG_MAX 1200 /* room for any two parts quoted */
+#define SQLQ_SETUP_ROUTE_ARGS_MAX (SQLQ_SETUP_ARG_MAX + 680) /* and a bridge name */
 
 /* schema.name (name alone when schema is default_schema, which may be NULL), each part
  * double-quoted ("" for ") unless it is lowercase ASCII letters, digits, _ and $ (as
@@ -19,5 +20,10 @@ void sqlq_setup_table_arg(const sqlq_table_name *name, const char *default_schem
  * text single-quoted as a shell word. */
 void sqlq_setup_table_arg_text(const char *table, const char *default_schema, char *out,
                                size_t size);
+/* A route's arguments to sqlq setup: `--table T` (as sqlq_setup_table_arg), then
+ * ` --bridge-name B` (a shell word) when bridge is neither NULL, empty nor "default".
+ * Truncated to size. */
+void sqlq_setup_route_args(const sqlq_table_name *name, const char *default_schema,
+                           const char *bridge, char *out, size_t size);
 
 #endif

@@ -5,7 +5,6 @@
 
 #include "clock.h"
 #include "log.h"
-#include "setup_hint.h"
 #include "table_key.h"
 
 #include <errno.h>
@@ -149,18 +148,13 @@ static void gone_slot_note(sqlq_db *db, const sqlq_capture_config *cfg, sqlq_err
         sqlq_pg_slot_names_find(db, &names, &sn, &e) != SQLQ_OK ||
         sqlq_pg_slot_state_get(db, &sn, &st, &e) != SQLQ_OK || !st.exists || st.elsewhere)
         return;
-    char arg[1200];
-    sqlq_setup_table_arg_text(names.table_key, "public", arg, sizeof arg);
-    bool named = cfg->bridge_name && strcmp(cfg->bridge_name, "default") != 0;
     sqlq_error was = *err;
     sqlq_error_clear(err);
     sqlq_error_set(err, was.code, was.transient,
                    "%s; its replication slot %s still exists and retains %lld bytes of WAL, which "
-                   "the server keeps until the slot is dropped: `sqlq setup --table %s --source "
-                   "logical --drop --force%s%s` drops it and the publication",
-                   was.message, sn.slot, (long long)st.retained_bytes,
-                   arg, named ? " --bridge-name " : "",
-                   named ? cfg->bridge_name : "");
+                   "the server keeps until the slot is dropped: `sqlq setup %s --source logical "
+                   "--drop --force` drops it and the publication",
+                   was.message, sn.slot, (long long)st.retained_bytes, sn.setup_args);
     sqlq_error_reason(err, was.reason);
 }
 

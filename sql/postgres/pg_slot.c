@@ -18,8 +18,8 @@
 #include <time.h>
 
 #define BACKFILL_HINT                                                                              \
-    "changes since then are lost to this route: run `sqlq setup --source logical` (a new slot "   \
-    "starts from now), then `sqlq backfill` the table so consumers converge"
+    "changes since then are lost to this route: run `sqlq setup %s --source logical` (a new "    \
+    "slot starts from now), then `sqlq backfill` the table so consumers converge"
 
 void sqlq_pg_slot_names_make(const sqlq_catalog_names *n, const char *database,
                              sqlq_pg_slot_names *out)
@@ -35,6 +35,7 @@ void sqlq_pg_slot_names_make(const sqlq_catalog_names *n, const char *database,
     sqlq_catalog_hash12(database, n->bridge[0] ? n->bridge : "default", h);
     h[8] = '\0';
     snprintf(out->slot, sizeof out->slot, "%.54s_%.8s", out->publication, h);
+    sqlq_setup_route_args(&n->table, "public", n->bridge, out->setup_args, sizeof out->setup_args);
 }
 
 sqlq_result sqlq_pg_slot_names_find(sqlq_db *db, const sqlq_catalog_names *n,
@@ -315,8 +316,7 @@ sqlq_result sqlq_pg_slot_table_verdict(const sqlq_table *t, const sqlq_pg_slot_n
 {
     if (now->oid && now->member)
         return SQLQ_OK;
-    char arg[520], what[256];
-    sqlq_setup_table_arg(&t->name, "public", arg, sizeof arg);
+    char what[256];
     if (!now->oid)
         snprintf(what, sizeof what, "no longer exists (dropped or renamed)");
     else if (now->oid != opened)
@@ -326,10 +326,11 @@ sqlq_result sqlq_pg_slot_table_verdict(const sqlq_table *t, const sqlq_pg_slot_n
         snprintf(what, sizeof what, "was taken out of publication %s", n->publication);
     sqlq_result r = sqlq_error_set(err, SQLQ_E_INVALID, false,
                                    "table %s.%s %s: its changes are not streamed. The route "
-                                   "stops until `sqlq setup --table %s --source logical` has put "
-                                   "the table in publication %s, then streams it again; writes "
-                                   "made in between were not captured (`sqlq backfill` them)",
-                                   t->name.schema, t->name.name, what, arg, n->publication);
+                                   "stops until `sqlq setup %s --source logical` has put the "
+                                   "table in publication %s, then streams it again; writes made "
+                                   "in between were not captured (`sqlq backfill` them)",
+                                   t->name.schema, t->name.name, what, n->setup_args,
+                                   n->publication);
     sqlq_error_reason(err, SQLQ_STOP_SOURCE_GONE);
     return r;
 }
@@ -347,16 +348,17 @@ static sqlq_result check_slot(sqlq_db *db, const sqlq_pg_slot_names *n, sqlq_err
                               n->slot, st.database, n->slot);
     if (!st.exists)
         return retention_overrun(err, sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                              "replication slot %s does not exist: `sqlq setup --source logical` "
-                              "creates it; if it existed, it was dropped (by hand, or by the "
-                              "service when storage ran low) and %s",
-                              n->slot, BACKFILL_HINT));
+                              "replication slot %s does not exist: `sqlq setup %s --source "
+                              "logical` creates it; if it existed, it was dropped (by hand, or by "
+                              "the service when storage ran low) and " BACKFILL_HINT,
+                              n->slot, n->setup_args, n->setup_args));
     if (strcmp(st.wal_status, "lost") == 0)
         return retention_overrun(err, sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
                               "replication slot %s is lost (wal_status lost: the WAL it needed "
                               "passed max_slot_wal_keep_size and was removed, a retention "
-                              "overrun): drop it (`sqlq setup --source logical --drop`) and %s",
-                              n->slot, BACKFILL_HINT));
+                              "overrun): drop it (`sqlq setup %s --source logical --drop`) and "
+                              BACKFILL_HINT,
+                              n->slot, n->setup_args, n->setup_args));
     return SQLQ_OK;
 }
 
@@ -369,15 +371,12 @@ sqlq_result sqlq_pg_slot_check(sqlq_db *db, const sqlq_table *t, const sqlq_pg_s
     if (rc == SQLQ_OK && need.publication) {
         sqlq_pg_slot_table st;
         rc = publication_state(db, t, n, &st, err);
-        char arg[520];
-        sqlq_setup_table_arg(&t->name, "public", arg, sizeof arg);
         if (rc == SQLQ_OK && !st.member) { /* a route stopped for it: why, as a stop reason */
             rc = sqlq_error_set(err, SQLQ_E_UNSUPPORTED, false,
-                                "table %s.%s is not in publication %s%s: run `sqlq setup "
-                                "--table %s --source logical` (or ALTER PUBLICATION %s ADD "
-                                "TABLE …)",
+                                "table %s.%s is not in publication %s%s: run `sqlq setup %s "
+                                "--source logical` (or ALTER PUBLICATION %s ADD TABLE …)",
                                 t->name.schema, t->name.name, n->publication,
-                                st.publication ? "" : " (which does not exist)", arg,
+                                st.publication ? "" : " (which does not exist)", n->setup_args,
                                 n->publication);
             sqlq_error_reason(err, st.publication ? SQLQ_STOP_SOURCE_GONE : SQLQ_STOP_NOT_SET_UP);
         }

@@ -6,6 +6,7 @@
 #include "catalog.h"
 #include "db.h"
 #include "result.h"
+#include "setup_hint.h"
 #include "table.h"
 
 #include <jansson.h>
@@ -18,6 +19,7 @@
 typedef struct sqlq_pg_slot_names {
     char publication[64];
     char slot[64];
+    char setup_args[SQLQ_SETUP_ROUTE_ARGS_MAX]; /* the route's `--table T [--bridge-name B]` */
 } sqlq_pg_slot_names;
 
 void sqlq_pg_slot_names_make(const sqlq_catalog_names *n, const char *database,

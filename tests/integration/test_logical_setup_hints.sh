@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The sqlq setup commands a logical route's errors tell the operator to run (through sqlq
+# status) work when pasted into a shell as printed, for a table whose name has a space and a
+# quote and a bridge name that is not "default": the slot dropped by hand (setup creates it
+# again), the table taken out of its publication (setup puts it back), the table dropped
+# (setup --drop --force removes its slot and publication).
+set -euo pipefail
+sqlq=${SQLQ_BIN:?run through ctest}
+env_dir=${SQLQ_TEST_ENV_DIR:?}
+port=$(cat "$env_dir/postgres/port")
+name="lghint_$$_$RANDOM"
+conn="$(cat "$env_dir/postgres/odbc")Database=$name;"
+export SQLQ_DB_CONNECTION="$conn"
+tmp=$(mktemp -d)
+psql_() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U sqlq "$@"; }
+cleanup() {
+    psql_ -d postgres -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+        WHERE database = '$name' AND NOT active" >/dev/null 2>&1 || true
+    psql_ -d postgres -c "DROP DATABASE IF EXISTS $name WITH (FORCE)" >/dev/null 2>&1 || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+slots() { psql_ -d postgres -c "SELECT count(*) FROM pg_replication_slots WHERE database = '$name'"; }
+# The command between `sqlq ` and the backquote that ends it, just before TEXT, in sqlq
+# status's error.
+hint() {
+    "$sqlq" status >"$tmp/status.out" 2>"$tmp/status.err" && fail "sqlq status exited 0 with: $2"
+    local cmd
+    cmd=$(sed -n "s/.*\`sqlq \\([^\`]*\\)\` $1.*/\\1/p" "$tmp/status.err" | head -1)
+    [ -n "$cmd" ] || fail "sqlq status names no command ($2): $(cat "$tmp/status.err")"
+    echo "$cmd"
+}
+paste_run() { # CMD: as an operator pasting it after "sqlq "
+    eval "\"\$sqlq\" $1" >"$tmp/paste.out" 2>&1 || fail "pasted \`sqlq $1\` failed: $(cat "$tmp/paste.out")"
+}
+
+psql_ -d postgres -c "CREATE DATABASE $name" >/dev/null
+psql_ -d "$name" -c "CREATE TABLE public.\"odd 'one'\" (id int PRIMARY KEY, note text)" >/dev/null
+bridge="night shift's"
+"$sqlq" setup --table "public.odd 'one'" --source logical --bridge-name "$bridge" \
+    >"$tmp/setup.out" 2>&1 || fail "setup: $(cat "$tmp/setup.out")"
+[ "$(slots)" = 1 ] || fail "setup made $(slots) slots, wanted 1"
+slot=$(psql_ -d postgres -c "SELECT slot_name FROM pg_replication_slots WHERE database = '$name'")
+pub=$(psql_ -d "$name" -c "SELECT pubname FROM pg_publication")
+
+# The slot dropped by hand.
+psql_ -d postgres -c "SELECT pg_drop_replication_slot('$slot')" >/dev/null
+cmd=$(hint "creates it" "the slot is missing")
+paste_run "$cmd"
+[ "$(slots)" = 1 ] || fail "\`sqlq $cmd\` left $(slots) slots, wanted the route's 1"
+[ "$(psql_ -d postgres -c "SELECT slot_name FROM pg_replication_slots WHERE database = '$name'")" = "$slot" ] ||
+    fail "\`sqlq $cmd\` made another slot than the route's $slot"
+"$sqlq" status >"$tmp/status.out" 2>&1 || fail "status after \`sqlq $cmd\`: $(cat "$tmp/status.out")"
+
+# The table taken out of its publication.
+psql_ -d "$name" -c "ALTER PUBLICATION $pub DROP TABLE public.\"odd 'one'\"" >/dev/null
+cmd=$(hint "(or ALTER PUBLICATION" "the table is not in its publication")
+paste_run "$cmd"
+"$sqlq" status >"$tmp/status.out" 2>&1 || fail "status after \`sqlq $cmd\`: $(cat "$tmp/status.out")"
+[ "$(slots)" = 1 ] || fail "\`sqlq $cmd\` left $(slots) slots, wanted 1"
+
+# The table dropped for good.
+psql_ -d "$name" -c "DROP TABLE public.\"odd 'one'\"" >/dev/null
+cmd=$(hint "drops it and the publication" "the table is dropped")
+paste_run "$cmd"
+[ "$(slots)" = 0 ] || fail "\`sqlq $cmd\` left $(slots) slots"
+[ -z "$(psql_ -d "$name" -c "SELECT pubname FROM pg_publication")" ] || fail "\`sqlq $cmd\` left the publication"
+echo "logical_setup_hints: the slot, publication and drop commands sqlq status printed ran as pasted: ok"
