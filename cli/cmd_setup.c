@@ -3,6 +3,7 @@
  * or the database's own change tracking, as the table's change source installs them.
  * Idempotent; says what it did. */
 #include "capture.h"
+#include "capture_stop.h"
 #include "catalog.h"
 #include "change_source.h"
 #include "commands.h"
@@ -294,7 +295,9 @@ static int setup_one(sqlq_db *db, const char *table, const char *key_columns,
     if (r == SQLQ_OK)
         return SQLQ_EXIT_OK;
     print_error(setup.name[0] ? setup.name : table, &err);
-    return setup.usage ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED;
+    /* a key refused (none usable, or one the replica identity does not hold): a setting */
+    bool usage = setup.usage || strcmp(err.reason, SQLQ_STOP_KEY_REFUSED) == 0;
+    return usage ? SQLQ_EXIT_USAGE : SQLQ_EXIT_FAILED;
 }
 
 int sqlq_cmd_setup(int argc, char **argv)

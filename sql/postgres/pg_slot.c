@@ -236,6 +236,8 @@ static sqlq_result check_identity_holds_key(sqlq_db *db, const sqlq_table *t, co
                                 name, col, ident[0] == 'd' ? "DEFAULT, the primary key" : "USING INDEX",
                                 have, col, col, name, index, have);
     }
+    if (rc == SQLQ_E_UNSUPPORTED) /* the key, as setup and the bridge report a refused key */
+        sqlq_error_reason(err, SQLQ_STOP_KEY_REFUSED);
     json_decref(rows);
     return rc;
 }
