@@ -219,8 +219,25 @@ static const char *source_key(sqlq_db *db)
     return s ? s->name : "change_log";
 }
 
-/* The one table the registry lists as `table` names it (its key, or the key's last part): a
- * table dropped while what sqlq made for it is left; "" when none or more than one. */
+/* Whether registry key k is the table `table` names: the key or its last part as written, or
+ * the same schema (when table gives one) and name once both are parsed (public.it's x names
+ * public."it's x"). */
+static bool key_named(const char *k, const char *table, const sqlq_table_name *parsed)
+{
+    size_t kl = strlen(k), len = strlen(table);
+    if (strcmp(k, table) == 0 ||
+        (kl > len && k[kl - len - 1] == '.' && strcmp(k + kl - len, table) == 0))
+        return true;
+    sqlq_table_name kn;
+    sqlq_error e;
+    sqlq_error_clear(&e);
+    return parsed && sqlq_table_name_parse(k, &kn, &e) == SQLQ_OK &&
+           strcmp(kn.name, parsed->name) == 0 &&
+           (!parsed->schema[0] || strcmp(kn.schema, parsed->schema) == 0);
+}
+
+/* The one table the registry lists as `table` names it (key_named): a table dropped while what
+ * sqlq made for it is left; "" when none or more than one. */
 static void listed_key(sqlq_db *db, const char *table, char *out, size_t size)
 {
     out[0] = '\0';
@@ -231,14 +248,14 @@ static void listed_key(sqlq_db *db, const char *table, char *out, size_t size)
     if (sqlq_catalog_exists(db, &exists, &e) != SQLQ_OK || !exists ||
         sqlq_catalog_list(db, NULL, &rows, &e) != SQLQ_OK)
         return;
-    size_t i, len = strlen(table);
+    sqlq_table_name parsed;
+    bool parses = sqlq_table_name_parse(table, &parsed, &e) == SQLQ_OK;
+    size_t i;
     json_t *row;
     bool several = false;
     json_array_foreach(rows, i, row) {
         const char *k = json_string_value(json_object_get(row, "table_name"));
-        size_t kl = k ? strlen(k) : 0;
-        bool named = k && (strcmp(k, table) == 0 ||
-                           (kl > len && k[kl - len - 1] == '.' && strcmp(k + kl - len, table) == 0));
+        bool named = k && key_named(k, table, parses ? &parsed : NULL);
         if (named && out[0] && strcmp(out, k) != 0)
             several = true;
         else if (named)

@@ -3,7 +3,8 @@
 # status) work when pasted into a shell as printed, for a table whose name has a space and a
 # quote and a bridge name that is not "default": the slot dropped by hand (setup creates it
 # again), the table taken out of its publication (setup puts it back), the table dropped
-# (setup --drop --force removes its slot and publication).
+# (setup --drop --force removes its slot and publication; sqlq status --table, given the name
+# as setup was, says so too).
 set -euo pipefail
 sqlq=${SQLQ_BIN:?run through ctest}
 env_dir=${SQLQ_TEST_ENV_DIR:?}
@@ -25,13 +26,15 @@ fail() {
     exit 1
 }
 slots() { psql_ -d postgres -c "SELECT count(*) FROM pg_replication_slots WHERE database = '$name'"; }
-# The command between `sqlq ` and the backquote that ends it, just before TEXT, in sqlq
-# status's error.
+# The command between `sqlq ` and the backquote that ends it, just before TEXT, in the error
+# of sqlq status [ARGS...].
 hint() {
-    "$sqlq" status >"$tmp/status.out" 2>"$tmp/status.err" && fail "sqlq status exited 0 with: $2"
+    local text=$1 why=$2
+    shift 2
+    "$sqlq" status "$@" >"$tmp/status.out" 2>"$tmp/status.err" && fail "sqlq status $* exited 0 with: $why"
     local cmd
-    cmd=$(sed -n "s/.*\`sqlq \\([^\`]*\\)\` $1.*/\\1/p" "$tmp/status.err" | head -1)
-    [ -n "$cmd" ] || fail "sqlq status names no command ($2): $(cat "$tmp/status.err")"
+    cmd=$(sed -n "s/.*\`sqlq \\([^\`]*\\)\` $text.*/\\1/p" "$tmp/status.err" | head -1)
+    [ -n "$cmd" ] || fail "sqlq status $* names no command ($why): $(cat "$tmp/status.out" "$tmp/status.err")"
     echo "$cmd"
 }
 paste_run() { # CMD: as an operator pasting it after "sqlq "
@@ -66,6 +69,8 @@ paste_run "$cmd"
 # The table dropped for good.
 psql_ -d "$name" -c "DROP TABLE public.\"odd 'one'\"" >/dev/null
 cmd=$(hint "drops it and the publication" "the table is dropped")
+[ "$(hint "drops it and the publication" "the table is dropped" --table "public.odd 'one'")" = "$cmd" ] ||
+    fail "sqlq status --table \"public.odd 'one'\" does not print \`sqlq $cmd\`"
 paste_run "$cmd"
 [ "$(slots)" = 0 ] || fail "\`sqlq $cmd\` left $(slots) slots"
 [ -z "$(psql_ -d "$name" -c "SELECT pubname FROM pg_publication")" ] || fail "\`sqlq $cmd\` left the publication"
