@@ -253,14 +253,18 @@ static sqlq_result check_table(sqlq_db *db, const sqlq_table *t, bool full, sqlq
     if (rc == SQLQ_OK && !r)
         rc = sqlq_error_set(err, SQLQ_E_NOT_FOUND, false, "table %s not found", name);
     const char *ident = rc == SQLQ_OK ? text_of(r, "ident") : "";
-    if (rc == SQLQ_OK && (ident[0] == 'n' || (ident[0] == 'd' && !truthy(r, "pk"))))
+    if (rc == SQLQ_OK && (ident[0] == 'n' || (ident[0] == 'd' && !truthy(r, "pk")))) {
+        char index[300] = "<a unique index of NOT NULL columns>";
+        if (t->nkey > 0) /* the route's key (--key-columns): its unique index */
+            key_index_hint(db, t, name, index, sizeof index);
         rc = sqlq_error_set(
             err, SQLQ_E_UNSUPPORTED, false,
             "table %s has no replica identity (REPLICA IDENTITY %s%s): once it is published, "
             "its writers' UPDATE and DELETE fail; give it a primary key, or ALTER TABLE %s "
-            "REPLICA IDENTITY USING INDEX <a unique index of NOT NULL columns> (or FULL)",
+            "REPLICA IDENTITY USING INDEX %s (or FULL)",
             name, ident[0] == 'n' ? "NOTHING" : "DEFAULT", ident[0] == 'n' ? "" : " and no primary key",
-            name);
+            name, index);
+    }
     if (rc == SQLQ_OK && (ident[0] == 'd' || ident[0] == 'i'))
         rc = check_identity_holds_key(db, t, name, ident, err);
     if (rc == SQLQ_OK && full && ident[0] != 'f')

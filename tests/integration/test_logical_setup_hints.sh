@@ -4,7 +4,8 @@
 # quote and a bridge name that is not "default": the slot dropped by hand (setup creates it
 # again), the table taken out of its publication (setup puts it back), the table dropped
 # (setup --drop --force removes its slot and publication; sqlq status --table, given the name
-# as setup was, says so too).
+# as setup was, says so too). A table keyed by --key-columns without a replica identity is
+# refused with DDL that names the key's index and runs as printed.
 set -euo pipefail
 sqlq=${SQLQ_BIN:?run through ctest}
 env_dir=${SQLQ_TEST_ENV_DIR:?}
@@ -43,6 +44,19 @@ paste_run() { # CMD: as an operator pasting it after "sqlq "
 
 psql_ -d postgres -c "CREATE DATABASE $name" >/dev/null
 psql_ -d "$name" -c "CREATE TABLE public.\"odd 'one'\" (id int PRIMARY KEY, note text)" >/dev/null
+# No replica identity: the DDL printed names the key's unique index.
+psql_ -d "$name" -c "CREATE TABLE public.\"key less\" (a int NOT NULL, b int NOT NULL, note text);
+    CREATE UNIQUE INDEX \"key less ab\" ON public.\"key less\" (a, b)" >/dev/null
+"$sqlq" setup --table "key less" --source logical --key-columns a,b >"$tmp/ri.out" 2>&1 &&
+    fail "setup of a table without a replica identity passed: $(cat "$tmp/ri.out")"
+ddl=$(sed -n 's/.*give it a primary key, or \(ALTER TABLE .*\) (or FULL).*/\1/p' "$tmp/ri.out")
+[ -n "$ddl" ] || fail "no ALTER TABLE in the replica identity refusal: $(cat "$tmp/ri.out")"
+psql_ -d "$name" -c "$ddl" >"$tmp/ddl.out" 2>&1 || fail "the DDL printed ($ddl) failed: $(cat "$tmp/ddl.out")"
+"$sqlq" setup --table "key less" --source logical --key-columns a,b >"$tmp/ri.out" 2>&1 ||
+    fail "setup after \"$ddl\": $(cat "$tmp/ri.out")"
+"$sqlq" setup --table "key less" --source logical --drop >"$tmp/ri.out" 2>&1 ||
+    fail "setup --drop of \"key less\": $(cat "$tmp/ri.out")"
+
 bridge="night shift's"
 "$sqlq" setup --table "public.odd 'one'" --source logical --bridge-name "$bridge" \
     >"$tmp/setup.out" 2>&1 || fail "setup: $(cat "$tmp/setup.out")"
