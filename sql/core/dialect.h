@@ -78,6 +78,10 @@ struct sqlq_dialect {
      * constraint, in the database's own codes (sql_sink.c first tests the portable SQLSTATEs
      * 23502, 23514 and class 22); NULL: the database has none beyond those. */
     bool (*row_rejected)(const sqlq_error *e);
+    /* The connection-string option that makes the driver count the rows a statement found,
+     * not those it changed, which the sink's version guard cannot work with (it refuses to
+     * start, naming this); NULL: the database's drivers have none known. */
+    const char *found_rows_option;
 
     /* ---- names and literals */
     char ident_open, ident_close; /* "a""b" or [a]]b] */

@@ -77,13 +77,14 @@ static sqlq_result check_claim_answers(sqlq_db *db, const sqlq_table_name *state
         return r;
     char shown[600];
     sqlq_table_name_format(state, shown, sizeof shown);
+    const char *option = sqlq_db_dialect(db)->found_rows_option;
     return sqlq_error_set(err, SQLQ_E_INVALID, false,
                           "version table %s: the connection reports the rows a statement found, "
                           "not those it changed (a claim of version 1 answered %s, then %s), so "
                           "an older change could not be told from a newer one and would "
-                          "overwrite it; for MariaDB/MySQL remove FOUND_ROWS from the "
-                          "connection string (OPTION bit 2, as in OPTION=3, or FOUND_ROWS=1)",
-                          shown, first ? "newer" : "not newer", second ? "newer" : "not newer");
+                          "overwrite it; remove %s from the connection string",
+                          shown, first ? "newer" : "not newer", second ? "newer" : "not newer",
+                          option ? option : "the driver option that counts rows found");
 }
 
 sqlq_result sqlq_version_guard_install(sqlq_db *db, const sqlq_table_name *state, sqlq_error *err)
