@@ -243,8 +243,7 @@ const sqlq_dialect sqlq_dialect_mariadb = {
     .bool_as_text = false,
     .time_param_utc_wall = true,
     .row_rejected = mariadb_row_rejected,
-    .found_rows_option = "FOUND_ROWS (Connector/ODBC's OPTION bit 2, as in OPTION=3, or "
-                         "FOUND_ROWS=1)",
+    .found_rows_option = "FOUND_ROWS (Connector/ODBC's OPTION bit 2, as in OPTION=3)",
 
     .ident_open = '`',
     .ident_close = '`',
