@@ -25,21 +25,27 @@ static bool same_key(const sqlq_capture *cap, json_t *row, json_t *held)
  * row back at version 0, unstamped) drops that row from the second and pulls the next one in,
  * so the tokens, numbered by position, name other keys. A row that does not hold its token
  * is dropped (nobody leased it: a later poll takes it); a lease taken for a row not returned
- * goes into *stray, to be handed back after the commit. */
+ * goes into *stray, to be handed back after the commit. Leases are read back by every token
+ * the poll reserved (base + 1 … base + max_batch_size): a commit can pull rows in past the
+ * last one returned too, whose tokens no returned row carries. */
 sqlq_result sqlq_capture_confirm_leases(sqlq_capture *cap, sqlq_capture_values *v, json_t *rows,
                                          sqlq_change **stray, size_t *nstray, sqlq_error *err)
 {
-    size_t n = json_array_size(rows);
-    sqlq_change *mine = calloc(n ? n : 1, sizeof(*mine));
+    size_t n = json_array_size(rows), reserved = (size_t)cap->spec.max_batch_size;
+    int64_t *mine = calloc(n ? n : 1, sizeof(*mine));
     bool *kept = calloc(n ? n : 1, sizeof(*kept));
+    sqlq_change *all = calloc(reserved ? reserved : 1, sizeof(*all)); /* then the strays */
     char *tokens = NULL;
     json_t *held = NULL;
-    sqlq_result r = mine && kept ? SQLQ_OK : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
+    sqlq_result r = mine && kept && all ? SQLQ_OK
+                                        : sqlq_error_set(err, SQLQ_E_NOMEM, false, "out of memory");
     for (size_t i = 0; r == SQLQ_OK && i < n; i++)
-        if (!sqlq_json_int64(json_object_get(json_array_get(rows, i), "m_tok"), &mine[i].lease_token))
+        if (!sqlq_json_int64(json_object_get(json_array_get(rows, i), "m_tok"), &mine[i]))
             r = sqlq_error_set(err, SQLQ_E_PARSE, false, "unexpected change row from %s", cap->names.table_key);
+    for (size_t i = 0; r == SQLQ_OK && i < reserved; i++)
+        all[i].lease_token = v->token_base + 1 + (int64_t)i;
     if (r == SQLQ_OK)
-        r = sqlq_capture_tokens_json(mine, n, &tokens, err);
+        r = sqlq_capture_tokens_json(all, reserved, &tokens, err);
     v->tokens = tokens;
     if (r == SQLQ_OK)
         r = sqlq_capture_query(cap, &cap->held, v, &held, err);
@@ -51,10 +57,10 @@ sqlq_result sqlq_capture_confirm_leases(sqlq_capture *cap, sqlq_capture_values *
         bool match = false;
         (void)sqlq_json_int64(json_object_get(h, "m_tok"), &tok);
         for (size_t i = 0; r == SQLQ_OK && i < n && !match; i++)
-            if (mine[i].lease_token == tok && same_key(cap, json_array_get(rows, i), h))
+            if (mine[i] == tok && same_key(cap, json_array_get(rows, i), h))
                 match = kept[i] = true;
-        if (!match)
-            mine[k++].lease_token = tok; /* leased, not returned: handed back */
+        if (!match && k < reserved)
+            all[k++].lease_token = tok; /* leased, not returned: handed back */
     }
     for (size_t i = n; r == SQLQ_OK && i-- > 0;)
         if (!kept[i])
@@ -66,8 +72,8 @@ sqlq_result sqlq_capture_confirm_leases(sqlq_capture *cap, sqlq_capture_values *
     free(tokens);
     json_decref(held);
     free(kept);
-    *stray = mine;
+    free(mine);
+    *stray = all;
     *nstray = r == SQLQ_OK ? k : 0;
     return r;
 }
-
